@@ -1,0 +1,102 @@
+//! Typed errors of the library and the exit codes they map to (SPEC §2).
+//!
+//! `Invalid` is a field-level problem without a file; `Error::Input` adds the file. Exit code
+//! 2 means bad usage or invalid input, 1 a runtime failure.
+
+use std::fmt;
+
+/// A field that failed validation: its JSON path and what was expected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invalid {
+    pub path: String,
+    pub message: String,
+}
+
+impl Invalid {
+    pub fn at(path: impl Into<String>, message: impl Into<String>) -> Invalid {
+        Invalid {
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    /// Prefix the path with a parent field (`output_schema` + `required` → `output_schema.required`).
+    pub fn under(mut self, parent: &str) -> Invalid {
+        self.path = join_path(parent, &self.path);
+        self
+    }
+
+    /// Attach the file this field came from.
+    pub fn in_file(self, file: impl Into<String>) -> Error {
+        Error::Input {
+            file: file.into(),
+            path: self.path,
+            message: self.message,
+        }
+    }
+}
+
+impl fmt::Display for Invalid {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.path.is_empty() {
+            write!(f, "{}", self.message)
+        } else {
+            write!(f, "{}: {}", self.path, self.message)
+        }
+    }
+}
+
+/// Join two JSON path segments (`a` + `b` → `a.b`, `a` + `[0]` → `a[0]`).
+pub fn join_path(parent: &str, child: &str) -> String {
+    match (parent.is_empty(), child.is_empty()) {
+        (true, _) => child.to_string(),
+        (_, true) => parent.to_string(),
+        _ if child.starts_with('[') => format!("{parent}{child}"),
+        _ => format!("{parent}.{child}"),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An input document is malformed or breaks a rule; exit 2.
+    #[error("{}", fmt_input(file, path, message))]
+    Input {
+        file: String,
+        path: String,
+        message: String,
+    },
+    /// Wrong flags, or a board handed to the wrong stage; exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Something failed while running (provider unreachable after retries, disk full); exit 1.
+    #[error("{0}")]
+    Runtime(String),
+}
+
+fn fmt_input(file: &str, path: &str, message: &str) -> String {
+    match (file.is_empty(), path.is_empty()) {
+        (false, false) => format!("{file}: {path}: {message}"),
+        (false, true) => format!("{file}: {message}"),
+        (true, false) => format!("{path}: {message}"),
+        (true, true) => message.to_string(),
+    }
+}
+
+impl Error {
+    pub fn input(file: impl Into<String>, path: impl Into<String>, message: impl Into<String>) -> Error {
+        Error::Input {
+            file: file.into(),
+            path: path.into(),
+            message: message.into(),
+        }
+    }
+
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Input { .. } | Error::Usage(_) => 2,
+            Error::Runtime(_) => 1,
+        }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

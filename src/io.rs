@@ -1,0 +1,222 @@
+//! Reading input documents with precise errors, and writing files atomically.
+//!
+//! Every reader reports the file label and the JSON path of the offending field on one line;
+//! every writer goes through a temporary file in the target folder and a rename, so a failure
+//! never leaves a half-written file.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Largest input document accepted (boards with 200 loops are a few MB).
+pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Yaml,
+}
+
+impl Format {
+    /// The format a file name implies: `.json`, `.yaml` or `.yml`.
+    pub fn from_path(path: &Path) -> Option<Format> {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("json") => Some(Format::Json),
+            Some("yaml") | Some("yml") => Some(Format::Yaml),
+            _ => None,
+        }
+    }
+}
+
+/// Read all of stdin as UTF-8 text; `label` names it in errors (usually `<stdin>`).
+pub fn read_stdin(label: &str) -> Result<String> {
+    let mut bytes = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::input(label, "", format!("cannot read: {e}")))?;
+    bytes_to_text(label, bytes)
+}
+
+/// Read a whole input file as UTF-8 text; a missing or unreadable file is bad input (exit 2).
+pub fn read_text_file(path: &Path) -> Result<String> {
+    let label = path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| Error::input(&label, "", format!("cannot open: {}", os_error(&e))))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_INPUT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| Error::input(&label, "", format!("cannot read: {}", os_error(&e))))?;
+    bytes_to_text(&label, bytes)
+}
+
+fn bytes_to_text(label: &str, bytes: Vec<u8>) -> Result<String> {
+    if bytes.len() as u64 > MAX_INPUT_BYTES {
+        return Err(Error::input(
+            label,
+            "",
+            format!("input is larger than {} MiB", MAX_INPUT_BYTES / 1024 / 1024),
+        ));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        Error::input(
+            label,
+            "",
+            format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+/// An OS error without Rust's `(os error N)` suffix noise.
+pub fn os_error(e: &std::io::Error) -> String {
+    let s = e.to_string();
+    match s.find(" (os error") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+/// Parse a document of type `T`; errors name `label` and the field path.
+pub fn parse_doc<T: DeserializeOwned>(label: &str, text: &str, format: Format) -> Result<T> {
+    if text.trim().is_empty() {
+        return Err(Error::input(label, "", "empty input (expected a JSON or YAML document)"));
+    }
+    match format {
+        Format::Json => {
+            let de = &mut serde_json::Deserializer::from_str(text);
+            let v = serde_path_to_error::deserialize(de).map_err(|e| path_error(label, e))?;
+            Ok(v)
+        }
+        Format::Yaml => {
+            let de = serde_yaml::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(de).map_err(|e| path_error(label, e))
+        }
+    }
+}
+
+/// Parse a JSON document that carries an integer `version_field`, refusing unknown major
+/// versions before looking at anything else.
+pub fn parse_versioned<T: DeserializeOwned>(label: &str, text: &str, version_field: &str, supported: u32) -> Result<T> {
+    if text.trim().is_empty() {
+        return Err(Error::input(label, "", "empty input (expected a JSON document)"));
+    }
+    let value: Value = serde_json::from_str(text)
+        .map_err(|e| Error::input(label, "", format!("not valid JSON: {e}")))?;
+    let Some(obj) = value.as_object() else {
+        return Err(Error::input(label, "", format!("expected a JSON object, got {}", kind_of(&value))));
+    };
+    match obj.get(version_field) {
+        None => return Err(Error::input(label, version_field, format!("missing (expected {supported})"))),
+        Some(v) => match v.as_u64() {
+            Some(n) if n == u64::from(supported) => {}
+            Some(n) => {
+                return Err(Error::input(
+                    label,
+                    version_field,
+                    format!("version {n} is not supported (expected {supported})"),
+                ))
+            }
+            None => return Err(Error::input(label, version_field, format!("expected an integer, got {}", kind_of(v)))),
+        },
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| path_error(label, e))
+}
+
+/// A short name of a JSON value's type, for messages.
+pub fn kind_of(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+fn path_error<E: std::fmt::Display>(label: &str, e: serde_path_to_error::Error<E>) -> Error {
+    let path = e.path().to_string();
+    let path = if path == "." { String::new() } else { path };
+    let message = e.inner().to_string().replace('\n', " ");
+    Error::input(label, path, message)
+}
+
+/// Serialise to one line of JSON (or indented with `pretty`), newline-terminated.
+pub fn to_json_line<T: Serialize>(value: &T, pretty: bool) -> String {
+    let mut s = if pretty {
+        serde_json::to_string_pretty(value)
+    } else {
+        serde_json::to_string(value)
+    }
+    .expect("our types serialise to JSON");
+    s.push('\n');
+    s
+}
+
+/// Write `contents` to `path` through a temporary file in the same folder and a rename.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("{}: cannot {what}: {}", path.display(), os_error(&e)));
+    std::fs::create_dir_all(&dir).map_err(|e| fail("create its folder", e))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(fail("write", e));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::MeetingInput;
+
+    #[test]
+    fn yaml_error_names_field_path() {
+        let e = parse_doc::<MeetingInput>(
+            "m.yaml",
+            "topic: t\ndecision_packet: {decision_to_make: d}\ncontext_sources: [{type: file, path: a, max_files: x}]\n",
+            Format::Yaml,
+        )
+        .unwrap_err();
+        let s = e.to_string();
+        assert!(s.starts_with("m.yaml: context_sources[0].max_files: "), "{s}");
+    }
+
+    #[test]
+    fn unknown_field_refused() {
+        let e = parse_doc::<MeetingInput>("m.json", r#"{"topic":"t","decision_packet":{"decision_to_make":"d"},"topik":1}"#, Format::Json).unwrap_err();
+        assert!(e.to_string().contains("unknown field `topik`"), "{e}");
+    }
+
+    #[test]
+    fn version_checked_first() {
+        let e = parse_versioned::<crate::model::MeetingPacket>("p", r#"{"packet_version":2}"#, "packet_version", 1).unwrap_err();
+        assert_eq!(e.to_string(), "p: packet_version: version 2 is not supported (expected 1)");
+    }
+
+    #[test]
+    fn atomic_write_replaces() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("sub/x.md");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "two");
+        assert_eq!(std::fs::read_dir(d.path().join("sub")).unwrap().count(), 1);
+    }
+}

@@ -1,0 +1,12 @@
+//! agent-meeting: small composable programs that run a decision meeting between LLM agents.
+//!
+//! Modules follow the data flow of a meeting: `model` (types and validation), `loader` (agent
+//! configs and meeting files), `context` (collection), `llm` (providers), `pm`, `turn`,
+//! `board` (init and merge), `report`, `driver`. `io`, `error` and `cli` are the edges.
+
+pub mod cli;
+pub mod error;
+pub mod io;
+pub mod model;
+
+pub use error::{Error, Invalid, Result};

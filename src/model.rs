@@ -1,0 +1,657 @@
+//! Data models of SPEC §3: the types every program reads and writes, and their validation.
+//!
+//! Every struct refuses unknown fields (typos must not pass silently) except `metadata`
+//! objects. Validation that serde cannot express (non-empty strings, safe names, the PM
+//! decision's conditional fields) lives in the `validate` methods and reports the JSON path of
+//! the offending field.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::Invalid;
+
+/// Current major versions of the documents that flow between the programs.
+pub const BOARD_VERSION: u32 = 1;
+pub const PACKET_VERSION: u32 = 1;
+pub const REPORT_VERSION: u32 = 1;
+
+/// Largest number of items each whiteboard list keeps (SPEC §5 merge rule 5).
+pub const LIST_CAP: usize = 20;
+
+// ---------------------------------------------------------------------------------------------
+// Agents
+
+/// One loadable agent (SPEC §3 AgentConfig).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    /// Safe filename characters `[A-Za-z0-9_-]`, 1–64; equals the config file's stem.
+    pub name: String,
+    pub role: String,
+    pub description: String,
+    /// The role prompt; must not be empty.
+    pub system_prompt: String,
+    #[serde(default)]
+    pub input_schema_description: String,
+    #[serde(default)]
+    pub output_schema_description: String,
+    /// JSON Schema the runtime input `{prompt, meeting_summary, context_summary}` must satisfy.
+    pub input_schema: Map<String, Value>,
+    /// JSON Schema of the agent's answer (compatible with AgentTurnResult, or PMDecision for the PM).
+    pub output_schema: Map<String, Value>,
+    /// Free-form; recognised keys: `provider`, `model`, `temperature`, `max_tokens`.
+    #[serde(default)]
+    pub metadata: Map<String, Value>,
+}
+
+/// Whether `name` is a safe agent name: `[A-Za-z0-9_-]{1,64}`.
+pub fn is_safe_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl AgentConfig {
+    /// Field checks that need no other file (the schema-compatibility rules are in `loader`).
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if !is_safe_name(&self.name) {
+            return Err(Invalid::at(
+                "name",
+                format!(
+                    "{:?} is not a safe agent name (expected 1-64 characters of A-Z a-z 0-9 _ -)",
+                    self.name
+                ),
+            ));
+        }
+        if self.system_prompt.trim().is_empty() {
+            return Err(Invalid::at("system_prompt", "must not be empty"));
+        }
+        for key in ["temperature"] {
+            if let Some(v) = self.metadata.get(key) {
+                if !v.is_number() {
+                    return Err(Invalid::at(format!("metadata.{key}"), "expected a number"));
+                }
+            }
+        }
+        if let Some(v) = self.metadata.get("max_tokens") {
+            if v.as_u64().is_none_or(|n| n == 0) {
+                return Err(Invalid::at("metadata.max_tokens", "expected a positive integer"));
+            }
+        }
+        for key in ["provider", "model"] {
+            if let Some(v) = self.metadata.get(key) {
+                if !v.is_string() {
+                    return Err(Invalid::at(format!("metadata.{key}"), "expected a string"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A recognised string key of `metadata` (`provider`, `model`).
+    pub fn meta_str(&self, key: &str) -> Option<&str> {
+        self.metadata.get(key).and_then(Value::as_str)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Meeting input
+
+/// Shared background of the meeting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingBrief {
+    #[serde(default)]
+    pub project_background: String,
+    #[serde(default)]
+    pub current_state: String,
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    #[serde(default)]
+    pub non_goals: Vec<String>,
+}
+
+/// What the meeting must decide.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionPacket {
+    pub decision_to_make: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+    #[serde(default)]
+    pub evaluation_dimensions: Vec<String>,
+    #[serde(default)]
+    pub required_questions: Vec<String>,
+    #[serde(default)]
+    pub risk_tolerance: String,
+    #[serde(default)]
+    pub time_horizon: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceType {
+    File,
+    Directory,
+}
+
+fn default_max_files() -> usize {
+    20
+}
+fn default_max_chars() -> usize {
+    4000
+}
+
+/// Where background documents come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSource {
+    #[serde(rename = "type")]
+    pub source_type: SourceType,
+    pub path: String,
+    #[serde(default)]
+    pub purpose: String,
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default = "default_max_files")]
+    pub max_files: usize,
+    #[serde(default = "default_max_chars")]
+    pub max_chars_per_file: usize,
+}
+
+/// A meeting file (or `--topic` minimal mode, or stdin of `collect-context`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingInput {
+    pub topic: String,
+    #[serde(default)]
+    pub brief: MeetingBrief,
+    pub decision_packet: DecisionPacket,
+    #[serde(default)]
+    pub context_sources: Vec<ContextSource>,
+}
+
+impl MeetingInput {
+    /// `--topic T`: a valid input with `decision_to_make = T` and everything else empty.
+    pub fn from_topic(topic: &str) -> MeetingInput {
+        MeetingInput {
+            topic: topic.to_string(),
+            brief: MeetingBrief::default(),
+            decision_packet: DecisionPacket {
+                decision_to_make: topic.to_string(),
+                ..DecisionPacket::default()
+            },
+            context_sources: Vec::new(),
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.topic.trim().is_empty() {
+            return Err(Invalid::at("topic", "must not be empty"));
+        }
+        if self.decision_packet.decision_to_make.trim().is_empty() {
+            return Err(Invalid::at(
+                "decision_packet.decision_to_make",
+                "must not be empty",
+            ));
+        }
+        for (i, s) in self.context_sources.iter().enumerate() {
+            let at = |f: &str| format!("context_sources[{i}].{f}");
+            if s.path.trim().is_empty() {
+                return Err(Invalid::at(at("path"), "must not be empty"));
+            }
+            if s.max_files == 0 {
+                return Err(Invalid::at(at("max_files"), "must be greater than 0"));
+            }
+            if s.max_chars_per_file == 0 {
+                return Err(Invalid::at(
+                    at("max_chars_per_file"),
+                    "must be greater than 0",
+                ));
+            }
+            for (field, globs) in [("include", &s.include), ("exclude", &s.exclude)] {
+                for (j, g) in globs.iter().enumerate() {
+                    if let Err(e) = globset::Glob::new(g) {
+                        return Err(Invalid::at(
+                            format!("context_sources[{i}].{field}[{j}]"),
+                            format!("{g:?} is not a valid glob ({})", e.kind()),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Context
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentSource {
+    File,
+    DirectoryFile,
+}
+
+/// One collected background document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextDocument {
+    /// The normalised path relative to the context root, `/`-separated.
+    pub document_id: String,
+    /// The same root-relative path; never absolute.
+    pub source_path: String,
+    pub source_type: DocumentSource,
+    pub purpose: String,
+    /// The file's text cut to `max_chars_per_file` characters.
+    pub excerpt: String,
+    /// Characters of the full file.
+    pub char_count: usize,
+}
+
+/// A path that was not collected, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkippedPath {
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextBundle {
+    pub summary: String,
+    #[serde(default)]
+    pub documents: Vec<ContextDocument>,
+    #[serde(default)]
+    pub skipped_paths: Vec<SkippedPath>,
+}
+
+/// Output of `collect-context`, input of `init-board`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingPacket {
+    pub packet_version: u32,
+    pub meeting_input: MeetingInput,
+    pub context_bundle: ContextBundle,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Model answers
+
+/// A reference from an agent's answer to a collected document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DocumentCitation {
+    pub document_id: String,
+    pub source_path: String,
+    #[serde(default)]
+    pub quote: String,
+    /// Set by the runtime: whether `quote` was found in the document's excerpt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verified: Option<bool>,
+}
+
+/// The fixed structure of every specialist answer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTurnResult {
+    /// Filled by the runtime, never trusted from the model.
+    #[serde(default)]
+    pub agent_name: String,
+    pub response: String,
+    #[serde(default)]
+    pub key_points: Vec<String>,
+    #[serde(default)]
+    pub risks: Vec<String>,
+    #[serde(default)]
+    pub recommendations: Vec<String>,
+    #[serde(default)]
+    pub citations: Vec<DocumentCitation>,
+}
+
+/// The fields of AgentTurnResult, for the output-schema compatibility rules.
+pub const AGENT_TURN_FIELDS: [&str; 6] = [
+    "agent_name",
+    "response",
+    "key_points",
+    "risks",
+    "recommendations",
+    "citations",
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum NextAction {
+    #[serde(rename = "CALL_AGENT")]
+    CallAgent,
+    #[serde(rename = "FINISH")]
+    Finish,
+}
+
+/// The PM's only valid output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PmDecision {
+    #[serde(default)]
+    pub analysis: String,
+    pub next_action: NextAction,
+    #[serde(default)]
+    pub target_agent: Option<String>,
+    #[serde(default)]
+    pub prompt_for_agent: Option<String>,
+    #[serde(default)]
+    pub final_report: Option<String>,
+}
+
+/// The fields of PMDecision, for the PM config compatibility rule.
+pub const PM_DECISION_FIELDS: [&str; 5] = [
+    "analysis",
+    "next_action",
+    "target_agent",
+    "prompt_for_agent",
+    "final_report",
+];
+
+fn blank(s: &Option<String>) -> bool {
+    s.as_deref().is_none_or(|s| s.trim().is_empty())
+}
+
+impl PmDecision {
+    /// The conditional rules: CALL_AGENT needs a target and a prompt, FINISH needs a report.
+    pub fn validate(&self) -> Result<(), Invalid> {
+        match self.next_action {
+            NextAction::CallAgent => {
+                if blank(&self.target_agent) {
+                    return Err(Invalid::at(
+                        "target_agent",
+                        "is required (a participant name) when next_action is CALL_AGENT",
+                    ));
+                }
+                if blank(&self.prompt_for_agent) {
+                    return Err(Invalid::at(
+                        "prompt_for_agent",
+                        "is required (a specific question) when next_action is CALL_AGENT",
+                    ));
+                }
+            }
+            NextAction::Finish => {
+                if blank(&self.final_report) {
+                    return Err(Invalid::at(
+                        "final_report",
+                        "is required (Markdown with an executive summary and a recommendation) when next_action is FINISH",
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Board
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    Finishing,
+    Finished,
+    ForcedStop,
+    Failed,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Finishing => "finishing",
+            Status::Finished => "finished",
+            Status::ForcedStop => "forced_stop",
+            Status::Failed => "failed",
+        }
+    }
+}
+
+/// Meeting-wide LLM defaults (flags of `init-board`); per-agent `metadata` wins over them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSettings {
+    pub provider: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+}
+
+/// The PM's routing decision waiting for `agent-turn`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PendingCall {
+    pub target_agent: String,
+    pub prompt: String,
+    #[serde(default)]
+    pub analysis: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Ok,
+    Error,
+}
+
+/// The outcome of the last agent turn, waiting for `merge-board`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastTurn {
+    pub agent_name: String,
+    pub status: TurnStatus,
+    /// The PM's question this turn answered.
+    #[serde(default)]
+    pub prompt: String,
+    #[serde(default)]
+    pub result: Option<AgentTurnResult>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// One entry of the event log (SPEC §8).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Event {
+    pub ts: String,
+    pub trace_id: String,
+    #[serde(rename = "loop")]
+    pub loop_no: u32,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    pub caller: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// `task`, `result`, `feedback` or `control` for messages between participants.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// Token and call counts.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallerUsage {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub duration_ms: u64,
+    /// True when some counts were estimated from characters (the server returned none).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
+}
+
+/// Usage totals; `calls` is also the global call number that keys replay cassettes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Usage {
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    #[serde(default)]
+    pub by_caller: BTreeMap<String, CallerUsage>,
+}
+
+/// The whiteboard: the whole state of a meeting, passed from stage to stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Board {
+    pub board_version: u32,
+    pub trace_id: String,
+    pub topic: String,
+    /// Specialist names, in `--agents` order.
+    pub participants: Vec<String>,
+    /// Every participant's config, so a saved board replays without the agents folder.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// The PM's config, or null for the built-in PM.
+    pub pm: Option<AgentConfig>,
+    pub llm: LlmSettings,
+    pub loop_count: u32,
+    pub max_loops: u32,
+    pub status: Status,
+    pub summary: String,
+    pub key_points: Vec<String>,
+    pub open_questions: Vec<String>,
+    pub decisions: Vec<String>,
+    pub risks: Vec<String>,
+    pub latest_agent_outputs: BTreeMap<String, AgentTurnResult>,
+    pub pending_call: Option<PendingCall>,
+    pub last_turn: Option<LastTurn>,
+    pub last_error: Option<String>,
+    pub recent_errors: Vec<String>,
+    pub final_report: Option<String>,
+    pub process_note: Option<String>,
+    pub event_log: Vec<Event>,
+    pub usage: Usage,
+    pub meeting_input: MeetingInput,
+    pub context_bundle: ContextBundle,
+}
+
+/// Output of `render-report`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportResult {
+    pub report_version: u32,
+    pub status: Status,
+    /// Which template produced the report: `normal`, `forced` or `fallback`.
+    pub kind: String,
+    pub report_file: Option<String>,
+    pub markdown: String,
+    pub board: Board,
+}
+
+/// Output of the `meeting` driver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingResult {
+    pub status: Status,
+    pub report_file: Option<String>,
+    pub run_dir: Option<String>,
+    pub trace_id: String,
+    pub loops: u32,
+    pub forced: bool,
+    pub usage: Usage,
+}
+
+/// Every model with a JSON Schema in `share/schemas/`, by file stem.
+pub fn schemas() -> Vec<(&'static str, Value)> {
+    fn gen<T: JsonSchema>() -> Value {
+        serde_json::to_value(schemars::schema_for!(T)).expect("schemas serialise")
+    }
+    vec![
+        ("AgentConfig", gen::<AgentConfig>()),
+        ("MeetingInput", gen::<MeetingInput>()),
+        ("MeetingPacket", gen::<MeetingPacket>()),
+        ("Board", gen::<Board>()),
+        ("PMDecision", gen::<PmDecision>()),
+        ("AgentTurnResult", gen::<AgentTurnResult>()),
+        ("ReportResult", gen::<ReportResult>()),
+        ("MeetingResult", gen::<MeetingResult>()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn safe_names() {
+        assert!(is_safe_name("arch"));
+        assert!(is_safe_name("a_b-C9"));
+        assert!(!is_safe_name(""));
+        assert!(!is_safe_name("../etc"));
+        assert!(!is_safe_name("a b"));
+        assert!(!is_safe_name(&"a".repeat(65)));
+        assert!(is_safe_name(&"a".repeat(64)));
+    }
+
+    #[test]
+    fn pm_decision_conditional_rules() {
+        let call = |t: Option<&str>, p: Option<&str>| PmDecision {
+            analysis: String::new(),
+            next_action: NextAction::CallAgent,
+            target_agent: t.map(str::to_string),
+            prompt_for_agent: p.map(str::to_string),
+            final_report: None,
+        };
+        assert!(call(Some("arch"), Some("q?")).validate().is_ok());
+        assert_eq!(
+            call(None, Some("q")).validate().unwrap_err().path,
+            "target_agent"
+        );
+        assert_eq!(
+            call(Some("arch"), Some("  ")).validate().unwrap_err().path,
+            "prompt_for_agent"
+        );
+        let fin = |r: Option<&str>| PmDecision {
+            analysis: String::new(),
+            next_action: NextAction::Finish,
+            target_agent: None,
+            prompt_for_agent: None,
+            final_report: r.map(str::to_string),
+        };
+        assert!(fin(Some("# r")).validate().is_ok());
+        assert_eq!(fin(None).validate().unwrap_err().path, "final_report");
+    }
+
+    #[test]
+    fn topic_mode_is_valid() {
+        let m = MeetingInput::from_topic("Adopt Rust?");
+        m.validate().unwrap();
+        assert_eq!(m.decision_packet.decision_to_make, "Adopt Rust?");
+        assert!(MeetingInput::from_topic(" ").validate().is_err());
+    }
+}
