@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod error;
 pub mod io;
+pub mod llm;
 pub mod model;
 
 pub use error::{Error, Invalid, Result};
