@@ -9,7 +9,21 @@
 //! INTERFACE CONTRACT (shared by pm, turn, agent-builder): the public items below keep these
 //! names and shapes; implementations may add items.
 
-use serde_json::Value;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub mod anthropic;
+pub mod args;
+pub mod openai;
+pub mod parse;
+pub mod replay;
+pub mod transport;
+
+pub use args::{client_for, LlmArgs};
+pub use parse::parse_json_reply;
+pub use transport::Timeouts;
 
 /// Who speaks a message in the conversation sent to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -148,16 +162,79 @@ pub trait Provider {
     fn attempt(&mut self, seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError>;
 }
 
+/// How the [`Client`] retries failed attempts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// Attempts per logical call, the first included (at least 1).
+    pub max_attempts: u32,
+    /// Backoff before the 2nd attempt; doubles each time, plus up to 50% jitter.
+    pub base_delay: Duration,
+    /// Cap on any single wait, including a server's `Retry-After`.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { max_attempts: 3, base_delay: Duration::from_millis(500), max_delay: Duration::from_secs(30) }
+    }
+}
+
+impl RetryPolicy {
+    /// No waiting at all: replay, where faults are simulated.
+    pub fn immediate(max_attempts: u32) -> RetryPolicy {
+        RetryPolicy { max_attempts, base_delay: Duration::ZERO, max_delay: Duration::ZERO }
+    }
+
+    /// The wait after failed attempt number `attempt` (1-based).
+    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(ra) = retry_after {
+            return ra.min(self.max_delay);
+        }
+        let exp = self.base_delay.saturating_mul(1u32 << (attempt.saturating_sub(1)).min(16));
+        let jitter = exp.mul_f64(jitter_fraction() * 0.5);
+        (exp + jitter).min(self.max_delay)
+    }
+}
+
+/// A pseudo-random fraction in [0, 1): jitter only needs to de-synchronise clients.
+fn jitter_fraction() -> f64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mixed = (u64::from(nanos) ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (mixed >> 11) as f64 / (1u64 << 53) as f64
+}
+
 /// The interface the stages use: retries, tolerant parsing, usage and the call counter.
 pub struct Client {
     provider: Box<dyn Provider>,
     calls: u64,
+    policy: RetryPolicy,
+    log: Option<PathBuf>,
 }
 
 impl Client {
-    /// `calls` is the board's `usage.calls` before this stage's first call.
+    /// `calls` is the board's `usage.calls` before this stage's first call. Replay gets a
+    /// no-wait retry policy, real providers the default one.
     pub fn new(provider: Box<dyn Provider>, calls: u64) -> Client {
-        Client { provider, calls }
+        let policy = if provider.name() == "replay" { RetryPolicy::immediate(3) } else { RetryPolicy::default() };
+        Client { provider, calls, policy, log: None }
+    }
+
+    pub fn with_policy(mut self, policy: RetryPolicy) -> Client {
+        self.policy = RetryPolicy { max_attempts: policy.max_attempts.max(1), ..policy };
+        self
+    }
+
+    /// Append every attempt (full prompt, raw response or error, usage) to this JSONL file.
+    pub fn with_log(mut self, path: Option<PathBuf>) -> Client {
+        self.log = path;
+        self
+    }
+
+    pub fn policy(&self) -> RetryPolicy {
+        self.policy
     }
 
     /// The global call counter after the calls made so far (write it back to the board).
@@ -169,24 +246,199 @@ impl Client {
         self.provider.name()
     }
 
-    /// One logical call. PLACEHOLDER: a single attempt; the LLM-layer work replaces this with
-    /// the retrying transport policy and tolerant parsing.
+    /// One logical call: attempts with retries on 429/5xx/timeouts/network errors, then
+    /// tolerant parsing when `req.expect` is set. Every attempt takes the next call number.
     pub fn call(&mut self, req: &Request, opts: &Options) -> Result<Reply, LlmError> {
-        let start = std::time::Instant::now();
-        self.calls += 1;
-        match self.provider.attempt(self.calls, req, opts) {
-            Ok(raw) => {
-                let json = req.expect.as_ref().map(|_| serde_json::from_str(&raw.text).map_err(|e| e.to_string()));
-                Ok(Reply {
-                    usage: raw.usage.unwrap_or_default(),
-                    text: raw.text,
-                    json,
-                    duration_ms: start.elapsed().as_millis() as u64,
-                    attempts: 1,
-                })
+        let start = Instant::now();
+        let name = self.provider.name().to_string();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            self.calls += 1;
+            let seq = self.calls;
+            let t0 = Instant::now();
+            let result = self.provider.attempt(seq, req, opts);
+            let attempt_ms = t0.elapsed().as_millis() as u64;
+            self.log_attempt(seq, attempt, req, opts, &result, attempt_ms);
+            let elapsed = || start.elapsed().as_millis() as u64;
+            let (message, retry_after) = match result {
+                Ok(raw) => {
+                    if req.expect.is_none() && raw.text.trim().is_empty() {
+                        return Err(LlmError::Transient {
+                            message: format!("{name}: the model returned an empty reply"),
+                            attempts: attempt,
+                            duration_ms: elapsed(),
+                        });
+                    }
+                    let usage = raw.usage.unwrap_or_else(|| estimate_usage(req, &raw.text));
+                    let json = req.expect.as_ref().map(|_| parse::parse_json_reply(&raw.text));
+                    return Ok(Reply { text: raw.text, json, usage, duration_ms: elapsed(), attempts: attempt });
+                }
+                Err(AttemptError::Fatal(m)) => return Err(LlmError::Fatal(format!("{name}: {m}"))),
+                Err(AttemptError::Http { status, message, retry_after }) => {
+                    let text = format!("{name}: HTTP {status}: {message}");
+                    if status == 429 || status >= 500 {
+                        (text, retry_after)
+                    } else if transport::is_context_length(status, &message) {
+                        return Err(LlmError::Transient { message: text, attempts: attempt, duration_ms: elapsed() });
+                    } else {
+                        return Err(LlmError::Fatal(text));
+                    }
+                }
+                Err(AttemptError::Timeout(m)) => (format!("{name}: timeout: {m}"), None),
+                Err(AttemptError::Network(m)) => (format!("{name}: network error: {m}"), None),
+            };
+            if attempt >= self.policy.max_attempts {
+                let ms = elapsed();
+                return Err(LlmError::Transient {
+                    message: format!("{message} (gave up after {attempt} attempts, {ms} ms)"),
+                    attempts: attempt,
+                    duration_ms: ms,
+                });
             }
-            Err(AttemptError::Fatal(m)) => Err(LlmError::Fatal(m)),
-            Err(e) => Err(LlmError::Transient { message: format!("{e:?}"), attempts: 1, duration_ms: 0 }),
+            let wait = self.policy.delay(attempt, retry_after);
+            if !wait.is_zero() {
+                std::thread::sleep(wait);
+            }
         }
+    }
+
+    fn log_attempt(
+        &self,
+        seq: u64,
+        attempt: u32,
+        req: &Request,
+        opts: &Options,
+        result: &Result<RawReply, AttemptError>,
+        duration_ms: u64,
+    ) {
+        let Some(path) = &self.log else { return };
+        let line = exchange_line(self.provider.name(), seq, attempt, req, opts, result, duration_ms);
+        if let Err(e) = replay::append_line(path, &line.to_string()) {
+            eprintln!("llm: warning: cannot write the exchange log {}: {}", path.display(), crate::io::os_error(&e));
+        }
+    }
+}
+
+/// One line of the exchange log: everything needed to see what the model was asked and said.
+/// Requests never carry credentials, so neither does this.
+fn exchange_line(
+    provider: &str,
+    seq: u64,
+    attempt: u32,
+    req: &Request,
+    opts: &Options,
+    result: &Result<RawReply, AttemptError>,
+    duration_ms: u64,
+) -> Value {
+    let ts_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| json!({"role": if m.role == Role::User { "user" } else { "assistant" }, "content": m.content}))
+        .collect();
+    let (response, usage, error) = match result {
+        Ok(raw) => (
+            Some(raw.text.clone()),
+            raw.usage.map(|u| json!({"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens})),
+            None,
+        ),
+        Err(e) => (None, None, Some(attempt_error_text(e))),
+    };
+    json!({
+        "ts_ms": ts_ms,
+        "seq": seq,
+        "attempt": attempt,
+        "caller": req.caller,
+        "provider": provider,
+        "model": opts.model,
+        "temperature": opts.temperature,
+        "max_tokens": opts.max_tokens,
+        "system": req.system,
+        "messages": messages,
+        "schema": req.expect.as_ref().map(|e| json!({"name": e.name, "schema": e.schema})),
+        "response": response,
+        "error": error,
+        "usage": usage,
+        "duration_ms": duration_ms,
+    })
+}
+
+fn attempt_error_text(e: &AttemptError) -> String {
+    match e {
+        AttemptError::Http { status, message, .. } => format!("HTTP {status}: {message}"),
+        AttemptError::Timeout(m) => format!("timeout: {m}"),
+        AttemptError::Network(m) => format!("network error: {m}"),
+        AttemptError::Fatal(m) => m.clone(),
+    }
+}
+
+/// About four characters per token: good enough for budgets when the server sends no usage.
+pub fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
+    let mut prompt_chars = req.system.chars().count();
+    prompt_chars += req.messages.iter().map(|m| m.content.chars().count()).sum::<usize>();
+    if let Some(e) = &req.expect {
+        prompt_chars += e.schema.to_string().chars().count();
+    }
+    let est = |n: usize| n.div_ceil(4) as u64;
+    TokenUsage { prompt_tokens: est(prompt_chars), completion_tokens: est(reply.chars().count()), estimated: true }
+}
+
+/// A name OpenAI and Anthropic accept for a schema or tool: `[A-Za-z0-9_-]{1,64}`.
+pub(crate) fn schema_name(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .take(64)
+        .collect();
+    if s.is_empty() {
+        "answer".to_string()
+    } else {
+        s
+    }
+}
+
+/// The schema without `$schema` / `$id`, which some servers refuse in tool or format schemas.
+pub(crate) fn without_meta_keys(schema: &Value) -> Value {
+    let mut s = schema.clone();
+    if let Some(m) = s.as_object_mut() {
+        m.remove("$schema");
+        m.remove("$id");
+    }
+    s
+}
+
+/// The schema spelled out in the system prompt, for servers without native structured output.
+pub(crate) fn schema_in_words(schema: &Value) -> String {
+    format!(
+        "\n\nReply with exactly one JSON object and nothing else (no prose, no code fences). It must match this JSON Schema:\n{}",
+        serde_json::to_string_pretty(schema).unwrap_or_default()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let p = RetryPolicy { max_attempts: 5, base_delay: Duration::from_millis(100), max_delay: Duration::from_millis(350) };
+        let d1 = p.delay(1, None);
+        assert!(d1 >= Duration::from_millis(100) && d1 <= Duration::from_millis(150), "{d1:?}");
+        let d2 = p.delay(2, None);
+        assert!(d2 >= Duration::from_millis(200) && d2 <= Duration::from_millis(300), "{d2:?}");
+        assert_eq!(p.delay(4, None), Duration::from_millis(350));
+        assert_eq!(p.delay(1, Some(Duration::from_secs(60))), Duration::from_millis(350));
+        assert_eq!(p.delay(1, Some(Duration::ZERO)), Duration::ZERO);
+    }
+
+    #[test]
+    fn estimate_is_chars_over_four() {
+        let req = Request { caller: "pm".into(), system: "abcd".into(), messages: vec![Message::user("efgh1")], expect: None };
+        let u = estimate_usage(&req, "123456789");
+        assert_eq!((u.prompt_tokens, u.completion_tokens, u.estimated), (3, 3, true));
     }
 }

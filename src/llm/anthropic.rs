@@ -1,0 +1,117 @@
+//! The Anthropic Messages API provider. Structured output goes through one forced tool whose
+//! input is the answer; with native mode off, the schema is described in the system prompt.
+
+use serde_json::{json, Map, Value};
+
+use super::transport::{join_url, Http, Timeouts};
+use super::{AttemptError, Options, Provider, RawReply, Request, Role, TokenUsage};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub const API_VERSION: &str = "2023-06-01";
+/// The Messages API requires `max_tokens`.
+pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+pub struct Anthropic {
+    http: Http,
+    base_url: String,
+    api_key: String,
+    native_schema: bool,
+}
+
+impl Anthropic {
+    pub fn new(base_url: &str, api_key: &str, native_schema: bool, timeouts: Timeouts) -> Anthropic {
+        Anthropic {
+            http: Http::new(timeouts, api_key),
+            base_url: base_url.to_string(),
+            api_key: api_key.to_string(),
+            native_schema,
+        }
+    }
+}
+
+/// The request body sent for `req`.
+pub fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value {
+    let mut system = req.system.clone();
+    let mut tool = None;
+    if let Some(expect) = &req.expect {
+        let schema = super::without_meta_keys(&expect.schema);
+        if native_schema {
+            tool = Some((super::schema_name(&expect.name), schema));
+        } else {
+            system.push_str(&super::schema_in_words(&schema));
+        }
+    }
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            json!({"role": role, "content": m.content})
+        })
+        .collect();
+    let mut body = Map::new();
+    body.insert("model".into(), json!(opts.model));
+    body.insert("max_tokens".into(), json!(opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
+    if !system.is_empty() {
+        body.insert("system".into(), json!(system));
+    }
+    body.insert("messages".into(), Value::Array(messages));
+    if let Some(t) = opts.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some((name, schema)) = tool {
+        body.insert(
+            "tools".into(),
+            json!([{
+                "name": name,
+                "description": "Give your answer as this tool's input. The input is the whole answer.",
+                "input_schema": schema,
+            }]),
+        );
+        body.insert("tool_choice".into(), json!({"type": "tool", "name": name}));
+    }
+    Value::Object(body)
+}
+
+impl Provider for Anthropic {
+    fn name(&self) -> &str {
+        "anthropic"
+    }
+
+    fn attempt(&mut self, _seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError> {
+        let body = request_body(req, opts, self.native_schema);
+        let url = join_url(&self.base_url, "v1/messages");
+        let headers = [("x-api-key", self.api_key.as_str()), ("anthropic-version", API_VERSION)];
+        let resp = self.http.post_json(&url, &headers, &body)?;
+        let Some(blocks) = resp.get("content").and_then(Value::as_array) else {
+            let s: String = resp.to_string().chars().take(200).collect();
+            return Err(AttemptError::Network(self.http.redact(&format!("response has no content array: {s}"))));
+        };
+        let tool_name = body.pointer("/tool_choice/name").and_then(Value::as_str);
+        let tool_input = blocks.iter().find(|b| {
+            b.get("type").and_then(Value::as_str) == Some("tool_use")
+                && (tool_name.is_none() || b.get("name").and_then(Value::as_str) == tool_name)
+        });
+        let text = match tool_input.and_then(|b| b.get("input")) {
+            Some(input) => input.to_string(),
+            None => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+        };
+        let usage = resp.get("usage").and_then(|u| {
+            Some(TokenUsage {
+                prompt_tokens: u.get("input_tokens")?.as_u64()?,
+                completion_tokens: u.get("output_tokens")?.as_u64()?,
+                estimated: false,
+            })
+        });
+        Ok(RawReply { text, usage })
+    }
+}

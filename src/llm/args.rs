@@ -1,0 +1,203 @@
+//! The LLM flags shared by every program that calls a model, and the resolution of which
+//! provider, model and options one caller gets (SPEC §7).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::anthropic::Anthropic;
+use super::openai::OpenAi;
+use super::replay::{Recorder, Replay};
+use super::transport::Timeouts;
+use super::{Client, Options, Provider, RetryPolicy};
+use crate::error::Error;
+use crate::model::LlmSettings;
+
+/// LLM flags, flattened into pm-step, agent-turn, agent-builder and meeting.
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct LlmArgs {
+    /// Provider: openai, anthropic or replay (default: from the board or agent metadata, else
+    /// whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` overrides everything.
+    #[arg(long, env = "AGENT_MEETING_PROVIDER", value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name (agent metadata and the board's defaults win over this)
+    #[arg(long, env = "AGENT_MEETING_MODEL", value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Sampling temperature (agent metadata and the board's defaults win over this)
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f64>,
+    /// Maximum tokens of a reply (agent metadata and the board's defaults win over this)
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Cassette to answer from with --provider replay
+    #[arg(long, env = "MEETING_CASSETTE", value_name = "FILE")]
+    pub cassette: Option<PathBuf>,
+    /// Append every exchange with the real provider to this cassette
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<PathBuf>,
+    /// In replay, fail when a request differs from the recorded one (default: warn)
+    #[arg(long)]
+    pub strict_replay: bool,
+    /// Do not use the provider's native structured output; describe the schema in the prompt
+    #[arg(long)]
+    pub no_native_schema: bool,
+    /// Seconds to wait for a connection
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    pub connect_timeout: f64,
+    /// Seconds to wait for the response (head, then body)
+    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    pub read_timeout: f64,
+    /// Attempts per call on 429, 5xx, timeouts and network errors
+    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    pub max_attempts: u32,
+    /// Append every call's full prompt and raw response to this JSONL file
+    #[arg(long, env = "MEETING_LLM_LOG", value_name = "FILE")]
+    pub llm_log: Option<PathBuf>,
+    /// Milliseconds of the first retry backoff (doubles each retry)
+    #[arg(long, value_name = "MS", default_value_t = 500, hide = true, env = "MEETING_RETRY_BASE_MS")]
+    pub retry_base_ms: u64,
+    /// Cap in seconds on any retry wait, including Retry-After
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, hide = true, env = "MEETING_RETRY_MAX_SECS")]
+    pub retry_max_secs: f64,
+}
+
+impl Default for LlmArgs {
+    fn default() -> Self {
+        LlmArgs {
+            provider: None,
+            model: None,
+            temperature: None,
+            max_tokens: None,
+            cassette: None,
+            record: None,
+            strict_replay: false,
+            no_native_schema: false,
+            connect_timeout: 10.0,
+            read_timeout: 120.0,
+            max_attempts: 3,
+            llm_log: None,
+            retry_base_ms: 500,
+            retry_max_secs: 30.0,
+        }
+    }
+}
+
+fn non_empty(s: Option<&str>) -> Option<String> {
+    s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+fn env_non_empty(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+fn seconds(flag: &str, v: f64) -> Result<Duration, Error> {
+    if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(Error::Usage(format!("{flag}: expected a number of seconds above 0, got {v}")))
+    }
+}
+
+const NO_PROVIDER: &str = "no LLM provider configured: set OPENAI_API_KEY (for --provider openai) or \
+ANTHROPIC_API_KEY (for --provider anthropic), or choose one with --provider / AGENT_MEETING_PROVIDER; \
+to run offline, use --provider replay --cassette FILE";
+
+/// Build the client and options for one caller. Precedence: the agent's `metadata`
+/// (`provider`, `model`, `temperature`, `max_tokens`), then the meeting's defaults
+/// (`board_llm`), then the flags/env. Exception: `replay` chosen by flag/env wins over
+/// everything, so a whole meeting runs offline. `calls` is the board's `usage.calls`.
+/// A missing key is a runtime error (exit 1); bad flags are usage errors (exit 2).
+pub fn client_for(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    metadata: &Map<String, Value>,
+    calls: u64,
+) -> Result<(Client, Options), Error> {
+    let meta_str = |k: &str| non_empty(metadata.get(k).and_then(Value::as_str));
+    let flag_provider = non_empty(args.provider.as_deref()).map(|p| p.to_lowercase());
+    let provider = if flag_provider.as_deref() == Some("replay") {
+        "replay".to_string()
+    } else {
+        meta_str("provider")
+            .or_else(|| non_empty(Some(&board_llm.provider)))
+            .or(flag_provider)
+            .or_else(|| env_non_empty("OPENAI_API_KEY").map(|_| "openai".to_string()))
+            .or_else(|| env_non_empty("ANTHROPIC_API_KEY").map(|_| "anthropic".to_string()))
+            .ok_or_else(|| Error::Runtime(NO_PROVIDER.to_string()))?
+            .to_lowercase()
+    };
+    let default_model = match provider.as_str() {
+        "openai" => super::openai::DEFAULT_MODEL,
+        "anthropic" => super::anthropic::DEFAULT_MODEL,
+        _ => "replay",
+    };
+    let model = meta_str("model")
+        .or_else(|| non_empty(board_llm.model.as_deref()))
+        .or_else(|| non_empty(args.model.as_deref()))
+        .or_else(|| (provider == "openai").then(|| env_non_empty("OPENAI_MODEL")).flatten())
+        .or_else(|| (provider == "anthropic").then(|| env_non_empty("ANTHROPIC_MODEL")).flatten())
+        .unwrap_or_else(|| default_model.to_string());
+    let temperature = metadata.get("temperature").and_then(Value::as_f64).or(board_llm.temperature).or(args.temperature);
+    let max_tokens = metadata
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .or(board_llm.max_tokens)
+        .or(args.max_tokens);
+    let options = Options { model, temperature, max_tokens };
+
+    let timeouts = Timeouts {
+        connect: seconds("--connect-timeout", args.connect_timeout)?,
+        read: seconds("--read-timeout", args.read_timeout)?,
+    };
+    let native = !args.no_native_schema;
+    let key = |var: &str| -> Result<String, Error> {
+        env_non_empty(var).ok_or_else(|| {
+            Error::Runtime(format!(
+                "provider {provider} needs {var} in the environment (or choose another with --provider); \
+to run offline, use --provider replay --cassette FILE"
+            ))
+        })
+    };
+    let real: Box<dyn Provider> = match provider.as_str() {
+        "replay" => {
+            let Some(path) = &args.cassette else {
+                return Err(Error::Usage(
+                    "--provider replay needs a cassette: --cassette FILE (or MEETING_CASSETTE)".to_string(),
+                ));
+            };
+            let replay = Replay::open(path, args.strict_replay)?;
+            let client = Client::new(Box::new(replay), calls)
+                .with_policy(RetryPolicy::immediate(args.max_attempts))
+                .with_log(args.llm_log.clone());
+            return Ok((client, options));
+        }
+        "openai" => {
+            let base = env_non_empty("OPENAI_BASE_URL").unwrap_or_else(|| super::openai::DEFAULT_BASE_URL.to_string());
+            Box::new(OpenAi::new(&base, &key("OPENAI_API_KEY")?, native, timeouts))
+        }
+        "anthropic" => {
+            let base =
+                env_non_empty("ANTHROPIC_BASE_URL").unwrap_or_else(|| super::anthropic::DEFAULT_BASE_URL.to_string());
+            Box::new(Anthropic::new(&base, &key("ANTHROPIC_API_KEY")?, native, timeouts))
+        }
+        other => {
+            return Err(Error::Usage(format!(
+                "unknown provider {other:?} (expected openai, anthropic or replay)"
+            )))
+        }
+    };
+    let provider_box: Box<dyn Provider> = match &args.record {
+        Some(path) => Box::new(Recorder::new(real, path)),
+        None => real,
+    };
+    let retry_max = seconds("--retry-max-secs", args.retry_max_secs.max(f64::MIN_POSITIVE))?;
+    let policy = RetryPolicy {
+        max_attempts: args.max_attempts,
+        base_delay: Duration::from_millis(args.retry_base_ms),
+        max_delay: retry_max,
+    };
+    let client = Client::new(provider_box, calls).with_policy(policy).with_log(args.llm_log.clone());
+    Ok((client, options))
+}

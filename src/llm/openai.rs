@@ -1,0 +1,325 @@
+//! The OpenAI Chat Completions provider (also any OpenAI-compatible server: Ollama, llama.cpp,
+//! vLLM). Native structured output goes through `response_format: json_schema`, in strict mode
+//! when the schema can be converted to OpenAI's strict subset.
+
+use serde_json::{json, Map, Value};
+
+use super::transport::{join_url, Http, Timeouts};
+use super::{AttemptError, Options, Provider, RawReply, Request, Role, TokenUsage};
+
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+
+pub struct OpenAi {
+    http: Http,
+    base_url: String,
+    api_key: String,
+    native_schema: bool,
+}
+
+impl OpenAi {
+    pub fn new(base_url: &str, api_key: &str, native_schema: bool, timeouts: Timeouts) -> OpenAi {
+        OpenAi {
+            http: Http::new(timeouts, api_key),
+            base_url: base_url.to_string(),
+            api_key: api_key.to_string(),
+            native_schema,
+        }
+    }
+}
+
+/// The request body sent for `req` (public so tests and the recorder can see it).
+pub fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value {
+    let mut system = req.system.clone();
+    let mut response_format = None;
+    if let Some(expect) = &req.expect {
+        let schema = super::without_meta_keys(&expect.schema);
+        if native_schema {
+            let (schema, strict) = match to_strict(&schema) {
+                Some(s) => (s, true),
+                None => (schema, false),
+            };
+            response_format = Some(json!({
+                "type": "json_schema",
+                "json_schema": {"name": super::schema_name(&expect.name), "schema": schema, "strict": strict},
+            }));
+        } else {
+            system.push_str(&super::schema_in_words(&schema));
+        }
+    }
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+    if !system.is_empty() {
+        messages.push(json!({"role": "system", "content": system}));
+    }
+    for m in &req.messages {
+        let role = match m.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        messages.push(json!({"role": role, "content": m.content}));
+    }
+    let mut body = Map::new();
+    body.insert("model".into(), json!(opts.model));
+    body.insert("messages".into(), Value::Array(messages));
+    if let Some(t) = opts.temperature {
+        body.insert("temperature".into(), json!(t));
+    }
+    if let Some(n) = opts.max_tokens {
+        body.insert("max_tokens".into(), json!(n));
+    }
+    if let Some(rf) = response_format {
+        body.insert("response_format".into(), rf);
+    }
+    Value::Object(body)
+}
+
+impl Provider for OpenAi {
+    fn name(&self) -> &str {
+        "openai"
+    }
+
+    fn attempt(&mut self, _seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError> {
+        let body = request_body(req, opts, self.native_schema);
+        let auth = format!("Bearer {}", self.api_key);
+        let url = join_url(&self.base_url, "chat/completions");
+        let resp = self.http.post_json(&url, &[("authorization", &auth)], &body)?;
+        let message = resp.pointer("/choices/0/message").ok_or_else(|| {
+            AttemptError::Network(self.http.redact(&format!("response has no choices[0].message: {}", cut_json(&resp))))
+        })?;
+        let text = message
+            .get("content")
+            .and_then(Value::as_str)
+            .or_else(|| message.get("refusal").and_then(Value::as_str))
+            .unwrap_or("")
+            .to_string();
+        // Strict mode made optional fields nullable; the caller validates against its own
+        // schema, where "absent" is allowed but null may not be, so the nulls we caused go.
+        let text = match (&req.expect, body.pointer("/response_format/json_schema/strict")) {
+            (Some(expect), Some(Value::Bool(true))) => drop_added_nulls_in_text(&text, &expect.schema),
+            _ => text,
+        };
+        let usage = resp.get("usage").and_then(|u| {
+            Some(TokenUsage {
+                prompt_tokens: u.get("prompt_tokens")?.as_u64()?,
+                completion_tokens: u.get("completion_tokens")?.as_u64()?,
+                estimated: false,
+            })
+        });
+        Ok(RawReply { text, usage })
+    }
+}
+
+fn cut_json(v: &Value) -> String {
+    let s = v.to_string();
+    s.chars().take(200).collect()
+}
+
+fn drop_added_nulls_in_text(text: &str, schema: &Value) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(mut v) => {
+            drop_added_nulls(&mut v, schema);
+            v.to_string()
+        }
+        Err(_) => text.to_string(),
+    }
+}
+
+/// Remove `null` values of properties that the original schema made optional and that do not
+/// allow null themselves (the strict conversion added that null).
+pub fn drop_added_nulls(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(obj) => {
+            let Some(props) = schema.get("properties").and_then(Value::as_object) else {
+                return;
+            };
+            let required: Vec<&str> = schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            obj.retain(|k, v| {
+                !(v.is_null() && !required.contains(&k.as_str()) && props.get(k).is_some_and(|p| !allows_null(p)))
+            });
+            for (k, v) in obj.iter_mut() {
+                if let Some(p) = props.get(k) {
+                    drop_added_nulls(v, p);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for v in items {
+                    drop_added_nulls(v, item_schema);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn allows_null(schema: &Value) -> bool {
+    match schema.get("type") {
+        Some(Value::String(t)) => t == "null",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "null"),
+        _ => true,
+    }
+}
+
+/// Convert a JSON Schema to OpenAI's strict structured-output form: every object lists all its
+/// properties in `required` (the optional ones made nullable) and has
+/// `additionalProperties: false`. `None` when the schema uses what strict mode cannot express
+/// (free-form objects, `oneOf`, `allOf`, `not`, `patternProperties`, a non-object root); the
+/// caller then sends it non-strict.
+pub fn to_strict(schema: &Value) -> Option<Value> {
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    strict_node(schema)
+}
+
+fn strict_node(schema: &Value) -> Option<Value> {
+    let Value::Object(map) = schema else {
+        // `true`/`false` schemas accept anything or nothing: not expressible.
+        return None;
+    };
+    for unsupported in ["oneOf", "allOf", "not", "patternProperties", "if", "then", "else", "dependentSchemas"] {
+        if map.contains_key(unsupported) {
+            return None;
+        }
+    }
+    let mut out = Map::new();
+    for (k, v) in map {
+        match k.as_str() {
+            "properties" | "required" | "additionalProperties" => {}
+            "items" => {
+                out.insert(k.clone(), strict_node(v)?);
+            }
+            "anyOf" => {
+                let alts = v.as_array()?.iter().map(strict_node).collect::<Option<Vec<_>>>()?;
+                out.insert(k.clone(), Value::Array(alts));
+            }
+            "$defs" | "definitions" => {
+                let mut defs = Map::new();
+                for (name, d) in v.as_object()? {
+                    defs.insert(name.clone(), strict_node(d)?);
+                }
+                out.insert(k.clone(), Value::Object(defs));
+            }
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    let is_object = match map.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+        _ => map.contains_key("properties"),
+    };
+    if is_object {
+        if map.get("additionalProperties").is_some_and(|a| a != &Value::Bool(false)) {
+            return None;
+        }
+        let props = match map.get("properties") {
+            Some(Value::Object(p)) if !p.is_empty() => p,
+            // An object with no declared properties is a free-form map in practice.
+            _ => return None,
+        };
+        let required: Vec<&str> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut new_props = Map::new();
+        for (name, p) in props {
+            let converted = strict_node(p)?;
+            let converted = if required.contains(&name.as_str()) { converted } else { nullable(converted) };
+            new_props.insert(name.clone(), converted);
+        }
+        out.insert("properties".into(), Value::Object(new_props));
+        out.insert("required".into(), Value::Array(props.keys().map(|k| json!(k)).collect()));
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    Some(Value::Object(out))
+}
+
+fn nullable(mut schema: Value) -> Value {
+    let Some(map) = schema.as_object_mut() else {
+        return schema;
+    };
+    match map.get_mut("type") {
+        Some(Value::String(t)) if t != "null" => {
+            let t = t.clone();
+            map.insert("type".into(), json!([t, "null"]));
+        }
+        Some(Value::Array(ts)) => {
+            if !ts.iter().any(|t| t == "null") {
+                ts.push(json!("null"));
+            }
+        }
+        Some(_) => {}
+        None => return json!({"anyOf": [schema, {"type": "null"}]}),
+    }
+    if let Some(Value::Array(values)) = map.get_mut("enum") {
+        if !values.contains(&Value::Null) {
+            values.push(Value::Null);
+        }
+    }
+    schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strict_makes_optional_nullable() {
+        let s = json!({
+            "type": "object",
+            "properties": {
+                "response": {"type": "string"},
+                "key_points": {"type": "array", "items": {"type": "string"}},
+                "kind": {"type": "string", "enum": ["a", "b"]},
+                "cite": {"type": "array", "items": {"type": "object", "properties": {"id": {"type": "string"}}}}
+            },
+            "required": ["response"]
+        });
+        let strict = to_strict(&s).unwrap();
+        assert_eq!(
+            strict,
+            json!({
+                "type": "object",
+                "properties": {
+                    "response": {"type": "string"},
+                    "key_points": {"type": ["array", "null"], "items": {"type": "string"}},
+                    "kind": {"type": ["string", "null"], "enum": ["a", "b", null]},
+                    "cite": {"type": ["array", "null"], "items": {"type": "object",
+                        "properties": {"id": {"type": ["string", "null"]}},
+                        "required": ["id"], "additionalProperties": false}}
+                },
+                "required": ["response", "key_points", "kind", "cite"],
+                "additionalProperties": false
+            })
+        );
+    }
+
+    #[test]
+    fn strict_refuses_free_form() {
+        let s = json!({"type": "object", "properties": {"m": {"type": "object"}}, "required": ["m"]});
+        assert_eq!(to_strict(&s), None);
+        let s = json!({"type": "object", "properties": {"m": {"type": "string"}}, "additionalProperties": true});
+        assert_eq!(to_strict(&s), None);
+        assert_eq!(to_strict(&json!({"type": "array"})), None);
+        let s = json!({"type": "object", "properties": {"m": {"oneOf": [{"type": "string"}]}}});
+        assert_eq!(to_strict(&s), None);
+    }
+
+    #[test]
+    fn added_nulls_dropped_real_nulls_kept() {
+        let s = json!({"type": "object", "properties": {
+            "a": {"type": "string"}, "b": {"type": "array"}, "c": {"type": ["string", "null"]}
+        }, "required": ["a"]});
+        let mut v = json!({"a": "x", "b": null, "c": null});
+        drop_added_nulls(&mut v, &s);
+        assert_eq!(v, json!({"a": "x", "c": null}));
+    }
+}

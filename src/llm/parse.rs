@@ -1,0 +1,181 @@
+//! Tolerant parsing of a model's reply into one JSON object (SPEC §7).
+//!
+//! Models wrap JSON in code fences, chat before it, or leave trailing commas. We forgive those
+//! three things only; everything else is an error worded so it can be sent back to the model.
+
+use serde_json::Value;
+
+/// Parse the model's text into a JSON object: strip code fences, take the outermost `{...}`,
+/// drop trailing commas outside strings, then parse strictly.
+pub fn parse_json_reply(text: &str) -> Result<Value, String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err("the reply was empty; answer with exactly one JSON object".to_string());
+    }
+    let unfenced = strip_fences(trimmed);
+    let Some(object) = outermost_object(unfenced) else {
+        return Err(format!(
+            "the reply contains no JSON object (it starts with {:?}); answer with exactly one JSON object",
+            preview(unfenced, 60)
+        ));
+    };
+    let cleaned = drop_trailing_commas(object);
+    match serde_json::from_str::<Value>(&cleaned) {
+        Ok(v) => Ok(v),
+        Err(e) => Err(format!(
+            "the reply is not valid JSON: {} at line {} column {}; answer with exactly one valid JSON object",
+            describe(&e),
+            e.line(),
+            e.column()
+        )),
+    }
+}
+
+fn describe(e: &serde_json::Error) -> String {
+    // serde_json appends " at line L column C" itself; we report the position once.
+    let s = e.to_string();
+    match s.find(" at line ") {
+        Some(i) => s[..i].to_string(),
+        None => s,
+    }
+}
+
+fn preview(s: &str, n: usize) -> String {
+    let mut out: String = s.chars().take(n).collect();
+    if s.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
+/// The inside of the first fenced block (```` ```json ... ``` ````) when the text has one.
+pub fn strip_fences(text: &str) -> &str {
+    let Some(open) = text.find("```") else {
+        return text;
+    };
+    let after = &text[open + 3..];
+    // Skip the info string (`json`, `JSON`, ...) up to the end of the fence line.
+    let body_start = after.find('\n').map(|i| i + 1).unwrap_or(after.len());
+    let body = &after[body_start..];
+    match body.find("```") {
+        Some(close) => body[..close].trim(),
+        None => body.trim(),
+    }
+}
+
+/// From the first `{` to its matching `}`, aware of strings and escapes. When the object is
+/// never closed (a truncated reply) the rest of the text is returned so the parser can say
+/// where it ends.
+pub fn outermost_object(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &b) in bytes.iter().enumerate().skip(start) {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth = depth.saturating_sub(1);
+                if depth == 0 {
+                    return Some(&text[start..=i]);
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(&text[start..])
+}
+
+/// Remove commas directly followed (after whitespace) by `}` or `]`, outside strings.
+pub fn drop_trailing_commas(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut in_string = false;
+    let mut escaped = false;
+    for (i, &c) in chars.iter().enumerate() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+            out.push(c);
+            continue;
+        }
+        if c == '"' {
+            in_string = true;
+        } else if c == ',' {
+            let next = chars[i + 1..].iter().find(|c| !c.is_whitespace());
+            if matches!(next, Some('}') | Some(']')) {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn plain_object() {
+        assert_eq!(parse_json_reply(r#"{"a":1}"#).unwrap(), json!({"a":1}));
+    }
+
+    #[test]
+    fn fenced_with_prose() {
+        let t = "Sure! Here it is:\n```json\n{\"a\": [1, 2]}\n```\nHope that helps {not json}";
+        assert_eq!(parse_json_reply(t).unwrap(), json!({"a":[1,2]}));
+    }
+
+    #[test]
+    fn prose_around_object() {
+        let t = "The answer is {\"a\": \"}\"} and that's it.";
+        assert_eq!(parse_json_reply(t).unwrap(), json!({"a":"}"}));
+    }
+
+    #[test]
+    fn trailing_commas_outside_strings_only() {
+        let t = r#"{"a": [1, 2,], "b": "x,]", "c": {"d": 1,},}"#;
+        assert_eq!(parse_json_reply(t).unwrap(), json!({"a":[1,2],"b":"x,]","c":{"d":1}}));
+    }
+
+    #[test]
+    fn escaped_quote_in_string() {
+        let t = r#"{"a": "say \"hi,}\"",}"#;
+        assert_eq!(parse_json_reply(t).unwrap(), json!({"a":"say \"hi,}\""}));
+    }
+
+    #[test]
+    fn empty_reply() {
+        let e = parse_json_reply("  \n ").unwrap_err();
+        assert!(e.contains("empty"), "{e}");
+    }
+
+    #[test]
+    fn no_object() {
+        let e = parse_json_reply("I cannot help with that").unwrap_err();
+        assert!(e.contains("no JSON object"), "{e}");
+    }
+
+    #[test]
+    fn truncated_object_names_position() {
+        let e = parse_json_reply("{\"a\": \"unterminated").unwrap_err();
+        assert!(e.starts_with("the reply is not valid JSON: EOF while parsing a string at line 1"), "{e}");
+    }
+}

@@ -1,0 +1,245 @@
+//! Offline replay from a cassette, and recording a real provider's exchanges into one.
+//!
+//! A cassette is JSONL, one line per call *attempt*, keyed by the global call number `seq`
+//! (the board's `usage.calls`), so the separate processes of one meeting each read the lines
+//! that belong to them. Faults (`timeout`, `http`, `network`) go through the Client's retry
+//! policy exactly like real ones.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use super::{AttemptError, Options, Provider, RawReply, Request, Role, TokenUsage};
+use crate::error::Error;
+
+/// Token counts as stored in a cassette.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CassetteUsage {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// An injected or recorded failure of one attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fault {
+    /// `timeout`, `http` or `network`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// Seconds, as a server's `Retry-After`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// One cassette line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub seq: u64,
+    pub caller: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<CassetteUsage>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<Fault>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_sha256: Option<String>,
+}
+
+/// SHA-256 of the provider-independent request (caller, system, messages, expected schema),
+/// so a cassette recorded with one provider checks prompts when replayed without it. The
+/// model name is left out on purpose: replaying with another model is not drift.
+pub fn request_sha256(req: &Request) -> String {
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                Role::User => "user",
+                Role::Assistant => "assistant",
+            };
+            json!({"role": role, "content": m.content})
+        })
+        .collect();
+    let canonical = json!({
+        "caller": req.caller,
+        "system": req.system,
+        "messages": messages,
+        "expect": req.expect.as_ref().map(|e| json!({"name": e.name, "schema": e.schema})),
+    });
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The `replay` provider.
+pub struct Replay {
+    path: PathBuf,
+    entries: BTreeMap<u64, Entry>,
+    strict: bool,
+}
+
+impl Replay {
+    /// Load a cassette; a missing or malformed file is bad input (exit 2) naming file and line.
+    pub fn open(path: &Path, strict: bool) -> Result<Replay, Error> {
+        let label = path.display().to_string();
+        let text = crate::io::read_text_file(path)?;
+        let mut entries = BTreeMap::new();
+        for (i, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            let at = format!("line {}", i + 1);
+            let entry: Entry = serde_json::from_str(line).map_err(|e| Error::input(&label, &at, e.to_string()))?;
+            if entry.response.is_some() == entry.error.is_some() {
+                return Err(Error::input(&label, &at, "expected exactly one of `response` or `error`"));
+            }
+            if let Some(f) = &entry.error {
+                if !matches!(f.kind.as_str(), "timeout" | "http" | "network") {
+                    return Err(Error::input(&label, format!("{at}: error.kind"), format!("unknown fault kind {:?} (expected timeout, http or network)", f.kind)));
+                }
+                if f.kind == "http" && f.status.is_none() {
+                    return Err(Error::input(&label, format!("{at}: error.status"), "an http fault needs a status"));
+                }
+            }
+            let seq = entry.seq;
+            if entries.insert(seq, entry).is_some() {
+                return Err(Error::input(&label, &at, format!("call {seq} appears twice")));
+            }
+        }
+        Ok(Replay { path: path.to_path_buf(), entries, strict })
+    }
+}
+
+impl Provider for Replay {
+    fn name(&self) -> &str {
+        "replay"
+    }
+
+    fn attempt(&mut self, seq: u64, req: &Request, _opts: &Options) -> Result<RawReply, AttemptError> {
+        let file = self.path.display();
+        let Some(entry) = self.entries.get(&seq) else {
+            return Err(AttemptError::Fatal(format!(
+                "cassette {file} has no entry for call {seq} (caller {}); the meeting made more calls than were recorded",
+                req.caller
+            )));
+        };
+        if entry.caller != req.caller {
+            return Err(AttemptError::Fatal(format!(
+                "cassette out of step at call {seq}: expected caller {}, cassette has {} ({file})",
+                req.caller, entry.caller
+            )));
+        }
+        if let Some(recorded) = &entry.request_sha256 {
+            if *recorded != request_sha256(req) {
+                let what = format!(
+                    "request drift at call {seq} (caller {}): the prompt differs from the one recorded in {file}",
+                    req.caller
+                );
+                if self.strict {
+                    return Err(AttemptError::Fatal(format!("{what} (--strict-replay)")));
+                }
+                eprintln!("replay: warning: {what}");
+            }
+        }
+        if let Some(f) = &entry.error {
+            let message = f.message.clone().unwrap_or_else(|| format!("injected {} fault", f.kind));
+            return Err(match f.kind.as_str() {
+                "timeout" => AttemptError::Timeout(message),
+                "network" => AttemptError::Network(message),
+                _ => AttemptError::Http {
+                    status: f.status.unwrap_or(500),
+                    message,
+                    retry_after: f.retry_after.filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64),
+                },
+            });
+        }
+        Ok(RawReply {
+            text: entry.response.clone().unwrap_or_default(),
+            usage: entry.usage.map(|u| TokenUsage {
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+                estimated: false,
+            }),
+        })
+    }
+}
+
+/// Wraps a real provider and appends every attempt to a cassette (`--record F`).
+pub struct Recorder {
+    inner: Box<dyn Provider>,
+    path: PathBuf,
+}
+
+impl Recorder {
+    pub fn new(inner: Box<dyn Provider>, path: &Path) -> Recorder {
+        Recorder { inner, path: path.to_path_buf() }
+    }
+}
+
+impl Provider for Recorder {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn attempt(&mut self, seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError> {
+        let result = self.inner.attempt(seq, req, opts);
+        let mut entry = Entry {
+            seq,
+            caller: req.caller.clone(),
+            response: None,
+            usage: None,
+            error: None,
+            request_sha256: Some(request_sha256(req)),
+        };
+        match &result {
+            Ok(raw) => {
+                entry.response = Some(raw.text.clone());
+                entry.usage = raw.usage.filter(|u| !u.estimated).map(|u| CassetteUsage {
+                    prompt_tokens: u.prompt_tokens,
+                    completion_tokens: u.completion_tokens,
+                });
+            }
+            Err(AttemptError::Http { status, message, retry_after }) => {
+                entry.error = Some(Fault {
+                    kind: "http".into(),
+                    status: Some(*status),
+                    retry_after: retry_after.map(|d| d.as_secs_f64()),
+                    message: Some(message.clone()),
+                })
+            }
+            Err(AttemptError::Timeout(m)) => {
+                entry.error = Some(Fault { kind: "timeout".into(), status: None, retry_after: None, message: Some(m.clone()) })
+            }
+            Err(AttemptError::Network(m)) => {
+                entry.error = Some(Fault { kind: "network".into(), status: None, retry_after: None, message: Some(m.clone()) })
+            }
+            // A local configuration problem, not an exchange: nothing to replay.
+            Err(AttemptError::Fatal(_)) => return result,
+        }
+        if let Err(e) = append_line(&self.path, &serde_json::to_string(&entry).expect("entries serialise")) {
+            return Err(AttemptError::Fatal(format!("cannot record to {}: {e}", self.path.display())));
+        }
+        result
+    }
+}
+
+/// Append one line to a JSONL file (created when missing), in one write so that lines of
+/// consecutive processes never interleave.
+pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let mut buf = line.to_string();
+    buf.push('\n');
+    f.write_all(buf.as_bytes())
+}

@@ -1,0 +1,210 @@
+//! HTTP for the real providers: one ureq Agent with timeouts, JSON in and out, and provider
+//! error bodies turned into [`AttemptError`]s. Retrying is the [`super::Client`]'s job.
+//!
+//! Every message that leaves this module has the API key scrubbed from it, because error texts
+//! and bodies come from servers we do not control (some echo the credentials they rejected).
+
+use std::io::ErrorKind;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::AttemptError;
+
+/// Connect and read timeouts of one provider.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timeouts {
+    pub connect: Duration,
+    /// Waiting for the response head, and again for the whole body.
+    pub read: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts { connect: Duration::from_secs(10), read: Duration::from_secs(120) }
+    }
+}
+
+/// A JSON-over-HTTP client for one provider and one secret.
+pub struct Http {
+    agent: ureq::Agent,
+    secret: String,
+}
+
+impl Http {
+    pub fn new(timeouts: Timeouts, secret: &str) -> Http {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(timeouts.connect))
+            .timeout_send_body(Some(timeouts.read))
+            .timeout_recv_response(Some(timeouts.read))
+            .timeout_recv_body(Some(timeouts.read))
+            .user_agent(concat!("agent-meeting/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Http { agent: ureq::Agent::new_with_config(config), secret: secret.to_string() }
+    }
+
+    /// Replace the secret wherever it appears (short values would match by accident).
+    pub fn redact(&self, text: &str) -> String {
+        redact(text, &self.secret)
+    }
+
+    /// POST `body` to `url`; a 2xx JSON body is returned, anything else becomes an attempt error.
+    pub fn post_json(&self, url: &str, headers: &[(&str, &str)], body: &Value) -> Result<Value, AttemptError> {
+        let bytes = serde_json::to_vec(body).map_err(|e| AttemptError::Fatal(format!("cannot encode request: {e}")))?;
+        let mut req = self.agent.post(url).header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let mut resp = req.send(&bytes[..]).map_err(|e| self.map_error(e, url))?;
+        let status = resp.status().as_u16();
+        let retry_after = resp
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok())
+            .and_then(parse_retry_after);
+        let text = resp.body_mut().read_to_string();
+        if !(200..300).contains(&status) {
+            let text = text.unwrap_or_default();
+            let message = self.redact(&error_message(&text));
+            return Err(AttemptError::Http { status, message, retry_after });
+        }
+        let text = text.map_err(|e| self.map_error(e, url))?;
+        serde_json::from_str(&text).map_err(|e| {
+            AttemptError::Network(self.redact(&format!(
+                "HTTP {status} response body is not JSON ({e}): {:?}",
+                cut(&text, 200)
+            )))
+        })
+    }
+
+    fn map_error(&self, e: ureq::Error, url: &str) -> AttemptError {
+        match e {
+            ureq::Error::Timeout(t) => AttemptError::Timeout(format!("no answer from {url} in time ({t})")),
+            ureq::Error::Io(io) if matches!(io.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
+                AttemptError::Timeout(format!("no answer from {url} in time ({io})"))
+            }
+            ureq::Error::BadUri(u) => AttemptError::Fatal(self.redact(&format!("bad URL {u}"))),
+            other => AttemptError::Network(self.redact(&format!("{url}: {other}"))),
+        }
+    }
+}
+
+pub fn redact(text: &str, secret: &str) -> String {
+    if secret.len() < 8 {
+        return text.to_string();
+    }
+    text.replace(secret, "[redacted]")
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is rare from these APIs and ignored).
+pub fn parse_retry_after(v: &str) -> Option<Duration> {
+    let secs: f64 = v.trim().parse().ok()?;
+    (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
+}
+
+/// The provider's own words from an error body: `{"error": {"message": ...}}` (OpenAI and
+/// Anthropic both), with OpenAI's `code` when it says more; else the body itself, cut short.
+pub fn error_message(body: &str) -> String {
+    if let Ok(v) = serde_json::from_str::<Value>(body) {
+        let err = v.get("error");
+        let message = err
+            .and_then(|e| e.get("message"))
+            .and_then(Value::as_str)
+            .or_else(|| err.and_then(Value::as_str))
+            .or_else(|| v.get("message").and_then(Value::as_str));
+        if let Some(m) = message {
+            let code = err.and_then(|e| e.get("code")).and_then(Value::as_str);
+            return match code {
+                Some(c) if !m.contains(c) => format!("{m} ({c})"),
+                _ => m.to_string(),
+            };
+        }
+    }
+    let t = body.trim();
+    if t.is_empty() {
+        "(empty error body)".to_string()
+    } else {
+        cut(t, 300)
+    }
+}
+
+fn cut(s: &str, n: usize) -> String {
+    let mut out: String = s.chars().take(n).collect();
+    if s.chars().count() > n {
+        out.push('…');
+    }
+    out
+}
+
+/// Whether an HTTP error means "the prompt is too long": not a configuration problem, so the
+/// meeting absorbs it instead of stopping.
+pub fn is_context_length(status: u16, message: &str) -> bool {
+    if status == 413 {
+        return true;
+    }
+    let m = message.to_lowercase();
+    [
+        "context_length_exceeded",
+        "context length",
+        "context window",
+        "maximum context",
+        "prompt is too long",
+        "too many tokens",
+        "reduce the length",
+    ]
+    .iter()
+    .any(|k| m.contains(k))
+}
+
+/// Join a base URL (which may carry a path prefix) and an endpoint path.
+pub fn join_url(base: &str, path: &str) -> String {
+    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_messages() {
+        assert_eq!(error_message(r#"{"error":{"message":"bad key","type":"x"}}"#), "bad key");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#),
+            "too long (context_length_exceeded)"
+        );
+        assert_eq!(
+            error_message(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            "Overloaded"
+        );
+        assert_eq!(error_message("<html>oops</html>"), "<html>oops</html>");
+        assert_eq!(error_message(""), "(empty error body)");
+    }
+
+    #[test]
+    fn context_length_detection() {
+        assert!(is_context_length(400, "This model's maximum context length is 8192 tokens"));
+        assert!(is_context_length(400, "prompt is too long: 201000 tokens > 200000 maximum"));
+        assert!(is_context_length(413, "request_too_large"));
+        assert!(!is_context_length(400, "Invalid model"));
+    }
+
+    #[test]
+    fn urls_keep_prefix() {
+        assert_eq!(join_url("http://h:1/anthropic/", "/v1/messages"), "http://h:1/anthropic/v1/messages");
+        assert_eq!(join_url("https://api.openai.com/v1", "chat/completions"), "https://api.openai.com/v1/chat/completions");
+    }
+
+    #[test]
+    fn retry_after_values() {
+        assert_eq!(parse_retry_after("2"), Some(Duration::from_secs(2)));
+        assert_eq!(parse_retry_after("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT"), None);
+    }
+
+    #[test]
+    fn redaction() {
+        assert_eq!(redact("key sk-abcdefghij here", "sk-abcdefghij"), "key [redacted] here");
+        assert_eq!(redact("short", ""), "short");
+    }
+}
