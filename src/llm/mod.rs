@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 pub mod anthropic;
 pub mod args;
+pub mod builder;
 pub mod openai;
 pub mod parse;
 pub mod replay;

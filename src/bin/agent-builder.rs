@@ -1,0 +1,113 @@
+//! agent-builder: generate an agent config from a plain-language description (SPEC §9).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agent_meeting::cli::{main_with, write_stdout};
+use agent_meeting::io::{write_atomic, Format};
+use agent_meeting::llm::builder::{build_agent, BuildSpec};
+use agent_meeting::llm::{client_for, LlmArgs};
+use agent_meeting::model::{is_safe_name, LlmSettings};
+use agent_meeting::Error;
+use clap::{Parser, ValueEnum};
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum OutFormat {
+    Json,
+    Yaml,
+}
+
+/// Generate an agent config (JSON or YAML) from a plain-language description
+#[derive(Parser)]
+#[command(
+    name = "agent-builder",
+    version,
+    after_help = "Example:\n  agent-builder --description 'Estimates build and run costs of each option' \\\n      --name cost --output agents/cost.yaml\n\nOffline, from a cassette:\n  agent-builder --provider replay --cassette builder.jsonl --description 'cost analyst' --output agents/cost.yaml"
+)]
+struct Args {
+    /// What the agent should do, in plain language (default: read from stdin)
+    #[arg(long, value_name = "TEXT")]
+    description: Option<String>,
+    /// Agent name (wins over the model's; default: the output file's stem)
+    #[arg(long)]
+    name: Option<String>,
+    /// Agent role (wins over the model's)
+    #[arg(long)]
+    role: Option<String>,
+    /// Output format (default: from the output file's extension, else json)
+    #[arg(long, value_enum)]
+    format: Option<OutFormat>,
+    /// File to write (default: stdout); written atomically, never half-written
+    #[arg(long, short, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Overwrite an existing output file
+    #[arg(long)]
+    force: bool,
+    #[command(flatten)]
+    llm: LlmArgs,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    main_with("agent-builder", || run(args))
+}
+
+fn run(args: Args) -> anyhow::Result<()> {
+    let description = match &args.description {
+        Some(d) => d.clone(),
+        None if std::io::stdin().is_terminal() => {
+            return Err(Error::Usage("give a --description, or pipe the description on stdin".into()).into())
+        }
+        None => agent_meeting::io::read_stdin("<stdin>")?,
+    };
+    if description.trim().is_empty() {
+        return Err(Error::Usage("the description is empty".into()).into());
+    }
+    if let Some(n) = &args.name {
+        if !is_safe_name(n) {
+            return Err(Error::Usage(format!("--name {n:?}: expected 1-64 characters of A-Z a-z 0-9 _ -")).into());
+        }
+    }
+    if let Some(out) = &args.output {
+        if out.exists() && !args.force {
+            return Err(Error::Usage(format!("{} exists; use --force to overwrite it", out.display())).into());
+        }
+    }
+    let format = match (args.format, args.output.as_deref().and_then(Format::from_path)) {
+        (Some(OutFormat::Json), _) => Format::Json,
+        (Some(OutFormat::Yaml), _) => Format::Yaml,
+        (None, Some(f)) => f,
+        (None, None) => Format::Json,
+    };
+    // The loader wants the file stem to equal the name, so the file name decides when the user
+    // did not name the agent.
+    let name = args.name.clone().or_else(|| {
+        args.output
+            .as_deref()
+            .and_then(|p| p.file_stem())
+            .and_then(|s| s.to_str())
+            .filter(|s| is_safe_name(s))
+            .map(str::to_string)
+    });
+    let spec = BuildSpec { description, name, role: args.role.clone() };
+    let (mut client, opts) = client_for(&args.llm, &LlmSettings::default(), &serde_json::Map::new(), 0)?;
+    let cfg = build_agent(&mut client, &opts, &spec)?;
+    let text = match format {
+        Format::Json => agent_meeting::io::to_json_line(&cfg, true),
+        Format::Yaml => serde_yaml::to_string(&cfg).map_err(|e| Error::Runtime(format!("cannot write YAML: {e}")))?,
+    };
+    match &args.output {
+        None => write_stdout(&text),
+        Some(path) => {
+            write_atomic(path, text.as_bytes())?;
+            let summary = serde_json::json!({
+                "output": path.display().to_string(),
+                "name": cfg.name,
+                "format": if format == Format::Json { "json" } else { "yaml" },
+                "calls": client.calls(),
+            });
+            write_stdout(&agent_meeting::io::to_json_line(&summary, false))
+        }
+    }
+}
