@@ -32,8 +32,16 @@ fn bad_config() -> Value {
 fn cmd() -> Command {
     let mut c = Command::cargo_bin("agent-builder").unwrap();
     for v in [
-        "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "AGENT_MEETING_PROVIDER",
-        "AGENT_MEETING_MODEL", "MEETING_CASSETTE", "MEETING_LLM_LOG", "OPENAI_MODEL", "ANTHROPIC_MODEL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "AGENT_MEETING_PROVIDER",
+        "AGENT_MEETING_MODEL",
+        "MEETING_CASSETTE",
+        "MEETING_LLM_LOG",
+        "OPENAI_MODEL",
+        "ANTHROPIC_MODEL",
     ] {
         c.env_remove(v);
     }
@@ -46,42 +54,77 @@ fn cassette(dir: &std::path::Path, replies: &[Value]) -> std::path::PathBuf {
     let text: String = replies
         .iter()
         .enumerate()
-        .map(|(i, r)| format!("{}\n", json!({"seq": i + 1, "caller": "builder", "response": r.to_string()})))
+        .map(|(i, r)| {
+            format!(
+                "{}\n",
+                json!({"seq": i + 1, "caller": "builder", "response": r.to_string()})
+            )
+        })
         .collect();
     std::fs::write(&p, text).unwrap();
     p
 }
 
-fn loads(path: &std::path::Path, format: agent_meeting::io::Format) -> agent_meeting::model::AgentConfig {
+fn loads(
+    path: &std::path::Path,
+    format: agent_meeting::io::Format,
+) -> agent_meeting::model::AgentConfig {
     let text = std::fs::read_to_string(path).unwrap();
-    let cfg: agent_meeting::model::AgentConfig = agent_meeting::io::parse_doc("x", &text, format).unwrap();
+    let cfg: agent_meeting::model::AgentConfig =
+        agent_meeting::io::parse_doc("x", &text, format).unwrap();
     let spec = agent_meeting::llm::builder::BuildSpec::default();
-    let schema = agent_meeting::model::schemas().into_iter().find(|(n, _)| *n == "AgentConfig").unwrap().1;
-    agent_meeting::llm::builder::check(serde_json::to_value(&cfg).unwrap(), &spec, &schema).unwrap();
+    let schema = agent_meeting::model::schemas()
+        .into_iter()
+        .find(|(n, _)| *n == "AgentConfig")
+        .unwrap()
+        .1;
+    agent_meeting::llm::builder::check(serde_json::to_value(&cfg).unwrap(), &spec, &schema)
+        .unwrap();
     cfg
 }
 
 #[test]
 fn fake_openai_server_writes_a_valid_config() {
-    let s = FakeServer::start(vec![json(200, &openai_ok(&good_config("whatever").to_string(), Some((900, 300))))]);
+    let s = FakeServer::start(vec![json(
+        200,
+        &openai_ok(&good_config("whatever").to_string(), Some((900, 300))),
+    )]);
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("cost.json");
     cmd()
         .env("OPENAI_API_KEY", KEY)
         .env("OPENAI_BASE_URL", format!("{}/v1", s.url))
-        .args(["--description", "Estimates costs", "--model", "gpt-test", "--output"])
+        .args([
+            "--description",
+            "Estimates costs",
+            "--model",
+            "gpt-test",
+            "--output",
+        ])
         .arg(&out)
         .assert()
         .success()
-        .stdout(predicate::str::contains("\"name\":\"cost\"").and(predicate::str::contains("\"calls\":1")))
+        .stdout(
+            predicate::str::contains("\"name\":\"cost\"")
+                .and(predicate::str::contains("\"calls\":1")),
+        )
         .stderr(predicate::str::contains(KEY).not());
     let cfg = loads(&out, agent_meeting::io::Format::Json);
     assert_eq!(cfg.name, "cost", "the output file's stem names the agent");
     let body = s.request(0).json();
     assert_eq!(body["model"], "gpt-test");
-    assert_eq!(body["response_format"]["json_schema"]["name"], "agent_config");
-    assert!(body["messages"][0]["content"].as_str().unwrap().contains("Hard rules:"));
-    assert!(body["messages"][1]["content"].as_str().unwrap().contains("Estimates costs"));
+    assert_eq!(
+        body["response_format"]["json_schema"]["name"],
+        "agent_config"
+    );
+    assert!(body["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Hard rules:"));
+    assert!(body["messages"][1]["content"]
+        .as_str()
+        .unwrap()
+        .contains("Estimates costs"));
 }
 
 #[test]
@@ -115,9 +158,16 @@ fn refused_twice_writes_nothing_and_exits_1() {
         .assert()
         .code(1)
         .stdout("")
-        .stderr(predicate::str::starts_with("agent-builder: ").and(predicate::str::contains("agent_name")));
+        .stderr(
+            predicate::str::starts_with("agent-builder: ")
+                .and(predicate::str::contains("agent_name")),
+        );
     assert!(!out.exists());
-    assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 1, "no temporary file left behind");
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        1,
+        "no temporary file left behind"
+    );
 }
 
 #[test]
@@ -139,20 +189,27 @@ fn stdout_when_no_output_file() {
 
 #[test]
 fn existing_output_needs_force() {
-    let s = FakeServer::start(vec![json(200, &openai_ok(&good_config("cost").to_string(), None))]);
+    let s = FakeServer::start(vec![json(
+        200,
+        &openai_ok(&good_config("cost").to_string(), None),
+    )]);
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("cost.json");
     std::fs::write(&out, "keep me").unwrap();
     let run = |force: bool| {
         let mut c = cmd();
-        c.env("OPENAI_API_KEY", KEY).env("OPENAI_BASE_URL", format!("{}/v1", s.url));
-        c.args(["--provider", "openai", "--description", "costs", "--output"]).arg(&out);
+        c.env("OPENAI_API_KEY", KEY)
+            .env("OPENAI_BASE_URL", format!("{}/v1", s.url));
+        c.args(["--provider", "openai", "--description", "costs", "--output"])
+            .arg(&out);
         if force {
             c.arg("--force");
         }
         c.assert()
     };
-    run(false).code(2).stderr(predicate::str::contains("--force"));
+    run(false)
+        .code(2)
+        .stderr(predicate::str::contains("--force"));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me");
     assert_eq!(s.count(), 0, "no model call before refusing");
     run(true).success();
@@ -161,7 +218,13 @@ fn existing_output_needs_force() {
 
 #[test]
 fn provider_401_fails_fast_without_leaking_the_key() {
-    let s = FakeServer::start(vec![json(401, &openai_error(&format!("Incorrect API key provided: {KEY}"), "invalid_api_key"))]);
+    let s = FakeServer::start(vec![json(
+        401,
+        &openai_error(
+            &format!("Incorrect API key provided: {KEY}"),
+            "invalid_api_key",
+        ),
+    )]);
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("cost.json");
     cmd()
@@ -171,7 +234,10 @@ fn provider_401_fails_fast_without_leaking_the_key() {
         .arg(&out)
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("openai: HTTP 401: Incorrect API key provided").and(predicate::str::contains("SECRET123").not()));
+        .stderr(
+            predicate::str::contains("openai: HTTP 401: Incorrect API key provided")
+                .and(predicate::str::contains("SECRET123").not()),
+        );
     assert_eq!(s.count(), 1);
     assert!(!out.exists());
 }
@@ -182,5 +248,8 @@ fn no_provider_configured_explains_what_to_set() {
         .args(["--description", "costs"])
         .assert()
         .code(1)
-        .stderr(predicate::str::contains("OPENAI_API_KEY").and(predicate::str::contains("--provider replay --cassette")));
+        .stderr(
+            predicate::str::contains("OPENAI_API_KEY")
+                .and(predicate::str::contains("--provider replay --cassette")),
+        );
 }

@@ -9,7 +9,8 @@ use agent_meeting::llm::anthropic::Anthropic;
 use agent_meeting::llm::openai::OpenAi;
 use agent_meeting::llm::replay::Recorder;
 use agent_meeting::llm::{
-    validate, Client, ExpectedJson, LlmError, Message, Options, Provider, Request, RetryPolicy, Timeouts,
+    validate, Client, ExpectedJson, LlmError, Message, Options, Provider, Request, RetryPolicy,
+    Timeouts,
 };
 use llm_fake::*;
 use serde_json::{json, Value};
@@ -39,23 +40,42 @@ fn request() -> Request {
         caller: "arch".into(),
         system: "You are the architect.".into(),
         messages: vec![Message::user("Which database?")],
-        expect: Some(ExpectedJson { name: "agent_turn".into(), schema: schema() }),
+        expect: Some(ExpectedJson {
+            name: "agent_turn".into(),
+            schema: schema(),
+        }),
     }
 }
 
 fn opts() -> Options {
-    Options { model: "test-model".into(), temperature: Some(0.2), max_tokens: None }
+    Options {
+        model: "test-model".into(),
+        temperature: Some(0.2),
+        max_tokens: None,
+    }
 }
 
 fn fast() -> RetryPolicy {
-    RetryPolicy { max_attempts: 3, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(20) }
+    RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(20),
+    }
 }
 
 fn provider(kind: Kind, server: &FakeServer, native: bool, read_ms: u64) -> Box<dyn Provider> {
-    let t = Timeouts { connect: Duration::from_secs(2), read: Duration::from_millis(read_ms) };
+    let t = Timeouts {
+        connect: Duration::from_secs(2),
+        read: Duration::from_millis(read_ms),
+    };
     match kind {
         OpenAi => Box::new(OpenAi::new(&format!("{}/v1", server.url), KEY, native, t)),
-        Anthropic => Box::new(Anthropic::new(&format!("{}/anthropic", server.url), KEY, native, t)),
+        Anthropic => Box::new(Anthropic::new(
+            &format!("{}/anthropic", server.url),
+            KEY,
+            native,
+            t,
+        )),
     }
 }
 
@@ -92,7 +112,9 @@ fn answer() -> Value {
 
 fn transient(r: Result<agent_meeting::llm::Reply, LlmError>) -> (String, u32) {
     match r {
-        Err(LlmError::Transient { message, attempts, .. }) => (message, attempts),
+        Err(LlmError::Transient {
+            message, attempts, ..
+        }) => (message, attempts),
         other => panic!("expected a transient error, got {other:?}"),
     }
 }
@@ -104,7 +126,10 @@ fn openai_request_shape() {
     let r = s.request(0);
     assert_eq!(r.method, "POST");
     assert_eq!(r.path, "/v1/chat/completions");
-    assert_eq!(r.header("authorization"), Some(format!("Bearer {KEY}").as_str()));
+    assert_eq!(
+        r.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
     assert_eq!(r.header("content-type"), Some("application/json"));
     assert_eq!(
         r.json(),
@@ -140,12 +165,19 @@ fn openai_plain_mode_describes_schema_in_prompt() {
     let body = s.request(0).json();
     assert!(body.get("response_format").is_none());
     let system = body["messages"][0]["content"].as_str().unwrap();
-    assert!(system.starts_with("You are the architect.") && system.contains("\"key_points\""), "{system}");
+    assert!(
+        system.starts_with("You are the architect.") && system.contains("\"key_points\""),
+        "{system}"
+    );
 }
 
 #[test]
 fn openai_strict_nulls_for_optional_fields_are_dropped() {
-    let s = FakeServer::start(vec![ok(OpenAi, &json!({"response": "x", "key_points": null}), None)]);
+    let s = FakeServer::start(vec![ok(
+        OpenAi,
+        &json!({"response": "x", "key_points": null}),
+        None,
+    )]);
     let reply = client(OpenAi, &s).call(&request(), &opts()).unwrap();
     let v = reply.json.unwrap().unwrap();
     assert_eq!(v, json!({"response": "x"}));
@@ -183,7 +215,10 @@ fn anthropic_request_shape() {
 fn anthropic_plain_mode_has_no_tools() {
     let s = FakeServer::start(vec![ok_text(Anthropic, &answer().to_string())]);
     let mut c = Client::new(provider(Anthropic, &s, false, 5000), 0).with_policy(fast());
-    let o = Options { max_tokens: Some(900), ..opts() };
+    let o = Options {
+        max_tokens: Some(900),
+        ..opts()
+    };
     let reply = c.call(&request(), &o).unwrap();
     assert_eq!(reply.json.unwrap().unwrap(), answer());
     let body = s.request(0).json();
@@ -197,8 +232,18 @@ fn success(kind: Kind) {
     let mut c = Client::new(provider(kind, &s, true, 5000), 41).with_policy(fast());
     let reply = c.call(&request(), &opts()).unwrap();
     assert_eq!(reply.json, Some(Ok(answer())));
-    assert_eq!(serde_json::from_str::<Value>(&reply.text).unwrap(), answer());
-    assert_eq!((reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.estimated), (12, 5, false));
+    assert_eq!(
+        serde_json::from_str::<Value>(&reply.text).unwrap(),
+        answer()
+    );
+    assert_eq!(
+        (
+            reply.usage.prompt_tokens,
+            reply.usage.completion_tokens,
+            reply.usage.estimated
+        ),
+        (12, 5, false)
+    );
     assert_eq!(reply.attempts, 1);
     assert_eq!(c.calls(), 42);
     validate(reply.json.as_ref().unwrap().as_ref().unwrap(), &schema()).unwrap();
@@ -206,10 +251,15 @@ fn success(kind: Kind) {
 
 fn rate_limited_then_ok(kind: Kind) {
     let s = FakeServer::start(vec![
-        with_header(429, "retry-after", "0", &match kind {
-            OpenAi => openai_error("Rate limit reached", "rate_limit_exceeded"),
-            Anthropic => anthropic_error("rate_limit_error", "Rate limited"),
-        }),
+        with_header(
+            429,
+            "retry-after",
+            "0",
+            &match kind {
+                OpenAi => openai_error("Rate limit reached", "rate_limit_exceeded"),
+                Anthropic => anthropic_error("rate_limit_error", "Rate limited"),
+            },
+        ),
         ok(kind, &answer(), Some((1, 1))),
     ]);
     let mut c = client(kind, &s);
@@ -218,15 +268,24 @@ fn rate_limited_then_ok(kind: Kind) {
 }
 
 fn retry_after_is_capped(kind: Kind) {
-    let s = FakeServer::start(vec![with_header(429, "retry-after", "30", "{}"), ok(kind, &answer(), None)]);
+    let s = FakeServer::start(vec![
+        with_header(429, "retry-after", "30", "{}"),
+        ok(kind, &answer(), None),
+    ]);
     let mut c = client(kind, &s);
     let t = std::time::Instant::now();
     c.call(&request(), &opts()).unwrap();
-    assert!(t.elapsed() < Duration::from_secs(3), "Retry-After 30 must be capped by the policy");
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "Retry-After 30 must be capped by the policy"
+    );
 }
 
 fn server_error_then_ok(kind: Kind) {
-    let s = FakeServer::start(vec![error_body(kind, 500, "internal"), ok(kind, &answer(), None)]);
+    let s = FakeServer::start(vec![
+        error_body(kind, 500, "internal"),
+        ok(kind, &answer(), None),
+    ]);
     let reply = client(kind, &s).call(&request(), &opts()).unwrap();
     assert_eq!(reply.attempts, 2);
 }
@@ -240,22 +299,34 @@ fn unavailable_until_attempts_run_out(kind: Kind) {
     ]);
     let mut c = client(kind, &s);
     let (message, attempts) = transient(c.call(&request(), &opts()));
-    let name = if matches!(kind, OpenAi) { "openai" } else { "anthropic" };
-    assert!(message.starts_with(&format!("{name}: HTTP 503: overloaded now")), "{message}");
+    let name = if matches!(kind, OpenAi) {
+        "openai"
+    } else {
+        "anthropic"
+    };
+    assert!(
+        message.starts_with(&format!("{name}: HTTP 503: overloaded now")),
+        "{message}"
+    );
     assert!(message.contains("after 3 attempts"), "{message}");
     assert_eq!((attempts, c.calls(), s.count()), (3, 3, 3));
 }
 
 fn read_timeout(kind: Kind) {
-    let slow = Action::Sleep(Duration::from_millis(1500), Box::new(ok(kind, &answer(), None)));
+    let slow = Action::Sleep(
+        Duration::from_millis(1500),
+        Box::new(ok(kind, &answer(), None)),
+    );
     let s = FakeServer::start(vec![slow.clone(), ok(kind, &answer(), None)]);
     let mut c = Client::new(provider(kind, &s, true, 200), 0).with_policy(fast());
     let reply = c.call(&request(), &opts()).unwrap();
     assert_eq!(reply.attempts, 2);
 
     let s = FakeServer::start(vec![slow]);
-    let mut c = Client::new(provider(kind, &s, true, 200), 0)
-        .with_policy(RetryPolicy { max_attempts: 1, ..fast() });
+    let mut c = Client::new(provider(kind, &s, true, 200), 0).with_policy(RetryPolicy {
+        max_attempts: 1,
+        ..fast()
+    });
     let t = std::time::Instant::now();
     let (message, attempts) = transient(c.call(&request(), &opts()));
     assert!(message.contains("timeout"), "{message}");
@@ -265,14 +336,23 @@ fn read_timeout(kind: Kind) {
 
 fn closed_mid_body(kind: Kind) {
     let s = FakeServer::start(vec![
-        Action::Truncated { declared: 5000, body: "{\"id\": \"x\", \"cho".into() },
+        Action::Truncated {
+            declared: 5000,
+            body: "{\"id\": \"x\", \"cho".into(),
+        },
         ok(kind, &answer(), None),
     ]);
     let reply = client(kind, &s).call(&request(), &opts()).unwrap();
     assert_eq!(reply.attempts, 2);
 
-    let s = FakeServer::start(vec![Action::Truncated { declared: 5000, body: "{\"id\": ".into() }]);
-    let mut c = client(kind, &s).with_policy(RetryPolicy { max_attempts: 1, ..fast() });
+    let s = FakeServer::start(vec![Action::Truncated {
+        declared: 5000,
+        body: "{\"id\": ".into(),
+    }]);
+    let mut c = client(kind, &s).with_policy(RetryPolicy {
+        max_attempts: 1,
+        ..fast()
+    });
     let (message, _) = transient(c.call(&request(), &opts()));
     assert!(message.contains("network error"), "{message}");
 }
@@ -281,21 +361,32 @@ fn non_json_body(kind: Kind) {
     let html = json(200, "<html><body>502 Bad Gateway</body></html>");
     let s = FakeServer::start(vec![html.clone(), html.clone(), html]);
     let (message, attempts) = transient(client(kind, &s).call(&request(), &opts()));
-    assert!(message.contains("not JSON") && message.contains("Bad Gateway"), "{message}");
+    assert!(
+        message.contains("not JSON") && message.contains("Bad Gateway"),
+        "{message}"
+    );
     assert_eq!(attempts, 3);
 }
 
 fn unauthorized_is_fatal(kind: Kind) {
     let body = match kind {
-        OpenAi => openai_error("Incorrect API key provided: sk-test-****2345.", "invalid_api_key"),
+        OpenAi => openai_error(
+            "Incorrect API key provided: sk-test-****2345.",
+            "invalid_api_key",
+        ),
         Anthropic => anthropic_error("authentication_error", "invalid x-api-key"),
     };
     let s = FakeServer::start(vec![json(401, &body), ok(kind, &answer(), None)]);
     let mut c = client(kind, &s);
     let err = c.call(&request(), &opts()).unwrap_err();
-    let LlmError::Fatal(message) = err else { panic!("expected fatal, got {err:?}") };
+    let LlmError::Fatal(message) = err else {
+        panic!("expected fatal, got {err:?}")
+    };
     match kind {
-        OpenAi => assert_eq!(message, "openai: HTTP 401: Incorrect API key provided: sk-test-****2345. (invalid_api_key)"),
+        OpenAi => assert_eq!(
+            message,
+            "openai: HTTP 401: Incorrect API key provided: sk-test-****2345. (invalid_api_key)"
+        ),
         Anthropic => assert_eq!(message, "anthropic: HTTP 401: invalid x-api-key"),
     }
     assert_eq!(s.count(), 1, "a 401 is never retried");
@@ -303,20 +394,37 @@ fn unauthorized_is_fatal(kind: Kind) {
 }
 
 fn context_length_is_transient(kind: Kind) {
-    let s = FakeServer::start(vec![error_body(kind, 400, "prompt is too long: 210000 tokens > 200000 maximum")]);
+    let s = FakeServer::start(vec![error_body(
+        kind,
+        400,
+        "prompt is too long: 210000 tokens > 200000 maximum",
+    )]);
     let (message, attempts) = transient(client(kind, &s).call(&request(), &opts()));
-    assert!(message.contains("HTTP 400") && message.contains("prompt is too long"), "{message}");
+    assert!(
+        message.contains("HTTP 400") && message.contains("prompt is too long"),
+        "{message}"
+    );
     assert_eq!((attempts, s.count()), (1, 1));
 }
 
 fn other_4xx_is_fatal(kind: Kind) {
-    let s = FakeServer::start(vec![error_body(kind, 404, "model test-model does not exist")]);
+    let s = FakeServer::start(vec![error_body(
+        kind,
+        404,
+        "model test-model does not exist",
+    )]);
     let err = client(kind, &s).call(&request(), &opts()).unwrap_err();
-    assert!(matches!(&err, LlmError::Fatal(m) if m.contains("404") && m.contains("does not exist")), "{err:?}");
+    assert!(
+        matches!(&err, LlmError::Fatal(m) if m.contains("404") && m.contains("does not exist")),
+        "{err:?}"
+    );
 }
 
 fn fenced_reply(kind: Kind) {
-    let s = FakeServer::start(vec![ok_text(kind, "Here you go:\n```json\n{\"response\": \"ok\"}\n```\n")]);
+    let s = FakeServer::start(vec![ok_text(
+        kind,
+        "Here you go:\n```json\n{\"response\": \"ok\"}\n```\n",
+    )]);
     let mut c = Client::new(provider(kind, &s, false, 5000), 0).with_policy(fast());
     let reply = c.call(&request(), &opts()).unwrap();
     assert_eq!(reply.json, Some(Ok(json!({"response": "ok"}))));
@@ -324,19 +432,35 @@ fn fenced_reply(kind: Kind) {
 }
 
 fn trailing_commas(kind: Kind) {
-    let s = FakeServer::start(vec![ok_text(kind, "{\"response\": \"a, b,\", \"key_points\": [\"x\",],}")]);
+    let s = FakeServer::start(vec![ok_text(
+        kind,
+        "{\"response\": \"a, b,\", \"key_points\": [\"x\",],}",
+    )]);
     let mut c = Client::new(provider(kind, &s, false, 5000), 0).with_policy(fast());
     let reply = c.call(&request(), &opts()).unwrap();
-    assert_eq!(reply.json, Some(Ok(json!({"response": "a, b,", "key_points": ["x"]}))));
+    assert_eq!(
+        reply.json,
+        Some(Ok(json!({"response": "a, b,", "key_points": ["x"]})))
+    );
 }
 
 fn schema_invalid(kind: Kind) {
-    let s = FakeServer::start(vec![ok(kind, &json!({"response": 7, "key_points": ["a", 3]}), None)]);
+    let s = FakeServer::start(vec![ok(
+        kind,
+        &json!({"response": 7, "key_points": ["a", 3]}),
+        None,
+    )]);
     let reply = client(kind, &s).call(&request(), &opts()).unwrap();
     let v = reply.json.unwrap().expect("valid JSON");
     let e = validate(&v, &schema()).unwrap_err();
-    assert!(e.contains("at /response: 7 is not of type \"string\""), "{e}");
-    assert!(e.contains("at /key_points/1: 3 is not of type \"string\""), "{e}");
+    assert!(
+        e.contains("at /response: 7 is not of type \"string\""),
+        "{e}"
+    );
+    assert!(
+        e.contains("at /key_points/1: 3 is not of type \"string\""),
+        "{e}"
+    );
 }
 
 fn not_json_reply(kind: Kind) {
@@ -352,15 +476,24 @@ fn no_usage_is_estimated(kind: Kind) {
     let reply = client(kind, &s).call(&request(), &opts()).unwrap();
     assert!(reply.usage.estimated);
     assert!(reply.usage.prompt_tokens > 0 && reply.usage.completion_tokens > 0);
-    assert_eq!(reply.usage.completion_tokens as usize, reply.text.chars().count().div_ceil(4));
+    assert_eq!(
+        reply.usage.completion_tokens as usize,
+        reply.text.chars().count().div_ceil(4)
+    );
 }
 
 fn plain_text_call(kind: Kind) {
     let s = FakeServer::start(vec![ok_text(kind, "Just prose."), ok_text(kind, "  ")]);
     let mut c = client(kind, &s);
-    let req = Request { expect: None, ..request() };
+    let req = Request {
+        expect: None,
+        ..request()
+    };
     let reply = c.call(&req, &opts()).unwrap();
-    assert_eq!((reply.text.as_str(), reply.json.is_none()), ("Just prose.", true));
+    assert_eq!(
+        (reply.text.as_str(), reply.json.is_none()),
+        ("Just prose.", true)
+    );
     let (message, _) = transient(c.call(&req, &opts()));
     assert!(message.contains("empty reply"), "{message}");
 }
@@ -377,7 +510,9 @@ fn secret_never_leaks(kind: Kind) {
         error_body(kind, 401, &echo),
     ]);
     let inner = provider(kind, &s, true, 5000);
-    let mut c = Client::new(Box::new(Recorder::new(inner, &cassette)), 0).with_policy(fast()).with_log(Some(log.clone()));
+    let mut c = Client::new(Box::new(Recorder::new(inner, &cassette)), 0)
+        .with_policy(fast())
+        .with_log(Some(log.clone()));
     let reply = c.call(&request(), &opts()).unwrap();
     let err = c.call(&request(), &opts()).unwrap_err();
     let message = err.to_string();
@@ -389,9 +524,15 @@ fn secret_never_leaks(kind: Kind) {
         std::fs::read_to_string(&cassette).unwrap(),
         std::fs::read_to_string(&log).unwrap(),
     ] {
-        assert!(!text.contains(KEY) && !text.contains("SECRET123"), "key leaked: {text}");
+        assert!(
+            !text.contains(KEY) && !text.contains("SECRET123"),
+            "key leaked: {text}"
+        );
     }
-    assert_eq!(std::fs::read_to_string(&cassette).unwrap().lines().count(), 3);
+    assert_eq!(
+        std::fs::read_to_string(&cassette).unwrap().lines().count(),
+        3
+    );
     assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 3);
 }
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use agent_meeting::llm::openai::OpenAi;
 use agent_meeting::llm::replay::{Recorder, Replay};
-use agent_meeting::llm::{Client, ExpectedJson, LlmError, Message, Options, Request, RetryPolicy, Timeouts};
+use agent_meeting::llm::{
+    Client, ExpectedJson, LlmError, Message, Options, Request, RetryPolicy, Timeouts,
+};
 use llm_fake::*;
 use serde_json::json;
 
@@ -17,12 +19,19 @@ fn req(caller: &str, text: &str) -> Request {
         caller: caller.into(),
         system: format!("system of {caller}"),
         messages: vec![Message::user(text)],
-        expect: Some(ExpectedJson { name: "x".into(), schema: json!({"type": "object"}) }),
+        expect: Some(ExpectedJson {
+            name: "x".into(),
+            schema: json!({"type": "object"}),
+        }),
     }
 }
 
 fn opts() -> Options {
-    Options { model: "m".into(), temperature: None, max_tokens: None }
+    Options {
+        model: "m".into(),
+        temperature: None,
+        max_tokens: None,
+    }
 }
 
 fn write(dir: &Path, lines: &[serde_json::Value]) -> std::path::PathBuf {
@@ -60,7 +69,10 @@ fn cassette_drives_separate_clients_in_step() {
     let mut arch = replay_client(&p, pm.calls());
     let t = std::time::Instant::now();
     let r = arch.call(&req("arch", "which db?"), &opts()).unwrap();
-    assert!(t.elapsed() < Duration::from_secs(1), "replay never sleeps, even on Retry-After");
+    assert!(
+        t.elapsed() < Duration::from_secs(1),
+        "replay never sleeps, even on Retry-After"
+    );
     assert_eq!(r.attempts, 3);
     assert_eq!(r.json, Some(Ok(json!({"response": "ok"}))));
     assert!(r.usage.estimated);
@@ -79,16 +91,30 @@ fn faults_exhaust_attempts_like_real_ones() {
         .map(|i| json!({"seq": i, "caller": "arch", "error": {"kind": "http", "status": 503, "message": "overloaded"}}))
         .collect();
     let p = write(d.path(), &lines);
-    let err = replay_client(&p, 0).call(&req("arch", "q"), &opts()).unwrap_err();
+    let err = replay_client(&p, 0)
+        .call(&req("arch", "q"), &opts())
+        .unwrap_err();
     match err {
-        LlmError::Transient { message, attempts, .. } => {
+        LlmError::Transient {
+            message, attempts, ..
+        } => {
             assert_eq!(attempts, 3);
-            assert!(message.starts_with("replay: HTTP 503: overloaded (gave up after 3 attempts"), "{message}");
+            assert!(
+                message.starts_with("replay: HTTP 503: overloaded (gave up after 3 attempts"),
+                "{message}"
+            );
         }
         other => panic!("{other:?}"),
     }
-    let p = write(d.path(), &[json!({"seq": 1, "caller": "arch", "error": {"kind": "http", "status": 401, "message": "bad key"}})]);
-    let err = replay_client(&p, 0).call(&req("arch", "q"), &opts()).unwrap_err();
+    let p = write(
+        d.path(),
+        &[
+            json!({"seq": 1, "caller": "arch", "error": {"kind": "http", "status": 401, "message": "bad key"}}),
+        ],
+    );
+    let err = replay_client(&p, 0)
+        .call(&req("arch", "q"), &opts())
+        .unwrap_err();
     assert_eq!(err, LlmError::Fatal("replay: HTTP 401: bad key".into()));
 }
 
@@ -97,20 +123,38 @@ fn caller_mismatch_names_the_call() {
     let d = tempfile::tempdir().unwrap();
     let p = write(
         d.path(),
-        &[json!({"seq": 1, "caller": "pm", "response": "{}"}), json!({"seq": 2, "caller": "arch", "response": "{}"})],
+        &[
+            json!({"seq": 1, "caller": "pm", "response": "{}"}),
+            json!({"seq": 2, "caller": "arch", "response": "{}"}),
+        ],
     );
-    let err = replay_client(&p, 1).call(&req("pm", "q"), &opts()).unwrap_err();
+    let err = replay_client(&p, 1)
+        .call(&req("pm", "q"), &opts())
+        .unwrap_err();
     let LlmError::Fatal(m) = err else { panic!() };
-    assert!(m.starts_with("replay: cassette out of step at call 2: expected caller pm, cassette has arch"), "{m}");
+    assert!(
+        m.starts_with(
+            "replay: cassette out of step at call 2: expected caller pm, cassette has arch"
+        ),
+        "{m}"
+    );
 }
 
 #[test]
 fn missing_entry_names_call_and_file() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), &[json!({"seq": 1, "caller": "pm", "response": "{}"})]);
-    let err = replay_client(&p, 1).call(&req("pm", "q"), &opts()).unwrap_err();
+    let p = write(
+        d.path(),
+        &[json!({"seq": 1, "caller": "pm", "response": "{}"})],
+    );
+    let err = replay_client(&p, 1)
+        .call(&req("pm", "q"), &opts())
+        .unwrap_err();
     let LlmError::Fatal(m) = err else { panic!() };
-    assert!(m.contains("no entry for call 2") && m.contains(&p.display().to_string()), "{m}");
+    assert!(
+        m.contains("no entry for call 2") && m.contains(&p.display().to_string()),
+        "{m}"
+    );
 }
 
 #[test]
@@ -120,10 +164,27 @@ fn malformed_cassette_is_bad_input() {
     std::fs::write(&p, "{\"seq\": 1, \"caller\": \"pm\", \"response\": \"{}\"}\n{\"seq\": 2, \"caller\": \"pm\"}\n").unwrap();
     let e = Replay::open(&p, false).err().unwrap();
     assert_eq!(e.exit_code(), 2);
-    assert!(e.to_string().contains("line 2") && e.to_string().contains("exactly one of"), "{e}");
-    std::fs::write(&p, "{\"seq\": 1, \"caller\": \"pm\", \"error\": {\"kind\": \"boom\"}}\n").unwrap();
-    assert!(Replay::open(&p, false).err().unwrap().to_string().contains("unknown fault kind"));
-    assert_eq!(Replay::open(&d.path().join("nope.jsonl"), false).err().unwrap().exit_code(), 2);
+    assert!(
+        e.to_string().contains("line 2") && e.to_string().contains("exactly one of"),
+        "{e}"
+    );
+    std::fs::write(
+        &p,
+        "{\"seq\": 1, \"caller\": \"pm\", \"error\": {\"kind\": \"boom\"}}\n",
+    )
+    .unwrap();
+    assert!(Replay::open(&p, false)
+        .err()
+        .unwrap()
+        .to_string()
+        .contains("unknown fault kind"));
+    assert_eq!(
+        Replay::open(&d.path().join("nope.jsonl"), false)
+            .err()
+            .unwrap()
+            .exit_code(),
+        2
+    );
 }
 
 #[test]
@@ -135,45 +196,90 @@ fn record_then_replay_gives_same_results_and_checks_drift() {
     ]);
     let d = tempfile::tempdir().unwrap();
     let cassette = d.path().join("rec.jsonl");
-    let policy = RetryPolicy { max_attempts: 3, base_delay: Duration::from_millis(1), max_delay: Duration::from_millis(5) };
-    let t = Timeouts { connect: Duration::from_secs(2), read: Duration::from_secs(5) };
-    let real = OpenAi::new(&format!("{}/v1", s.url), "sk-test-SECRET123456789012345", true, t);
-    let mut rec = Client::new(Box::new(Recorder::new(Box::new(real), &cassette)), 0).with_policy(policy);
-    let live = vec![rec.call(&req("pm", "one"), &opts()).unwrap(), rec.call(&req("arch", "two"), &opts()).unwrap()];
+    let policy = RetryPolicy {
+        max_attempts: 3,
+        base_delay: Duration::from_millis(1),
+        max_delay: Duration::from_millis(5),
+    };
+    let t = Timeouts {
+        connect: Duration::from_secs(2),
+        read: Duration::from_secs(5),
+    };
+    let real = OpenAi::new(
+        &format!("{}/v1", s.url),
+        "sk-test-SECRET123456789012345",
+        true,
+        t,
+    );
+    let mut rec =
+        Client::new(Box::new(Recorder::new(Box::new(real), &cassette)), 0).with_policy(policy);
+    let live = [
+        rec.call(&req("pm", "one"), &opts()).unwrap(),
+        rec.call(&req("arch", "two"), &opts()).unwrap(),
+    ];
     assert_eq!(rec.calls(), 3);
 
     let text = std::fs::read_to_string(&cassette).unwrap();
-    let lines: Vec<serde_json::Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines.len(), 3);
-    assert_eq!(lines[1]["error"], json!({"kind": "http", "status": 500, "message": "boom (server_error)"}));
-    assert!(lines.iter().all(|l| l["request_sha256"].as_str().is_some_and(|h| h.len() == 64)));
-    assert!(lines[2].get("usage").is_none(), "an estimated usage is not recorded as real");
+    assert_eq!(
+        lines[1]["error"],
+        json!({"kind": "http", "status": 500, "message": "boom (server_error)"})
+    );
+    assert!(lines
+        .iter()
+        .all(|l| l["request_sha256"].as_str().is_some_and(|h| h.len() == 64)));
+    assert!(
+        lines[2].get("usage").is_none(),
+        "an estimated usage is not recorded as real"
+    );
 
     let mut rep = replay_client(&cassette, 0);
-    let replayed = vec![rep.call(&req("pm", "one"), &opts()).unwrap(), rep.call(&req("arch", "two"), &opts()).unwrap()];
+    let replayed = [
+        rep.call(&req("pm", "one"), &opts()).unwrap(),
+        rep.call(&req("arch", "two"), &opts()).unwrap(),
+    ];
     for (a, b) in live.iter().zip(&replayed) {
-        assert_eq!((&a.text, &a.json, a.usage, a.attempts), (&b.text, &b.json, b.usage, b.attempts));
+        assert_eq!(
+            (&a.text, &a.json, a.usage, a.attempts),
+            (&b.text, &b.json, b.usage, b.attempts)
+        );
     }
 
     // A changed prompt warns by default and fails with --strict-replay.
     let mut drift = replay_client(&cassette, 0);
     assert!(drift.call(&req("pm", "one, changed"), &opts()).is_ok());
     let mut strict = Client::new(Box::new(Replay::open(&cassette, true).unwrap()), 0);
-    let err = strict.call(&req("pm", "one, changed"), &opts()).unwrap_err();
-    assert!(matches!(&err, LlmError::Fatal(m) if m.contains("drift at call 1")), "{err:?}");
+    let err = strict
+        .call(&req("pm", "one, changed"), &opts())
+        .unwrap_err();
+    assert!(
+        matches!(&err, LlmError::Fatal(m) if m.contains("drift at call 1")),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn exchange_log_has_full_prompt_and_response() {
     let d = tempfile::tempdir().unwrap();
-    let p = write(d.path(), &[json!({"seq": 1, "caller": "pm", "response": "{\"x\": 1}"})]);
+    let p = write(
+        d.path(),
+        &[json!({"seq": 1, "caller": "pm", "response": "{\"x\": 1}"})],
+    );
     let log = d.path().join("run/llm.jsonl");
     let mut c = replay_client(&p, 0).with_log(Some(log.clone()));
     c.call(&req("pm", "the question"), &opts()).unwrap();
-    let line: serde_json::Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    let line: serde_json::Value =
+        serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
     assert_eq!(line["seq"], 1);
     assert_eq!(line["caller"], "pm");
     assert_eq!(line["system"], "system of pm");
-    assert_eq!(line["messages"], json!([{"role": "user", "content": "the question"}]));
+    assert_eq!(
+        line["messages"],
+        json!([{"role": "user", "content": "the question"}])
+    );
     assert_eq!(line["response"], "{\"x\": 1}");
 }

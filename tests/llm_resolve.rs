@@ -10,58 +10,148 @@ fn meta(v: Value) -> Map<String, Value> {
 
 #[test]
 fn resolution_order_and_errors() {
-    for v in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OPENAI_MODEL", "ANTHROPIC_MODEL"] {
+    for v in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_MODEL",
+        "ANTHROPIC_MODEL",
+    ] {
         std::env::remove_var(v);
     }
     let d = tempfile::tempdir().unwrap();
     let cassette = d.path().join("c.jsonl");
-    std::fs::write(&cassette, "{\"seq\": 8, \"caller\": \"arch\", \"response\": \"{}\"}\n").unwrap();
-    let board = LlmSettings { provider: "anthropic".into(), model: Some("board-model".into()), temperature: Some(0.5), max_tokens: None };
-    let empty = LlmSettings { provider: String::new(), model: None, temperature: None, max_tokens: None };
+    std::fs::write(
+        &cassette,
+        "{\"seq\": 8, \"caller\": \"arch\", \"response\": \"{}\"}\n",
+    )
+    .unwrap();
+    let board = LlmSettings {
+        provider: "anthropic".into(),
+        model: Some("board-model".into()),
+        temperature: Some(0.5),
+        max_tokens: None,
+    };
+    let empty = LlmSettings {
+        provider: String::new(),
+        model: None,
+        temperature: None,
+        max_tokens: None,
+    };
 
     // Nothing configured: the error says what to set and how to run offline.
-    let e = client_for(&LlmArgs::default(), &empty, &Map::new(), 0).err().unwrap();
+    let e = client_for(&LlmArgs::default(), &empty, &Map::new(), 0)
+        .err()
+        .unwrap();
     let m = e.to_string();
-    assert!(m.contains("OPENAI_API_KEY") && m.contains("ANTHROPIC_API_KEY") && m.contains("--provider replay --cassette"), "{m}");
+    assert!(
+        m.contains("OPENAI_API_KEY")
+            && m.contains("ANTHROPIC_API_KEY")
+            && m.contains("--provider replay --cassette"),
+        "{m}"
+    );
     assert_eq!(e.exit_code(), 1);
 
     // A provider chosen but its key missing.
-    let e = client_for(&LlmArgs::default(), &board, &Map::new(), 0).err().unwrap();
+    let e = client_for(&LlmArgs::default(), &board, &Map::new(), 0)
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
 
     // Replay by flag wins over the agent's and the board's provider.
-    let args = LlmArgs { provider: Some("replay".into()), cassette: Some(cassette.clone()), ..LlmArgs::default() };
-    let (mut c, o) = client_for(&args, &board, &meta(json!({"provider": "openai", "model": "m1"})), 7).unwrap();
+    let args = LlmArgs {
+        provider: Some("replay".into()),
+        cassette: Some(cassette.clone()),
+        ..LlmArgs::default()
+    };
+    let (mut c, o) = client_for(
+        &args,
+        &board,
+        &meta(json!({"provider": "openai", "model": "m1"})),
+        7,
+    )
+    .unwrap();
     assert_eq!(c.provider_name(), "replay");
     assert_eq!((o.model.as_str(), o.temperature), ("m1", Some(0.5)));
-    let req = agent_meeting::llm::Request { caller: "arch".into(), system: String::new(), messages: vec![agent_meeting::llm::Message::user("q")], expect: None };
+    let req = agent_meeting::llm::Request {
+        caller: "arch".into(),
+        system: String::new(),
+        messages: vec![agent_meeting::llm::Message::user("q")],
+        expect: None,
+    };
     assert_eq!(c.call(&req, &o).unwrap().text, "{}");
     assert_eq!(c.calls(), 8);
 
     // Replay without a cassette is a usage error.
-    let e = client_for(&LlmArgs { provider: Some("replay".into()), ..LlmArgs::default() }, &board, &Map::new(), 0).err().unwrap();
+    let e = client_for(
+        &LlmArgs {
+            provider: Some("replay".into()),
+            ..LlmArgs::default()
+        },
+        &board,
+        &Map::new(),
+        0,
+    )
+    .err()
+    .unwrap();
     assert_eq!(e.exit_code(), 2);
 
     // Metadata > board > flags, per field.
     std::env::set_var("OPENAI_API_KEY", "sk-test-SECRET123456789012345");
     std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-test-SECRET1234567890");
-    let args = LlmArgs { provider: Some("openai".into()), model: Some("flag-model".into()), temperature: Some(0.9), max_tokens: Some(100), ..LlmArgs::default() };
+    let args = LlmArgs {
+        provider: Some("openai".into()),
+        model: Some("flag-model".into()),
+        temperature: Some(0.9),
+        max_tokens: Some(100),
+        ..LlmArgs::default()
+    };
     let (c, o) = client_for(&args, &board, &meta(json!({"max_tokens": 300})), 0).unwrap();
     assert_eq!(c.provider_name(), "anthropic");
-    assert_eq!((o.model.as_str(), o.temperature, o.max_tokens), ("board-model", Some(0.5), Some(300)));
+    assert_eq!(
+        (o.model.as_str(), o.temperature, o.max_tokens),
+        ("board-model", Some(0.5), Some(300))
+    );
     let (c, o) = client_for(&args, &empty, &Map::new(), 0).unwrap();
     assert_eq!(c.provider_name(), "openai");
-    assert_eq!((o.model.as_str(), o.temperature, o.max_tokens), ("flag-model", Some(0.9), Some(100)));
+    assert_eq!(
+        (o.model.as_str(), o.temperature, o.max_tokens),
+        ("flag-model", Some(0.9), Some(100))
+    );
     let (c, _) = client_for(&args, &board, &meta(json!({"provider": "openai"})), 0).unwrap();
     assert_eq!(c.provider_name(), "openai");
 
     // Only a key in the environment: that provider, its default model.
     std::env::remove_var("OPENAI_API_KEY");
     let (c, o) = client_for(&LlmArgs::default(), &empty, &Map::new(), 0).unwrap();
-    assert_eq!((c.provider_name(), o.model.as_str()), ("anthropic", "claude-sonnet-4-5"));
+    assert_eq!(
+        (c.provider_name(), o.model.as_str()),
+        ("anthropic", "claude-sonnet-4-5")
+    );
 
-    let e = client_for(&LlmArgs { provider: Some("gemini".into()), ..LlmArgs::default() }, &empty, &Map::new(), 0).err().unwrap();
+    let e = client_for(
+        &LlmArgs {
+            provider: Some("gemini".into()),
+            ..LlmArgs::default()
+        },
+        &empty,
+        &Map::new(),
+        0,
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("unknown provider \"gemini\""), "{e}");
-    let e = client_for(&LlmArgs { read_timeout: 0.0, ..LlmArgs::default() }, &empty, &Map::new(), 0).err().unwrap();
+    let e = client_for(
+        &LlmArgs {
+            read_timeout: 0.0,
+            ..LlmArgs::default()
+        },
+        &empty,
+        &Map::new(),
+        0,
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("--read-timeout"), "{e}");
 }

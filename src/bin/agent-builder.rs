@@ -57,7 +57,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     let description = match &args.description {
         Some(d) => d.clone(),
         None if std::io::stdin().is_terminal() => {
-            return Err(Error::Usage("give a --description, or pipe the description on stdin".into()).into())
+            return Err(Error::Usage(
+                "give a --description, or pipe the description on stdin".into(),
+            )
+            .into())
         }
         None => agent_meeting::io::read_stdin("<stdin>")?,
     };
@@ -66,15 +69,25 @@ fn run(args: Args) -> anyhow::Result<()> {
     }
     if let Some(n) = &args.name {
         if !is_safe_name(n) {
-            return Err(Error::Usage(format!("--name {n:?}: expected 1-64 characters of A-Z a-z 0-9 _ -")).into());
+            return Err(Error::Usage(format!(
+                "--name {n:?}: expected 1-64 characters of A-Z a-z 0-9 _ -"
+            ))
+            .into());
         }
     }
     if let Some(out) = &args.output {
         if out.exists() && !args.force {
-            return Err(Error::Usage(format!("{} exists; use --force to overwrite it", out.display())).into());
+            return Err(Error::Usage(format!(
+                "{} exists; use --force to overwrite it",
+                out.display()
+            ))
+            .into());
         }
     }
-    let format = match (args.format, args.output.as_deref().and_then(Format::from_path)) {
+    let format = match (
+        args.format,
+        args.output.as_deref().and_then(Format::from_path),
+    ) {
         (Some(OutFormat::Json), _) => Format::Json,
         (Some(OutFormat::Yaml), _) => Format::Yaml,
         (None, Some(f)) => f,
@@ -90,12 +103,22 @@ fn run(args: Args) -> anyhow::Result<()> {
             .filter(|s| is_safe_name(s))
             .map(str::to_string)
     });
-    let spec = BuildSpec { description, name, role: args.role.clone() };
-    let (mut client, opts) = client_for(&args.llm, &LlmSettings::default(), &serde_json::Map::new(), 0)?;
+    let spec = BuildSpec {
+        description,
+        name,
+        role: args.role.clone(),
+    };
+    let (mut client, opts) = client_for(
+        &args.llm,
+        &LlmSettings::default(),
+        &serde_json::Map::new(),
+        0,
+    )?;
     let cfg = build_agent(&mut client, &opts, &spec)?;
     let text = match format {
         Format::Json => agent_meeting::io::to_json_line(&cfg, true),
-        Format::Yaml => serde_yaml::to_string(&cfg).map_err(|e| Error::Runtime(format!("cannot write YAML: {e}")))?,
+        Format::Yaml => serde_yaml::to_string(&cfg)
+            .map_err(|e| Error::Runtime(format!("cannot write YAML: {e}")))?,
     };
     match &args.output {
         None => write_stdout(&text),

@@ -20,9 +20,14 @@ pub struct Anthropic {
 }
 
 impl Anthropic {
-    pub fn new(base_url: &str, api_key: &str, native_schema: bool, timeouts: Timeouts) -> Anthropic {
+    pub fn new(
+        base_url: &str,
+        api_key: &str,
+        native_schema: bool,
+        timeouts: Timeouts,
+    ) -> Anthropic {
         Anthropic {
-            http: Http::new(timeouts, api_key),
+            http: Http::new(timeouts, api_key, base_url),
             base_url: base_url.to_string(),
             api_key: api_key.to_string(),
             native_schema,
@@ -55,7 +60,10 @@ pub fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value
         .collect();
     let mut body = Map::new();
     body.insert("model".into(), json!(opts.model));
-    body.insert("max_tokens".into(), json!(opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)));
+    body.insert(
+        "max_tokens".into(),
+        json!(opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
+    );
     if !system.is_empty() {
         body.insert("system".into(), json!(system));
     }
@@ -82,14 +90,25 @@ impl Provider for Anthropic {
         "anthropic"
     }
 
-    fn attempt(&mut self, _seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError> {
+    fn attempt(
+        &mut self,
+        _seq: u64,
+        req: &Request,
+        opts: &Options,
+    ) -> Result<RawReply, AttemptError> {
         let body = request_body(req, opts, self.native_schema);
         let url = join_url(&self.base_url, "v1/messages");
-        let headers = [("x-api-key", self.api_key.as_str()), ("anthropic-version", API_VERSION)];
+        let headers = [
+            ("x-api-key", self.api_key.as_str()),
+            ("anthropic-version", API_VERSION),
+        ];
         let resp = self.http.post_json(&url, &headers, &body)?;
         let Some(blocks) = resp.get("content").and_then(Value::as_array) else {
             let s: String = resp.to_string().chars().take(200).collect();
-            return Err(AttemptError::Network(self.http.redact(&format!("response has no content array: {s}"))));
+            return Err(AttemptError::Network(
+                self.http
+                    .redact(&format!("response has no content array: {s}")),
+            ));
         };
         let tool_name = body.pointer("/tool_choice/name").and_then(Value::as_str);
         let tool_input = blocks.iter().find(|b| {

@@ -55,10 +55,22 @@ pub struct LlmArgs {
     #[arg(long, env = "MEETING_LLM_LOG", value_name = "FILE")]
     pub llm_log: Option<PathBuf>,
     /// Milliseconds of the first retry backoff (doubles each retry)
-    #[arg(long, value_name = "MS", default_value_t = 500, hide = true, env = "MEETING_RETRY_BASE_MS")]
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 500,
+        hide = true,
+        env = "MEETING_RETRY_BASE_MS"
+    )]
     pub retry_base_ms: u64,
     /// Cap in seconds on any retry wait, including Retry-After
-    #[arg(long, value_name = "SECS", default_value_t = 30.0, hide = true, env = "MEETING_RETRY_MAX_SECS")]
+    #[arg(
+        long,
+        value_name = "SECS",
+        default_value_t = 30.0,
+        hide = true,
+        env = "MEETING_RETRY_MAX_SECS"
+    )]
     pub retry_max_secs: f64,
 }
 
@@ -84,7 +96,9 @@ impl Default for LlmArgs {
 }
 
 fn non_empty(s: Option<&str>) -> Option<String> {
-    s.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+    s.map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
 }
 
 fn env_non_empty(name: &str) -> Option<String> {
@@ -95,7 +109,9 @@ fn seconds(flag: &str, v: f64) -> Result<Duration, Error> {
     if v.is_finite() && v > 0.0 && v <= 86_400.0 {
         Ok(Duration::from_secs_f64(v))
     } else {
-        Err(Error::Usage(format!("{flag}: expected a number of seconds above 0, got {v}")))
+        Err(Error::Usage(format!(
+            "{flag}: expected a number of seconds above 0, got {v}"
+        )))
     }
 }
 
@@ -135,17 +151,33 @@ pub fn client_for(
     let model = meta_str("model")
         .or_else(|| non_empty(board_llm.model.as_deref()))
         .or_else(|| non_empty(args.model.as_deref()))
-        .or_else(|| (provider == "openai").then(|| env_non_empty("OPENAI_MODEL")).flatten())
-        .or_else(|| (provider == "anthropic").then(|| env_non_empty("ANTHROPIC_MODEL")).flatten())
+        .or_else(|| {
+            (provider == "openai")
+                .then(|| env_non_empty("OPENAI_MODEL"))
+                .flatten()
+        })
+        .or_else(|| {
+            (provider == "anthropic")
+                .then(|| env_non_empty("ANTHROPIC_MODEL"))
+                .flatten()
+        })
         .unwrap_or_else(|| default_model.to_string());
-    let temperature = metadata.get("temperature").and_then(Value::as_f64).or(board_llm.temperature).or(args.temperature);
+    let temperature = metadata
+        .get("temperature")
+        .and_then(Value::as_f64)
+        .or(board_llm.temperature)
+        .or(args.temperature);
     let max_tokens = metadata
         .get("max_tokens")
         .and_then(Value::as_u64)
         .and_then(|n| u32::try_from(n).ok())
         .or(board_llm.max_tokens)
         .or(args.max_tokens);
-    let options = Options { model, temperature, max_tokens };
+    let options = Options {
+        model,
+        temperature,
+        max_tokens,
+    };
 
     let timeouts = Timeouts {
         connect: seconds("--connect-timeout", args.connect_timeout)?,
@@ -164,7 +196,8 @@ to run offline, use --provider replay --cassette FILE"
         "replay" => {
             let Some(path) = &args.cassette else {
                 return Err(Error::Usage(
-                    "--provider replay needs a cassette: --cassette FILE (or MEETING_CASSETTE)".to_string(),
+                    "--provider replay needs a cassette: --cassette FILE (or MEETING_CASSETTE)"
+                        .to_string(),
                 ));
             };
             let replay = Replay::open(path, args.strict_replay)?;
@@ -174,13 +207,24 @@ to run offline, use --provider replay --cassette FILE"
             return Ok((client, options));
         }
         "openai" => {
-            let base = env_non_empty("OPENAI_BASE_URL").unwrap_or_else(|| super::openai::DEFAULT_BASE_URL.to_string());
-            Box::new(OpenAi::new(&base, &key("OPENAI_API_KEY")?, native, timeouts))
+            let base = env_non_empty("OPENAI_BASE_URL")
+                .unwrap_or_else(|| super::openai::DEFAULT_BASE_URL.to_string());
+            Box::new(OpenAi::new(
+                &base,
+                &key("OPENAI_API_KEY")?,
+                native,
+                timeouts,
+            ))
         }
         "anthropic" => {
-            let base =
-                env_non_empty("ANTHROPIC_BASE_URL").unwrap_or_else(|| super::anthropic::DEFAULT_BASE_URL.to_string());
-            Box::new(Anthropic::new(&base, &key("ANTHROPIC_API_KEY")?, native, timeouts))
+            let base = env_non_empty("ANTHROPIC_BASE_URL")
+                .unwrap_or_else(|| super::anthropic::DEFAULT_BASE_URL.to_string());
+            Box::new(Anthropic::new(
+                &base,
+                &key("ANTHROPIC_API_KEY")?,
+                native,
+                timeouts,
+            ))
         }
         other => {
             return Err(Error::Usage(format!(
@@ -192,12 +236,17 @@ to run offline, use --provider replay --cassette FILE"
         Some(path) => Box::new(Recorder::new(real, path)),
         None => real,
     };
-    let retry_max = seconds("--retry-max-secs", args.retry_max_secs.max(f64::MIN_POSITIVE))?;
+    let retry_max = seconds(
+        "--retry-max-secs",
+        args.retry_max_secs.max(f64::MIN_POSITIVE),
+    )?;
     let policy = RetryPolicy {
         max_attempts: args.max_attempts,
         base_delay: Duration::from_millis(args.retry_base_ms),
         max_delay: retry_max,
     };
-    let client = Client::new(provider_box, calls).with_policy(policy).with_log(args.llm_log.clone());
+    let client = Client::new(provider_box, calls)
+        .with_policy(policy)
+        .with_log(args.llm_log.clone());
     Ok((client, options))
 }

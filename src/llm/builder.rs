@@ -68,7 +68,8 @@ fn agent_config_schema() -> Value {
 fn render(template: &str, ctx: minijinja::Value) -> Result<String, Error> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.render_str(template, ctx).map_err(|e| Error::Runtime(format!("builder prompt template: {e}")))
+    env.render_str(template, ctx)
+        .map_err(|e| Error::Runtime(format!("builder prompt template: {e}")))
 }
 
 /// The system prompt sent to the model (public for golden tests).
@@ -87,9 +88,16 @@ pub fn system_prompt(spec: &BuildSpec) -> Result<String, Error> {
 
 /// Ask the model for an AgentConfig; two attempts, the second told exactly what was wrong.
 /// A configuration error of the provider (bad key, unknown model) stops at once.
-pub fn build_agent(client: &mut Client, opts: &Options, spec: &BuildSpec) -> Result<AgentConfig, Error> {
+pub fn build_agent(
+    client: &mut Client,
+    opts: &Options,
+    spec: &BuildSpec,
+) -> Result<AgentConfig, Error> {
     let schema = agent_config_schema();
-    let mut user = format!("Description of the agent to create:\n{}", spec.description.trim());
+    let mut user = format!(
+        "Description of the agent to create:\n{}",
+        spec.description.trim()
+    );
     if let Some(n) = &spec.name {
         user.push_str(&format!("\n\nIts name: {n}"));
     }
@@ -100,7 +108,10 @@ pub fn build_agent(client: &mut Client, opts: &Options, spec: &BuildSpec) -> Res
         caller: "builder".into(),
         system: system_prompt(spec)?,
         messages: vec![Message::user(user)],
-        expect: Some(ExpectedJson { name: "agent_config".into(), schema: schema.clone() }),
+        expect: Some(ExpectedJson {
+            name: "agent_config".into(),
+            schema: schema.clone(),
+        }),
     };
     let mut last = String::new();
     for attempt in 1..=2 {
@@ -112,7 +123,11 @@ pub fn build_agent(client: &mut Client, opts: &Options, spec: &BuildSpec) -> Res
                 continue;
             }
         };
-        let problem = match reply.json.clone().unwrap_or_else(|| Err("no JSON expected".into())) {
+        let problem = match reply
+            .json
+            .clone()
+            .unwrap_or_else(|| Err("no JSON expected".into()))
+        {
             Err(e) => e,
             Ok(value) => match check(value, spec, &schema) {
                 Ok(cfg) => return Ok(cfg),
@@ -122,10 +137,15 @@ pub fn build_agent(client: &mut Client, opts: &Options, spec: &BuildSpec) -> Res
         last = problem.clone();
         if attempt == 1 {
             req.messages.push(Message::assistant(reply.text));
-            req.messages.push(Message::user(render(RETRY_TEMPLATE, context! { error => problem })?));
+            req.messages.push(Message::user(render(
+                RETRY_TEMPLATE,
+                context! { error => problem },
+            )?));
         }
     }
-    Err(Error::Runtime(format!("the model gave no acceptable agent config after 2 attempts; last problem: {last}")))
+    Err(Error::Runtime(format!(
+        "the model gave no acceptable agent config after 2 attempts; last problem: {last}"
+    )))
 }
 
 /// Apply the user's name/role, then every rule a loaded agent must pass.
@@ -141,7 +161,8 @@ pub fn check(mut value: Value, spec: &BuildSpec, schema: &Value) -> Result<Agent
     }
     obj.entry("metadata").or_insert_with(|| json!({}));
     validate(&value, schema)?;
-    let cfg: AgentConfig = serde_path_to_error::deserialize(value).map_err(|e| format!("at {}: {}", e.path(), e.inner()))?;
+    let cfg: AgentConfig = serde_path_to_error::deserialize(value)
+        .map_err(|e| format!("at {}: {}", e.path(), e.inner()))?;
     cfg.validate().map_err(|e| e.to_string())?;
     check_specialist(&cfg).map_err(|e| e.to_string())?;
     Ok(cfg)
@@ -154,7 +175,8 @@ fn check_specialist(cfg: &AgentConfig) -> Result<(), Invalid> {
     let input = Value::Object(cfg.input_schema.clone());
     let output = Value::Object(cfg.output_schema.clone());
     for (field, s) in [("input_schema", &input), ("output_schema", &output)] {
-        jsonschema::validator_for(s).map_err(|e| Invalid::at(field, format!("does not compile as JSON Schema: {e}")))?;
+        jsonschema::validator_for(s)
+            .map_err(|e| Invalid::at(field, format!("does not compile as JSON Schema: {e}")))?;
     }
     let sample = json!({"prompt": "p", "meeting_summary": "m", "context_summary": "c"});
     validate(&sample, &input).map_err(|e| {
@@ -167,10 +189,21 @@ fn check_specialist(cfg: &AgentConfig) -> Result<(), Invalid> {
         return Err(Invalid::at("output_schema.type", "expected \"object\""));
     }
     let empty = Map::new();
-    let props = output.get("properties").and_then(Value::as_object).unwrap_or(&empty);
-    let type_of = |k: &str| props.get(k).and_then(|p| p.get("type")).and_then(Value::as_str);
+    let props = output
+        .get("properties")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let type_of = |k: &str| {
+        props
+            .get(k)
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str)
+    };
     if type_of("response") != Some("string") {
-        return Err(Invalid::at("output_schema.properties.response", "must be present with type \"string\""));
+        return Err(Invalid::at(
+            "output_schema.properties.response",
+            "must be present with type \"string\"",
+        ));
     }
     let required: Vec<&str> = output
         .get("required")
@@ -178,17 +211,30 @@ fn check_specialist(cfg: &AgentConfig) -> Result<(), Invalid> {
         .map(|r| r.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
     if !required.contains(&"response") {
-        return Err(Invalid::at("output_schema.required", "must include \"response\""));
+        return Err(Invalid::at(
+            "output_schema.required",
+            "must include \"response\"",
+        ));
     }
     for k in ["key_points", "risks", "recommendations", "citations"] {
         if props.contains_key(k) && type_of(k) != Some("array") {
-            return Err(Invalid::at(format!("output_schema.properties.{k}"), "must have type \"array\""));
+            return Err(Invalid::at(
+                format!("output_schema.properties.{k}"),
+                "must have type \"array\"",
+            ));
         }
     }
     for k in ["key_points", "risks", "recommendations"] {
-        let item_type = props.get(k).and_then(|p| p.get("items")).and_then(|i| i.get("type")).and_then(Value::as_str);
+        let item_type = props
+            .get(k)
+            .and_then(|p| p.get("items"))
+            .and_then(|i| i.get("type"))
+            .and_then(Value::as_str);
         if item_type.is_some_and(|t| t != "string") {
-            return Err(Invalid::at(format!("output_schema.properties.{k}.items.type"), "must be \"string\""));
+            return Err(Invalid::at(
+                format!("output_schema.properties.{k}.items.type"),
+                "must be \"string\"",
+            ));
         }
     }
     for r in &required {
@@ -216,7 +262,11 @@ mod tests {
 
     #[test]
     fn defaults_pass_and_overrides_win() {
-        let spec = BuildSpec { name: Some("money".into()), role: Some("CFO".into()), ..Default::default() };
+        let spec = BuildSpec {
+            name: Some("money".into()),
+            role: Some("CFO".into()),
+            ..Default::default()
+        };
         let cfg = check(good(), &spec, &agent_config_schema()).unwrap();
         assert_eq!((cfg.name.as_str(), cfg.role.as_str()), ("money", "CFO"));
     }
@@ -230,10 +280,14 @@ mod tests {
         assert!(check(v, &spec, &s).unwrap_err().contains("agent_name"));
         let mut v = good();
         v["output_schema"]["properties"]["response"] = json!({"type": "object"});
-        assert!(check(v, &spec, &s).unwrap_err().starts_with("output_schema.properties.response"));
+        assert!(check(v, &spec, &s)
+            .unwrap_err()
+            .starts_with("output_schema.properties.response"));
         let mut v = good();
         v["input_schema"]["required"] = json!(["prompt", "budget"]);
-        assert!(check(v, &spec, &s).unwrap_err().starts_with("input_schema: must accept"));
+        assert!(check(v, &spec, &s)
+            .unwrap_err()
+            .starts_with("input_schema: must accept"));
         let mut v = good();
         v["risks"] = json!([]);
         assert!(check(v, &spec, &s).unwrap_err().contains("risks"));
@@ -244,8 +298,16 @@ mod tests {
 
     #[test]
     fn prompt_renders_with_guidance() {
-        let p = system_prompt(&BuildSpec { name: Some("cost".into()), ..Default::default() }).unwrap();
-        assert!(p.contains("Use exactly \"cost\"") && p.contains("You do not:") && p.contains("Hard rules:"));
+        let p = system_prompt(&BuildSpec {
+            name: Some("cost".into()),
+            ..Default::default()
+        })
+        .unwrap();
+        assert!(
+            p.contains("Use exactly \"cost\"")
+                && p.contains("You do not:")
+                && p.contains("Hard rules:")
+        );
         assert!(p.contains("\"system_prompt\""));
     }
 }

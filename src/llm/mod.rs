@@ -41,10 +41,16 @@ pub struct Message {
 
 impl Message {
     pub fn user(content: impl Into<String>) -> Message {
-        Message { role: Role::User, content: content.into() }
+        Message {
+            role: Role::User,
+            content: content.into(),
+        }
     }
     pub fn assistant(content: impl Into<String>) -> Message {
-        Message { role: Role::Assistant, content: content.into() }
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+        }
     }
 }
 
@@ -110,13 +116,18 @@ pub enum LlmError {
     /// 429/5xx/timeouts/dropped connections after retries, context-length errors, empty
     /// replies: the meeting absorbs it (agent error turn, failed PM attempt).
     #[error("{message}")]
-    Transient { message: String, attempts: u32, duration_ms: u64 },
+    Transient {
+        message: String,
+        attempts: u32,
+        duration_ms: u64,
+    },
 }
 
 /// Validate a parsed value against a JSON Schema; the error lists every violation with its
 /// JSON path, in words a model can act on.
 pub fn validate(value: &Value, schema: &Value) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| format!("invalid schema: {e}"))?;
+    let validator =
+        jsonschema::validator_for(schema).map_err(|e| format!("invalid schema: {e}"))?;
     let errors: Vec<String> = validator
         .iter_errors(value)
         .map(|e| {
@@ -147,7 +158,11 @@ pub struct RawReply {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttemptError {
     /// An HTTP error status with the provider's own error text.
-    Http { status: u16, message: String, retry_after: Option<std::time::Duration> },
+    Http {
+        status: u16,
+        message: String,
+        retry_after: Option<std::time::Duration>,
+    },
     Timeout(String),
     /// Connection refused/reset/closed mid-body, non-JSON body.
     Network(String),
@@ -160,7 +175,12 @@ pub enum AttemptError {
 pub trait Provider {
     /// `openai`, `anthropic`, `replay`, ... used in error messages.
     fn name(&self) -> &str;
-    fn attempt(&mut self, seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError>;
+    fn attempt(
+        &mut self,
+        seq: u64,
+        req: &Request,
+        opts: &Options,
+    ) -> Result<RawReply, AttemptError>;
 }
 
 /// How the [`Client`] retries failed attempts.
@@ -176,14 +196,22 @@ pub struct RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { max_attempts: 3, base_delay: Duration::from_millis(500), max_delay: Duration::from_secs(30) }
+        RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
     }
 }
 
 impl RetryPolicy {
     /// No waiting at all: replay, where faults are simulated.
     pub fn immediate(max_attempts: u32) -> RetryPolicy {
-        RetryPolicy { max_attempts, base_delay: Duration::ZERO, max_delay: Duration::ZERO }
+        RetryPolicy {
+            max_attempts,
+            base_delay: Duration::ZERO,
+            max_delay: Duration::ZERO,
+        }
     }
 
     /// The wait after failed attempt number `attempt` (1-based).
@@ -191,7 +219,9 @@ impl RetryPolicy {
         if let Some(ra) = retry_after {
             return ra.min(self.max_delay);
         }
-        let exp = self.base_delay.saturating_mul(1u32 << (attempt.saturating_sub(1)).min(16));
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << (attempt.saturating_sub(1)).min(16));
         let jitter = exp.mul_f64(jitter_fraction() * 0.5);
         (exp + jitter).min(self.max_delay)
     }
@@ -203,7 +233,8 @@ fn jitter_fraction() -> f64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    let mixed = (u64::from(nanos) ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mixed =
+        (u64::from(nanos) ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     (mixed >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -219,12 +250,24 @@ impl Client {
     /// `calls` is the board's `usage.calls` before this stage's first call. Replay gets a
     /// no-wait retry policy, real providers the default one.
     pub fn new(provider: Box<dyn Provider>, calls: u64) -> Client {
-        let policy = if provider.name() == "replay" { RetryPolicy::immediate(3) } else { RetryPolicy::default() };
-        Client { provider, calls, policy, log: None }
+        let policy = if provider.name() == "replay" {
+            RetryPolicy::immediate(3)
+        } else {
+            RetryPolicy::default()
+        };
+        Client {
+            provider,
+            calls,
+            policy,
+            log: None,
+        }
     }
 
     pub fn with_policy(mut self, policy: RetryPolicy) -> Client {
-        self.policy = RetryPolicy { max_attempts: policy.max_attempts.max(1), ..policy };
+        self.policy = RetryPolicy {
+            max_attempts: policy.max_attempts.max(1),
+            ..policy
+        };
         self
     }
 
@@ -272,16 +315,33 @@ impl Client {
                         });
                     }
                     let usage = raw.usage.unwrap_or_else(|| estimate_usage(req, &raw.text));
-                    let json = req.expect.as_ref().map(|_| parse::parse_json_reply(&raw.text));
-                    return Ok(Reply { text: raw.text, json, usage, duration_ms: elapsed(), attempts: attempt });
+                    let json = req
+                        .expect
+                        .as_ref()
+                        .map(|_| parse::parse_json_reply(&raw.text));
+                    return Ok(Reply {
+                        text: raw.text,
+                        json,
+                        usage,
+                        duration_ms: elapsed(),
+                        attempts: attempt,
+                    });
                 }
                 Err(AttemptError::Fatal(m)) => return Err(LlmError::Fatal(format!("{name}: {m}"))),
-                Err(AttemptError::Http { status, message, retry_after }) => {
+                Err(AttemptError::Http {
+                    status,
+                    message,
+                    retry_after,
+                }) => {
                     let text = format!("{name}: HTTP {status}: {message}");
                     if status == 429 || status >= 500 {
                         (text, retry_after)
                     } else if transport::is_context_length(status, &message) {
-                        return Err(LlmError::Transient { message: text, attempts: attempt, duration_ms: elapsed() });
+                        return Err(LlmError::Transient {
+                            message: text,
+                            attempts: attempt,
+                            duration_ms: elapsed(),
+                        });
                     } else {
                         return Err(LlmError::Fatal(text));
                     }
@@ -314,9 +374,21 @@ impl Client {
         duration_ms: u64,
     ) {
         let Some(path) = &self.log else { return };
-        let line = exchange_line(self.provider.name(), seq, attempt, req, opts, result, duration_ms);
+        let line = exchange_line(
+            self.provider.name(),
+            seq,
+            attempt,
+            req,
+            opts,
+            result,
+            duration_ms,
+        );
         if let Err(e) = replay::append_line(path, &line.to_string()) {
-            eprintln!("llm: warning: cannot write the exchange log {}: {}", path.display(), crate::io::os_error(&e));
+            eprintln!(
+                "llm: warning: cannot write the exchange log {}: {}",
+                path.display(),
+                crate::io::os_error(&e)
+            );
         }
     }
 }
@@ -370,7 +442,9 @@ fn exchange_line(
 
 fn attempt_error_text(e: &AttemptError) -> String {
     match e {
-        AttemptError::Http { status, message, .. } => format!("HTTP {status}: {message}"),
+        AttemptError::Http {
+            status, message, ..
+        } => format!("HTTP {status}: {message}"),
         AttemptError::Timeout(m) => format!("timeout: {m}"),
         AttemptError::Network(m) => format!("network error: {m}"),
         AttemptError::Fatal(m) => m.clone(),
@@ -380,19 +454,33 @@ fn attempt_error_text(e: &AttemptError) -> String {
 /// About four characters per token: good enough for budgets when the server sends no usage.
 pub fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
     let mut prompt_chars = req.system.chars().count();
-    prompt_chars += req.messages.iter().map(|m| m.content.chars().count()).sum::<usize>();
+    prompt_chars += req
+        .messages
+        .iter()
+        .map(|m| m.content.chars().count())
+        .sum::<usize>();
     if let Some(e) = &req.expect {
         prompt_chars += e.schema.to_string().chars().count();
     }
     let est = |n: usize| n.div_ceil(4) as u64;
-    TokenUsage { prompt_tokens: est(prompt_chars), completion_tokens: est(reply.chars().count()), estimated: true }
+    TokenUsage {
+        prompt_tokens: est(prompt_chars),
+        completion_tokens: est(reply.chars().count()),
+        estimated: true,
+    }
 }
 
 /// A name OpenAI and Anthropic accept for a schema or tool: `[A-Za-z0-9_-]{1,64}`.
 pub(crate) fn schema_name(name: &str) -> String {
     let s: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(64)
         .collect();
     if s.is_empty() {
@@ -426,20 +514,41 @@ mod tests {
 
     #[test]
     fn backoff_grows_and_is_capped() {
-        let p = RetryPolicy { max_attempts: 5, base_delay: Duration::from_millis(100), max_delay: Duration::from_millis(350) };
+        let p = RetryPolicy {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+        };
         let d1 = p.delay(1, None);
-        assert!(d1 >= Duration::from_millis(100) && d1 <= Duration::from_millis(150), "{d1:?}");
+        assert!(
+            d1 >= Duration::from_millis(100) && d1 <= Duration::from_millis(150),
+            "{d1:?}"
+        );
         let d2 = p.delay(2, None);
-        assert!(d2 >= Duration::from_millis(200) && d2 <= Duration::from_millis(300), "{d2:?}");
+        assert!(
+            d2 >= Duration::from_millis(200) && d2 <= Duration::from_millis(300),
+            "{d2:?}"
+        );
         assert_eq!(p.delay(4, None), Duration::from_millis(350));
-        assert_eq!(p.delay(1, Some(Duration::from_secs(60))), Duration::from_millis(350));
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(60))),
+            Duration::from_millis(350)
+        );
         assert_eq!(p.delay(1, Some(Duration::ZERO)), Duration::ZERO);
     }
 
     #[test]
     fn estimate_is_chars_over_four() {
-        let req = Request { caller: "pm".into(), system: "abcd".into(), messages: vec![Message::user("efgh1")], expect: None };
+        let req = Request {
+            caller: "pm".into(),
+            system: "abcd".into(),
+            messages: vec![Message::user("efgh1")],
+            expect: None,
+        };
         let u = estimate_usage(&req, "123456789");
-        assert_eq!((u.prompt_tokens, u.completion_tokens, u.estimated), (3, 3, true));
+        assert_eq!(
+            (u.prompt_tokens, u.completion_tokens, u.estimated),
+            (3, 3, true)
+        );
     }
 }

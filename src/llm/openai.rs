@@ -20,7 +20,7 @@ pub struct OpenAi {
 impl OpenAi {
     pub fn new(base_url: &str, api_key: &str, native_schema: bool, timeouts: Timeouts) -> OpenAi {
         OpenAi {
-            http: Http::new(timeouts, api_key),
+            http: Http::new(timeouts, api_key, base_url),
             base_url: base_url.to_string(),
             api_key: api_key.to_string(),
             native_schema,
@@ -78,13 +78,23 @@ impl Provider for OpenAi {
         "openai"
     }
 
-    fn attempt(&mut self, _seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError> {
+    fn attempt(
+        &mut self,
+        _seq: u64,
+        req: &Request,
+        opts: &Options,
+    ) -> Result<RawReply, AttemptError> {
         let body = request_body(req, opts, self.native_schema);
         let auth = format!("Bearer {}", self.api_key);
         let url = join_url(&self.base_url, "chat/completions");
-        let resp = self.http.post_json(&url, &[("authorization", &auth)], &body)?;
+        let resp = self
+            .http
+            .post_json(&url, &[("authorization", &auth)], &body)?;
         let message = resp.pointer("/choices/0/message").ok_or_else(|| {
-            AttemptError::Network(self.http.redact(&format!("response has no choices[0].message: {}", cut_json(&resp))))
+            AttemptError::Network(self.http.redact(&format!(
+                "response has no choices[0].message: {}",
+                cut_json(&resp)
+            )))
         })?;
         let text = message
             .get("content")
@@ -94,8 +104,13 @@ impl Provider for OpenAi {
             .to_string();
         // Strict mode made optional fields nullable; the caller validates against its own
         // schema, where "absent" is allowed but null may not be, so the nulls we caused go.
-        let text = match (&req.expect, body.pointer("/response_format/json_schema/strict")) {
-            (Some(expect), Some(Value::Bool(true))) => drop_added_nulls_in_text(&text, &expect.schema),
+        let text = match (
+            &req.expect,
+            body.pointer("/response_format/json_schema/strict"),
+        ) {
+            (Some(expect), Some(Value::Bool(true))) => {
+                drop_added_nulls_in_text(&text, &expect.schema)
+            }
             _ => text,
         };
         let usage = resp.get("usage").and_then(|u| {
@@ -138,7 +153,9 @@ pub fn drop_added_nulls(value: &mut Value, schema: &Value) {
                 .map(|r| r.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
             obj.retain(|k, v| {
-                !(v.is_null() && !required.contains(&k.as_str()) && props.get(k).is_some_and(|p| !allows_null(p)))
+                !(v.is_null()
+                    && !required.contains(&k.as_str())
+                    && props.get(k).is_some_and(|p| !allows_null(p)))
             });
             for (k, v) in obj.iter_mut() {
                 if let Some(p) = props.get(k) {
@@ -182,7 +199,16 @@ fn strict_node(schema: &Value) -> Option<Value> {
         // `true`/`false` schemas accept anything or nothing: not expressible.
         return None;
     };
-    for unsupported in ["oneOf", "allOf", "not", "patternProperties", "if", "then", "else", "dependentSchemas"] {
+    for unsupported in [
+        "oneOf",
+        "allOf",
+        "not",
+        "patternProperties",
+        "if",
+        "then",
+        "else",
+        "dependentSchemas",
+    ] {
         if map.contains_key(unsupported) {
             return None;
         }
@@ -195,7 +221,11 @@ fn strict_node(schema: &Value) -> Option<Value> {
                 out.insert(k.clone(), strict_node(v)?);
             }
             "anyOf" => {
-                let alts = v.as_array()?.iter().map(strict_node).collect::<Option<Vec<_>>>()?;
+                let alts = v
+                    .as_array()?
+                    .iter()
+                    .map(strict_node)
+                    .collect::<Option<Vec<_>>>()?;
                 out.insert(k.clone(), Value::Array(alts));
             }
             "$defs" | "definitions" => {
@@ -216,7 +246,10 @@ fn strict_node(schema: &Value) -> Option<Value> {
         _ => map.contains_key("properties"),
     };
     if is_object {
-        if map.get("additionalProperties").is_some_and(|a| a != &Value::Bool(false)) {
+        if map
+            .get("additionalProperties")
+            .is_some_and(|a| a != &Value::Bool(false))
+        {
             return None;
         }
         let props = match map.get("properties") {
@@ -232,11 +265,18 @@ fn strict_node(schema: &Value) -> Option<Value> {
         let mut new_props = Map::new();
         for (name, p) in props {
             let converted = strict_node(p)?;
-            let converted = if required.contains(&name.as_str()) { converted } else { nullable(converted) };
+            let converted = if required.contains(&name.as_str()) {
+                converted
+            } else {
+                nullable(converted)
+            };
             new_props.insert(name.clone(), converted);
         }
         out.insert("properties".into(), Value::Object(new_props));
-        out.insert("required".into(), Value::Array(props.keys().map(|k| json!(k)).collect()));
+        out.insert(
+            "required".into(),
+            Value::Array(props.keys().map(|k| json!(k)).collect()),
+        );
         out.insert("additionalProperties".into(), Value::Bool(false));
     }
     Some(Value::Object(out))
@@ -304,7 +344,8 @@ mod tests {
 
     #[test]
     fn strict_refuses_free_form() {
-        let s = json!({"type": "object", "properties": {"m": {"type": "object"}}, "required": ["m"]});
+        let s =
+            json!({"type": "object", "properties": {"m": {"type": "object"}}, "required": ["m"]});
         assert_eq!(to_strict(&s), None);
         let s = json!({"type": "object", "properties": {"m": {"type": "string"}}, "additionalProperties": true});
         assert_eq!(to_strict(&s), None);

@@ -152,7 +152,10 @@ mod tests {
     #[test]
     fn trailing_commas_outside_strings_only() {
         let t = r#"{"a": [1, 2,], "b": "x,]", "c": {"d": 1,},}"#;
-        assert_eq!(parse_json_reply(t).unwrap(), json!({"a":[1,2],"b":"x,]","c":{"d":1}}));
+        assert_eq!(
+            parse_json_reply(t).unwrap(),
+            json!({"a":[1,2],"b":"x,]","c":{"d":1}})
+        );
     }
 
     #[test]
@@ -176,6 +179,9 @@ mod tests {
     #[test]
     fn truncated_object_names_position() {
         let e = parse_json_reply("{\"a\": \"unterminated").unwrap_err();
-        assert!(e.starts_with("the reply is not valid JSON: EOF while parsing a string at line 1"), "{e}");
+        assert!(
+            e.starts_with("the reply is not valid JSON: EOF while parsing a string at line 1"),
+            "{e}"
+        );
     }
 }

@@ -98,24 +98,48 @@ impl Replay {
                 continue;
             }
             let at = format!("line {}", i + 1);
-            let entry: Entry = serde_json::from_str(line).map_err(|e| Error::input(&label, &at, e.to_string()))?;
+            let entry: Entry =
+                serde_json::from_str(line).map_err(|e| Error::input(&label, &at, e.to_string()))?;
             if entry.response.is_some() == entry.error.is_some() {
-                return Err(Error::input(&label, &at, "expected exactly one of `response` or `error`"));
+                return Err(Error::input(
+                    &label,
+                    &at,
+                    "expected exactly one of `response` or `error`",
+                ));
             }
             if let Some(f) = &entry.error {
                 if !matches!(f.kind.as_str(), "timeout" | "http" | "network") {
-                    return Err(Error::input(&label, format!("{at}: error.kind"), format!("unknown fault kind {:?} (expected timeout, http or network)", f.kind)));
+                    return Err(Error::input(
+                        &label,
+                        format!("{at}: error.kind"),
+                        format!(
+                            "unknown fault kind {:?} (expected timeout, http or network)",
+                            f.kind
+                        ),
+                    ));
                 }
                 if f.kind == "http" && f.status.is_none() {
-                    return Err(Error::input(&label, format!("{at}: error.status"), "an http fault needs a status"));
+                    return Err(Error::input(
+                        &label,
+                        format!("{at}: error.status"),
+                        "an http fault needs a status",
+                    ));
                 }
             }
             let seq = entry.seq;
             if entries.insert(seq, entry).is_some() {
-                return Err(Error::input(&label, &at, format!("call {seq} appears twice")));
+                return Err(Error::input(
+                    &label,
+                    &at,
+                    format!("call {seq} appears twice"),
+                ));
             }
         }
-        Ok(Replay { path: path.to_path_buf(), entries, strict })
+        Ok(Replay {
+            path: path.to_path_buf(),
+            entries,
+            strict,
+        })
     }
 }
 
@@ -124,7 +148,12 @@ impl Provider for Replay {
         "replay"
     }
 
-    fn attempt(&mut self, seq: u64, req: &Request, _opts: &Options) -> Result<RawReply, AttemptError> {
+    fn attempt(
+        &mut self,
+        seq: u64,
+        req: &Request,
+        _opts: &Options,
+    ) -> Result<RawReply, AttemptError> {
         let file = self.path.display();
         let Some(entry) = self.entries.get(&seq) else {
             return Err(AttemptError::Fatal(format!(
@@ -151,14 +180,20 @@ impl Provider for Replay {
             }
         }
         if let Some(f) = &entry.error {
-            let message = f.message.clone().unwrap_or_else(|| format!("injected {} fault", f.kind));
+            let message = f
+                .message
+                .clone()
+                .unwrap_or_else(|| format!("injected {} fault", f.kind));
             return Err(match f.kind.as_str() {
                 "timeout" => AttemptError::Timeout(message),
                 "network" => AttemptError::Network(message),
                 _ => AttemptError::Http {
                     status: f.status.unwrap_or(500),
                     message,
-                    retry_after: f.retry_after.filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64),
+                    retry_after: f
+                        .retry_after
+                        .filter(|s| s.is_finite() && *s >= 0.0)
+                        .map(Duration::from_secs_f64),
                 },
             });
         }
@@ -181,7 +216,10 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(inner: Box<dyn Provider>, path: &Path) -> Recorder {
-        Recorder { inner, path: path.to_path_buf() }
+        Recorder {
+            inner,
+            path: path.to_path_buf(),
+        }
     }
 }
 
@@ -190,7 +228,12 @@ impl Provider for Recorder {
         self.inner.name()
     }
 
-    fn attempt(&mut self, seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError> {
+    fn attempt(
+        &mut self,
+        seq: u64,
+        req: &Request,
+        opts: &Options,
+    ) -> Result<RawReply, AttemptError> {
         let result = self.inner.attempt(seq, req, opts);
         let mut entry = Entry {
             seq,
@@ -208,7 +251,11 @@ impl Provider for Recorder {
                     completion_tokens: u.completion_tokens,
                 });
             }
-            Err(AttemptError::Http { status, message, retry_after }) => {
+            Err(AttemptError::Http {
+                status,
+                message,
+                retry_after,
+            }) => {
                 entry.error = Some(Fault {
                     kind: "http".into(),
                     status: Some(*status),
@@ -217,16 +264,32 @@ impl Provider for Recorder {
                 })
             }
             Err(AttemptError::Timeout(m)) => {
-                entry.error = Some(Fault { kind: "timeout".into(), status: None, retry_after: None, message: Some(m.clone()) })
+                entry.error = Some(Fault {
+                    kind: "timeout".into(),
+                    status: None,
+                    retry_after: None,
+                    message: Some(m.clone()),
+                })
             }
             Err(AttemptError::Network(m)) => {
-                entry.error = Some(Fault { kind: "network".into(), status: None, retry_after: None, message: Some(m.clone()) })
+                entry.error = Some(Fault {
+                    kind: "network".into(),
+                    status: None,
+                    retry_after: None,
+                    message: Some(m.clone()),
+                })
             }
             // A local configuration problem, not an exchange: nothing to replay.
             Err(AttemptError::Fatal(_)) => return result,
         }
-        if let Err(e) = append_line(&self.path, &serde_json::to_string(&entry).expect("entries serialise")) {
-            return Err(AttemptError::Fatal(format!("cannot record to {}: {e}", self.path.display())));
+        if let Err(e) = append_line(
+            &self.path,
+            &serde_json::to_string(&entry).expect("entries serialise"),
+        ) {
+            return Err(AttemptError::Fatal(format!(
+                "cannot record to {}: {e}",
+                self.path.display()
+            )));
         }
         result
     }
@@ -238,7 +301,10 @@ pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
     let mut buf = line.to_string();
     buf.push('\n');
     f.write_all(buf.as_bytes())

@@ -21,7 +21,10 @@ pub struct Timeouts {
 
 impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts { connect: Duration::from_secs(10), read: Duration::from_secs(120) }
+        Timeouts {
+            connect: Duration::from_secs(10),
+            read: Duration::from_secs(120),
+        }
     }
 }
 
@@ -32,8 +35,14 @@ pub struct Http {
 }
 
 impl Http {
-    pub fn new(timeouts: Timeouts, secret: &str) -> Http {
-        let config = ureq::Agent::config_builder()
+    /// `base_url` only decides whether the environment's proxy applies: a local server
+    /// (Ollama, llama.cpp, a test fake) is reached directly.
+    pub fn new(timeouts: Timeouts, secret: &str, base_url: &str) -> Http {
+        let mut builder = ureq::Agent::config_builder();
+        if is_loopback(base_url) {
+            builder = builder.proxy(None);
+        }
+        let config = builder
             .http_status_as_error(false)
             .timeout_connect(Some(timeouts.connect))
             .timeout_send_body(Some(timeouts.read))
@@ -41,7 +50,10 @@ impl Http {
             .timeout_recv_body(Some(timeouts.read))
             .user_agent(concat!("agent-meeting/", env!("CARGO_PKG_VERSION")))
             .build();
-        Http { agent: ureq::Agent::new_with_config(config), secret: secret.to_string() }
+        Http {
+            agent: ureq::Agent::new_with_config(config),
+            secret: secret.to_string(),
+        }
     }
 
     /// Replace the secret wherever it appears (short values would match by accident).
@@ -50,9 +62,18 @@ impl Http {
     }
 
     /// POST `body` to `url`; a 2xx JSON body is returned, anything else becomes an attempt error.
-    pub fn post_json(&self, url: &str, headers: &[(&str, &str)], body: &Value) -> Result<Value, AttemptError> {
-        let bytes = serde_json::to_vec(body).map_err(|e| AttemptError::Fatal(format!("cannot encode request: {e}")))?;
-        let mut req = self.agent.post(url).header("content-type", "application/json");
+    pub fn post_json(
+        &self,
+        url: &str,
+        headers: &[(&str, &str)],
+        body: &Value,
+    ) -> Result<Value, AttemptError> {
+        let bytes = serde_json::to_vec(body)
+            .map_err(|e| AttemptError::Fatal(format!("cannot encode request: {e}")))?;
+        let mut req = self
+            .agent
+            .post(url)
+            .header("content-type", "application/json");
         for (k, v) in headers {
             req = req.header(*k, *v);
         }
@@ -67,7 +88,11 @@ impl Http {
         if !(200..300).contains(&status) {
             let text = text.unwrap_or_default();
             let message = self.redact(&error_message(&text));
-            return Err(AttemptError::Http { status, message, retry_after });
+            return Err(AttemptError::Http {
+                status,
+                message,
+                retry_after,
+            });
         }
         let text = text.map_err(|e| self.map_error(e, url))?;
         serde_json::from_str(&text).map_err(|e| {
@@ -80,14 +105,37 @@ impl Http {
 
     fn map_error(&self, e: ureq::Error, url: &str) -> AttemptError {
         match e {
-            ureq::Error::Timeout(t) => AttemptError::Timeout(format!("no answer from {url} in time ({t})")),
-            ureq::Error::Io(io) if matches!(io.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) => {
+            ureq::Error::Timeout(t) => {
+                AttemptError::Timeout(format!("no answer from {url} in time ({t})"))
+            }
+            ureq::Error::Io(io)
+                if matches!(io.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) =>
+            {
                 AttemptError::Timeout(format!("no answer from {url} in time ({io})"))
             }
             ureq::Error::BadUri(u) => AttemptError::Fatal(self.redact(&format!("bad URL {u}"))),
             other => AttemptError::Network(self.redact(&format!("{url}: {other}"))),
         }
     }
+}
+
+/// Whether a URL points at this machine.
+pub fn is_loopback(url: &str) -> bool {
+    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
+    let authority = rest.split('/').next().unwrap_or("");
+    let authority = authority
+        .rsplit_once('@')
+        .map(|(_, h)| h)
+        .unwrap_or(authority);
+    let host = if authority.starts_with('[') {
+        authority.split(']').next().map(|h| &h[1..]).unwrap_or("")
+    } else {
+        authority.split(':').next().unwrap_or("")
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 pub fn redact(text: &str, secret: &str) -> String {
@@ -159,7 +207,11 @@ pub fn is_context_length(status: u16, message: &str) -> bool {
 
 /// Join a base URL (which may carry a path prefix) and an endpoint path.
 pub fn join_url(base: &str, path: &str) -> String {
-    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
 }
 
 #[cfg(test)]
@@ -168,13 +220,18 @@ mod tests {
 
     #[test]
     fn error_messages() {
-        assert_eq!(error_message(r#"{"error":{"message":"bad key","type":"x"}}"#), "bad key");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"bad key","type":"x"}}"#),
+            "bad key"
+        );
         assert_eq!(
             error_message(r#"{"error":{"message":"too long","code":"context_length_exceeded"}}"#),
             "too long (context_length_exceeded)"
         );
         assert_eq!(
-            error_message(r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#),
+            error_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
             "Overloaded"
         );
         assert_eq!(error_message("<html>oops</html>"), "<html>oops</html>");
@@ -183,16 +240,28 @@ mod tests {
 
     #[test]
     fn context_length_detection() {
-        assert!(is_context_length(400, "This model's maximum context length is 8192 tokens"));
-        assert!(is_context_length(400, "prompt is too long: 201000 tokens > 200000 maximum"));
+        assert!(is_context_length(
+            400,
+            "This model's maximum context length is 8192 tokens"
+        ));
+        assert!(is_context_length(
+            400,
+            "prompt is too long: 201000 tokens > 200000 maximum"
+        ));
         assert!(is_context_length(413, "request_too_large"));
         assert!(!is_context_length(400, "Invalid model"));
     }
 
     #[test]
     fn urls_keep_prefix() {
-        assert_eq!(join_url("http://h:1/anthropic/", "/v1/messages"), "http://h:1/anthropic/v1/messages");
-        assert_eq!(join_url("https://api.openai.com/v1", "chat/completions"), "https://api.openai.com/v1/chat/completions");
+        assert_eq!(
+            join_url("http://h:1/anthropic/", "/v1/messages"),
+            "http://h:1/anthropic/v1/messages"
+        );
+        assert_eq!(
+            join_url("https://api.openai.com/v1", "chat/completions"),
+            "https://api.openai.com/v1/chat/completions"
+        );
     }
 
     #[test]
@@ -203,8 +272,20 @@ mod tests {
     }
 
     #[test]
+    fn loopback_hosts() {
+        assert!(is_loopback("http://127.0.0.1:8080/v1"));
+        assert!(is_loopback("http://localhost:11434/v1"));
+        assert!(is_loopback("http://[::1]:9/x"));
+        assert!(!is_loopback("https://api.openai.com/v1"));
+        assert!(!is_loopback("https://127.0.0.1.example.com"));
+    }
+
+    #[test]
     fn redaction() {
-        assert_eq!(redact("key sk-abcdefghij here", "sk-abcdefghij"), "key [redacted] here");
+        assert_eq!(
+            redact("key sk-abcdefghij here", "sk-abcdefghij"),
+            "key [redacted] here"
+        );
         assert_eq!(redact("short", ""), "short");
     }
 }

@@ -10,7 +10,11 @@ use std::time::Duration;
 
 #[derive(Clone)]
 pub enum Action {
-    Respond { status: u16, headers: Vec<(String, String)>, body: String },
+    Respond {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: String,
+    },
     /// Wait, then respond (to trip a short read timeout).
     Sleep(Duration, Box<Action>),
     /// Announce `declared` bytes of body, send only `body`, then close.
@@ -18,11 +22,19 @@ pub enum Action {
 }
 
 pub fn json(status: u16, body: &str) -> Action {
-    Action::Respond { status, headers: vec![], body: body.to_string() }
+    Action::Respond {
+        status,
+        headers: vec![],
+        body: body.to_string(),
+    }
 }
 
 pub fn with_header(status: u16, name: &str, value: &str, body: &str) -> Action {
-    Action::Respond { status, headers: vec![(name.to_string(), value.to_string())], body: body.to_string() }
+    Action::Respond {
+        status,
+        headers: vec![(name.to_string(), value.to_string())],
+        body: body.to_string(),
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -36,7 +48,10 @@ pub struct Recorded {
 
 impl Recorded {
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.body).expect("request body is JSON")
@@ -58,7 +73,12 @@ impl FakeServer {
             let mut actions = actions.into_iter();
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let action = actions.next().unwrap_or_else(|| json(500, r#"{"error":{"message":"fake server: no scripted response left"}}"#));
+                let action = actions.next().unwrap_or_else(|| {
+                    json(
+                        500,
+                        r#"{"error":{"message":"fake server: no scripted response left"}}"#,
+                    )
+                });
                 let reqs = reqs.clone();
                 std::thread::spawn(move || serve(stream, action, reqs));
             }
@@ -105,7 +125,12 @@ fn serve(stream: TcpStream, action: Action, reqs: Arc<Mutex<Vec<Recorded>>>) {
     }
     let mut body = vec![0u8; len];
     let _ = reader.read_exact(&mut body);
-    reqs.lock().unwrap().push(Recorded { method, path, headers, body: String::from_utf8_lossy(&body).into_owned() });
+    reqs.lock().unwrap().push(Recorded {
+        method,
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
     respond(stream, action);
 }
 
@@ -115,7 +140,11 @@ fn respond(mut stream: TcpStream, action: Action) {
             std::thread::sleep(d);
             respond(stream, *inner);
         }
-        Action::Respond { status, headers, body } => {
+        Action::Respond {
+            status,
+            headers,
+            body,
+        } => {
             let mut head = format!(
                 "HTTP/1.1 {status} X\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n",
                 body.len()
@@ -148,14 +177,19 @@ pub fn openai_ok(content: &str, usage: Option<(u64, u64)>) -> String {
                      "logprobs": null, "finish_reason": "stop"}],
     });
     if let Some((p, c)) = usage {
-        v["usage"] = serde_json::json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c});
+        v["usage"] =
+            serde_json::json!({"prompt_tokens": p, "completion_tokens": c, "total_tokens": p + c});
     }
     v.to_string()
 }
 
 /// Anthropic Messages success body with a text block.
 pub fn anthropic_text(text: &str, usage: Option<(u64, u64)>) -> String {
-    anthropic_body(serde_json::json!([{"type": "text", "text": text}]), "end_turn", usage)
+    anthropic_body(
+        serde_json::json!([{"type": "text", "text": text}]),
+        "end_turn",
+        usage,
+    )
 }
 
 /// Anthropic Messages success body with the forced tool's input.
