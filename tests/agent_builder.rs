@@ -253,3 +253,33 @@ fn no_provider_configured_explains_what_to_set() {
                 .and(predicate::str::contains("--provider replay --cassette")),
         );
 }
+
+#[test]
+fn fake_anthropic_server_writes_a_valid_config() {
+    let s = FakeServer::start(vec![json(
+        200,
+        &anthropic_tool("agent_config", good_config("critic"), Some((800, 200))),
+    )]);
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("critic.yml");
+    cmd()
+        .env("ANTHROPIC_API_KEY", KEY)
+        .env("ANTHROPIC_BASE_URL", format!("{}/prefix", s.url))
+        .args([
+            "--provider",
+            "anthropic",
+            "--description",
+            "Finds weaknesses; never rewrites",
+            "--output",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    assert_eq!(loads(&out, agent_meeting::io::Format::Yaml).name, "critic");
+    let r = s.request(0);
+    assert_eq!(r.path, "/prefix/v1/messages");
+    assert_eq!(
+        r.json()["tool_choice"],
+        json!({"type": "tool", "name": "agent_config"})
+    );
+}

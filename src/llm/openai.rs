@@ -140,8 +140,24 @@ fn drop_added_nulls_in_text(text: &str, schema: &Value) -> String {
 }
 
 /// Remove `null` values of properties that the original schema made optional and that do not
-/// allow null themselves (the strict conversion added that null).
+/// allow null themselves (the strict conversion added that null). Local `$ref`s are followed.
 pub fn drop_added_nulls(value: &mut Value, schema: &Value) {
+    drop_nulls_at(value, schema, schema, 0);
+}
+
+fn resolve<'a>(schema: &'a Value, root: &'a Value) -> &'a Value {
+    match schema.get("$ref").and_then(Value::as_str) {
+        Some(r) if r.starts_with("#/") => root.pointer(&r[1..]).unwrap_or(schema),
+        _ => schema,
+    }
+}
+
+fn drop_nulls_at(value: &mut Value, schema: &Value, root: &Value, depth: usize) {
+    // Recursive `$ref`s cannot loop forever on finite JSON, but keep a bound anyway.
+    if depth > 64 {
+        return;
+    }
+    let schema = resolve(schema, root);
     match value {
         Value::Object(obj) => {
             let Some(props) = schema.get("properties").and_then(Value::as_object) else {
@@ -155,18 +171,18 @@ pub fn drop_added_nulls(value: &mut Value, schema: &Value) {
             obj.retain(|k, v| {
                 !(v.is_null()
                     && !required.contains(&k.as_str())
-                    && props.get(k).is_some_and(|p| !allows_null(p)))
+                    && props.get(k).is_some_and(|p| !allows_null(resolve(p, root))))
             });
             for (k, v) in obj.iter_mut() {
                 if let Some(p) = props.get(k) {
-                    drop_added_nulls(v, p);
+                    drop_nulls_at(v, p, root, depth + 1);
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
                 for v in items {
-                    drop_added_nulls(v, item_schema);
+                    drop_nulls_at(v, item_schema, root, depth + 1);
                 }
             }
         }
@@ -193,6 +209,34 @@ pub fn to_strict(schema: &Value) -> Option<Value> {
     }
     strict_node(schema)
 }
+
+/// Keywords strict mode accepts (besides the structural ones handled explicitly).
+const STRICT_KEYWORDS: &[&str] = &[
+    "type",
+    "description",
+    "enum",
+    "const",
+    "$ref",
+    "pattern",
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minItems",
+    "maxItems",
+];
+const STRICT_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
 
 fn strict_node(schema: &Value) -> Option<Value> {
     let Value::Object(map) = schema else {
@@ -235,9 +279,18 @@ fn strict_node(schema: &Value) -> Option<Value> {
                 }
                 out.insert(k.clone(), Value::Object(defs));
             }
-            _ => {
+            "format" => {
+                if v.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            // Keywords outside strict mode's subset (`default`, `minLength`, `$schema`, ...) are
+            // dropped: they only loosen decoding, the caller still validates against the
+            // original schema.
+            _ if STRICT_KEYWORDS.contains(&k.as_str()) => {
                 out.insert(k.clone(), v.clone());
             }
+            _ => {}
         }
     }
     let is_object = match map.get("type") {
@@ -340,6 +393,41 @@ mod tests {
                 "additionalProperties": false
             })
         );
+    }
+
+    #[test]
+    fn strict_drops_unsupported_keywords() {
+        let s = json!({"$schema": "x", "title": "T", "type": "object", "properties": {
+            "n": {"type": "integer", "format": "uint32", "minimum": 0, "default": 1},
+            "s": {"type": "string", "minLength": 1, "format": "date"}
+        }, "required": ["n", "s"]});
+        assert_eq!(
+            to_strict(&s).unwrap(),
+            json!({"type": "object", "properties": {
+                "n": {"type": "integer", "minimum": 0},
+                "s": {"type": "string", "format": "date"}
+            }, "required": ["n", "s"], "additionalProperties": false})
+        );
+    }
+
+    #[test]
+    fn stage_schemas_convert_to_strict() {
+        for (name, schema) in crate::model::schemas() {
+            if name == "PMDecision" || name == "AgentTurnResult" {
+                let strict = to_strict(&schema).unwrap_or_else(|| panic!("{name} not strict-able"));
+                jsonschema::validator_for(&strict).unwrap();
+            }
+        }
+    }
+
+    #[test]
+    fn added_nulls_dropped_through_refs() {
+        let s = json!({"type": "object", "$defs": {"C": {"type": "object",
+            "properties": {"id": {"type": "string"}, "quote": {"type": "string"}}, "required": ["id"]}},
+            "properties": {"citations": {"type": "array", "items": {"$ref": "#/$defs/C"}}}});
+        let mut v = json!({"citations": [{"id": "a", "quote": null}]});
+        drop_added_nulls(&mut v, &s);
+        assert_eq!(v, json!({"citations": [{"id": "a"}]}));
     }
 
     #[test]
