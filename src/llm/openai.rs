@@ -279,10 +279,8 @@ fn strict_node(schema: &Value) -> Option<Value> {
                 }
                 out.insert(k.clone(), Value::Object(defs));
             }
-            "format" => {
-                if v.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) {
-                    out.insert(k.clone(), v.clone());
-                }
+            "format" if v.as_str().is_some_and(|f| STRICT_FORMATS.contains(&f)) => {
+                out.insert(k.clone(), v.clone());
             }
             // Keywords outside strict mode's subset (`default`, `minLength`, `$schema`, ...) are
             // dropped: they only loosen decoding, the caller still validates against the
