@@ -283,3 +283,21 @@ fn fake_anthropic_server_writes_a_valid_config() {
         json!({"type": "tool", "name": "agent_config"})
     );
 }
+
+/// The rendered builder prompt is part of the product: changes must be deliberate.
+/// Regenerate with `UPDATE_GOLDEN=1 cargo test --test agent_builder`.
+#[test]
+fn builder_prompt_golden() {
+    let spec = agent_meeting::llm::builder::BuildSpec {
+        description: "Estimates costs".into(),
+        name: Some("cost".into()),
+        role: None,
+    };
+    let text = agent_meeting::llm::builder::system_prompt(&spec).unwrap();
+    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/builder_system.txt");
+    if std::env::var_os("UPDATE_GOLDEN").is_some() {
+        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+        std::fs::write(&golden, &text).unwrap();
+    }
+    assert_eq!(text, std::fs::read_to_string(&golden).expect("golden file; run with UPDATE_GOLDEN=1"));
+}
