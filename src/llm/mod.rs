@@ -8,6 +8,18 @@
 //!
 //! INTERFACE CONTRACT (shared by pm, turn, agent-builder): the public items below keep these
 //! names and shapes; implementations may add items.
+//!
+//! A stage uses it like this:
+//! ```ignore
+//! let (mut client, opts) = llm::client_for(&args.llm, &board.llm, &agent.metadata, board.usage.calls)?;
+//! let reply = client.call(&request, &opts)?;          // Fatal → exit 1; Transient → absorb
+//! let value = reply.json.unwrap()?;                   // tolerant-parsed, or a message for the model
+//! llm::validate(&value, &schema)?;                     // then serde into the typed result
+//! board.usage.calls = client.calls();
+//! ```
+//! Modules: `transport` (ureq, timeouts, error bodies), `openai` / `anthropic` (wire formats),
+//! `replay` (cassettes, `--record`), `parse` (tolerant JSON), `args` (flags and resolution),
+//! `builder` (agent-builder).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
