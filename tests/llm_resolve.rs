@@ -130,6 +130,19 @@ fn resolution_order_and_errors() {
         ("anthropic", "claude-sonnet-4-5")
     );
 
+    // A local OpenAI-compatible server needs no key.
+    std::env::remove_var("ANTHROPIC_API_KEY");
+    std::env::set_var("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1");
+    let args = LlmArgs {
+        provider: Some("openai".into()),
+        ..LlmArgs::default()
+    };
+    let (c, _) = client_for(&args, &empty, &Map::new(), 0).unwrap();
+    assert_eq!(c.provider_name(), "openai");
+    std::env::set_var("OPENAI_BASE_URL", "https://api.example.com/v1");
+    let e = client_for(&args, &empty, &Map::new(), 0).err().unwrap();
+    assert!(e.to_string().contains("needs OPENAI_API_KEY"), "{e}");
+
     let e = client_for(
         &LlmArgs {
             provider: Some("gemini".into()),
@@ -144,6 +157,7 @@ fn resolution_order_and_errors() {
     assert!(e.to_string().contains("unknown provider \"gemini\""), "{e}");
     let e = client_for(
         &LlmArgs {
+            provider: Some("openai".into()),
             read_timeout: 0.0,
             ..LlmArgs::default()
         },

@@ -209,12 +209,13 @@ to run offline, use --provider replay --cassette FILE"
         "openai" => {
             let base = env_non_empty("OPENAI_BASE_URL")
                 .unwrap_or_else(|| super::openai::DEFAULT_BASE_URL.to_string());
-            Box::new(OpenAi::new(
-                &base,
-                &key("OPENAI_API_KEY")?,
-                native,
-                timeouts,
-            ))
+            // Local OpenAI-compatible servers usually need no key.
+            let api_key = if super::transport::is_loopback(&base) {
+                env_non_empty("OPENAI_API_KEY").unwrap_or_default()
+            } else {
+                key("OPENAI_API_KEY")?
+            };
+            Box::new(OpenAi::new(&base, &api_key, native, timeouts))
         }
         "anthropic" => {
             let base = env_non_empty("ANTHROPIC_BASE_URL")

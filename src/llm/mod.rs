@@ -346,7 +346,7 @@ impl Client {
                     retry_after,
                 }) => {
                     let text = format!("{name}: HTTP {status}: {message}");
-                    if status == 429 || status >= 500 {
+                    if status == 408 || status == 429 || status >= 500 {
                         (text, retry_after)
                     } else if transport::is_context_length(status, &message) {
                         return Err(LlmError::Transient {

@@ -87,9 +87,13 @@ impl Provider for OpenAi {
         let body = request_body(req, opts, self.native_schema);
         let auth = format!("Bearer {}", self.api_key);
         let url = join_url(&self.base_url, "chat/completions");
-        let resp = self
-            .http
-            .post_json(&url, &[("authorization", &auth)], &body)?;
+        // A local server (Ollama, llama.cpp) may run without a key: then no header at all.
+        let headers: &[(&str, &str)] = if self.api_key.is_empty() {
+            &[]
+        } else {
+            &[("authorization", &auth)]
+        };
+        let resp = self.http.post_json(&url, headers, &body)?;
         let message = resp.pointer("/choices/0/message").ok_or_else(|| {
             AttemptError::Network(self.http.redact(&format!(
                 "response has no choices[0].message: {}",
