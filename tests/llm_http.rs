@@ -159,10 +159,23 @@ fn openai_request_shape() {
 
 #[test]
 fn openai_plain_mode_describes_schema_in_prompt() {
-    let s = FakeServer::start(vec![ok(OpenAi, &answer(), None)]);
+    let s = FakeServer::start(vec![
+        ok(OpenAi, &answer(), None),
+        ok(OpenAi, &answer(), None),
+    ]);
     let mut c = Client::new(provider(OpenAi, &s, false, 5000), 0).with_policy(fast());
     c.call(&request(), &opts()).unwrap();
     let body = s.request(0).json();
+    assert_eq!(body["response_format"], json!({"type": "json_object"}));
+    let t = Timeouts {
+        connect: Duration::from_secs(2),
+        read: Duration::from_secs(5),
+    };
+    let bare = OpenAi::new(&format!("{}/v1", s.url), KEY, false, t)
+        .with_mode(agent_meeting::llm::openai::JsonMode::Prompt);
+    let mut c = Client::new(Box::new(bare), 0).with_policy(fast());
+    c.call(&request(), &opts()).unwrap();
+    let body = s.request(1).json();
     assert!(body.get("response_format").is_none());
     let system = body["messages"][0]["content"].as_str().unwrap();
     assert!(

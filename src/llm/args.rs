@@ -42,6 +42,10 @@ pub struct LlmArgs {
     /// Do not use the provider's native structured output; describe the schema in the prompt
     #[arg(long)]
     pub no_native_schema: bool,
+    /// Send no response_format at all (OpenAI-compatible servers that reject it); implies
+    /// --no-native-schema
+    #[arg(long)]
+    pub no_response_format: bool,
     /// Seconds to wait for a connection
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     pub connect_timeout: f64,
@@ -85,6 +89,7 @@ impl Default for LlmArgs {
             record: None,
             strict_replay: false,
             no_native_schema: false,
+            no_response_format: false,
             connect_timeout: 10.0,
             read_timeout: 120.0,
             max_attempts: 3,
@@ -140,6 +145,7 @@ pub fn client_for(
             .or(flag_provider)
             .or_else(|| env_non_empty("OPENAI_API_KEY").map(|_| "openai".to_string()))
             .or_else(|| env_non_empty("ANTHROPIC_API_KEY").map(|_| "anthropic".to_string()))
+            .or_else(|| env_non_empty("OPENAI_BASE_URL").map(|_| "openai".to_string()))
             .ok_or_else(|| Error::Runtime(NO_PROVIDER.to_string()))?
             .to_lowercase()
     };
@@ -183,7 +189,7 @@ pub fn client_for(
         connect: seconds("--connect-timeout", args.connect_timeout)?,
         read: seconds("--read-timeout", args.read_timeout)?,
     };
-    let native = !args.no_native_schema;
+    let native = !args.no_native_schema && !args.no_response_format;
     let key = |var: &str| -> Result<String, Error> {
         env_non_empty(var).ok_or_else(|| {
             Error::Runtime(format!(
@@ -215,7 +221,11 @@ to run offline, use --provider replay --cassette FILE"
             } else {
                 key("OPENAI_API_KEY")?
             };
-            Box::new(OpenAi::new(&base, &api_key, native, timeouts))
+            let mut openai = OpenAi::new(&base, &api_key, native, timeouts);
+            if args.no_response_format {
+                openai = openai.with_mode(super::openai::JsonMode::Prompt);
+            }
+            Box::new(openai)
         }
         "anthropic" => {
             let base = env_non_empty("ANTHROPIC_BASE_URL")

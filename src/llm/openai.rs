@@ -14,27 +14,49 @@ pub struct OpenAi {
     http: Http,
     base_url: String,
     api_key: String,
-    native_schema: bool,
+    mode: JsonMode,
+}
+
+/// How a JSON answer is asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonMode {
+    /// `response_format: json_schema` (strict when the schema allows it).
+    Schema,
+    /// `response_format: json_object`, the schema described in the system prompt
+    /// (`--no-native-schema`).
+    Object,
+    /// No `response_format` at all, for servers that reject it (`--no-response-format`).
+    Prompt,
 }
 
 impl OpenAi {
+    /// `native_schema` false means [`JsonMode::Object`]; see [`OpenAi::with_mode`].
     pub fn new(base_url: &str, api_key: &str, native_schema: bool, timeouts: Timeouts) -> OpenAi {
         OpenAi {
             http: Http::new(timeouts, api_key, base_url),
             base_url: base_url.to_string(),
             api_key: api_key.to_string(),
-            native_schema,
+            mode: if native_schema {
+                JsonMode::Schema
+            } else {
+                JsonMode::Object
+            },
         }
+    }
+
+    pub fn with_mode(mut self, mode: JsonMode) -> OpenAi {
+        self.mode = mode;
+        self
     }
 }
 
 /// The request body sent for `req` (public so tests and the recorder can see it).
-pub fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value {
+pub fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Value {
     let mut system = req.system.clone();
     let mut response_format = None;
     if let Some(expect) = &req.expect {
         let schema = super::without_meta_keys(&expect.schema);
-        if native_schema {
+        if mode == JsonMode::Schema {
             let (schema, strict) = match to_strict(&schema) {
                 Some(s) => (s, true),
                 None => (schema, false),
@@ -45,6 +67,9 @@ pub fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value
             }));
         } else {
             system.push_str(&super::schema_in_words(&schema));
+            if mode == JsonMode::Object {
+                response_format = Some(json!({"type": "json_object"}));
+            }
         }
     }
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
@@ -84,7 +109,7 @@ impl Provider for OpenAi {
         req: &Request,
         opts: &Options,
     ) -> Result<RawReply, AttemptError> {
-        let body = request_body(req, opts, self.native_schema);
+        let body = request_body(req, opts, self.mode);
         let auth = format!("Bearer {}", self.api_key);
         let url = join_url(&self.base_url, "chat/completions");
         // A local server (Ollama, llama.cpp) may run without a key: then no header at all.
