@@ -26,10 +26,16 @@ pub struct Message {
 
 impl Message {
     pub fn user(content: impl Into<String>) -> Message {
-        Message { role: Role::User, content: content.into() }
+        Message {
+            role: Role::User,
+            content: content.into(),
+        }
     }
     pub fn assistant(content: impl Into<String>) -> Message {
-        Message { role: Role::Assistant, content: content.into() }
+        Message {
+            role: Role::Assistant,
+            content: content.into(),
+        }
     }
 }
 
@@ -95,13 +101,18 @@ pub enum LlmError {
     /// 429/5xx/timeouts/dropped connections after retries, context-length errors, empty
     /// replies: the meeting absorbs it (agent error turn, failed PM attempt).
     #[error("{message}")]
-    Transient { message: String, attempts: u32, duration_ms: u64 },
+    Transient {
+        message: String,
+        attempts: u32,
+        duration_ms: u64,
+    },
 }
 
 /// Validate a parsed value against a JSON Schema; the error lists every violation with its
 /// JSON path, in words a model can act on.
 pub fn validate(value: &Value, schema: &Value) -> Result<(), String> {
-    let validator = jsonschema::validator_for(schema).map_err(|e| format!("invalid schema: {e}"))?;
+    let validator =
+        jsonschema::validator_for(schema).map_err(|e| format!("invalid schema: {e}"))?;
     let errors: Vec<String> = validator
         .iter_errors(value)
         .map(|e| {
@@ -132,7 +143,11 @@ pub struct RawReply {
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttemptError {
     /// An HTTP error status with the provider's own error text.
-    Http { status: u16, message: String, retry_after: Option<std::time::Duration> },
+    Http {
+        status: u16,
+        message: String,
+        retry_after: Option<std::time::Duration>,
+    },
     Timeout(String),
     /// Connection refused/reset/closed mid-body, non-JSON body.
     Network(String),
@@ -145,7 +160,12 @@ pub enum AttemptError {
 pub trait Provider {
     /// `openai`, `anthropic`, `replay`, ... used in error messages.
     fn name(&self) -> &str;
-    fn attempt(&mut self, seq: u64, req: &Request, opts: &Options) -> Result<RawReply, AttemptError>;
+    fn attempt(
+        &mut self,
+        seq: u64,
+        req: &Request,
+        opts: &Options,
+    ) -> Result<RawReply, AttemptError>;
 }
 
 /// The interface the stages use: retries, tolerant parsing, usage and the call counter.
@@ -176,7 +196,10 @@ impl Client {
         self.calls += 1;
         match self.provider.attempt(self.calls, req, opts) {
             Ok(raw) => {
-                let json = req.expect.as_ref().map(|_| serde_json::from_str(&raw.text).map_err(|e| e.to_string()));
+                let json = req
+                    .expect
+                    .as_ref()
+                    .map(|_| serde_json::from_str(&raw.text).map_err(|e| e.to_string()));
                 Ok(Reply {
                     usage: raw.usage.unwrap_or_default(),
                     text: raw.text,
@@ -186,7 +209,11 @@ impl Client {
                 })
             }
             Err(AttemptError::Fatal(m)) => Err(LlmError::Fatal(m)),
-            Err(e) => Err(LlmError::Transient { message: format!("{e:?}"), attempts: 1, duration_ms: 0 }),
+            Err(e) => Err(LlmError::Transient {
+                message: format!("{e:?}"),
+                attempts: 1,
+                duration_ms: 0,
+            }),
         }
     }
 }
