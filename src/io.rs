@@ -172,7 +172,11 @@ pub fn kind_of(v: &Value) -> &'static str {
 fn path_error<E: std::fmt::Display>(label: &str, e: serde_path_to_error::Error<E>) -> Error {
     let path = e.path().to_string();
     let path = if path == "." { String::new() } else { path };
-    let message = e.inner().to_string().replace('\n', " ");
+    let mut message = e.inner().to_string().replace('\n', " ");
+    // serde_yaml already prefixes the path; keep it once.
+    if let Some(rest) = message.strip_prefix(&format!("{path}: ")) {
+        message = rest.to_string();
+    }
     Error::input(label, path, message)
 }
 
