@@ -5,6 +5,7 @@
 //! `board` (init and merge), `report`, `driver`. `io`, `error` and `cli` are the edges.
 
 pub mod cli;
+pub mod context;
 pub mod error;
 pub mod io;
 pub mod llm;
