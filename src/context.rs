@@ -306,7 +306,9 @@ impl Collector {
             .follow_links(false)
             .min_depth(1)
             .into_iter()
-            .filter_entry(|e| !(e.file_type().is_dir() && is_ignored_dir(&e.file_name().to_string_lossy())));
+            .filter_entry(|e| {
+                !(e.file_type().is_dir() && is_ignored_dir(&e.file_name().to_string_lossy()))
+            });
         for entry in walk {
             let entry = match entry {
                 Ok(e) => e,
@@ -388,8 +390,13 @@ fn glob_set(index: usize, field: &str, globs: &[String]) -> Result<GlobSet> {
         })?;
         b.add(glob);
     }
-    b.build()
-        .map_err(|e| Error::input("", format!("context_sources[{index}].{field}"), e.to_string()))
+    b.build().map_err(|e| {
+        Error::input(
+            "",
+            format!("context_sources[{index}].{field}"),
+            e.to_string(),
+        )
+    })
 }
 
 /// Resolve `.` and `..` without touching the file system (so no link is ever followed).
@@ -447,7 +454,9 @@ pub fn is_sensitive(rel: &[String]) -> bool {
     name.starts_with(".env")
         || name.starts_with("id_rsa")
         || name.starts_with("credentials")
-        || [".pem", ".key", ".p12"].iter().any(|ext| name.ends_with(ext))
+        || [".pem", ".key", ".p12"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
 }
 
 /// A decoded text file: its first characters and its full length in characters.
@@ -693,7 +702,11 @@ pub fn build_summary(input: &MeetingInput, docs: &[ContextDocument], max_chars: 
     let mut fixed = fixed_base;
     for (i, b) in blocks.iter().enumerate() {
         let rest = docs.len() - i - 1;
-        let note = if rest > 0 { len(&omitted_note(rest)) } else { 0 };
+        let note = if rest > 0 {
+            len(&omitted_note(rest))
+        } else {
+            0
+        };
         if fixed + overhead(b) + note > max_chars {
             break;
         }
@@ -804,7 +817,12 @@ mod tests {
         ] {
             assert!(s(p), "{p}");
         }
-        for p in ["env.md", "docs/keys.md", "notes/aws.md", "my_credentials.md"] {
+        for p in [
+            "env.md",
+            "docs/keys.md",
+            "notes/aws.md",
+            "my_credentials.md",
+        ] {
             assert!(!s(p), "{p}");
         }
     }

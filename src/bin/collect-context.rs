@@ -61,7 +61,9 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     // Checked here rather than with clap's `conflicts_with` so the error stays on one line.
     if args.topic.is_some() && args.meeting_file.is_some() {
-        return Err(Error::Usage("--topic and --meeting-file are mutually exclusive".into()).into());
+        return Err(
+            Error::Usage("--topic and --meeting-file are mutually exclusive".into()).into(),
+        );
     }
     if args.meeting_file.is_some() && args.base_dir.is_some() {
         return Err(Error::Usage(
@@ -73,7 +75,9 @@ fn run(args: Args) -> anyhow::Result<()> {
     let cwd = || PathBuf::from(".");
     let (input, base_dir) = if let Some(topic) = &args.topic {
         let input = MeetingInput::from_topic(topic);
-        input.validate().map_err(|e| Error::Usage(format!("--topic: {}", e.message)))?;
+        input
+            .validate()
+            .map_err(|e| Error::Usage(format!("--topic: {}", e.message)))?;
         (input, args.base_dir.clone().unwrap_or_else(cwd))
     } else if let Some(file) = &args.meeting_file {
         let input = context::load_meeting_file(file)?;
