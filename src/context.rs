@@ -296,6 +296,7 @@ impl Collector {
             self.skip(shown, reason::NOT_A_DIRECTORY);
             return Ok(());
         }
+        // globset defaults: `*` also crosses `/`, so `*.md` matches at any depth, like `**/*.md`.
         let include = glob_set(index, "include", &source.include)?;
         let exclude = glob_set(index, "exclude", &source.exclude)?;
         let dir_path = self.root.join(rel_path(&dir.rel));
@@ -337,7 +338,9 @@ impl Collector {
                 matches.push((rel, entry.file_type().is_symlink()));
             }
         }
-        // Byte order of the normalised path, so the cut is the same on every machine.
+        // Byte order of the normalised path, so the cut is the same on every machine. The cut
+        // applies to glob matches (SPEC §4 rule 5), so a link or a secret that matched takes a
+        // slot too: what `max_files` keeps never depends on file contents or later checks.
         matches.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let cut = if matches.len() > source.max_files {
             matches.split_off(source.max_files)
