@@ -208,6 +208,11 @@ fn include_and_exclude_match_paths_relative_to_the_source() {
     );
     assert!(b.skipped_paths.is_empty(), "{:?}", b.skipped_paths);
 
+    // globset's `*` crosses `/`: `*.md` matches at any depth.
+    let mut s = dir("src/docs");
+    s.include = vec!["*.md".into()];
+    assert_eq!(p.collect(vec![s]).documents.len(), 4);
+
     // Empty include means everything.
     let b = p.collect(vec![dir("src/docs")]);
     assert_eq!(b.documents.len(), 5);
