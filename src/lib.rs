@@ -6,6 +6,7 @@
 
 pub mod board;
 pub mod cli;
+pub mod context;
 pub mod driver;
 pub mod error;
 pub mod events;
