@@ -9,5 +9,6 @@ pub mod error;
 pub mod io;
 pub mod llm;
 pub mod model;
+pub mod report;
 
 pub use error::{Error, Invalid, Result};
