@@ -344,7 +344,8 @@ pub fn view_model(board: &Board, kind: ReportKind) -> View {
         options: list_items(&board.meeting_input.decision_packet.options),
         executive_summary,
         recommendation,
-        current_summary: board.summary.trim().to_string(),
+        // One paragraph per line: the summary's lines are separate facts (SPEC §5 rule 4).
+        current_summary: board.summary.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n\n"),
         key_findings: list_items(&board.key_points),
         risks: list_items(&board.risks),
         open_questions: list_items(&board.open_questions),
@@ -534,19 +535,26 @@ pub fn mermaid(board: &Board) -> String {
                 }
             }
             (_, "forced_finish") => {
-                let text = if msg.trim().is_empty() {
-                    "forced finish".to_string()
-                } else {
-                    format!("forced finish ({})", mermaid_text(msg, 40))
-                };
-                lines.push(format!("    Note over PM: L{l} {text}"));
+                let why = if msg.trim().is_empty() { String::new() } else { format!(" ({})", mermaid_text(msg, 40)) };
+                lines.push(format!("    Note over PM: forced finish after {}{why}", loops_done(e.loop_no)));
             }
-            (_, "pm_decision") if msg.trim() == "FINISH" => lines.push(format!("    Note over PM: L{l} FINISH")),
+            (_, "pm_decision") if msg.trim() == "FINISH" => {
+                lines.push(format!("    Note over PM: FINISH after {}", loops_done(e.loop_no)))
+            }
             (_, "pm_round_failed") => lines.push(format!("    Note over PM: L{l} PM round failed")),
             _ => {}
         }
     }
     lines.join("\n")
+}
+
+/// Control notes come after the last loop rather than in a loop of their own, so a forced
+/// finish at max_loops 6 does not read as a seventh loop.
+fn loops_done(loop_no: u32) -> String {
+    match loop_no {
+        1 => "1 loop".to_string(),
+        n => format!("{n} loops"),
+    }
 }
 
 fn is_pm(name: &str) -> bool {
