@@ -23,9 +23,11 @@ const FALLBACK_TEMPLATE: &str = include_str!("../share/templates/fallback.md.j2"
 const APPENDIX_TEMPLATE: &str = include_str!("../share/templates/appendix.md.j2");
 
 /// Default process notes, used when the board carries none.
-pub const FORCED_NOTE: &str = "Meeting stopped after reaching max loop limit before full convergence.";
+pub const FORCED_NOTE: &str =
+    "Meeting stopped after reaching max loop limit before full convergence.";
 pub const FORCED_EARLY_NOTE: &str = "Meeting stopped early because the PM could not produce a valid decision; the PM wrote this report in forced-finish mode.";
-pub const FALLBACK_NOTE: &str = "No valid PM report was produced; this report was generated locally from the whiteboard.";
+pub const FALLBACK_NOTE: &str =
+    "No valid PM report was produced; this report was generated locally from the whiteboard.";
 
 /// What the Recommendation says when the PM's report has no recognisable recommendation part.
 pub const SEE_SUMMARY: &str = "See the executive summary.";
@@ -92,7 +94,10 @@ impl UserTemplate {
 /// Which report this board calls for, or the usage error naming the stage that should run
 /// instead (SPEC §5: what runs next is derivable from the board alone).
 pub fn report_kind(board: &Board) -> Result<ReportKind> {
-    let has_report = board.final_report.as_deref().is_some_and(|r| !r.trim().is_empty());
+    let has_report = board
+        .final_report
+        .as_deref()
+        .is_some_and(|r| !r.trim().is_empty());
     let not_yet = |stage: &str, why: &str| {
         Err(Error::Usage(format!(
             "board status is {} ({why}); {stage} should run next, not render-report",
@@ -100,10 +105,16 @@ pub fn report_kind(board: &Board) -> Result<ReportKind> {
         )))
     };
     match board.status {
-        Status::Running if board.pending_call.is_some() => not_yet("agent-turn", "a call to an agent is pending"),
-        Status::Running if board.last_turn.is_some() => not_yet("merge-board", "an agent turn is waiting to be merged"),
+        Status::Running if board.pending_call.is_some() => {
+            not_yet("agent-turn", "a call to an agent is pending")
+        }
+        Status::Running if board.last_turn.is_some() => {
+            not_yet("merge-board", "an agent turn is waiting to be merged")
+        }
         Status::Running => not_yet("pm-step", "the meeting is still running"),
-        Status::Finishing if !has_report => not_yet("pm-step (forced finish)", "no final report yet"),
+        Status::Finishing if !has_report => {
+            not_yet("pm-step (forced finish)", "no final report yet")
+        }
         Status::Finishing => Ok(ReportKind::Normal),
         Status::ForcedStop if has_report => Ok(ReportKind::Forced),
         Status::ForcedStop => Ok(ReportKind::Fallback),
@@ -111,7 +122,12 @@ pub fn report_kind(board: &Board) -> Result<ReportKind> {
         // path leaves its process note (or a forced_finish event) behind.
         Status::Finished | Status::Failed => Ok(if !has_report {
             ReportKind::Fallback
-        } else if board.process_note.is_some() || board.event_log.iter().any(|e| e.event_type == "forced_finish") {
+        } else if board.process_note.is_some()
+            || board
+                .event_log
+                .iter()
+                .any(|e| e.event_type == "forced_finish")
+        {
             ReportKind::Forced
         } else {
             ReportKind::Normal
@@ -126,9 +142,12 @@ pub fn render(board: &Board, template: Option<&UserTemplate>) -> Result<Rendered
     let markdown = match template {
         None => {
             let (name, _) = kind.template();
-            render_with(name, None, &view).map_err(|e| Error::Runtime(format!("built-in template {name}: {}", one_line(&e))))?
+            render_with(name, None, &view).map_err(|e| {
+                Error::Runtime(format!("built-in template {name}: {}", one_line(&e)))
+            })?
         }
-        Some(t) => render_with("user", Some(&t.source), &view).map_err(|e| Error::input(&t.label, "", one_line(&e)))?,
+        Some(t) => render_with("user", Some(&t.source), &view)
+            .map_err(|e| Error::input(&t.label, "", one_line(&e)))?,
     };
     Ok(Rendered {
         kind,
@@ -139,7 +158,11 @@ pub fn render(board: &Board, template: Option<&UserTemplate>) -> Result<Rendered
 /// Produce the ReportResult: with `report_file` the Markdown is written atomically and the
 /// board becomes `finished`; without it nothing is saved and the status is unchanged.
 /// A write failure is a runtime error (exit 1) and leaves no file behind.
-pub fn finish(mut board: Board, rendered: Rendered, report_file: Option<&Path>) -> Result<ReportResult> {
+pub fn finish(
+    mut board: Board,
+    rendered: Rendered,
+    report_file: Option<&Path>,
+) -> Result<ReportResult> {
     if let Some(path) = report_file {
         io::write_atomic(path, rendered.markdown.as_bytes())
             .map_err(|e| Error::Runtime(format!("report not saved: {e}")))?;
@@ -161,7 +184,11 @@ pub fn finish(mut board: Board, rendered: Rendered, report_file: Option<&Path>) 
 }
 
 /// `render-report` in one call: check the stage, render, save.
-pub fn run(board: Board, template: Option<&UserTemplate>, report_file: Option<&Path>) -> Result<ReportResult> {
+pub fn run(
+    board: Board,
+    template: Option<&UserTemplate>,
+    report_file: Option<&Path>,
+) -> Result<ReportResult> {
     let rendered = render(&board, template)?;
     finish(board, rendered, report_file)
 }
@@ -176,7 +203,11 @@ fn one_line(e: &minijinja::Error) -> String {
     s.replace('\n', " ")
 }
 
-fn render_with(name: &str, user_source: Option<&str>, view: &View) -> std::result::Result<String, minijinja::Error> {
+fn render_with(
+    name: &str,
+    user_source: Option<&str>,
+    view: &View,
+) -> std::result::Result<String, minijinja::Error> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
@@ -198,7 +229,8 @@ fn render_with(name: &str, user_source: Option<&str>, view: &View) -> std::resul
     if let Some(src) = user_source {
         env.add_template(name, src)?;
     }
-    env.get_template(name)?.render(minijinja::value::Value::from(minijinja::value::Serde(view)))
+    env.get_template(name)?
+        .render(minijinja::value::Value::from(minijinja::value::Serde(view)))
 }
 
 /// Collapse runs of blank lines outside code fences, drop trailing spaces, end with one newline.
@@ -340,12 +372,22 @@ pub fn view_model(board: &Board, kind: ReportKind) -> View {
     View {
         kind,
         topic: board.topic.trim().to_string(),
-        decision_to_make: if decision == board.topic.trim() { String::new() } else { decision.to_string() },
+        decision_to_make: if decision == board.topic.trim() {
+            String::new()
+        } else {
+            decision.to_string()
+        },
         options: list_items(&board.meeting_input.decision_packet.options),
         executive_summary,
         recommendation,
         // One paragraph per line: the summary's lines are separate facts (SPEC §5 rule 4).
-        current_summary: board.summary.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join("\n\n"),
+        current_summary: board
+            .summary
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
         key_findings: list_items(&board.key_points),
         risks: list_items(&board.risks),
         open_questions: list_items(&board.open_questions),
@@ -372,7 +414,12 @@ fn list_items(items: &[String]) -> Vec<String> {
         .iter()
         .map(|s| s.trim())
         .filter(|s| !s.is_empty())
-        .map(|s| s.lines().map(str::trim_end).collect::<Vec<_>>().join("\n  "))
+        .map(|s| {
+            s.lines()
+                .map(str::trim_end)
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        })
         .collect()
 }
 
@@ -414,7 +461,9 @@ pub fn evidence(board: &Board) -> Vec<EvidenceDoc> {
             if text.is_empty() {
                 continue;
             }
-            let verified = c.verified.unwrap_or_else(|| fold_ws(&doc.excerpt).contains(&text));
+            let verified = c
+                .verified
+                .unwrap_or_else(|| fold_ws(&doc.excerpt).contains(&text));
             match entry.quotes.iter_mut().find(|q| q.text == text) {
                 Some(q) => {
                     q.verified &= verified;
@@ -439,12 +488,19 @@ pub fn evidence(board: &Board) -> Vec<EvidenceDoc> {
 fn appendix(board: &Board) -> Appendix {
     let mut participants = vec![Participant {
         name: "PM".to_string(),
-        role: board.pm.as_ref().map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role)),
+        role: board
+            .pm
+            .as_ref()
+            .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role)),
     }];
     for name in &board.participants {
         participants.push(Participant {
             name: name.clone(),
-            role: board.agents.get(name).map(|a| fold_ws(&a.role)).unwrap_or_default(),
+            role: board
+                .agents
+                .get(name)
+                .map(|a| fold_ws(&a.role))
+                .unwrap_or_default(),
         });
     }
     Appendix {
@@ -502,7 +558,10 @@ pub fn mermaid(board: &Board) -> String {
         }
     };
 
-    let mut lines = vec!["sequenceDiagram".to_string(), "    participant PM".to_string()];
+    let mut lines = vec![
+        "sequenceDiagram".to_string(),
+        "    participant PM".to_string(),
+    ];
     for n in &names {
         let i = &ids[n.as_str()];
         if i == n {
@@ -516,11 +575,20 @@ pub fn mermaid(board: &Board) -> String {
         let msg = e.message.as_deref().unwrap_or("");
         match (e.kind.as_deref(), e.event_type.as_str()) {
             (Some("task"), _) => {
-                let (Some(from), Some(to)) = (&e.from, &e.to) else { continue };
-                lines.push(format!("    {}->>{}: L{l} {}", id(from), id(to), mermaid_text(msg, MERMAID_TEXT_CHARS)));
+                let (Some(from), Some(to)) = (&e.from, &e.to) else {
+                    continue;
+                };
+                lines.push(format!(
+                    "    {}->>{}: L{l} {}",
+                    id(from),
+                    id(to),
+                    mermaid_text(msg, MERMAID_TEXT_CHARS)
+                ));
             }
             (Some("result"), _) => {
-                let (Some(from), Some(to)) = (&e.from, &e.to) else { continue };
+                let (Some(from), Some(to)) = (&e.from, &e.to) else {
+                    continue;
+                };
                 if e.status.as_deref() == Some("error") {
                     let why = e.error.as_deref().unwrap_or("");
                     let text = if why.trim().is_empty() {
@@ -530,17 +598,29 @@ pub fn mermaid(board: &Board) -> String {
                     };
                     lines.push(format!("    {}--x{}: L{l} {text}", id(from), id(to)));
                 } else {
-                    let text = if msg.trim().is_empty() { "answered".to_string() } else { mermaid_text(msg, MERMAID_TEXT_CHARS) };
+                    let text = if msg.trim().is_empty() {
+                        "answered".to_string()
+                    } else {
+                        mermaid_text(msg, MERMAID_TEXT_CHARS)
+                    };
                     lines.push(format!("    {}-->>{}: L{l} {text}", id(from), id(to)));
                 }
             }
             (_, "forced_finish") => {
-                let why = if msg.trim().is_empty() { String::new() } else { format!(" ({})", mermaid_text(msg, 40)) };
-                lines.push(format!("    Note over PM: forced finish after {}{why}", loops_done(e.loop_no)));
+                let why = if msg.trim().is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", mermaid_text(msg, 40))
+                };
+                lines.push(format!(
+                    "    Note over PM: forced finish after {}{why}",
+                    loops_done(e.loop_no)
+                ));
             }
-            (_, "pm_decision") if msg.trim() == "FINISH" => {
-                lines.push(format!("    Note over PM: FINISH after {}", loops_done(e.loop_no)))
-            }
+            (_, "pm_decision") if msg.trim() == "FINISH" => lines.push(format!(
+                "    Note over PM: FINISH after {}",
+                loops_done(e.loop_no)
+            )),
             (_, "pm_round_failed") => lines.push(format!("    Note over PM: L{l} PM round failed")),
             _ => {}
         }
@@ -563,8 +643,28 @@ fn is_pm(name: &str) -> bool {
 
 /// Words Mermaid's sequence-diagram grammar reserves; an agent with such a name gets an alias.
 const MERMAID_KEYWORDS: [&str; 22] = [
-    "participant", "actor", "as", "loop", "alt", "else", "opt", "par", "and", "rect", "end", "note",
-    "over", "activate", "deactivate", "autonumber", "title", "critical", "break", "box", "create", "destroy",
+    "participant",
+    "actor",
+    "as",
+    "loop",
+    "alt",
+    "else",
+    "opt",
+    "par",
+    "and",
+    "rect",
+    "end",
+    "note",
+    "over",
+    "activate",
+    "deactivate",
+    "autonumber",
+    "title",
+    "critical",
+    "break",
+    "box",
+    "create",
+    "destroy",
 ];
 
 /// A Mermaid participant id for an agent: its name when that is a plain word, else `A<n>`
@@ -622,7 +722,15 @@ enum Part {
     Recommendation,
 }
 
-const SUMMARY_LABELS: [&str; 7] = ["executive summary", "summary", "exec summary", "tl;dr", "执行摘要", "摘要", "总结"];
+const SUMMARY_LABELS: [&str; 7] = [
+    "executive summary",
+    "summary",
+    "exec summary",
+    "tl;dr",
+    "执行摘要",
+    "摘要",
+    "总结",
+];
 const RECOMMENDATION_LABELS: [&str; 7] = [
     "recommendation",
     "recommendations",
@@ -650,7 +758,11 @@ pub fn split_final_report(report: &str) -> ReportParts {
         if is_fence(line) {
             in_fence = !in_fence;
         }
-        let label = if in_fence || is_fence(line) { None } else { match_label(line) };
+        let label = if in_fence || is_fence(line) {
+            None
+        } else {
+            match_label(line)
+        };
         if let Some((part, rest)) = label {
             found = true;
             current = Some(part);
@@ -664,14 +776,18 @@ pub fn split_final_report(report: &str) -> ReportParts {
     if !found {
         let whole = demote_headings(report);
         return ReportParts {
-            executive_summary: if whole.is_empty() { SEE_SUMMARY.to_string() } else { whole },
+            executive_summary: if whole.is_empty() {
+                SEE_SUMMARY.to_string()
+            } else {
+                whole
+            },
             recommendation: SEE_SUMMARY.to_string(),
         };
     }
     // A title such as "# Final Report" before the first part is dropped; other text is kept.
     let preamble: Vec<String> = preamble
         .into_iter()
-        .filter(|l| heading_level(l).is_none_or(|lvl| lvl > 2))
+        .filter(|l| !matches!(heading_level(l), Some(lvl) if lvl <= 2))
         .collect();
     let mut exec = demote_headings(&preamble.join("\n"));
     let body = demote_headings(&summary.join("\n"));
@@ -683,12 +799,25 @@ pub fn split_final_report(report: &str) -> ReportParts {
     }
     let rec = demote_headings(&rec.join("\n"));
     ReportParts {
-        executive_summary: if exec.is_empty() { "The PM's report gives no executive summary.".to_string() } else { exec },
-        recommendation: if rec.is_empty() { SEE_SUMMARY.to_string() } else { rec },
+        executive_summary: if exec.is_empty() {
+            "The PM's report gives no executive summary.".to_string()
+        } else {
+            exec
+        },
+        recommendation: if rec.is_empty() {
+            SEE_SUMMARY.to_string()
+        } else {
+            rec
+        },
     }
 }
 
-fn target<'a>(preamble: &'a mut Vec<String>, summary: &'a mut Vec<String>, rec: &'a mut Vec<String>, part: Option<Part>) -> &'a mut Vec<String> {
+fn target<'a>(
+    preamble: &'a mut Vec<String>,
+    summary: &'a mut Vec<String>,
+    rec: &'a mut Vec<String>,
+    part: Option<Part>,
+) -> &'a mut Vec<String> {
     match part {
         None => preamble,
         Some(Part::Summary) => summary,
@@ -714,7 +843,10 @@ fn match_label(line: &str) -> Option<(Part, String)> {
         return None;
     }
     let (body, marked) = if let Some(level) = heading_level(t) {
-        (t[level..].trim().trim_end_matches('#').trim().to_string(), true)
+        (
+            t[level..].trim().trim_end_matches('#').trim().to_string(),
+            true,
+        )
     } else {
         strip_emphasis(t)
     };
@@ -722,7 +854,10 @@ fn match_label(line: &str) -> Option<(Part, String)> {
     let (head, rest) = match body.find([':', '：']) {
         Some(i) => {
             let colon_len = body[i..].chars().next().map_or(1, char::len_utf8);
-            (body[..i].to_string(), body[i + colon_len..].trim().to_string())
+            (
+                body[..i].to_string(),
+                body[i + colon_len..].trim().to_string(),
+            )
         }
         None => (body.clone(), String::new()),
     };
@@ -758,7 +893,8 @@ fn strip_emphasis(t: &str) -> (String, bool) {
                 let after = inner[end + marker.len()..].trim_start();
                 let joined = if after.is_empty() {
                     label.to_string()
-                } else if after.starts_with([':', '：']) || label.trim_end().ends_with([':', '：']) {
+                } else if after.starts_with([':', '：']) || label.trim_end().ends_with([':', '：'])
+                {
                     format!("{label}{after}")
                 } else {
                     format!("{label}: {after}")
@@ -775,7 +911,11 @@ fn normalise_label(s: &str) -> String {
     let s = s.trim().trim_matches(|c| c == '*' || c == '_').trim();
     let s = s.trim_end_matches([':', '：']).trim();
     let digits = s.chars().take_while(char::is_ascii_digit).count();
-    let s = if digits > 0 && s[digits..].starts_with(['.', ')']) { s[digits + 1..].trim() } else { s };
+    let s = if digits > 0 && s[digits..].starts_with(['.', ')']) {
+        s[digits + 1..].trim()
+    } else {
+        s
+    };
     s.to_lowercase()
 }
 
@@ -800,7 +940,7 @@ fn demote_headings(text: &str) -> String {
             }
         }
     }
-    let shift = if min_level < 3 { 3 - min_level } else { 0 };
+    let shift = 3_usize.saturating_sub(min_level);
     let mut out = Vec::with_capacity(lines.len());
     in_fence = false;
     for l in lines {
@@ -833,7 +973,11 @@ mod tests {
             ("# Recommendation #", Part::Recommendation, ""),
             ("**Executive Summary**", Part::Summary, ""),
             ("**Executive Summary:**", Part::Summary, ""),
-            ("**Recommendation:** Adopt Rust.", Part::Recommendation, "Adopt Rust."),
+            (
+                "**Recommendation:** Adopt Rust.",
+                Part::Recommendation,
+                "Adopt Rust.",
+            ),
             ("__Recommendations__", Part::Recommendation, ""),
             ("Executive summary:", Part::Summary, ""),
             ("Recommendation: go", Part::Recommendation, "go"),
@@ -843,7 +987,12 @@ mod tests {
         ] {
             assert_eq!(match_label(line), Some((part, rest.to_string())), "{line}");
         }
-        for line in ["We summarise the summary.", "The recommendation is clear", "## Risks", "- summary: x"] {
+        for line in [
+            "We summarise the summary.",
+            "The recommendation is clear",
+            "## Risks",
+            "- summary: x",
+        ] {
             assert_eq!(match_label(line), None, "{line}");
         }
     }
@@ -854,18 +1003,27 @@ mod tests {
         assert_eq!(heading_level("#hashtag"), None);
         assert_eq!(heading_level("####### seven"), None);
         assert_eq!(demote_headings("# A\ntext\n## B"), "### A\ntext\n#### B");
-        assert_eq!(demote_headings("```\n# not a heading\n```"), "```\n# not a heading\n```");
+        assert_eq!(
+            demote_headings("```\n# not a heading\n```"),
+            "```\n# not a heading\n```"
+        );
     }
 
     #[test]
     fn mermaid_text_is_safe() {
-        assert_eq!(mermaid_text("a;b #1 <x>\nnext", 60), "a#59;b #35;1 #lt;x#gt; next");
+        assert_eq!(
+            mermaid_text("a;b #1 <x>\nnext", 60),
+            "a#59;b #35;1 #lt;x#gt; next"
+        );
         let long = "x".repeat(100);
         assert_eq!(mermaid_text(&long, 10).chars().count(), 10);
     }
 
     #[test]
     fn tidy_collapses_blank_lines_outside_fences() {
-        assert_eq!(tidy_markdown("\n# a\n\n\n\nb  \n```\n\n\n```\n\n\n"), "# a\n\nb\n```\n\n\n```\n");
+        assert_eq!(
+            tidy_markdown("\n# a\n\n\n\nb  \n```\n\n\n```\n\n\n"),
+            "# a\n\nb\n```\n\n\n```\n"
+        );
     }
 }

@@ -118,7 +118,11 @@ fn forced_board() -> Value {
     b["final_report"] = json!("**Executive Summary:** Partial agreement on Rust.\n\n**Recommendation:** Run a two-week pilot before deciding.");
     let log = b["event_log"].as_array_mut().unwrap();
     log.pop();
-    log.push(event(6, "forced_finish", json!({"from": "pm", "to": "meeting", "kind": "control", "message": "max_loops reached"})));
+    log.push(event(
+        6,
+        "forced_finish",
+        json!({"from": "pm", "to": "meeting", "kind": "control", "message": "max_loops reached"}),
+    ));
     b
 }
 
@@ -134,23 +138,40 @@ fn board(v: &Value) -> Board {
 }
 
 fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden").join(name);
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
     if std::env::var_os("AGENT_MEETING_BLESS").is_some_and(|v| !v.is_empty()) {
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let expected = std::fs::read_to_string(&path)
-        .unwrap_or_else(|_| panic!("missing golden file {}; run with AGENT_MEETING_BLESS=1", path.display()));
-    assert_eq!(actual, expected, "report differs from {}; run with AGENT_MEETING_BLESS=1 if intended", path.display());
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden file {}; run with AGENT_MEETING_BLESS=1",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual,
+        expected,
+        "report differs from {}; run with AGENT_MEETING_BLESS=1 if intended",
+        path.display()
+    );
 }
 
 fn sections(md: &str) -> Vec<&str> {
-    md.lines().filter(|l| l.starts_with("# ") || l.starts_with("## ")).collect()
+    md.lines()
+        .filter(|l| l.starts_with("# ") || l.starts_with("## "))
+        .collect()
 }
 
 fn section<'a>(md: &'a str, heading: &str) -> &'a str {
-    let start = md.find(&format!("\n## {heading}\n")).unwrap_or_else(|| panic!("no section {heading}")) + heading.len() + 5;
+    let start = md
+        .find(&format!("\n## {heading}\n"))
+        .unwrap_or_else(|| panic!("no section {heading}"))
+        + heading.len()
+        + 5;
     let rest = &md[start..];
     &rest[..rest.find("\n## ").unwrap_or(rest.len())]
 }
@@ -198,7 +219,12 @@ fn every_section_present_per_kind() {
     assert_eq!(sections(&md), expected);
 
     let md = render(&forced_board()).markdown;
-    let expected: Vec<&str> = normal.iter().chain(["## Process Note"].iter()).chain(common_tail.iter()).copied().collect();
+    let expected: Vec<&str> = normal
+        .iter()
+        .chain(["## Process Note"].iter())
+        .chain(common_tail.iter())
+        .copied()
+        .collect();
     assert_eq!(sections(&md), expected);
     assert!(section(&md, "Process Note").contains(report::FORCED_NOTE));
 
@@ -228,12 +254,18 @@ fn sections_come_from_the_board_lists() {
     let md = render(&normal_board()).markdown;
     assert!(section(&md, "Key Findings").contains("- Rust fits the latency budget\n"));
     // A multi-line item stays one list item.
-    assert!(section(&md, "Key Findings").contains("- Team has two Rust engineers\n  and a Go background\n"));
+    assert!(section(&md, "Key Findings")
+        .contains("- Team has two Rust engineers\n  and a Go background\n"));
     assert!(section(&md, "Risks").contains("- Hiring is slow"));
     assert!(section(&md, "Open Questions").contains("- How long is the migration?"));
     let rec = section(&md, "Recommendation");
-    assert!(rec.starts_with("\nPilot Rust on the invoice exporter first."), "{rec}");
-    assert!(rec.contains("### Candidate decisions from the discussion\n\n- Pilot Rust on the invoice exporter"));
+    assert!(
+        rec.starts_with("\nPilot Rust on the invoice exporter first."),
+        "{rec}"
+    );
+    assert!(rec.contains(
+        "### Candidate decisions from the discussion\n\n- Pilot Rust on the invoice exporter"
+    ));
 
     let mut b = normal_board();
     for k in ["key_points", "risks", "open_questions", "decisions"] {
@@ -254,9 +286,18 @@ fn evidence_lists_only_validated_citations() {
     let costs = ev.find("### docs/costs.md").expect("costs cited");
     let perf = ev.find("### docs/perf.md").expect("perf cited");
     assert!(costs < perf);
-    assert!(!ev.contains("uncited"), "an uncited document must not appear:\n{ev}");
-    assert!(!ev.contains("secret-plan"), "a citation to an unknown id must not appear");
-    assert!(!ev.contains("team.md") && !ev.contains("wrong path"), "a citation with a wrong path is invalid");
+    assert!(
+        !ev.contains("uncited"),
+        "an uncited document must not appear:\n{ev}"
+    );
+    assert!(
+        !ev.contains("secret-plan"),
+        "a citation to an unknown id must not appear"
+    );
+    assert!(
+        !ev.contains("team.md") && !ev.contains("wrong path"),
+        "a citation with a wrong path is invalid"
+    );
     assert!(ev.contains("- Purpose: Performance budget"));
     assert!(ev.contains("  - \"p99 must stay under 50 ms\" (arch, biz)\n"));
     assert!(ev.contains("  - \"Go GC pauses reach 80 ms\" (unverified quote) (arch)\n"));
@@ -267,18 +308,45 @@ fn evidence_lists_only_validated_citations() {
     let mut b = normal_board();
     b["latest_agent_outputs"] = json!({});
     let md = render(&b).markdown;
-    assert_eq!(section(&md, "Evidence Reviewed").trim(), "No document was cited by a validated citation.");
+    assert_eq!(
+        section(&md, "Evidence Reviewed").trim(),
+        "No document was cited by a validated citation."
+    );
 }
 
 #[test]
 fn summary_and_recommendation_from_many_heading_styles() {
     let cases = [
-        ("### Executive Summary\nGo with Rust.\n### Recommendation\nPilot first.", "Go with Rust.", "Pilot first."),
-        ("# Executive summary\n\nGo with Rust.\n\n# RECOMMENDATION\n\nPilot first.\n", "Go with Rust.", "Pilot first."),
-        ("**Executive Summary**\nGo with Rust.\n\n**Recommendation**\nPilot first.", "Go with Rust.", "Pilot first."),
-        ("Executive Summary: Go with Rust.\nRecommendation: Pilot first.", "Go with Rust.", "Pilot first."),
-        ("## 1. Summary\nGo with Rust.\n## 2. Recommendations\nPilot first.", "Go with Rust.", "Pilot first."),
-        ("## 执行摘要\nGo with Rust.\n## 建议\nPilot first.", "Go with Rust.", "Pilot first."),
+        (
+            "### Executive Summary\nGo with Rust.\n### Recommendation\nPilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "# Executive summary\n\nGo with Rust.\n\n# RECOMMENDATION\n\nPilot first.\n",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "**Executive Summary**\nGo with Rust.\n\n**Recommendation**\nPilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "Executive Summary: Go with Rust.\nRecommendation: Pilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "## 1. Summary\nGo with Rust.\n## 2. Recommendations\nPilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "## 执行摘要\nGo with Rust.\n## 建议\nPilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
     ];
     for (text, exec, rec) in cases {
         let parts = report::split_final_report(text);
@@ -291,16 +359,24 @@ fn summary_and_recommendation_from_many_heading_styles() {
         "# Report\n\n## Executive Summary\nYes.\n\n## Recommendation\nPilot.\n\n## What is still uncertain\n- Time.",
     );
     assert_eq!(parts.executive_summary, "Yes.");
-    assert_eq!(parts.recommendation, "Pilot.\n\n### What is still uncertain\n- Time.");
+    assert_eq!(
+        parts.recommendation,
+        "Pilot.\n\n### What is still uncertain\n- Time."
+    );
 
     // A heading inside a code block is not a label.
-    let parts = report::split_final_report("## Summary\n```\n## Recommendation\n```\n## Recommendation\nGo.");
+    let parts = report::split_final_report(
+        "## Summary\n```\n## Recommendation\n```\n## Recommendation\nGo.",
+    );
     assert_eq!(parts.executive_summary, "```\n## Recommendation\n```");
     assert_eq!(parts.recommendation, "Go.");
 
     // No recognisable parts: the whole report is the summary.
     let parts = report::split_final_report("We should adopt Rust.\n\n## Notes\nCheap.");
-    assert_eq!(parts.executive_summary, "We should adopt Rust.\n\n### Notes\nCheap.");
+    assert_eq!(
+        parts.executive_summary,
+        "We should adopt Rust.\n\n### Notes\nCheap."
+    );
     assert_eq!(parts.recommendation, report::SEE_SUMMARY);
 
     // Only a summary: the recommendation points to it.
@@ -311,7 +387,9 @@ fn summary_and_recommendation_from_many_heading_styles() {
     b["final_report"] = json!("Plain text only.");
     let md = render(&b).markdown;
     assert_eq!(section(&md, "Executive Summary").trim(), "Plain text only.");
-    assert!(section(&md, "Recommendation").trim().starts_with(report::SEE_SUMMARY));
+    assert!(section(&md, "Recommendation")
+        .trim()
+        .starts_with(report::SEE_SUMMARY));
 }
 
 #[test]
@@ -333,19 +411,36 @@ fn mermaid_has_one_arrow_per_task_and_result() {
         ]
     );
     let m = report::mermaid(&board(&forced_board()));
-    assert!(m.ends_with("    Note over PM: forced finish after 6 loops (max_loops reached)"), "{m}");
+    assert!(
+        m.ends_with("    Note over PM: forced finish after 6 loops (max_loops reached)"),
+        "{m}"
+    );
 
     // Names Mermaid would misread get an alias; long questions are cut.
     let mut b = normal_board();
     b["participants"] = json!(["data-eng", "end"]);
     b["event_log"] = json!([
-        event(0, "pm_decision", json!({"from": "pm", "to": "data-eng", "kind": "task", "message": "q ".repeat(50)})),
-        event(0, "agent_result", json!({"from": "data-eng", "to": "pm", "kind": "result", "status": "ok", "message": "a\nb"})),
+        event(
+            0,
+            "pm_decision",
+            json!({"from": "pm", "to": "data-eng", "kind": "task", "message": "q ".repeat(50)})
+        ),
+        event(
+            0,
+            "agent_result",
+            json!({"from": "data-eng", "to": "pm", "kind": "result", "status": "ok", "message": "a\nb"})
+        ),
     ]);
     let m = report::mermaid(&board(&b));
-    assert!(m.contains("    participant A1 as data-eng\n    participant A2 as end\n"), "{m}");
+    assert!(
+        m.contains("    participant A1 as data-eng\n    participant A2 as end\n"),
+        "{m}"
+    );
     assert!(m.contains("    A1-->>PM: L1 a b"), "{m}");
-    let ask = m.lines().find(|l| l.starts_with("    PM->>A1: L1 ")).unwrap();
+    let ask = m
+        .lines()
+        .find(|l| l.starts_with("    PM->>A1: L1 "))
+        .unwrap();
     assert!(ask.ends_with("...") && ask.len() < 90, "{ask}");
 }
 
@@ -353,7 +448,10 @@ fn mermaid_has_one_arrow_per_task_and_result() {
 fn appendix_has_counts() {
     let md = render(&normal_board()).markdown;
     let a = section(&md, "Appendix");
-    assert!(a.contains("- Participants: PM (built-in PM), arch (Architect), biz (Business analyst)\n"), "{a}");
+    assert!(
+        a.contains("- Participants: PM (built-in PM), arch (Architect), biz (Business analyst)\n"),
+        "{a}"
+    );
     assert!(a.contains("- Loops used: 2 / 6\n"));
     assert!(a.contains("- LLM calls: 5\n"));
     assert!(a.contains("- Tokens: 1200 prompt, 340 completion\n"));
@@ -371,11 +469,20 @@ fn finish_saves_atomically_and_marks_finished() {
     assert_eq!(result.kind, "fallback");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), result.markdown);
     // The default note is kept on the finished board, so a re-render says the same.
-    assert_eq!(result.board.process_note.as_deref(), Some(report::FALLBACK_NOTE));
+    assert_eq!(
+        result.board.process_note.as_deref(),
+        Some(report::FALLBACK_NOTE)
+    );
     let again = report::render(&result.board, None).unwrap();
     assert_eq!(again.kind, ReportKind::Fallback);
     assert_eq!(again.markdown, result.markdown);
-    assert_eq!(std::fs::read_dir(dir.path().join("reports")).unwrap().count(), 1, "no temporary file left");
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("reports"))
+            .unwrap()
+            .count(),
+        1,
+        "no temporary file left"
+    );
 
     // Without a report file nothing changes.
     let result = report::run(b.clone(), None, None).unwrap();
@@ -386,8 +493,16 @@ fn finish_saves_atomically_and_marks_finished() {
 
 #[test]
 fn rerender_keeps_kind() {
-    for (v, kind) in [(normal_board(), ReportKind::Normal), (forced_board(), ReportKind::Forced)] {
-        let saved = report::run(board(&v), None, Some(&tempfile::tempdir().unwrap().path().join("r.md"))).unwrap();
+    for (v, kind) in [
+        (normal_board(), ReportKind::Normal),
+        (forced_board(), ReportKind::Forced),
+    ] {
+        let saved = report::run(
+            board(&v),
+            None,
+            Some(&tempfile::tempdir().unwrap().path().join("r.md")),
+        )
+        .unwrap();
         let again = report::render(&saved.board, None).unwrap();
         assert_eq!(again.kind, kind);
         assert_eq!(again.markdown, saved.markdown);
@@ -426,20 +541,32 @@ fn cli_writes_report_and_prints_finished_board() {
     assert_eq!(v["board"]["status"], "finished");
     assert_eq!(v["kind"], "normal");
     assert_eq!(v["report_file"], path.display().to_string());
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), v["markdown"].as_str().unwrap());
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        v["markdown"].as_str().unwrap()
+    );
 }
 
 #[test]
 fn cli_markdown_flag_prints_markdown() {
     let expected = render(&forced_board()).markdown;
-    cmd().arg("--markdown").write_stdin(stdin_of(&forced_board())).assert().success().stdout(expected);
+    cmd()
+        .arg("--markdown")
+        .write_stdin(stdin_of(&forced_board()))
+        .assert()
+        .success()
+        .stdout(expected);
 }
 
 #[test]
 fn cli_template_override() {
     let dir = tempfile::tempdir().unwrap();
     let t = dir.path().join("mine.md.j2");
-    std::fs::write(&t, "# {{ kind }}: {{ topic }}\n{% for d in evidence %}* {{ d.document_id }}\n{% endfor %}").unwrap();
+    std::fs::write(
+        &t,
+        "# {{ kind }}: {{ topic }}\n{% for d in evidence %}* {{ d.document_id }}\n{% endfor %}",
+    )
+    .unwrap();
     cmd()
         .arg("--markdown")
         .arg("--template")
@@ -451,7 +578,10 @@ fn cli_template_override() {
 
     // The library takes the same override.
     let ut = UserTemplate::load(&t).unwrap();
-    assert!(report::render(&board(&fallback_board()), Some(&ut)).unwrap().markdown.starts_with("# fallback: "));
+    assert!(report::render(&board(&fallback_board()), Some(&ut))
+        .unwrap()
+        .markdown
+        .starts_with("# fallback: "));
 
     // Undefined variables are errors naming the template file (exit 2).
     std::fs::write(&t, "{{ no_such_variable }}").unwrap();
@@ -462,7 +592,10 @@ fn cli_template_override() {
         .assert()
         .code(2)
         .stdout("")
-        .stderr(predicate::str::starts_with("render-report: ").and(predicate::str::contains("mine.md.j2")));
+        .stderr(
+            predicate::str::starts_with("render-report: ")
+                .and(predicate::str::contains("mine.md.j2")),
+        );
     cmd()
         .arg("--template")
         .arg(dir.path().join("missing.j2"))
@@ -479,7 +612,8 @@ fn cli_wrong_stage_exits_2_naming_next_stage() {
     let mut pending = running.clone();
     pending["pending_call"] = json!({"target_agent": "arch", "prompt": "q"});
     let mut merged = running.clone();
-    merged["last_turn"] = json!({"agent_name": "arch", "status": "ok", "result": {"response": "r"}});
+    merged["last_turn"] =
+        json!({"agent_name": "arch", "status": "ok", "result": {"response": "r"}});
     let mut finishing = running.clone();
     finishing["status"] = json!("finishing");
     for (b, stage) in [
@@ -493,7 +627,9 @@ fn cli_wrong_stage_exits_2_naming_next_stage() {
             .assert()
             .code(2)
             .stdout("")
-            .stderr(predicate::str::starts_with("render-report: ").and(predicate::str::contains(stage)));
+            .stderr(
+                predicate::str::starts_with("render-report: ").and(predicate::str::contains(stage)),
+            );
     }
 }
 
@@ -510,10 +646,17 @@ fn cli_write_failure_exits_1_without_partial_file() {
             .assert()
             .code(1)
             .stdout("")
-            .stderr(predicate::str::starts_with("render-report: ").and(predicate::str::contains("report not saved")));
+            .stderr(
+                predicate::str::starts_with("render-report: ")
+                    .and(predicate::str::contains("report not saved")),
+            );
         assert!(!Path::new(&target).exists());
     }
-    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "nothing else written");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing else written"
+    );
     assert_eq!(std::fs::read_to_string(&blocker).unwrap(), "x");
 }
 
@@ -525,10 +668,16 @@ fn cli_refuses_unknown_board_version_and_bad_input() {
         .write_stdin(stdin_of(&b))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("board_version: version 2 is not supported"));
+        .stderr(predicate::str::contains(
+            "board_version: version 2 is not supported",
+        ));
     let mut b = normal_board();
     b["topik"] = json!("x");
-    cmd().write_stdin(stdin_of(&b)).assert().code(2).stderr(predicate::str::contains("topik"));
+    cmd()
+        .write_stdin(stdin_of(&b))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("topik"));
     cmd().write_stdin("").assert().code(2);
 }
 
@@ -538,5 +687,9 @@ fn cli_help_has_example() {
         .arg("--help")
         .assert()
         .success()
-        .stdout(predicate::str::contains("Example:").and(predicate::str::contains("render-report --report-file reports/demo.md")));
+        .stdout(
+            predicate::str::contains("Example:").and(predicate::str::contains(
+                "render-report --report-file reports/demo.md",
+            )),
+        );
 }

@@ -46,7 +46,11 @@ struct Args {
 fn main() -> std::process::ExitCode {
     let args = Args::parse();
     cli::main_with("render-report", || {
-        let template = args.template.as_deref().map(report::UserTemplate::load).transpose()?;
+        let template = args
+            .template
+            .as_deref()
+            .map(report::UserTemplate::load)
+            .transpose()?;
         let text = io::read_stdin("<stdin>")?;
         let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
         let result = report::run(board, template.as_ref(), args.report_file.as_deref())?;
