@@ -998,6 +998,39 @@ mod tests {
     }
 
     #[test]
+    fn odd_reports_never_panic() {
+        for text in [
+            "",
+            "#",
+            "**",
+            "*",
+            "_",
+            "：",
+            "1.",
+            "1)",
+            "**Summary",
+            "Summary:",
+            "## ",
+            "##\t",
+            "```",
+            "**a**b",
+            "__**Recommendation**__",
+            "é**Summary:**",
+            "**摘要：** 好",
+            "Recommendation：建议",
+            "# # #",
+            "9999999999.",
+        ] {
+            let parts = split_final_report(text);
+            assert!(
+                !parts.executive_summary.is_empty() && !parts.recommendation.is_empty(),
+                "{text:?}"
+            );
+        }
+        assert_eq!(split_final_report("**摘要：** 好").executive_summary, "好");
+    }
+
+    #[test]
     fn heading_levels() {
         assert_eq!(heading_level("## a"), Some(2));
         assert_eq!(heading_level("#hashtag"), None);

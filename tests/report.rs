@@ -506,6 +506,10 @@ fn rerender_keeps_kind() {
         let again = report::render(&saved.board, None).unwrap();
         assert_eq!(again.kind, kind);
         assert_eq!(again.markdown, saved.markdown);
+        // A board whose report could not be saved can be rendered again.
+        let mut failed = saved.board.clone();
+        failed.status = Status::Failed;
+        assert_eq!(report::render(&failed, None).unwrap().kind, kind);
     }
 }
 

@@ -15,7 +15,7 @@ use clap::Parser;
     after_help = "\
 Runs when the board's status is `finishing` with a final report (normal report), or
 `forced_stop` (forced report, or the local fallback report when the PM gave none). A
-`finished` board is rendered again. Any other board exits 2 and names the stage to run.
+`finished` board (or a `failed` one, to retry saving) is rendered again. Any other board exits 2 and names the stage to run.
 
 Without --report-file nothing is saved and the board is unchanged; with it the report is
 written atomically and the printed board has status `finished`.
