@@ -14,5 +14,6 @@ pub mod io;
 pub mod llm;
 pub mod loader;
 pub mod model;
+pub mod report;
 
 pub use error::{Error, Invalid, Result};
