@@ -96,7 +96,9 @@ pub fn run_stage(
             c
         }
     };
-    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     let mut child = cmd.spawn().map_err(|e| {
         Error::Runtime(format!(
             "cannot start {name}: {} (install the programs with `cargo install --path .` or put them on PATH)",
@@ -113,7 +115,10 @@ pub fn run_stage(
     let quiet = ui.quiet;
     let err_reader = std::thread::spawn(move || {
         let mut lines = Vec::new();
-        for line in std::io::BufReader::new(&mut stderr).lines().map_while(std::result::Result::ok) {
+        for line in std::io::BufReader::new(&mut stderr)
+            .lines()
+            .map_while(std::result::Result::ok)
+        {
             if !quiet {
                 eprintln!("{line}");
             }
@@ -122,9 +127,15 @@ pub fn run_stage(
         lines
     });
     let done = Arc::new(AtomicBool::new(false));
-    let ticker = ui.ticker.then(|| spawn_ticker(name.to_string(), done.clone()));
+    let ticker = ui
+        .ticker
+        .then(|| spawn_ticker(name.to_string(), done.clone()));
     let mut stdout = Vec::new();
-    let read = child.stdout.take().expect("piped stdout").read_to_end(&mut stdout);
+    let read = child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_end(&mut stdout);
     let status = child.wait();
     done.store(true, Ordering::Relaxed);
     if let Some(t) = ticker {
@@ -143,7 +154,11 @@ pub fn run_stage(
             .unwrap_or_else(|| "no message".to_string());
         let code = status.code().unwrap_or(1);
         let msg = format!("stage {name} failed (exit {code}): {last}");
-        return Err(if code == 2 { Error::Usage(msg) } else { Error::Runtime(msg) });
+        return Err(if code == 2 {
+            Error::Usage(msg)
+        } else {
+            Error::Runtime(msg)
+        });
     }
     Ok(StageOutput { stdout })
 }
@@ -182,13 +197,21 @@ impl RunDir {
     /// The last complete output: (step number, stage, path).
     pub fn last_output(&self) -> Result<Option<(u32, String, PathBuf)>> {
         let entries = std::fs::read_dir(&self.path).map_err(|e| {
-            Error::Usage(format!("--resume: cannot read {}: {}", self.path.display(), os_error(&e)))
+            Error::Usage(format!(
+                "--resume: cannot read {}: {}",
+                self.path.display(),
+                os_error(&e)
+            ))
         })?;
         let mut best: Option<(u32, String, PathBuf)> = None;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let Some(stem) = name.strip_suffix(".out.json") else { continue };
-            let Some((num, stage)) = stem.split_once('-') else { continue };
+            let Some(stem) = name.strip_suffix(".out.json") else {
+                continue;
+            };
+            let Some((num, stage)) = stem.split_once('-') else {
+                continue;
+            };
             let Ok(n) = num.parse::<u32>() else { continue };
             if best.as_ref().is_none_or(|(b, _, _)| n > *b) {
                 best = Some((n, stage.to_string(), entry.path()));
@@ -247,13 +270,33 @@ pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Opti
     match stage {
         "pm-step" => {
             if let Some(call) = &after.pending_call {
-                Some(format!("{tag} {} → {}: {}", paint(ui, "1;36", "pm"), paint(ui, "1;33", &call.target_agent), cut(&call.prompt, 80)))
+                Some(format!(
+                    "{tag} {} → {}: {}",
+                    paint(ui, "1;36", "pm"),
+                    paint(ui, "1;33", &call.target_agent),
+                    cut(&call.prompt, 80)
+                ))
             } else if after.final_report.is_some() {
-                Some(format!("{tag} {}: FINISH{}", paint(ui, "1;36", "pm"), if after.status == Status::ForcedStop { " (forced)" } else { "" }))
+                Some(format!(
+                    "{tag} {}: FINISH{}",
+                    paint(ui, "1;36", "pm"),
+                    if after.status == Status::ForcedStop {
+                        " (forced)"
+                    } else {
+                        ""
+                    }
+                ))
             } else if after.status == Status::ForcedStop {
-                Some(format!("{tag} {}: no valid report, using the fallback report", paint(ui, "1;31", "pm")))
+                Some(format!(
+                    "{tag} {}: no valid report, using the fallback report",
+                    paint(ui, "1;31", "pm")
+                ))
             } else if after.status == Status::Finishing {
-                Some(format!("{tag} {}: round failed ({}), closing the meeting", paint(ui, "1;31", "pm"), cut(after.last_error.as_deref().unwrap_or("?"), 80)))
+                Some(format!(
+                    "{tag} {}: round failed ({}), closing the meeting",
+                    paint(ui, "1;31", "pm"),
+                    cut(after.last_error.as_deref().unwrap_or("?"), 80)
+                ))
             } else {
                 None
             }
@@ -265,7 +308,10 @@ pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Opti
                 .iter()
                 .filter(|e| e.event_type == "llm_call")
                 .fold((0, 0), |(ms, t), e| {
-                    (ms + e.duration_ms.unwrap_or(0), t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0))
+                    (
+                        ms + e.duration_ms.unwrap_or(0),
+                        t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
+                    )
                 });
             let stats = format!("({:.1} s, {tokens} tokens)", ms as f64 / 1000.0);
             let name = paint(ui, "1;33", &turn.agent_name);
@@ -278,7 +324,11 @@ pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Opti
                     r.citations.len(),
                     if r.citations.len() == 1 { "" } else { "s" },
                 ),
-                None => format!("{tag} {name}: {} {}", paint(ui, "1;31", "failed:"), cut(turn.error.as_deref().unwrap_or("?"), 100)),
+                None => format!(
+                    "{tag} {name}: {} {}",
+                    paint(ui, "1;31", "failed:"),
+                    cut(turn.error.as_deref().unwrap_or("?"), 100)
+                ),
             })
         }
         _ => None,
@@ -287,7 +337,13 @@ pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Opti
 
 /// Drive a meeting from the board in `start` (a board, or the packet before `init-board`) until
 /// the report is saved. `step` is the number of the next stage file.
-pub fn drive(run: &RunDir, settings: &RunSettings, mut board: Board, mut step: u32, ui: Ui) -> Result<MeetingResult> {
+pub fn drive(
+    run: &RunDir,
+    settings: &RunSettings,
+    mut board: Board,
+    mut step: u32,
+    ui: Ui,
+) -> Result<MeetingResult> {
     loop {
         let stage = next_stage(&board);
         if board.status == Status::Finished || board.status == Status::Failed {
@@ -307,15 +363,27 @@ pub fn drive(run: &RunDir, settings: &RunSettings, mut board: Board, mut step: u
             "render-report" => vec!["--report-file".into(), settings.report_file.clone()],
             _ => Vec::new(),
         };
-        let out = run_stage(stage, &args, &settings.stage_overrides, input.as_bytes(), ui)?;
+        let out = run_stage(
+            stage,
+            &args,
+            &settings.stage_overrides,
+            input.as_bytes(),
+            ui,
+        )?;
         let out_text = String::from_utf8(out.stdout)
             .map_err(|_| Error::Runtime(format!("stage {stage} wrote output that is not UTF-8")))?;
         let label = format!("{stage} output");
         let next: Board = if stage == "render-report" {
-            let report: ReportResult = crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)?;
+            let report: ReportResult =
+                crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)?;
             report.board
         } else {
-            crate::io::parse_versioned(&label, &out_text, "board_version", crate::model::BOARD_VERSION)?
+            crate::io::parse_versioned(
+                &label,
+                &out_text,
+                "board_version",
+                crate::model::BOARD_VERSION,
+            )?
         };
         run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
         run.save_events(&next)?;
@@ -345,7 +413,11 @@ pub fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> Meeting
 /// The final progress line.
 pub fn final_line(result: &MeetingResult, ui: Ui) -> String {
     let tokens = result.usage.prompt_tokens + result.usage.completion_tokens;
-    let status = if result.forced { "finished (forced)" } else { "finished" };
+    let status = if result.forced {
+        "finished (forced)"
+    } else {
+        "finished"
+    };
     format!(
         "{} {} loops, {} LLM calls, {tokens} tokens → {}",
         paint(ui, "1;32", &format!("{status}:")),
@@ -357,7 +429,10 @@ pub fn final_line(result: &MeetingResult, ui: Ui) -> String {
 
 /// The report path when none is given: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
 pub fn default_report_file(meeting_file: Option<&Path>, topic: &str) -> String {
-    let stem = match meeting_file.and_then(|p| p.file_stem()).and_then(|s| s.to_str()) {
+    let stem = match meeting_file
+        .and_then(|p| p.file_stem())
+        .and_then(|s| s.to_str())
+    {
         Some(s) => s.to_string(),
         None => slug(topic),
     };
@@ -398,7 +473,13 @@ mod tests {
     fn slugs() {
         assert_eq!(slug("Should we adopt Rust?"), "should-we-adopt-rust");
         assert_eq!(slug("是否迁移"), "meeting");
-        assert_eq!(default_report_file(Some(Path::new("meetings/demo.yaml")), "x"), "reports/demo.md");
-        assert_eq!(default_report_file(None, "Go or Rust"), "reports/go-or-rust.md");
+        assert_eq!(
+            default_report_file(Some(Path::new("meetings/demo.yaml")), "x"),
+            "reports/demo.md"
+        );
+        assert_eq!(
+            default_report_file(None, "Go or Rust"),
+            "reports/go-or-rust.md"
+        );
     }
 }

@@ -347,7 +347,11 @@ pub fn load_meeting_agents(
     pm_explicit: bool,
 ) -> Result<(Vec<AgentConfig>, Option<AgentConfig>)> {
     let dir_label = dir.display().to_string();
-    let names: Vec<String> = names.iter().filter(|n| !n.trim().is_empty()).cloned().collect();
+    let names: Vec<String> = names
+        .iter()
+        .filter(|n| !n.trim().is_empty())
+        .cloned()
+        .collect();
     if names.is_empty() {
         return Err(Error::Usage(
             "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
