@@ -6,8 +6,11 @@
 
 pub mod cli;
 pub mod error;
+pub mod events;
 pub mod io;
 pub mod llm;
 pub mod model;
+pub mod pm;
+pub mod turn;
 
 pub use error::{Error, Invalid, Result};
