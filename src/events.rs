@@ -32,7 +32,9 @@ pub struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> String {
-        let d = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
         rfc3339_utc(d.as_secs() as i64, d.subsec_millis())
     }
 }
@@ -85,7 +87,10 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 /// (`loop_count` counts completed loops). Forced-finish events after the last loop stay in
 /// the last loop, so `[loop 7/6]` never appears.
 pub fn current_loop(board: &Board) -> u32 {
-    board.loop_count.saturating_add(1).min(board.max_loops.max(1))
+    board
+        .loop_count
+        .saturating_add(1)
+        .min(board.max_loops.max(1))
 }
 
 /// A bare event of `event_type` by `caller`; `push` fills the rest.

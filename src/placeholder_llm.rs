@@ -26,7 +26,12 @@ pub struct LlmArgs {
     pub cassette: Option<PathBuf>,
 }
 
-pub fn client_for(args: &LlmArgs, board_llm: &LlmSettings, metadata: &Map<String, Value>, calls: u64) -> Result<(Client, Options)> {
+pub fn client_for(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    metadata: &Map<String, Value>,
+    calls: u64,
+) -> Result<(Client, Options)> {
     let provider = metadata
         .get("provider")
         .and_then(Value::as_str)
@@ -42,7 +47,10 @@ pub fn client_for(args: &LlmArgs, board_llm: &LlmSettings, metadata: &Map<String
         .unwrap_or_else(|| "replay".into());
     let opts = Options {
         model,
-        temperature: metadata.get("temperature").and_then(Value::as_f64).or(board_llm.temperature),
+        temperature: metadata
+            .get("temperature")
+            .and_then(Value::as_f64)
+            .or(board_llm.temperature),
         max_tokens: metadata
             .get("max_tokens")
             .and_then(Value::as_u64)
@@ -50,18 +58,35 @@ pub fn client_for(args: &LlmArgs, board_llm: &LlmSettings, metadata: &Map<String
             .or(board_llm.max_tokens),
     };
     if provider != "replay" {
-        return Err(Error::Usage(format!("provider {provider:?} is not available in this build (only replay)")));
+        return Err(Error::Usage(format!(
+            "provider {provider:?} is not available in this build (only replay)"
+        )));
     }
     let Some(path) = &args.cassette else {
-        return Err(Error::Usage("--provider replay needs --cassette F (or MEETING_CASSETTE)".into()));
+        return Err(Error::Usage(
+            "--provider replay needs --cassette F (or MEETING_CASSETTE)".into(),
+        ));
     };
     let text = agent_meeting::io::read_text_file(path)?;
     let mut lines = BTreeMap::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let v: Value = serde_json::from_str(line)
-            .map_err(|e| Error::input(path.display().to_string(), format!("line {}", i + 1), e.to_string()))?;
+    for (i, line) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let v: Value = serde_json::from_str(line).map_err(|e| {
+            Error::input(
+                path.display().to_string(),
+                format!("line {}", i + 1),
+                e.to_string(),
+            )
+        })?;
         let seq = v.get("seq").and_then(Value::as_u64).ok_or_else(|| {
-            Error::input(path.display().to_string(), format!("line {}: seq", i + 1), "expected an integer")
+            Error::input(
+                path.display().to_string(),
+                format!("line {}: seq", i + 1),
+                "expected an integer",
+            )
         })?;
         lines.insert(seq, v);
     }
@@ -77,11 +102,21 @@ impl Provider for Replay {
         "replay"
     }
 
-    fn attempt(&mut self, seq: u64, req: &Request, _opts: &Options) -> std::result::Result<RawReply, AttemptError> {
+    fn attempt(
+        &mut self,
+        seq: u64,
+        req: &Request,
+        _opts: &Options,
+    ) -> std::result::Result<RawReply, AttemptError> {
         let Some(line) = self.lines.get(&seq) else {
-            return Err(AttemptError::Fatal(format!("cassette out of step at call {seq}: no such line")));
+            return Err(AttemptError::Fatal(format!(
+                "cassette out of step at call {seq}: no such line"
+            )));
         };
-        let caller = line.get("caller").and_then(Value::as_str).unwrap_or_default();
+        let caller = line
+            .get("caller")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if caller != req.caller {
             return Err(AttemptError::Fatal(format!(
                 "cassette out of step at call {seq}: expected caller {:?}, cassette has {caller:?}",
@@ -100,11 +135,18 @@ impl Provider for Replay {
         }
         let usage = line.get("usage").map(|u| TokenUsage {
             prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-            completion_tokens: u.get("completion_tokens").and_then(Value::as_u64).unwrap_or(0),
+            completion_tokens: u
+                .get("completion_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0),
             estimated: false,
         });
         Ok(RawReply {
-            text: line.get("response").and_then(Value::as_str).unwrap_or_default().to_string(),
+            text: line
+                .get("response")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
             usage,
         })
     }

@@ -13,7 +13,9 @@ use crate::error::{Error, Result};
 use crate::events::{self, Clock, KIND_CONTROL, KIND_FEEDBACK, KIND_TASK};
 use crate::io::kind_of;
 use crate::llm::{self, Client, ExpectedJson, LlmError, Message, Options, Request};
-use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, LIST_CAP, PM_DECISION_FIELDS};
+use crate::model::{
+    Board, NextAction, PendingCall, PmDecision, Status, LIST_CAP, PM_DECISION_FIELDS,
+};
 
 /// The caller name of every PM call (cassettes, usage, events).
 pub const PM_CALLER: &str = "pm";
@@ -47,7 +49,8 @@ fn env() -> &'static minijinja::Environment<'static> {
             ("agent_user.j2", AGENT_USER),
             ("retry.j2", RETRY),
         ] {
-            env.add_template(name, src).expect("embedded prompt templates compile");
+            env.add_template(name, src)
+                .expect("embedded prompt templates compile");
         }
         env
     })
@@ -69,7 +72,12 @@ pub(crate) fn render<S: Serialize>(name: &str, ctx: &S) -> Result<String> {
 
 /// The correction sent after an unusable reply: the exact error, the allowed values, and a
 /// request for corrected JSON only (SPEC §12).
-pub(crate) fn retry_message(error: &str, allowed_field: &str, allowed: &[String], note: &str) -> Result<String> {
+pub(crate) fn retry_message(
+    error: &str,
+    allowed_field: &str,
+    allowed: &[String],
+    note: &str,
+) -> Result<String> {
     render(
         "retry.j2",
         &json!({"error": error, "allowed_field": allowed_field, "allowed": allowed, "note": note}),
@@ -87,7 +95,11 @@ pub fn cut(s: &str, max: usize) -> String {
 }
 
 pub(crate) fn cut_list(items: &[String]) -> Vec<String> {
-    items.iter().take(LIST_CAP).map(|s| cut(s, ITEM_CHARS)).collect()
+    items
+        .iter()
+        .take(LIST_CAP)
+        .map(|s| cut(s, ITEM_CHARS))
+        .collect()
 }
 
 /// Whether the PM may still call agents.
@@ -123,10 +135,12 @@ pub(crate) fn terminal_stage(board: &Board) -> Option<String> {
             "the meeting is over (status {}); nothing runs next",
             board.status.as_str()
         )),
-        Status::ForcedStop => Some("board status is forced_stop: render-report should run next".into()),
-        Status::Finishing if board.final_report.is_some() => {
-            Some("board status is finishing with a final report: render-report should run next".into())
+        Status::ForcedStop => {
+            Some("board status is forced_stop: render-report should run next".into())
         }
+        Status::Finishing if board.final_report.is_some() => Some(
+            "board status is finishing with a final report: render-report should run next".into(),
+        ),
         _ => None,
     }
 }
@@ -162,8 +176,14 @@ pub fn pm_input(board: &Board) -> Value {
             })
         })
         .collect();
-    let skip = board.recent_errors.len().saturating_sub(RECENT_ERRORS_SHOWN);
-    let recent: Vec<String> = board.recent_errors[skip..].iter().map(|s| cut(s, ITEM_CHARS)).collect();
+    let skip = board
+        .recent_errors
+        .len()
+        .saturating_sub(RECENT_ERRORS_SHOWN);
+    let recent: Vec<String> = board.recent_errors[skip..]
+        .iter()
+        .map(|s| cut(s, ITEM_CHARS))
+        .collect();
     json!({
         "topic": board.topic,
         "decision_packet": {
@@ -254,7 +274,10 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
             .map_err(|e| Failure::Schema(format!("does not match the PM output schema: {e}")))?;
     }
     let Value::Object(obj) = value else {
-        return Err(Failure::Schema(format!("expected a JSON object, got {}", kind_of(value))));
+        return Err(Failure::Schema(format!(
+            "expected a JSON object, got {}",
+            kind_of(value)
+        )));
     };
     // Keys outside PMDecision are dropped rather than refused: the PM config's own schema
     // decides whether extra keys matter, and a retry for a stray key wastes a call.
@@ -266,12 +289,19 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
     if obj.get("analysis").is_some_and(Value::is_null) {
         obj.remove("analysis");
     }
-    let decision: PmDecision = serde_path_to_error::deserialize(Value::Object(obj)).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.inner().to_string();
-        Failure::Schema(if path == "." { inner } else { format!("{path}: {inner}") })
-    })?;
-    decision.validate().map_err(|e| Failure::Schema(e.to_string()))?;
+    let decision: PmDecision =
+        serde_path_to_error::deserialize(Value::Object(obj)).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.inner().to_string();
+            Failure::Schema(if path == "." {
+                inner
+            } else {
+                format!("{path}: {inner}")
+            })
+        })?;
+    decision
+        .validate()
+        .map_err(|e| Failure::Schema(e.to_string()))?;
     if decision.next_action == NextAction::CallAgent {
         if mode == Mode::ForcedFinish {
             return Err(Failure::Schema(
@@ -313,12 +343,20 @@ fn forced_reason(board: &Board) -> String {
 /// `pending_call` (CALL_AGENT), `finishing` + `final_report` (FINISH), `finishing` +
 /// `last_error` (round failed), or `forced_stop` with or without a report (forced_finish mode).
 /// Never changes `loop_count`. A fatal provider error is `Error::Runtime`.
-pub fn pm_step(mut board: Board, client: &mut Client, opts: &Options, clock: &dyn Clock) -> Result<Board> {
+pub fn pm_step(
+    mut board: Board,
+    client: &mut Client,
+    opts: &Options,
+    clock: &dyn Clock,
+) -> Result<Board> {
     check_turn(&board)?;
     let mode = mode(&board);
     if mode == Mode::ForcedFinish && board.status == Status::Running {
         let mut ev = events::message("forced_finish", PM_CALLER, "runtime", "pm", KIND_CONTROL);
-        ev.message = Some(format!("max loops reached ({}/{})", board.loop_count, board.max_loops));
+        ev.message = Some(format!(
+            "max loops reached ({}/{})",
+            board.loop_count, board.max_loops
+        ));
         events::push(&mut board, clock, ev);
     }
     let system = pm_system_prompt(&board)?;
@@ -341,10 +379,20 @@ pub fn pm_step(mut board: Board, client: &mut Client, opts: &Options, clock: &dy
             expect: Some(pm_expected_json()),
         };
         let res = client.call(&req, opts);
-        events::record_llm_call(&mut board, clock, client.calls(), PM_CALLER, attempt, res.as_ref());
+        events::record_llm_call(
+            &mut board,
+            clock,
+            client.calls(),
+            PM_CALLER,
+            attempt,
+            res.as_ref(),
+        );
         let (failure, reply_text) = match res {
             Err(LlmError::Fatal(m)) => {
-                return Err(Error::Runtime(format!("LLM provider {}: {m}", client.provider_name())))
+                return Err(Error::Runtime(format!(
+                    "LLM provider {}: {m}",
+                    client.provider_name()
+                )))
             }
             Err(e @ LlmError::Transient { .. }) => (Failure::Call(e.to_string()), None),
             Ok(reply) => {
@@ -376,13 +424,20 @@ pub fn pm_step(mut board: Board, client: &mut Client, opts: &Options, clock: &dy
         match &failure {
             Failure::Call(_) => {}
             Failure::Json(e) | Failure::Schema(e) => {
-                let mut ev = events::message("pm_invalid_output", PM_CALLER, "runtime", "pm", KIND_FEEDBACK);
+                let mut ev = events::message(
+                    "pm_invalid_output",
+                    PM_CALLER,
+                    "runtime",
+                    "pm",
+                    KIND_FEEDBACK,
+                );
                 ev.attempt = Some(attempt);
                 ev.error = Some(e.clone());
                 events::push(&mut board, clock, ev);
             }
             Failure::Routing(target, e) => {
-                let mut ev = events::message("pm_routing_error", PM_CALLER, "pm", target, KIND_FEEDBACK);
+                let mut ev =
+                    events::message("pm_routing_error", PM_CALLER, "pm", target, KIND_FEEDBACK);
                 ev.attempt = Some(attempt);
                 ev.error = Some(e.clone());
                 events::push(&mut board, clock, ev);
@@ -398,7 +453,17 @@ pub fn pm_step(mut board: Board, client: &mut Client, opts: &Options, clock: &dy
                 Failure::Schema(e) | Failure::Routing(_, e) | Failure::Call(e) => e.clone(),
             };
             messages.push(Message::assistant(text));
-            messages.push(Message::user(retry_message(&error, "target_agent", &board.participants, forced_note)?));
+            // In forced_finish mode no target is allowed, so no names are offered.
+            let allowed: &[String] = match mode {
+                Mode::Normal => &board.participants,
+                Mode::ForcedFinish => &[],
+            };
+            messages.push(Message::user(retry_message(
+                &error,
+                "target_agent",
+                allowed,
+                forced_note,
+            )?));
         }
     };
 
@@ -409,7 +474,8 @@ pub fn pm_step(mut board: Board, client: &mut Client, opts: &Options, clock: &dy
                 NextAction::CallAgent => {
                     let target = d.target_agent.unwrap_or_default();
                     let prompt = d.prompt_for_agent.unwrap_or_default();
-                    let mut ev = events::message("pm_decision", PM_CALLER, "pm", &target, KIND_TASK);
+                    let mut ev =
+                        events::message("pm_decision", PM_CALLER, "pm", &target, KIND_TASK);
                     ev.message = Some(prompt.clone());
                     events::push(&mut board, clock, ev);
                     board.pending_call = Some(PendingCall {
@@ -427,7 +493,13 @@ pub fn pm_step(mut board: Board, client: &mut Client, opts: &Options, clock: &dy
         }
         (Mode::Normal, Err(f)) => {
             let error = f.describe();
-            let mut ev = events::message("pm_round_failed", PM_CALLER, "runtime", "meeting", KIND_CONTROL);
+            let mut ev = events::message(
+                "pm_round_failed",
+                PM_CALLER,
+                "runtime",
+                "meeting",
+                KIND_CONTROL,
+            );
             ev.error = Some(error.clone());
             events::push(&mut board, clock, ev);
             let mut ev = events::message("forced_finish", PM_CALLER, "runtime", "pm", KIND_CONTROL);
@@ -444,7 +516,13 @@ pub fn pm_step(mut board: Board, client: &mut Client, opts: &Options, clock: &dy
         }
         (Mode::ForcedFinish, Err(f)) => {
             let error = f.describe();
-            let mut ev = events::message("pm_round_failed", PM_CALLER, "runtime", "meeting", KIND_CONTROL);
+            let mut ev = events::message(
+                "pm_round_failed",
+                PM_CALLER,
+                "runtime",
+                "meeting",
+                KIND_CONTROL,
+            );
             ev.error = Some(error.clone());
             events::push(&mut board, clock, ev);
             let reason = forced_reason(&board);

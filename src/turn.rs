@@ -9,7 +9,8 @@ use crate::events::{self, Clock, KIND_FEEDBACK, KIND_RESULT};
 use crate::io::kind_of;
 use crate::llm::{self, Client, ExpectedJson, LlmError, Message, Options, Request};
 use crate::model::{
-    AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, Status, TurnStatus, AGENT_TURN_FIELDS,
+    AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, Status,
+    TurnStatus, AGENT_TURN_FIELDS,
 };
 use crate::pm::{cut, cut_list, render, retry_message, terminal_stage, ITEM_CHARS};
 
@@ -40,7 +41,11 @@ pub fn check_turn(board: &Board) -> Result<()> {
         return Err(Error::input(
             "",
             "pending_call.target_agent",
-            format!("{:?} has no config in agents (known: {})", call.target_agent, known.join(", ")),
+            format!(
+                "{:?} has no config in agents (known: {})",
+                call.target_agent,
+                known.join(", ")
+            ),
         ));
     }
     Ok(())
@@ -89,7 +94,12 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
     let required: Vec<String> = agent
         .and_then(|a| a.output_schema.get("required"))
         .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|r| {
+            r.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_else(|| vec!["response".to_string()]);
     let documents: Vec<Value> = board
         .context_bundle
@@ -100,7 +110,7 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
                 "document_id": d.document_id,
                 "source_path": d.source_path,
                 "purpose": cut(&d.purpose, ITEM_CHARS),
-                "excerpt": d.excerpt,
+                "excerpt": defuse_fences(&d.excerpt),
             })
         })
         .collect();
@@ -117,6 +127,13 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
     )
 }
 
+/// A document cannot close its own fence early and pose as prompt text.
+fn defuse_fences(excerpt: &str) -> String {
+    excerpt
+        .replace("----- BEGIN DOCUMENT", "- - - BEGIN DOCUMENT")
+        .replace("----- END DOCUMENT", "- - - END DOCUMENT")
+}
+
 /// The first sentence of `text` (up to `.`, `!`, `?` followed by a space, or `。！？`), cut
 /// to 300 characters.
 pub fn first_sentence(text: &str) -> String {
@@ -126,7 +143,7 @@ pub fn first_sentence(text: &str) -> String {
     while let Some((i, c)) = chars.next() {
         let stop = match c {
             '。' | '！' | '？' => true,
-            '.' | '!' | '?' => chars.peek().is_none_or(|(_, n)| n.is_whitespace()),
+            '.' | '!' | '?' => chars.peek().map_or(true, |(_, n)| n.is_whitespace()),
             _ => false,
         };
         if stop {
@@ -171,7 +188,11 @@ pub fn verify_quote(excerpt: &str, quote: &str) -> bool {
 /// (keys outside it dropped, `agent_name` set by the runtime), and every citation against the
 /// collected documents. Quotes are marked verified or not; only unknown ids and mismatched
 /// paths fail.
-pub fn check_answer(board: &Board, agent: &AgentConfig, value: &Value) -> std::result::Result<AgentTurnResult, String> {
+pub fn check_answer(
+    board: &Board,
+    agent: &AgentConfig,
+    value: &Value,
+) -> std::result::Result<AgentTurnResult, String> {
     llm::validate(value, &Value::Object(agent.output_schema.clone()))
         .map_err(|e| format!("does not match the output schema: {e}"))?;
     let Value::Object(obj) = value else {
@@ -182,15 +203,16 @@ pub fn check_answer(board: &Board, agent: &AgentConfig, value: &Value) -> std::r
         .filter(|(k, _)| AGENT_TURN_FIELDS.contains(&k.as_str()) && k.as_str() != "agent_name")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let mut result: AgentTurnResult = serde_path_to_error::deserialize(Value::Object(obj)).map_err(|e| {
-        let path = e.path().to_string();
-        let inner = e.inner().to_string();
-        if path == "." {
-            inner
-        } else {
-            format!("{path}: {inner}")
-        }
-    })?;
+    let mut result: AgentTurnResult = serde_path_to_error::deserialize(Value::Object(obj))
+        .map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.inner().to_string();
+            if path == "." {
+                inner
+            } else {
+                format!("{path}: {inner}")
+            }
+        })?;
     if result.response.trim().is_empty() {
         return Err("response: must not be empty".into());
     }
@@ -219,7 +241,10 @@ fn allowed_ids(docs: &[ContextDocument]) -> String {
     if docs.is_empty() {
         "none: no documents were collected, so citations must be an empty list".into()
     } else {
-        docs.iter().map(|d| d.document_id.as_str()).collect::<Vec<_>>().join(", ")
+        docs.iter()
+            .map(|d| d.document_id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 
@@ -235,9 +260,17 @@ pub fn agent_expected_json(agent: &AgentConfig) -> ExpectedJson {
 /// `last_turn` set (ok or error) and `pending_call` cleared. One retry with the precise error;
 /// a second failure is an error turn, not a program failure. A fatal provider error is
 /// `Error::Runtime`; an input that breaks the agent's `input_schema` is `Error::Input`.
-pub fn agent_turn(mut board: Board, client: &mut Client, opts: &Options, clock: &dyn Clock) -> Result<Board> {
+pub fn agent_turn(
+    mut board: Board,
+    client: &mut Client,
+    opts: &Options,
+    clock: &dyn Clock,
+) -> Result<Board> {
     check_turn(&board)?;
-    let call = board.pending_call.clone().expect("check_turn ensures a pending_call");
+    let call = board
+        .pending_call
+        .clone()
+        .expect("check_turn ensures a pending_call");
     let agent = board.agents[&call.target_agent].clone();
     let name = agent.name.clone();
     let input = agent_input(&board, &call);
@@ -250,7 +283,12 @@ pub fn agent_turn(mut board: Board, client: &mut Client, opts: &Options, clock: 
     })?;
 
     let mut messages = vec![Message::user(render_agent_user(&board, &call)?)];
-    let doc_ids: Vec<String> = board.context_bundle.documents.iter().map(|d| d.document_id.clone()).collect();
+    let doc_ids: Vec<String> = board
+        .context_bundle
+        .documents
+        .iter()
+        .map(|d| d.document_id.clone())
+        .collect();
     let mut outcome = Err(String::new());
     for attempt in 1..=2u32 {
         let req = Request {
@@ -260,10 +298,20 @@ pub fn agent_turn(mut board: Board, client: &mut Client, opts: &Options, clock: 
             expect: Some(agent_expected_json(&agent)),
         };
         let res = client.call(&req, opts);
-        events::record_llm_call(&mut board, clock, client.calls(), &name, attempt, res.as_ref());
+        events::record_llm_call(
+            &mut board,
+            clock,
+            client.calls(),
+            &name,
+            attempt,
+            res.as_ref(),
+        );
         let (error, reply_text) = match res {
             Err(LlmError::Fatal(m)) => {
-                return Err(Error::Runtime(format!("LLM provider {}: {m}", client.provider_name())))
+                return Err(Error::Runtime(format!(
+                    "LLM provider {}: {m}",
+                    client.provider_name()
+                )))
             }
             Err(e @ LlmError::Transient { .. }) => (format!("LLM call failed: {e}"), None),
             Ok(reply) => {
@@ -291,9 +339,18 @@ pub fn agent_turn(mut board: Board, client: &mut Client, opts: &Options, clock: 
         events::push(&mut board, clock, ev);
         // A failed call has no reply to correct: the same request is simply sent again.
         if let Some(text) = reply_text {
-            let allowed = if error.starts_with("citations[") { doc_ids.as_slice() } else { &[] };
+            let allowed = if error.starts_with("citations[") {
+                doc_ids.as_slice()
+            } else {
+                &[]
+            };
             messages.push(Message::assistant(text));
-            messages.push(Message::user(retry_message(&error, "document_id", allowed, "")?));
+            messages.push(Message::user(retry_message(
+                &error,
+                "document_id",
+                allowed,
+                "",
+            )?));
         }
     }
 
@@ -348,7 +405,10 @@ mod tests {
     #[test]
     fn first_sentences() {
         assert_eq!(first_sentence("Go with B. It is cheaper."), "Go with B.");
-        assert_eq!(first_sentence("Version 2.1 is fine! Yes"), "Version 2.1 is fine!");
+        assert_eq!(
+            first_sentence("Version 2.1 is fine! Yes"),
+            "Version 2.1 is fine!"
+        );
         assert_eq!(first_sentence("选择方案B。因为更便宜"), "选择方案B。");
         assert_eq!(first_sentence("no stop at all"), "no stop at all");
         assert_eq!(first_sentence(&"x".repeat(400)).chars().count(), 300);

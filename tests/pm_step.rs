@@ -21,9 +21,16 @@ fn finish(report: &str) -> serde_json::Value {
            "prompt_for_agent": null, "final_report": report})
 }
 
-const REPORT: &str = "### Executive Summary\nKeep Python.\n\n### Recommendation\nKeep Python; revisit in 6 months.";
+const REPORT: &str =
+    "### Executive Summary\nKeep Python.\n\n### Recommendation\nKeep Python; revisit in 6 months.";
 
-fn run(board: agent_meeting::model::Board, replies: Vec<Result<agent_meeting::llm::RawReply, AttemptError>>) -> (agent_meeting::model::Board, Vec<agent_meeting::llm::Request>) {
+fn run(
+    board: agent_meeting::model::Board,
+    replies: Vec<Result<agent_meeting::llm::RawReply, AttemptError>>,
+) -> (
+    agent_meeting::model::Board,
+    Vec<agent_meeting::llm::Request>,
+) {
     let (mut c, seen) = client(&board, replies);
     let b = pm_step(board, &mut c, &opts(), &clock()).expect("pm_step");
     let reqs = seen.borrow().iter().map(|(_, r)| r.clone()).collect();
@@ -38,7 +45,13 @@ fn last_user(req: &agent_meeting::llm::Request) -> &str {
 
 #[test]
 fn call_agent_sets_pending_call_and_records_events() {
-    let (b, reqs) = run(board(), vec![ok_json(call("arch", "How many weeks would the rewrite take?"))]);
+    let (b, reqs) = run(
+        board(),
+        vec![ok_json(call(
+            "arch",
+            "How many weeks would the rewrite take?",
+        ))],
+    );
     assert_eq!(
         b.pending_call,
         Some(PendingCall {
@@ -51,14 +64,36 @@ fn call_agent_sets_pending_call_and_records_events() {
     assert_eq!(b.loop_count, 0);
     assert_eq!(event_types(&b), ["llm_call", "pm_decision"]);
     let d = &b.event_log[1];
-    assert_eq!((d.from.as_deref(), d.to.as_deref(), d.kind.as_deref()), (Some("pm"), Some("arch"), Some("task")));
-    assert_eq!(d.message.as_deref(), Some("How many weeks would the rewrite take?"));
-    assert_eq!((d.ts.as_str(), d.trace_id.as_str(), d.loop_no), (NOW, "trace-1", 1));
+    assert_eq!(
+        (d.from.as_deref(), d.to.as_deref(), d.kind.as_deref()),
+        (Some("pm"), Some("arch"), Some("task"))
+    );
+    assert_eq!(
+        d.message.as_deref(),
+        Some("How many weeks would the rewrite take?")
+    );
+    assert_eq!(
+        (d.ts.as_str(), d.trace_id.as_str(), d.loop_no),
+        (NOW, "trace-1", 1)
+    );
     let llm = &b.event_log[0];
-    assert_eq!((llm.caller.as_str(), llm.status.as_deref(), llm.attempt), ("pm", Some("ok"), Some(1)));
-    assert_eq!((llm.prompt_tokens, llm.completion_tokens), (Some(100), Some(20)));
+    assert_eq!(
+        (llm.caller.as_str(), llm.status.as_deref(), llm.attempt),
+        ("pm", Some("ok"), Some(1))
+    );
+    assert_eq!(
+        (llm.prompt_tokens, llm.completion_tokens),
+        (Some(100), Some(20))
+    );
     // Usage: one call, charged to the pm.
-    assert_eq!((b.usage.calls, b.usage.prompt_tokens, b.usage.completion_tokens), (1, 100, 20));
+    assert_eq!(
+        (
+            b.usage.calls,
+            b.usage.prompt_tokens,
+            b.usage.completion_tokens
+        ),
+        (1, 100, 20)
+    );
     assert_eq!(b.usage.by_caller["pm"].calls, 1);
     assert_eq!(b.usage.by_caller["pm"].completion_tokens, 20);
     // The request: built-in PM prompt, one user message, the pm_decision schema.
@@ -74,7 +109,11 @@ fn call_counter_continues_from_the_board() {
     b0.usage.calls = 7;
     let (mut c, seen) = client(&b0, vec![ok_json(call("biz", "What is the budget?"))]);
     let b = pm_step(b0, &mut c, &opts(), &clock()).unwrap();
-    assert_eq!(seen.borrow()[0].0, 8, "the first attempt of a stage is usage.calls + 1");
+    assert_eq!(
+        seen.borrow()[0].0,
+        8,
+        "the first attempt of a stage is usage.calls + 1"
+    );
     assert_eq!(b.usage.calls, 8);
 }
 
@@ -87,43 +126,84 @@ fn finish_sets_finishing_with_report() {
     assert_eq!(b.final_report.as_deref(), Some(REPORT));
     assert_eq!(b.pending_call, None);
     assert_eq!(b.process_note, None);
-    assert_eq!(b.last_error, None, "a valid decision clears the error the PM has now seen");
+    assert_eq!(
+        b.last_error, None,
+        "a valid decision clears the error the PM has now seen"
+    );
     let d = events_of(&b, "pm_decision")[0];
-    assert_eq!((d.to.as_deref(), d.kind.as_deref(), d.message.as_deref()), (Some("meeting"), Some("control"), Some("FINISH")));
+    assert_eq!(
+        (d.to.as_deref(), d.kind.as_deref(), d.message.as_deref()),
+        (Some("meeting"), Some("control"), Some("FINISH"))
+    );
 }
 
 #[test]
 fn invalid_json_is_retried_once_with_the_error() {
-    let (b, reqs) = run(board(), vec![ok("Sure! Here is my decision: {oops"), ok_json(call("arch", "Q?"))]);
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok("Sure! Here is my decision: {oops"),
+            ok_json(call("arch", "Q?")),
+        ],
+    );
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
     assert_eq!(reqs.len(), 2);
     let retry = &reqs[1];
     assert_eq!(retry.messages.len(), 3);
     assert_eq!(retry.messages[1].role, Role::Assistant);
-    assert_eq!(retry.messages[1].content, "Sure! Here is my decision: {oops");
+    assert_eq!(
+        retry.messages[1].content,
+        "Sure! Here is my decision: {oops"
+    );
     let fb = last_user(retry);
     assert!(fb.contains("not valid JSON"), "{fb}");
     assert!(fb.contains("arch, biz"), "allowed values are quoted: {fb}");
     assert!(fb.contains("corrected JSON object only"), "{fb}");
-    assert_eq!(event_types(&b), ["llm_call", "pm_invalid_output", "llm_call", "pm_decision"]);
+    assert_eq!(
+        event_types(&b),
+        ["llm_call", "pm_invalid_output", "llm_call", "pm_decision"]
+    );
     let inv = events_of(&b, "pm_invalid_output")[0];
-    assert_eq!((inv.from.as_deref(), inv.to.as_deref(), inv.kind.as_deref()), (Some("runtime"), Some("pm"), Some("feedback")));
+    assert_eq!(
+        (inv.from.as_deref(), inv.to.as_deref(), inv.kind.as_deref()),
+        (Some("runtime"), Some("pm"), Some("feedback"))
+    );
     assert_eq!(b.loop_count, 0);
     assert_eq!(b.usage.by_caller["pm"].calls, 2);
 }
 
 #[test]
 fn invalid_json_twice_fails_the_round() {
-    let (b, reqs) = run(board(), vec![ok("nope"), ok("still nope"), ok_json(call("arch", "never asked"))]);
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok("nope"),
+            ok("still nope"),
+            ok_json(call("arch", "never asked")),
+        ],
+    );
     assert_eq!(reqs.len(), 2, "one retry only");
     assert_eq!(b.status, Status::Finishing);
     assert_eq!(b.final_report, None);
     assert_eq!(b.pending_call, None);
-    assert!(b.last_error.as_deref().unwrap().starts_with("PM output was not valid JSON"), "{:?}", b.last_error);
+    assert!(
+        b.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("PM output was not valid JSON"),
+        "{:?}",
+        b.last_error
+    );
     assert_eq!(b.loop_count, 0, "PM-only retries never count a loop");
     let types = event_types(&b);
-    assert!(types.ends_with(&["pm_round_failed", "forced_finish"]), "{types:?}");
-    assert_eq!(events_of(&b, "forced_finish")[0].kind.as_deref(), Some("control"));
+    assert!(
+        types.ends_with(&["pm_round_failed", "forced_finish"]),
+        "{types:?}"
+    );
+    assert_eq!(
+        events_of(&b, "forced_finish")[0].kind.as_deref(),
+        Some("control")
+    );
 }
 
 #[test]
@@ -133,10 +213,16 @@ fn schema_invalid_decision_retried_once_then_round_fails() {
     let (b, reqs) = run(board(), vec![ok_json(no_report), ok_json(bad_action)]);
     assert_eq!(reqs.len(), 2);
     let fb = last_user(&reqs[1]);
-    assert!(fb.contains("final_report") && fb.contains("required"), "{fb}");
+    assert!(
+        fb.contains("final_report") && fb.contains("required"),
+        "{fb}"
+    );
     assert_eq!(b.status, Status::Finishing);
     let err = b.last_error.as_deref().unwrap();
-    assert!(err.starts_with("PM decision invalid: next_action: unknown variant `ASK`"), "{err}");
+    assert!(
+        err.starts_with("PM decision invalid: next_action: unknown variant `ASK`"),
+        "{err}"
+    );
     assert_eq!(events_of(&b, "pm_invalid_output").len(), 2);
 }
 
@@ -144,7 +230,11 @@ fn schema_invalid_decision_retried_once_then_round_fails() {
 fn json_and_schema_retries_are_separate_budgets() {
     let (b, reqs) = run(
         board(),
-        vec![ok("not json"), ok_json(json!({"next_action": "CALL_AGENT", "target_agent": "arch"})), ok_json(call("arch", "Q?"))],
+        vec![
+            ok("not json"),
+            ok_json(json!({"next_action": "CALL_AGENT", "target_agent": "arch"})),
+            ok_json(call("arch", "Q?")),
+        ],
     );
     assert_eq!(reqs.len(), 3);
     assert!(last_user(&reqs[2]).contains("prompt_for_agent"));
@@ -153,24 +243,43 @@ fn json_and_schema_retries_are_separate_budgets() {
 
 #[test]
 fn unknown_targets_twice_end_the_round() {
-    let (b, reqs) = run(board(), vec![ok_json(call("ops", "Q1?")), ok_json(call("security", "Q2?"))]);
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok_json(call("ops", "Q1?")),
+            ok_json(call("security", "Q2?")),
+        ],
+    );
     assert_eq!(reqs.len(), 2);
     let fb = last_user(&reqs[1]);
-    assert!(fb.contains("\"ops\" is not a participant") && fb.contains("arch, biz"), "{fb}");
+    assert!(
+        fb.contains("\"ops\" is not a participant") && fb.contains("arch, biz"),
+        "{fb}"
+    );
     let routing = events_of(&b, "pm_routing_error");
     assert_eq!(routing.len(), 2);
     assert_eq!(routing[0].to.as_deref(), Some("ops"));
     assert_eq!(routing[1].to.as_deref(), Some("security"));
-    assert_eq!((routing[0].from.as_deref(), routing[0].kind.as_deref()), (Some("pm"), Some("feedback")));
+    assert_eq!(
+        (routing[0].from.as_deref(), routing[0].kind.as_deref()),
+        (Some("pm"), Some("feedback"))
+    );
     assert_eq!(b.status, Status::Finishing);
-    assert!(b.last_error.as_deref().unwrap().starts_with("PM routing failed: target_agent \"security\""));
+    assert!(b
+        .last_error
+        .as_deref()
+        .unwrap()
+        .starts_with("PM routing failed: target_agent \"security\""));
     assert_eq!(b.loop_count, 0);
     assert_eq!(b.pending_call, None);
 }
 
 #[test]
 fn one_routing_error_then_valid_call() {
-    let (b, _) = run(board(), vec![ok_json(call("ops", "Q1?")), ok_json(call("biz", "Q2?"))]);
+    let (b, _) = run(
+        board(),
+        vec![ok_json(call("ops", "Q1?")), ok_json(call("biz", "Q2?"))],
+    );
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "biz");
     assert_eq!(events_of(&b, "pm_routing_error").len(), 1);
     assert_eq!(b.status, Status::Running);
@@ -180,10 +289,16 @@ fn one_routing_error_then_valid_call() {
 fn forced_mode_refuses_call_agent_then_accepts_finish() {
     let mut b0 = board();
     b0.loop_count = 6;
-    let (b, reqs) = run(b0, vec![ok_json(call("arch", "one more?")), ok_json(finish(REPORT))]);
+    let (b, reqs) = run(
+        b0,
+        vec![ok_json(call("arch", "one more?")), ok_json(finish(REPORT))],
+    );
     assert!(reqs[0].messages[0].content.contains("Mode: forced_finish"));
     let fb = last_user(&reqs[1]);
-    assert!(fb.contains("CALL_AGENT is not allowed in forced_finish mode"), "{fb}");
+    assert!(
+        fb.contains("CALL_AGENT is not allowed in forced_finish mode"),
+        "{fb}"
+    );
     assert_eq!(b.status, Status::ForcedStop);
     assert_eq!(b.final_report.as_deref(), Some(REPORT));
     assert_eq!(b.pending_call, None);
@@ -202,12 +317,21 @@ fn forced_mode_refuses_call_agent_then_accepts_finish() {
 fn forced_mode_invalid_twice_stops_without_report() {
     let mut b0 = board();
     b0.loop_count = 6;
-    let (b, reqs) = run(b0, vec![ok_json(call("arch", "more?")), ok_json(call("biz", "more?"))]);
+    let (b, reqs) = run(
+        b0,
+        vec![
+            ok_json(call("arch", "more?")),
+            ok_json(call("biz", "more?")),
+        ],
+    );
     assert_eq!(reqs.len(), 2);
     assert_eq!(b.status, Status::ForcedStop);
     assert_eq!(b.final_report, None);
     let note = b.process_note.clone().unwrap();
-    assert!(note.starts_with("Meeting stopped after reaching max loop limit (6/6)"), "{note}");
+    assert!(
+        note.starts_with("Meeting stopped after reaching max loop limit (6/6)"),
+        "{note}"
+    );
     assert!(note.contains("fallback report generated"), "{note}");
     assert!(event_types(&b).contains(&"pm_round_failed"));
 }
@@ -217,7 +341,9 @@ fn finishing_without_report_runs_forced_and_notes_the_earlier_failure() {
     let mut b0 = board();
     b0.loop_count = 2;
     b0.status = Status::Finishing;
-    b0.last_error = Some("PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz)".into());
+    b0.last_error = Some(
+        "PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz)".into(),
+    );
     let (b, reqs) = run(b0, vec![ok_json(finish(REPORT))]);
     assert!(reqs[0].messages[0].content.contains("Mode: forced_finish"));
     assert_eq!(b.status, Status::ForcedStop);
@@ -226,7 +352,10 @@ fn finishing_without_report_runs_forced_and_notes_the_earlier_failure() {
         b.process_note.as_deref(),
         Some("PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz); the meeting was closed early.")
     );
-    assert!(events_of(&b, "forced_finish").is_empty(), "announced when the round failed");
+    assert!(
+        events_of(&b, "forced_finish").is_empty(),
+        "announced when the round failed"
+    );
 }
 
 #[test]
@@ -234,13 +363,20 @@ fn transient_errors_count_as_failed_attempts() {
     let timeout = || Err(AttemptError::Timeout("read timed out".into()));
     let (b, reqs) = run(board(), vec![timeout(), ok_json(call("arch", "Q?"))]);
     assert_eq!(reqs.len(), 2);
-    assert_eq!(reqs[1].messages.len(), 1, "nothing to correct after a failed call");
+    assert_eq!(
+        reqs[1].messages.len(),
+        1,
+        "nothing to correct after a failed call"
+    );
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
     let llm = events_of(&b, "llm_call");
     assert_eq!(llm[0].status.as_deref(), Some("error"));
     assert!(llm[0].error.is_some());
 
-    let (b, reqs) = run(board(), vec![timeout(), timeout(), ok_json(call("arch", "Q?"))]);
+    let (b, reqs) = run(
+        board(),
+        vec![timeout(), timeout(), ok_json(call("arch", "Q?"))],
+    );
     assert_eq!(reqs.len(), 2);
     assert_eq!(b.status, Status::Finishing);
     assert!(b.last_error.unwrap().starts_with("PM call failed"));
@@ -250,17 +386,27 @@ fn transient_errors_count_as_failed_attempts() {
 #[test]
 fn fatal_llm_error_is_a_runtime_failure() {
     let b0 = board();
-    let (mut c, _) = client(&b0, vec![Err(AttemptError::Fatal("401 invalid api key".into()))]);
+    let (mut c, _) = client(
+        &b0,
+        vec![Err(AttemptError::Fatal("401 invalid api key".into()))],
+    );
     let e = pm_step(b0, &mut c, &opts(), &clock()).unwrap_err();
     assert!(matches!(e, Error::Runtime(_)), "{e:?}");
     assert_eq!(e.exit_code(), 1);
-    assert!(e.to_string().contains("fake") && e.to_string().contains("401 invalid api key"), "{e}");
+    assert!(
+        e.to_string().contains("fake") && e.to_string().contains("401 invalid api key"),
+        "{e}"
+    );
 }
 
 #[test]
 fn wrong_stage_boards_name_the_right_stage() {
-    let cases: Vec<(Box<dyn Fn(&mut agent_meeting::model::Board)>, &str)> = vec![
-        (Box::new(|b| b.pending_call = board_with_call("arch").pending_call), "agent-turn should run next"),
+    type Edit = Box<dyn Fn(&mut agent_meeting::model::Board)>;
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            Box::new(|b| b.pending_call = board_with_call("arch").pending_call),
+            "agent-turn should run next",
+        ),
         (
             Box::new(|b| {
                 b.last_turn = Some(agent_meeting::model::LastTurn {
@@ -280,9 +426,18 @@ fn wrong_stage_boards_name_the_right_stage() {
             }),
             "render-report should run next",
         ),
-        (Box::new(|b| b.status = Status::ForcedStop), "render-report should run next"),
-        (Box::new(|b| b.status = Status::Finished), "the meeting is over"),
-        (Box::new(|b| b.status = Status::Failed), "the meeting is over"),
+        (
+            Box::new(|b| b.status = Status::ForcedStop),
+            "render-report should run next",
+        ),
+        (
+            Box::new(|b| b.status = Status::Finished),
+            "the meeting is over",
+        ),
+        (
+            Box::new(|b| b.status = Status::Failed),
+            "the meeting is over",
+        ),
     ];
     for (edit, want) in cases {
         let mut b0 = board();
@@ -291,7 +446,10 @@ fn wrong_stage_boards_name_the_right_stage() {
         let e = pm_step(b0, &mut c, &opts(), &clock()).unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{e:?}");
         assert!(e.to_string().contains(want), "{e} should contain {want}");
-        assert!(seen.borrow().is_empty(), "no LLM call on a wrong-stage board");
+        assert!(
+            seen.borrow().is_empty(),
+            "no LLM call on a wrong-stage board"
+        );
     }
 }
 
@@ -314,7 +472,10 @@ fn pm_config_prompt_and_output_schema_apply() {
     let (b, reqs) = run(b0, vec![ok_json(short), ok_json(call("arch", "Q?"))]);
     assert_eq!(reqs[0].system, "You are the custom PM.");
     let fb = last_user(&reqs[1]);
-    assert!(fb.contains("PM output schema") && fb.contains("/analysis"), "{fb}");
+    assert!(
+        fb.contains("PM output schema") && fb.contains("/analysis"),
+        "{fb}"
+    );
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
 }
 
@@ -330,7 +491,8 @@ fn extra_keys_and_null_analysis_are_tolerated() {
 #[test]
 fn pm_input_is_exactly_the_summary_layer() {
     let mut b = board();
-    b.event_log.push(agent_meeting::events::event("llm_call", "pm"));
+    b.event_log
+        .push(agent_meeting::events::event("llm_call", "pm"));
     b.latest_agent_outputs.insert(
         "arch".into(),
         agent_meeting::model::AgentTurnResult {
@@ -338,7 +500,9 @@ fn pm_input_is_exactly_the_summary_layer() {
             ..Default::default()
         },
     );
-    b.recent_errors = (1..=8).map(|i| format!("Agent arch failed: e{i}")).collect();
+    b.recent_errors = (1..=8)
+        .map(|i| format!("Agent arch failed: e{i}"))
+        .collect();
     b.loop_count = 2;
     let v = pm_input(&b);
     let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -346,14 +510,27 @@ fn pm_input_is_exactly_the_summary_layer() {
     assert_eq!(
         keys,
         [
-            "decision_packet", "decisions", "key_points", "last_error", "mode", "open_questions",
-            "participants", "recent_errors", "remaining_loops", "risks", "summary", "topic"
+            "decision_packet",
+            "decisions",
+            "key_points",
+            "last_error",
+            "mode",
+            "open_questions",
+            "participants",
+            "recent_errors",
+            "remaining_loops",
+            "risks",
+            "summary",
+            "topic"
         ]
     );
     assert_eq!(v["remaining_loops"], 4);
     assert_eq!(v["mode"], "normal");
-    assert_eq!(v["participants"][0], json!({"name": "arch", "role": "software architect",
-        "description": "software architect who answers questions about arch matters."}));
+    assert_eq!(
+        v["participants"][0],
+        json!({"name": "arch", "role": "software architect",
+        "description": "software architect who answers questions about arch matters."})
+    );
     assert_eq!(v["recent_errors"].as_array().unwrap().len(), 5);
     assert_eq!(v["recent_errors"][4], "Agent arch failed: e8");
     let text = v.to_string();
@@ -370,7 +547,8 @@ fn stuffed(item_chars: usize) -> agent_meeting::model::Board {
     b.recent_errors = (0..20).map(|i| item("e", i)).collect();
     b.summary = "s".repeat(1200);
     for _ in 0..300 {
-        b.event_log.push(agent_meeting::events::event("llm_call", "arch"));
+        b.event_log
+            .push(agent_meeting::events::event("llm_call", "arch"));
     }
     b
 }
@@ -378,15 +556,28 @@ fn stuffed(item_chars: usize) -> agent_meeting::model::Board {
 #[test]
 fn list_items_are_cut_and_the_prompt_stays_flat() {
     let v = pm_input(&stuffed(5000));
-    for list in ["key_points", "open_questions", "decisions", "risks", "recent_errors"] {
+    for list in [
+        "key_points",
+        "open_questions",
+        "decisions",
+        "risks",
+        "recent_errors",
+    ] {
         for item in v[list].as_array().unwrap() {
-            assert!(item.as_str().unwrap().chars().count() <= 500, "{list} item longer than 500");
+            assert!(
+                item.as_str().unwrap().chars().count() <= 500,
+                "{list} item longer than 500"
+            );
         }
     }
     assert_eq!(v["key_points"][0].as_str().unwrap().chars().count(), 500);
     let long = pm::render_pm_user(&stuffed(5000)).unwrap();
     let longer = pm::render_pm_user(&stuffed(50_000)).unwrap();
-    assert_eq!(long.len(), longer.len(), "prompt size does not grow with item length");
+    assert_eq!(
+        long.len(),
+        longer.len(),
+        "prompt size does not grow with item length"
+    );
     assert!(long.len() < 60_000, "{}", long.len());
 }
 
@@ -402,7 +593,9 @@ fn golden_pm_prompts() {
     golden("pm_system.txt", &pm::pm_system_prompt(&b).unwrap());
     golden("pm_user.txt", &pm::render_pm_user(&b).unwrap());
     b.loop_count = 6;
-    b.last_error = Some("PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz)".into());
+    b.last_error = Some(
+        "PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz)".into(),
+    );
     golden("pm_user_forced.txt", &pm::render_pm_user(&b).unwrap());
 }
 
@@ -418,8 +611,13 @@ fn cassette(dir: &std::path::Path, lines: &[serde_json::Value]) -> std::path::Pa
 #[test]
 fn cli_applies_a_decision() {
     let d = tempfile::tempdir().unwrap();
-    let c = cassette(d.path(), &[json!({"seq": 1, "caller": "pm", "response": call("biz", "What is the budget?").to_string(),
-                                        "usage": {"prompt_tokens": 10, "completion_tokens": 5}})]);
+    let c = cassette(
+        d.path(),
+        &[
+            json!({"seq": 1, "caller": "pm", "response": call("biz", "What is the budget?").to_string(),
+                                        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+        ],
+    );
     let out = Command::cargo_bin("pm-step")
         .unwrap()
         .args(["--provider", "replay", "--cassette"])
@@ -446,7 +644,10 @@ fn cli_refuses_a_board_that_is_not_its_turn() {
         .assert()
         .code(2)
         .stdout(predicate::str::is_empty())
-        .stderr(predicate::str::starts_with("pm-step: ").and(predicate::str::contains("agent-turn should run next")));
+        .stderr(
+            predicate::str::starts_with("pm-step: ")
+                .and(predicate::str::contains("agent-turn should run next")),
+        );
 }
 
 #[test]
@@ -458,11 +659,16 @@ fn cli_rejects_bad_board_version_and_shows_example_in_help() {
         .write_stdin(v.to_string())
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("board_version: version 9 is not supported"));
+        .stderr(predicate::str::contains(
+            "board_version: version 9 is not supported",
+        ));
     Command::cargo_bin("pm-step")
         .unwrap()
         .arg("--help")
         .assert()
         .success()
-        .stdout(predicate::str::contains("Example:").and(predicate::str::contains("pm-step --provider replay")));
+        .stdout(
+            predicate::str::contains("Example:")
+                .and(predicate::str::contains("pm-step --provider replay")),
+        );
 }

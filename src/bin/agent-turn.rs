@@ -41,7 +41,8 @@ fn main() -> ExitCode {
             .and_then(|c| board.agents.get(&c.target_agent))
             .map(|a| a.metadata.clone())
             .unwrap_or_default();
-        let (mut client, opts) = placeholder_llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
+        let (mut client, opts) =
+            placeholder_llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
         let clock = events::clock_from_env();
         let board = turn::agent_turn(board, &mut client, &opts, clock.as_ref())?;
         cli::write_stdout(&io::to_json_line(&board, args.output.pretty))

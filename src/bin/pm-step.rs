@@ -34,8 +34,13 @@ fn main() -> ExitCode {
         let text = io::read_stdin("<stdin>")?;
         let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
         pm::check_turn(&board)?;
-        let metadata = board.pm.as_ref().map(|p| p.metadata.clone()).unwrap_or_default();
-        let (mut client, opts) = placeholder_llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
+        let metadata = board
+            .pm
+            .as_ref()
+            .map(|p| p.metadata.clone())
+            .unwrap_or_default();
+        let (mut client, opts) =
+            placeholder_llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
         let clock = events::clock_from_env();
         let board = pm::pm_step(board, &mut client, &opts, clock.as_ref())?;
         cli::write_stdout(&io::to_json_line(&board, args.output.pretty))
