@@ -299,6 +299,10 @@ fn forced_mode_refuses_call_agent_then_accepts_finish() {
         fb.contains("CALL_AGENT is not allowed in forced_finish mode"),
         "{fb}"
     );
+    assert!(
+        !fb.contains("Allowed values"),
+        "no target is offered when none is allowed: {fb}"
+    );
     assert_eq!(b.status, Status::ForcedStop);
     assert_eq!(b.final_report.as_deref(), Some(REPORT));
     assert_eq!(b.pending_call, None);
