@@ -95,12 +95,12 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
     Ok(board)
 }
 
-/// An event stamped with the board's trace id and loop.
+/// An event stamped with the board's trace id and the loop in progress.
 fn event(board: &Board, now: &str) -> Event {
     Event {
         ts: now.to_string(),
         trace_id: board.trace_id.clone(),
-        loop_no: board.loop_count,
+        loop_no: crate::events::current_loop(board),
         ..Event::default()
     }
 }
@@ -219,11 +219,6 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
             message = format!("{}: error turn recorded", turn.agent_name);
         }
     }
-    board.loop_count += 1;
-    if board.loop_count >= board.max_loops {
-        // The PM must close the meeting now (forced_finish mode of pm-step).
-        board.status = Status::Finishing;
-    }
     let ev = Event {
         event_type: "board_merged".into(),
         caller: "merge-board".into(),
@@ -231,6 +226,11 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         ..event(&board, now)
     };
     board.event_log.push(ev);
+    board.loop_count += 1;
+    if board.loop_count >= board.max_loops {
+        // The PM must close the meeting now (forced_finish mode of pm-step).
+        board.status = Status::Finishing;
+    }
     Ok(board)
 }
 
@@ -546,7 +546,11 @@ mod tests {
         assert_eq!((b.loop_count, b.status), (2, Status::Finishing));
         assert!(b.last_turn.is_none());
         assert_eq!(b.event_log.last().unwrap().event_type, "board_merged");
-        assert_eq!(b.event_log.last().unwrap().loop_no, 2);
+        assert_eq!(
+            b.event_log.last().unwrap().loop_no,
+            2,
+            "the loop just completed"
+        );
     }
 
     #[test]

@@ -14,6 +14,8 @@ pub mod io;
 pub mod llm;
 pub mod loader;
 pub mod model;
+pub mod pm;
 pub mod report;
+pub mod turn;
 
 pub use error::{Error, Invalid, Result};

@@ -526,10 +526,10 @@ fn appendix(board: &Board) -> Appendix {
     }
 }
 
-/// The loop number shown for an event. Stages stamp events with the board's `loop_count` at
-/// the time (loops completed so far), so the loop an event belongs to is one more.
+/// The loop number shown for an event: stages stamp events with the 1-based loop in progress
+/// (`events::current_loop`), so it is shown as is.
 fn shown_loop(loop_no: u32) -> u32 {
-    loop_no.saturating_add(1)
+    loop_no.max(1)
 }
 
 /// The `sequenceDiagram` of who was called in which loop, from the event log: one arrow per
@@ -612,29 +612,16 @@ pub fn mermaid(board: &Board) -> String {
                 } else {
                     format!(" ({})", mermaid_text(msg, 40))
                 };
-                lines.push(format!(
-                    "    Note over PM: forced finish after {}{why}",
-                    loops_done(e.loop_no)
-                ));
+                lines.push(format!("    Note over PM: L{l} forced finish{why}"));
             }
-            (_, "pm_decision") if msg.trim() == "FINISH" => lines.push(format!(
-                "    Note over PM: FINISH after {}",
-                loops_done(e.loop_no)
-            )),
+            (_, "pm_decision") if msg.trim() == "FINISH" => {
+                lines.push(format!("    Note over PM: L{l} FINISH"))
+            }
             (_, "pm_round_failed") => lines.push(format!("    Note over PM: L{l} PM round failed")),
             _ => {}
         }
     }
     lines.join("\n")
-}
-
-/// Control notes come after the last loop rather than in a loop of their own, so a forced
-/// finish at max_loops 6 does not read as a seventh loop.
-fn loops_done(loop_no: u32) -> String {
-    match loop_no {
-        1 => "1 loop".to_string(),
-        n => format!("{n} loops"),
-    }
 }
 
 fn is_pm(name: &str) -> bool {

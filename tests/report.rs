@@ -21,8 +21,9 @@ fn agent(name: &str, role: &str) -> Value {
     })
 }
 
+// Test boards number events from 0 (loops completed); stages stamp the 1-based loop in progress.
 fn event(loop_no: u32, ty: &str, extra: Value) -> Value {
-    let mut e = json!({"ts": "2026-01-01T00:00:00Z", "trace_id": "t-123", "loop": loop_no, "type": ty, "caller": "pm"});
+    let mut e = json!({"ts": "2026-01-01T00:00:00Z", "trace_id": "t-123", "loop": loop_no + 1, "type": ty, "caller": "pm"});
     for (k, v) in extra.as_object().unwrap() {
         e[k] = v.clone();
     }
@@ -119,7 +120,7 @@ fn forced_board() -> Value {
     let log = b["event_log"].as_array_mut().unwrap();
     log.pop();
     log.push(event(
-        6,
+        5, // stamped with the last loop (6 of 6)
         "forced_finish",
         json!({"from": "pm", "to": "meeting", "kind": "control", "message": "max_loops reached"}),
     ));
@@ -407,12 +408,12 @@ fn mermaid_has_one_arrow_per_task_and_result() {
             "    arch-->>PM: L1 Rust fits the latency budget.",
             "    PM->>biz: L2 What does hosting cost per month?",
             "    biz--xPM: L2 failed (timeout)",
-            "    Note over PM: FINISH after 2 loops",
+            "    Note over PM: L3 FINISH",
         ]
     );
     let m = report::mermaid(&board(&forced_board()));
     assert!(
-        m.ends_with("    Note over PM: forced finish after 6 loops (max_loops reached)"),
+        m.ends_with("    Note over PM: L6 forced finish (max_loops reached)"),
         "{m}"
     );
 
