@@ -83,7 +83,11 @@ fn fmt_input(file: &str, path: &str, message: &str) -> String {
 }
 
 impl Error {
-    pub fn input(file: impl Into<String>, path: impl Into<String>, message: impl Into<String>) -> Error {
+    pub fn input(
+        file: impl Into<String>,
+        path: impl Into<String>,
+        message: impl Into<String>,
+    ) -> Error {
         Error::Input {
             file: file.into(),
             path: path.into(),

@@ -47,7 +47,8 @@ pub fn read_stdin(label: &str) -> Result<String> {
 /// Read a whole input file as UTF-8 text; a missing or unreadable file is bad input (exit 2).
 pub fn read_text_file(path: &Path) -> Result<String> {
     let label = path.display().to_string();
-    let file = std::fs::File::open(path).map_err(|e| Error::input(&label, "", format!("cannot open: {}", os_error(&e))))?;
+    let file = std::fs::File::open(path)
+        .map_err(|e| Error::input(&label, "", format!("cannot open: {}", os_error(&e))))?;
     let mut bytes = Vec::new();
     file.take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -84,7 +85,11 @@ pub fn os_error(e: &std::io::Error) -> String {
 /// Parse a document of type `T`; errors name `label` and the field path.
 pub fn parse_doc<T: DeserializeOwned>(label: &str, text: &str, format: Format) -> Result<T> {
     if text.trim().is_empty() {
-        return Err(Error::input(label, "", "empty input (expected a JSON or YAML document)"));
+        return Err(Error::input(
+            label,
+            "",
+            "empty input (expected a JSON or YAML document)",
+        ));
     }
     match format {
         Format::Json => {
@@ -101,17 +106,36 @@ pub fn parse_doc<T: DeserializeOwned>(label: &str, text: &str, format: Format) -
 
 /// Parse a JSON document that carries an integer `version_field`, refusing unknown major
 /// versions before looking at anything else.
-pub fn parse_versioned<T: DeserializeOwned>(label: &str, text: &str, version_field: &str, supported: u32) -> Result<T> {
+pub fn parse_versioned<T: DeserializeOwned>(
+    label: &str,
+    text: &str,
+    version_field: &str,
+    supported: u32,
+) -> Result<T> {
     if text.trim().is_empty() {
-        return Err(Error::input(label, "", "empty input (expected a JSON document)"));
+        return Err(Error::input(
+            label,
+            "",
+            "empty input (expected a JSON document)",
+        ));
     }
     let value: Value = serde_json::from_str(text)
         .map_err(|e| Error::input(label, "", format!("not valid JSON: {e}")))?;
     let Some(obj) = value.as_object() else {
-        return Err(Error::input(label, "", format!("expected a JSON object, got {}", kind_of(&value))));
+        return Err(Error::input(
+            label,
+            "",
+            format!("expected a JSON object, got {}", kind_of(&value)),
+        ));
     };
     match obj.get(version_field) {
-        None => return Err(Error::input(label, version_field, format!("missing (expected {supported})"))),
+        None => {
+            return Err(Error::input(
+                label,
+                version_field,
+                format!("missing (expected {supported})"),
+            ))
+        }
         Some(v) => match v.as_u64() {
             Some(n) if n == u64::from(supported) => {}
             Some(n) => {
@@ -121,7 +145,13 @@ pub fn parse_versioned<T: DeserializeOwned>(label: &str, text: &str, version_fie
                     format!("version {n} is not supported (expected {supported})"),
                 ))
             }
-            None => return Err(Error::input(label, version_field, format!("expected an integer, got {}", kind_of(v)))),
+            None => {
+                return Err(Error::input(
+                    label,
+                    version_field,
+                    format!("expected an integer, got {}", kind_of(v)),
+                ))
+            }
         },
     }
     serde_path_to_error::deserialize(value).map_err(|e| path_error(label, e))
@@ -142,7 +172,11 @@ pub fn kind_of(v: &Value) -> &'static str {
 fn path_error<E: std::fmt::Display>(label: &str, e: serde_path_to_error::Error<E>) -> Error {
     let path = e.path().to_string();
     let path = if path == "." { String::new() } else { path };
-    let message = e.inner().to_string().replace('\n', " ");
+    let mut message = e.inner().to_string().replace('\n', " ");
+    // serde_yaml already prefixes the path; keep it once.
+    if let Some(rest) = message.strip_prefix(&format!("{path}: ")) {
+        message = rest.to_string();
+    }
     Error::input(label, path, message)
 }
 
@@ -164,9 +198,18 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let fail = |what: &str, e: std::io::Error| Error::Runtime(format!("{}: cannot {what}: {}", path.display(), os_error(&e)));
+    let fail = |what: &str, e: std::io::Error| {
+        Error::Runtime(format!(
+            "{}: cannot {what}: {}",
+            path.display(),
+            os_error(&e)
+        ))
+    };
     std::fs::create_dir_all(&dir).map_err(|e| fail("create its folder", e))?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -195,19 +238,36 @@ mod tests {
         )
         .unwrap_err();
         let s = e.to_string();
-        assert!(s.starts_with("m.yaml: context_sources[0].max_files: "), "{s}");
+        assert!(
+            s.starts_with("m.yaml: context_sources[0].max_files: "),
+            "{s}"
+        );
     }
 
     #[test]
     fn unknown_field_refused() {
-        let e = parse_doc::<MeetingInput>("m.json", r#"{"topic":"t","decision_packet":{"decision_to_make":"d"},"topik":1}"#, Format::Json).unwrap_err();
+        let e = parse_doc::<MeetingInput>(
+            "m.json",
+            r#"{"topic":"t","decision_packet":{"decision_to_make":"d"},"topik":1}"#,
+            Format::Json,
+        )
+        .unwrap_err();
         assert!(e.to_string().contains("unknown field `topik`"), "{e}");
     }
 
     #[test]
     fn version_checked_first() {
-        let e = parse_versioned::<crate::model::MeetingPacket>("p", r#"{"packet_version":2}"#, "packet_version", 1).unwrap_err();
-        assert_eq!(e.to_string(), "p: packet_version: version 2 is not supported (expected 1)");
+        let e = parse_versioned::<crate::model::MeetingPacket>(
+            "p",
+            r#"{"packet_version":2}"#,
+            "packet_version",
+            1,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "p: packet_version: version 2 is not supported (expected 1)"
+        );
     }
 
     #[test]

@@ -4,10 +4,18 @@
 //! configs and meeting files), `context` (collection), `llm` (providers), `pm`, `turn`,
 //! `board` (init and merge), `report`, `driver`. `io`, `error` and `cli` are the edges.
 
+pub mod board;
 pub mod cli;
+pub mod context;
+pub mod driver;
 pub mod error;
+pub mod events;
 pub mod io;
 pub mod llm;
+pub mod loader;
 pub mod model;
+pub mod pm;
+pub mod report;
+pub mod turn;
 
 pub use error::{Error, Invalid, Result};

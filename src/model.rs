@@ -79,7 +79,10 @@ impl AgentConfig {
         }
         if let Some(v) = self.metadata.get("max_tokens") {
             if v.as_u64().is_none_or(|n| n == 0) {
-                return Err(Invalid::at("metadata.max_tokens", "expected a positive integer"));
+                return Err(Invalid::at(
+                    "metadata.max_tokens",
+                    "expected a positive integer",
+                ));
             }
         }
         for key in ["provider", "model"] {

@@ -1,0 +1,45 @@
+#!/bin/sh
+# meeting.sh — the whole meeting as a plain POSIX shell loop over the stage programs.
+# It does what `meeting` does (without the run folder and resume), and is the model for
+# scripting your own flows: the board is a JSON file, jq reads it, each stage rewrites it.
+#
+# Usage: share/meeting.sh MEETING_FILE AGENTS [REPORT_FILE]
+#   e.g. AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl \
+#        share/meeting.sh meetings/demo.yaml arch,biz reports/demo.md
+# Environment: MAX_LOOPS (default 6), TRACE_ID (optional), BOARD_OUT (keep the final board), and the provider variables
+# (AGENT_MEETING_PROVIDER, AGENT_MEETING_MODEL, MEETING_CASSETTE, OPENAI_API_KEY, ...).
+set -eu
+
+meeting_file=${1:?usage: meeting.sh MEETING_FILE AGENTS [REPORT_FILE]}
+agents=${2:?usage: meeting.sh MEETING_FILE AGENTS [REPORT_FILE]}
+stem=$(basename "$meeting_file"); stem=${stem%.*}
+report=${3:-reports/$stem.md}
+
+board=$(mktemp); next=$(mktemp)
+trap 'rm -f "$board" "$next"' EXIT
+
+collect-context --meeting-file "$meeting_file" \
+  | init-board --agents "$agents" --max-loops "${MAX_LOOPS:-6}" ${TRACE_ID:+--trace-id "$TRACE_ID"} \
+  > "$board"
+
+while :; do
+  # What runs next is always derivable from the board alone (SPEC §5).
+  stage=$(jq -r '
+    if .status == "finished" or .status == "failed" then "done"
+    elif .status == "forced_stop" or (.status == "finishing" and .final_report != null) then "render-report"
+    elif .last_turn != null then "merge-board"
+    elif .pending_call != null then "agent-turn"
+    else "pm-step" end' "$board")
+  case $stage in
+    done) break ;;
+    render-report)
+      render-report --report-file "$report" < "$board" | jq '.board' > "$next" ;;
+    *)
+      "$stage" < "$board" > "$next" ;;
+  esac
+  mv "$next" "$board"; next=$(mktemp)
+  printf '%s: loop %s, status %s\n' "$stage" "$(jq .loop_count "$board")" "$(jq -r .status "$board")" >&2
+done
+
+if [ -n "${BOARD_OUT:-}" ]; then cp "$board" "$BOARD_OUT"; fi
+jq -c '{status, loops: .loop_count, report_file: "'"$report"'", usage: {calls: .usage.calls}}' "$board"

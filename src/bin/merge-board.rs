@@ -1,0 +1,30 @@
+//! `merge-board`: Board with `last_turn` on stdin → Board with it merged on stdout.
+
+use std::process::ExitCode;
+
+use agent_meeting::cli::{self, OutputArgs};
+use agent_meeting::model::{Board, BOARD_VERSION};
+use agent_meeting::{board, events, io};
+use clap::Parser;
+
+/// Merge the last agent turn into the whiteboard (deterministic, no LLM).
+#[derive(Parser, Debug)]
+#[command(
+    name = "merge-board",
+    version,
+    after_help = "Example:\n  merge-board < runs/<id>/0005-merge-board.in.json | jq '{loop_count, key_points, open_questions}'"
+)]
+struct Args {
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+fn main() -> ExitCode {
+    cli::main_with("merge-board", || {
+        let args = Args::parse();
+        let text = io::read_stdin("<stdin>")?;
+        let input: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
+        let merged = board::merge(input, &events::clock_from_env().now())?;
+        cli::write_stdout(&io::to_json_line(&merged, args.output.pretty))
+    })
+}

@@ -1,0 +1,63 @@
+//! `render-report`: Board → the Markdown meeting report (SPEC §6) and a ReportResult JSON.
+
+use std::path::PathBuf;
+
+use agent_meeting::cli::{self, OutputArgs};
+use agent_meeting::model::{Board, BOARD_VERSION};
+use agent_meeting::{io, report};
+use clap::Parser;
+
+/// Render the meeting report from a finished board (reads the Board JSON on stdin)
+#[derive(Debug, Parser)]
+#[command(
+    name = "render-report",
+    version,
+    after_help = "\
+Runs when the board's status is `finishing` with a final report (normal report), or
+`forced_stop` (forced report, or the local fallback report when the PM gave none). A
+`finished` board (or a `failed` one, to retry saving) is rendered again. Any other board exits 2 and names the stage to run.
+
+Without --report-file nothing is saved and the board is unchanged; with it the report is
+written atomically and the printed board has status `finished`.
+
+A custom --template replaces the built-in template of whichever kind the board calls for;
+the variable `kind` (normal|forced|fallback) lets one template handle all three, and
+{% include \"appendix.md.j2\" %} (also report.md.j2, forced.md.j2, fallback.md.j2) reuses
+the built-in parts. Variables: share/templates/README.md.
+
+Example:
+  render-report --report-file reports/demo.md < runs/<id>/0012-render-report.in.json | jq .status
+  render-report --markdown < runs/<id>/0012-render-report.in.json | less"
+)]
+struct Args {
+    /// Write the Markdown report to this file (atomically) and mark the board finished
+    #[arg(long, value_name = "FILE")]
+    report_file: Option<PathBuf>,
+    /// Print the Markdown report on stdout instead of the ReportResult JSON
+    #[arg(long)]
+    markdown: bool,
+    /// Use this minijinja template instead of the built-in one
+    #[arg(long, value_name = "FILE")]
+    template: Option<PathBuf>,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    cli::main_with("render-report", || {
+        let template = args
+            .template
+            .as_deref()
+            .map(report::UserTemplate::load)
+            .transpose()?;
+        let text = io::read_stdin("<stdin>")?;
+        let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
+        let result = report::run(board, template.as_ref(), args.report_file.as_deref())?;
+        if args.markdown {
+            cli::write_stdout(&result.markdown)
+        } else {
+            cli::write_stdout(&io::to_json_line(&result, args.output.pretty))
+        }
+    })
+}

@@ -1,0 +1,599 @@
+//! The whiteboard's deterministic parts: creating a board (`init-board`) and merging an agent
+//! turn into it (`merge-board`, SPEC §5 merge rules 1–7). No LLM, no clock: the caller passes
+//! the timestamp, so every function here is pure.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::model::{
+    AgentConfig, Board, Event, LastTurn, LlmSettings, MeetingPacket, Status, TurnStatus, Usage,
+    BOARD_VERSION, LIST_CAP,
+};
+
+/// Longest summary kept on the board (merge rule 4).
+pub const SUMMARY_MAX_CHARS: usize = 1200;
+/// How many recent agent errors the PM sees (merge rule 6).
+pub const RECENT_ERRORS_CAP: usize = 5;
+
+/// What `init-board` needs besides the packet.
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    pub agents: Vec<AgentConfig>,
+    pub pm: Option<AgentConfig>,
+    pub llm: LlmSettings,
+    pub max_loops: u32,
+    pub trace_id: String,
+}
+
+/// A fresh board: status `running`, loop 0, `required_questions` seeding `open_questions`.
+pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board> {
+    if opts.max_loops < 1 {
+        return Err(Error::Usage("--max-loops: must be at least 1".into()));
+    }
+    if opts.agents.is_empty() {
+        return Err(Error::Usage(
+            "--agents: at least one agent is required".into(),
+        ));
+    }
+    let participants: Vec<String> = opts.agents.iter().map(|a| a.name.clone()).collect();
+    let mut open_questions = Vec::new();
+    append_unique(
+        &mut open_questions,
+        packet
+            .meeting_input
+            .decision_packet
+            .required_questions
+            .iter()
+            .cloned(),
+    );
+    let topic = packet.meeting_input.topic.clone();
+    let mut board = Board {
+        board_version: BOARD_VERSION,
+        trace_id: opts.trace_id,
+        topic: topic.clone(),
+        participants: participants.clone(),
+        agents: opts
+            .agents
+            .into_iter()
+            .map(|a| (a.name.clone(), a))
+            .collect(),
+        pm: opts.pm,
+        llm: opts.llm,
+        loop_count: 0,
+        max_loops: opts.max_loops,
+        status: Status::Running,
+        summary: String::new(),
+        key_points: Vec::new(),
+        open_questions,
+        decisions: Vec::new(),
+        risks: Vec::new(),
+        latest_agent_outputs: BTreeMap::new(),
+        pending_call: None,
+        last_turn: None,
+        last_error: None,
+        recent_errors: Vec::new(),
+        final_report: None,
+        process_note: None,
+        event_log: Vec::new(),
+        usage: Usage::default(),
+        meeting_input: packet.meeting_input,
+        context_bundle: packet.context_bundle,
+    };
+    board.summary = summary_lines(&board, "No participant has spoken yet.");
+    let event = Event {
+        event_type: "meeting_started".into(),
+        caller: "init-board".into(),
+        message: Some(format!(
+            "participants: {}; max loops: {}; documents: {}",
+            participants.join(", "),
+            board.max_loops,
+            board.context_bundle.documents.len()
+        )),
+        ..event(&board, now)
+    };
+    board.event_log.push(event);
+    Ok(board)
+}
+
+/// An event stamped with the board's trace id and the loop in progress.
+fn event(board: &Board, now: &str) -> Event {
+    Event {
+        ts: now.to_string(),
+        trace_id: board.trace_id.clone(),
+        loop_no: crate::events::current_loop(board),
+        ..Event::default()
+    }
+}
+
+/// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
+pub fn is_question(item: &str) -> bool {
+    let s = item.trim();
+    if s.ends_with('?') || s.ends_with('？') {
+        return true;
+    }
+    if ["是否", "如何", "为什么", "能否", "怎么"]
+        .iter()
+        .any(|w| s.starts_with(w))
+    {
+        return true;
+    }
+    // English words must be whole words: "However, ..." and "Showstopper" are statements.
+    let lower = s.to_lowercase();
+    ["whether", "how", "why", "should"].iter().any(|w| {
+        lower.starts_with(w)
+            && lower[w.len()..]
+                .chars()
+                .next()
+                .is_none_or(|c| !c.is_alphanumeric() && c != '_')
+    })
+}
+
+/// Append items in first-seen order, skipping blanks and exact duplicates, up to `LIST_CAP`.
+fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
+    for item in items {
+        if list.len() >= LIST_CAP {
+            break;
+        }
+        if !item.trim().is_empty() && !list.contains(&item) {
+            list.push(item);
+        }
+    }
+}
+
+/// The first sentence of a response (up to the first `.`, `!`, `?`, `。`, `！`, `？` followed
+/// by whitespace or the end, or the first line).
+pub fn first_sentence(text: &str) -> String {
+    let line = text.trim().lines().next().unwrap_or("").trim();
+    let mut chars = line.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = i + c.len_utf8();
+        if matches!(c, '。' | '！' | '？') {
+            return line[..end].to_string();
+        }
+        if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|(_, n)| n.is_whitespace()) {
+            return line[..end].to_string();
+        }
+    }
+    line.to_string()
+}
+
+/// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
+fn summary_lines(board: &Board, speaker_line: &str) -> String {
+    let text = format!(
+        "Topic: {}\n{}\nKey points: {}, open questions: {}, candidate decisions: {}",
+        board.topic.trim().replace('\n', " "),
+        speaker_line.replace('\n', " "),
+        board.key_points.len(),
+        board.open_questions.len(),
+        board.decisions.len()
+    );
+    text.chars().take(SUMMARY_MAX_CHARS).collect()
+}
+
+/// Which stage should run for a board in this state (for wrong-stage messages).
+pub fn next_stage(board: &Board) -> &'static str {
+    match board.status {
+        Status::Finished | Status::Failed => "none (the meeting is over)",
+        Status::ForcedStop => "render-report",
+        Status::Finishing if board.final_report.is_some() => "render-report",
+        _ if board.last_turn.is_some() => "merge-board",
+        _ if board.pending_call.is_some() => "agent-turn",
+        _ => "pm-step",
+    }
+}
+
+/// `merge-board`: fold `last_turn` into the whiteboard (SPEC §5 merge rules 1–7).
+pub fn merge(mut board: Board, now: &str) -> Result<Board> {
+    let Some(turn) = board.last_turn.take() else {
+        return Err(Error::Usage(format!(
+            "the board has no last_turn to merge; {} should run next",
+            next_stage(&board)
+        )));
+    };
+    if board.status != Status::Running {
+        return Err(Error::Usage(format!(
+            "the board is {}, not running; {} should run next",
+            board.status.as_str(),
+            next_stage(&board)
+        )));
+    }
+    let message;
+    match (&turn.status, &turn.result) {
+        (TurnStatus::Ok, Some(result)) => {
+            let mut result = result.clone();
+            result.agent_name = turn.agent_name.clone();
+            merge_result(&mut board, &result);
+            message = format!(
+                "{}: {} key points, {} risks, {} recommendations",
+                turn.agent_name,
+                result.key_points.len(),
+                result.risks.len(),
+                result.recommendations.len()
+            );
+            board
+                .latest_agent_outputs
+                .insert(turn.agent_name.clone(), result);
+        }
+        _ => {
+            merge_error(&mut board, &turn);
+            message = format!("{}: error turn recorded", turn.agent_name);
+        }
+    }
+    let ev = Event {
+        event_type: "board_merged".into(),
+        caller: "merge-board".into(),
+        message: Some(message),
+        ..event(&board, now)
+    };
+    board.event_log.push(ev);
+    board.loop_count += 1;
+    if board.loop_count >= board.max_loops {
+        // The PM must close the meeting now (forced_finish mode of pm-step).
+        board.status = Status::Finishing;
+    }
+    Ok(board)
+}
+
+fn merge_result(board: &mut Board, result: &crate::model::AgentTurnResult) {
+    let (questions, points): (Vec<String>, Vec<String>) = result
+        .key_points
+        .iter()
+        .cloned()
+        .partition(|s| is_question(s));
+    let (risk_questions, risks): (Vec<String>, Vec<String>) =
+        result.risks.iter().cloned().partition(|s| is_question(s));
+    append_unique(&mut board.key_points, points);
+    append_unique(&mut board.risks, risks);
+    append_unique(
+        &mut board.open_questions,
+        questions.into_iter().chain(risk_questions),
+    );
+    append_unique(&mut board.decisions, result.recommendations.iter().cloned());
+    board
+        .open_questions
+        .retain(|q| !result.recommendations.contains(q));
+    let speaker = format!(
+        "{}: {}",
+        result.agent_name,
+        first_sentence(&result.response)
+    );
+    board.summary = summary_lines(board, &speaker);
+}
+
+fn merge_error(board: &mut Board, turn: &LastTurn) {
+    let reason = turn
+        .error
+        .as_deref()
+        .unwrap_or("no result")
+        .replace('\n', " ");
+    board
+        .recent_errors
+        .push(format!("Agent {} failed: {reason}", turn.agent_name));
+    let excess = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
+    board.recent_errors.drain(..excess);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::*;
+
+    const NOW: &str = "2026-11-30T00:00:00Z";
+
+    fn agent(name: &str) -> AgentConfig {
+        serde_json::from_value(serde_json::json!({
+            "name": name, "role": "r", "description": "d", "system_prompt": "p",
+            "input_schema": {"type": "object"}, "output_schema": {"type": "object"}
+        }))
+        .unwrap()
+    }
+
+    fn board(required: &[&str]) -> Board {
+        let mut input = MeetingInput::from_topic("Adopt a warehouse?");
+        input.decision_packet.required_questions = required.iter().map(|s| s.to_string()).collect();
+        let packet = MeetingPacket {
+            packet_version: 1,
+            meeting_input: input,
+            context_bundle: ContextBundle::default(),
+        };
+        let opts = InitOptions {
+            agents: vec![agent("arch"), agent("biz")],
+            pm: None,
+            llm: LlmSettings {
+                provider: "replay".into(),
+                ..Default::default()
+            },
+            max_loops: 6,
+            trace_id: "t1".into(),
+        };
+        init(packet, opts, NOW).unwrap()
+    }
+
+    fn ok_turn(b: &mut Board, name: &str, r: AgentTurnResult) {
+        b.last_turn = Some(LastTurn {
+            agent_name: name.into(),
+            status: TurnStatus::Ok,
+            prompt: "q".into(),
+            result: Some(r),
+            error: None,
+        });
+    }
+
+    fn result(response: &str, kp: &[&str], risks: &[&str], recs: &[&str]) -> AgentTurnResult {
+        let v = |xs: &[&str]| xs.iter().map(|s| s.to_string()).collect();
+        AgentTurnResult {
+            agent_name: "ignored".into(),
+            response: response.into(),
+            key_points: v(kp),
+            risks: v(risks),
+            recommendations: v(recs),
+            citations: vec![],
+        }
+    }
+
+    #[test]
+    fn init_seeds_open_questions_and_starts_running() {
+        let b = board(&["Is it cheaper?", "Is it cheaper?", "Who runs it?"]);
+        assert_eq!(b.status, Status::Running);
+        assert_eq!(b.loop_count, 0);
+        assert_eq!(b.open_questions, vec!["Is it cheaper?", "Who runs it?"]);
+        assert_eq!(b.participants, vec!["arch", "biz"]);
+        assert_eq!(b.event_log[0].event_type, "meeting_started");
+        assert_eq!(b.summary.lines().count(), 3);
+    }
+
+    #[test]
+    fn rule1_latest_output_keeps_only_latest_success() {
+        let mut b = board(&[]);
+        ok_turn(&mut b, "arch", result("First.", &[], &[], &[]));
+        b = merge(b, NOW).unwrap();
+        ok_turn(&mut b, "arch", result("Second.", &[], &[], &[]));
+        b = merge(b, NOW).unwrap();
+        b.last_turn = Some(LastTurn {
+            agent_name: "arch".into(),
+            status: TurnStatus::Error,
+            prompt: "q".into(),
+            result: None,
+            error: Some("timeout".into()),
+        });
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.latest_agent_outputs["arch"].response, "Second.");
+        assert_eq!(b.latest_agent_outputs["arch"].agent_name, "arch");
+        assert_eq!(b.latest_agent_outputs.len(), 1);
+    }
+
+    #[test]
+    fn rule2_lists_dedupe_and_questions_move() {
+        let mut b = board(&[]);
+        ok_turn(
+            &mut b,
+            "arch",
+            result(
+                "R.",
+                &[
+                    "Cost is 40k",
+                    "Cost is 40k",
+                    "How do we migrate",
+                    "However, it is slow",
+                    "是否需要迁移",
+                ],
+                &["Vendor lock-in", "Should we keep Postgres", "Why now？"],
+                &["Pilot first"],
+            ),
+        );
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.key_points, vec!["Cost is 40k", "However, it is slow"]);
+        assert_eq!(b.risks, vec!["Vendor lock-in"]);
+        assert_eq!(
+            b.open_questions,
+            vec![
+                "How do we migrate",
+                "是否需要迁移",
+                "Should we keep Postgres",
+                "Why now？"
+            ]
+        );
+        assert_eq!(b.decisions, vec!["Pilot first"]);
+        // Exact-string dedupe only: a different case is a different item.
+        ok_turn(
+            &mut b,
+            "biz",
+            result("R.", &["cost is 40k", "Cost is 40k"], &[], &["Pilot first"]),
+        );
+        b = merge(b, NOW).unwrap();
+        assert_eq!(
+            b.key_points,
+            vec!["Cost is 40k", "However, it is slow", "cost is 40k"]
+        );
+        assert_eq!(b.decisions, vec!["Pilot first"]);
+    }
+
+    #[test]
+    fn question_detection() {
+        for q in [
+            "Is it ok?",
+            "Is it ok？",
+            "  how to scale  ",
+            "WHETHER to buy",
+            "why not",
+            "should we",
+            "如何迁移",
+            "为什么",
+            "能否",
+            "怎么办",
+        ] {
+            assert!(is_question(q), "{q}");
+        }
+        for s in [
+            "However it works",
+            "Showstopper found",
+            "Howard agrees",
+            "Shoulder costs",
+            "Costs are high.",
+            "what is it",
+        ] {
+            assert!(!is_question(s), "{s}");
+        }
+    }
+
+    #[test]
+    fn rule3_recommendation_removes_equal_open_question() {
+        let mut b = board(&["Pilot the warehouse?", "Keep Postgres?"]);
+        ok_turn(
+            &mut b,
+            "arch",
+            result(
+                "R.",
+                &[],
+                &[],
+                &["Pilot the warehouse?", "pilot the warehouse"],
+            ),
+        );
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.open_questions, vec!["Keep Postgres?"]);
+    }
+
+    #[test]
+    fn rule4_summary_three_lines_rewritten_and_cut() {
+        let mut b = board(&["Q?"]);
+        ok_turn(
+            &mut b,
+            "arch",
+            result("We should pilot. Then migrate.", &["a", "b"], &[], &["c"]),
+        );
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.summary, "Topic: Adopt a warehouse?\narch: We should pilot.\nKey points: 2, open questions: 1, candidate decisions: 1");
+        ok_turn(&mut b, "biz", result(&"x".repeat(5000), &[], &[], &[]));
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.summary.chars().count(), SUMMARY_MAX_CHARS);
+        assert!(b.summary.starts_with("Topic: Adopt a warehouse?\nbiz: xxx"));
+        assert!(!b.summary.contains("arch"), "rewritten, not appended");
+    }
+
+    #[test]
+    fn rule5_lists_capped_at_20() {
+        let mut b = board(&[]);
+        let many: Vec<String> = (0..30).map(|i| format!("point {i}")).collect();
+        let refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        ok_turn(&mut b, "arch", result("R.", &refs, &refs, &refs));
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.key_points.len(), LIST_CAP);
+        assert_eq!(b.key_points[19], "point 19");
+        assert_eq!(b.risks.len(), LIST_CAP);
+        assert_eq!(b.decisions.len(), LIST_CAP);
+        ok_turn(&mut b, "biz", result("R.", &["new one"], &[], &[]));
+        b = merge(b, NOW).unwrap();
+        assert!(!b.key_points.contains(&"new one".to_string()));
+    }
+
+    #[test]
+    fn rule6_error_turn_changes_only_errors_and_loop() {
+        let mut b = board(&["Q?"]);
+        b.max_loops = 20;
+        ok_turn(&mut b, "arch", result("R.", &["a"], &["r"], &["d"]));
+        b = merge(b, NOW).unwrap();
+        let before = b.clone();
+        for i in 0..7 {
+            b.last_turn = Some(LastTurn {
+                agent_name: "biz".into(),
+                status: TurnStatus::Error,
+                prompt: "q".into(),
+                result: None,
+                error: Some(format!("invalid JSON {i}")),
+            });
+            b = merge(b, NOW).unwrap();
+        }
+        assert_eq!(b.recent_errors.len(), RECENT_ERRORS_CAP);
+        assert_eq!(
+            b.recent_errors.last().unwrap(),
+            "Agent biz failed: invalid JSON 6"
+        );
+        assert_eq!(
+            (
+                &b.key_points,
+                &b.risks,
+                &b.decisions,
+                &b.open_questions,
+                &b.summary
+            ),
+            (
+                &before.key_points,
+                &before.risks,
+                &before.decisions,
+                &before.open_questions,
+                &before.summary
+            )
+        );
+        assert_eq!(b.latest_agent_outputs, before.latest_agent_outputs);
+        assert_eq!(b.loop_count, before.loop_count + 7);
+    }
+
+    #[test]
+    fn rule7_loop_counts_every_attempt_and_max_loops_finishes() {
+        let mut b = board(&[]);
+        b.max_loops = 2;
+        ok_turn(&mut b, "arch", result("R.", &[], &[], &[]));
+        b = merge(b, NOW).unwrap();
+        assert_eq!((b.loop_count, b.status), (1, Status::Running));
+        b.last_turn = Some(LastTurn {
+            agent_name: "biz".into(),
+            status: TurnStatus::Error,
+            prompt: "q".into(),
+            result: None,
+            error: None,
+        });
+        b = merge(b, NOW).unwrap();
+        assert_eq!((b.loop_count, b.status), (2, Status::Finishing));
+        assert!(b.last_turn.is_none());
+        assert_eq!(b.event_log.last().unwrap().event_type, "board_merged");
+        assert_eq!(
+            b.event_log.last().unwrap().loop_no,
+            2,
+            "the loop just completed"
+        );
+    }
+
+    #[test]
+    fn merge_refuses_board_without_last_turn() {
+        let b = board(&[]);
+        let e = merge(b, NOW).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "the board has no last_turn to merge; pm-step should run next"
+        );
+    }
+
+    #[test]
+    fn first_sentence_cases() {
+        assert_eq!(
+            first_sentence("Use 3.5 cores. Then more."),
+            "Use 3.5 cores."
+        );
+        assert_eq!(first_sentence("结论是迁移。然后"), "结论是迁移。");
+        assert_eq!(first_sentence("line one\nline two"), "line one");
+    }
+}
+
+/// A fresh trace id: UTC time (sortable, so `runs/` lists in order) and 32 random bits.
+pub fn new_trace_id(now_rfc3339: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    let stamp: String = now_rfc3339
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .take(14)
+        .collect();
+    format!("{stamp}-{:08x}", h.finish() as u32)
+}
+
+/// Trace ids name run folders, so they use safe filename characters only.
+pub fn is_valid_trace_id(id: &str) -> bool {
+    crate::model::is_safe_name(id)
+}

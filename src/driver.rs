@@ -1,0 +1,485 @@
+//! The `meeting` driver (SPEC §2, §8): pipes the board through the stage programs until the
+//! meeting ends, keeps the run folder (every stage's input and output, `events.jsonl`,
+//! `llm.jsonl`), resumes a killed meeting from its last complete board, and reports progress.
+//!
+//! It owns nothing but the loop, the run folder and progress: every rule of the meeting lives in
+//! the stage programs, which is why a user can swap any of them (`--stage NAME=COMMAND`).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::board::next_stage;
+use crate::error::{Error, Result};
+use crate::io::{os_error, to_json_line, write_atomic};
+use crate::model::{Board, MeetingResult, ReportResult, Status};
+
+/// The stages the driver runs, in pipeline order.
+pub const STAGES: [&str; 6] = [
+    "collect-context",
+    "init-board",
+    "pm-step",
+    "agent-turn",
+    "merge-board",
+    "render-report",
+];
+
+/// What a meeting run needs to go on after a restart; saved as `meeting.json` in the run folder
+/// (no secrets: keys stay in the environment).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    pub trace_id: String,
+    pub report_file: String,
+    /// Arguments given to `collect-context` and `init-board`.
+    pub collect_args: Vec<String>,
+    pub init_args: Vec<String>,
+    /// Arguments given to the LLM stages (`pm-step`, `agent-turn`).
+    pub llm_args: Vec<String>,
+    /// Stage name → user command run with `sh -c` instead of the built-in program.
+    #[serde(default)]
+    pub stage_overrides: BTreeMap<String, String>,
+}
+
+/// How the driver talks to the user.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ui {
+    pub quiet: bool,
+    pub step: bool,
+    pub color: bool,
+    /// Show an elapsed-time indicator while a stage runs (stderr is a terminal).
+    pub ticker: bool,
+}
+
+/// Where the stage programs are: beside the driver's own executable, else on PATH.
+pub fn stage_program(name: &str) -> PathBuf {
+    if let Ok(exe) = std::env::current_exe() {
+        if let Some(dir) = exe.parent() {
+            let beside = dir.join(name);
+            if beside.is_file() {
+                return beside;
+            }
+        }
+    }
+    PathBuf::from(name)
+}
+
+/// One stage's outcome.
+pub struct StageOutput {
+    pub stdout: Vec<u8>,
+}
+
+/// Run one stage with `input` on stdin. A non-zero exit becomes an error carrying the stage's
+/// own message and exit code.
+pub fn run_stage(
+    name: &str,
+    args: &[String],
+    overrides: &BTreeMap<String, String>,
+    input: &[u8],
+    ui: Ui,
+) -> Result<StageOutput> {
+    let mut cmd = match overrides.get(name) {
+        Some(user) => {
+            let mut c = Command::new("sh");
+            c.arg("-c").arg(user);
+            c
+        }
+        None => {
+            let mut c = Command::new(stage_program(name));
+            c.args(args);
+            c
+        }
+    };
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::Runtime(format!(
+            "cannot start {name}: {} (install the programs with `cargo install --path .` or put them on PATH)",
+            os_error(&e)
+        ))
+    })?;
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // A stage may exit without reading all of stdin; its exit status tells what happened.
+        let _ = stdin.write_all(&input);
+    });
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let quiet = ui.quiet;
+    let err_reader = std::thread::spawn(move || {
+        let mut lines = Vec::new();
+        for line in std::io::BufReader::new(&mut stderr)
+            .lines()
+            .map_while(std::result::Result::ok)
+        {
+            if !quiet {
+                eprintln!("{line}");
+            }
+            lines.push(line);
+        }
+        lines
+    });
+    let done = Arc::new(AtomicBool::new(false));
+    let ticker = ui
+        .ticker
+        .then(|| spawn_ticker(name.to_string(), done.clone()));
+    let mut stdout = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_end(&mut stdout);
+    let status = child.wait();
+    done.store(true, Ordering::Relaxed);
+    if let Some(t) = ticker {
+        let _ = t.join();
+    }
+    let _ = writer.join();
+    let err_lines = err_reader.join().unwrap_or_default();
+    let status = status.map_err(|e| Error::Runtime(format!("{name}: {}", os_error(&e))))?;
+    read.map_err(|e| Error::Runtime(format!("{name}: cannot read its output: {}", os_error(&e))))?;
+    if !status.success() {
+        let last = err_lines
+            .iter()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .cloned()
+            .unwrap_or_else(|| "no message".to_string());
+        let code = status.code().unwrap_or(1);
+        let msg = format!("stage {name} failed (exit {code}): {last}");
+        return Err(if code == 2 {
+            Error::Usage(msg)
+        } else {
+            Error::Runtime(msg)
+        });
+    }
+    Ok(StageOutput { stdout })
+}
+
+fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let start = Instant::now();
+        while !done.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(200));
+            if start.elapsed() > Duration::from_millis(600) {
+                eprint!("\r  {name} … {:.1} s ", start.elapsed().as_secs_f64());
+                let _ = std::io::stderr().flush();
+            }
+        }
+        if start.elapsed() > Duration::from_millis(600) {
+            eprint!("\r\x1b[2K");
+        }
+    })
+}
+
+/// The run folder of one meeting: `NNNN-<stage>.in.json` / `.out.json`, `events.jsonl`,
+/// `meeting.json`. Every file is written atomically before the next stage starts.
+pub struct RunDir {
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    pub fn file(&self, step: u32, stage: &str, dir: &str) -> PathBuf {
+        self.path.join(format!("{step:04}-{stage}.{dir}.json"))
+    }
+
+    pub fn write(&self, name: &Path, bytes: &[u8]) -> Result<()> {
+        write_atomic(name, bytes)
+    }
+
+    /// The last complete output: (step number, stage, path).
+    pub fn last_output(&self) -> Result<Option<(u32, String, PathBuf)>> {
+        let entries = std::fs::read_dir(&self.path).map_err(|e| {
+            Error::Usage(format!(
+                "--resume: cannot read {}: {}",
+                self.path.display(),
+                os_error(&e)
+            ))
+        })?;
+        let mut best: Option<(u32, String, PathBuf)> = None;
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(stem) = name.strip_suffix(".out.json") else {
+                continue;
+            };
+            let Some((num, stage)) = stem.split_once('-') else {
+                continue;
+            };
+            let Ok(n) = num.parse::<u32>() else { continue };
+            if best.as_ref().is_none_or(|(b, _, _)| n > *b) {
+                best = Some((n, stage.to_string(), entry.path()));
+            }
+        }
+        Ok(best)
+    }
+
+    pub fn save_events(&self, board: &Board) -> Result<()> {
+        let mut text = String::new();
+        for ev in &board.event_log {
+            text.push_str(&to_json_line(ev, false));
+        }
+        write_atomic(&self.path.join("events.jsonl"), text.as_bytes())
+    }
+}
+
+/// Ask before a stage in `--step` mode; `false` means the user chose to stop.
+fn confirm_step(stage: &str, board: &Board) -> bool {
+    eprint!(
+        "next: {stage} (loop {}/{}, status {}) — Enter to run, q to stop: ",
+        board.loop_count,
+        board.max_loops,
+        board.status.as_str()
+    );
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) => false,
+        Ok(_) => !line.trim().eq_ignore_ascii_case("q"),
+        Err(_) => false,
+    }
+}
+
+fn paint(ui: Ui, code: &str, text: &str) -> String {
+    if ui.color {
+        format!("\x1b[{code}m{text}\x1b[0m")
+    } else {
+        text.to_string()
+    }
+}
+
+fn cut(text: &str, max: usize) -> String {
+    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one_line.chars().count() <= max {
+        one_line
+    } else {
+        format!("{}…", one_line.chars().take(max).collect::<String>())
+    }
+}
+
+/// The progress line for a board a stage just produced.
+pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Option<String> {
+    let n = (after.loop_count + 1).min(after.max_loops);
+    let tag = paint(ui, "2", &format!("[loop {n}/{}]", after.max_loops));
+    match stage {
+        "pm-step" => {
+            if let Some(call) = &after.pending_call {
+                Some(format!(
+                    "{tag} {} → {}: {}",
+                    paint(ui, "1;36", "pm"),
+                    paint(ui, "1;33", &call.target_agent),
+                    cut(&call.prompt, 80)
+                ))
+            } else if after.final_report.is_some() {
+                Some(format!(
+                    "{tag} {}: FINISH{}",
+                    paint(ui, "1;36", "pm"),
+                    if after.status == Status::ForcedStop {
+                        " (forced)"
+                    } else {
+                        ""
+                    }
+                ))
+            } else if after.status == Status::ForcedStop {
+                Some(format!(
+                    "{tag} {}: no valid report, using the fallback report",
+                    paint(ui, "1;31", "pm")
+                ))
+            } else if after.status == Status::Finishing {
+                Some(format!(
+                    "{tag} {}: round failed ({}), closing the meeting",
+                    paint(ui, "1;31", "pm"),
+                    cut(after.last_error.as_deref().unwrap_or("?"), 80)
+                ))
+            } else {
+                None
+            }
+        }
+        "agent-turn" => {
+            let turn = after.last_turn.as_ref()?;
+            let new_events = &after.event_log[before.event_log.len().min(after.event_log.len())..];
+            let (ms, tokens) = new_events
+                .iter()
+                .filter(|e| e.event_type == "llm_call")
+                .fold((0, 0), |(ms, t), e| {
+                    (
+                        ms + e.duration_ms.unwrap_or(0),
+                        t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
+                    )
+                });
+            let stats = format!("({:.1} s, {tokens} tokens)", ms as f64 / 1000.0);
+            let name = paint(ui, "1;33", &turn.agent_name);
+            Some(match &turn.result {
+                Some(r) => format!(
+                    "{tag} {name}: {} key points, {} risk{}, {} citation{} {stats}",
+                    r.key_points.len(),
+                    r.risks.len(),
+                    if r.risks.len() == 1 { "" } else { "s" },
+                    r.citations.len(),
+                    if r.citations.len() == 1 { "" } else { "s" },
+                ),
+                None => format!(
+                    "{tag} {name}: {} {}",
+                    paint(ui, "1;31", "failed:"),
+                    cut(turn.error.as_deref().unwrap_or("?"), 100)
+                ),
+            })
+        }
+        _ => None,
+    }
+}
+
+/// Drive a meeting from the board in `start` (a board, or the packet before `init-board`) until
+/// the report is saved. `step` is the number of the next stage file.
+pub fn drive(
+    run: &RunDir,
+    settings: &RunSettings,
+    mut board: Board,
+    mut step: u32,
+    ui: Ui,
+) -> Result<MeetingResult> {
+    loop {
+        let stage = next_stage(&board);
+        if board.status == Status::Finished || board.status == Status::Failed {
+            return Ok(result_of(&board, settings, run));
+        }
+        if ui.step && !confirm_step(stage, &board) {
+            return Err(Error::Usage(format!(
+                "stopped by the user before {stage}; continue with: meeting --resume {}",
+                run.path.display()
+            )));
+        }
+        let input = to_json_line(&board, false);
+        let in_file = run.file(step, stage, "in");
+        run.write(&in_file, input.as_bytes())?;
+        let args: Vec<String> = match stage {
+            "pm-step" | "agent-turn" => settings.llm_args.clone(),
+            "render-report" => vec!["--report-file".into(), settings.report_file.clone()],
+            _ => Vec::new(),
+        };
+        let out = run_stage(
+            stage,
+            &args,
+            &settings.stage_overrides,
+            input.as_bytes(),
+            ui,
+        )?;
+        let out_text = String::from_utf8(out.stdout)
+            .map_err(|_| Error::Runtime(format!("stage {stage} wrote output that is not UTF-8")))?;
+        let label = format!("{stage} output");
+        let next: Board = if stage == "render-report" {
+            let report: ReportResult =
+                crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)?;
+            report.board
+        } else {
+            crate::io::parse_versioned(
+                &label,
+                &out_text,
+                "board_version",
+                crate::model::BOARD_VERSION,
+            )?
+        };
+        run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
+        run.save_events(&next)?;
+        if !ui.quiet {
+            if let Some(line) = progress_line(stage, &board, &next, ui) {
+                eprintln!("{line}");
+            }
+        }
+        board = next;
+        step += 1;
+    }
+}
+
+/// The MeetingResult printed on stdout.
+pub fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
+    MeetingResult {
+        status: board.status,
+        report_file: Some(settings.report_file.clone()),
+        run_dir: Some(run.path.display().to_string()),
+        trace_id: board.trace_id.clone(),
+        loops: board.loop_count,
+        forced: board.process_note.is_some(),
+        usage: board.usage.clone(),
+    }
+}
+
+/// The final progress line.
+pub fn final_line(result: &MeetingResult, ui: Ui) -> String {
+    let tokens = result.usage.prompt_tokens + result.usage.completion_tokens;
+    let status = if result.forced {
+        "finished (forced)"
+    } else {
+        "finished"
+    };
+    format!(
+        "{} {} loops, {} LLM calls, {tokens} tokens → {}",
+        paint(ui, "1;32", &format!("{status}:")),
+        result.loops,
+        result.usage.calls,
+        result.report_file.as_deref().unwrap_or("-")
+    )
+}
+
+/// The report path when none is given: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
+pub fn default_report_file(meeting_file: Option<&Path>, topic: &str) -> String {
+    let stem = match meeting_file
+        .and_then(|p| p.file_stem())
+        .and_then(|s| s.to_str())
+    {
+        Some(s) => s.to_string(),
+        None => slug(topic),
+    };
+    format!("reports/{stem}.md")
+}
+
+/// A filename-safe slug: lowercase ASCII letters and digits joined by `-`, at most 60 chars.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+        if out.len() >= 60 {
+            break;
+        }
+    }
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() {
+        "meeting".to_string()
+    } else {
+        out
+    }
+}
+
+/// Whether stderr is a terminal (for the elapsed-time indicator).
+pub fn stderr_is_tty() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("Should we adopt Rust?"), "should-we-adopt-rust");
+        assert_eq!(slug("是否迁移"), "meeting");
+        assert_eq!(
+            default_report_file(Some(Path::new("meetings/demo.yaml")), "x"),
+            "reports/demo.md"
+        );
+        assert_eq!(
+            default_report_file(None, "Go or Rust"),
+            "reports/go-or-rust.md"
+        );
+    }
+}

@@ -1,0 +1,189 @@
+//! The event log and usage bookkeeping of the LLM stages (SPEC §8).
+//!
+//! Owns the clock (so tests and reproducible runs can pin timestamps with `AGENT_MEETING_NOW`),
+//! the rule that fills every event's `ts`, `trace_id` and `loop`, and the accounting of LLM
+//! calls into `board.usage` plus their `llm_call` events.
+//!
+//! Event vocabulary written by `pm-step` / `agent-turn` (the report and the driver read these):
+//! `llm_call`, `pm_decision`, `pm_invalid_output`, `pm_routing_error`, `pm_round_failed`,
+//! `forced_finish`, `agent_retry`, `agent_result`, `agent_error`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::llm::{LlmError, Reply};
+use crate::model::{Board, Event};
+
+/// Environment variable that pins the clock to one timestamp (reproducible runs and tests).
+pub const NOW_ENV: &str = "AGENT_MEETING_NOW";
+
+/// Message kinds of events between participants (SPEC §8).
+pub const KIND_TASK: &str = "task";
+pub const KIND_RESULT: &str = "result";
+pub const KIND_FEEDBACK: &str = "feedback";
+pub const KIND_CONTROL: &str = "control";
+
+/// Where timestamps come from: RFC 3339, UTC.
+pub trait Clock {
+    fn now(&self) -> String;
+}
+
+/// The machine's clock, formatted without a date-time crate.
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> String {
+        let d = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        rfc3339_utc(d.as_secs() as i64, d.subsec_millis())
+    }
+}
+
+/// Always the same timestamp.
+pub struct FixedClock(pub String);
+
+impl Clock for FixedClock {
+    fn now(&self) -> String {
+        self.0.clone()
+    }
+}
+
+/// `AGENT_MEETING_NOW` when set and non-empty, else the system clock.
+pub fn clock_from_env() -> Box<dyn Clock> {
+    match std::env::var(NOW_ENV) {
+        Ok(v) if !v.trim().is_empty() => Box::new(FixedClock(v.trim().to_string())),
+        _ => Box::new(SystemClock),
+    }
+}
+
+/// `2026-11-30T03:51:07.123Z` from seconds and milliseconds since the Unix epoch.
+pub fn rfc3339_utc(secs: i64, millis: u32) -> String {
+    let days = secs.div_euclid(86_400);
+    let sod = secs.rem_euclid(86_400);
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        sod / 3600,
+        sod % 3600 / 60,
+        sod % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m as u32, d as u32)
+}
+
+/// The 1-based loop an event of `pm-step` / `agent-turn` belongs to: the loop in progress
+/// (`loop_count` counts completed loops). Forced-finish events after the last loop stay in
+/// the last loop, so `[loop 7/6]` never appears.
+pub fn current_loop(board: &Board) -> u32 {
+    board
+        .loop_count
+        .saturating_add(1)
+        .min(board.max_loops.max(1))
+}
+
+/// A bare event of `event_type` by `caller`; `push` fills the rest.
+pub fn event(event_type: &str, caller: &str) -> Event {
+    Event {
+        event_type: event_type.to_string(),
+        caller: caller.to_string(),
+        ..Event::default()
+    }
+}
+
+/// An event that is a message between participants (`from` → `to`, of `kind`).
+pub fn message(event_type: &str, caller: &str, from: &str, to: &str, kind: &str) -> Event {
+    Event {
+        from: Some(from.to_string()),
+        to: Some(to.to_string()),
+        kind: Some(kind.to_string()),
+        ..event(event_type, caller)
+    }
+}
+
+/// Append `ev` to the board's event log with `ts`, `trace_id` and `loop` filled in.
+pub fn push(board: &mut Board, clock: &dyn Clock, mut ev: Event) {
+    ev.ts = clock.now();
+    ev.trace_id = board.trace_id.clone();
+    ev.loop_no = current_loop(board);
+    board.event_log.push(ev);
+}
+
+/// Account one logical LLM call: `usage.calls` becomes the client's counter (`calls_after`),
+/// the attempts it took are charged to `caller`, tokens and time are added, and an `llm_call`
+/// event is logged. `attempt` is the logical attempt within the stage (1, 2, ...).
+pub fn record_llm_call(
+    board: &mut Board,
+    clock: &dyn Clock,
+    calls_after: u64,
+    caller: &str,
+    attempt: u32,
+    outcome: Result<&Reply, &LlmError>,
+) {
+    // Charging the counter's delta keeps sum(by_caller.calls) == usage.calls even when the
+    // transport retried inside one logical call.
+    let delta = calls_after.saturating_sub(board.usage.calls);
+    board.usage.calls = board.usage.calls.max(calls_after);
+    let mut ev = event("llm_call", caller);
+    ev.attempt = Some(attempt);
+    let entry = board.usage.by_caller.entry(caller.to_string()).or_default();
+    entry.calls += delta;
+    match outcome {
+        Ok(reply) => {
+            let u = reply.usage;
+            entry.prompt_tokens += u.prompt_tokens;
+            entry.completion_tokens += u.completion_tokens;
+            entry.duration_ms += reply.duration_ms;
+            entry.estimated |= u.estimated;
+            board.usage.prompt_tokens += u.prompt_tokens;
+            board.usage.completion_tokens += u.completion_tokens;
+            ev.status = Some("ok".into());
+            ev.duration_ms = Some(reply.duration_ms);
+            ev.prompt_tokens = Some(u.prompt_tokens);
+            ev.completion_tokens = Some(u.completion_tokens);
+        }
+        Err(e) => {
+            let duration = match e {
+                LlmError::Transient { duration_ms, .. } => *duration_ms,
+                LlmError::Fatal(_) => 0,
+            };
+            entry.duration_ms += duration;
+            ev.status = Some("error".into());
+            ev.duration_ms = Some(duration);
+            ev.error = Some(e.to_string());
+        }
+    }
+    push(board, clock, ev);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(rfc3339_utc(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339_utc(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(rfc3339_utc(1_700_000_000, 0), "2023-11-14T22:13:20.000Z");
+        assert_eq!(rfc3339_utc(4_102_444_799, 999), "2099-12-31T23:59:59.999Z");
+        assert_eq!(rfc3339_utc(-1, 0), "1969-12-31T23:59:59.000Z");
+    }
+
+    #[test]
+    fn system_clock_looks_like_rfc3339() {
+        let s = SystemClock.now();
+        assert_eq!(s.len(), 24, "{s}");
+        assert!(s.ends_with('Z') && s.as_bytes()[10] == b'T', "{s}");
+    }
+}

@@ -1,0 +1,582 @@
+//! Loading agent configs (SPEC §3 loader rules): file formats, name/stem agreement, duplicate
+//! names, schema compilation, and the input/output schema compatibility checks for
+//! specialists (AgentTurnResult) and the PM (PMDecision).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::error::{Error, Invalid, Result};
+use crate::io::{parse_doc, read_text_file, Format};
+use crate::model::{AgentConfig, AGENT_TURN_FIELDS, PM_DECISION_FIELDS};
+
+/// Which contract an agent's output schema must meet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentKind {
+    /// A specialist: its answer must be compatible with AgentTurnResult.
+    Specialist,
+    /// The PM: its answer must be compatible with PMDecision.
+    Pm,
+}
+
+/// The three string fields the runtime sends to every agent.
+pub const RUNTIME_INPUT_FIELDS: [&str; 3] = ["prompt", "meeting_summary", "context_summary"];
+
+/// Every rule that can be checked on one config alone.
+pub fn validate_agent(cfg: &AgentConfig, kind: AgentKind) -> Result<(), Invalid> {
+    cfg.validate()?;
+    let input = Value::Object(cfg.input_schema.clone());
+    let output = Value::Object(cfg.output_schema.clone());
+    compile(&input).map_err(|m| Invalid::at("input_schema", m))?;
+    compile(&output).map_err(|m| Invalid::at("output_schema", m))?;
+    check_input_schema(&cfg.input_schema).map_err(|e| e.under("input_schema"))?;
+    match kind {
+        AgentKind::Specialist => check_specialist_output(&cfg.output_schema),
+        AgentKind::Pm => check_pm_output(&cfg.output_schema),
+    }
+    .map_err(|e| e.under("output_schema"))
+}
+
+fn compile(schema: &Value) -> std::result::Result<(), String> {
+    jsonschema::validator_for(schema)
+        .map(|_| ())
+        .map_err(|e| format!("does not compile as JSON Schema: {e}"))
+}
+
+/// The `type` keyword as a list of type names (absent → empty: any type).
+fn types_of(schema: &Map<String, Value>) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Whether a sub-schema admits `ty` (no `type` keyword admits everything).
+fn admits(schema: &Value, ty: &str) -> bool {
+    match schema.as_object() {
+        Some(o) => {
+            let ts = types_of(o);
+            ts.is_empty() || ts.contains(&ty)
+        }
+        None => schema.as_bool() != Some(false),
+    }
+}
+
+fn required_of(schema: &Map<String, Value>) -> std::result::Result<Vec<&str>, Invalid> {
+    match schema.get("required") {
+        None => Ok(Vec::new()),
+        Some(Value::Array(items)) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                v.as_str()
+                    .ok_or_else(|| Invalid::at(format!("required[{i}]"), "expected a string"))
+            })
+            .collect(),
+        Some(_) => Err(Invalid::at(
+            "required",
+            "expected an array of property names",
+        )),
+    }
+}
+
+fn property<'a>(schema: &'a Map<String, Value>, name: &str) -> Option<&'a Value> {
+    schema.get("properties").and_then(|p| p.get(name))
+}
+
+fn require_object_type(schema: &Map<String, Value>) -> Result<(), Invalid> {
+    let ts = types_of(schema);
+    if ts.is_empty() || ts.contains(&"object") {
+        Ok(())
+    } else {
+        Err(Invalid::at(
+            "type",
+            format!("expected \"object\", got {}", quoted(&ts)),
+        ))
+    }
+}
+
+fn quoted(ts: &[&str]) -> String {
+    ts.iter()
+        .map(|t| format!("{t:?}"))
+        .collect::<Vec<_>>()
+        .join(" or ")
+}
+
+/// The runtime input `{prompt, meeting_summary, context_summary}` must be able to satisfy it.
+fn check_input_schema(schema: &Map<String, Value>) -> Result<(), Invalid> {
+    require_object_type(schema)?;
+    for (i, name) in required_of(schema)?.into_iter().enumerate() {
+        if !RUNTIME_INPUT_FIELDS.contains(&name) {
+            return Err(Invalid::at(
+                format!("required[{i}]"),
+                format!("{name:?} is not a runtime input field (the runtime sends only prompt, meeting_summary, context_summary)"),
+            ));
+        }
+    }
+    for name in RUNTIME_INPUT_FIELDS {
+        if let Some(p) = property(schema, name) {
+            if !admits(p, "string") {
+                return Err(Invalid::at(
+                    format!("properties.{name}.type"),
+                    "must admit \"string\" (the runtime sends a string)",
+                ));
+            }
+        }
+    }
+    // The structural rules above catch the usual mistakes; a sample input catches the rest
+    // (additionalProperties: false without our fields, enums, patterns...).
+    let sample =
+        json!({"prompt": "question", "meeting_summary": "summary", "context_summary": "context"});
+    crate::llm::validate(&sample, &Value::Object(schema.clone())).map_err(|e| {
+        Invalid::at(
+            "",
+            format!("the runtime input {{prompt, meeting_summary, context_summary}} cannot satisfy it: {e}"),
+        )
+    })
+}
+
+fn check_specialist_output(schema: &Map<String, Value>) -> Result<(), Invalid> {
+    if !types_of(schema).contains(&"object") {
+        return Err(Invalid::at(
+            "type",
+            "must be \"object\" (answers are AgentTurnResult objects)",
+        ));
+    }
+    match property(schema, "response") {
+        None => {
+            return Err(Invalid::at(
+                "properties.response",
+                "is missing (AgentTurnResult needs a string response)",
+            ))
+        }
+        Some(p) if !types_of(p.as_object().unwrap_or(&Map::new())).contains(&"string") => {
+            return Err(Invalid::at(
+                "properties.response.type",
+                "must be \"string\"",
+            ))
+        }
+        _ => {}
+    }
+    let required = required_of(schema)?;
+    if !required.contains(&"response") {
+        return Err(Invalid::at("required", "must include \"response\""));
+    }
+    for (i, name) in required.iter().enumerate() {
+        if *name == "agent_name" {
+            return Err(Invalid::at(
+                format!("required[{i}]"),
+                "\"agent_name\" may not be required (the runtime fills it)",
+            ));
+        }
+        if !AGENT_TURN_FIELDS.contains(name) {
+            return Err(Invalid::at(
+                "required",
+                format!("{name:?} is not an AgentTurnResult field (allowed: response, key_points, risks, recommendations, citations)"),
+            ));
+        }
+    }
+    for name in ["key_points", "risks", "recommendations"] {
+        if let Some(p) = property(schema, name) {
+            let o = p.as_object().cloned().unwrap_or_default();
+            if !types_of(&o).contains(&"array") {
+                return Err(Invalid::at(
+                    format!("properties.{name}.type"),
+                    "must be \"array\" (of strings)",
+                ));
+            }
+            if let Some(items) = o.get("items") {
+                if !admits(items, "string") {
+                    return Err(Invalid::at(
+                        format!("properties.{name}.items.type"),
+                        "must be \"string\"",
+                    ));
+                }
+            }
+        }
+    }
+    if let Some(p) = property(schema, "citations") {
+        let o = p.as_object().cloned().unwrap_or_default();
+        if !types_of(&o).contains(&"array") {
+            return Err(Invalid::at(
+                "properties.citations.type",
+                "must be \"array\" (of citations)",
+            ));
+        }
+        if let Some(items) = o.get("items") {
+            if !admits(items, "object") {
+                return Err(Invalid::at(
+                    "properties.citations.items.type",
+                    "must be \"object\" ({document_id, source_path, quote})",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_pm_output(schema: &Map<String, Value>) -> Result<(), Invalid> {
+    if !types_of(schema).contains(&"object") {
+        return Err(Invalid::at(
+            "type",
+            "must be \"object\" (answers are PMDecision objects)",
+        ));
+    }
+    match property(schema, "next_action") {
+        None => {
+            return Err(Invalid::at(
+                "properties.next_action",
+                "is missing (PMDecision needs next_action)",
+            ))
+        }
+        Some(p) => {
+            if !admits(p, "string") {
+                return Err(Invalid::at(
+                    "properties.next_action.type",
+                    "must be \"string\"",
+                ));
+            }
+            if let Some(Value::Array(allowed)) = p.get("enum") {
+                for v in allowed {
+                    if !matches!(v.as_str(), Some("CALL_AGENT") | Some("FINISH")) {
+                        return Err(Invalid::at(
+                            "properties.next_action.enum",
+                            format!("{v} is not a PMDecision action (CALL_AGENT or FINISH)"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    let required = required_of(schema)?;
+    if !required.contains(&"next_action") {
+        return Err(Invalid::at("required", "must include \"next_action\""));
+    }
+    for name in &required {
+        if !PM_DECISION_FIELDS.contains(name) {
+            return Err(Invalid::at(
+                "required",
+                format!("{name:?} is not a PMDecision field (allowed: analysis, next_action, target_agent, prompt_for_agent, final_report)"),
+            ));
+        }
+    }
+    for name in PM_DECISION_FIELDS {
+        if let Some(p) = property(schema, name) {
+            if !admits(p, "string") {
+                return Err(Invalid::at(
+                    format!("properties.{name}.type"),
+                    "must admit \"string\"",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parse one agent config file and check every loader rule; errors name the file and field.
+pub fn load_agent_file(path: &Path, kind: AgentKind) -> Result<AgentConfig> {
+    let label = path.display().to_string();
+    let format = Format::from_path(path).ok_or_else(|| {
+        Error::input(&label, "", "agent configs must end in .json, .yaml or .yml")
+    })?;
+    let text = read_text_file(path)?;
+    let cfg: AgentConfig = parse_doc(&label, &text, format)?;
+    let stem = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .unwrap_or_default();
+    if cfg.name != stem {
+        return Err(Error::input(
+            &label,
+            "name",
+            format!(
+                "{:?} does not match the file name {stem:?} (the file stem must equal name)",
+                cfg.name
+            ),
+        ));
+    }
+    validate_agent(&cfg, kind).map_err(|e| e.in_file(&label))?;
+    Ok(cfg)
+}
+
+/// The config file of agent `name` in `dir`, if any; two files for one name are refused.
+pub fn find_agent_file(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
+    let found: Vec<PathBuf> = ["json", "yaml", "yml"]
+        .iter()
+        .map(|ext| dir.join(format!("{name}.{ext}")))
+        .filter(|p| p.is_file())
+        .collect();
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.into_iter().next()),
+        _ => Err(Error::input(
+            found[1].display().to_string(),
+            "name",
+            format!(
+                "duplicate agent name {name:?}: also defined in {}",
+                found[0].display()
+            ),
+        )),
+    }
+}
+
+/// Names of the agents defined in `dir`, sorted, for "unknown agent" messages.
+pub fn available_agents(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| Format::from_path(p).is_some())
+        .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_string))
+        .filter(|n| n != "pm")
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Load the named specialists and the PM from `dir` (SPEC §3). A missing PM config is fine
+/// when `pm` is the default name `pm` (the built-in PM prompt is used); a PM named explicitly
+/// must exist.
+pub fn load_meeting_agents(
+    dir: &Path,
+    names: &[String],
+    pm: &str,
+    pm_explicit: bool,
+) -> Result<(Vec<AgentConfig>, Option<AgentConfig>)> {
+    let dir_label = dir.display().to_string();
+    let names: Vec<String> = names
+        .iter()
+        .filter(|n| !n.trim().is_empty())
+        .cloned()
+        .collect();
+    if names.is_empty() {
+        return Err(Error::Usage(
+            "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
+        ));
+    }
+    let mut agents = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        if !crate::model::is_safe_name(name) {
+            return Err(Error::Usage(format!(
+                "--agents: {name:?} is not a valid agent name (expected 1-64 characters of A-Z a-z 0-9 _ -)"
+            )));
+        }
+        if names[..i].contains(name) {
+            return Err(Error::Usage(format!("--agents: {name:?} is listed twice")));
+        }
+        if name == pm {
+            return Err(Error::Usage(format!(
+                "--agents: {name:?} is the PM; the PM routes the meeting and cannot be a participant"
+            )));
+        }
+        let path = find_agent_file(dir, name)?.ok_or_else(|| {
+            let known = available_agents(dir);
+            Error::Usage(format!(
+                "--agents: unknown agent {name:?}: no {name}.yaml, {name}.yml or {name}.json in {dir_label} (available: {})",
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ))
+        })?;
+        agents.push(load_agent_file(&path, AgentKind::Specialist)?);
+    }
+    if !crate::model::is_safe_name(pm) {
+        return Err(Error::Usage(format!(
+            "--pm: {pm:?} is not a valid agent name"
+        )));
+    }
+    let pm_cfg = match find_agent_file(dir, pm)? {
+        Some(path) => Some(load_agent_file(&path, AgentKind::Pm)?),
+        None if pm_explicit => {
+            return Err(Error::Usage(format!(
+                "--pm: no {pm}.yaml, {pm}.yml or {pm}.json in {dir_label}"
+            )))
+        }
+        None => None,
+    };
+    Ok((agents, pm_cfg))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn specialist() -> AgentConfig {
+        serde_json::from_value(json!({
+            "name": "arch", "role": "Architect", "description": "d", "system_prompt": "You are...",
+            "input_schema": {"type": "object", "properties": {"prompt": {"type": "string"},
+                "meeting_summary": {"type": "string"}, "context_summary": {"type": "string"}},
+                "required": ["prompt", "meeting_summary", "context_summary"]},
+            "output_schema": {"type": "object", "properties": {"response": {"type": "string"},
+                "key_points": {"type": "array", "items": {"type": "string"}}, "risks": {"type": "array"},
+                "recommendations": {"type": "array"}, "citations": {"type": "array"}},
+                "required": ["response"]}
+        }))
+        .unwrap()
+    }
+
+    fn with(mut cfg: AgentConfig, pointer: &str, v: Value) -> AgentConfig {
+        let mut whole = serde_json::to_value(&cfg).unwrap();
+        let (parent, key) = pointer.rsplit_once('/').unwrap();
+        whole.pointer_mut(parent).unwrap()[key] = v;
+        cfg = serde_json::from_value(whole).unwrap();
+        cfg
+    }
+
+    fn err(cfg: &AgentConfig, kind: AgentKind) -> String {
+        validate_agent(cfg, kind).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn design_example_is_accepted() {
+        validate_agent(&specialist(), AgentKind::Specialist).unwrap();
+    }
+
+    #[test]
+    fn output_required_must_be_agent_turn_fields() {
+        let c = with(
+            specialist(),
+            "/output_schema/required",
+            json!(["response", "verdict"]),
+        );
+        assert_eq!(
+            err(&c, AgentKind::Specialist),
+            "output_schema.required: \"verdict\" is not an AgentTurnResult field (allowed: response, key_points, risks, recommendations, citations)"
+        );
+        let c = with(
+            specialist(),
+            "/output_schema/required",
+            json!(["response", "agent_name"]),
+        );
+        assert!(
+            err(&c, AgentKind::Specialist).starts_with("output_schema.required[1]: \"agent_name\"")
+        );
+    }
+
+    #[test]
+    fn output_response_rules() {
+        let c = with(
+            specialist(),
+            "/output_schema/properties/response",
+            json!({"type": "integer"}),
+        );
+        assert!(
+            err(&c, AgentKind::Specialist).starts_with("output_schema.properties.response.type")
+        );
+        let c = with(specialist(), "/output_schema/required", json!([]));
+        assert_eq!(
+            err(&c, AgentKind::Specialist),
+            "output_schema.required: must include \"response\""
+        );
+        let c = with(specialist(), "/output_schema/type", json!("array"));
+        assert!(err(&c, AgentKind::Specialist).starts_with("output_schema.type"));
+    }
+
+    #[test]
+    fn output_lists_must_be_arrays_of_strings() {
+        let c = with(
+            specialist(),
+            "/output_schema/properties/risks",
+            json!({"type": "string"}),
+        );
+        assert!(err(&c, AgentKind::Specialist).starts_with("output_schema.properties.risks.type"));
+        let c = with(
+            specialist(),
+            "/output_schema/properties/key_points/items",
+            json!({"type": "integer"}),
+        );
+        assert!(err(&c, AgentKind::Specialist)
+            .starts_with("output_schema.properties.key_points.items.type"));
+        let c = with(
+            specialist(),
+            "/output_schema/properties/citations",
+            json!({"type": "object"}),
+        );
+        assert!(
+            err(&c, AgentKind::Specialist).starts_with("output_schema.properties.citations.type")
+        );
+    }
+
+    #[test]
+    fn input_schema_must_accept_runtime_input() {
+        let c = with(
+            specialist(),
+            "/input_schema/required",
+            json!(["prompt", "history"]),
+        );
+        assert!(err(&c, AgentKind::Specialist)
+            .starts_with("input_schema.required[1]: \"history\" is not a runtime input field"));
+        let c = with(
+            specialist(),
+            "/input_schema/properties/prompt",
+            json!({"type": "object"}),
+        );
+        assert!(err(&c, AgentKind::Specialist).starts_with("input_schema.properties.prompt.type"));
+        let c = with(
+            specialist(),
+            "/input_schema/additionalProperties",
+            json!(false),
+        );
+        validate_agent(&c, AgentKind::Specialist).unwrap();
+        let c = with(
+            specialist(),
+            "/input_schema/properties",
+            json!({"prompt": {"type": "string"}}),
+        );
+        let c = with(c, "/input_schema/required", json!(["prompt"]));
+        let c = with(c, "/input_schema/additionalProperties", json!(false));
+        assert!(err(&c, AgentKind::Specialist).contains("cannot satisfy it"));
+    }
+
+    #[test]
+    fn schemas_must_compile() {
+        let c = with(specialist(), "/input_schema/type", json!("no-such-type"));
+        assert!(err(&c, AgentKind::Specialist).starts_with("input_schema: does not compile"));
+    }
+
+    #[test]
+    fn pm_must_match_pm_decision() {
+        let pm = with(
+            specialist(),
+            "/output_schema",
+            json!({"type": "object", "properties": {"analysis": {"type": "string"},
+                "next_action": {"type": "string", "enum": ["CALL_AGENT", "FINISH"]},
+                "target_agent": {"type": ["string", "null"]}, "prompt_for_agent": {"type": ["string", "null"]},
+                "final_report": {"type": ["string", "null"]}}, "required": ["analysis", "next_action"]}),
+        );
+        validate_agent(&pm, AgentKind::Pm).unwrap();
+        // A specialist schema is not a PM schema, and the other way round.
+        assert!(
+            err(&specialist(), AgentKind::Pm).starts_with("output_schema.properties.next_action")
+        );
+        assert!(err(&pm, AgentKind::Specialist).starts_with("output_schema.properties.response"));
+        let bad = with(
+            pm.clone(),
+            "/output_schema/properties/next_action/enum",
+            json!(["CALL_AGENT", "STOP"]),
+        );
+        assert!(err(&bad, AgentKind::Pm).contains("\"STOP\" is not a PMDecision action"));
+        let bad = with(
+            pm,
+            "/output_schema/required",
+            json!(["next_action", "confidence"]),
+        );
+        assert!(err(&bad, AgentKind::Pm).contains("\"confidence\" is not a PMDecision field"));
+    }
+
+    #[test]
+    fn unsafe_name_and_empty_prompt() {
+        let mut c = specialist();
+        c.name = "../x".into();
+        assert!(
+            err(&c, AgentKind::Specialist).starts_with("name: \"../x\" is not a safe agent name")
+        );
+        let mut c = specialist();
+        c.system_prompt = "  \n".into();
+        assert_eq!(
+            err(&c, AgentKind::Specialist),
+            "system_prompt: must not be empty"
+        );
+    }
+}

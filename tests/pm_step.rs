@@ -1,0 +1,678 @@
+//! pm-step: the PM round state machine, retries, forced finish, bounded PM input, prompts.
+
+mod common;
+
+use agent_meeting::error::Error;
+use agent_meeting::llm::{AttemptError, Role};
+use agent_meeting::model::{PendingCall, Status};
+use agent_meeting::pm::{self, pm_input, pm_step};
+use assert_cmd::Command;
+use common::*;
+use predicates::prelude::*;
+use serde_json::json;
+
+fn call(target: &str, q: &str) -> serde_json::Value {
+    json!({"analysis": "cost is the main open question", "next_action": "CALL_AGENT",
+           "target_agent": target, "prompt_for_agent": q, "final_report": null})
+}
+
+fn finish(report: &str) -> serde_json::Value {
+    json!({"analysis": "enough", "next_action": "FINISH", "target_agent": null,
+           "prompt_for_agent": null, "final_report": report})
+}
+
+const REPORT: &str =
+    "### Executive Summary\nKeep Python.\n\n### Recommendation\nKeep Python; revisit in 6 months.";
+
+fn run(
+    board: agent_meeting::model::Board,
+    replies: Vec<Result<agent_meeting::llm::RawReply, AttemptError>>,
+) -> (
+    agent_meeting::model::Board,
+    Vec<agent_meeting::llm::Request>,
+) {
+    let (mut c, seen) = client(&board, replies);
+    let b = pm_step(board, &mut c, &opts(), &clock()).expect("pm_step");
+    let reqs = seen.borrow().iter().map(|(_, r)| r.clone()).collect();
+    (b, reqs)
+}
+
+fn last_user(req: &agent_meeting::llm::Request) -> &str {
+    let m = req.messages.last().unwrap();
+    assert_eq!(m.role, Role::User);
+    &m.content
+}
+
+#[test]
+fn call_agent_sets_pending_call_and_records_events() {
+    let (b, reqs) = run(
+        board(),
+        vec![ok_json(call(
+            "arch",
+            "How many weeks would the rewrite take?",
+        ))],
+    );
+    assert_eq!(
+        b.pending_call,
+        Some(PendingCall {
+            target_agent: "arch".into(),
+            prompt: "How many weeks would the rewrite take?".into(),
+            analysis: "cost is the main open question".into(),
+        })
+    );
+    assert_eq!(b.status, Status::Running);
+    assert_eq!(b.loop_count, 0);
+    assert_eq!(event_types(&b), ["llm_call", "pm_decision"]);
+    let d = &b.event_log[1];
+    assert_eq!(
+        (d.from.as_deref(), d.to.as_deref(), d.kind.as_deref()),
+        (Some("pm"), Some("arch"), Some("task"))
+    );
+    assert_eq!(
+        d.message.as_deref(),
+        Some("How many weeks would the rewrite take?")
+    );
+    assert_eq!(
+        (d.ts.as_str(), d.trace_id.as_str(), d.loop_no),
+        (NOW, "trace-1", 1)
+    );
+    let llm = &b.event_log[0];
+    assert_eq!(
+        (llm.caller.as_str(), llm.status.as_deref(), llm.attempt),
+        ("pm", Some("ok"), Some(1))
+    );
+    assert_eq!(
+        (llm.prompt_tokens, llm.completion_tokens),
+        (Some(100), Some(20))
+    );
+    // Usage: one call, charged to the pm.
+    assert_eq!(
+        (
+            b.usage.calls,
+            b.usage.prompt_tokens,
+            b.usage.completion_tokens
+        ),
+        (1, 100, 20)
+    );
+    assert_eq!(b.usage.by_caller["pm"].calls, 1);
+    assert_eq!(b.usage.by_caller["pm"].completion_tokens, 20);
+    // The request: built-in PM prompt, one user message, the pm_decision schema.
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(reqs[0].caller, "pm");
+    assert!(reqs[0].system.contains("PM"));
+    assert_eq!(reqs[0].expect.as_ref().unwrap().name, "pm_decision");
+}
+
+#[test]
+fn call_counter_continues_from_the_board() {
+    let mut b0 = board();
+    b0.usage.calls = 7;
+    let (mut c, seen) = client(&b0, vec![ok_json(call("biz", "What is the budget?"))]);
+    let b = pm_step(b0, &mut c, &opts(), &clock()).unwrap();
+    assert_eq!(
+        seen.borrow()[0].0,
+        8,
+        "the first attempt of a stage is usage.calls + 1"
+    );
+    assert_eq!(b.usage.calls, 8);
+}
+
+#[test]
+fn finish_sets_finishing_with_report() {
+    let mut b0 = board();
+    b0.last_error = Some("Agent biz failed: timeout".into());
+    let (b, _) = run(b0, vec![ok_json(finish(REPORT))]);
+    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(b.final_report.as_deref(), Some(REPORT));
+    assert_eq!(b.pending_call, None);
+    assert_eq!(b.process_note, None);
+    assert_eq!(
+        b.last_error, None,
+        "a valid decision clears the error the PM has now seen"
+    );
+    let d = events_of(&b, "pm_decision")[0];
+    assert_eq!(
+        (d.to.as_deref(), d.kind.as_deref(), d.message.as_deref()),
+        (Some("meeting"), Some("control"), Some("FINISH"))
+    );
+}
+
+#[test]
+fn invalid_json_is_retried_once_with_the_error() {
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok("Sure! Here is my decision: {oops"),
+            ok_json(call("arch", "Q?")),
+        ],
+    );
+    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    assert_eq!(reqs.len(), 2);
+    let retry = &reqs[1];
+    assert_eq!(retry.messages.len(), 3);
+    assert_eq!(retry.messages[1].role, Role::Assistant);
+    assert_eq!(
+        retry.messages[1].content,
+        "Sure! Here is my decision: {oops"
+    );
+    let fb = last_user(retry);
+    assert!(fb.contains("not valid JSON"), "{fb}");
+    assert!(fb.contains("arch, biz"), "allowed values are quoted: {fb}");
+    assert!(fb.contains("corrected JSON object only"), "{fb}");
+    assert_eq!(
+        event_types(&b),
+        ["llm_call", "pm_invalid_output", "llm_call", "pm_decision"]
+    );
+    let inv = events_of(&b, "pm_invalid_output")[0];
+    assert_eq!(
+        (inv.from.as_deref(), inv.to.as_deref(), inv.kind.as_deref()),
+        (Some("runtime"), Some("pm"), Some("feedback"))
+    );
+    assert_eq!(b.loop_count, 0);
+    assert_eq!(b.usage.by_caller["pm"].calls, 2);
+}
+
+#[test]
+fn invalid_json_twice_fails_the_round() {
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok("nope"),
+            ok("still nope"),
+            ok_json(call("arch", "never asked")),
+        ],
+    );
+    assert_eq!(reqs.len(), 2, "one retry only");
+    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(b.final_report, None);
+    assert_eq!(b.pending_call, None);
+    assert!(
+        b.last_error
+            .as_deref()
+            .unwrap()
+            .starts_with("PM output was not valid JSON"),
+        "{:?}",
+        b.last_error
+    );
+    assert_eq!(b.loop_count, 0, "PM-only retries never count a loop");
+    let types = event_types(&b);
+    assert!(
+        types.ends_with(&["pm_round_failed", "forced_finish"]),
+        "{types:?}"
+    );
+    assert_eq!(
+        events_of(&b, "forced_finish")[0].kind.as_deref(),
+        Some("control")
+    );
+}
+
+#[test]
+fn schema_invalid_decision_retried_once_then_round_fails() {
+    let no_report = json!({"analysis": "x", "next_action": "FINISH", "final_report": null});
+    let bad_action = json!({"analysis": "x", "next_action": "ASK", "target_agent": "arch"});
+    let (b, reqs) = run(board(), vec![ok_json(no_report), ok_json(bad_action)]);
+    assert_eq!(reqs.len(), 2);
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("final_report") && fb.contains("required"),
+        "{fb}"
+    );
+    assert_eq!(b.status, Status::Finishing);
+    let err = b.last_error.as_deref().unwrap();
+    assert!(
+        err.starts_with("PM decision invalid: next_action: unknown variant `ASK`"),
+        "{err}"
+    );
+    assert_eq!(events_of(&b, "pm_invalid_output").len(), 2);
+}
+
+#[test]
+fn json_and_schema_retries_are_separate_budgets() {
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok("not json"),
+            ok_json(json!({"next_action": "CALL_AGENT", "target_agent": "arch"})),
+            ok_json(call("arch", "Q?")),
+        ],
+    );
+    assert_eq!(reqs.len(), 3);
+    assert!(last_user(&reqs[2]).contains("prompt_for_agent"));
+    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+}
+
+#[test]
+fn unknown_targets_twice_end_the_round() {
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok_json(call("ops", "Q1?")),
+            ok_json(call("security", "Q2?")),
+        ],
+    );
+    assert_eq!(reqs.len(), 2);
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("\"ops\" is not a participant") && fb.contains("arch, biz"),
+        "{fb}"
+    );
+    let routing = events_of(&b, "pm_routing_error");
+    assert_eq!(routing.len(), 2);
+    assert_eq!(routing[0].to.as_deref(), Some("ops"));
+    assert_eq!(routing[1].to.as_deref(), Some("security"));
+    assert_eq!(
+        (routing[0].from.as_deref(), routing[0].kind.as_deref()),
+        (Some("pm"), Some("feedback"))
+    );
+    assert_eq!(b.status, Status::Finishing);
+    assert!(b
+        .last_error
+        .as_deref()
+        .unwrap()
+        .starts_with("PM routing failed: target_agent \"security\""));
+    assert_eq!(b.loop_count, 0);
+    assert_eq!(b.pending_call, None);
+}
+
+#[test]
+fn one_routing_error_then_valid_call() {
+    let (b, _) = run(
+        board(),
+        vec![ok_json(call("ops", "Q1?")), ok_json(call("biz", "Q2?"))],
+    );
+    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "biz");
+    assert_eq!(events_of(&b, "pm_routing_error").len(), 1);
+    assert_eq!(b.status, Status::Running);
+}
+
+#[test]
+fn forced_mode_refuses_call_agent_then_accepts_finish() {
+    let mut b0 = board();
+    b0.loop_count = 6;
+    let (b, reqs) = run(
+        b0,
+        vec![ok_json(call("arch", "one more?")), ok_json(finish(REPORT))],
+    );
+    assert!(reqs[0].messages[0].content.contains("Mode: forced_finish"));
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("CALL_AGENT is not allowed in forced_finish mode"),
+        "{fb}"
+    );
+    assert!(
+        !fb.contains("Allowed values"),
+        "no target is offered when none is allowed: {fb}"
+    );
+    assert_eq!(b.status, Status::ForcedStop);
+    assert_eq!(b.final_report.as_deref(), Some(REPORT));
+    assert_eq!(b.pending_call, None);
+    assert_eq!(
+        b.process_note.as_deref(),
+        Some("Meeting stopped after reaching max loop limit (6/6) before full convergence.")
+    );
+    let ff = events_of(&b, "forced_finish");
+    assert_eq!(ff.len(), 1);
+    assert_eq!(ff[0].message.as_deref(), Some("max loops reached (6/6)"));
+    assert_eq!(ff[0].loop_no, 6, "forced events stay in the last loop");
+    assert_eq!(b.loop_count, 6);
+}
+
+#[test]
+fn forced_mode_invalid_twice_stops_without_report() {
+    let mut b0 = board();
+    b0.loop_count = 6;
+    let (b, reqs) = run(
+        b0,
+        vec![
+            ok_json(call("arch", "more?")),
+            ok_json(call("biz", "more?")),
+        ],
+    );
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(b.status, Status::ForcedStop);
+    assert_eq!(b.final_report, None);
+    let note = b.process_note.clone().unwrap();
+    assert!(
+        note.starts_with("Meeting stopped after reaching max loop limit (6/6)"),
+        "{note}"
+    );
+    assert!(note.contains("fallback report generated"), "{note}");
+    assert!(event_types(&b).contains(&"pm_round_failed"));
+}
+
+#[test]
+fn finishing_without_report_runs_forced_and_notes_the_earlier_failure() {
+    let mut b0 = board();
+    b0.loop_count = 2;
+    b0.status = Status::Finishing;
+    b0.last_error = Some(
+        "PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz)".into(),
+    );
+    let (b, reqs) = run(b0, vec![ok_json(finish(REPORT))]);
+    assert!(reqs[0].messages[0].content.contains("Mode: forced_finish"));
+    assert_eq!(b.status, Status::ForcedStop);
+    assert_eq!(b.final_report.as_deref(), Some(REPORT));
+    assert_eq!(
+        b.process_note.as_deref(),
+        Some("PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz); the meeting was closed early.")
+    );
+    assert!(
+        events_of(&b, "forced_finish").is_empty(),
+        "announced when the round failed"
+    );
+}
+
+#[test]
+fn transient_errors_count_as_failed_attempts() {
+    let timeout = || Err(AttemptError::Timeout("read timed out".into()));
+    let (b, reqs) = run(board(), vec![timeout(), ok_json(call("arch", "Q?"))]);
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(
+        reqs[1].messages.len(),
+        1,
+        "nothing to correct after a failed call"
+    );
+    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    let llm = events_of(&b, "llm_call");
+    assert_eq!(llm[0].status.as_deref(), Some("error"));
+    assert!(llm[0].error.is_some());
+
+    let (b, reqs) = run(
+        board(),
+        vec![timeout(), timeout(), ok_json(call("arch", "Q?"))],
+    );
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(b.status, Status::Finishing);
+    assert!(b.last_error.unwrap().starts_with("PM call failed"));
+    assert_eq!(b.usage.calls, 2);
+}
+
+#[test]
+fn fatal_llm_error_is_a_runtime_failure() {
+    let b0 = board();
+    let (mut c, _) = client(
+        &b0,
+        vec![Err(AttemptError::Fatal("401 invalid api key".into()))],
+    );
+    let e = pm_step(b0, &mut c, &opts(), &clock()).unwrap_err();
+    assert!(matches!(e, Error::Runtime(_)), "{e:?}");
+    assert_eq!(e.exit_code(), 1);
+    assert!(
+        e.to_string().contains("fake") && e.to_string().contains("401 invalid api key"),
+        "{e}"
+    );
+}
+
+#[test]
+fn wrong_stage_boards_name_the_right_stage() {
+    type Edit = Box<dyn Fn(&mut agent_meeting::model::Board)>;
+    let cases: Vec<(Edit, &str)> = vec![
+        (
+            Box::new(|b| b.pending_call = board_with_call("arch").pending_call),
+            "agent-turn should run next",
+        ),
+        (
+            Box::new(|b| {
+                b.last_turn = Some(agent_meeting::model::LastTurn {
+                    agent_name: "arch".into(),
+                    status: agent_meeting::model::TurnStatus::Error,
+                    prompt: "q".into(),
+                    result: None,
+                    error: Some("x".into()),
+                })
+            }),
+            "merge-board should run next",
+        ),
+        (
+            Box::new(|b| {
+                b.status = Status::Finishing;
+                b.final_report = Some("r".into())
+            }),
+            "render-report should run next",
+        ),
+        (
+            Box::new(|b| b.status = Status::ForcedStop),
+            "render-report should run next",
+        ),
+        (
+            Box::new(|b| b.status = Status::Finished),
+            "the meeting is over",
+        ),
+        (
+            Box::new(|b| b.status = Status::Failed),
+            "the meeting is over",
+        ),
+    ];
+    for (edit, want) in cases {
+        let mut b0 = board();
+        edit(&mut b0);
+        let (mut c, seen) = client(&b0, vec![]);
+        let e = pm_step(b0, &mut c, &opts(), &clock()).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{e:?}");
+        assert!(e.to_string().contains(want), "{e} should contain {want}");
+        assert!(
+            seen.borrow().is_empty(),
+            "no LLM call on a wrong-stage board"
+        );
+    }
+}
+
+#[test]
+fn pm_config_prompt_and_output_schema_apply() {
+    let mut b0 = board();
+    let mut pm = agent("pm", "moderator");
+    pm.system_prompt = "You are the custom PM.".into();
+    pm.output_schema = match json!({
+        "type": "object",
+        "properties": {"analysis": {"type": "string", "minLength": 5}, "next_action": {"enum": ["CALL_AGENT", "FINISH"]}},
+        "required": ["analysis", "next_action"]
+    }) {
+        serde_json::Value::Object(m) => m,
+        _ => unreachable!(),
+    };
+    b0.pm = Some(pm);
+    let mut short = call("arch", "Q?");
+    short["analysis"] = json!("x");
+    let (b, reqs) = run(b0, vec![ok_json(short), ok_json(call("arch", "Q?"))]);
+    assert_eq!(reqs[0].system, "You are the custom PM.");
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("PM output schema") && fb.contains("/analysis"),
+        "{fb}"
+    );
+    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+}
+
+#[test]
+fn extra_keys_and_null_analysis_are_tolerated() {
+    let v = json!({"analysis": null, "next_action": "CALL_AGENT", "target_agent": "biz",
+                   "prompt_for_agent": "What is the budget?", "confidence": 0.9});
+    let (b, reqs) = run(board(), vec![ok_json(v)]);
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(b.pending_call.unwrap().analysis, "");
+}
+
+#[test]
+fn pm_input_is_exactly_the_summary_layer() {
+    let mut b = board();
+    b.event_log
+        .push(agent_meeting::events::event("llm_call", "pm"));
+    b.latest_agent_outputs.insert(
+        "arch".into(),
+        agent_meeting::model::AgentTurnResult {
+            response: "SECRET RAW OUTPUT".into(),
+            ..Default::default()
+        },
+    );
+    b.recent_errors = (1..=8)
+        .map(|i| format!("Agent arch failed: e{i}"))
+        .collect();
+    b.loop_count = 2;
+    let v = pm_input(&b);
+    let mut keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort_unstable();
+    assert_eq!(
+        keys,
+        [
+            "decision_packet",
+            "decisions",
+            "key_points",
+            "last_error",
+            "mode",
+            "open_questions",
+            "participants",
+            "recent_errors",
+            "remaining_loops",
+            "risks",
+            "summary",
+            "topic"
+        ]
+    );
+    assert_eq!(v["remaining_loops"], 4);
+    assert_eq!(v["mode"], "normal");
+    assert_eq!(
+        v["participants"][0],
+        json!({"name": "arch", "role": "software architect",
+        "description": "software architect who answers questions about arch matters."})
+    );
+    assert_eq!(v["recent_errors"].as_array().unwrap().len(), 5);
+    assert_eq!(v["recent_errors"][4], "Agent arch failed: e8");
+    let text = v.to_string();
+    assert!(!text.contains("SECRET RAW OUTPUT") && !text.contains("llm_call"));
+}
+
+fn stuffed(item_chars: usize) -> agent_meeting::model::Board {
+    let mut b = board();
+    let item = |tag: &str, i: usize| format!("{tag}{i} {}", "x".repeat(item_chars));
+    b.key_points = (0..20).map(|i| item("k", i)).collect();
+    b.open_questions = (0..20).map(|i| item("q", i)).collect();
+    b.decisions = (0..20).map(|i| item("d", i)).collect();
+    b.risks = (0..20).map(|i| item("r", i)).collect();
+    b.recent_errors = (0..20).map(|i| item("e", i)).collect();
+    b.summary = "s".repeat(1200);
+    for _ in 0..300 {
+        b.event_log
+            .push(agent_meeting::events::event("llm_call", "arch"));
+    }
+    b
+}
+
+#[test]
+fn list_items_are_cut_and_the_prompt_stays_flat() {
+    let v = pm_input(&stuffed(5000));
+    for list in [
+        "key_points",
+        "open_questions",
+        "decisions",
+        "risks",
+        "recent_errors",
+    ] {
+        for item in v[list].as_array().unwrap() {
+            assert!(
+                item.as_str().unwrap().chars().count() <= 500,
+                "{list} item longer than 500"
+            );
+        }
+    }
+    assert_eq!(v["key_points"][0].as_str().unwrap().chars().count(), 500);
+    let long = pm::render_pm_user(&stuffed(5000)).unwrap();
+    let longer = pm::render_pm_user(&stuffed(50_000)).unwrap();
+    assert_eq!(
+        long.len(),
+        longer.len(),
+        "prompt size does not grow with item length"
+    );
+    assert!(long.len() < 60_000, "{}", long.len());
+}
+
+#[test]
+fn golden_pm_prompts() {
+    let mut b = board();
+    b.summary = "Move the billing service to Rust?\nLatest: arch — A rewrite takes about 5 months.\n1 key points, 1 open questions, 1 candidate decisions".into();
+    b.key_points = vec!["The team has two Rust engineers".into()];
+    b.decisions = vec!["Prototype one module first".into()];
+    b.risks = vec!["Schedule slip".into()];
+    b.recent_errors = vec!["Agent biz failed: timeout".into()];
+    b.loop_count = 1;
+    golden("pm_system.txt", &pm::pm_system_prompt(&b).unwrap());
+    golden("pm_user.txt", &pm::render_pm_user(&b).unwrap());
+    b.loop_count = 6;
+    b.last_error = Some(
+        "PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz)".into(),
+    );
+    golden("pm_user_forced.txt", &pm::render_pm_user(&b).unwrap());
+}
+
+// --- the program ---------------------------------------------------------------------------
+
+fn cassette(dir: &std::path::Path, lines: &[serde_json::Value]) -> std::path::PathBuf {
+    let p = dir.join("c.jsonl");
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn cli_applies_a_decision() {
+    let d = tempfile::tempdir().unwrap();
+    let c = cassette(
+        d.path(),
+        &[
+            json!({"seq": 1, "caller": "pm", "response": call("biz", "What is the budget?").to_string(),
+                                        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
+        ],
+    );
+    let out = Command::cargo_bin("pm-step")
+        .unwrap()
+        .args(["--provider", "replay", "--cassette"])
+        .arg(&c)
+        .env("AGENT_MEETING_NOW", NOW)
+        .write_stdin(serde_json::to_string(&board()).unwrap())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let b: agent_meeting::model::Board = serde_json::from_slice(&out).unwrap();
+    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "biz");
+    assert_eq!(b.usage.calls, 1);
+    assert!(b.event_log.iter().all(|e| e.ts == NOW));
+}
+
+#[test]
+fn cli_refuses_a_board_that_is_not_its_turn() {
+    Command::cargo_bin("pm-step")
+        .unwrap()
+        .args(["--provider", "replay", "--cassette", "/nonexistent"])
+        .write_stdin(serde_json::to_string(&board_with_call("arch")).unwrap())
+        .assert()
+        .code(2)
+        .stdout(predicate::str::is_empty())
+        .stderr(
+            predicate::str::starts_with("pm-step: ")
+                .and(predicate::str::contains("agent-turn should run next")),
+        );
+}
+
+#[test]
+fn cli_rejects_bad_board_version_and_shows_example_in_help() {
+    let mut v = serde_json::to_value(board()).unwrap();
+    v["board_version"] = json!(9);
+    Command::cargo_bin("pm-step")
+        .unwrap()
+        .write_stdin(v.to_string())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "board_version: version 9 is not supported",
+        ));
+    Command::cargo_bin("pm-step")
+        .unwrap()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("Example:")
+                .and(predicate::str::contains("pm-step --provider replay")),
+        );
+}

@@ -1,0 +1,700 @@
+//! render-report (SPEC §6): golden reports of the three kinds, the parts each section comes
+//! from, the evidence rule, the Mermaid diagram, saving, and the stage and version checks.
+//!
+//! Golden files live in tests/golden/; `AGENT_MEETING_BLESS=1 cargo test --test report`
+//! rewrites them. A missing golden file fails the test unless blessing.
+
+use std::path::{Path, PathBuf};
+
+use agent_meeting::model::{Board, Status};
+use agent_meeting::report::{self, ReportKind, UserTemplate};
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::{json, Value};
+
+fn agent(name: &str, role: &str) -> Value {
+    json!({
+        "name": name, "role": role, "description": format!("{role} view"),
+        "system_prompt": "You are an expert.",
+        "input_schema": {"type": "object"},
+        "output_schema": {"type": "object", "properties": {"response": {"type": "string"}}, "required": ["response"]},
+    })
+}
+
+// Test boards number events from 0 (loops completed); stages stamp the 1-based loop in progress.
+fn event(loop_no: u32, ty: &str, extra: Value) -> Value {
+    let mut e = json!({"ts": "2026-01-01T00:00:00Z", "trace_id": "t-123", "loop": loop_no + 1, "type": ty, "caller": "pm"});
+    for (k, v) in extra.as_object().unwrap() {
+        e[k] = v.clone();
+    }
+    e
+}
+
+/// A board after two loops: arch answered with citations, biz failed once.
+fn base_board() -> Value {
+    json!({
+        "board_version": 1,
+        "trace_id": "t-123",
+        "topic": "Adopt Rust for the billing service?",
+        "participants": ["arch", "biz"],
+        "agents": {"arch": agent("arch", "Architect"), "biz": agent("biz", "Business analyst")},
+        "pm": null,
+        "llm": {"provider": "replay"},
+        "loop_count": 2,
+        "max_loops": 6,
+        "status": "finishing",
+        "summary": "Adopt Rust for the billing service?\narch: Rust fits the latency budget.\n2 key points, 1 open questions, 1 candidate decisions",
+        "key_points": ["Rust fits the latency budget", "Team has two Rust engineers\nand a Go background"],
+        "open_questions": ["How long is the migration?"],
+        "decisions": ["Pilot Rust on the invoice exporter"],
+        "risks": ["Hiring is slow"],
+        "latest_agent_outputs": {
+            "arch": {
+                "agent_name": "arch",
+                "response": "Rust fits the latency budget. Details follow.",
+                "key_points": ["Rust fits the latency budget"],
+                "risks": ["Hiring is slow"],
+                "recommendations": ["Pilot Rust on the invoice exporter"],
+                "citations": [
+                    {"document_id": "docs/perf.md", "source_path": "docs/perf.md", "quote": "p99 must stay under 50 ms", "verified": true},
+                    {"document_id": "docs/perf.md", "source_path": "docs/perf.md", "quote": "Go GC pauses reach 80 ms", "verified": false},
+                    {"document_id": "docs/secret-plan.md", "source_path": "docs/secret-plan.md", "quote": "made up", "verified": true},
+                    {"document_id": "docs/team.md", "source_path": "elsewhere/team.md", "quote": "wrong path"}
+                ]
+            },
+            "biz": {
+                "agent_name": "biz",
+                "response": "Costs are fine.",
+                "citations": [
+                    {"document_id": "docs/costs.md", "source_path": "docs/costs.md", "quote": "Hosting  costs\n4k per month"},
+                    {"document_id": "docs/perf.md", "source_path": "docs/perf.md", "quote": "p99 must stay under 50 ms", "verified": true}
+                ]
+            }
+        },
+        "pending_call": null,
+        "last_turn": null,
+        "last_error": null,
+        "recent_errors": ["Agent biz failed: timeout"],
+        "final_report": "# Final Report\n\n## Executive Summary\n\nRust is a good fit for billing.\n\n## Recommendation\n\nPilot Rust on the invoice exporter first.\n\n## What is still uncertain\n\n- Migration time.\n",
+        "process_note": null,
+        "event_log": [
+            event(0, "llm_call", json!({"attempt": 1, "status": "ok", "duration_ms": 12, "prompt_tokens": 100, "completion_tokens": 20})),
+            event(0, "pm_decision", json!({"from": "pm", "to": "arch", "kind": "task", "message": "What latency can Rust give us; is it below 50 ms #p99?"})),
+            event(0, "agent_result", json!({"caller": "arch", "from": "arch", "to": "pm", "kind": "result", "status": "ok", "message": "Rust fits the latency budget."})),
+            event(1, "pm_decision", json!({"from": "pm", "to": "biz", "kind": "task", "message": "What does hosting cost per month?"})),
+            event(1, "agent_retry", json!({"caller": "biz", "from": "runtime", "to": "biz", "kind": "feedback", "message": "invalid JSON"})),
+            event(1, "agent_error", json!({"caller": "biz", "from": "biz", "to": "pm", "kind": "result", "status": "error", "error": "timeout"})),
+            event(2, "pm_decision", json!({"from": "pm", "to": "meeting", "kind": "control", "message": "FINISH"}))
+        ],
+        "usage": {"calls": 5, "prompt_tokens": 1200, "completion_tokens": 340, "by_caller": {
+            "arch": {"calls": 1, "prompt_tokens": 400, "completion_tokens": 120},
+            "biz": {"calls": 2, "prompt_tokens": 300, "completion_tokens": 20},
+            "pm": {"calls": 2, "prompt_tokens": 500, "completion_tokens": 200}
+        }},
+        "meeting_input": {
+            "topic": "Adopt Rust for the billing service?",
+            "decision_packet": {"decision_to_make": "Rewrite billing in Rust or stay with Go", "options": ["Rust", "Go"]}
+        },
+        "context_bundle": {
+            "summary": "ctx",
+            "documents": [
+                {"document_id": "docs/costs.md", "source_path": "docs/costs.md", "source_type": "directory_file", "purpose": "Cost data", "excerpt": "Hosting costs 4k per month.", "char_count": 27},
+                {"document_id": "docs/perf.md", "source_path": "docs/perf.md", "source_type": "directory_file", "purpose": "Performance budget", "excerpt": "p99 must stay under 50 ms.", "char_count": 26},
+                {"document_id": "docs/team.md", "source_path": "docs/team.md", "source_type": "directory_file", "purpose": "Team", "excerpt": "Two Rust engineers.", "char_count": 19},
+                {"document_id": "docs/uncited.md", "source_path": "docs/uncited.md", "source_type": "file", "purpose": "Never cited", "excerpt": "nothing", "char_count": 7}
+            ],
+            "skipped_paths": []
+        }
+    })
+}
+
+fn normal_board() -> Value {
+    base_board()
+}
+
+fn forced_board() -> Value {
+    let mut b = base_board();
+    b["status"] = json!("forced_stop");
+    b["loop_count"] = json!(6);
+    b["final_report"] = json!("**Executive Summary:** Partial agreement on Rust.\n\n**Recommendation:** Run a two-week pilot before deciding.");
+    let log = b["event_log"].as_array_mut().unwrap();
+    log.pop();
+    log.push(event(
+        5, // stamped with the last loop (6 of 6)
+        "forced_finish",
+        json!({"from": "pm", "to": "meeting", "kind": "control", "message": "max_loops reached"}),
+    ));
+    b
+}
+
+fn fallback_board() -> Value {
+    let mut b = forced_board();
+    b["final_report"] = json!(null);
+    b["last_error"] = json!("PM answer was not valid JSON");
+    b
+}
+
+fn board(v: &Value) -> Board {
+    serde_json::from_value(v.clone()).expect("test board is valid")
+}
+
+fn golden(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/golden")
+        .join(name);
+    if std::env::var_os("AGENT_MEETING_BLESS").is_some_and(|v| !v.is_empty()) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden file {}; run with AGENT_MEETING_BLESS=1",
+            path.display()
+        )
+    });
+    assert_eq!(
+        actual,
+        expected,
+        "report differs from {}; run with AGENT_MEETING_BLESS=1 if intended",
+        path.display()
+    );
+}
+
+fn sections(md: &str) -> Vec<&str> {
+    md.lines()
+        .filter(|l| l.starts_with("# ") || l.starts_with("## "))
+        .collect()
+}
+
+fn section<'a>(md: &'a str, heading: &str) -> &'a str {
+    let start = md
+        .find(&format!("\n## {heading}\n"))
+        .unwrap_or_else(|| panic!("no section {heading}"))
+        + heading.len()
+        + 5;
+    let rest = &md[start..];
+    &rest[..rest.find("\n## ").unwrap_or(rest.len())]
+}
+
+fn render(v: &Value) -> report::Rendered {
+    report::render(&board(v), None).unwrap()
+}
+
+#[test]
+fn golden_normal_report() {
+    let r = render(&normal_board());
+    assert_eq!(r.kind, ReportKind::Normal);
+    golden("report_normal.md", &r.markdown);
+}
+
+#[test]
+fn golden_forced_report() {
+    let r = render(&forced_board());
+    assert_eq!(r.kind, ReportKind::Forced);
+    golden("report_forced.md", &r.markdown);
+}
+
+#[test]
+fn golden_fallback_report() {
+    let r = render(&fallback_board());
+    assert_eq!(r.kind, ReportKind::Fallback);
+    golden("report_fallback.md", &r.markdown);
+}
+
+#[test]
+fn every_section_present_per_kind() {
+    let common_tail = ["## Appendix"];
+    let normal = [
+        "# Meeting Report",
+        "## Topic",
+        "## Executive Summary",
+        "## Key Findings",
+        "## Risks",
+        "## Open Questions",
+        "## Recommendation",
+        "## Evidence Reviewed",
+    ];
+    let md = render(&normal_board()).markdown;
+    let expected: Vec<&str> = normal.iter().chain(common_tail.iter()).copied().collect();
+    assert_eq!(sections(&md), expected);
+
+    let md = render(&forced_board()).markdown;
+    let expected: Vec<&str> = normal
+        .iter()
+        .chain(["## Process Note"].iter())
+        .chain(common_tail.iter())
+        .copied()
+        .collect();
+    assert_eq!(sections(&md), expected);
+    assert!(section(&md, "Process Note").contains(report::FORCED_NOTE));
+
+    let md = render(&fallback_board()).markdown;
+    for s in [
+        "# Meeting Report",
+        "## Topic",
+        "## Current Summary",
+        "## Key Findings",
+        "## Open Questions",
+        "## Candidate Decisions",
+        "## Risks",
+        "## Evidence Reviewed",
+        "## Process Note",
+        "## Appendix",
+    ] {
+        assert!(sections(&md).contains(&s), "fallback lacks {s}:\n{md}");
+    }
+    assert!(section(&md, "Process Note").contains(report::FALLBACK_NOTE));
+    assert!(section(&md, "Process Note").contains("PM answer was not valid JSON"));
+    assert!(md.contains("```mermaid\nsequenceDiagram\n"));
+    assert!(md.ends_with("```\n") && !md.ends_with("\n\n"));
+}
+
+#[test]
+fn sections_come_from_the_board_lists() {
+    let md = render(&normal_board()).markdown;
+    assert!(section(&md, "Key Findings").contains("- Rust fits the latency budget\n"));
+    // A multi-line item stays one list item.
+    assert!(section(&md, "Key Findings")
+        .contains("- Team has two Rust engineers\n  and a Go background\n"));
+    assert!(section(&md, "Risks").contains("- Hiring is slow"));
+    assert!(section(&md, "Open Questions").contains("- How long is the migration?"));
+    let rec = section(&md, "Recommendation");
+    assert!(
+        rec.starts_with("\nPilot Rust on the invoice exporter first."),
+        "{rec}"
+    );
+    assert!(rec.contains(
+        "### Candidate decisions from the discussion\n\n- Pilot Rust on the invoice exporter"
+    ));
+
+    let mut b = normal_board();
+    for k in ["key_points", "risks", "open_questions", "decisions"] {
+        b[k] = json!([]);
+    }
+    let md = render(&b).markdown;
+    for s in ["Key Findings", "Risks", "Open Questions"] {
+        assert_eq!(section(&md, s).trim(), "None recorded.", "{s}");
+    }
+    assert!(!md.contains("Candidate decisions"));
+}
+
+#[test]
+fn evidence_lists_only_validated_citations() {
+    let md = render(&normal_board()).markdown;
+    let ev = section(&md, "Evidence Reviewed");
+    // Bundle order, grouped by document, quotes deduplicated across agents.
+    let costs = ev.find("### docs/costs.md").expect("costs cited");
+    let perf = ev.find("### docs/perf.md").expect("perf cited");
+    assert!(costs < perf);
+    assert!(
+        !ev.contains("uncited"),
+        "an uncited document must not appear:\n{ev}"
+    );
+    assert!(
+        !ev.contains("secret-plan"),
+        "a citation to an unknown id must not appear"
+    );
+    assert!(
+        !ev.contains("team.md") && !ev.contains("wrong path"),
+        "a citation with a wrong path is invalid"
+    );
+    assert!(ev.contains("- Purpose: Performance budget"));
+    assert!(ev.contains("  - \"p99 must stay under 50 ms\" (arch, biz)\n"));
+    assert!(ev.contains("  - \"Go GC pauses reach 80 ms\" (unverified quote) (arch)\n"));
+    // Never checked by agent-turn: checked here against the excerpt, whitespace folded.
+    assert!(ev.contains("  - \"Hosting costs 4k per month\" (biz)\n"));
+    assert_eq!(ev.matches("(unverified quote)").count(), 1);
+
+    let mut b = normal_board();
+    b["latest_agent_outputs"] = json!({});
+    let md = render(&b).markdown;
+    assert_eq!(
+        section(&md, "Evidence Reviewed").trim(),
+        "No document was cited by a validated citation."
+    );
+}
+
+#[test]
+fn summary_and_recommendation_from_many_heading_styles() {
+    let cases = [
+        (
+            "### Executive Summary\nGo with Rust.\n### Recommendation\nPilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "# Executive summary\n\nGo with Rust.\n\n# RECOMMENDATION\n\nPilot first.\n",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "**Executive Summary**\nGo with Rust.\n\n**Recommendation**\nPilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "Executive Summary: Go with Rust.\nRecommendation: Pilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "## 1. Summary\nGo with Rust.\n## 2. Recommendations\nPilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+        (
+            "## 执行摘要\nGo with Rust.\n## 建议\nPilot first.",
+            "Go with Rust.",
+            "Pilot first.",
+        ),
+    ];
+    for (text, exec, rec) in cases {
+        let parts = report::split_final_report(text);
+        assert_eq!(parts.executive_summary, exec, "{text}");
+        assert_eq!(parts.recommendation, rec, "{text}");
+    }
+
+    // Sub-sections stay with the part they follow, demoted below the report's own `##`.
+    let parts = report::split_final_report(
+        "# Report\n\n## Executive Summary\nYes.\n\n## Recommendation\nPilot.\n\n## What is still uncertain\n- Time.",
+    );
+    assert_eq!(parts.executive_summary, "Yes.");
+    assert_eq!(
+        parts.recommendation,
+        "Pilot.\n\n### What is still uncertain\n- Time."
+    );
+
+    // A heading inside a code block is not a label.
+    let parts = report::split_final_report(
+        "## Summary\n```\n## Recommendation\n```\n## Recommendation\nGo.",
+    );
+    assert_eq!(parts.executive_summary, "```\n## Recommendation\n```");
+    assert_eq!(parts.recommendation, "Go.");
+
+    // No recognisable parts: the whole report is the summary.
+    let parts = report::split_final_report("We should adopt Rust.\n\n## Notes\nCheap.");
+    assert_eq!(
+        parts.executive_summary,
+        "We should adopt Rust.\n\n### Notes\nCheap."
+    );
+    assert_eq!(parts.recommendation, report::SEE_SUMMARY);
+
+    // Only a summary: the recommendation points to it.
+    let parts = report::split_final_report("## Executive Summary\nAdopt.");
+    assert_eq!(parts.recommendation, report::SEE_SUMMARY);
+
+    let mut b = normal_board();
+    b["final_report"] = json!("Plain text only.");
+    let md = render(&b).markdown;
+    assert_eq!(section(&md, "Executive Summary").trim(), "Plain text only.");
+    assert!(section(&md, "Recommendation")
+        .trim()
+        .starts_with(report::SEE_SUMMARY));
+}
+
+#[test]
+fn mermaid_has_one_arrow_per_task_and_result() {
+    let m = report::mermaid(&board(&normal_board()));
+    let lines: Vec<&str> = m.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "sequenceDiagram",
+            "    participant PM",
+            "    participant arch",
+            "    participant biz",
+            "    PM->>arch: L1 What latency can Rust give us#59; is it below 50 ms #35;p99?",
+            "    arch-->>PM: L1 Rust fits the latency budget.",
+            "    PM->>biz: L2 What does hosting cost per month?",
+            "    biz--xPM: L2 failed (timeout)",
+            "    Note over PM: L3 FINISH",
+        ]
+    );
+    let m = report::mermaid(&board(&forced_board()));
+    assert!(
+        m.ends_with("    Note over PM: L6 forced finish (max_loops reached)"),
+        "{m}"
+    );
+
+    // Names Mermaid would misread get an alias; long questions are cut.
+    let mut b = normal_board();
+    b["participants"] = json!(["data-eng", "end"]);
+    b["event_log"] = json!([
+        event(
+            0,
+            "pm_decision",
+            json!({"from": "pm", "to": "data-eng", "kind": "task", "message": "q ".repeat(50)})
+        ),
+        event(
+            0,
+            "agent_result",
+            json!({"from": "data-eng", "to": "pm", "kind": "result", "status": "ok", "message": "a\nb"})
+        ),
+    ]);
+    let m = report::mermaid(&board(&b));
+    assert!(
+        m.contains("    participant A1 as data-eng\n    participant A2 as end\n"),
+        "{m}"
+    );
+    assert!(m.contains("    A1-->>PM: L1 a b"), "{m}");
+    let ask = m
+        .lines()
+        .find(|l| l.starts_with("    PM->>A1: L1 "))
+        .unwrap();
+    assert!(ask.ends_with("...") && ask.len() < 90, "{ask}");
+}
+
+#[test]
+fn appendix_has_counts() {
+    let md = render(&normal_board()).markdown;
+    let a = section(&md, "Appendix");
+    assert!(
+        a.contains("- Participants: PM (built-in PM), arch (Architect), biz (Business analyst)\n"),
+        "{a}"
+    );
+    assert!(a.contains("- Loops used: 2 / 6\n"));
+    assert!(a.contains("- LLM calls: 5\n"));
+    assert!(a.contains("- Tokens: 1200 prompt, 340 completion\n"));
+    assert!(a.contains("| pm | 2 | 500 | 200 |"));
+}
+
+#[test]
+fn finish_saves_atomically_and_marks_finished() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("reports/demo.md");
+    let b = board(&fallback_board());
+    let result = report::run(b.clone(), None, Some(&path)).unwrap();
+    assert_eq!(result.status, Status::Finished);
+    assert_eq!(result.board.status, Status::Finished);
+    assert_eq!(result.kind, "fallback");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), result.markdown);
+    // The default note is kept on the finished board, so a re-render says the same.
+    assert_eq!(
+        result.board.process_note.as_deref(),
+        Some(report::FALLBACK_NOTE)
+    );
+    let again = report::render(&result.board, None).unwrap();
+    assert_eq!(again.kind, ReportKind::Fallback);
+    assert_eq!(again.markdown, result.markdown);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("reports"))
+            .unwrap()
+            .count(),
+        1,
+        "no temporary file left"
+    );
+
+    // Without a report file nothing changes.
+    let result = report::run(b.clone(), None, None).unwrap();
+    assert_eq!(result.status, Status::ForcedStop);
+    assert_eq!(result.board, b);
+    assert_eq!(result.report_file, None);
+}
+
+#[test]
+fn rerender_keeps_kind() {
+    for (v, kind) in [
+        (normal_board(), ReportKind::Normal),
+        (forced_board(), ReportKind::Forced),
+    ] {
+        let saved = report::run(
+            board(&v),
+            None,
+            Some(&tempfile::tempdir().unwrap().path().join("r.md")),
+        )
+        .unwrap();
+        let again = report::render(&saved.board, None).unwrap();
+        assert_eq!(again.kind, kind);
+        assert_eq!(again.markdown, saved.markdown);
+        // A board whose report could not be saved can be rendered again.
+        let mut failed = saved.board.clone();
+        failed.status = Status::Failed;
+        assert_eq!(report::render(&failed, None).unwrap().kind, kind);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The program
+
+fn cmd() -> Command {
+    Command::cargo_bin("render-report").unwrap()
+}
+
+fn stdin_of(v: &Value) -> String {
+    serde_json::to_string(v).unwrap()
+}
+
+#[test]
+fn cli_writes_report_and_prints_finished_board() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out/demo.md");
+    let out = cmd()
+        .arg("--report-file")
+        .arg(&path)
+        .write_stdin(stdin_of(&normal_board()))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.lines().count(), 1, "one JSON line");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["report_version"], 1);
+    assert_eq!(v["status"], "finished");
+    assert_eq!(v["board"]["status"], "finished");
+    assert_eq!(v["kind"], "normal");
+    assert_eq!(v["report_file"], path.display().to_string());
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        v["markdown"].as_str().unwrap()
+    );
+}
+
+#[test]
+fn cli_markdown_flag_prints_markdown() {
+    let expected = render(&forced_board()).markdown;
+    cmd()
+        .arg("--markdown")
+        .write_stdin(stdin_of(&forced_board()))
+        .assert()
+        .success()
+        .stdout(expected);
+}
+
+#[test]
+fn cli_template_override() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("mine.md.j2");
+    std::fs::write(
+        &t,
+        "# {{ kind }}: {{ topic }}\n{% for d in evidence %}* {{ d.document_id }}\n{% endfor %}",
+    )
+    .unwrap();
+    cmd()
+        .arg("--markdown")
+        .arg("--template")
+        .arg(&t)
+        .write_stdin(stdin_of(&normal_board()))
+        .assert()
+        .success()
+        .stdout("# normal: Adopt Rust for the billing service?\n* docs/costs.md\n* docs/perf.md\n");
+
+    // The library takes the same override.
+    let ut = UserTemplate::load(&t).unwrap();
+    assert!(report::render(&board(&fallback_board()), Some(&ut))
+        .unwrap()
+        .markdown
+        .starts_with("# fallback: "));
+
+    // Undefined variables are errors naming the template file (exit 2).
+    std::fs::write(&t, "{{ no_such_variable }}").unwrap();
+    cmd()
+        .arg("--template")
+        .arg(&t)
+        .write_stdin(stdin_of(&normal_board()))
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(
+            predicate::str::starts_with("render-report: ")
+                .and(predicate::str::contains("mine.md.j2")),
+        );
+    cmd()
+        .arg("--template")
+        .arg(dir.path().join("missing.j2"))
+        .write_stdin(stdin_of(&normal_board()))
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn cli_wrong_stage_exits_2_naming_next_stage() {
+    let mut running = normal_board();
+    running["status"] = json!("running");
+    running["final_report"] = json!(null);
+    let mut pending = running.clone();
+    pending["pending_call"] = json!({"target_agent": "arch", "prompt": "q"});
+    let mut merged = running.clone();
+    merged["last_turn"] =
+        json!({"agent_name": "arch", "status": "ok", "result": {"response": "r"}});
+    let mut finishing = running.clone();
+    finishing["status"] = json!("finishing");
+    for (b, stage) in [
+        (running, "pm-step should run next"),
+        (pending, "agent-turn should run next"),
+        (merged, "merge-board should run next"),
+        (finishing, "pm-step (forced finish) should run next"),
+    ] {
+        cmd()
+            .write_stdin(stdin_of(&b))
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(
+                predicate::str::starts_with("render-report: ").and(predicate::str::contains(stage)),
+            );
+    }
+}
+
+#[test]
+fn cli_write_failure_exits_1_without_partial_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    for target in [blocker.join("r.md"), PathBuf::from("/dev/null/x.md")] {
+        cmd()
+            .arg("--report-file")
+            .arg(&target)
+            .write_stdin(stdin_of(&normal_board()))
+            .assert()
+            .code(1)
+            .stdout("")
+            .stderr(
+                predicate::str::starts_with("render-report: ")
+                    .and(predicate::str::contains("report not saved")),
+            );
+        assert!(!Path::new(&target).exists());
+    }
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "nothing else written"
+    );
+    assert_eq!(std::fs::read_to_string(&blocker).unwrap(), "x");
+}
+
+#[test]
+fn cli_refuses_unknown_board_version_and_bad_input() {
+    let mut b = normal_board();
+    b["board_version"] = json!(2);
+    cmd()
+        .write_stdin(stdin_of(&b))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "board_version: version 2 is not supported",
+        ));
+    let mut b = normal_board();
+    b["topik"] = json!("x");
+    cmd()
+        .write_stdin(stdin_of(&b))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("topik"));
+    cmd().write_stdin("").assert().code(2);
+}
+
+#[test]
+fn cli_help_has_example() {
+    cmd()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("Example:").and(predicate::str::contains(
+                "render-report --report-file reports/demo.md",
+            )),
+        );
+}
