@@ -5,8 +5,9 @@ use minijinja::{context, Environment, UndefinedBehavior};
 use serde_json::{json, Map, Value};
 
 use super::{validate, Client, ExpectedJson, LlmError, Message, Options, Request};
-use crate::error::{Error, Invalid};
-use crate::model::{AgentConfig, AGENT_TURN_FIELDS};
+use crate::error::Error;
+use crate::loader::AgentKind;
+use crate::model::AgentConfig;
 
 const SYSTEM_TEMPLATE: &str = include_str!("../../share/prompts/builder.j2");
 const RETRY_TEMPLATE: &str = include_str!("../../share/prompts/builder_retry.j2");
@@ -163,89 +164,9 @@ pub fn check(mut value: Value, spec: &BuildSpec, schema: &Value) -> Result<Agent
     validate(&value, schema)?;
     let cfg: AgentConfig = serde_path_to_error::deserialize(value)
         .map_err(|e| format!("at {}: {}", e.path(), e.inner()))?;
-    cfg.validate().map_err(|e| e.to_string())?;
-    check_specialist(&cfg).map_err(|e| e.to_string())?;
+    // The same rules the loader applies when the file is loaded (SPEC §3).
+    crate::loader::validate_agent(&cfg, AgentKind::Specialist).map_err(|e| e.to_string())?;
     Ok(cfg)
-}
-
-// LOCAL CHECK, to be replaced at merge by
-// `crate::loader::validate_agent(&cfg, AgentKind::Specialist)` (SPEC §3 loader rules), which
-// was not on main when this was written.
-fn check_specialist(cfg: &AgentConfig) -> Result<(), Invalid> {
-    let input = Value::Object(cfg.input_schema.clone());
-    let output = Value::Object(cfg.output_schema.clone());
-    for (field, s) in [("input_schema", &input), ("output_schema", &output)] {
-        jsonschema::validator_for(s)
-            .map_err(|e| Invalid::at(field, format!("does not compile as JSON Schema: {e}")))?;
-    }
-    let sample = json!({"prompt": "p", "meeting_summary": "m", "context_summary": "c"});
-    validate(&sample, &input).map_err(|e| {
-        Invalid::at(
-            "input_schema",
-            format!("must accept the runtime input {{prompt, meeting_summary, context_summary}} (all strings, nothing else required): {e}"),
-        )
-    })?;
-    if output.get("type").and_then(Value::as_str) != Some("object") {
-        return Err(Invalid::at("output_schema.type", "expected \"object\""));
-    }
-    let empty = Map::new();
-    let props = output
-        .get("properties")
-        .and_then(Value::as_object)
-        .unwrap_or(&empty);
-    let type_of = |k: &str| {
-        props
-            .get(k)
-            .and_then(|p| p.get("type"))
-            .and_then(Value::as_str)
-    };
-    if type_of("response") != Some("string") {
-        return Err(Invalid::at(
-            "output_schema.properties.response",
-            "must be present with type \"string\"",
-        ));
-    }
-    let required: Vec<&str> = output
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|r| r.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    if !required.contains(&"response") {
-        return Err(Invalid::at(
-            "output_schema.required",
-            "must include \"response\"",
-        ));
-    }
-    for k in ["key_points", "risks", "recommendations", "citations"] {
-        if props.contains_key(k) && type_of(k) != Some("array") {
-            return Err(Invalid::at(
-                format!("output_schema.properties.{k}"),
-                "must have type \"array\"",
-            ));
-        }
-    }
-    for k in ["key_points", "risks", "recommendations"] {
-        let item_type = props
-            .get(k)
-            .and_then(|p| p.get("items"))
-            .and_then(|i| i.get("type"))
-            .and_then(Value::as_str);
-        if item_type.is_some_and(|t| t != "string") {
-            return Err(Invalid::at(
-                format!("output_schema.properties.{k}.items.type"),
-                "must be \"string\"",
-            ));
-        }
-    }
-    for r in &required {
-        if *r == "agent_name" || !AGENT_TURN_FIELDS.contains(r) {
-            return Err(Invalid::at(
-                "output_schema.required",
-                format!("{r:?} is not allowed (only response, key_points, risks, recommendations, citations; the runtime fills agent_name)"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
@@ -280,14 +201,15 @@ mod tests {
         assert!(check(v, &spec, &s).unwrap_err().contains("agent_name"));
         let mut v = good();
         v["output_schema"]["properties"]["response"] = json!({"type": "object"});
-        assert!(check(v, &spec, &s)
-            .unwrap_err()
-            .starts_with("output_schema.properties.response"));
+        let e = check(v, &spec, &s).unwrap_err();
+        assert!(
+            e.starts_with("output_schema") && e.contains("response"),
+            "{e}"
+        );
         let mut v = good();
         v["input_schema"]["required"] = json!(["prompt", "budget"]);
-        assert!(check(v, &spec, &s)
-            .unwrap_err()
-            .starts_with("input_schema: must accept"));
+        let e = check(v, &spec, &s).unwrap_err();
+        assert!(e.starts_with("input_schema") && e.contains("budget"), "{e}");
         let mut v = good();
         v["risks"] = json!([]);
         assert!(check(v, &spec, &s).unwrap_err().contains("risks"));
