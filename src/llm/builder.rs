@@ -2,7 +2,7 @@
 //! the loader's rules, retry once with the exact error.
 
 use minijinja::{context, Environment, UndefinedBehavior};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{validate, Client, ExpectedJson, LlmError, Message, Options, Request};
 use crate::error::Error;
