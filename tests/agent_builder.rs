@@ -294,10 +294,14 @@ fn builder_prompt_golden() {
         role: None,
     };
     let text = agent_meeting::llm::builder::system_prompt(&spec).unwrap();
-    let golden = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/builder_system.txt");
+    let golden =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/builder_system.txt");
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
         std::fs::write(&golden, &text).unwrap();
     }
-    assert_eq!(text, std::fs::read_to_string(&golden).expect("golden file; run with UPDATE_GOLDEN=1"));
+    assert_eq!(
+        text,
+        std::fs::read_to_string(&golden).expect("golden file; run with UPDATE_GOLDEN=1")
+    );
 }

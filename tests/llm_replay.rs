@@ -43,6 +43,7 @@ fn write(dir: &Path, lines: &[serde_json::Value]) -> std::path::PathBuf {
 
 fn replay_client(path: &Path, calls: u64) -> Client {
     Client::new(Box::new(Replay::open(path, false).unwrap()), calls)
+        .with_policy(RetryPolicy::immediate(3))
 }
 
 #[test]
@@ -282,4 +283,40 @@ fn exchange_log_has_full_prompt_and_response() {
         json!([{"role": "user", "content": "the question"}])
     );
     assert_eq!(line["response"], "{\"x\": 1}");
+}
+
+/// The path the stages take: `client_for` with replay applies `--max-attempts` to injected
+/// faults, without waiting.
+#[test]
+fn client_for_replay_applies_max_attempts() {
+    let d = tempfile::tempdir().unwrap();
+    let fault = |i: u64| json!({"seq": i, "caller": "pm", "error": {"kind": "http", "status": 503, "retry_after": 30}});
+    let p = write(
+        d.path(),
+        &[
+            fault(4),
+            fault(5),
+            json!({"seq": 6, "caller": "pm", "response": "{}"}),
+        ],
+    );
+    let board = agent_meeting::model::LlmSettings::default();
+    let mut args = agent_meeting::llm::LlmArgs {
+        provider: Some("replay".into()),
+        cassette: Some(p.clone()),
+        ..Default::default()
+    };
+    let (mut c, o) = agent_meeting::llm::client_for(&args, &board, &Default::default(), 3).unwrap();
+    let t = std::time::Instant::now();
+    let r = c.call(&req("pm", "q"), &o).unwrap();
+    assert_eq!((r.attempts, c.calls()), (3, 6));
+    assert!(t.elapsed() < Duration::from_secs(1));
+
+    args.max_attempts = 2;
+    let (mut c, o) = agent_meeting::llm::client_for(&args, &board, &Default::default(), 3).unwrap();
+    let err = c.call(&req("pm", "q"), &o).unwrap_err();
+    assert!(
+        matches!(err, LlmError::Transient { attempts: 2, .. }),
+        "{err:?}"
+    );
+    assert_eq!(c.calls(), 5);
 }

@@ -259,18 +259,14 @@ pub struct Client {
 }
 
 impl Client {
-    /// `calls` is the board's `usage.calls` before this stage's first call. Replay gets a
-    /// no-wait retry policy, real providers the default one.
+    /// `calls` is the board's `usage.calls` before this stage's first call. A bare client
+    /// makes ONE attempt per call (what scripted test fakes expect); [`client_for`] sets the
+    /// retry policy from the flags (`--max-attempts`, backoff; no waiting in replay).
     pub fn new(provider: Box<dyn Provider>, calls: u64) -> Client {
-        let policy = if provider.name() == "replay" {
-            RetryPolicy::immediate(3)
-        } else {
-            RetryPolicy::default()
-        };
         Client {
             provider,
             calls,
-            policy,
+            policy: RetryPolicy::immediate(1),
             log: None,
         }
     }
