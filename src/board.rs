@@ -273,6 +273,30 @@ fn merge_error(board: &mut Board, turn: &LastTurn) {
     board.recent_errors.drain(..excess);
 }
 
+/// A fresh trace id: UTC time (sortable, so `runs/` lists in order) and 32 random bits.
+pub fn new_trace_id(now_rfc3339: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0),
+    );
+    h.write_u32(std::process::id());
+    let stamp: String = now_rfc3339
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .take(14)
+        .collect();
+    format!("{stamp}-{:08x}", h.finish() as u32)
+}
+
+/// Trace ids name run folders, so they use safe filename characters only.
+pub fn is_valid_trace_id(id: &str) -> bool {
+    crate::model::is_safe_name(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -572,28 +596,4 @@ mod tests {
         assert_eq!(first_sentence("结论是迁移。然后"), "结论是迁移。");
         assert_eq!(first_sentence("line one\nline two"), "line one");
     }
-}
-
-/// A fresh trace id: UTC time (sortable, so `runs/` lists in order) and 32 random bits.
-pub fn new_trace_id(now_rfc3339: &str) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.write_u32(std::process::id());
-    let stamp: String = now_rfc3339
-        .chars()
-        .filter(|c| c.is_ascii_digit())
-        .take(14)
-        .collect();
-    format!("{stamp}-{:08x}", h.finish() as u32)
-}
-
-/// Trace ids name run folders, so they use safe filename characters only.
-pub fn is_valid_trace_id(id: &str) -> bool {
-    crate::model::is_safe_name(id)
 }

@@ -388,12 +388,8 @@ pub fn pm_step(
             res.as_ref(),
         );
         let (failure, reply_text) = match res {
-            Err(LlmError::Fatal(m)) => {
-                return Err(Error::Runtime(format!(
-                    "LLM provider {}: {m}",
-                    client.provider_name()
-                )))
-            }
+            // Provider errors already name the provider (`openai: HTTP 401: ...`).
+            Err(LlmError::Fatal(m)) => return Err(Error::Runtime(m)),
             Err(e @ LlmError::Transient { .. }) => (Failure::Call(e.to_string()), None),
             Ok(reply) => {
                 let checked = match reply.json {

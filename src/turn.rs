@@ -143,7 +143,7 @@ pub fn first_sentence(text: &str) -> String {
     while let Some((i, c)) = chars.next() {
         let stop = match c {
             '。' | '！' | '？' => true,
-            '.' | '!' | '?' => chars.peek().map_or(true, |(_, n)| n.is_whitespace()),
+            '.' | '!' | '?' => chars.peek().is_none_or(|(_, n)| n.is_whitespace()),
             _ => false,
         };
         if stop {
@@ -307,12 +307,8 @@ pub fn agent_turn(
             res.as_ref(),
         );
         let (error, reply_text) = match res {
-            Err(LlmError::Fatal(m)) => {
-                return Err(Error::Runtime(format!(
-                    "LLM provider {}: {m}",
-                    client.provider_name()
-                )))
-            }
+            // Provider errors already name the provider (`openai: HTTP 401: ...`).
+            Err(LlmError::Fatal(m)) => return Err(Error::Runtime(m)),
             Err(e @ LlmError::Transient { .. }) => (format!("LLM call failed: {e}"), None),
             Ok(reply) => {
                 let checked = match &reply.json {

@@ -7,10 +7,6 @@ use agent_meeting::model::{Board, BOARD_VERSION};
 use agent_meeting::{cli, events, io, turn};
 use clap::Parser;
 
-// WIRE: replace with llm::client_for + LlmArgs at merge
-#[path = "../placeholder_llm.rs"]
-mod placeholder_llm;
-
 /// Ask the agent the PM chose and record its checked answer (or its failure) in last_turn.
 #[derive(Parser)]
 #[command(
@@ -26,7 +22,7 @@ struct Args {
     #[command(flatten)]
     output: cli::OutputArgs,
     #[command(flatten)]
-    llm: placeholder_llm::LlmArgs,
+    llm: agent_meeting::llm::LlmArgs,
 }
 
 fn main() -> ExitCode {
@@ -42,7 +38,7 @@ fn main() -> ExitCode {
             .map(|a| a.metadata.clone())
             .unwrap_or_default();
         let (mut client, opts) =
-            placeholder_llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
+            agent_meeting::llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
         let clock = events::clock_from_env();
         let board = turn::agent_turn(board, &mut client, &opts, clock.as_ref())?;
         cli::write_stdout(&io::to_json_line(&board, args.output.pretty))

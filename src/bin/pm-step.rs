@@ -6,10 +6,6 @@ use agent_meeting::model::{Board, BOARD_VERSION};
 use agent_meeting::{cli, events, io, pm};
 use clap::Parser;
 
-// WIRE: replace with llm::client_for + LlmArgs at merge
-#[path = "../placeholder_llm.rs"]
-mod placeholder_llm;
-
 /// Ask the PM for the next step of the meeting and apply its decision to the board.
 #[derive(Parser)]
 #[command(
@@ -25,7 +21,7 @@ struct Args {
     #[command(flatten)]
     output: cli::OutputArgs,
     #[command(flatten)]
-    llm: placeholder_llm::LlmArgs,
+    llm: agent_meeting::llm::LlmArgs,
 }
 
 fn main() -> ExitCode {
@@ -40,7 +36,7 @@ fn main() -> ExitCode {
             .map(|p| p.metadata.clone())
             .unwrap_or_default();
         let (mut client, opts) =
-            placeholder_llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
+            agent_meeting::llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
         let clock = events::clock_from_env();
         let board = pm::pm_step(board, &mut client, &opts, clock.as_ref())?;
         cli::write_stdout(&io::to_json_line(&board, args.output.pretty))

@@ -196,7 +196,11 @@ pub fn client(board: &Board, replies: Vec<Result<RawReply, AttemptError>>) -> (C
         replies: replies.into(),
         seen: seen.clone(),
     };
-    (Client::new(Box::new(fake), board.usage.calls), seen)
+    (
+        Client::new(Box::new(fake), board.usage.calls)
+            .with_policy(agent_meeting::llm::RetryPolicy::immediate(1)),
+        seen,
+    )
 }
 
 pub fn event_types(b: &Board) -> Vec<&str> {
