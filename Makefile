@@ -19,3 +19,16 @@ fmt:
 # Regenerate share/schemas/ from the Rust types (the test `schemas_match_types` checks them).
 schemas:
 	AGENT_MEETING_BLESS=1 $(CARGO) test --locked --test schemas
+
+# The offline demo: a scripted cassette (no network, no API key) → reports/demo.md.
+DEMO_FLAGS = --meeting-file meetings/demo.yaml --agents arch,biz --provider replay
+
+.PHONY: demo demo-forced
+demo: build
+	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) \
+	  --cassette meetings/demo.cassette.jsonl --report-file reports/demo.md --pretty
+
+# The same meeting cut short by --max-loops 2: the PM must close it (forced finish).
+demo-forced: build
+	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) --max-loops 2 \
+	  --cassette meetings/demo-forced.cassette.jsonl --report-file reports/demo-forced.md --pretty

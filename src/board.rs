@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::model::{
-    AgentConfig, Board, Event, LastTurn, LlmSettings, MeetingPacket, Status, TurnStatus, Usage,
-    BOARD_VERSION, LIST_CAP,
+    AgentConfig, Board, Event, Evidence, LastTurn, LlmSettings, MeetingPacket, Status, TurnStatus,
+    Usage, BOARD_VERSION, EVIDENCE_CAP, LIST_CAP,
 };
 
 /// Longest summary kept on the board (merge rule 4).
@@ -68,6 +68,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         decisions: Vec::new(),
         risks: Vec::new(),
         latest_agent_outputs: BTreeMap::new(),
+        evidence: Vec::new(),
         pending_call: None,
         last_turn: None,
         last_error: None,
@@ -226,11 +227,9 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         ..event(&board, now)
     };
     board.event_log.push(ev);
+    // At max_loops the board stays `running`: pm-step sees the spent budget, records the
+    // forced finish and runs in forced_finish mode (SPEC §5).
     board.loop_count += 1;
-    if board.loop_count >= board.max_loops {
-        // The PM must close the meeting now (forced_finish mode of pm-step).
-        board.status = Status::Finishing;
-    }
     Ok(board)
 }
 
@@ -252,12 +251,33 @@ fn merge_result(board: &mut Board, result: &crate::model::AgentTurnResult) {
     board
         .open_questions
         .retain(|q| !result.recommendations.contains(q));
+    keep_evidence(board, result);
     let speaker = format!(
         "{}: {}",
         result.agent_name,
         first_sentence(&result.response)
     );
     board.summary = summary_lines(board, &speaker);
+}
+
+/// Keep the turn's citations (validated by agent-turn) for the report's Evidence Reviewed.
+fn keep_evidence(board: &mut Board, result: &crate::model::AgentTurnResult) {
+    let loop_no = crate::events::current_loop(board);
+    for c in &result.citations {
+        let known = board.evidence.iter().any(|e| {
+            e.agent == result.agent_name && e.document_id == c.document_id && e.quote == c.quote
+        });
+        if !known && board.evidence.len() < EVIDENCE_CAP {
+            board.evidence.push(Evidence {
+                agent: result.agent_name.clone(),
+                loop_no,
+                document_id: c.document_id.clone(),
+                source_path: c.source_path.clone(),
+                quote: c.quote.clone(),
+                verified: c.verified.unwrap_or(false),
+            });
+        }
+    }
 }
 
 fn merge_error(board: &mut Board, turn: &LastTurn) {
@@ -513,7 +533,6 @@ mod tests {
     #[test]
     fn rule6_error_turn_changes_only_errors_and_loop() {
         let mut b = board(&["Q?"]);
-        b.max_loops = 20;
         ok_turn(&mut b, "arch", result("R.", &["a"], &["r"], &["d"]));
         b = merge(b, NOW).unwrap();
         let before = b.clone();
@@ -553,7 +572,7 @@ mod tests {
     }
 
     #[test]
-    fn rule7_loop_counts_every_attempt_and_max_loops_finishes() {
+    fn rule7_loop_counts_every_attempt_and_pm_runs_at_max_loops() {
         let mut b = board(&[]);
         b.max_loops = 2;
         ok_turn(&mut b, "arch", result("R.", &[], &[], &[]));
@@ -567,13 +586,61 @@ mod tests {
             error: None,
         });
         b = merge(b, NOW).unwrap();
-        assert_eq!((b.loop_count, b.status), (2, Status::Finishing));
+        assert_eq!((b.loop_count, b.status), (2, Status::Running));
+        assert_eq!(next_stage(&b), "pm-step");
         assert!(b.last_turn.is_none());
         assert_eq!(b.event_log.last().unwrap().event_type, "board_merged");
         assert_eq!(
             b.event_log.last().unwrap().loop_no,
             2,
             "the loop just completed"
+        );
+    }
+
+    #[test]
+    fn evidence_keeps_every_turns_citations_once() {
+        let mut b = board(&[]);
+        let cite = |doc: &str, q: &str, v| DocumentCitation {
+            document_id: doc.into(),
+            source_path: doc.into(),
+            quote: q.into(),
+            verified: Some(v),
+        };
+        let mut r = result("R.", &[], &[], &[]);
+        r.citations = vec![
+            cite("a.md", "x", true),
+            cite("a.md", "x", true),
+            cite("b.md", "y", false),
+        ];
+        ok_turn(&mut b, "arch", r.clone());
+        b = merge(b, NOW).unwrap();
+        r.citations = vec![cite("c.md", "z", true)];
+        ok_turn(&mut b, "arch", r);
+        b = merge(b, NOW).unwrap();
+        let got: Vec<(&str, u32, &str, bool)> = b
+            .evidence
+            .iter()
+            .map(|e| {
+                (
+                    e.document_id.as_str(),
+                    e.loop_no,
+                    e.quote.as_str(),
+                    e.verified,
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                ("a.md", 1, "x", true),
+                ("b.md", 1, "y", false),
+                ("c.md", 2, "z", true)
+            ]
+        );
+        assert_eq!(
+            b.latest_agent_outputs["arch"].citations.len(),
+            1,
+            "latest output keeps only the latest turn"
         );
     }
 

@@ -313,7 +313,16 @@ pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Opti
                         t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
                     )
                 });
-            let stats = format!("({:.1} s, {tokens} tokens)", ms as f64 / 1000.0);
+            let retries = new_events
+                .iter()
+                .filter(|e| e.event_type == "agent_retry")
+                .count();
+            let retry_note = match retries {
+                0 => String::new(),
+                1 => ", 1 retry".to_string(),
+                n => format!(", {n} retries"),
+            };
+            let stats = format!("({:.1} s, {tokens} tokens{retry_note})", ms as f64 / 1000.0);
             let name = paint(ui, "1;33", &turn.agent_name);
             Some(match &turn.result {
                 Some(r) => format!(

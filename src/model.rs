@@ -322,6 +322,22 @@ pub struct AgentTurnResult {
     pub citations: Vec<DocumentCitation>,
 }
 
+/// A validated citation kept for the report's Evidence Reviewed, with who cited it and when.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Evidence {
+    pub agent: String,
+    #[serde(rename = "loop")]
+    pub loop_no: u32,
+    pub document_id: String,
+    pub source_path: String,
+    pub quote: String,
+    pub verified: bool,
+}
+
+/// Most citations the board keeps for the report (each turn adds a few).
+pub const EVIDENCE_CAP: usize = 200;
+
 /// The fields of AgentTurnResult, for the output-schema compatibility rules.
 pub const AGENT_TURN_FIELDS: [&str; 6] = [
     "agent_name",
@@ -551,6 +567,9 @@ pub struct Board {
     pub decisions: Vec<String>,
     pub risks: Vec<String>,
     pub latest_agent_outputs: BTreeMap<String, AgentTurnResult>,
+    /// Every validated citation of the meeting, in the order they were merged.
+    #[serde(default)]
+    pub evidence: Vec<Evidence>,
     pub pending_call: Option<PendingCall>,
     pub last_turn: Option<LastTurn>,
     pub last_error: Option<String>,

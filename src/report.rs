@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::io;
-use crate::model::{Board, ReportResult, Status, REPORT_VERSION};
+use crate::model::{Board, DocumentCitation, ReportResult, Status, REPORT_VERSION};
 
 const NORMAL_TEMPLATE: &str = include_str!("../share/templates/report.md.j2");
 const FORCED_TEMPLATE: &str = include_str!("../share/templates/forced.md.j2");
@@ -437,9 +437,34 @@ fn fold_ws(s: &str) -> String {
 pub fn evidence(board: &Board) -> Vec<EvidenceDoc> {
     let docs = &board.context_bundle.documents;
     let mut by_doc: BTreeMap<usize, EvidenceDoc> = BTreeMap::new();
-    // latest_agent_outputs is a BTreeMap: agents come in name order, so output is stable.
+    // Every citation merge-board kept (validated by agent-turn), in meeting order; citations
+    // still only in latest_agent_outputs (boards merged before `evidence` existed) count too.
+    let mut cited: Vec<(String, DocumentCitation)> = board
+        .evidence
+        .iter()
+        .map(|e| {
+            let c = DocumentCitation {
+                document_id: e.document_id.clone(),
+                source_path: e.source_path.clone(),
+                quote: e.quote.clone(),
+                verified: Some(e.verified),
+            };
+            (e.agent.clone(), c)
+        })
+        .collect();
     for (agent, result) in &board.latest_agent_outputs {
         for c in &result.citations {
+            if !board
+                .evidence
+                .iter()
+                .any(|e| &e.agent == agent && e.document_id == c.document_id && e.quote == c.quote)
+            {
+                cited.push((agent.clone(), c.clone()));
+            }
+        }
+    }
+    for (agent, c) in &cited {
+        {
             let Some(idx) = docs.iter().position(|d| d.document_id == c.document_id) else {
                 continue;
             };
@@ -456,6 +481,7 @@ pub fn evidence(board: &Board) -> Vec<EvidenceDoc> {
             });
             if !entry.cited_by.contains(agent) {
                 entry.cited_by.push(agent.clone());
+                entry.cited_by.sort();
             }
             let text = fold_ws(&c.quote);
             if text.is_empty() {

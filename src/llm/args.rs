@@ -76,6 +76,10 @@ pub struct LlmArgs {
         env = "MEETING_RETRY_MAX_SECS"
     )]
     pub retry_max_secs: f64,
+    /// Answer call numbers that already completed from the --llm-log file instead of asking the
+    /// provider again (the `meeting` driver sets this so a resumed meeting repeats no call)
+    #[arg(long, hide = true, env = "MEETING_REUSE_LLM_LOG")]
+    pub reuse_log: bool,
 }
 
 impl Default for LlmArgs {
@@ -96,6 +100,7 @@ impl Default for LlmArgs {
             llm_log: None,
             retry_base_ms: 500,
             retry_max_secs: 30.0,
+            reuse_log: false,
         }
     }
 }
@@ -207,7 +212,7 @@ to run offline, use --provider replay --cassette FILE"
                 ));
             };
             let replay = Replay::open(path, args.strict_replay)?;
-            let client = Client::new(Box::new(replay), calls)
+            let client = Client::new(reuse_completed(args, Box::new(replay)), calls)
                 .with_policy(RetryPolicy::immediate(args.max_attempts))
                 .with_log(args.llm_log.clone());
             return Ok((client, options));
@@ -247,6 +252,7 @@ to run offline, use --provider replay --cassette FILE"
         Some(path) => Box::new(Recorder::new(real, path)),
         None => real,
     };
+    let provider_box = reuse_completed(args, provider_box);
     let retry_max = seconds(
         "--retry-max-secs",
         args.retry_max_secs.max(f64::MIN_POSITIVE),
@@ -260,4 +266,61 @@ to run offline, use --provider replay --cassette FILE"
         .with_policy(policy)
         .with_log(args.llm_log.clone());
     Ok((client, options))
+}
+
+/// With `--reuse-log`, calls that completed in an earlier (killed) run come from the log.
+fn reuse_completed(args: &LlmArgs, provider: Box<dyn Provider>) -> Box<dyn Provider> {
+    match (&args.llm_log, args.reuse_log) {
+        (Some(log), true) => Box::new(super::resume::FromLog::new(provider, log)),
+        _ => provider,
+    }
+}
+
+impl LlmArgs {
+    /// The meeting-wide defaults for `init-board` (`--provider`, `--model`, ...).
+    pub fn init_board_args(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut push = |flag: &str, v: Option<String>| {
+            if let Some(v) = v {
+                out.push(flag.to_string());
+                out.push(v);
+            }
+        };
+        push("--provider", self.provider.clone());
+        push("--model", self.model.clone());
+        push("--temperature", self.temperature.map(|t| t.to_string()));
+        push("--max-tokens", self.max_tokens.map(|t| t.to_string()));
+        out
+    }
+
+    /// These flags again, for the stage programs the `meeting` driver runs.
+    pub fn stage_args(&self) -> Vec<String> {
+        let mut out = self.init_board_args();
+        let mut push = |flag: &str, v: Option<String>| {
+            if let Some(v) = v {
+                out.push(flag.to_string());
+                out.push(v);
+            }
+        };
+        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
+        push("--cassette", path(&self.cassette));
+        push("--record", path(&self.record));
+        push("--llm-log", path(&self.llm_log));
+        push("--connect-timeout", Some(self.connect_timeout.to_string()));
+        push("--read-timeout", Some(self.read_timeout.to_string()));
+        push("--max-attempts", Some(self.max_attempts.to_string()));
+        push("--retry-base-ms", Some(self.retry_base_ms.to_string()));
+        push("--retry-max-secs", Some(self.retry_max_secs.to_string()));
+        for (on, flag) in [
+            (self.strict_replay, "--strict-replay"),
+            (self.no_native_schema, "--no-native-schema"),
+            (self.no_response_format, "--no-response-format"),
+            (self.reuse_log, "--reuse-log"),
+        ] {
+            if on {
+                out.push(flag.to_string());
+            }
+        }
+        out
+    }
 }

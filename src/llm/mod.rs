@@ -32,6 +32,7 @@ pub mod builder;
 pub mod openai;
 pub mod parse;
 pub mod replay;
+pub mod resume;
 pub mod transport;
 
 pub use args::{client_for, LlmArgs};

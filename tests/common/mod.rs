@@ -112,6 +112,7 @@ pub fn board() -> Board {
         decisions: vec![],
         risks: vec![],
         latest_agent_outputs: BTreeMap::new(),
+        evidence: Vec::new(),
         pending_call: None,
         last_turn: None,
         last_error: None,

@@ -1,0 +1,279 @@
+//! `meeting`: run a whole meeting by piping the board through the stage programs.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use agent_meeting::cli::{self, OutputArgs};
+use agent_meeting::driver::{self, RunDir, RunSettings, Ui};
+use agent_meeting::llm::LlmArgs;
+use agent_meeting::model::{Board, MeetingPacket, ReportResult, BOARD_VERSION, PACKET_VERSION};
+use agent_meeting::{board, events, io, Error};
+use clap::Parser;
+
+/// Run a decision meeting between LLM agents and write its Markdown report.
+#[derive(Parser, Debug)]
+#[command(
+    name = "meeting",
+    version,
+    after_help = "Examples:\n  meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    --provider replay --cassette meetings/demo.cassette.jsonl\n  OPENAI_API_KEY=... meeting --topic \"Adopt Rust for ingest?\" --agents arch,biz --model gpt-4o-mini\n  meeting --resume runs/<trace_id>"
+)]
+struct Args {
+    /// Meeting file (.yaml, .yml or .json)
+    #[arg(long, conflicts_with = "topic")]
+    meeting_file: Option<PathBuf>,
+    /// Minimal mode: the decision to make, no documents
+    #[arg(long)]
+    topic: Option<String>,
+    /// Specialists taking part, comma-separated
+    #[arg(long, value_delimiter = ',')]
+    agents: Vec<String>,
+    /// Folder holding the agent configs
+    #[arg(long, default_value = "agents")]
+    agents_dir: PathBuf,
+    /// The PM's config name in the agents folder
+    #[arg(long)]
+    pm: Option<String>,
+    /// Hard limit of agent turns
+    #[arg(long, default_value_t = 6)]
+    max_loops: u32,
+    /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
+    #[arg(long)]
+    report_file: Option<String>,
+    /// Folder that holds the run folders
+    #[arg(long, default_value = "runs")]
+    run_dir: PathBuf,
+    /// Continue a killed or stopped meeting from its run folder
+    #[arg(long, conflicts_with_all = ["meeting_file", "topic"])]
+    resume: Option<PathBuf>,
+    /// Fix the trace id (names the run folder)
+    #[arg(long)]
+    trace_id: Option<String>,
+    /// Load and check everything, collect context, print the first PM input; no LLM call
+    #[arg(long)]
+    dry_run: bool,
+    /// Pause before each stage until Enter (q stops, leaving a resumable run folder)
+    #[arg(long)]
+    step: bool,
+    /// No progress on stderr
+    #[arg(long, short)]
+    quiet: bool,
+    /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable)
+    #[arg(long = "stage", value_name = "NAME=COMMAND")]
+    stages: Vec<String>,
+    /// Collect-context: allow likely secrets (.env, *.pem, ...)
+    #[arg(long)]
+    allow_sensitive: bool,
+    #[command(flatten)]
+    llm: LlmArgs,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+fn parse_overrides(stages: &[String]) -> Result<BTreeMap<String, String>, Error> {
+    let mut map = BTreeMap::new();
+    for s in stages {
+        let Some((name, cmd)) = s.split_once('=') else {
+            return Err(Error::Usage(format!("--stage: {s:?} is not NAME=COMMAND")));
+        };
+        if !driver::STAGES.contains(&name) {
+            return Err(Error::Usage(format!(
+                "--stage: unknown stage {name:?} (one of {})",
+                driver::STAGES.join(", ")
+            )));
+        }
+        map.insert(name.to_string(), cmd.to_string());
+    }
+    Ok(map)
+}
+
+fn main() -> ExitCode {
+    cli::main_with("meeting", || {
+        let args = Args::parse();
+        let ui = Ui {
+            quiet: args.quiet,
+            step: args.step,
+            color: cli::stderr_color(),
+            ticker: !args.quiet && driver::stderr_is_tty(),
+        };
+        let (run, settings, board, step) = match &args.resume {
+            Some(dir) => resume(dir)?,
+            None => {
+                let Some(start) = start(&args, ui)? else {
+                    return Ok(());
+                };
+                start
+            }
+        };
+        let result = driver::drive(&run, &settings, board, step, ui)?;
+        if !ui.quiet {
+            eprintln!("{}", driver::final_line(&result, ui));
+        }
+        cli::write_stdout(&io::to_json_line(&result, args.output.pretty))
+    })
+}
+
+/// A new meeting: collect, init (in memory, so bad input leaves no run folder), then save.
+fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Board, u32)>> {
+    let mut overrides = parse_overrides(&args.stages)?;
+    let mut collect_args = Vec::new();
+    match (&args.meeting_file, &args.topic) {
+        (Some(f), None) => {
+            collect_args.extend(["--meeting-file".to_string(), f.display().to_string()])
+        }
+        (None, Some(t)) => collect_args.extend(["--topic".to_string(), t.clone()]),
+        _ => {
+            return Err(Error::Usage(
+                "one of --meeting-file F or --topic T is required (or --resume DIR)".into(),
+            )
+            .into())
+        }
+    }
+    if args.allow_sensitive {
+        collect_args.push("--allow-sensitive".into());
+    }
+    if args.agents.iter().all(|a| a.trim().is_empty()) {
+        return Err(Error::Usage(
+            "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
+        )
+        .into());
+    }
+    let now = events::clock_from_env().now();
+    let trace_id = match &args.trace_id {
+        Some(t) if board::is_valid_trace_id(t) => t.clone(),
+        Some(t) => {
+            return Err(Error::Usage(format!(
+                "--trace-id: {t:?} must be 1-64 characters of A-Z a-z 0-9 _ -"
+            ))
+            .into())
+        }
+        None => board::new_trace_id(&now),
+    };
+    let mut init_args = vec![
+        "--agents".to_string(),
+        args.agents.join(","),
+        "--agents-dir".into(),
+        args.agents_dir.display().to_string(),
+        "--max-loops".into(),
+        args.max_loops.to_string(),
+        "--trace-id".into(),
+        trace_id.clone(),
+    ];
+    if let Some(pm) = &args.pm {
+        init_args.extend(["--pm".to_string(), pm.clone()]);
+    }
+    init_args.extend(args.llm.init_board_args());
+    let quiet_ui = Ui {
+        ticker: false,
+        ..ui
+    };
+    let packet_out =
+        driver::run_stage("collect-context", &collect_args, &overrides, b"", quiet_ui)?;
+    let packet_text = String::from_utf8_lossy(&packet_out.stdout).into_owned();
+    let packet: MeetingPacket = io::parse_versioned(
+        "collect-context output",
+        &packet_text,
+        "packet_version",
+        PACKET_VERSION,
+    )?;
+    let board_out = driver::run_stage(
+        "init-board",
+        &init_args,
+        &overrides,
+        packet_text.as_bytes(),
+        quiet_ui,
+    )?;
+    let board_text = String::from_utf8_lossy(&board_out.stdout).into_owned();
+    let board: Board = io::parse_versioned(
+        "init-board output",
+        &board_text,
+        "board_version",
+        BOARD_VERSION,
+    )?;
+    if args.dry_run {
+        let input = agent_meeting::pm::pm_input(&board);
+        cli::write_stdout(&io::to_json_line(&input, args.output.pretty))?;
+        return Ok(None);
+    }
+    let report_file = args.report_file.clone().unwrap_or_else(|| {
+        driver::default_report_file(args.meeting_file.as_deref(), &packet.meeting_input.topic)
+    });
+    let run = RunDir {
+        path: args.run_dir.join(&board.trace_id),
+    };
+    if run.path.join("meeting.json").exists() {
+        return Err(Error::Usage(format!(
+            "{} already holds a meeting; use --resume {} or another --trace-id",
+            run.path.display(),
+            run.path.display()
+        ))
+        .into());
+    }
+    overrides.retain(|k, _| k != "collect-context" && k != "init-board");
+    // The run's exchange log doubles as a cache of completed calls, so a resumed meeting
+    // repeats none of them.
+    let mut llm = args.llm.clone();
+    llm.llm_log = Some(run.path.join("llm.jsonl"));
+    llm.reuse_log = true;
+    let settings = RunSettings {
+        trace_id: board.trace_id.clone(),
+        report_file,
+        collect_args,
+        init_args,
+        llm_args: llm.stage_args(),
+        stage_overrides: overrides,
+    };
+    run.write(
+        &run.path.join("meeting.json"),
+        io::to_json_line(&settings, true).as_bytes(),
+    )?;
+    run.write(
+        &run.file(1, "collect-context", "out"),
+        packet_text.as_bytes(),
+    )?;
+    run.write(&run.file(2, "init-board", "in"), packet_text.as_bytes())?;
+    run.write(&run.file(2, "init-board", "out"), board_text.as_bytes())?;
+    run.save_events(&board)?;
+    if !ui.quiet {
+        eprintln!(
+            "meeting {}: {} documents, participants {}, max {} loops, run folder {}",
+            board.trace_id,
+            board.context_bundle.documents.len(),
+            board.participants.join(", "),
+            board.max_loops,
+            run.path.display()
+        );
+    }
+    Ok(Some((run, settings, board, 3)))
+}
+
+/// Continue from the last complete output in the run folder.
+fn resume(dir: &std::path::Path) -> anyhow::Result<(RunDir, RunSettings, Board, u32)> {
+    let label = dir.join("meeting.json").display().to_string();
+    let text = io::read_text_file(&dir.join("meeting.json"))?;
+    let settings: RunSettings = io::parse_doc(&label, &text, io::Format::Json)?;
+    let run = RunDir {
+        path: dir.to_path_buf(),
+    };
+    let Some((step, stage, path)) = run.last_output()? else {
+        return Err(Error::Usage(format!(
+            "--resume: {} holds no stage output to continue from",
+            dir.display()
+        ))
+        .into());
+    };
+    let text = io::read_text_file(&path)?;
+    let label = path.display().to_string();
+    let board: Board = if stage == "render-report" {
+        io::parse_doc::<ReportResult>(&label, &text, io::Format::Json)?.board
+    } else if stage == "collect-context" {
+        return Err(Error::Usage(format!(
+            "--resume: {} stopped before init-board; start the meeting again",
+            dir.display()
+        ))
+        .into());
+    } else {
+        io::parse_versioned(&label, &text, "board_version", BOARD_VERSION)?
+    };
+    Ok((run, settings, board, step + 1))
+}

@@ -1,0 +1,129 @@
+//! Reusing completed calls from a run's exchange log (`llm.jsonl`), so that a resumed meeting
+//! never repeats an LLM call that had already completed before it was killed.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::{AttemptError, Options, Provider, RawReply, Request, TokenUsage};
+
+/// Answers a call number from the log when the log holds a successful reply of the same
+/// caller for it; otherwise asks the real provider.
+pub struct FromLog {
+    inner: Box<dyn Provider>,
+    done: HashMap<u64, (String, RawReply)>,
+}
+
+impl FromLog {
+    /// Read the log (a missing or partly written log simply reuses less).
+    pub fn new(inner: Box<dyn Provider>, log: &Path) -> FromLog {
+        let mut done = HashMap::new();
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        for line in text.lines() {
+            let Ok(v) = serde_json::from_str::<Value>(line) else {
+                continue;
+            };
+            let (Some(seq), Some(caller), Some(response)) = (
+                v["seq"].as_u64(),
+                v["caller"].as_str(),
+                v["response"].as_str(),
+            ) else {
+                continue;
+            };
+            let usage = v["usage"].as_object().map(|u| TokenUsage {
+                prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
+                completion_tokens: u
+                    .get("completion_tokens")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                estimated: false,
+            });
+            done.entry(seq).or_insert((
+                caller.to_string(),
+                RawReply {
+                    text: response.to_string(),
+                    usage,
+                },
+            ));
+        }
+        FromLog { inner, done }
+    }
+}
+
+impl Provider for FromLog {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    fn attempt(
+        &mut self,
+        seq: u64,
+        req: &Request,
+        opts: &Options,
+    ) -> Result<RawReply, AttemptError> {
+        match self.done.remove(&seq) {
+            Some((caller, reply)) if caller == req.caller => Ok(reply),
+            _ => self.inner.attempt(seq, req, opts),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Counting(u32);
+    impl Provider for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn attempt(&mut self, _: u64, _: &Request, _: &Options) -> Result<RawReply, AttemptError> {
+            self.0 += 1;
+            Ok(RawReply {
+                text: "fresh".into(),
+                usage: None,
+            })
+        }
+    }
+
+    #[test]
+    fn completed_calls_come_from_the_log_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("llm.jsonl");
+        std::fs::write(
+            &log,
+            "{\"seq\":1,\"caller\":\"pm\",\"response\":\"logged\",\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2}}\n\
+             {\"seq\":2,\"caller\":\"arch\",\"response\":null,\"error\":\"timeout\"}\n{\"seq\":3,\"cal",
+        )
+        .unwrap();
+        let mut p = FromLog::new(Box::new(Counting(0)), &log);
+        let req = |caller: &str| Request {
+            caller: caller.into(),
+            system: String::new(),
+            messages: vec![],
+            expect: None,
+        };
+        let opts = Options {
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+        };
+        assert_eq!(p.attempt(1, &req("pm"), &opts).unwrap().text, "logged");
+        assert_eq!(
+            p.attempt(2, &req("arch"), &opts).unwrap().text,
+            "fresh",
+            "failed attempts are retried for real"
+        );
+        assert_eq!(
+            p.attempt(3, &req("arch"), &opts).unwrap().text,
+            "fresh",
+            "a torn last line is ignored"
+        );
+        assert_eq!(
+            p.attempt(1, &req("pm"), &opts).unwrap().text,
+            "fresh",
+            "used once"
+        );
+    }
+}
