@@ -3,9 +3,11 @@
 model) so the demo meeting runs offline and deterministically. Run: python3 meetings/make_cassettes.py"""
 import json
 
+NOTE = "scripted demo reply, hand-written (not recorded from a model)"
+
 def line(seq, caller, reply, p, c):
     text = reply if isinstance(reply, str) else json.dumps(reply, ensure_ascii=False, indent=1)
-    return {"seq": seq, "caller": caller, "response": text, "usage": {"prompt_tokens": p, "completion_tokens": c}}
+    return {"seq": seq, "caller": caller, "response": text, "usage": {"prompt_tokens": p, "completion_tokens": c}, "note": NOTE}
 
 OV, COSTS, INC, TEAM = "meetings/demo/overview.md", "meetings/demo/docs/costs.md", "meetings/demo/docs/incidents.md", "meetings/demo/docs/team.md"
 def cite(doc, quote):

@@ -54,3 +54,30 @@ pub fn write_stdout(text: &str) -> anyhow::Result<()> {
 pub fn stderr_color() -> bool {
     std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()) && std::io::stderr().is_terminal()
 }
+
+/// Parse the flags; a usage error is one line on stderr and exit 2 (`--help` and `--version`
+/// print as usual and exit 0).
+pub fn parse_args<T: clap::Parser>(program: &str) -> T {
+    match T::try_parse() {
+        Ok(args) => args,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(
+                e.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) {
+                e.exit();
+            }
+            let text = e.to_string();
+            let first = text.lines().next().unwrap_or("invalid arguments");
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            let _ = writeln!(
+                std::io::stderr(),
+                "{program}: {first} (see {program} --help)"
+            );
+            std::process::exit(2);
+        }
+    }
+}

@@ -99,6 +99,7 @@ pub fn run_stage(
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    die_with_parent(&mut cmd);
     let mut child = cmd.spawn().map_err(|e| {
         Error::Runtime(format!(
             "cannot start {name}: {} (install the programs with `cargo install --path .` or put them on PATH)",
@@ -111,20 +112,13 @@ pub fn run_stage(
         // A stage may exit without reading all of stdin; its exit status tells what happened.
         let _ = stdin.write_all(&input);
     });
+    // A stage's stderr is held until it ends: on success its warnings are shown, on failure
+    // its last line becomes the driver's one-line message.
     let mut stderr = child.stderr.take().expect("piped stderr");
-    let quiet = ui.quiet;
     let err_reader = std::thread::spawn(move || {
-        let mut lines = Vec::new();
-        for line in std::io::BufReader::new(&mut stderr)
-            .lines()
-            .map_while(std::result::Result::ok)
-        {
-            if !quiet {
-                eprintln!("{line}");
-            }
-            lines.push(line);
-        }
-        lines
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text.lines().map(str::to_string).collect::<Vec<String>>()
     });
     let done = Arc::new(AtomicBool::new(false));
     let ticker = ui
@@ -145,13 +139,15 @@ pub fn run_stage(
     let err_lines = err_reader.join().unwrap_or_default();
     let status = status.map_err(|e| Error::Runtime(format!("{name}: {}", os_error(&e))))?;
     read.map_err(|e| Error::Runtime(format!("{name}: cannot read its output: {}", os_error(&e))))?;
+    let mut err_lines: Vec<String> = err_lines
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
     if !status.success() {
-        let last = err_lines
-            .iter()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .cloned()
-            .unwrap_or_else(|| "no message".to_string());
+        let last = err_lines.pop().unwrap_or_else(|| "no message".to_string());
+        if !ui.quiet {
+            err_lines.iter().for_each(|l| eprintln!("{l}"));
+        }
         let code = status.code().unwrap_or(1);
         let msg = format!("stage {name} failed (exit {code}): {last}");
         return Err(if code == 2 {
@@ -160,8 +156,30 @@ pub fn run_stage(
             Error::Runtime(msg)
         });
     }
+    if !ui.quiet {
+        err_lines.iter().for_each(|l| eprintln!("{l}"));
+    }
     Ok(StageOutput { stdout })
 }
+
+/// A stage must not outlive a killed driver: an orphan could still write to the run folder
+/// (its exchange log) while a resumed meeting runs the same stage again.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
 
 fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {

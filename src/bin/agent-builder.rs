@@ -49,7 +49,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = agent_meeting::cli::parse_args("agent-builder");
     main_with("agent-builder", || run(args))
 }
 

@@ -27,7 +27,7 @@ struct Args {
 
 fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
-        let args = Args::parse();
+        let args: Args = cli::parse_args("agent-turn");
         let text = io::read_stdin("<stdin>")?;
         let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
         turn::check_turn(&board)?;

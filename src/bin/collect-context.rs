@@ -54,7 +54,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args: Args = cli::parse_args("collect-context");
     cli::main_with(PROGRAM, || run(args))
 }
 

@@ -50,7 +50,7 @@ struct Args {
 
 fn main() -> ExitCode {
     cli::main_with("init-board", || {
-        let args = Args::parse();
+        let args: Args = cli::parse_args("init-board");
         let text = io::read_stdin("<stdin>")?;
         let packet: MeetingPacket =
             io::parse_versioned("<stdin>", &text, "packet_version", PACKET_VERSION)?;

@@ -89,7 +89,7 @@ fn parse_overrides(stages: &[String]) -> Result<BTreeMap<String, String>, Error>
 
 fn main() -> ExitCode {
     cli::main_with("meeting", || {
-        let args = Args::parse();
+        let args: Args = cli::parse_args("meeting");
         let ui = Ui {
             quiet: args.quiet,
             step: args.step,

@@ -21,7 +21,7 @@ struct Args {
 
 fn main() -> ExitCode {
     cli::main_with("merge-board", || {
-        let args = Args::parse();
+        let args: Args = cli::parse_args("merge-board");
         let text = io::read_stdin("<stdin>")?;
         let input: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
         let merged = board::merge(input, &events::clock_from_env().now())?;

@@ -26,7 +26,7 @@ struct Args {
 
 fn main() -> ExitCode {
     cli::main_with("pm-step", || {
-        let args = Args::parse();
+        let args: Args = cli::parse_args("pm-step");
         let text = io::read_stdin("<stdin>")?;
         let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
         pm::check_turn(&board)?;

@@ -44,7 +44,7 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    let args = Args::parse();
+    let args: Args = cli::parse_args("render-report");
     cli::main_with("render-report", || {
         let template = args
             .template

@@ -194,6 +194,11 @@ pub trait Provider {
         req: &Request,
         opts: &Options,
     ) -> Result<RawReply, AttemptError>;
+    /// Whether the last attempt was answered from an earlier run's log rather than asked
+    /// (such attempts are not logged again).
+    fn last_was_reused(&self) -> bool {
+        false
+    }
 }
 
 /// How the [`Client`] retries failed attempts.
@@ -383,6 +388,9 @@ impl Client {
         duration_ms: u64,
     ) {
         let Some(path) = &self.log else { return };
+        if self.provider.last_was_reused() {
+            return;
+        }
         let line = exchange_line(
             self.provider.name(),
             seq,

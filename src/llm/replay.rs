@@ -53,6 +53,12 @@ pub struct Entry {
     pub error: Option<Fault>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_sha256: Option<String>,
+    /// Simulated model latency: the replay waits this long before answering.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delay_ms: Option<u64>,
+    /// Free text for people reading the cassette (e.g. "scripted, not recorded").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// SHA-256 of the provider-independent request (caller, system, messages, expected schema),
@@ -161,6 +167,9 @@ impl Provider for Replay {
                 req.caller
             )));
         };
+        if let Some(ms) = entry.delay_ms {
+            std::thread::sleep(std::time::Duration::from_millis(ms.min(600_000)));
+        }
         if entry.caller != req.caller {
             return Err(AttemptError::Fatal(format!(
                 "cassette out of step at call {seq}: expected caller {}, cassette has {} ({file})",
@@ -242,6 +251,8 @@ impl Provider for Recorder {
             usage: None,
             error: None,
             request_sha256: Some(request_sha256(req)),
+            delay_ms: None,
+            note: None,
         };
         match &result {
             Ok(raw) => {

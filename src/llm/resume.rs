@@ -13,6 +13,7 @@ use super::{AttemptError, Options, Provider, RawReply, Request, TokenUsage};
 pub struct FromLog {
     inner: Box<dyn Provider>,
     done: HashMap<u64, (String, RawReply)>,
+    reused: bool,
 }
 
 impl FromLog {
@@ -47,7 +48,11 @@ impl FromLog {
                 },
             ));
         }
-        FromLog { inner, done }
+        FromLog {
+            inner,
+            done,
+            reused: false,
+        }
     }
 }
 
@@ -63,9 +68,19 @@ impl Provider for FromLog {
         opts: &Options,
     ) -> Result<RawReply, AttemptError> {
         match self.done.remove(&seq) {
-            Some((caller, reply)) if caller == req.caller => Ok(reply),
-            _ => self.inner.attempt(seq, req, opts),
+            Some((caller, reply)) if caller == req.caller => {
+                self.reused = true;
+                Ok(reply)
+            }
+            _ => {
+                self.reused = false;
+                self.inner.attempt(seq, req, opts)
+            }
         }
+    }
+
+    fn last_was_reused(&self) -> bool {
+        self.reused
     }
 }
 
@@ -110,6 +125,7 @@ mod tests {
             max_tokens: None,
         };
         assert_eq!(p.attempt(1, &req("pm"), &opts).unwrap().text, "logged");
+        assert!(p.last_was_reused());
         assert_eq!(
             p.attempt(2, &req("arch"), &opts).unwrap().text,
             "fresh",

@@ -1,0 +1,468 @@
+//! The `meeting` driver end to end on the offline demo (SPEC §2, §8, issue 5): the report, the
+//! run folder, the shell loop giving the same result, kill and resume, stage overrides, and
+//! bad input leaving no run folder behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const NOW: &str = "2026-11-30T12:00:00Z";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn bin_dir() -> PathBuf {
+    assert_cmd::cargo::cargo_bin("meeting")
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// `meeting` on the demo, offline, with a fixed clock and trace id.
+fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Command {
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    cmd.current_dir(root())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("NO_COLOR", "1")
+        .env_remove("AGENT_MEETING_PROVIDER")
+        .env_remove("MEETING_CASSETTE")
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,biz",
+            "--provider",
+            "replay",
+        ])
+        .arg("--cassette")
+        .arg(cassette)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .args(["--trace-id", "demo-test"])
+        .args(extra);
+    cmd
+}
+
+fn demo_cassette() -> PathBuf {
+    root().join("meetings/demo.cassette.jsonl")
+}
+
+fn run(mut cmd: Command) -> Output {
+    cmd.stdin(Stdio::null()).output().unwrap()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The final board of a run folder (the board inside render-report's ReportResult).
+fn final_board(run_dir: &Path) -> Value {
+    let mut outs: Vec<PathBuf> = std::fs::read_dir(run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-render-report.out.json"))
+        .collect();
+    outs.sort();
+    let v: Value = serde_json::from_str(
+        &std::fs::read_to_string(outs.last().expect("render-report output")).unwrap(),
+    )
+    .unwrap();
+    v["board"].clone()
+}
+
+/// Timings differ between runs; everything else must not.
+fn without_timings(mut v: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("duration_ms");
+                m.remove("ts");
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut v);
+    v
+}
+
+#[test]
+fn demo_meeting_runs_offline_and_writes_a_complete_report() {
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(work.path(), &demo_cassette(), &[]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["status"], "finished");
+    assert_eq!(result["loops"], 3);
+    assert_eq!(result["forced"], false);
+    assert_eq!(result["usage"]["calls"], 8);
+    let report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+    for section in [
+        "# Meeting Report",
+        "## Topic",
+        "## Executive Summary",
+        "## Key Findings",
+        "## Risks",
+        "## Open Questions",
+        "## Recommendation",
+        "## Evidence Reviewed",
+        "## Appendix",
+        "sequenceDiagram",
+    ] {
+        assert!(report.contains(section), "missing {section}");
+    }
+    for doc in [
+        "meetings/demo/overview.md",
+        "meetings/demo/docs/costs.md",
+        "meetings/demo/docs/incidents.md",
+        "meetings/demo/docs/team.md",
+    ] {
+        assert!(report.contains(&format!("### {doc}")), "evidence for {doc}");
+    }
+    assert!(!report.contains("## Process Note"));
+    // The run folder: every stage's input and output, events, the exchange log.
+    let run_dir = work.path().join("runs/demo-test");
+    for f in [
+        "meeting.json",
+        "events.jsonl",
+        "llm.jsonl",
+        "0001-collect-context.out.json",
+        "0003-pm-step.in.json",
+        "0003-pm-step.out.json",
+        "0004-agent-turn.out.json",
+        "0005-merge-board.out.json",
+        "0013-render-report.out.json",
+    ] {
+        assert!(run_dir.join(f).is_file(), "{f}");
+    }
+    let board = final_board(&run_dir);
+    assert_eq!(board["status"], "finished");
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+    assert_eq!(
+        events.lines().count(),
+        board["event_log"].as_array().unwrap().len()
+    );
+    assert!(
+        events.contains("\"type\":\"agent_retry\""),
+        "the demo has one agent retry"
+    );
+    let llm = std::fs::read_to_string(run_dir.join("llm.jsonl")).unwrap();
+    assert_eq!(llm.lines().count(), 8, "one exchange line per call");
+    // Progress on stderr, plain without a terminal.
+    let err = stderr(&out);
+    assert!(err.contains("[loop 1/6] pm → arch: "), "{err}");
+    assert!(
+        err.contains("[loop 2/6] biz: 4 key points, 2 risks, 3 citations"),
+        "{err}"
+    );
+    assert!(!err.contains('\x1b'), "no colour when not a terminal");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap()
+            .starts_with("finished: 3 loops, 8 LLM calls"),
+        "{err}"
+    );
+}
+
+#[test]
+fn quiet_is_silent_and_forced_demo_has_a_process_note() {
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(
+        work.path(),
+        &root().join("meetings/demo-forced.cassette.jsonl"),
+        &["--max-loops", "2", "--quiet"],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(out.stderr.is_empty(), "--quiet: {}", stderr(&out));
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (result["loops"].as_u64(), result["forced"].as_bool()),
+        (Some(2), Some(true))
+    );
+    let report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+    assert!(report.contains("## Process Note\n\nMeeting stopped after reaching max loop limit (2/2) before full convergence."), "{report}");
+}
+
+#[test]
+fn shell_loop_gives_the_same_board_and_report() {
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let want_board = without_timings(final_board(&work.path().join("runs/demo-test")));
+    let want_report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+
+    let sh_report = work.path().join("sh-report.md");
+    let sh_board = work.path().join("sh-board.json");
+    let path = format!(
+        "{}:{}",
+        bin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new("sh")
+        .current_dir(root())
+        .arg("share/meeting.sh")
+        .arg("meetings/demo.yaml")
+        .arg("arch,biz")
+        .arg(&sh_report)
+        .env("PATH", path)
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env("MEETING_CASSETTE", demo_cassette())
+        .env("TRACE_ID", "demo-test")
+        .env("BOARD_OUT", &sh_board)
+        .stdin(Stdio::null())
+        .output()
+        .expect("sh runs (jq must be installed: .ci/run installs it)");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let got: Value = serde_json::from_str(&std::fs::read_to_string(&sh_board).unwrap()).unwrap();
+    // The driver's own report path differs; everything else is the same meeting.
+    let mut got = without_timings(got);
+    let mut want = want_board;
+    assert_eq!(got["status"], "finished");
+    for b in [&mut got, &mut want] {
+        b.as_object_mut().unwrap().remove("report_file");
+    }
+    assert_eq!(got, want, "shell loop and meeting disagree");
+    assert_eq!(std::fs::read_to_string(&sh_report).unwrap(), want_report);
+}
+
+/// Start the demo with slow replies, kill it (SIGKILL) once `trigger` appears in the run
+/// folder (plus `after`), then resume until done.
+fn kill_then_resume(trigger: &str, after: Duration) -> (Value, String, Vec<u64>) {
+    let work = tempfile::tempdir().unwrap();
+    // The same cassette, with every reply taking 150 ms, so kills land inside LLM calls too.
+    let slow = work.path().join("slow.jsonl");
+    let text: String = std::fs::read_to_string(demo_cassette())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v["delay_ms"] = 150.into();
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&slow, text).unwrap();
+    let run_dir = work.path().join("runs/demo-test");
+    let mut child = meeting_cmd(work.path(), &slow, &["--quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !run_dir.join(trigger).exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{trigger} never appeared"
+        );
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(after);
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    resume
+        .current_dir(root())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("NO_COLOR", "1")
+        .arg("--resume")
+        .arg(&run_dir)
+        .arg("--quiet");
+    let out = run(resume);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "resume after {trigger}: {}",
+        stderr(&out)
+    );
+    let board = without_timings(final_board(&run_dir));
+    let report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+    let seqs: Vec<u64> = std::fs::read_to_string(run_dir.join("llm.jsonl"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["seq"].as_u64().unwrap())
+        .collect();
+    (board, report, seqs)
+}
+
+#[test]
+fn a_killed_meeting_resumes_to_the_same_board_and_report() {
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
+    assert_eq!(out.status.code(), Some(0));
+    let want_board = without_timings(final_board(&work.path().join("runs/demo-test")));
+    let want_report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+    let points = [
+        // During an LLM call: the stage started and its 150 ms reply is pending.
+        ("0004-agent-turn.in.json", Duration::from_millis(60)),
+        ("0009-pm-step.in.json", Duration::from_millis(10)),
+        // Between stages / while the next checkpoint is being written.
+        ("0005-merge-board.out.json", Duration::ZERO),
+        ("0007-agent-turn.in.json", Duration::ZERO),
+        // Right after the meeting started, and just before the report.
+        ("0002-init-board.out.json", Duration::ZERO),
+        ("0012-pm-step.out.json", Duration::ZERO),
+    ];
+    for (trigger, after) in points {
+        let (board, report, seqs) = kill_then_resume(trigger, after);
+        assert_eq!(board, want_board, "final board after a kill at {trigger}");
+        assert_eq!(report, want_report, "report after a kill at {trigger}");
+        let mut sorted = seqs.clone();
+        sorted.sort();
+        assert_eq!(
+            sorted,
+            (1..=8).collect::<Vec<u64>>(),
+            "every call made exactly once (kill at {trigger}): {seqs:?}"
+        );
+    }
+}
+
+#[test]
+fn resume_ignores_a_half_written_checkpoint() {
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
+    assert_eq!(out.status.code(), Some(0));
+    let run_dir = work.path().join("runs/demo-test");
+    let want = without_timings(final_board(&run_dir));
+    // Simulate a kill mid-write: drop everything after step 6 and leave a temp file behind.
+    for e in std::fs::read_dir(&run_dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.as_bytes()[0].is_ascii_digit() && name[..4].parse::<u32>().unwrap() > 6 {
+            std::fs::remove_file(&p).unwrap();
+        }
+    }
+    std::fs::write(
+        run_dir.join(".0007-agent-turn.out.json.tmp123"),
+        "{\"board_ver",
+    )
+    .unwrap();
+    std::fs::write(run_dir.join("0007-agent-turn.in.json"), "{\"board_ver").unwrap();
+    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    resume
+        .current_dir(root())
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--resume")
+        .arg(&run_dir)
+        .arg("--quiet");
+    let out = run(resume);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(without_timings(final_board(&run_dir)), want);
+}
+
+#[test]
+fn a_stage_can_be_replaced_by_a_users_command() {
+    let work = tempfile::tempdir().unwrap();
+    let seen = work.path().join("seen");
+    let user = format!(
+        "touch {}; {}",
+        seen.display(),
+        bin_dir().join("merge-board").display()
+    );
+    let stage = format!("merge-board={user}");
+    let out = run(meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", &stage],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(seen.exists(), "the user's command ran");
+    // A user stage that fails stops the meeting with its message; the run folder stays.
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &[
+            "--quiet",
+            "--stage",
+            "agent-turn=echo 'my-turn: model offline' >&2; exit 1",
+        ],
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).trim(),
+        "meeting: stage agent-turn failed (exit 1): my-turn: model offline"
+    );
+    assert!(work
+        .path()
+        .join("runs/demo-test/0004-agent-turn.in.json")
+        .is_file());
+}
+
+#[test]
+fn bad_input_exits_2_with_one_line_and_no_run_folder() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["--pm", "nobody"], "--pm: no nobody.yaml"),
+        (&["--agents-dir", "meetings"], "unknown agent \"arch\""),
+        (&["--topic", "x"], "cannot be used with"),
+        (&["--stage", "nope=cat"], "unknown stage \"nope\""),
+        (&["--trace-id", "../x"], "--trace-id"),
+    ];
+    for (extra, want) in cases {
+        let work = tempfile::tempdir().unwrap();
+        let mut cmd = meeting_cmd(work.path(), &demo_cassette(), &[]);
+        cmd.args(extra);
+        let out = run(cmd);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{extra:?}: {err}");
+        assert!(
+            err.starts_with("meeting: ") && err.contains(want),
+            "{extra:?}: {err}"
+        );
+        assert!(out.stdout.is_empty());
+        assert!(
+            !work.path().join("runs").exists(),
+            "{extra:?} left a run folder"
+        );
+    }
+    // A bad meeting file.
+    let work = tempfile::tempdir().unwrap();
+    let bad = work.path().join("bad.yaml");
+    std::fs::write(&bad, "topic: x\ndecision_packet: {decision_to_make: d}\ncontext_sources: [{type: folder, path: a}]\n").unwrap();
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    cmd.current_dir(root())
+        .arg("--meeting-file")
+        .arg(&bad)
+        .args(["--agents", "arch", "--provider", "replay", "--run-dir"])
+        .arg(work.path().join("runs"));
+    let out = run(cmd);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("bad.yaml: context_sources[0].type"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(!work.path().join("runs").exists());
+}
+
+#[test]
+fn dry_run_prints_the_first_pm_input_and_calls_no_model() {
+    let work = tempfile::tempdir().unwrap();
+    // A cassette that does not exist: any LLM call would fail.
+    let out = run(meeting_cmd(
+        work.path(),
+        &work.path().join("none.jsonl"),
+        &["--dry-run"],
+    ));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let input: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(input["mode"], "normal");
+    assert_eq!(input["remaining_loops"], 6);
+    assert_eq!(input["participants"][0]["name"], "arch");
+    assert!(input.get("event_log").is_none());
+    assert!(
+        !work.path().join("runs").exists(),
+        "dry run leaves no run folder"
+    );
+    assert!(!work.path().join("report.md").exists());
+}
