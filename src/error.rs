@@ -56,7 +56,7 @@ pub fn join_path(parent: &str, child: &str) -> String {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// An input document is malformed or breaks a rule; exit 2.
     #[error("{}", fmt_input(file, path, message))]

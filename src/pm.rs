@@ -31,9 +31,14 @@ const PM_USER: &str = include_str!("../share/prompts/pm_user.j2");
 const AGENT_USER: &str = include_str!("../share/prompts/agent_user.j2");
 const RETRY: &str = include_str!("../share/prompts/retry.j2");
 
-fn env() -> &'static minijinja::Environment<'static> {
-    static ENV: OnceLock<minijinja::Environment<'static>> = OnceLock::new();
-    ENV.get_or_init(|| {
+/// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.
+pub const PROMPTS_ENV: &str = "AGENT_MEETING_PROMPTS";
+
+/// The prompt templates: embedded, each overridable by a file in `$AGENT_MEETING_PROMPTS`.
+fn env() -> Result<&'static minijinja::Environment<'static>> {
+    static ENV: OnceLock<std::result::Result<minijinja::Environment<'static>, Error>> =
+        OnceLock::new();
+    let built = ENV.get_or_init(|| {
         let mut env = minijinja::Environment::new();
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         env.set_syntax(
@@ -43,27 +48,46 @@ fn env() -> &'static minijinja::Environment<'static> {
                 .build()
                 .expect("default delimiters are valid"),
         );
+        let dir = std::env::var_os(PROMPTS_ENV).map(std::path::PathBuf::from);
         for (name, src) in [
             ("pm_system.j2", PM_SYSTEM),
             ("pm_user.j2", PM_USER),
             ("agent_user.j2", AGENT_USER),
             ("retry.j2", RETRY),
         ] {
-            env.add_template(name, src)
-                .expect("embedded prompt templates compile");
+            let user = dir.as_ref().map(|d| d.join(name)).filter(|p| p.is_file());
+            match user {
+                Some(path) => {
+                    let label = path.display().to_string();
+                    let text = crate::io::read_text_file(&path)?;
+                    env.add_template_owned(name, text).map_err(|e| {
+                        Error::input(&label, "", format!("template does not compile: {e}"))
+                    })?;
+                }
+                None => env
+                    .add_template(name, src)
+                    .expect("embedded prompt templates compile"),
+            }
         }
-        env
-    })
+        Ok(env)
+    });
+    built.as_ref().map_err(Clone::clone)
 }
 
-/// Render one embedded prompt template; a failure is a bug in the template, not bad input.
+/// Render one prompt template; a failure in an embedded template is a bug, in a user's
+/// override it is bad input.
 pub(crate) fn render<S: Serialize>(name: &str, ctx: &S) -> Result<String> {
-    let tmpl = env()
+    let tmpl = env()?
         .get_template(name)
         .map_err(|e| Error::Runtime(format!("prompt template {name}: {e}")))?;
-    let mut s = tmpl
-        .render(minijinja::value::Serde(ctx))
-        .map_err(|e| Error::Runtime(format!("prompt template {name}: {e:#}")))?;
+    let mut s = tmpl.render(minijinja::value::Serde(ctx)).map_err(|e| {
+        let msg = format!("prompt template {name}: {e:#}").replace('\n', " ");
+        if std::env::var_os(PROMPTS_ENV).is_some() {
+            Error::Usage(msg)
+        } else {
+            Error::Runtime(msg)
+        }
+    })?;
     if !s.ends_with('\n') {
         s.push('\n');
     }

@@ -466,3 +466,33 @@ fn dry_run_prints_the_first_pm_input_and_calls_no_model() {
     );
     assert!(!work.path().join("report.md").exists());
 }
+
+#[test]
+fn prompt_templates_can_be_overridden_from_a_folder() {
+    let work = tempfile::tempdir().unwrap();
+    let prompts = work.path().join("prompts");
+    std::fs::create_dir(&prompts).unwrap();
+    std::fs::write(
+        prompts.join("pm_user.j2"),
+        "MY OWN PM PROMPT: decide {{ 40 + 2 }}\n",
+    )
+    .unwrap();
+    let mut cmd = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]);
+    cmd.env("AGENT_MEETING_PROMPTS", &prompts);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let llm = std::fs::read_to_string(work.path().join("runs/demo-test/llm.jsonl")).unwrap();
+    assert!(llm.contains("MY OWN PM PROMPT: decide 42"));
+    // A broken override is the user's input: exit 2, naming the file.
+    std::fs::write(prompts.join("pm_user.j2"), "{% if %}\n").unwrap();
+    let work2 = tempfile::tempdir().unwrap();
+    let mut cmd = meeting_cmd(work2.path(), &demo_cassette(), &["--quiet"]);
+    cmd.env("AGENT_MEETING_PROMPTS", &prompts);
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pm_user.j2: template does not compile"),
+        "{}",
+        stderr(&out)
+    );
+}
