@@ -577,7 +577,7 @@ mod tests {
     #[test]
     fn templates_compile() {
         for name in ["pm_system.j2", "pm_user.j2", "agent_user.j2", "retry.j2"] {
-            env().get_template(name).unwrap();
+            env().unwrap().get_template(name).unwrap();
         }
         let s = retry_message("bad", "target_agent", &["a".into(), "b".into()], "").unwrap();
         assert!(s.contains("bad") && s.contains("a, b"), "{s}");
