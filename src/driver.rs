@@ -405,12 +405,7 @@ pub fn drive(
                 crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)?;
             report.board
         } else {
-            crate::io::parse_versioned(
-                &label,
-                &out_text,
-                "board_version",
-                crate::model::BOARD_VERSION,
-            )?
+            crate::io::parse_board(&label, &out_text)?
         };
         run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
         run.save_events(&next)?;

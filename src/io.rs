@@ -157,6 +157,16 @@ pub fn parse_versioned<T: DeserializeOwned>(
     serde_path_to_error::deserialize(value).map_err(|e| path_error(label, e))
 }
 
+/// Parse a Board (refusing other major `board_version`s first); errors name `label`.
+pub fn parse_board(label: &str, text: &str) -> Result<crate::model::Board> {
+    parse_versioned(label, text, "board_version", crate::model::BOARD_VERSION)
+}
+
+/// The Board every stage reads on stdin.
+pub fn read_board_stdin() -> Result<crate::model::Board> {
+    parse_board("<stdin>", &read_stdin("<stdin>")?)
+}
+
 /// A short name of a JSON value's type, for messages.
 pub fn kind_of(v: &Value) -> &'static str {
     match v {

@@ -3,7 +3,6 @@
 
 use std::process::ExitCode;
 
-use agent_meeting::model::{Board, BOARD_VERSION};
 use agent_meeting::{cli, events, io, turn};
 use clap::Parser;
 
@@ -28,8 +27,7 @@ struct Args {
 fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
-        let text = io::read_stdin("<stdin>")?;
-        let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
+        let board = io::read_board_stdin()?;
         turn::check_turn(&board)?;
         let metadata = board
             .pending_call

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use agent_meeting::cli::{self, OutputArgs};
 use agent_meeting::driver::{self, RunDir, RunSettings, Ui};
 use agent_meeting::llm::LlmArgs;
-use agent_meeting::model::{Board, MeetingPacket, ReportResult, BOARD_VERSION, PACKET_VERSION};
+use agent_meeting::model::{Board, MeetingPacket, ReportResult, PACKET_VERSION};
 use agent_meeting::{board, events, io, Error};
 use clap::Parser;
 
@@ -184,12 +184,7 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Boa
         quiet_ui,
     )?;
     let board_text = String::from_utf8_lossy(&board_out.stdout).into_owned();
-    let board: Board = io::parse_versioned(
-        "init-board output",
-        &board_text,
-        "board_version",
-        BOARD_VERSION,
-    )?;
+    let board: Board = io::parse_board("init-board output", &board_text)?;
     if args.dry_run {
         let input = agent_meeting::pm::pm_input(&board);
         cli::write_stdout(&io::to_json_line(&input, args.output.pretty))?;
@@ -273,7 +268,7 @@ fn resume(dir: &std::path::Path) -> anyhow::Result<(RunDir, RunSettings, Board, 
         ))
         .into());
     } else {
-        io::parse_versioned(&label, &text, "board_version", BOARD_VERSION)?
+        io::parse_board(&label, &text)?
     };
     Ok((run, settings, board, step + 1))
 }

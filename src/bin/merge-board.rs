@@ -3,7 +3,6 @@
 use std::process::ExitCode;
 
 use agent_meeting::cli::{self, OutputArgs};
-use agent_meeting::model::{Board, BOARD_VERSION};
 use agent_meeting::{board, events, io};
 use clap::Parser;
 
@@ -22,8 +21,7 @@ struct Args {
 fn main() -> ExitCode {
     cli::main_with("merge-board", || {
         let args: Args = cli::parse_args("merge-board");
-        let text = io::read_stdin("<stdin>")?;
-        let input: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
+        let input = io::read_board_stdin()?;
         let merged = board::merge(input, &events::clock_from_env().now())?;
         cli::write_stdout(&io::to_json_line(&merged, args.output.pretty))
     })

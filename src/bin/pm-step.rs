@@ -2,7 +2,6 @@
 
 use std::process::ExitCode;
 
-use agent_meeting::model::{Board, BOARD_VERSION};
 use agent_meeting::{cli, events, io, pm};
 use clap::Parser;
 
@@ -27,8 +26,7 @@ struct Args {
 fn main() -> ExitCode {
     cli::main_with("pm-step", || {
         let args: Args = cli::parse_args("pm-step");
-        let text = io::read_stdin("<stdin>")?;
-        let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
+        let board = io::read_board_stdin()?;
         pm::check_turn(&board)?;
         let metadata = board
             .pm

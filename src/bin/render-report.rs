@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use agent_meeting::cli::{self, OutputArgs};
-use agent_meeting::model::{Board, BOARD_VERSION};
 use agent_meeting::{io, report};
 use clap::Parser;
 
@@ -51,8 +50,7 @@ fn main() -> std::process::ExitCode {
             .as_deref()
             .map(report::UserTemplate::load)
             .transpose()?;
-        let text = io::read_stdin("<stdin>")?;
-        let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
+        let board = io::read_board_stdin()?;
         let result = report::run(board, template.as_ref(), args.report_file.as_deref())?;
         if args.markdown {
             cli::write_stdout(&result.markdown)
