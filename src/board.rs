@@ -141,21 +141,24 @@ fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>
     }
 }
 
-/// The first sentence of a response (up to the first `.`, `!`, `?`, `。`, `！`, `？` followed
-/// by whitespace or the end, or the first line).
+/// The first sentence of a response, whitespace folded: up to the first `.`, `!`, `?` followed
+/// by whitespace or the end, or the first `。`, `！`, `？` ("Version 2.1 is out." stays whole).
 pub fn first_sentence(text: &str) -> String {
-    let line = text.trim().lines().next().unwrap_or("").trim();
-    let mut chars = line.char_indices().peekable();
+    let text = text.trim();
+    let mut end = text.len();
+    let mut chars = text.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
-        let end = i + c.len_utf8();
-        if matches!(c, '。' | '！' | '？') {
-            return line[..end].to_string();
-        }
-        if matches!(c, '.' | '!' | '?') && chars.peek().is_none_or(|(_, n)| n.is_whitespace()) {
-            return line[..end].to_string();
+        let stop = match c {
+            '。' | '！' | '？' => true,
+            '.' | '!' | '?' => chars.peek().is_none_or(|(_, n)| n.is_whitespace()),
+            _ => false,
+        };
+        if stop {
+            end = i + c.len_utf8();
+            break;
         }
     }
-    line.to_string()
+    text[..end].split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
@@ -661,6 +664,9 @@ mod tests {
             "Use 3.5 cores."
         );
         assert_eq!(first_sentence("结论是迁移。然后"), "结论是迁移。");
-        assert_eq!(first_sentence("line one\nline two"), "line one");
+        assert_eq!(
+            first_sentence("a line\n  that goes on. Next."),
+            "a line that goes on."
+        );
     }
 }

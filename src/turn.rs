@@ -137,21 +137,7 @@ fn defuse_fences(excerpt: &str) -> String {
 /// The first sentence of `text` (up to `.`, `!`, `?` followed by a space, or `。！？`), cut
 /// to 300 characters.
 pub fn first_sentence(text: &str) -> String {
-    let text = text.trim();
-    let mut end = text.len();
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let stop = match c {
-            '。' | '！' | '？' => true,
-            '.' | '!' | '?' => chars.peek().is_none_or(|(_, n)| n.is_whitespace()),
-            _ => false,
-        };
-        if stop {
-            end = i + c.len_utf8();
-            break;
-        }
-    }
-    cut(&fold_ws(&text[..end]), SENTENCE_CHARS)
+    cut(&crate::board::first_sentence(text), SENTENCE_CHARS)
 }
 
 fn fold_ws(s: &str) -> String {
