@@ -12,7 +12,7 @@ use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, Status,
     TurnStatus, AGENT_TURN_FIELDS,
 };
-use crate::pm::{cut, cut_list, render, retry_message, terminal_stage, ITEM_CHARS};
+use crate::pm::{cut, cut_list, render, retry_message, terminal_stage};
 
 /// Longest first sentence carried in an `agent_result` event.
 const SENTENCE_CHARS: usize = 300;
@@ -109,8 +109,6 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
             json!({
                 "document_id": d.document_id,
                 "source_path": d.source_path,
-                "purpose": cut(&d.purpose, ITEM_CHARS),
-                "excerpt": defuse_fences(&d.excerpt),
             })
         })
         .collect();
@@ -119,19 +117,15 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
         &json!({
             "prompt": input["prompt"],
             "meeting_summary": input["meeting_summary"],
+            // Bounded by collect-context's --max-context-chars, with the brief and every
+            // document fenced and labelled as untrusted data.
+            "context_summary": input["context_summary"],
             "decision": board.meeting_input.decision_packet.decision_to_make,
             "documents": documents,
             "required": required,
             "output_schema_description": agent.map_or("", |a| a.output_schema_description.trim()),
         }),
     )
-}
-
-/// A document cannot close its own fence early and pose as prompt text.
-fn defuse_fences(excerpt: &str) -> String {
-    excerpt
-        .replace("----- BEGIN DOCUMENT", "- - - BEGIN DOCUMENT")
-        .replace("----- END DOCUMENT", "- - - END DOCUMENT")
 }
 
 /// The first sentence of `text` (up to `.`, `!`, `?` followed by a space, or `。！？`), cut
