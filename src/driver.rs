@@ -377,10 +377,12 @@ pub fn drive(
             return Ok(result_of(&board, settings, run));
         }
         if ui.step && !confirm_step(stage, &board) {
-            return Err(Error::Usage(format!(
-                "stopped by the user before {stage}; continue with: meeting --resume {}",
+            // A clean stop: the run folder holds the last complete board, ready to resume.
+            eprintln!(
+                "stopped before {stage}; continue with: meeting --resume {}",
                 run.path.display()
-            )));
+            );
+            return Ok(result_of(&board, settings, run));
         }
         let input = to_json_line(&board, false);
         let in_file = run.file(step, stage, "in");
@@ -423,7 +425,7 @@ pub fn drive(
 pub fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
     MeetingResult {
         status: board.status,
-        report_file: Some(settings.report_file.clone()),
+        report_file: (board.status == Status::Finished).then(|| settings.report_file.clone()),
         run_dir: Some(run.path.display().to_string()),
         trace_id: board.trace_id.clone(),
         loops: board.loop_count,

@@ -496,3 +496,47 @@ fn prompt_templates_can_be_overridden_from_a_folder() {
         stderr(&out)
     );
 }
+
+#[test]
+fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
+    let work = tempfile::tempdir().unwrap();
+    let mut child = meeting_cmd(work.path(), &demo_cassette(), &["--step"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    // Run pm-step and agent-turn, then stop before merge-board.
+    child.stdin.take().unwrap().write_all(b"\n\nq\n").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("next: pm-step (loop 0/6, status running)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("stopped before merge-board; continue with: meeting --resume"),
+        "{err}"
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["status"], "running");
+    assert!(result["report_file"].is_null(), "no report yet");
+    let run_dir = work.path().join("runs/demo-test");
+    assert!(run_dir.join("0004-agent-turn.out.json").is_file());
+    assert!(
+        !run_dir.join("0005-merge-board.in.json").exists(),
+        "nothing ran after q"
+    );
+    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    resume
+        .current_dir(root())
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--resume")
+        .arg(&run_dir)
+        .arg("--quiet");
+    let out = run(resume);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(final_board(&run_dir)["status"], "finished");
+}
