@@ -326,17 +326,23 @@ struct Expect {
 /// Why the PM round failed, as `last_error` / the Process Note word it.
 fn pm_reason(fault: Fault, pos: Position) -> &'static str {
     match fault {
-        Fault::Http503 => "PM call failed: replay: HTTP 503: injected HTTP 503 (gave up after 2 attempts",
+        Fault::Http503 => {
+            "PM call failed: replay: HTTP 503: injected HTTP 503 (gave up after 2 attempts"
+        }
         Fault::ReadTimeout => "PM call failed: openai: timeout: ",
         Fault::ClosedMidBody => "PM call failed: openai: network error: ",
-        Fault::NonJsonBody => "PM call failed: openai: network error: HTTP 200 response body is not JSON",
+        Fault::NonJsonBody => {
+            "PM call failed: openai: network error: HTTP 200 response body is not JSON"
+        }
         Fault::SchemaInvalid => "PM decision invalid: ",
         Fault::UnknownAgent if pos == Position::PmForced => {
             "PM decision invalid: next_action CALL_AGENT is not allowed in forced_finish mode"
         }
         Fault::UnknownAgent => "PM routing failed: target_agent \"legal\" is not a participant",
         Fault::Empty => "PM output was not valid JSON: the reply was empty",
-        Fault::Huge => "PM output was not valid JSON: the reply is not valid JSON: EOF while parsing a string",
+        Fault::Huge => {
+            "PM output was not valid JSON: the reply is not valid JSON: EOF while parsing a string"
+        }
         _ => unreachable!("{fault:?} recovers"),
     }
 }
@@ -344,20 +350,27 @@ fn pm_reason(fault: Fault, pos: Position) -> &'static str {
 /// Why the agent turn failed (`last_turn.error`, `Agent arch failed: ...`).
 fn agent_reason(fault: Fault) -> &'static str {
     match fault {
-        Fault::Http503 => "LLM call failed: replay: HTTP 503: injected HTTP 503 (gave up after 2 attempts",
+        Fault::Http503 => {
+            "LLM call failed: replay: HTTP 503: injected HTTP 503 (gave up after 2 attempts"
+        }
         Fault::ReadTimeout => "LLM call failed: openai: timeout: ",
         Fault::ClosedMidBody => "LLM call failed: openai: network error: ",
-        Fault::NonJsonBody => "LLM call failed: openai: network error: HTTP 200 response body is not JSON",
+        Fault::NonJsonBody => {
+            "LLM call failed: openai: network error: HTTP 200 response body is not JSON"
+        }
         Fault::SchemaInvalid => "does not match the output schema",
         Fault::Empty => "the reply was not valid JSON (the reply was empty",
-        Fault::Huge => "the reply was not valid JSON (the reply is not valid JSON: EOF while parsing a string",
+        Fault::Huge => {
+            "the reply was not valid JSON (the reply is not valid JSON: EOF while parsing a string"
+        }
         _ => unreachable!("{fault:?} recovers"),
     }
 }
 
 fn expect(fault: Fault, pos: Position) -> Expect {
     let s = |x: &str| x.to_string();
-    let max_loops_note = s("Meeting stopped after reaching max loop limit (2/2) before full convergence.");
+    let max_loops_note =
+        s("Meeting stopped after reaching max loop limit (2/2) before full convergence.");
     let mut events: Vec<(&'static str, &'static str, String, usize)> = Vec::new();
     if fault.recovers(pos) {
         // A transport retry is invisible to the meeting: one logical call, status ok.
@@ -386,11 +399,16 @@ fn expect(fault: Fault, pos: Position) -> Expect {
     }
     let caller = if pos == Position::Agent { "arch" } else { "pm" };
     if fault.transport() {
-        events.push(("llm_call", caller, s(if pos == Position::Agent {
-            &agent_reason(fault)["LLM call failed: ".len()..]
-        } else {
-            &pm_reason(fault, pos)["PM call failed: ".len()..]
-        }), STAGE_CALLS));
+        events.push((
+            "llm_call",
+            caller,
+            s(if pos == Position::Agent {
+                &agent_reason(fault)["LLM call failed: ".len()..]
+            } else {
+                &pm_reason(fault, pos)["PM call failed: ".len()..]
+            }),
+            STAGE_CALLS,
+        ));
     }
     match pos {
         Position::Agent => {
@@ -407,15 +425,23 @@ fn expect(fault: Fault, pos: Position) -> Expect {
         Position::PmNormal | Position::PmForced => {
             let reason = pm_reason(fault, pos);
             match (fault, pos) {
-                (Fault::UnknownAgent, Position::PmNormal) => {
-                    events.push(("pm_routing_error", "pm", s("\"legal\" is not a participant"), 2))
-                }
+                (Fault::UnknownAgent, Position::PmNormal) => events.push((
+                    "pm_routing_error",
+                    "pm",
+                    s("\"legal\" is not a participant"),
+                    2,
+                )),
                 _ if !fault.transport() => events.push(("pm_invalid_output", "pm", s(""), 2)),
                 _ => {}
             }
             events.push(("pm_round_failed", "pm", s(reason), 1));
             if pos == Position::PmNormal {
-                events.push(("forced_finish", "pm", format!("PM round failed: {reason}"), 1));
+                events.push((
+                    "forced_finish",
+                    "pm",
+                    format!("PM round failed: {reason}"),
+                    1,
+                ));
                 Expect {
                     kind: "forced",
                     loops: 0,
@@ -504,7 +530,8 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
     } else {
         let cassette = work.path().join("cassette.jsonl");
         write_cassette(&cassette, &attempts);
-        cmd.args(["--provider", "replay", "--cassette"]).arg(&cassette);
+        cmd.args(["--provider", "replay", "--cassette"])
+            .arg(&cassette);
         None
     };
     let out = cmd.stdin(Stdio::null()).output().unwrap();
@@ -515,8 +542,14 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             problems.push(what);
         }
     };
-    check(!stderr.contains("panicked"), format!("a stage panicked: {stderr}"));
-    check(out.status.code() == Some(0), format!("exit {:?}: {stderr}", out.status.code()));
+    check(
+        !stderr.contains("panicked"),
+        format!("a stage panicked: {stderr}"),
+    );
+    check(
+        out.status.code() == Some(0),
+        format!("exit {:?}: {stderr}", out.status.code()),
+    );
     let result: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
     let report = std::fs::read_to_string(&report_file).unwrap_or_default();
     let board = final_board(&work.path().join("runs/fault-cell"));
@@ -537,10 +570,22 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             problems.push(what);
         }
     };
-    check(result["status"] == "finished", format!("result status {}", result["status"]));
-    check(board["status"] == "finished", format!("board status {}", board["status"]));
-    check(report.starts_with("# Meeting Report\n"), "report heading".into());
-    check(kind == want.kind, format!("report kind {kind}, want {}", want.kind));
+    check(
+        result["status"] == "finished",
+        format!("result status {}", result["status"]),
+    );
+    check(
+        board["status"] == "finished",
+        format!("board status {}", board["status"]),
+    );
+    check(
+        report.starts_with("# Meeting Report\n"),
+        "report heading".into(),
+    );
+    check(
+        kind == want.kind,
+        format!("report kind {kind}, want {}", want.kind),
+    );
     check(
         result["forced"] == (want.kind != "normal"),
         format!("result forced {}", result["forced"]),
@@ -553,21 +598,33 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
     // (and retries) the rules allow.
     check(
         board["usage"]["calls"] == attempts.len(),
-        format!("{} LLM calls, script has {}", board["usage"]["calls"], attempts.len()),
+        format!(
+            "{} LLM calls, script has {}",
+            board["usage"]["calls"],
+            attempts.len()
+        ),
     );
     if let Some(server) = &server {
         check(
             server.count() == attempts.len(),
-            format!("{} HTTP requests, script has {}", server.count(), attempts.len()),
+            format!(
+                "{} HTTP requests, script has {}",
+                server.count(),
+                attempts.len()
+            ),
         );
-        for i in 0..server.count() {
-            let req = server.request(i);
+        let requests = server.requests.lock().unwrap().clone();
+        for (i, (req, (caller, _))) in requests.iter().zip(&attempts).enumerate() {
             let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
             let schema = body["response_format"]["json_schema"]["name"].as_str();
-            let want = if attempts[i].0 == "pm" { "pm_decision" } else { "agent_turn_result" };
+            let want = if *caller == "pm" {
+                "pm_decision"
+            } else {
+                "agent_turn_result"
+            };
             check(
                 schema == Some(want),
-                format!("request {i} asked for {schema:?}, script expects {}", attempts[i].0),
+                format!("request {i} asked for {schema:?}, script expects {caller}"),
             );
             // A runaway reply is not sent back whole with the correction.
             check(
@@ -615,13 +672,19 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             .filter(|t| {
                 matches!(
                     *t,
-                    "agent_retry" | "agent_error" | "pm_invalid_output" | "pm_routing_error" | "pm_round_failed"
+                    "agent_retry"
+                        | "agent_error"
+                        | "pm_invalid_output"
+                        | "pm_routing_error"
+                        | "pm_round_failed"
                 )
             })
             .collect();
         check(bad.is_empty(), format!("recovered cell has {bad:?}"));
         check(
-            events.iter().all(|e| e["type"] != "llm_call" || e["status"] == "ok"),
+            events
+                .iter()
+                .all(|e| e["type"] != "llm_call" || e["status"] == "ok"),
             "recovered cell has a failed llm_call".into(),
         );
     }
@@ -631,6 +694,7 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             "the runtime names the author".into(),
         );
     }
+    // Code-fenced JSON costs no extra call, so its script is the fault-free call count.
     let retries = attempts.len() - script(Fault::Fenced, pos, replies).len();
     let mut summary = match kind.as_str() {
         "normal" => "normal report".to_string(),
@@ -754,8 +818,20 @@ fn every_fault_at_every_position_ends_with_a_report() {
     let failures: Vec<String> = results
         .iter()
         .filter(|o| !o.problems.is_empty())
-        .map(|o| format!("{} @ {}:\n  - {}", o.fault.label(), o.pos.label(), o.problems.join("\n  - ")))
+        .map(|o| {
+            format!(
+                "{} @ {}:\n  - {}",
+                o.fault.label(),
+                o.pos.label(),
+                o.problems.join("\n  - ")
+            )
+        })
         .collect();
     assert_eq!(results.len(), FAULTS.len() * POSITIONS.len());
-    assert!(failures.is_empty(), "{} cells failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} cells failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
