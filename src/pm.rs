@@ -108,6 +108,24 @@ pub(crate) fn retry_message(
     )
 }
 
+/// How much of an unusable reply is sent back with the correction. A runaway reply (a model
+/// repeating itself up to megabytes) would otherwise be re-sent whole, costing its size again
+/// in prompt tokens or overflowing the context window; real answers are far shorter.
+const ECHO_CHARS: usize = 16_000;
+
+/// The model's unusable reply as echoed in the retry conversation, cut to `ECHO_CHARS`.
+pub(crate) fn echo_reply(text: String) -> Message {
+    let total = text.chars().count();
+    if total <= ECHO_CHARS {
+        return Message::assistant(text);
+    }
+    let head: String = text.chars().take(ECHO_CHARS).collect();
+    Message::assistant(format!(
+        "{head}\n[… reply cut here: {} more characters not shown]",
+        total - ECHO_CHARS
+    ))
+}
+
 /// `s` cut to at most `max` characters (an ellipsis marks the cut); never splits a character.
 pub fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -472,7 +490,7 @@ pub fn pm_step(
                 Failure::Json(e) => format!("it was not valid JSON ({e})"),
                 Failure::Schema(e) | Failure::Routing(_, e) | Failure::Call(e) => e.clone(),
             };
-            messages.push(Message::assistant(text));
+            messages.push(echo_reply(text));
             // In forced_finish mode no target is allowed, so no names are offered.
             let allowed: &[String] = match mode {
                 Mode::Normal => &board.participants,
@@ -581,5 +599,19 @@ mod tests {
         }
         let s = retry_message("bad", "target_agent", &["a".into(), "b".into()], "").unwrap();
         assert!(s.contains("bad") && s.contains("a, b"), "{s}");
+    }
+
+    #[test]
+    fn runaway_replies_are_cut_when_echoed() {
+        let short = "{\"a\": 1".to_string();
+        assert_eq!(echo_reply(short.clone()).content, short);
+        let long = "é".repeat(ECHO_CHARS + 10);
+        let m = echo_reply(long).content;
+        assert!(m.starts_with(&"é".repeat(ECHO_CHARS)), "keeps the head");
+        assert!(
+            m.ends_with("[… reply cut here: 10 more characters not shown]"),
+            "{}",
+            &m[m.len() - 80..]
+        );
     }
 }

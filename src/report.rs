@@ -26,6 +26,7 @@ const APPENDIX_TEMPLATE: &str = include_str!("../share/templates/appendix.md.j2"
 pub const FORCED_NOTE: &str =
     "Meeting stopped after reaching max loop limit before full convergence.";
 pub const FORCED_EARLY_NOTE: &str = "Meeting stopped early because the PM could not produce a valid decision; the PM wrote this report in forced-finish mode.";
+pub const NORMAL_WITH_ERRORS_NOTE: &str = "The PM finished the meeting normally, but some turns failed on the way; the findings below lack what those turns would have added.";
 pub const FALLBACK_NOTE: &str =
     "No valid PM report was produced; this report was generated locally from the whiteboard.";
 
@@ -351,23 +352,24 @@ pub fn view_model(board: &Board, kind: ReportKind) -> View {
         }
         _ => (String::new(), String::new()),
     };
+    let mut problems: Vec<String> = Vec::new();
+    for e in board.recent_errors.iter().chain(board.last_error.iter()) {
+        let e = fold_ws(e);
+        if !e.is_empty() && !problems.contains(&e) {
+            problems.push(e);
+        }
+    }
+    // A normal report still says what went wrong when turns failed on the way (SPEC §7):
+    // otherwise a reader cannot tell that a participant's view is missing.
     let process_note = match kind {
-        ReportKind::Normal => String::new(),
+        ReportKind::Normal if problems.is_empty() => String::new(),
+        ReportKind::Normal => NORMAL_WITH_ERRORS_NOTE.to_string(),
         _ => board
             .process_note
             .clone()
             .filter(|n| !n.trim().is_empty())
             .unwrap_or_else(|| default_note(board, kind).to_string()),
     };
-    let mut problems: Vec<String> = Vec::new();
-    if kind != ReportKind::Normal {
-        for e in board.recent_errors.iter().chain(board.last_error.iter()) {
-            let e = fold_ws(e);
-            if !e.is_empty() && !problems.contains(&e) {
-                problems.push(e);
-            }
-        }
-    }
     let decision = board.meeting_input.decision_packet.decision_to_make.trim();
     View {
         kind,

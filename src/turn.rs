@@ -12,7 +12,7 @@ use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, Status,
     TurnStatus, AGENT_TURN_FIELDS,
 };
-use crate::pm::{cut, cut_list, render, retry_message, terminal_stage};
+use crate::pm::{cut, cut_list, echo_reply, render, retry_message, terminal_stage};
 
 /// Longest first sentence carried in an `agent_result` event.
 const SENTENCE_CHARS: usize = 300;
@@ -320,7 +320,7 @@ pub fn agent_turn(
             } else {
                 &[]
             };
-            messages.push(Message::assistant(text));
+            messages.push(echo_reply(text));
             messages.push(Message::user(retry_message(
                 &error,
                 "document_id",

@@ -215,7 +215,22 @@ fn every_section_present_per_kind() {
         "## Recommendation",
         "## Evidence Reviewed",
     ];
+    // A normal meeting where a turn failed says so in a Process Note (SPEC §7); one without
+    // failures has none.
     let md = render(&normal_board()).markdown;
+    let expected: Vec<&str> = normal
+        .iter()
+        .chain(["## Process Note"].iter())
+        .chain(common_tail.iter())
+        .copied()
+        .collect();
+    assert_eq!(sections(&md), expected);
+    let note = section(&md, "Process Note");
+    assert!(note.contains(report::NORMAL_WITH_ERRORS_NOTE), "{note}");
+    assert!(note.contains("- Agent biz failed: timeout"), "{note}");
+    let mut clean = normal_board();
+    clean["recent_errors"] = json!([]);
+    let md = render(&clean).markdown;
     let expected: Vec<&str> = normal.iter().chain(common_tail.iter()).copied().collect();
     assert_eq!(sections(&md), expected);
 

@@ -1,0 +1,837 @@
+//! Fault injection through the whole pipeline (issue 6, SPEC §5 and §7): for every fault at
+//! every position (PM normal round, agent turn, PM forced finish) the real `meeting` binary
+//! must end with a saved report, status `finished`, the right report kind and Process Note, the
+//! right events on the final board, and no panic.
+//!
+//! Faults the replay provider can simulate go through cassettes; transport faults (read
+//! timeout, connection closed mid-body, non-JSON body, a 1 MB reply) go through the real OpenAI
+//! provider against the scripted fake HTTP server of `llm_fake`. Every cell is its own meeting
+//! (own temp dir, own server), and cells run in parallel.
+//!
+//! The fault × position matrix is printed; see it with
+//! `cargo test --test faults -- --nocapture`.
+
+mod llm_fake;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use llm_fake::{openai_ok, Action, FakeServer};
+use serde_json::{json, Value};
+
+const NOW: &str = "2026-11-30T12:00:00Z";
+/// `--max-attempts` of every cell: transport attempts per logical call.
+const ATTEMPTS: usize = 2;
+/// Logical calls of one stage when every answer is unusable: the first and its one retry.
+const STAGE_CALLS: usize = 2;
+/// `--read-timeout` in the HTTP cells, and how long a "timeout" reply keeps the client waiting.
+const READ_TIMEOUT: &str = "1";
+const SLOW_REPLY: Duration = Duration::from_millis(2500);
+const WORKERS: usize = 4;
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Position {
+    PmNormal,
+    Agent,
+    PmForced,
+}
+
+const POSITIONS: [Position; 3] = [Position::PmNormal, Position::Agent, Position::PmForced];
+
+impl Position {
+    fn label(self) -> &'static str {
+        match self {
+            Position::PmNormal => "PM normal round",
+            Position::Agent => "agent turn",
+            Position::PmForced => "PM forced finish",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fault {
+    RateLimit,
+    Http500,
+    Http503,
+    ReadTimeout,
+    ClosedMidBody,
+    NonJsonBody,
+    Fenced,
+    SchemaInvalid,
+    UnknownAgent,
+    Empty,
+    Huge,
+}
+
+const FAULTS: [Fault; 11] = [
+    Fault::ReadTimeout,
+    Fault::ClosedMidBody,
+    Fault::NonJsonBody,
+    Fault::Huge,
+    Fault::RateLimit,
+    Fault::Http500,
+    Fault::Http503,
+    Fault::Fenced,
+    Fault::SchemaInvalid,
+    Fault::UnknownAgent,
+    Fault::Empty,
+];
+
+impl Fault {
+    fn label(self) -> &'static str {
+        match self {
+            Fault::RateLimit => "429 + Retry-After, once",
+            Fault::Http500 => "500, once",
+            Fault::Http503 => "503 until exhaustion",
+            Fault::ReadTimeout => "read timeout (http)",
+            Fault::ClosedMidBody => "closed mid-body (http)",
+            Fault::NonJsonBody => "non-JSON body (http)",
+            Fault::Fenced => "code-fenced JSON",
+            Fault::SchemaInvalid => "schema-invalid JSON",
+            Fault::UnknownAgent => "unknown agent",
+            Fault::Empty => "empty reply",
+            Fault::Huge => "1 MB reply (http)",
+        }
+    }
+
+    fn http(self) -> bool {
+        matches!(
+            self,
+            Fault::ReadTimeout | Fault::ClosedMidBody | Fault::NonJsonBody | Fault::Huge
+        )
+    }
+
+    /// Whether the stage gets a usable answer in the end (transport retry, tolerant parsing,
+    /// or a harmless oddity); otherwise the fault lasts until the stage gives up.
+    fn recovers(self, pos: Position) -> bool {
+        match self {
+            Fault::RateLimit | Fault::Http500 | Fault::Fenced => true,
+            Fault::UnknownAgent => pos == Position::Agent,
+            _ => false,
+        }
+    }
+
+    fn transport(self) -> bool {
+        matches!(
+            self,
+            Fault::Http503 | Fault::ReadTimeout | Fault::ClosedMidBody | Fault::NonJsonBody
+        )
+    }
+}
+
+/// One attempt's scripted behaviour.
+#[derive(Debug, Clone)]
+enum Reply {
+    Text(String),
+    Status(u16, Option<f64>),
+    Timeout,
+    Closed(String),
+    NonJson,
+}
+
+/// The demo's scripted replies (meetings/make_cassettes.py).
+struct Replies {
+    pm_call_arch: String,
+    arch: String,
+    pm_call_biz: String,
+    biz: String,
+    pm_finish: String,
+    pm_forced_finish: String,
+}
+
+fn cassette_replies(path: &str) -> Vec<String> {
+    std::fs::read_to_string(root().join(path))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            v["response"].as_str().unwrap().to_string()
+        })
+        .collect()
+}
+
+fn replies() -> Replies {
+    let demo = cassette_replies("meetings/demo.cassette.jsonl");
+    let forced = cassette_replies("meetings/demo-forced.cassette.jsonl");
+    Replies {
+        pm_call_arch: demo[0].clone(),
+        arch: demo[1].clone(),
+        pm_call_biz: demo[2].clone(),
+        biz: demo[4].clone(),
+        pm_finish: demo[7].clone(),
+        pm_forced_finish: forced[4].clone(),
+    }
+}
+
+/// A runaway reply: an object that starts well and repeats itself past 1 MB, never closed.
+fn huge(field: &str) -> String {
+    let mut s = format!("{{\"{field}\": \"");
+    while s.len() < 1 << 20 {
+        s.push_str("the nightly run ");
+    }
+    s
+}
+
+/// The attempts `fault` makes at `pos`, where `good` is the usable answer.
+fn fault_attempts(fault: Fault, pos: Position, good: &str) -> Vec<Reply> {
+    let pm = pos != Position::Agent;
+    let every = |r: Reply, n: usize| vec![r; n];
+    match fault {
+        Fault::RateLimit => vec![Reply::Status(429, Some(1.0)), Reply::Text(good.into())],
+        Fault::Http500 => vec![Reply::Status(500, None), Reply::Text(good.into())],
+        Fault::Http503 => every(Reply::Status(503, None), STAGE_CALLS * ATTEMPTS),
+        Fault::ReadTimeout => every(Reply::Timeout, STAGE_CALLS * ATTEMPTS),
+        Fault::ClosedMidBody => every(Reply::Closed(good.into()), STAGE_CALLS * ATTEMPTS),
+        Fault::NonJsonBody => every(Reply::NonJson, STAGE_CALLS * ATTEMPTS),
+        Fault::Fenced => vec![Reply::Text(format!(
+            "Here is my answer:\n```json\n{good}\n```\nLet me know if you need more."
+        ))],
+        Fault::SchemaInvalid => {
+            let bad = if pm {
+                json!({"analysis": "Escalating.", "next_action": "ESCALATE", "target_agent": null,
+                       "prompt_for_agent": null, "final_report": null})
+            } else {
+                json!({"response": 42, "key_points": "none", "risks": [], "recommendations": [],
+                       "citations": []})
+            };
+            every(Reply::Text(bad.to_string()), STAGE_CALLS)
+        }
+        Fault::UnknownAgent if pm => {
+            let bad = json!({"analysis": "Legal must weigh in.", "next_action": "CALL_AGENT",
+                "target_agent": "legal", "prompt_for_agent": "Is the EU data residency clause met?",
+                "final_report": null});
+            every(Reply::Text(bad.to_string()), STAGE_CALLS)
+        }
+        // An agent that signs its answer as someone else: the runtime names the author.
+        Fault::UnknownAgent => {
+            let mut v: Value = serde_json::from_str(good).unwrap();
+            v["agent_name"] = "legal".into();
+            vec![Reply::Text(v.to_string())]
+        }
+        Fault::Empty => every(Reply::Text(String::new()), STAGE_CALLS),
+        Fault::Huge => every(
+            Reply::Text(huge(if pm { "analysis" } else { "response" })),
+            STAGE_CALLS,
+        ),
+    }
+}
+
+/// The whole meeting's attempts, in order, as (caller, reply). `--max-loops 2`:
+/// - PM normal: the first PM round; then arch and a normal FINISH, or (round failed) the
+///   forced finish;
+/// - agent: arch's turn after the PM calls it; then a normal FINISH;
+/// - PM forced: after arch and biz spoke, the loop budget is spent and the PM must close.
+fn script(fault: Fault, pos: Position, r: &Replies) -> Vec<(&'static str, Reply)> {
+    let text = |s: &str| Reply::Text(s.to_string());
+    let mut out: Vec<(&'static str, Reply)> = Vec::new();
+    let faulty = |out: &mut Vec<_>, caller: &'static str, good: &str| {
+        for a in fault_attempts(fault, pos, good) {
+            out.push((caller, a));
+        }
+    };
+    match pos {
+        Position::PmNormal => {
+            faulty(&mut out, "pm", &r.pm_call_arch);
+            if fault.recovers(pos) {
+                out.push(("arch", text(&r.arch)));
+                out.push(("pm", text(&r.pm_finish)));
+            } else {
+                out.push(("pm", text(&r.pm_forced_finish)));
+            }
+        }
+        Position::Agent => {
+            out.push(("pm", text(&r.pm_call_arch)));
+            faulty(&mut out, "arch", &r.arch);
+            out.push(("pm", text(&r.pm_finish)));
+        }
+        Position::PmForced => {
+            out.push(("pm", text(&r.pm_call_arch)));
+            out.push(("arch", text(&r.arch)));
+            out.push(("pm", text(&r.pm_call_biz)));
+            out.push(("biz", text(&r.biz)));
+            faulty(&mut out, "pm", &r.pm_forced_finish);
+        }
+    }
+    out
+}
+
+fn write_cassette(path: &Path, attempts: &[(&str, Reply)]) {
+    let mut text = String::new();
+    for (i, (caller, reply)) in attempts.iter().enumerate() {
+        let seq = i + 1;
+        let line = match reply {
+            Reply::Text(t) => json!({"seq": seq, "caller": caller, "response": t,
+                                     "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}),
+            Reply::Status(status, retry_after) => {
+                let mut e = json!({"kind": "http", "status": status,
+                                   "message": format!("injected HTTP {status}")});
+                if let Some(s) = retry_after {
+                    e["retry_after"] = json!(s);
+                }
+                json!({"seq": seq, "caller": caller, "error": e})
+            }
+            other => panic!("{other:?} needs the http transport"),
+        };
+        text.push_str(&format!("{line}\n"));
+    }
+    std::fs::write(path, text).unwrap();
+}
+
+fn http_actions(attempts: &[(&str, Reply)]) -> Vec<Action> {
+    let ok = |t: &str| llm_fake::json(200, &openai_ok(t, Some((1000, 100))));
+    attempts
+        .iter()
+        .map(|(_, reply)| match reply {
+            Reply::Text(t) => ok(t),
+            Reply::Status(status, retry_after) => Action::Respond {
+                status: *status,
+                headers: retry_after
+                    .map(|s| vec![("retry-after".to_string(), s.to_string())])
+                    .unwrap_or_default(),
+                body: llm_fake::openai_error("injected", "server_error"),
+            },
+            Reply::Timeout => Action::Sleep(SLOW_REPLY, Box::new(ok("{}"))),
+            Reply::Closed(t) => {
+                let body = openai_ok(t, Some((1000, 100)));
+                Action::Truncated {
+                    declared: body.len(),
+                    body: body[..body.len() / 2].to_string(),
+                }
+            }
+            Reply::NonJson => Action::Respond {
+                status: 200,
+                headers: vec![],
+                body: "<html><body><h1>502 Bad Gateway</h1></body></html>".into(),
+            },
+        })
+        .collect()
+}
+
+/// What a cell must show.
+struct Expect {
+    kind: &'static str,
+    loops: u64,
+    /// Substrings of the report's Process Note; `None`: the report has no Process Note.
+    note: Option<Vec<String>>,
+    /// (event type, caller or "", substring of its error/message or "", at least n).
+    events: Vec<(&'static str, &'static str, String, usize)>,
+}
+
+/// Why the PM round failed, as `last_error` / the Process Note word it.
+fn pm_reason(fault: Fault, pos: Position) -> &'static str {
+    match fault {
+        Fault::Http503 => {
+            "PM call failed: replay: HTTP 503: injected HTTP 503 (gave up after 2 attempts"
+        }
+        Fault::ReadTimeout => "PM call failed: openai: timeout: ",
+        Fault::ClosedMidBody => "PM call failed: openai: network error: ",
+        Fault::NonJsonBody => {
+            "PM call failed: openai: network error: HTTP 200 response body is not JSON"
+        }
+        Fault::SchemaInvalid => "PM decision invalid: ",
+        Fault::UnknownAgent if pos == Position::PmForced => {
+            "PM decision invalid: next_action CALL_AGENT is not allowed in forced_finish mode"
+        }
+        Fault::UnknownAgent => "PM routing failed: target_agent \"legal\" is not a participant",
+        Fault::Empty => "PM output was not valid JSON: the reply was empty",
+        Fault::Huge => {
+            "PM output was not valid JSON: the reply is not valid JSON: EOF while parsing a string"
+        }
+        _ => unreachable!("{fault:?} recovers"),
+    }
+}
+
+/// Why the agent turn failed (`last_turn.error`, `Agent arch failed: ...`).
+fn agent_reason(fault: Fault) -> &'static str {
+    match fault {
+        Fault::Http503 => {
+            "LLM call failed: replay: HTTP 503: injected HTTP 503 (gave up after 2 attempts"
+        }
+        Fault::ReadTimeout => "LLM call failed: openai: timeout: ",
+        Fault::ClosedMidBody => "LLM call failed: openai: network error: ",
+        Fault::NonJsonBody => {
+            "LLM call failed: openai: network error: HTTP 200 response body is not JSON"
+        }
+        Fault::SchemaInvalid => "does not match the output schema",
+        Fault::Empty => "the reply was not valid JSON (the reply was empty",
+        Fault::Huge => {
+            "the reply was not valid JSON (the reply is not valid JSON: EOF while parsing a string"
+        }
+        _ => unreachable!("{fault:?} recovers"),
+    }
+}
+
+fn expect(fault: Fault, pos: Position) -> Expect {
+    let s = |x: &str| x.to_string();
+    let max_loops_note =
+        s("Meeting stopped after reaching max loop limit (2/2) before full convergence.");
+    let mut events: Vec<(&'static str, &'static str, String, usize)> = Vec::new();
+    if fault.recovers(pos) {
+        // A transport retry is invisible to the meeting: one logical call, status ok.
+        let caller = if pos == Position::Agent { "arch" } else { "pm" };
+        events.push(("llm_call", caller, s(""), 1));
+        if pos == Position::Agent {
+            events.push(("agent_result", "arch", s(""), 1));
+        }
+        return match pos {
+            Position::PmNormal | Position::Agent => Expect {
+                kind: "normal",
+                loops: 1,
+                note: None,
+                events,
+            },
+            Position::PmForced => {
+                events.push(("forced_finish", "pm", s("max loops reached (2/2)"), 1));
+                Expect {
+                    kind: "forced",
+                    loops: 2,
+                    note: Some(vec![max_loops_note]),
+                    events,
+                }
+            }
+        };
+    }
+    let caller = if pos == Position::Agent { "arch" } else { "pm" };
+    if fault.transport() {
+        events.push((
+            "llm_call",
+            caller,
+            s(if pos == Position::Agent {
+                &agent_reason(fault)["LLM call failed: ".len()..]
+            } else {
+                &pm_reason(fault, pos)["PM call failed: ".len()..]
+            }),
+            STAGE_CALLS,
+        ));
+    }
+    match pos {
+        Position::Agent => {
+            let reason = agent_reason(fault);
+            events.push(("agent_retry", "arch", s(reason), 1));
+            events.push(("agent_error", "arch", s(reason), 1));
+            Expect {
+                kind: "normal",
+                loops: 1,
+                note: Some(vec![format!("Agent arch failed: {reason}")]),
+                events,
+            }
+        }
+        Position::PmNormal | Position::PmForced => {
+            let reason = pm_reason(fault, pos);
+            match (fault, pos) {
+                (Fault::UnknownAgent, Position::PmNormal) => events.push((
+                    "pm_routing_error",
+                    "pm",
+                    s("\"legal\" is not a participant"),
+                    2,
+                )),
+                _ if !fault.transport() => events.push(("pm_invalid_output", "pm", s(""), 2)),
+                _ => {}
+            }
+            events.push(("pm_round_failed", "pm", s(reason), 1));
+            if pos == Position::PmNormal {
+                events.push((
+                    "forced_finish",
+                    "pm",
+                    format!("PM round failed: {reason}"),
+                    1,
+                ));
+                Expect {
+                    kind: "forced",
+                    loops: 0,
+                    note: Some(vec![s(reason), s("the meeting was closed early.")]),
+                    events,
+                }
+            } else {
+                events.push(("forced_finish", "pm", s("max loops reached (2/2)"), 1));
+                Expect {
+                    kind: "fallback",
+                    loops: 2,
+                    note: Some(vec![
+                        s("Meeting stopped after reaching max loop limit (2/2) before full convergence."),
+                        format!("The PM's closing answer was unusable ({reason}"),
+                        s("fallback report generated."),
+                    ]),
+                    events,
+                }
+            }
+        }
+    }
+}
+
+/// What one cell did.
+struct Outcome {
+    fault: Fault,
+    pos: Position,
+    summary: String,
+    problems: Vec<String>,
+    secs: f64,
+}
+
+fn section(report: &str, title: &str) -> Option<String> {
+    let start = report.find(&format!("\n## {title}\n"))? + title.len() + 5;
+    let rest = &report[start..];
+    let end = rest.find("\n## ").unwrap_or(rest.len());
+    Some(rest[..end].trim().to_string())
+}
+
+fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
+    let t0 = Instant::now();
+    let work = tempfile::tempdir().unwrap();
+    let attempts = script(fault, pos, replies);
+    let report_file = work.path().join("report.md");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    cmd.current_dir(root())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("NO_COLOR", "1")
+        .env("MEETING_RETRY_BASE_MS", "1")
+        .env("MEETING_RETRY_MAX_SECS", "0.05");
+    for var in [
+        "AGENT_MEETING_PROVIDER",
+        "AGENT_MEETING_MODEL",
+        "MEETING_CASSETTE",
+        "MEETING_LLM_LOG",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_MODEL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd.args([
+        "--meeting-file",
+        "meetings/demo.yaml",
+        "--agents",
+        "arch,biz",
+        "--max-loops",
+        "2",
+        "--max-attempts",
+        &ATTEMPTS.to_string(),
+        "--trace-id",
+        "fault-cell",
+    ])
+    .arg("--run-dir")
+    .arg(work.path().join("runs"))
+    .arg("--report-file")
+    .arg(&report_file);
+    let server = if fault.http() {
+        let server = FakeServer::start(http_actions(&attempts));
+        cmd.env("OPENAI_BASE_URL", &server.url)
+            .env("OPENAI_API_KEY", "sk-fault-injection-test-key")
+            .args(["--provider", "openai", "--read-timeout", READ_TIMEOUT]);
+        Some(server)
+    } else {
+        let cassette = work.path().join("cassette.jsonl");
+        write_cassette(&cassette, &attempts);
+        cmd.args(["--provider", "replay", "--cassette"])
+            .arg(&cassette);
+        None
+    };
+    let out = cmd.stdin(Stdio::null()).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let mut problems = Vec::new();
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            problems.push(what);
+        }
+    };
+    check(
+        !stderr.contains("panicked"),
+        format!("a stage panicked: {stderr}"),
+    );
+    check(
+        out.status.code() == Some(0),
+        format!("exit {:?}: {stderr}", out.status.code()),
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let report = std::fs::read_to_string(&report_file).unwrap_or_default();
+    let board = final_board(&work.path().join("runs/fault-cell"));
+    let secs = t0.elapsed().as_secs_f64();
+    let (Some((kind, board)), true) = (board, !report.is_empty()) else {
+        problems.push("no report saved".into());
+        return Outcome {
+            fault,
+            pos,
+            summary: "NO REPORT".into(),
+            problems,
+            secs,
+        };
+    };
+    let want = expect(fault, pos);
+    let mut check = |ok: bool, what: String| {
+        if !ok {
+            problems.push(what);
+        }
+    };
+    check(
+        result["status"] == "finished",
+        format!("result status {}", result["status"]),
+    );
+    check(
+        board["status"] == "finished",
+        format!("board status {}", board["status"]),
+    );
+    check(
+        report.starts_with("# Meeting Report\n"),
+        "report heading".into(),
+    );
+    check(
+        kind == want.kind,
+        format!("report kind {kind}, want {}", want.kind),
+    );
+    check(
+        result["forced"] == (want.kind != "normal"),
+        format!("result forced {}", result["forced"]),
+    );
+    check(
+        board["loop_count"] == want.loops,
+        format!("loops {}, want {}", board["loop_count"], want.loops),
+    );
+    // Every scripted attempt was used, and no more: the stages made exactly the calls
+    // (and retries) the rules allow.
+    check(
+        board["usage"]["calls"] == attempts.len(),
+        format!(
+            "{} LLM calls, script has {}",
+            board["usage"]["calls"],
+            attempts.len()
+        ),
+    );
+    if let Some(server) = &server {
+        check(
+            server.count() == attempts.len(),
+            format!(
+                "{} HTTP requests, script has {}",
+                server.count(),
+                attempts.len()
+            ),
+        );
+        let requests = server.requests.lock().unwrap().clone();
+        for (i, (req, (caller, _))) in requests.iter().zip(&attempts).enumerate() {
+            let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
+            let schema = body["response_format"]["json_schema"]["name"].as_str();
+            let want = if *caller == "pm" {
+                "pm_decision"
+            } else {
+                "agent_turn_result"
+            };
+            check(
+                schema == Some(want),
+                format!("request {i} asked for {schema:?}, script expects {caller}"),
+            );
+            // A runaway reply is not sent back whole with the correction.
+            check(
+                req.body.len() < 256 * 1024,
+                format!("request {i} is {} bytes", req.body.len()),
+            );
+        }
+    }
+    let note = section(&report, "Process Note");
+    match (&want.note, &note) {
+        (None, None) => {}
+        (None, Some(n)) => check(false, format!("unexpected Process Note: {n}")),
+        (Some(_), None) => check(false, "no Process Note".into()),
+        (Some(parts), Some(n)) => {
+            for p in parts {
+                check(
+                    n.contains(p.as_str()),
+                    format!("Process Note lacks {p:?}: {n}"),
+                );
+            }
+        }
+    }
+    let events = board["event_log"].as_array().cloned().unwrap_or_default();
+    for (ty, caller, text, n) in &want.events {
+        let found = events
+            .iter()
+            .filter(|e| e["type"] == *ty && (caller.is_empty() || e["caller"] == *caller))
+            .filter(|e| {
+                // llm_call events of a fault are the failed ones.
+                (*ty != "llm_call" || text.is_empty() || e["status"] == "error")
+                    && [&e["error"], &e["message"]]
+                        .iter()
+                        .any(|v| v.as_str().unwrap_or("").contains(text.as_str()))
+            })
+            .count();
+        check(
+            found >= *n,
+            format!("{found} {ty} events of {caller:?} with {text:?}, want at least {n}"),
+        );
+    }
+    if fault.recovers(pos) {
+        let bad: Vec<&str> = events
+            .iter()
+            .filter_map(|e| e["type"].as_str())
+            .filter(|t| {
+                matches!(
+                    *t,
+                    "agent_retry"
+                        | "agent_error"
+                        | "pm_invalid_output"
+                        | "pm_routing_error"
+                        | "pm_round_failed"
+                )
+            })
+            .collect();
+        check(bad.is_empty(), format!("recovered cell has {bad:?}"));
+        check(
+            events
+                .iter()
+                .all(|e| e["type"] != "llm_call" || e["status"] == "ok"),
+            "recovered cell has a failed llm_call".into(),
+        );
+    }
+    if fault == Fault::UnknownAgent && pos == Position::Agent {
+        check(
+            board["latest_agent_outputs"]["arch"]["agent_name"] == "arch",
+            "the runtime names the author".into(),
+        );
+    }
+    // Code-fenced JSON costs no extra call, so its script is the fault-free call count.
+    let retries = attempts.len() - script(Fault::Fenced, pos, replies).len();
+    let mut summary = match kind.as_str() {
+        "normal" => "normal report".to_string(),
+        "forced" if board["loop_count"] == 2 => "forced report (max loops)".into(),
+        "forced" => "forced report (PM round failed)".into(),
+        other => format!("{other} report"),
+    };
+    let has = |t: &str| events.iter().filter(|e| e["type"] == t).count();
+    let mut marks = Vec::new();
+    if fault.recovers(pos) && retries > 0 {
+        marks.push(format!("{retries} transport retry"));
+    }
+    for (t, short) in [
+        ("agent_error", "agent_error"),
+        ("pm_routing_error", "routing_error"),
+        ("pm_invalid_output", "invalid_output"),
+    ] {
+        match has(t) {
+            0 => {}
+            1 => marks.push(short.to_string()),
+            n => marks.push(format!("{n}×{short}")),
+        }
+    }
+    let failed_calls = events
+        .iter()
+        .filter(|e| e["type"] == "llm_call" && e["status"] == "error")
+        .count();
+    if failed_calls > 0 {
+        marks.push(format!("{failed_calls}×llm_call error"));
+    }
+    if !marks.is_empty() {
+        summary.push_str(&format!("; {}", marks.join(", ")));
+    }
+    if !problems.is_empty() {
+        summary = format!("FAIL: {summary}");
+    }
+    Outcome {
+        fault,
+        pos,
+        summary,
+        problems,
+        secs,
+    }
+}
+
+/// The report kind and final board from the run folder's render-report output.
+fn final_board(run_dir: &Path) -> Option<(String, Value)> {
+    let mut outs: Vec<PathBuf> = std::fs::read_dir(run_dir)
+        .ok()?
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-render-report.out.json"))
+        .collect();
+    outs.sort();
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(outs.last()?).ok()?).ok()?;
+    Some((v["kind"].as_str()?.to_string(), v["board"].clone()))
+}
+
+#[test]
+fn every_fault_at_every_position_ends_with_a_report() {
+    let t0 = Instant::now();
+    let replies = Arc::new(replies());
+    let cells: Vec<(Fault, Position)> = FAULTS
+        .iter()
+        .flat_map(|f| POSITIONS.iter().map(move |p| (*f, *p)))
+        .collect();
+    let queue = Arc::new(Mutex::new(cells.clone().into_iter()));
+    let results = Arc::new(Mutex::new(Vec::new()));
+    let workers: Vec<_> = (0..WORKERS)
+        .map(|_| {
+            let (queue, results, replies) = (queue.clone(), results.clone(), replies.clone());
+            std::thread::spawn(move || loop {
+                let next = queue.lock().unwrap().next();
+                let Some((fault, pos)) = next else { break };
+                let outcome = run_cell(fault, pos, &replies);
+                results.lock().unwrap().push(outcome);
+            })
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    let results = results.lock().unwrap();
+    let cell = |f: Fault, p: Position| results.iter().find(|o| o.fault == f && o.pos == p).unwrap();
+
+    // The matrix (run with `-- --nocapture` to see it when the test passes).
+    let w0 = FAULTS.iter().map(|f| f.label().len()).max().unwrap();
+    let widths: Vec<usize> = POSITIONS
+        .iter()
+        .map(|p| {
+            FAULTS
+                .iter()
+                .map(|f| cell(*f, *p).summary.chars().count())
+                .chain([p.label().len()])
+                .max()
+                .unwrap()
+        })
+        .collect();
+    println!("\nfault × position → outcome (cargo test --test faults -- --nocapture)\n");
+    let mut head = format!("| {:w0$} |", "fault");
+    let mut rule = format!("|{}|", "-".repeat(w0 + 2));
+    for (p, w) in POSITIONS.iter().zip(&widths) {
+        head.push_str(&format!(" {:w$} |", p.label()));
+        rule.push_str(&format!("{}|", "-".repeat(w + 2)));
+    }
+    println!("{head}\n{rule}");
+    for f in FAULTS {
+        let mut row = format!("| {:w0$} |", f.label());
+        for (p, w) in POSITIONS.iter().zip(&widths) {
+            let s = &cell(f, *p).summary;
+            row.push_str(&format!(" {s}{} |", " ".repeat(w - s.chars().count())));
+        }
+        println!("{row}");
+    }
+    let slowest = results.iter().map(|o| o.secs).fold(0.0, f64::max);
+    println!(
+        "\n{} cells in {:.1} s ({WORKERS} in parallel; slowest cell {slowest:.1} s)\n",
+        results.len(),
+        t0.elapsed().as_secs_f64()
+    );
+
+    let failures: Vec<String> = results
+        .iter()
+        .filter(|o| !o.problems.is_empty())
+        .map(|o| {
+            format!(
+                "{} @ {}:\n  - {}",
+                o.fault.label(),
+                o.pos.label(),
+                o.problems.join("\n  - ")
+            )
+        })
+        .collect();
+    assert_eq!(results.len(), FAULTS.len() * POSITIONS.len());
+    assert!(
+        failures.is_empty(),
+        "{} cells failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
