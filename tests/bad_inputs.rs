@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 const NOW: &str = "2026-11-30T12:00:00Z";
-const BOARD_STAGES: [&str; 4] = ["pm-step", "agent-turn", "merge-board", "render-report"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -53,8 +52,18 @@ impl Bases {
             .env("NO_COLOR", "1")
             .env_remove("AGENT_MEETING_PROVIDER")
             .env_remove("MEETING_CASSETTE")
-            .args(["--meeting-file", "meetings/demo.yaml", "--agents", "arch,biz"])
-            .args(["--provider", "replay", "--cassette", "meetings/demo.cassette.jsonl"])
+            .args([
+                "--meeting-file",
+                "meetings/demo.yaml",
+                "--agents",
+                "arch,biz",
+            ])
+            .args([
+                "--provider",
+                "replay",
+                "--cassette",
+                "meetings/demo.cassette.jsonl",
+            ])
             .arg("--run-dir")
             .arg(&runs)
             .arg("--report-file")
@@ -178,7 +187,12 @@ fn apply_patch(base: &str, spec: &Value, file: &str) -> Vec<u8> {
             }
         }
     }
-    for pointer in spec.get("remove").and_then(Value::as_array).into_iter().flatten() {
+    for pointer in spec
+        .get("remove")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let (parent, key) = pointer.as_str().unwrap().rsplit_once('/').unwrap();
         let removed = doc
             .pointer_mut(parent)
@@ -187,9 +201,17 @@ fn apply_patch(base: &str, spec: &Value, file: &str) -> Vec<u8> {
         assert!(removed.is_some(), "{file}: nothing to remove at {pointer}");
     }
     let mut text = serde_json::to_string(&doc).unwrap();
-    for pair in spec.get("replace").and_then(Value::as_array).into_iter().flatten() {
+    for pair in spec
+        .get("replace")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         let (from, to) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
-        assert!(text.contains(from), "{file}: {from:?} not in the base document");
+        assert!(
+            text.contains(from),
+            "{file}: {from:?} not in the base document"
+        );
         text = text.replacen(from, to, 1);
     }
     if let Some(p) = spec.get("prefix").and_then(Value::as_str) {
@@ -249,9 +271,15 @@ fn manifest_cases(bases: &Bases) -> (Vec<Case>, usize) {
     let shipped_agents = root().join("agents").display().to_string();
     let mut cases = Vec::new();
     let mut files = 0;
-    for row in manifest.lines().filter(|l| !l.starts_with('#') && !l.is_empty()) {
+    for row in manifest
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
         let cols: Vec<&str> = row.split('\t').collect();
-        assert!(cols.len() >= 3, "MANIFEST row needs file, programs, fragments: {row}");
+        assert!(
+            cols.len() >= 3,
+            "MANIFEST row needs file, programs, fragments: {row}"
+        );
         let rel = cols[0];
         let expect: Vec<String> = cols[2..].iter().map(|s| s.to_string()).collect();
         let raw = std::fs::read(corpus().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
@@ -423,7 +451,7 @@ fn generated_cases(bases: &Bases) -> Vec<Case> {
             args: vec!["--meeting-file".into(), "{dir}/deep.yaml".into()],
             stdin: Vec::new(),
             label: "deep.yaml".into(),
-            expect: expect(&["brief"]),
+            expect: expect(&["nested deeper than 1000 levels"]),
         },
     ]
 }
@@ -453,7 +481,11 @@ fn run_case(case: &Case) -> Outcome {
         }
     }
     let dir_s = dir.display().to_string();
-    let args: Vec<String> = case.args.iter().map(|a| a.replace("{dir}", &dir_s)).collect();
+    let args: Vec<String> = case
+        .args
+        .iter()
+        .map(|a| a.replace("{dir}", &dir_s))
+        .collect();
     let started = Instant::now();
     let mut child = Command::new(bin(case.program))
         .current_dir(dir)
@@ -536,14 +568,18 @@ fn every_bad_input_exits_2_with_one_clear_line() {
     let work = tempfile::tempdir().unwrap();
     let bases = Bases::make(work.path());
     let (mut cases, files) = manifest_cases(&bases);
-    assert!(files >= 100, "the corpus must keep at least 100 files, has {files}");
+    assert!(
+        files >= 100,
+        "the corpus must keep at least 100 files, has {files}"
+    );
     cases.extend(generated_cases(&bases));
-    let listed: std::collections::BTreeSet<String> = std::fs::read_to_string(corpus().join("MANIFEST.tsv"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.starts_with('#') && !l.is_empty())
-        .map(|l| l.split('\t').next().unwrap().to_string())
-        .collect();
+    let listed: std::collections::BTreeSet<String> =
+        std::fs::read_to_string(corpus().join("MANIFEST.tsv"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect();
     let on_disk: Vec<String> = walkdir::WalkDir::new(corpus())
         .into_iter()
         .map(|e| e.unwrap())
@@ -557,11 +593,16 @@ fn every_bad_input_exits_2_with_one_clear_line() {
         })
         .filter(|p| !listed.contains(p))
         .collect();
-    assert!(on_disk.is_empty(), "files missing from MANIFEST.tsv: {on_disk:?}");
+    assert!(
+        on_disk.is_empty(),
+        "files missing from MANIFEST.tsv: {on_disk:?}"
+    );
 
     let next = AtomicUsize::new(0);
     let outcomes = Mutex::new(Vec::new());
-    let threads = std::thread::available_parallelism().map_or(4, |n| n.get()).clamp(4, 8);
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .clamp(4, 8);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| loop {

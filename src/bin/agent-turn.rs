@@ -30,7 +30,7 @@ fn main() -> ExitCode {
         let args: Args = cli::parse_args("agent-turn");
         let text = io::read_stdin("<stdin>")?;
         let board: Board = io::parse_versioned("<stdin>", &text, "board_version", BOARD_VERSION)?;
-        turn::check_turn(&board)?;
+        turn::check_turn(&board).map_err(|e| e.or_file("<stdin>"))?;
         let metadata = board
             .pending_call
             .as_ref()
@@ -40,7 +40,8 @@ fn main() -> ExitCode {
         let (mut client, opts) =
             agent_meeting::llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
         let clock = events::clock_from_env();
-        let board = turn::agent_turn(board, &mut client, &opts, clock.as_ref())?;
+        let board = turn::agent_turn(board, &mut client, &opts, clock.as_ref())
+            .map_err(|e| e.or_file("<stdin>"))?;
         cli::write_stdout(&io::to_json_line(&board, args.output.pretty))
     })
 }
