@@ -95,6 +95,23 @@ impl Error {
         }
     }
 
+    /// Name the file of an input error raised without one: library checks of a document whose
+    /// origin only the caller knows (a board on stdin, a run-folder file).
+    pub fn or_file(self, label: &str) -> Error {
+        match self {
+            Error::Input {
+                file,
+                path,
+                message,
+            } if file.is_empty() => Error::Input {
+                file: label.to_string(),
+                path,
+                message,
+            },
+            e => e,
+        }
+    }
+
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Input { .. } | Error::Usage(_) => 2,

@@ -7,14 +7,19 @@
 use std::io::{Read, Write};
 use std::path::Path;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
+use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
 
 /// Largest input document accepted (boards with 200 loops are a few MB).
 pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+
+/// Deepest YAML flow nesting (`[[[...`, `{a: {a: ...`) looked at. The parser refuses more than
+/// 128 levels anyway, but libyaml's cost grows with depth times tokens: 100,000 levels took two
+/// minutes before this guard.
+const MAX_YAML_FLOW_DEPTH: usize = 1000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
@@ -49,6 +54,13 @@ pub fn read_text_file(path: &Path) -> Result<String> {
     let label = path.display().to_string();
     let file = std::fs::File::open(path)
         .map_err(|e| Error::input(&label, "", format!("cannot open: {}", os_error(&e))))?;
+    // Refused before reading, so a huge file costs neither time nor memory.
+    if file
+        .metadata()
+        .is_ok_and(|m| m.is_file() && m.len() > MAX_INPUT_BYTES)
+    {
+        return Err(too_large(&label));
+    }
     let mut bytes = Vec::new();
     file.take(MAX_INPUT_BYTES + 1)
         .read_to_end(&mut bytes)
@@ -58,11 +70,7 @@ pub fn read_text_file(path: &Path) -> Result<String> {
 
 fn bytes_to_text(label: &str, bytes: Vec<u8>) -> Result<String> {
     if bytes.len() as u64 > MAX_INPUT_BYTES {
-        return Err(Error::input(
-            label,
-            "",
-            format!("input is larger than {} MiB", MAX_INPUT_BYTES / 1024 / 1024),
-        ));
+        return Err(too_large(label));
     }
     String::from_utf8(bytes).map_err(|e| {
         Error::input(
@@ -71,6 +79,27 @@ fn bytes_to_text(label: &str, bytes: Vec<u8>) -> Result<String> {
             format!("not valid UTF-8 (at byte {})", e.utf8_error().valid_up_to()),
         )
     })
+}
+
+fn too_large(label: &str) -> Error {
+    Error::input(
+        label,
+        "",
+        format!("input is larger than {} MiB", MAX_INPUT_BYTES / 1024 / 1024),
+    )
+}
+
+/// Refuse a leading byte order mark with a message that says so (JSON parsers only report
+/// "expected value at line 1 column 1", and YAML reads the rest of the first line oddly).
+pub fn refuse_bom(label: &str, text: &str) -> Result<()> {
+    if text.starts_with('\u{feff}') {
+        return Err(Error::input(
+            label,
+            "",
+            "starts with a byte order mark (U+FEFF); save the file as UTF-8 without BOM",
+        ));
+    }
+    Ok(())
 }
 
 /// An OS error without Rust's `(os error N)` suffix noise.
@@ -82,7 +111,8 @@ pub fn os_error(e: &std::io::Error) -> String {
     }
 }
 
-/// Parse a document of type `T`; errors name `label` and the field path.
+/// Parse a document of type `T`; errors name `label` and the field path. Duplicate keys are
+/// refused everywhere, also inside maps (`metadata`, schemas) where serde lets the last win.
 pub fn parse_doc<T: DeserializeOwned>(label: &str, text: &str, format: Format) -> Result<T> {
     if text.trim().is_empty() {
         return Err(Error::input(
@@ -91,17 +121,53 @@ pub fn parse_doc<T: DeserializeOwned>(label: &str, text: &str, format: Format) -
             "empty input (expected a JSON or YAML document)",
         ));
     }
+    refuse_bom(label, text)?;
     match format {
         Format::Json => {
             let de = &mut serde_json::Deserializer::from_str(text);
-            let v = serde_path_to_error::deserialize(de).map_err(|e| path_error(label, e))?;
+            let v = serde_path_to_error::deserialize(&mut *de).map_err(|e| path_error(label, e))?;
+            de.end()
+                .map_err(|e| Error::input(label, "", e.to_string()))?;
+            let de = &mut serde_json::Deserializer::from_str(text);
+            serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de)
+                .map_err(|e| path_error(label, e))?;
             Ok(v)
         }
         Format::Yaml => {
+            if flow_depth_exceeds(text, MAX_YAML_FLOW_DEPTH) {
+                return Err(Error::input(
+                    label,
+                    "",
+                    format!("nested deeper than {MAX_YAML_FLOW_DEPTH} levels"),
+                ));
+            }
             let de = serde_yaml::Deserializer::from_str(text);
-            serde_path_to_error::deserialize(de).map_err(|e| path_error(label, e))
+            let v = serde_path_to_error::deserialize(de).map_err(|e| path_error(label, e))?;
+            let de = serde_yaml::Deserializer::from_str(text);
+            serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de)
+                .map_err(|e| path_error(label, e))?;
+            Ok(v)
         }
     }
+}
+
+/// Whether YAML flow brackets nest deeper than `max` (brackets inside strings count too, which
+/// only matters for text with hundreds of unclosed brackets).
+fn flow_depth_exceeds(text: &str, max: usize) -> bool {
+    let mut depth = 0usize;
+    for b in text.bytes() {
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Parse a JSON document that carries an integer `version_field`, refusing unknown major
@@ -119,6 +185,7 @@ pub fn parse_versioned<T: DeserializeOwned>(
             "empty input (expected a JSON document)",
         ));
     }
+    refuse_bom(label, text)?;
     let value: Value = serde_json::from_str(text)
         .map_err(|e| Error::input(label, "", format!("not valid JSON: {e}")))?;
     let Some(obj) = value.as_object() else {
@@ -154,7 +221,135 @@ pub fn parse_versioned<T: DeserializeOwned>(
             }
         },
     }
-    serde_path_to_error::deserialize(value).map_err(|e| path_error(label, e))
+    let doc = serde_path_to_error::deserialize(value).map_err(|e| path_error(label, e))?;
+    // `Value` keeps the last of duplicate keys silently; look at the text once more.
+    let de = &mut serde_json::Deserializer::from_str(text);
+    serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de).map_err(|e| path_error(label, e))?;
+    Ok(doc)
+}
+
+/// Walks any document and fails on the first mapping that repeats a key.
+struct NoDuplicateKeys;
+
+impl<'de> Deserialize<'de> for NoDuplicateKeys {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        d.deserialize_any(NoDuplicateKeys)
+    }
+}
+
+/// A mapping key as text; keys that are themselves collections are only walked.
+struct Key(Option<String>);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a key")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> std::result::Result<Key, E> {
+                Ok(Key(Some(v.to_string())))
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> std::result::Result<Key, E> {
+                Ok(Key(Some(v.to_string())))
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> std::result::Result<Key, E> {
+                Ok(Key(Some(v.to_string())))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> std::result::Result<Key, E> {
+                Ok(Key(Some(v.to_string())))
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> std::result::Result<Key, E> {
+                Ok(Key(Some(v.to_string())))
+            }
+            fn visit_unit<E: de::Error>(self) -> std::result::Result<Key, E> {
+                Ok(Key(Some("null".into())))
+            }
+            fn visit_seq<A: de::SeqAccess<'de>>(self, a: A) -> std::result::Result<Key, A::Error> {
+                NoDuplicateKeys.visit_seq(a).map(|_| Key(None))
+            }
+            fn visit_map<A: de::MapAccess<'de>>(self, a: A) -> std::result::Result<Key, A::Error> {
+                NoDuplicateKeys.visit_map(a).map(|_| Key(None))
+            }
+            fn visit_enum<A: de::EnumAccess<'de>>(
+                self,
+                a: A,
+            ) -> std::result::Result<Key, A::Error> {
+                NoDuplicateKeys.visit_enum(a).map(|_| Key(None))
+            }
+        }
+        d.deserialize_any(KeyVisitor)
+    }
+}
+
+impl<'de> Visitor<'de> for NoDuplicateKeys {
+    type Value = NoDuplicateKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any value")
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_i128<E: de::Error>(self, _: i128) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_u128<E: de::Error>(self, _: u128) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_unit<E: de::Error>(self) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_none<E: de::Error>(self) -> std::result::Result<Self, E> {
+        Ok(self)
+    }
+    fn visit_some<D: Deserializer<'de>>(self, d: D) -> std::result::Result<Self, D::Error> {
+        NoDuplicateKeys::deserialize(d)
+    }
+    fn visit_newtype_struct<D: Deserializer<'de>>(
+        self,
+        d: D,
+    ) -> std::result::Result<Self, D::Error> {
+        NoDuplicateKeys::deserialize(d)
+    }
+    fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> std::result::Result<Self, A::Error> {
+        while a.next_element::<NoDuplicateKeys>()?.is_some() {}
+        Ok(self)
+    }
+    fn visit_map<A: de::MapAccess<'de>>(self, mut a: A) -> std::result::Result<Self, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(Key(key)) = a.next_key::<Key>()? {
+            if let Some(k) = key {
+                if !seen.insert(k.clone()) {
+                    return Err(de::Error::custom(format!("duplicate key {k:?}")));
+                }
+            }
+            a.next_value::<NoDuplicateKeys>()?;
+        }
+        Ok(self)
+    }
+    // YAML tagged values (`!tag x`) arrive as enums.
+    fn visit_enum<A: de::EnumAccess<'de>>(self, a: A) -> std::result::Result<Self, A::Error> {
+        use de::VariantAccess;
+        let (_, variant) = a.variant::<de::IgnoredAny>()?;
+        variant.newtype_variant::<NoDuplicateKeys>()
+    }
 }
 
 /// Parse a Board (refusing other major `board_version`s first); errors name `label`.
@@ -181,7 +376,15 @@ pub fn kind_of(v: &Value) -> &'static str {
 
 fn path_error<E: std::fmt::Display>(label: &str, e: serde_path_to_error::Error<E>) -> Error {
     let path = e.path().to_string();
-    let path = if path == "." { String::new() } else { path };
+    let mut path = if path == "." { String::new() } else { path };
+    // Deep nesting gives paths of hundreds of `[0]`; the start says where it went wrong.
+    if path.len() > 120 {
+        let mut cut = 100;
+        while !path.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        path = format!("{}…", &path[..cut]);
+    }
     let mut message = e.inner().to_string().replace('\n', " ");
     // serde_yaml already prefixes the path; keep it once.
     if let Some(rest) = message.strip_prefix(&format!("{path}: ")) {

@@ -199,6 +199,11 @@ pub fn check_turn(board: &Board) -> Result<()> {
     if board.last_turn.is_some() {
         return wrong("board has a last_turn: merge-board should run next".into());
     }
+    // A hand-edited board can carry a PM config the loader would have refused.
+    if let Some(cfg) = &board.pm {
+        crate::loader::validate_agent(cfg, crate::loader::AgentKind::Pm)
+            .map_err(|e| e.under("pm").in_file(""))?;
+    }
     Ok(())
 }
 

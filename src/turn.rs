@@ -48,6 +48,11 @@ pub fn check_turn(board: &Board) -> Result<()> {
             ),
         ));
     }
+    // A hand-edited board can carry a config the loader would have refused; calling the
+    // model with it would only waste the turn's attempts.
+    let name = &call.target_agent;
+    crate::loader::validate_agent(&board.agents[name], crate::loader::AgentKind::Specialist)
+        .map_err(|e| e.under(&format!("agents.{name}")).in_file(""))?;
     Ok(())
 }
 

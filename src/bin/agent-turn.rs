@@ -28,7 +28,7 @@ fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
         let board = io::read_board_stdin()?;
-        turn::check_turn(&board)?;
+        turn::check_turn(&board).map_err(|e| e.or_file("<stdin>"))?;
         let metadata = board
             .pending_call
             .as_ref()
@@ -38,7 +38,8 @@ fn main() -> ExitCode {
         let (mut client, opts) =
             agent_meeting::llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
         let clock = events::clock_from_env();
-        let board = turn::agent_turn(board, &mut client, &opts, clock.as_ref())?;
+        let board = turn::agent_turn(board, &mut client, &opts, clock.as_ref())
+            .map_err(|e| e.or_file("<stdin>"))?;
         cli::write_stdout(&io::to_json_line(&board, args.output.pretty))
     })
 }

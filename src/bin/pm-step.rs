@@ -27,7 +27,7 @@ fn main() -> ExitCode {
     cli::main_with("pm-step", || {
         let args: Args = cli::parse_args("pm-step");
         let board = io::read_board_stdin()?;
-        pm::check_turn(&board)?;
+        pm::check_turn(&board).map_err(|e| e.or_file("<stdin>"))?;
         let metadata = board
             .pm
             .as_ref()
@@ -36,7 +36,8 @@ fn main() -> ExitCode {
         let (mut client, opts) =
             agent_meeting::llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
         let clock = events::clock_from_env();
-        let board = pm::pm_step(board, &mut client, &opts, clock.as_ref())?;
+        let board = pm::pm_step(board, &mut client, &opts, clock.as_ref())
+            .map_err(|e| e.or_file("<stdin>"))?;
         cli::write_stdout(&io::to_json_line(&board, args.output.pretty))
     })
 }

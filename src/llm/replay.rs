@@ -98,14 +98,29 @@ impl Replay {
     pub fn open(path: &Path, strict: bool) -> Result<Replay, Error> {
         let label = path.display().to_string();
         let text = crate::io::read_text_file(path)?;
+        crate::io::refuse_bom(&label, &text)?;
         let mut entries = BTreeMap::new();
         for (i, line) in text.lines().enumerate() {
             if line.trim().is_empty() {
                 continue;
             }
             let at = format!("line {}", i + 1);
-            let entry: Entry =
-                serde_json::from_str(line).map_err(|e| Error::input(&label, &at, e.to_string()))?;
+            // serde would also build an entry from an array (`[1, "pm", "{}"]`).
+            if !line.trim_start().starts_with('{') {
+                return Err(Error::input(&label, &at, "expected a JSON object"));
+            }
+            let de = &mut serde_json::Deserializer::from_str(line);
+            let entry: Entry = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+                let field = e.path().to_string();
+                let at = if field == "." {
+                    at.clone()
+                } else {
+                    format!("{at}: {field}")
+                };
+                Error::input(&label, at, e.into_inner().to_string())
+            })?;
+            de.end()
+                .map_err(|e| Error::input(&label, &at, e.to_string()))?;
             if entry.response.is_some() == entry.error.is_some() {
                 return Err(Error::input(
                     &label,

@@ -1,0 +1,640 @@
+//! The bad-input corpus (`tests/bad_inputs/`, issue 6): every file, fed to the programs that
+//! read it, must give exit 2, nothing on stdout, one stderr line starting with the program name
+//! that names the file (or `<stdin>`) and carries the manifest's fragments, no panic, and no
+//! file written.
+//!
+//! `MANIFEST.tsv` maps each file to its programs and the expected fragments. A file's folder
+//! says how it is fed: `meeting/` as `--meeting-file`, `meeting-stdin/` and `packet/` and
+//! `board/` on stdin, `agent/` (`pm-agent/`) as the `arch` (`pm`) config of `--agents-dir`,
+//! `cassette/` as `--cassette` of a replay on a good board. `*.patch.json` files are edits of a
+//! good document made at test time by running the demo meeting; `@@KIND:N@@` in a raw file
+//! expands to N levels of nesting, so the repository stays small. Huge inputs are generated
+//! here (sparse files), never committed.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const NOW: &str = "2026-11-30T12:00:00Z";
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn corpus() -> PathBuf {
+    root().join("tests/bad_inputs")
+}
+
+fn bin(name: &str) -> PathBuf {
+    assert_cmd::cargo::cargo_bin(name)
+}
+
+/// Good documents to corrupt, from one offline run of the demo meeting.
+struct Bases {
+    packet: String,
+    pm: String,
+    turn: String,
+    merge: String,
+    report: String,
+}
+
+impl Bases {
+    fn make(work: &Path) -> Bases {
+        let runs = work.join("runs");
+        let out = Command::new(bin("meeting"))
+            .current_dir(root())
+            .env("AGENT_MEETING_NOW", NOW)
+            .env("NO_COLOR", "1")
+            .env_remove("AGENT_MEETING_PROVIDER")
+            .env_remove("MEETING_CASSETTE")
+            .args([
+                "--meeting-file",
+                "meetings/demo.yaml",
+                "--agents",
+                "arch,biz",
+            ])
+            .args([
+                "--provider",
+                "replay",
+                "--cassette",
+                "meetings/demo.cassette.jsonl",
+            ])
+            .arg("--run-dir")
+            .arg(&runs)
+            .arg("--report-file")
+            .arg(work.join("demo.md"))
+            .args(["--trace-id", "bad-inputs", "--quiet"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "demo meeting failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let dir = runs.join("bad-inputs");
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
+        Bases {
+            packet: read("0001-collect-context.out.json"),
+            pm: read("0003-pm-step.in.json"),
+            turn: read("0004-agent-turn.in.json"),
+            merge: read("0005-merge-board.in.json"),
+            report: read("0013-render-report.in.json"),
+        }
+    }
+
+    fn board_for(&self, program: &str) -> &str {
+        match program {
+            "pm-step" => &self.pm,
+            "agent-turn" => &self.turn,
+            "merge-board" => &self.merge,
+            "render-report" => &self.report,
+            _ => unreachable!("{program}"),
+        }
+    }
+}
+
+/// What a case puts on disk before the program runs.
+enum Setup {
+    None,
+    /// A file at this name in the case folder (contents, or a sparse file of this length).
+    File(String, Contents),
+    /// A copy of the shipped agents with `name` replaced by this file.
+    Agent(String, Contents),
+}
+
+enum Contents {
+    Bytes(Vec<u8>),
+    Sparse(u64),
+}
+
+struct Case {
+    id: String,
+    program: &'static str,
+    setup: Setup,
+    /// Arguments; `{dir}` is replaced by the case folder.
+    args: Vec<String>,
+    stdin: Vec<u8>,
+    /// The file label the message must name.
+    label: String,
+    expect: Vec<String>,
+}
+
+struct Outcome {
+    id: String,
+    problems: Vec<String>,
+    line: String,
+    elapsed: Duration,
+}
+
+fn program_name(p: &str) -> &'static str {
+    match p {
+        "collect-context" => "collect-context",
+        "init-board" => "init-board",
+        "pm-step" => "pm-step",
+        "agent-turn" => "agent-turn",
+        "merge-board" => "merge-board",
+        "render-report" => "render-report",
+        _ => panic!("unknown program {p:?} in MANIFEST.tsv"),
+    }
+}
+
+/// Expand `@@ARRAYS:N@@` and friends into N levels of nesting.
+fn expand(bytes: Vec<u8>) -> Vec<u8> {
+    let text = match String::from_utf8(bytes) {
+        Ok(t) if t.contains("@@") => t,
+        Ok(t) => return t.into_bytes(),
+        Err(e) => return e.into_bytes(),
+    };
+    let mut out = text;
+    for (kind, open, mid, close) in [
+        ("ARRAYS", "[", "", "]"),
+        ("JSONOBJ", "{\"a\":", "1", "}"),
+        ("YAMLMAP", "{a: ", "1", "}"),
+        ("JSONNOT", "{\"not\":", "{}", "}"),
+    ] {
+        while let Some(start) = out.find(&format!("@@{kind}:")) {
+            let rest = &out[start + kind.len() + 3..];
+            let end = rest.find("@@").expect("closed placeholder");
+            let n: usize = rest[..end].parse().expect("placeholder depth");
+            let nested = format!("{}{mid}{}", open.repeat(n), close.repeat(n));
+            out.replace_range(start..start + kind.len() + 3 + end + 2, &nested);
+        }
+    }
+    out.into_bytes()
+}
+
+/// Apply a `*.patch.json` edit to a good document.
+fn apply_patch(base: &str, spec: &Value, file: &str) -> Vec<u8> {
+    let mut doc: Value = serde_json::from_str(base).unwrap();
+    if let Some(sets) = spec.get("set").and_then(Value::as_object) {
+        for (pointer, v) in sets {
+            let (parent, key) = pointer.rsplit_once('/').unwrap();
+            let target = doc
+                .pointer_mut(parent)
+                .unwrap_or_else(|| panic!("{file}: no {parent} in the base document"));
+            match target {
+                Value::Object(m) => {
+                    m.insert(key.to_string(), v.clone());
+                }
+                Value::Array(a) => a[key.parse::<usize>().unwrap()] = v.clone(),
+                _ => panic!("{file}: {parent} is not a container"),
+            }
+        }
+    }
+    for pointer in spec
+        .get("remove")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (parent, key) = pointer.as_str().unwrap().rsplit_once('/').unwrap();
+        let removed = doc
+            .pointer_mut(parent)
+            .and_then(Value::as_object_mut)
+            .and_then(|m| m.shift_remove(key));
+        assert!(removed.is_some(), "{file}: nothing to remove at {pointer}");
+    }
+    let mut text = serde_json::to_string(&doc).unwrap();
+    for pair in spec
+        .get("replace")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let (from, to) = (pair[0].as_str().unwrap(), pair[1].as_str().unwrap());
+        assert!(
+            text.contains(from),
+            "{file}: {from:?} not in the base document"
+        );
+        text = text.replacen(from, to, 1);
+    }
+    if let Some(p) = spec.get("prefix").and_then(Value::as_str) {
+        text.insert_str(0, p);
+    }
+    if let Some(s) = spec.get("suffix").and_then(Value::as_str) {
+        text.push_str(s);
+    }
+    if spec.get("double").is_some() {
+        text = format!("{text}\n{text}");
+    }
+    let mut cut = spec
+        .get("truncate")
+        .and_then(Value::as_u64)
+        .map(|n| n as usize)
+        .or_else(|| spec.get("truncate_half").map(|_| text.len() / 2));
+    if let Some(n) = cut.as_mut() {
+        while !text.is_char_boundary(*n) {
+            *n -= 1;
+        }
+        text.truncate(*n);
+    }
+    text.into_bytes()
+}
+
+fn file_name(rel: &str) -> String {
+    Path::new(rel)
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn replay_args(cassette: &str) -> Vec<String> {
+    vec![
+        "--provider".into(),
+        "replay".into(),
+        "--cassette".into(),
+        cassette.into(),
+    ]
+}
+
+fn manifest_cases(bases: &Bases) -> (Vec<Case>, usize) {
+    let manifest = std::fs::read_to_string(corpus().join("MANIFEST.tsv")).unwrap();
+    let demo_cassette = root()
+        .join("meetings/demo.cassette.jsonl")
+        .display()
+        .to_string();
+    let agents_args = |dir: &str| {
+        vec![
+            "--agents".to_string(),
+            "arch,biz".into(),
+            "--agents-dir".into(),
+            dir.into(),
+        ]
+    };
+    let shipped_agents = root().join("agents").display().to_string();
+    let mut cases = Vec::new();
+    let mut files = 0;
+    for row in manifest
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+    {
+        let cols: Vec<&str> = row.split('\t').collect();
+        assert!(
+            cols.len() >= 3,
+            "MANIFEST row needs file, programs, fragments: {row}"
+        );
+        let rel = cols[0];
+        let expect: Vec<String> = cols[2..].iter().map(|s| s.to_string()).collect();
+        let raw = std::fs::read(corpus().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"));
+        files += 1;
+        let patch: Option<Value> = rel
+            .ends_with(".patch.json")
+            .then(|| serde_json::from_slice(&raw).unwrap());
+        let contents = |base: &str| match &patch {
+            Some(spec) => apply_patch(base, spec, rel),
+            None => expand(raw.clone()),
+        };
+        let folder = rel.split('/').next().unwrap();
+        let name = file_name(rel);
+        for p in cols[1].split(',') {
+            let program = program_name(p.trim());
+            let id = format!("{rel} → {program}");
+            let case = match folder {
+                "meeting" => Case {
+                    id,
+                    program,
+                    setup: Setup::File(name.clone(), Contents::Bytes(contents(""))),
+                    args: vec!["--meeting-file".into(), format!("{{dir}}/{name}")],
+                    stdin: Vec::new(),
+                    label: name.clone(),
+                    expect: expect.clone(),
+                },
+                "meeting-stdin" => Case {
+                    id,
+                    program,
+                    setup: Setup::None,
+                    args: vec!["--base-dir".into(), "{dir}".into()],
+                    stdin: contents(""),
+                    label: "<stdin>".into(),
+                    expect: expect.clone(),
+                },
+                "packet" => Case {
+                    id,
+                    program,
+                    setup: Setup::None,
+                    args: agents_args(&shipped_agents),
+                    stdin: contents(&bases.packet),
+                    label: "<stdin>".into(),
+                    expect: expect.clone(),
+                },
+                "agent" | "pm-agent" => {
+                    let stem = if folder == "agent" { "arch" } else { "pm" };
+                    let ext = name.rsplit('.').next().unwrap();
+                    let placed = format!("{stem}.{ext}");
+                    Case {
+                        id,
+                        program,
+                        setup: Setup::Agent(placed.clone(), Contents::Bytes(contents(""))),
+                        args: agents_args("{dir}/agents"),
+                        stdin: bases.packet.clone().into_bytes(),
+                        label: placed,
+                        expect: expect.clone(),
+                    }
+                }
+                "board" => {
+                    let mut args = Vec::new();
+                    if matches!(program, "pm-step" | "agent-turn") {
+                        args = replay_args(&demo_cassette);
+                    }
+                    if program == "render-report" {
+                        args = vec!["--report-file".into(), "{dir}/out/report.md".into()];
+                    }
+                    Case {
+                        id,
+                        program,
+                        setup: Setup::None,
+                        args,
+                        stdin: contents(bases.board_for(program)),
+                        label: "<stdin>".into(),
+                        expect: expect.clone(),
+                    }
+                }
+                "cassette" => Case {
+                    id,
+                    program,
+                    setup: Setup::File(name.clone(), Contents::Bytes(contents(""))),
+                    args: replay_args(&format!("{{dir}}/{name}")),
+                    stdin: bases.board_for(program).as_bytes().to_vec(),
+                    label: name.clone(),
+                    expect: expect.clone(),
+                },
+                other => panic!("unknown corpus folder {other:?} ({rel})"),
+            };
+            cases.push(case);
+        }
+    }
+    (cases, files)
+}
+
+/// Inputs too big to commit: sparse files past the 256 MiB input limit, a 20 MB board, and
+/// nesting far deeper than the committed files.
+fn generated_cases(bases: &Bases) -> Vec<Case> {
+    let huge = 300 * 1024 * 1024;
+    let expect = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let mut big_board = bases.merge.replacen(
+        "\"topic\":\"",
+        &format!("\"topic\":\"{}", "x".repeat(20 << 20)),
+        1,
+    );
+    big_board.truncate(big_board.len() - 10);
+    let demo_cassette = root()
+        .join("meetings/demo.cassette.jsonl")
+        .display()
+        .to_string();
+    vec![
+        Case {
+            id: "gen: 300 MiB meeting file → collect-context".into(),
+            program: "collect-context",
+            setup: Setup::File("huge.yaml".into(), Contents::Sparse(huge)),
+            args: vec!["--meeting-file".into(), "{dir}/huge.yaml".into()],
+            stdin: Vec::new(),
+            label: "huge.yaml".into(),
+            expect: expect(&["larger than 256 MiB"]),
+        },
+        Case {
+            id: "gen: 300 MiB agent file → init-board".into(),
+            program: "init-board",
+            setup: Setup::Agent("arch.yaml".into(), Contents::Sparse(huge)),
+            args: expect(&["--agents", "arch,biz", "--agents-dir", "{dir}/agents"]),
+            stdin: bases.packet.clone().into_bytes(),
+            label: "arch.yaml".into(),
+            expect: expect(&["larger than 256 MiB"]),
+        },
+        Case {
+            id: "gen: 300 MiB cassette → pm-step".into(),
+            program: "pm-step",
+            setup: Setup::File("huge.jsonl".into(), Contents::Sparse(huge)),
+            args: replay_args("{dir}/huge.jsonl"),
+            stdin: bases.pm.clone().into_bytes(),
+            label: "huge.jsonl".into(),
+            expect: expect(&["larger than 256 MiB"]),
+        },
+        Case {
+            id: "gen: 20 MB truncated board → merge-board".into(),
+            program: "merge-board",
+            setup: Setup::None,
+            args: Vec::new(),
+            stdin: big_board.into_bytes(),
+            label: "<stdin>".into(),
+            expect: expect(&["EOF while parsing"]),
+        },
+        Case {
+            id: "gen: 1,000,000 nested arrays → agent-turn".into(),
+            program: "agent-turn",
+            setup: Setup::None,
+            args: replay_args(&demo_cassette),
+            stdin: format!("{}{}", "[".repeat(1_000_000), "]".repeat(1_000_000)).into_bytes(),
+            label: "<stdin>".into(),
+            expect: expect(&["recursion limit"]),
+        },
+        Case {
+            id: "gen: 100,000 nested YAML maps → collect-context".into(),
+            program: "collect-context",
+            setup: Setup::File(
+                "deep.yaml".into(),
+                Contents::Bytes(
+                    format!(
+                        "topic: t\ndecision_packet: {{decision_to_make: d}}\nbrief: {}1{}\n",
+                        "{a: ".repeat(100_000),
+                        "}".repeat(100_000)
+                    )
+                    .into_bytes(),
+                ),
+            ),
+            args: vec!["--meeting-file".into(), "{dir}/deep.yaml".into()],
+            stdin: Vec::new(),
+            label: "deep.yaml".into(),
+            expect: expect(&["nested deeper than 1000 levels"]),
+        },
+    ]
+}
+
+fn put(path: &Path, contents: &Contents) {
+    match contents {
+        Contents::Bytes(b) => std::fs::write(path, b).unwrap(),
+        Contents::Sparse(len) => std::fs::File::create(path).unwrap().set_len(*len).unwrap(),
+    }
+}
+
+fn run_case(case: &Case) -> Outcome {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    match &case.setup {
+        Setup::None => {}
+        Setup::File(name, c) => put(&dir.join(name), c),
+        Setup::Agent(name, c) => {
+            let agents = dir.join("agents");
+            std::fs::create_dir(&agents).unwrap();
+            for f in ["arch.yaml", "biz.yaml", "pm.yaml"] {
+                std::fs::copy(root().join("agents").join(f), agents.join(f)).unwrap();
+            }
+            let stem = name.split('.').next().unwrap();
+            std::fs::remove_file(agents.join(format!("{stem}.yaml"))).unwrap();
+            put(&agents.join(name), c);
+        }
+    }
+    let dir_s = dir.display().to_string();
+    let args: Vec<String> = case
+        .args
+        .iter()
+        .map(|a| a.replace("{dir}", &dir_s))
+        .collect();
+    let started = Instant::now();
+    let mut child = Command::new(bin(case.program))
+        .current_dir(dir)
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("NO_COLOR", "1")
+        .env_remove("AGENT_MEETING_PROVIDER")
+        .env_remove("AGENT_MEETING_MODEL")
+        .env_remove("MEETING_CASSETTE")
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = case.stdin.clone();
+    // The program may stop reading early; a broken pipe here is expected.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = writer.join();
+    let elapsed = started.elapsed();
+
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let line = stderr.trim_end().to_string();
+    let mut problems = Vec::new();
+    match out.status.code() {
+        Some(2) => {}
+        Some(c) => problems.push(format!("exit {c}")),
+        None => problems.push("killed by a signal".into()),
+    }
+    if !out.stdout.is_empty() {
+        problems.push(format!("{} bytes on stdout", out.stdout.len()));
+    }
+    if line.lines().count() != 1 {
+        problems.push(format!("{} stderr lines", line.lines().count()));
+    }
+    if !line.starts_with(&format!("{}: ", case.program)) {
+        problems.push("no program prefix".into());
+    }
+    if line.contains("panicked") {
+        problems.push("panicked".into());
+    }
+    if !line.contains(&case.label) {
+        problems.push(format!("does not name {}", case.label));
+    }
+    for f in &case.expect {
+        if !line.contains(f.as_str()) {
+            problems.push(format!("lacks {f:?}"));
+        }
+    }
+    let out_dir = dir.join("out");
+    if out_dir.exists() && std::fs::read_dir(&out_dir).unwrap().next().is_some() {
+        problems.push("wrote a file".into());
+    }
+    if elapsed > Duration::from_secs(10) {
+        problems.push(format!("took {elapsed:?}"));
+    }
+    let mut line = line;
+    if line.len() > 300 {
+        let mut cut = 300;
+        while !line.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        line.truncate(cut);
+        line.push('…');
+    }
+    Outcome {
+        id: case.id.clone(),
+        problems,
+        line,
+        elapsed,
+    }
+}
+
+#[test]
+fn every_bad_input_exits_2_with_one_clear_line() {
+    let started = Instant::now();
+    let work = tempfile::tempdir().unwrap();
+    let bases = Bases::make(work.path());
+    let (mut cases, files) = manifest_cases(&bases);
+    assert!(
+        files >= 100,
+        "the corpus must keep at least 100 files, has {files}"
+    );
+    cases.extend(generated_cases(&bases));
+    let listed: std::collections::BTreeSet<String> =
+        std::fs::read_to_string(corpus().join("MANIFEST.tsv"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.is_empty())
+            .map(|l| l.split('\t').next().unwrap().to_string())
+            .collect();
+    let on_disk: Vec<String> = walkdir::WalkDir::new(corpus())
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file() && e.file_name() != "MANIFEST.tsv")
+        .map(|e| {
+            e.path()
+                .strip_prefix(corpus())
+                .unwrap()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|p| !listed.contains(p))
+        .collect();
+    assert!(
+        on_disk.is_empty(),
+        "files missing from MANIFEST.tsv: {on_disk:?}"
+    );
+
+    let next = AtomicUsize::new(0);
+    let outcomes = Mutex::new(Vec::new());
+    let threads = std::thread::available_parallelism()
+        .map_or(4, |n| n.get())
+        .clamp(4, 8);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(case) = cases.get(i) else { break };
+                let o = run_case(case);
+                outcomes.lock().unwrap().push(o);
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().unwrap();
+    let slowest = outcomes.iter().max_by_key(|o| o.elapsed).unwrap();
+    eprintln!(
+        "bad inputs: {files} corpus files, {} cases in {:.1?} (slowest {:.1?}: {})",
+        outcomes.len(),
+        started.elapsed(),
+        slowest.elapsed,
+        slowest.id
+    );
+    let mut failures: Vec<&Outcome> = outcomes.iter().filter(|o| !o.problems.is_empty()).collect();
+    failures.sort_by(|a, b| a.id.cmp(&b.id));
+    let table: Vec<String> = failures
+        .iter()
+        .map(|o| format!("{:<60} | {:<40} | {}", o.id, o.problems.join("; "), o.line))
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases failed:\n{:<60} | {:<40} | stderr\n{}",
+        failures.len(),
+        outcomes.len(),
+        "case",
+        "problem",
+        table.join("\n")
+    );
+}
