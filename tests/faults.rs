@@ -570,6 +570,29 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             problems.push(what);
         }
     };
+    // The API key never reaches a board, the run folder (llm.jsonl, events), the report,
+    // stdout or stderr — on errors included.
+    if fault.http() {
+        let mut leaks = Vec::new();
+        let mut files = vec![report_file.clone()];
+        if let Ok(dir) = std::fs::read_dir(work.path().join("runs/fault-cell")) {
+            files.extend(dir.map(|e| e.unwrap().path()));
+        }
+        for f in files {
+            if std::fs::read_to_string(&f)
+                .unwrap_or_default()
+                .contains("fault-injection-test-key")
+            {
+                leaks.push(f.display().to_string());
+            }
+        }
+        if stderr.contains("fault-injection-test-key")
+            || String::from_utf8_lossy(&out.stdout).contains("fault-injection-test-key")
+        {
+            leaks.push("stdout/stderr".into());
+        }
+        check(leaks.is_empty(), format!("API key leaked into {leaks:?}"));
+    }
     check(
         result["status"] == "finished",
         format!("result status {}", result["status"]),
