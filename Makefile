@@ -32,3 +32,9 @@ demo: build
 demo-forced: build
 	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) --max-loops 2 \
 	  --cassette meetings/demo-forced.cassette.jsonl --report-file reports/demo-forced.md --pretty
+
+# Benchmarks (issue 6): stage cost, context walk, whole offline meetings, prompt volume →
+# BENCHMARKS.md. QUICK=1 runs smaller sizes and fewer repetitions (well under a minute).
+.PHONY: bench
+bench: build
+	QUICK=$(QUICK) python3 bench/bench.py
