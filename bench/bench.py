@@ -309,6 +309,25 @@ def meetings(bindir, work, sizes, runs, out):
         fl = measure(["sh", "-c", f'for i in $(seq {procs}); do cat "$0" > /dev/null; done', board], None, runs)
         out.append(f"| {n} | {procs} | {ms(w)} | {ms(c)} | {mib(r)} | {ms(w / n)} | {ms(c / n)} | {ms(fl[0])} | {ratio(w, fl[0])} |")
         result[n] = run
+        if n == sizes[-1] and shutil.which("eatmydata"):
+            # The same meeting with fsync turned into a no-op: how much of the wall time is the
+            # run folder's durability (write_atomic syncs every file it writes).
+            nw = []
+            for i in range(runs + 1):
+                fresh()
+                w2, c2, _ = run_once(["eatmydata"] + cmd)
+                if i:
+                    nw.append((w2, c2))
+            w2 = statistics.median(x[0] for x in nw)
+            c2 = statistics.median(x[1] for x in nw)
+            fsyncs = 3 * procs
+            out.append(f"| {n}, fsync disabled (`eatmydata`) | {procs} | {ms(w2)} | {ms(c2)} | — | {ms(w2 / n)} | "
+                       f"{ms(c2 / n)} | {ms(fl[0])} | {ratio(w2, fl[0])} |")
+            fsync_note = (f"\nWith fsync disabled the {n}-loop meeting takes {ms(w2)} ms instead of {ms(w)} ms: "
+                          f"the driver's `write_atomic` syncs each stage's input, output and `events.jsonl` "
+                          f"(about {fsyncs} fsyncs), so on this disk about {100 * (w - w2) / w:.0f}% of the wall "
+                          "time is durability of the run folder, not computation.\n")
+            out.append(fsync_note)
     out.append(f"\nFor scale: {LLM_REF}; a meeting of N loops makes 2N+1 calls, so the orchestration "
                "per loop is a small fraction of one model call.\n")
     return result
