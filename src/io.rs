@@ -286,17 +286,29 @@ mod tests {
             name: String,
         }
         let parse = |t: &str| parse_versioned::<Doc>("x", t, "v", 1);
-        let ok = Doc { v: 1, name: "a\"b".into() };
+        let ok = Doc {
+            v: 1,
+            name: "a\"b".into(),
+        };
         assert_eq!(parse(r#"{"name": "a\"b", "v": 1}"#).unwrap(), ok);
         // A duplicate key: the fast path refuses it, the checked path keeps the last one.
         assert_eq!(parse(r#"{"v": 2, "name": "a\"b", "v": 1}"#).unwrap(), ok);
-        let e = parse(r#"{"v": 1, "name": "a", "v": 2}"#).unwrap_err().to_string();
+        let e = parse(r#"{"v": 1, "name": "a", "v": 2}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("version 2 is not supported"), "{e}");
-        let e = parse(r#"{"v": 1, "name": "a", "extra": 0}"#).unwrap_err().to_string();
+        let e = parse(r#"{"v": 1, "name": "a", "extra": 0}"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("extra"), "{e}");
-        let e = parse(r#"{"v": 1, "name": "a"} trailing"#).unwrap_err().to_string();
+        let e = parse(r#"{"v": 1, "name": "a"} trailing"#)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("not valid JSON"), "{e}");
-        assert!(parse("[1]").unwrap_err().to_string().contains("expected a JSON object"));
+        assert!(parse("[1]")
+            .unwrap_err()
+            .to_string()
+            .contains("expected a JSON object"));
     }
 
     #[test]

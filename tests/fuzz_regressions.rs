@@ -52,7 +52,12 @@ fn run(target: &str, data: &[u8]) {
 
 fn files(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| rd.flatten().map(|e| e.path()).filter(|p| p.is_file()).collect())
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v
@@ -110,10 +115,41 @@ impl XorShift {
 
 /// Tokens that matter to JSON, YAML, fences and UTF-8 handling.
 const TOKENS: &[&str] = &[
-    "{", "}", "[", "]", "\"", "\\", ",", ":", "```", "```json\n", "\n", "- ", "&a ", "*a", "!!str ",
-    "null", "true", "0", "-1", "1e999", "18446744073709551616", "\u{FFFD}", "é", "日本", "\u{1F600}",
-    "?", "\"loop_count\": 4294967296", "\"status\": \"finishing\"", "---\n", "#", "'", "|\n  ",
-    "\t", "\r\n", "\u{0}",
+    "{",
+    "}",
+    "[",
+    "]",
+    "\"",
+    "\\",
+    ",",
+    ":",
+    "```",
+    "```json\n",
+    "\n",
+    "- ",
+    "&a ",
+    "*a",
+    "!!str ",
+    "null",
+    "true",
+    "0",
+    "-1",
+    "1e999",
+    "18446744073709551616",
+    "\u{FFFD}",
+    "é",
+    "日本",
+    "\u{1F600}",
+    "?",
+    "\"loop_count\": 4294967296",
+    "\"status\": \"finishing\"",
+    "---\n",
+    "#",
+    "'",
+    "|\n  ",
+    "\t",
+    "\r\n",
+    "\u{0}",
 ];
 
 fn mutate(rng: &mut XorShift, input: &[u8], seeds: &[Vec<u8>]) -> Vec<u8> {
@@ -196,7 +232,10 @@ fn fuzz_stable() {
                 std::fs::create_dir_all(&crash_dir).unwrap();
                 let path = crash_dir.join(format!("{target}-{execs}.bin"));
                 std::fs::write(&path, &input).unwrap();
-                eprintln!("fuzz_stable: {target} panics; input saved to {}", path.display());
+                eprintln!(
+                    "fuzz_stable: {target} panics; input saved to {}",
+                    path.display()
+                );
                 crashes.push(path);
                 if crashes.len() > 20 {
                     break;
