@@ -32,3 +32,32 @@ demo: build
 demo-forced: build
 	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) --max-loops 2 \
 	  --cassette meetings/demo-forced.cassette.jsonl --report-file reports/demo-forced.md --pretty
+
+# Benchmarks (issue 6): stage cost, context walk, whole offline meetings, prompt volume →
+# BENCHMARKS.md. QUICK=1 runs smaller sizes and fewer repetitions (well under a minute).
+.PHONY: bench
+# BEFORE=DIR adds a before/after table against the stage programs of a previous build.
+bench: build
+	QUICK=$(QUICK) python3 bench/bench.py $(if $(BEFORE),--before $(BEFORE))
+
+# Fuzzing (not in CI): FUZZ_SECONDS per target (default 30). Uses cargo-fuzz (libFuzzer, needs
+# `cargo install cargo-fuzz` and a nightly toolchain) when both are present, else the stable
+# fallback (an xorshift mutator over fuzz/seeds in tests/fuzz_regressions.rs). FUZZ_MODE=stable
+# forces the fallback. Crashes: fuzz/artifacts/<target>/ or target/fuzz-crashes/.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS = json_reply board meeting_file
+.PHONY: fuzz
+fuzz:
+	@if [ "$(FUZZ_MODE)" != stable ] && command -v cargo-fuzz >/dev/null 2>&1 \
+	    && rustup toolchain list 2>/dev/null | grep -q '^nightly'; then \
+	  echo "fuzz: cargo-fuzz (libFuzzer, nightly), $(FUZZ_SECONDS) s per target"; \
+	  for t in $(FUZZ_TARGETS); do \
+	    mkdir -p fuzz/corpus/$$t && \
+	    $(CARGO) +nightly fuzz run --fuzz-dir fuzz $$t fuzz/corpus/$$t fuzz/seeds/$$t \
+	      -- -max_total_time=$(FUZZ_SECONDS) -max_len=65536 || exit 1; \
+	  done; \
+	else \
+	  echo "fuzz: stable fallback (xorshift mutator), $(FUZZ_SECONDS) s per target"; \
+	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --release --test fuzz_regressions \
+	    -- --ignored fuzz_stable --nocapture; \
+	fi
