@@ -371,6 +371,19 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
     Ok(decision)
 }
 
+/// The `pm_round_failed` control event: the round's retries are used up.
+fn push_round_failed(board: &mut Board, clock: &dyn Clock, error: &str) {
+    let mut ev = events::message(
+        "pm_round_failed",
+        PM_CALLER,
+        "runtime",
+        "meeting",
+        KIND_CONTROL,
+    );
+    ev.error = Some(error.to_string());
+    events::push(board, clock, ev);
+}
+
 /// Why the meeting is closing, for `process_note` on the forced path.
 fn forced_reason(board: &Board) -> String {
     if board.status == Status::Finishing {
@@ -536,15 +549,7 @@ pub fn pm_step(
         }
         (Mode::Normal, Err(f)) => {
             let error = f.describe();
-            let mut ev = events::message(
-                "pm_round_failed",
-                PM_CALLER,
-                "runtime",
-                "meeting",
-                KIND_CONTROL,
-            );
-            ev.error = Some(error.clone());
-            events::push(&mut board, clock, ev);
+            push_round_failed(&mut board, clock, &error);
             let mut ev = events::message("forced_finish", PM_CALLER, "runtime", "pm", KIND_CONTROL);
             ev.message = Some(format!("PM round failed: {error}"));
             events::push(&mut board, clock, ev);
@@ -559,15 +564,7 @@ pub fn pm_step(
         }
         (Mode::ForcedFinish, Err(f)) => {
             let error = f.describe();
-            let mut ev = events::message(
-                "pm_round_failed",
-                PM_CALLER,
-                "runtime",
-                "meeting",
-                KIND_CONTROL,
-            );
-            ev.error = Some(error.clone());
-            events::push(&mut board, clock, ev);
+            push_round_failed(&mut board, clock, &error);
             let reason = forced_reason(&board);
             board.process_note = Some(format!(
                 "{reason} The PM's closing answer was unusable ({error}): no valid PM report, fallback report generated."

@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::transport::{join_url, Http, Timeouts};
-use super::{AttemptError, Options, Provider, RawReply, Request, Role, TokenUsage};
+use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
 pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
@@ -47,17 +47,7 @@ pub fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value
             system.push_str(&super::schema_in_words(&schema));
         }
     }
-    let messages: Vec<Value> = req
-        .messages
-        .iter()
-        .map(|m| {
-            let role = match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            json!({"role": role, "content": m.content})
-        })
-        .collect();
+    let messages: Vec<Value> = req.messages.iter().map(Message::to_json).collect();
     let mut body = Map::new();
     body.insert("model".into(), json!(opts.model));
     body.insert(

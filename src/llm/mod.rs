@@ -53,6 +53,15 @@ pub struct Message {
 }
 
 impl Message {
+    /// `{"role": "user"|"assistant", "content": ...}`, as both providers (and the logs) take it.
+    pub fn to_json(&self) -> Value {
+        let role = match self.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        json!({"role": role, "content": self.content})
+    }
+
     pub fn user(content: impl Into<String>) -> Message {
         Message {
             role: Role::User,
@@ -425,11 +434,7 @@ fn exchange_line(
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    let messages: Vec<Value> = req
-        .messages
-        .iter()
-        .map(|m| json!({"role": if m.role == Role::User { "user" } else { "assistant" }, "content": m.content}))
-        .collect();
+    let messages: Vec<Value> = req.messages.iter().map(Message::to_json).collect();
     let (response, usage, error) = match result {
         Ok(raw) => (
             Some(raw.text.clone()),

@@ -5,7 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use super::transport::{join_url, Http, Timeouts};
-use super::{AttemptError, Options, Provider, RawReply, Request, Role, TokenUsage};
+use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
@@ -76,13 +76,7 @@ pub fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Value {
     if !system.is_empty() {
         messages.push(json!({"role": "system", "content": system}));
     }
-    for m in &req.messages {
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        messages.push(json!({"role": role, "content": m.content}));
-    }
+    messages.extend(req.messages.iter().map(Message::to_json));
     let mut body = Map::new();
     body.insert("model".into(), json!(opts.model));
     body.insert("messages".into(), Value::Array(messages));

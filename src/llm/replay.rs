@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use super::{AttemptError, Options, Provider, RawReply, Request, Role, TokenUsage};
+use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 use crate::error::Error;
 
 /// Token counts as stored in a cassette.
@@ -65,17 +65,7 @@ pub struct Entry {
 /// so a cassette recorded with one provider checks prompts when replayed without it. The
 /// model name is left out on purpose: replaying with another model is not drift.
 pub fn request_sha256(req: &Request) -> String {
-    let messages: Vec<Value> = req
-        .messages
-        .iter()
-        .map(|m| {
-            let role = match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            json!({"role": role, "content": m.content})
-        })
-        .collect();
+    let messages: Vec<Value> = req.messages.iter().map(Message::to_json).collect();
     let canonical = json!({
         "caller": req.caller,
         "system": req.system,
