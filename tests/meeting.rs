@@ -427,6 +427,30 @@ fn bad_input_exits_2_with_one_line_and_no_run_folder() {
             "{extra:?} left a run folder"
         );
     }
+    // A provider that cannot work (no key) is found before any run folder exists.
+    let work = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    cmd.current_dir(root())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("AGENT_MEETING_PROVIDER")
+        .args([
+            "--topic",
+            "Adopt Rust?",
+            "--agents",
+            "arch,biz",
+            "--run-dir",
+        ])
+        .arg(work.path().join("runs"));
+    let out = run(cmd);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("meeting: no LLM provider configured: set OPENAI_API_KEY"),
+        "{err}"
+    );
+    assert!(!work.path().join("runs").exists());
     // A bad meeting file.
     let work = tempfile::tempdir().unwrap();
     let bad = work.path().join("bad.yaml");
@@ -448,12 +472,10 @@ fn bad_input_exits_2_with_one_line_and_no_run_folder() {
 #[test]
 fn dry_run_prints_the_first_pm_input_and_calls_no_model() {
     let work = tempfile::tempdir().unwrap();
-    // A cassette that does not exist: any LLM call would fail.
-    let out = run(meeting_cmd(
-        work.path(),
-        &work.path().join("none.jsonl"),
-        &["--dry-run"],
-    ));
+    // An empty cassette: any LLM call would fail ("no entry for call 1").
+    let empty = work.path().join("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    let out = run(meeting_cmd(work.path(), &empty, &["--dry-run"]));
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let input: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(input["mode"], "normal");

@@ -185,6 +185,8 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Boa
     )?;
     let board_text = String::from_utf8_lossy(&board_out.stdout).into_owned();
     let board: Board = io::parse_board("init-board output", &board_text)?;
+    // A missing key or a broken cassette is found now, before any run folder exists.
+    check_llm_config(&args.llm, &board)?;
     if args.dry_run {
         let input = agent_meeting::pm::pm_input(&board);
         cli::write_stdout(&io::to_json_line(&input, args.output.pretty))?;
@@ -240,6 +242,20 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Boa
         );
     }
     Ok(Some((run, settings, board, 3)))
+}
+
+/// Resolve the provider of the PM and of every participant once, as the stages will.
+fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<(), Error> {
+    let pm_meta = board
+        .pm
+        .as_ref()
+        .map(|p| p.metadata.clone())
+        .unwrap_or_default();
+    agent_meeting::llm::client_for(llm, &board.llm, &pm_meta, 0)?;
+    for agent in board.agents.values() {
+        agent_meeting::llm::client_for(llm, &board.llm, &agent.metadata, 0)?;
+    }
+    Ok(())
 }
 
 /// Continue from the last complete output in the run folder.
