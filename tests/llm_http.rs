@@ -576,3 +576,45 @@ both!(
     plain_text_call,
     secret_never_leaks,
 );
+
+/// Nothing listens: the provider is unreachable, which is a runtime failure after the retries
+/// (exit 1 in the programs), not a meeting event.
+#[test]
+fn unreachable_provider_is_fatal_after_retries() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t = Timeouts {
+        connect: Duration::from_secs(2),
+        read: Duration::from_secs(2),
+    };
+    for p in [
+        Box::new(OpenAi::new(
+            &format!("http://127.0.0.1:{port}/v1"),
+            KEY,
+            true,
+            t,
+        )) as Box<dyn Provider>,
+        Box::new(Anthropic::new(
+            &format!("http://127.0.0.1:{port}"),
+            KEY,
+            true,
+            t,
+        )),
+    ] {
+        let mut c = Client::new(p, 0).with_policy(fast());
+        match c.call(&request(), &opts()) {
+            Err(LlmError::Fatal(m)) => {
+                assert!(
+                    m.contains("provider unreachable") && m.contains("gave up after 3 attempts"),
+                    "{m}"
+                );
+                assert!(!m.contains(KEY));
+            }
+            other => panic!("expected a fatal error, got {other:?}"),
+        }
+        assert_eq!(c.calls(), 3, "every attempt was made");
+    }
+}

@@ -186,8 +186,11 @@ pub enum AttemptError {
         retry_after: Option<std::time::Duration>,
     },
     Timeout(String),
-    /// Connection refused/reset/closed mid-body, non-JSON body.
+    /// Connection reset/closed mid-body, non-JSON body.
     Network(String),
+    /// No connection at all (refused, unknown host): retried, and when the attempts are
+    /// spent the provider is unreachable — a runtime failure (exit 1), not a meeting event.
+    Unreachable(String),
     /// Not retryable and not the model's fault (missing key, cassette out of step).
     Fatal(String),
 }
@@ -371,6 +374,14 @@ impl Client {
                 }
                 Err(AttemptError::Timeout(m)) => (format!("{name}: timeout: {m}"), None),
                 Err(AttemptError::Network(m)) => (format!("{name}: network error: {m}"), None),
+                Err(AttemptError::Unreachable(m)) => {
+                    if attempt >= self.policy.max_attempts {
+                        return Err(LlmError::Fatal(format!(
+                            "{name}: provider unreachable: {m} (gave up after {attempt} attempts; check OPENAI_BASE_URL / ANTHROPIC_BASE_URL and the network)"
+                        )));
+                    }
+                    (format!("{name}: unreachable: {m}"), None)
+                }
             };
             if attempt >= self.policy.max_attempts {
                 let ms = elapsed();
@@ -469,6 +480,7 @@ fn attempt_error_text(e: &AttemptError) -> String {
         } => format!("HTTP {status}: {message}"),
         AttemptError::Timeout(m) => format!("timeout: {m}"),
         AttemptError::Network(m) => format!("network error: {m}"),
+        AttemptError::Unreachable(m) => format!("unreachable: {m}"),
         AttemptError::Fatal(m) => m.clone(),
     }
 }

@@ -12,6 +12,13 @@ pub fn parse_json_reply(text: &str) -> Result<Value, String> {
     if trimmed.is_empty() {
         return Err("the reply was empty; answer with exactly one JSON object".to_string());
     }
+    // A reply that is already one JSON object is taken as it is: its strings may hold code
+    // fences of their own (a Markdown report with a SQL block), which must not be "stripped".
+    if trimmed.starts_with('{') {
+        if let Ok(v) = serde_json::from_str::<Value>(trimmed) {
+            return Ok(v);
+        }
+    }
     let unfenced = strip_fences(trimmed);
     let Some(object) = outermost_object(unfenced) else {
         return Err(format!(
@@ -48,16 +55,21 @@ fn preview(s: &str, n: usize) -> String {
     out
 }
 
-/// The inside of the first fenced block (```` ```json ... ``` ````) when the text has one.
+/// The inside of the first fenced block (```` ```json ... ``` ````) when the text has one
+/// before its first `{` (a fence after that is inside the JSON, not around it).
 pub fn strip_fences(text: &str) -> &str {
     let Some(open) = text.find("```") else {
         return text;
     };
+    if text.find('{').is_some_and(|brace| brace < open) {
+        return text;
+    }
     let after = &text[open + 3..];
     // Skip the info string (`json`, `JSON`, ...) up to the end of the fence line.
     let body_start = after.find('\n').map(|i| i + 1).unwrap_or(after.len());
     let body = &after[body_start..];
-    match body.find("```") {
+    // The closing fence is the last one: the JSON inside may hold fences in its strings.
+    match body.rfind("```") {
         Some(close) => body[..close].trim(),
         None => body.trim(),
     }
@@ -183,5 +195,28 @@ mod tests {
             e.starts_with("the reply is not valid JSON: EOF while parsing a string at line 1"),
             "{e}"
         );
+    }
+}
+
+#[cfg(test)]
+mod fence_in_string_tests {
+    use super::*;
+
+    #[test]
+    fn fences_inside_json_strings_are_kept() {
+        let report = "### Executive Summary\nUse the replica.\n```sql\nSELECT 1;\n```\n### Recommendation\nDo it.";
+        let reply =
+            serde_json::json!({"next_action": "FINISH", "final_report": report}).to_string();
+        let v = parse_json_reply(&reply).unwrap();
+        assert_eq!(v["final_report"], report);
+        // The same object with chat around it and a trailing comma.
+        let chatty = format!(
+            "Here you go: {},",
+            reply.trim_end_matches('}').to_string() + ",}"
+        );
+        assert_eq!(parse_json_reply(&chatty).unwrap()["final_report"], report);
+        // And fenced as a whole.
+        let fenced = format!("```json\n{reply}\n```");
+        assert_eq!(parse_json_reply(&fenced).unwrap()["final_report"], report);
     }
 }

@@ -119,12 +119,15 @@ impl Replay {
                 ));
             }
             if let Some(f) = &entry.error {
-                if !matches!(f.kind.as_str(), "timeout" | "http" | "network") {
+                if !matches!(
+                    f.kind.as_str(),
+                    "timeout" | "http" | "network" | "unreachable"
+                ) {
                     return Err(Error::input(
                         &label,
                         format!("{at}: error.kind"),
                         format!(
-                            "unknown fault kind {:?} (expected timeout, http or network)",
+                            "unknown fault kind {:?} (expected timeout, http, network or unreachable)",
                             f.kind
                         ),
                     ));
@@ -201,6 +204,7 @@ impl Provider for Replay {
             return Err(match f.kind.as_str() {
                 "timeout" => AttemptError::Timeout(message),
                 "network" => AttemptError::Network(message),
+                "unreachable" => AttemptError::Unreachable(message),
                 _ => AttemptError::Http {
                     status: f.status.unwrap_or(500),
                     message,
@@ -282,6 +286,14 @@ impl Provider for Recorder {
             Err(AttemptError::Timeout(m)) => {
                 entry.error = Some(Fault {
                     kind: "timeout".into(),
+                    status: None,
+                    retry_after: None,
+                    message: Some(m.clone()),
+                })
+            }
+            Err(AttemptError::Unreachable(m)) => {
+                entry.error = Some(Fault {
+                    kind: "unreachable".into(),
                     status: None,
                     retry_after: None,
                     message: Some(m.clone()),

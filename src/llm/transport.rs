@@ -114,6 +114,20 @@ impl Http {
                 AttemptError::Timeout(format!("no answer from {url} in time ({io})"))
             }
             ureq::Error::BadUri(u) => AttemptError::Fatal(self.redact(&format!("bad URL {u}"))),
+            ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => {
+                AttemptError::Unreachable(self.redact(&format!("{url}: {e}")))
+            }
+            ureq::Error::Io(io)
+                if matches!(
+                    io.kind(),
+                    ErrorKind::ConnectionRefused
+                        | ErrorKind::AddrNotAvailable
+                        | ErrorKind::HostUnreachable
+                        | ErrorKind::NetworkUnreachable
+                ) =>
+            {
+                AttemptError::Unreachable(self.redact(&format!("{url}: {io}")))
+            }
             other => AttemptError::Network(self.redact(&format!("{url}: {other}"))),
         }
     }
