@@ -562,3 +562,50 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(final_board(&run_dir)["status"], "finished");
 }
+
+#[test]
+fn a_run_folder_resumes_from_anywhere_even_moved() {
+    let work = tempfile::tempdir().unwrap();
+    // Relative cassette path, as a user would type it from the repository root.
+    let mut cmd = meeting_cmd(
+        work.path(),
+        Path::new("meetings/demo.cassette.jsonl"),
+        &["--quiet"],
+    );
+    cmd.current_dir(root());
+    let out = run(cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let run_dir = work.path().join("runs/demo-test");
+    let want = without_timings(final_board(&run_dir));
+    // Keep steps 1-6 only, in a copy somewhere else.
+    let moved = work.path().join("elsewhere/demo-test");
+    std::fs::create_dir_all(&moved).unwrap();
+    for e in std::fs::read_dir(&run_dir).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        let keep = !name.as_bytes()[0].is_ascii_digit() || name[..4].parse::<u32>().unwrap() <= 6;
+        if keep && name != "llm.jsonl" {
+            std::fs::copy(&p, moved.join(&name)).unwrap();
+        }
+    }
+    let before = std::fs::read_to_string(run_dir.join("llm.jsonl")).unwrap();
+    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    resume
+        .current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--resume")
+        .arg("elsewhere/demo-test")
+        .arg("--quiet");
+    let out = run(resume);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(without_timings(final_board(&moved)), want);
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("llm.jsonl")).unwrap(),
+        before,
+        "the original run folder is untouched"
+    );
+    assert!(
+        moved.join("llm.jsonl").is_file(),
+        "the moved folder keeps its own exchange log"
+    );
+}

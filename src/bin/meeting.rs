@@ -195,6 +195,10 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Boa
     let report_file = args.report_file.clone().unwrap_or_else(|| {
         driver::default_report_file(args.meeting_file.as_deref(), &packet.meeting_input.topic)
     });
+    // meeting.json keeps absolute paths, so `--resume` works from any folder.
+    let report_file = absolute(std::path::Path::new(&report_file))
+        .display()
+        .to_string();
     let run = RunDir {
         path: args.run_dir.join(&board.trace_id),
     };
@@ -210,8 +214,10 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Boa
     // The run's exchange log doubles as a cache of completed calls, so a resumed meeting
     // repeats none of them.
     let mut llm = args.llm.clone();
-    llm.llm_log = Some(run.path.join("llm.jsonl"));
+    llm.llm_log = Some(absolute(&run.path.join("llm.jsonl")));
     llm.reuse_log = true;
+    llm.cassette = llm.cassette.as_deref().map(absolute);
+    llm.record = llm.record.as_deref().map(absolute);
     let settings = RunSettings {
         trace_id: board.trace_id.clone(),
         report_file,
@@ -258,14 +264,24 @@ fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<(), Error> {
     Ok(())
 }
 
+fn absolute(p: &std::path::Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
 /// Continue from the last complete output in the run folder.
 fn resume(dir: &std::path::Path) -> anyhow::Result<(RunDir, RunSettings, Board, u32)> {
     let label = dir.join("meeting.json").display().to_string();
     let text = io::read_text_file(&dir.join("meeting.json"))?;
-    let settings: RunSettings = io::parse_doc(&label, &text, io::Format::Json)?;
+    let mut settings: RunSettings = io::parse_doc(&label, &text, io::Format::Json)?;
     let run = RunDir {
         path: dir.to_path_buf(),
     };
+    // The exchange log is the one of this run folder, wherever it has been moved or copied.
+    if let Some(i) = settings.llm_args.iter().position(|a| a == "--llm-log") {
+        if let Some(v) = settings.llm_args.get_mut(i + 1) {
+            *v = absolute(&dir.join("llm.jsonl")).display().to_string();
+        }
+    }
     let Some((step, stage, path)) = run.last_output()? else {
         return Err(Error::Usage(format!(
             "--resume: {} holds no stage output to continue from",
