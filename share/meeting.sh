@@ -16,7 +16,7 @@ stem=$(basename "$meeting_file"); stem=${stem%.*}
 report=${3:-reports/$stem.md}
 
 board=$(mktemp); next=$(mktemp)
-trap 'rm -f "$board" "$next"' EXIT
+trap 'rm -f "$board" "$next" "$next.report"' EXIT
 
 collect-context --meeting-file "$meeting_file" \
   | init-board --agents "$agents" --max-loops "${MAX_LOOPS:-6}" ${TRACE_ID:+--trace-id "$TRACE_ID"} \
@@ -26,20 +26,22 @@ while :; do
   # What runs next is always derivable from the board alone (SPEC §5).
   stage=$(jq -r '
     if .status == "finished" or .status == "failed" then "done"
-    elif .status == "forced_stop" or (.status == "finishing" and .final_report != null) then "render-report"
+    elif .status == "forced_stop" or (.status == "finishing" and ((.final_report // "") | test("\\S"))) then "render-report"
     elif .last_turn != null then "merge-board"
     elif .pending_call != null then "agent-turn"
     else "pm-step" end' "$board")
   case $stage in
     done) break ;;
     render-report)
-      render-report --report-file "$report" < "$board" | jq '.board' > "$next" ;;
+      # No pipefail in POSIX sh: keep the stage's own output and exit status.
+      render-report --report-file "$report" < "$board" > "$next.report" || exit $?
+      jq '.board' "$next.report" > "$next" && rm -f "$next.report" ;;
     *)
-      "$stage" < "$board" > "$next" ;;
+      "$stage" < "$board" > "$next" || exit $? ;;
   esac
   mv "$next" "$board"; next=$(mktemp)
   printf '%s: loop %s, status %s\n' "$stage" "$(jq .loop_count "$board")" "$(jq -r .status "$board")" >&2
 done
 
 if [ -n "${BOARD_OUT:-}" ]; then cp "$board" "$BOARD_OUT"; fi
-jq -c '{status, loops: .loop_count, report_file: "'"$report"'", usage: {calls: .usage.calls}}' "$board"
+jq -c --arg report "$report" '{status, loops: .loop_count, report_file: $report, usage: {calls: .usage.calls}}' "$board"

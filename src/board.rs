@@ -179,7 +179,7 @@ pub fn next_stage(board: &Board) -> &'static str {
     match board.status {
         Status::Finished | Status::Failed => "none (the meeting is over)",
         Status::ForcedStop => "render-report",
-        Status::Finishing if board.final_report.is_some() => "render-report",
+        Status::Finishing if board.has_final_report() => "render-report",
         _ if board.last_turn.is_some() => "merge-board",
         _ if board.pending_call.is_some() => "agent-turn",
         _ => "pm-step",
@@ -645,6 +645,23 @@ mod tests {
             1,
             "latest output keeps only the latest turn"
         );
+    }
+
+    #[test]
+    fn a_blank_final_report_counts_as_none() {
+        let mut b = board(&[]);
+        b.status = Status::Finishing;
+        b.final_report = Some(" \n ".into());
+        assert_eq!(next_stage(&b), "pm-step");
+        assert_eq!(
+            crate::pm::check_turn(&b)
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Ok(())
+        );
+        b.final_report = Some("### Executive Summary\nGo.".into());
+        assert_eq!(next_stage(&b), "render-report");
+        assert!(crate::pm::check_turn(&b).is_err());
     }
 
     #[test]

@@ -294,7 +294,7 @@ pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Opti
                     paint(ui, "1;33", &call.target_agent),
                     cut(&call.prompt, 80)
                 ))
-            } else if after.final_report.is_some() {
+            } else if after.has_final_report() {
                 Some(format!(
                     "{tag} {}: FINISH{}",
                     paint(ui, "1;36", "pm"),

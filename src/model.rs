@@ -582,6 +582,16 @@ pub struct Board {
     pub context_bundle: ContextBundle,
 }
 
+impl Board {
+    /// Whether the PM's report is there (a blank one counts as none), the one test every
+    /// stage uses to decide whether render-report or the forced pm-step runs next.
+    pub fn has_final_report(&self) -> bool {
+        self.final_report
+            .as_deref()
+            .is_some_and(|r| !r.trim().is_empty())
+    }
+}
+
 /// Output of `render-report`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

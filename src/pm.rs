@@ -180,7 +180,7 @@ pub(crate) fn terminal_stage(board: &Board) -> Option<String> {
         Status::ForcedStop => {
             Some("board status is forced_stop: render-report should run next".into())
         }
-        Status::Finishing if board.final_report.is_some() => Some(
+        Status::Finishing if board.has_final_report() => Some(
             "board status is finishing with a final report: render-report should run next".into(),
         ),
         _ => None,

@@ -95,10 +95,7 @@ impl UserTemplate {
 /// Which report this board calls for, or the usage error naming the stage that should run
 /// instead (SPEC §5: what runs next is derivable from the board alone).
 pub fn report_kind(board: &Board) -> Result<ReportKind> {
-    let has_report = board
-        .final_report
-        .as_deref()
-        .is_some_and(|r| !r.trim().is_empty());
+    let has_report = board.has_final_report();
     let not_yet = |stage: &str, why: &str| {
         Err(Error::Usage(format!(
             "board status is {} ({why}); {stage} should run next, not render-report",
