@@ -488,7 +488,7 @@ pub fn evidence(board: &Board) -> Vec<EvidenceDoc> {
             }
             let verified = c
                 .verified
-                .unwrap_or_else(|| fold_ws(&doc.excerpt).contains(&text));
+                .unwrap_or_else(|| crate::turn::verify_quote(&doc.excerpt, &c.quote));
             match entry.quotes.iter_mut().find(|q| q.text == text) {
                 Some(q) => {
                     q.verified &= verified;
