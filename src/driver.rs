@@ -84,6 +84,22 @@ pub fn run_stage(
     input: &[u8],
     ui: Ui,
 ) -> Result<StageOutput> {
+    let (out, failure) = run_stage_outcome(name, args, overrides, input, ui)?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
+}
+
+/// Like [`run_stage`], but a stage that exits non-zero still hands over what it printed (a
+/// render-report that could not save the report prints the `failed` board).
+pub fn run_stage_outcome(
+    name: &str,
+    args: &[String],
+    overrides: &BTreeMap<String, String>,
+    input: &[u8],
+    ui: Ui,
+) -> Result<(StageOutput, Option<Error>)> {
     let mut cmd = match overrides.get(name) {
         Some(user) => {
             let mut c = Command::new("sh");
@@ -150,16 +166,17 @@ pub fn run_stage(
         }
         let code = status.code().unwrap_or(1);
         let msg = format!("stage {name} failed (exit {code}): {last}");
-        return Err(if code == 2 {
+        let e = if code == 2 {
             Error::Usage(msg)
         } else {
             Error::Runtime(msg)
-        });
+        };
+        return Ok((StageOutput { stdout }, Some(e)));
     }
     if !ui.quiet {
         err_lines.iter().for_each(|l| eprintln!("{l}"));
     }
-    Ok(StageOutput { stdout })
+    Ok((StageOutput { stdout }, None))
 }
 
 /// A stage must not outlive a killed driver: an orphan could still write to the run folder
@@ -392,16 +409,34 @@ pub fn drive(
             "render-report" => vec!["--report-file".into(), settings.report_file.clone()],
             _ => Vec::new(),
         };
-        let out = run_stage(
+        let (out, failure) = run_stage_outcome(
             stage,
             &args,
             &settings.stage_overrides,
             input.as_bytes(),
             ui,
         )?;
+        let label = format!("{stage} output");
+        if let Some(e) = failure {
+            // Even the report could not be saved: keep the `failed` board, end the meeting.
+            let failed = (stage == "render-report")
+                .then(|| {
+                    crate::io::parse_doc::<ReportResult>(
+                        &label,
+                        &String::from_utf8_lossy(&out.stdout),
+                        crate::io::Format::Json,
+                    )
+                    .ok()
+                })
+                .flatten()
+                .filter(|r| r.status == Status::Failed);
+            let Some(report) = failed else { return Err(e) };
+            run.write(&run.file(step, stage, "out"), &out.stdout)?;
+            run.save_events(&report.board)?;
+            return Ok(result_of(&report.board, settings, run));
+        }
         let out_text = String::from_utf8(out.stdout)
             .map_err(|_| Error::Runtime(format!("stage {stage} wrote output that is not UTF-8")))?;
-        let label = format!("{stage} output");
         let next: Board = if stage == "render-report" {
             let report: ReportResult =
                 crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)?;

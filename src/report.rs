@@ -162,8 +162,20 @@ pub fn finish(
     report_file: Option<&Path>,
 ) -> Result<ReportResult> {
     if let Some(path) = report_file {
-        io::write_atomic(path, rendered.markdown.as_bytes())
-            .map_err(|e| Error::Runtime(format!("report not saved: {e}")))?;
+        if let Err(e) = io::write_atomic(path, rendered.markdown.as_bytes()) {
+            // The report is the meeting's last resort: when even it cannot be saved the
+            // meeting has failed (SPEC §5). The board says why; the program exits 1.
+            board.status = Status::Failed;
+            board.last_error = Some(format!("report not saved: {e}"));
+            return Ok(ReportResult {
+                report_version: REPORT_VERSION,
+                status: board.status,
+                kind: rendered.kind.as_str().to_string(),
+                report_file: None,
+                markdown: rendered.markdown,
+                board,
+            });
+        }
         board.status = Status::Finished;
         // Keep the reason of a forced or fallback report on the finished board, so a
         // re-render gives the same report kind and note.

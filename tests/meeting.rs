@@ -609,3 +609,26 @@ fn a_run_folder_resumes_from_anywhere_even_moved() {
         "the moved folder keeps its own exchange log"
     );
 }
+
+#[test]
+fn a_report_that_cannot_be_saved_fails_the_meeting_with_exit_1() {
+    let work = tempfile::tempdir().unwrap();
+    // The report path is taken by a folder: the rename into place fails.
+    std::fs::create_dir(work.path().join("report.md")).unwrap();
+    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.starts_with("meeting: the meeting failed: its report could not be saved"),
+        "{err}"
+    );
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["status"], "failed");
+    assert!(result["report_file"].is_null());
+    let board = final_board(&work.path().join("runs/demo-test"));
+    assert_eq!(board["status"], "failed");
+    assert!(board["last_error"]
+        .as_str()
+        .unwrap()
+        .starts_with("report not saved"));
+}

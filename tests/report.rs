@@ -659,17 +659,29 @@ fn cli_write_failure_exits_1_without_partial_file() {
     let blocker = dir.path().join("file");
     std::fs::write(&blocker, "x").unwrap();
     for target in [blocker.join("r.md"), PathBuf::from("/dev/null/x.md")] {
-        cmd()
+        let out = cmd()
             .arg("--report-file")
             .arg(&target)
             .write_stdin(stdin_of(&normal_board()))
             .assert()
             .code(1)
-            .stdout("")
             .stderr(
                 predicate::str::starts_with("render-report: ")
                     .and(predicate::str::contains("report not saved")),
-            );
+            )
+            .get_output()
+            .stdout
+            .clone();
+        // The board says the meeting failed, and why (SPEC §5: `failed` only when even the
+        // report cannot be written).
+        let result: Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(result["status"], "failed");
+        assert_eq!(result["board"]["status"], "failed");
+        assert!(result["report_file"].is_null());
+        assert!(result["board"]["last_error"]
+            .as_str()
+            .unwrap()
+            .starts_with("report not saved"));
         assert!(!Path::new(&target).exists());
     }
     assert_eq!(

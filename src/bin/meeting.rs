@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use agent_meeting::cli::{self, OutputArgs};
 use agent_meeting::driver::{self, RunDir, RunSettings, Ui};
 use agent_meeting::llm::LlmArgs;
-use agent_meeting::model::{Board, MeetingPacket, ReportResult, PACKET_VERSION};
+use agent_meeting::model::{Board, MeetingPacket, ReportResult, Status, PACKET_VERSION};
 use agent_meeting::{board, events, io, Error};
 use clap::Parser;
 
@@ -106,6 +106,15 @@ fn main() -> ExitCode {
             }
         };
         let result = driver::drive(&run, &settings, board, step, ui)?;
+        if result.status == Status::Failed {
+            cli::write_stdout(&io::to_json_line(&result, args.output.pretty))?;
+            return Err(Error::Runtime(format!(
+                "the meeting failed: its report could not be saved ({}); the run folder {} keeps every board",
+                settings.report_file,
+                run.path.display()
+            ))
+            .into());
+        }
         if !ui.quiet {
             eprintln!("{}", driver::final_line(&result, ui));
         }

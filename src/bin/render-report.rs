@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use agent_meeting::cli::{self, OutputArgs};
-use agent_meeting::{io, report};
+use agent_meeting::model::Status;
+use agent_meeting::{io, report, Error};
 use clap::Parser;
 
 /// Render the meeting report from a finished board (reads the Board JSON on stdin)
@@ -53,9 +54,14 @@ fn main() -> std::process::ExitCode {
         let board = io::read_board_stdin()?;
         let result = report::run(board, template.as_ref(), args.report_file.as_deref())?;
         if args.markdown {
-            cli::write_stdout(&result.markdown)
+            cli::write_stdout(&result.markdown)?;
         } else {
-            cli::write_stdout(&io::to_json_line(&result, args.output.pretty))
+            // Printed even when the save failed: the board records status `failed` and why.
+            cli::write_stdout(&io::to_json_line(&result, args.output.pretty))?;
+        }
+        match (result.status, result.board.last_error) {
+            (Status::Failed, Some(why)) => Err(Error::Runtime(why).into()),
+            _ => Ok(()),
         }
     })
 }
