@@ -276,7 +276,8 @@ impl Collector {
             return;
         }
         let path = self.root.join(rel_path(&r.rel));
-        match fs::File::open(&path).and_then(|f| read_text(f, source.max_chars_per_file)) {
+        let len = r.meta.is_file().then(|| r.meta.len());
+        match fs::File::open(&path).and_then(|f| read_text(f, source.max_chars_per_file, len)) {
             Ok(Some(text)) => self.documents.push(ContextDocument {
                 document_id: id.clone(),
                 source_path: id,
@@ -470,11 +471,14 @@ pub struct Text {
 }
 
 /// Read `r` as UTF-8 (invalid sequences become U+FFFD exactly as `String::from_utf8_lossy`
-/// does), keeping the first `max_chars` characters and counting all of them. `Ok(None)` when
-/// the first 8 KiB hold a NUL byte (binary). The rest of the file is streamed through a fixed
-/// buffer, so memory stays at the excerpt whatever the file's size; counting every character
-/// means reading to the end, which keeps `char_count` exact.
-pub fn read_text(mut r: impl Read, max_chars: usize) -> io::Result<Option<Text>> {
+/// does), keeping the first `max_chars` characters and counting them. `Ok(None)` when the
+/// first 8 KiB hold a NUL byte (binary).
+///
+/// With `len` (the file's size in bytes), reading stops once the excerpt is full: files can be
+/// huge and the excerpt is all the meeting uses. `char_count` then counts the unread rest as
+/// one character per byte — exact for ASCII, an upper bound otherwise; files read to the end
+/// (up to the excerpt plus one 64 KiB chunk, or any file without `len`) are counted exactly.
+pub fn read_text(mut r: impl Read, max_chars: usize, len: Option<u64>) -> io::Result<Option<Text>> {
     let mut sink = Sink {
         excerpt: String::new(),
         max: max_chars,
@@ -484,12 +488,14 @@ pub fn read_text(mut r: impl Read, max_chars: usize) -> io::Result<Option<Text>>
     let mut buf = vec![0u8; READ_CHUNK];
     let mut pending: Vec<u8> = Vec::with_capacity(READ_CHUNK + 4);
     let mut sniffed = false;
+    let mut read_bytes: u64 = 0;
     loop {
         let n = match r.read(&mut buf) {
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e),
         };
+        read_bytes += n as u64;
         let eof = n == 0;
         pending.extend_from_slice(&buf[..n]);
         if !sniffed {
@@ -505,6 +511,11 @@ pub fn read_text(mut r: impl Read, max_chars: usize) -> io::Result<Option<Text>>
         let used = decode_lossy(&pending, eof, &mut sink);
         pending.drain(..used);
         if eof {
+            break;
+        }
+        if let Some(len) = len.filter(|_| sniffed && sink.taken >= sink.max) {
+            let unread = len.saturating_sub(read_bytes) + pending.len() as u64;
+            sink.count += usize::try_from(unread).unwrap_or(usize::MAX);
             break;
         }
     }
@@ -789,10 +800,10 @@ mod tests {
         }
         let mut data = vec![b'a'; 9000];
         data[8000] = 0;
-        assert_eq!(read_text(Trickle(data.clone(), 0), 10).unwrap(), None);
+        assert_eq!(read_text(Trickle(data.clone(), 0), 10, None).unwrap(), None);
         data[8000] = b'a';
         data[8500] = 0;
-        let t = read_text(Trickle(data, 0), 10).unwrap().unwrap();
+        let t = read_text(Trickle(data, 0), 10, None).unwrap().unwrap();
         assert_eq!(t.char_count, 9000);
         assert_eq!(t.excerpt, "aaaaaaaaaa");
     }

@@ -288,7 +288,7 @@ fn excerpt_is_cut_in_characters_not_bytes() {
 }
 
 #[test]
-fn huge_file_gives_exact_char_count_and_short_excerpt() {
+fn huge_file_is_not_read_past_its_excerpt() {
     let p = Project::new();
     // 20 MB of mixed 1-, 3- and 4-byte characters, so chunk boundaries split sequences.
     let unit = "ab中😀\n";
@@ -304,8 +304,45 @@ fn huge_file_gives_exact_char_count_and_short_excerpt() {
     s.max_chars_per_file = 7;
     let b = p.collect(vec![s]);
     let d = doc(&b, "logs/huge.log");
-    assert_eq!(d.char_count, reps * unit_chars);
     assert_eq!(d.excerpt, "ab中😀\nab");
+    // The unread tail counts one character per byte: an upper bound, never less than the truth.
+    let bytes = reps * unit.len();
+    assert!(
+        d.char_count >= reps * unit_chars && d.char_count <= bytes,
+        "{}",
+        d.char_count
+    );
+}
+
+#[test]
+fn reading_stops_once_the_excerpt_is_full() {
+    use agent_meeting::context::read_text;
+    /// Counts the bytes handed out.
+    struct Counted<'a>(&'a [u8], usize);
+    impl std::io::Read for Counted<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(self.0.len() - self.1);
+            buf[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+            self.1 += n;
+            Ok(n)
+        }
+    }
+    let data = "x".repeat(10 * 1024 * 1024).into_bytes();
+    let mut r = Counted(&data, 0);
+    let t = read_text(&mut r, 100, Some(data.len() as u64))
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.excerpt.len(), 100);
+    assert_eq!(t.char_count, data.len(), "exact for ASCII");
+    assert!(
+        r.1 <= 256 * 1024,
+        "read {} bytes of 10 MiB for a 100-char excerpt",
+        r.1
+    );
+    // Without the size (a stream), everything is read and counted exactly.
+    let mut r = Counted(&data, 0);
+    let t = read_text(&mut r, 100, None).unwrap().unwrap();
+    assert_eq!((t.char_count, r.1), (data.len(), data.len()));
 }
 
 // ---------------------------------------------------------------------------------------------
