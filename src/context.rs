@@ -276,7 +276,7 @@ impl Collector {
             return;
         }
         let path = self.root.join(rel_path(&r.rel));
-        let len = r.meta.is_file().then(|| r.meta.len());
+        let len = r.meta.is_file().then_some(r.meta.len());
         match fs::File::open(&path).and_then(|f| read_text(f, source.max_chars_per_file, len)) {
             Ok(Some(text)) => self.documents.push(ContextDocument {
                 document_id: id.clone(),
