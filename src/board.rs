@@ -315,6 +315,17 @@ pub fn new_trace_id(now_rfc3339: &str) -> String {
     format!("{stamp}-{:08x}", h.finish() as u32)
 }
 
+/// `--trace-id` when given (checked), else a fresh one.
+pub fn trace_id_or_new(given: Option<&str>, now_rfc3339: &str) -> Result<String> {
+    match given {
+        Some(t) if is_valid_trace_id(t) => Ok(t.to_string()),
+        Some(t) => Err(Error::Usage(format!(
+            "--trace-id: {t:?} must be 1-64 characters of A-Z a-z 0-9 _ -"
+        ))),
+        None => Ok(new_trace_id(now_rfc3339)),
+    }
+}
+
 /// Trace ids name run folders, so they use safe filename characters only.
 pub fn is_valid_trace_id(id: &str) -> bool {
     crate::model::is_safe_name(id)

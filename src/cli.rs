@@ -14,6 +14,46 @@ pub struct OutputArgs {
     pub pretty: bool,
 }
 
+/// Who takes part and how long the meeting may run: flattened into `init-board` and `meeting`.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct BoardArgs {
+    /// Specialists taking part, in speaking-list order (comma-separated)
+    #[arg(long, value_delimiter = ',')]
+    pub agents: Vec<String>,
+    /// Folder holding <name>.yaml|.yml|.json agent configs
+    #[arg(long, default_value = "agents")]
+    pub agents_dir: std::path::PathBuf,
+    /// The PM's config name in the agents folder (built-in PM prompt when `pm` is absent)
+    #[arg(long)]
+    pub pm: Option<String>,
+    /// Hard limit of agent turns before the PM must close the meeting
+    #[arg(long, default_value_t = 6)]
+    pub max_loops: u32,
+    /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
+    #[arg(long)]
+    pub trace_id: Option<String>,
+}
+
+impl BoardArgs {
+    /// These flags again, for `init-board` run by the driver with a settled trace id.
+    pub fn init_board_args(&self, trace_id: &str) -> Vec<String> {
+        let mut out = vec![
+            "--agents".to_string(),
+            self.agents.join(","),
+            "--agents-dir".into(),
+            self.agents_dir.display().to_string(),
+            "--max-loops".into(),
+            self.max_loops.to_string(),
+            "--trace-id".into(),
+            trace_id.to_string(),
+        ];
+        if let Some(pm) = &self.pm {
+            out.extend(["--pm".to_string(), pm.clone()]);
+        }
+        out
+    }
+}
+
 /// Run a program's body and turn its outcome into the documented exit code: 0 success, 2 bad
 /// usage or input, 1 runtime failure. The message is one line, prefixed with the program name.
 pub fn main_with(program: &str, body: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
@@ -80,4 +120,28 @@ pub fn parse_args<T: clap::Parser>(program: &str) -> T {
             std::process::exit(2);
         }
     }
+}
+
+/// The body shared by the two LLM stages (`pm-step`, `agent-turn`): read the board, check it is
+/// this stage's turn, build the client for the caller the board names, run the stage, print.
+pub fn run_llm_stage(
+    llm: &crate::llm::LlmArgs,
+    output: &OutputArgs,
+    check: fn(&crate::model::Board) -> crate::Result<()>,
+    caller_metadata: fn(&crate::model::Board) -> serde_json::Map<String, serde_json::Value>,
+    stage: fn(
+        crate::model::Board,
+        &mut crate::llm::Client,
+        &crate::llm::Options,
+        &dyn crate::events::Clock,
+    ) -> crate::Result<crate::model::Board>,
+) -> anyhow::Result<()> {
+    let board = crate::io::read_board_stdin()?;
+    check(&board).map_err(|e| e.or_file("<stdin>"))?;
+    let metadata = caller_metadata(&board);
+    let (mut client, opts) = crate::llm::client_for(llm, &board.llm, &metadata, board.usage.calls)?;
+    let clock = crate::events::clock_from_env();
+    let board =
+        stage(board, &mut client, &opts, clock.as_ref()).map_err(|e| e.or_file("<stdin>"))?;
+    write_stdout(&crate::io::to_json_line(&board, output.pretty))
 }

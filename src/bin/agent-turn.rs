@@ -3,8 +3,10 @@
 
 use std::process::ExitCode;
 
-use agent_meeting::{cli, events, io, turn};
+use agent_meeting::model::Board;
+use agent_meeting::{cli, turn};
 use clap::Parser;
+use serde_json::{Map, Value};
 
 /// Ask the agent the PM chose and record its checked answer (or its failure) in last_turn.
 #[derive(Parser)]
@@ -27,19 +29,22 @@ struct Args {
 fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
-        let board = io::read_board_stdin()?;
-        turn::check_turn(&board).map_err(|e| e.or_file("<stdin>"))?;
-        let metadata = board
-            .pending_call
-            .as_ref()
-            .and_then(|c| board.agents.get(&c.target_agent))
-            .map(|a| a.metadata.clone())
-            .unwrap_or_default();
-        let (mut client, opts) =
-            agent_meeting::llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
-        let clock = events::clock_from_env();
-        let board = turn::agent_turn(board, &mut client, &opts, clock.as_ref())
-            .map_err(|e| e.or_file("<stdin>"))?;
-        cli::write_stdout(&io::to_json_line(&board, args.output.pretty))
+        cli::run_llm_stage(
+            &args.llm,
+            &args.output,
+            turn::check_turn,
+            agent_metadata,
+            turn::agent_turn,
+        )
     })
+}
+
+/// The called agent's own provider/model settings.
+fn agent_metadata(board: &Board) -> Map<String, Value> {
+    board
+        .pending_call
+        .as_ref()
+        .and_then(|c| board.agents.get(&c.target_agent))
+        .map(|a| a.metadata.clone())
+        .unwrap_or_default()
 }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_meeting::cli::{self, OutputArgs};
+use agent_meeting::cli::{self, BoardArgs, OutputArgs};
 use agent_meeting::driver::{self, RunDir, RunSettings, Ui};
 use agent_meeting::llm::LlmArgs;
 use agent_meeting::model::{Board, MeetingPacket, ReportResult, Status, PACKET_VERSION};
@@ -25,18 +25,8 @@ struct Args {
     /// Minimal mode: the decision to make, no documents
     #[arg(long)]
     topic: Option<String>,
-    /// Specialists taking part, comma-separated
-    #[arg(long, value_delimiter = ',')]
-    agents: Vec<String>,
-    /// Folder holding the agent configs
-    #[arg(long, default_value = "agents")]
-    agents_dir: PathBuf,
-    /// The PM's config name in the agents folder
-    #[arg(long)]
-    pm: Option<String>,
-    /// Hard limit of agent turns
-    #[arg(long, default_value_t = 6)]
-    max_loops: u32,
+    #[command(flatten)]
+    board: BoardArgs,
     /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
     #[arg(long)]
     report_file: Option<String>,
@@ -46,9 +36,6 @@ struct Args {
     /// Continue a killed or stopped meeting from its run folder
     #[arg(long, conflicts_with_all = ["meeting_file", "topic"])]
     resume: Option<PathBuf>,
-    /// Fix the trace id (names the run folder)
-    #[arg(long)]
-    trace_id: Option<String>,
     /// Load and check everything, collect context, print the first PM input; no LLM call
     #[arg(long)]
     dry_run: bool,
@@ -141,36 +128,15 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Boa
     if args.allow_sensitive {
         collect_args.push("--allow-sensitive".into());
     }
-    if args.agents.iter().all(|a| a.trim().is_empty()) {
+    if args.board.agents.iter().all(|a| a.trim().is_empty()) {
         return Err(Error::Usage(
             "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
         )
         .into());
     }
     let now = events::clock_from_env().now();
-    let trace_id = match &args.trace_id {
-        Some(t) if board::is_valid_trace_id(t) => t.clone(),
-        Some(t) => {
-            return Err(Error::Usage(format!(
-                "--trace-id: {t:?} must be 1-64 characters of A-Z a-z 0-9 _ -"
-            ))
-            .into())
-        }
-        None => board::new_trace_id(&now),
-    };
-    let mut init_args = vec![
-        "--agents".to_string(),
-        args.agents.join(","),
-        "--agents-dir".into(),
-        args.agents_dir.display().to_string(),
-        "--max-loops".into(),
-        args.max_loops.to_string(),
-        "--trace-id".into(),
-        trace_id.clone(),
-    ];
-    if let Some(pm) = &args.pm {
-        init_args.extend(["--pm".to_string(), pm.clone()]);
-    }
+    let trace_id = board::trace_id_or_new(args.board.trace_id.as_deref(), &now)?;
+    let mut init_args = args.board.init_board_args(&trace_id);
     init_args.extend(args.llm.init_board_args());
     let quiet_ui = Ui {
         ticker: false,

@@ -2,8 +2,10 @@
 
 use std::process::ExitCode;
 
-use agent_meeting::{cli, events, io, pm};
+use agent_meeting::model::Board;
+use agent_meeting::{cli, pm};
 use clap::Parser;
+use serde_json::{Map, Value};
 
 /// Ask the PM for the next step of the meeting and apply its decision to the board.
 #[derive(Parser)]
@@ -26,18 +28,21 @@ struct Args {
 fn main() -> ExitCode {
     cli::main_with("pm-step", || {
         let args: Args = cli::parse_args("pm-step");
-        let board = io::read_board_stdin()?;
-        pm::check_turn(&board).map_err(|e| e.or_file("<stdin>"))?;
-        let metadata = board
-            .pm
-            .as_ref()
-            .map(|p| p.metadata.clone())
-            .unwrap_or_default();
-        let (mut client, opts) =
-            agent_meeting::llm::client_for(&args.llm, &board.llm, &metadata, board.usage.calls)?;
-        let clock = events::clock_from_env();
-        let board = pm::pm_step(board, &mut client, &opts, clock.as_ref())
-            .map_err(|e| e.or_file("<stdin>"))?;
-        cli::write_stdout(&io::to_json_line(&board, args.output.pretty))
+        cli::run_llm_stage(
+            &args.llm,
+            &args.output,
+            pm::check_turn,
+            pm_metadata,
+            pm::pm_step,
+        )
     })
+}
+
+/// The PM's own provider/model settings, if it has a config.
+fn pm_metadata(board: &Board) -> Map<String, Value> {
+    board
+        .pm
+        .as_ref()
+        .map(|p| p.metadata.clone())
+        .unwrap_or_default()
 }
