@@ -177,8 +177,9 @@ fn summary_lines(board: &Board, speaker_line: &str) -> String {
 /// Which stage should run for a board in this state (for wrong-stage messages).
 pub fn next_stage(board: &Board) -> &'static str {
     match board.status {
-        Status::Finished | Status::Failed => "none (the meeting is over)",
-        Status::ForcedStop => "render-report",
+        Status::Finished => "none (the meeting is over)",
+        // `failed` means the report could not be saved: render-report tries again.
+        Status::Failed | Status::ForcedStop => "render-report",
         Status::Finishing if board.has_final_report() => "render-report",
         _ if board.last_turn.is_some() => "merge-board",
         _ if board.pending_call.is_some() => "agent-turn",

@@ -179,6 +179,22 @@ pub fn run_stage_outcome(
     Ok((StageOutput { stdout }, None))
 }
 
+#[cfg(unix)]
+fn lock_exclusive(file: &std::fs::File) -> std::io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: flock on a file descriptor we own; the lock ends with the process.
+    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(not(unix))]
+fn lock_exclusive(_file: &std::fs::File) -> std::io::Result<()> {
+    Ok(())
+}
+
 /// A stage must not outlive a killed driver: an orphan could still write to the run folder
 /// (its exchange log) while a resumed meeting runs the same stage again.
 #[cfg(target_os = "linux")]
@@ -221,6 +237,37 @@ pub struct RunDir {
 }
 
 impl RunDir {
+    /// Take the run folder for this process (created if needed): one meeting at a time may
+    /// write into it, whether it was just started or resumed. Held until the process ends.
+    pub fn lock(&self) -> Result<std::fs::File> {
+        std::fs::create_dir_all(&self.path).map_err(|e| {
+            Error::Runtime(format!(
+                "{}: cannot create: {}",
+                self.path.display(),
+                os_error(&e)
+            ))
+        })?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.path.join(".lock"))
+            .map_err(|e| {
+                Error::Runtime(format!(
+                    "{}: cannot lock: {}",
+                    self.path.display(),
+                    os_error(&e)
+                ))
+            })?;
+        lock_exclusive(&file).map_err(|_| {
+            Error::Usage(format!(
+                "{} is in use by another meeting process",
+                self.path.display()
+            ))
+        })?;
+        Ok(file)
+    }
+
     pub fn file(&self, step: u32, stage: &str, dir: &str) -> PathBuf {
         self.path.join(format!("{step:04}-{stage}.{dir}.json"))
     }
@@ -388,10 +435,19 @@ pub fn drive(
     mut step: u32,
     ui: Ui,
 ) -> Result<MeetingResult> {
+    // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
+    // far fewer stages than this, unless a (user's) stage keeps handing the board back.
+    let max_steps = step + 4 * board.max_loops.min(100_000) + 20;
     loop {
         let stage = next_stage(&board);
-        if board.status == Status::Finished || board.status == Status::Failed {
+        if board.status == Status::Finished {
             return Ok(result_of(&board, settings, run));
+        }
+        if step > max_steps {
+            return Err(Error::Runtime(format!(
+                "the meeting made no progress after {step} stages (last: {stage}); see {}",
+                run.path.display()
+            )));
         }
         if ui.step && !confirm_step(stage, &board) {
             // A clean stop: the run folder holds the last complete board, ready to resume.
@@ -437,13 +493,29 @@ pub fn drive(
         }
         let out_text = String::from_utf8(out.stdout)
             .map_err(|_| Error::Runtime(format!("stage {stage} wrote output that is not UTF-8")))?;
+        // What a stage prints is the pipeline's own data: unreadable output is a runtime
+        // failure of that stage (exit 1), not bad input from the user.
+        let unreadable =
+            |e: Error| Error::Runtime(format!("stage {stage} wrote an unusable board: {e}"));
         let next: Board = if stage == "render-report" {
             let report: ReportResult =
-                crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)?;
+                crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)
+                    .map_err(unreadable)?;
             report.board
         } else {
-            crate::io::parse_board(&label, &out_text)?
+            crate::io::parse_board(&label, &out_text).map_err(unreadable)?
         };
+        if stage != "render-report" && matches!(next.status, Status::Finished | Status::Failed) {
+            return Err(Error::Runtime(format!(
+                "stage {stage} set status {} but only render-report may (the report is not saved)",
+                next.status.as_str()
+            )));
+        }
+        if next == board {
+            return Err(Error::Runtime(format!(
+                "stage {stage} made no progress: its output board is its input"
+            )));
+        }
         run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
         run.save_events(&next)?;
         if !ui.quiet {
@@ -466,6 +538,9 @@ pub fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> Meeting
         loops: board.loop_count,
         forced: board.process_note.is_some(),
         usage: board.usage.clone(),
+        last_error: (board.status == Status::Failed)
+            .then(|| board.last_error.clone())
+            .flatten(),
     }
 }
 
@@ -498,16 +573,17 @@ pub fn default_report_file(meeting_file: Option<&Path>, topic: &str) -> String {
     format!("reports/{stem}.md")
 }
 
-/// A filename-safe slug: lowercase ASCII letters and digits joined by `-`, at most 60 chars.
+/// A filename-safe slug: lowercase letters and digits (any script) joined by `-`, at most 60
+/// characters, so topics in other languages get reports of their own.
 pub fn slug(text: &str) -> String {
     let mut out = String::new();
     for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
         } else if !out.ends_with('-') && !out.is_empty() {
             out.push('-');
         }
-        if out.len() >= 60 {
+        if out.chars().count() >= 60 {
             break;
         }
     }
@@ -531,7 +607,9 @@ mod tests {
     #[test]
     fn slugs() {
         assert_eq!(slug("Should we adopt Rust?"), "should-we-adopt-rust");
-        assert_eq!(slug("是否迁移"), "meeting");
+        assert_eq!(slug("是否迁移到云端?"), "是否迁移到云端");
+        assert_eq!(slug("Нужно ли Rust?"), "нужно-ли-rust");
+        assert_eq!(slug("?!"), "meeting");
         assert_eq!(
             default_report_file(Some(Path::new("meetings/demo.yaml")), "x"),
             "reports/demo.md"

@@ -347,10 +347,11 @@ pub fn load_meeting_agents(
     pm_explicit: bool,
 ) -> Result<(Vec<AgentConfig>, Option<AgentConfig>)> {
     let dir_label = dir.display().to_string();
+    // `--agents "arch, biz"` is what people type.
     let names: Vec<String> = names
         .iter()
-        .filter(|n| !n.trim().is_empty())
-        .cloned()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
         .collect();
     if names.is_empty() {
         return Err(Error::Usage(

@@ -616,6 +616,9 @@ pub struct MeetingResult {
     pub loops: u32,
     pub forced: bool,
     pub usage: Usage,
+    /// Why the meeting failed (status `failed`: the report could not be saved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
 }
 
 /// Every model with a JSON Schema in `share/schemas/`, by file stem.

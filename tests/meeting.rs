@@ -611,24 +611,177 @@ fn a_run_folder_resumes_from_anywhere_even_moved() {
 }
 
 #[test]
-fn a_report_that_cannot_be_saved_fails_the_meeting_with_exit_1() {
+fn a_report_that_cannot_be_saved_fails_the_meeting_and_resume_retries_it() {
     let work = tempfile::tempdir().unwrap();
-    // The report path is taken by a folder: the rename into place fails.
-    std::fs::create_dir(work.path().join("report.md")).unwrap();
-    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
+    // A report path under a regular file: the folder cannot be created when saving.
+    std::fs::write(work.path().join("blocker"), "x").unwrap();
+    let report = work.path().join("blocker/report.md");
+    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    cmd.current_dir(root())
+        .env("AGENT_MEETING_NOW", NOW)
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,biz",
+            "--provider",
+            "replay",
+            "--quiet",
+        ])
+        .arg("--cassette")
+        .arg(demo_cassette())
+        .arg("--run-dir")
+        .arg(work.path().join("runs"))
+        .arg("--report-file")
+        .arg(&report)
+        .args(["--trace-id", "demo-test"]);
+    let out = run(cmd);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(
-        err.starts_with("meeting: the meeting failed: its report could not be saved"),
+        err.starts_with("meeting: the meeting failed: report not saved: "),
         "{err}"
     );
+    assert!(err.contains("meeting --resume"), "{err}");
     let result: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(result["status"], "failed");
     assert!(result["report_file"].is_null());
-    let board = final_board(&work.path().join("runs/demo-test"));
-    assert_eq!(board["status"], "failed");
-    assert!(board["last_error"]
+    assert!(result["last_error"]
         .as_str()
         .unwrap()
         .starts_with("report not saved"));
+    let run_dir = work.path().join("runs/demo-test");
+    let board = final_board(&run_dir);
+    assert_eq!(board["status"], "failed");
+    // Fix the cause and resume: the report is saved, no LLM call is made again.
+    std::fs::remove_file(work.path().join("blocker")).unwrap();
+    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    resume
+        .current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--resume")
+        .arg(&run_dir)
+        .arg("--quiet");
+    let out = run(resume);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(report.is_file());
+    assert_eq!(final_board(&run_dir)["status"], "finished");
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("llm.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        8
+    );
+}
+
+#[test]
+fn misuse_is_refused_before_any_model_call() {
+    // The report path is a folder.
+    let work = tempfile::tempdir().unwrap();
+    std::fs::create_dir(work.path().join("report.md")).unwrap();
+    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("is a folder"));
+    assert!(!work.path().join("runs/demo-test/llm.jsonl").exists());
+    // --resume takes everything from the run folder: other meeting flags are refused.
+    let out = run({
+        let mut c = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+        c.args(["--resume", "runs/x", "--report-file", "other.md"]);
+        c
+    });
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("cannot be used with"),
+        "{}",
+        stderr(&out)
+    );
+    // A stage that hands the board back unchanged cannot loop forever.
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", "merge-board=cat"],
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out).trim(),
+        "meeting: stage merge-board made no progress: its output board is its input"
+    );
+    // Only render-report may end the meeting.
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", "pm-step=jq -c '.status=\"finished\"'"],
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("stage pm-step set status finished but only render-report may"),
+        "{}",
+        stderr(&out)
+    );
+    // Output that is not a board is the stage's failure (exit 1), not the user's input.
+    let work = tempfile::tempdir().unwrap();
+    let out = run(meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", "agent-turn=echo garbage"],
+    ));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr(&out).contains("stage agent-turn wrote an unusable board"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn one_process_at_a_time_writes_a_run_folder() {
+    let work = tempfile::tempdir().unwrap();
+    let slow = work.path().join("slow.jsonl");
+    let text: String = std::fs::read_to_string(demo_cassette())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v["delay_ms"] = 100.into();
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&slow, text).unwrap();
+    let run_dir = work.path().join("runs/demo-test");
+    let mut first = meeting_cmd(work.path(), &slow, &["--quiet"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !run_dir.join("0003-pm-step.in.json").exists() {
+        assert!(start.elapsed() < Duration::from_secs(30));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
+    resume
+        .current_dir(root())
+        .arg("--resume")
+        .arg(&run_dir)
+        .arg("--quiet");
+    let out = run(resume);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("is in use by another meeting process"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(first.wait().unwrap().success());
+    assert_eq!(
+        std::fs::read_to_string(run_dir.join("llm.jsonl"))
+            .unwrap()
+            .lines()
+            .count(),
+        8,
+        "no call made twice"
+    );
 }

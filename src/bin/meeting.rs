@@ -34,7 +34,10 @@ struct Args {
     #[arg(long, default_value = "runs")]
     run_dir: PathBuf,
     /// Continue a killed or stopped meeting from its run folder
-    #[arg(long, conflicts_with_all = ["meeting_file", "topic"])]
+    #[arg(long, conflicts_with_all = [
+        "meeting_file", "topic", "agents", "agents_dir", "pm", "max_loops", "trace_id",
+        "report_file", "run_dir", "stages", "dry_run", "allow_sensitive",
+    ])]
     resume: Option<PathBuf>,
     /// Load and check everything, collect context, print the first PM input; no LLM call
     #[arg(long)]
@@ -83,7 +86,7 @@ fn main() -> ExitCode {
             color: cli::stderr_color(),
             ticker: !args.quiet && driver::stderr_is_tty(),
         };
-        let (run, settings, board, step) = match &args.resume {
+        let (run, settings, board, step, _lock) = match &args.resume {
             Some(dir) => resume(dir)?,
             None => {
                 let Some(start) = start(&args, ui)? else {
@@ -96,13 +99,17 @@ fn main() -> ExitCode {
         if result.status == Status::Failed {
             cli::write_stdout(&io::to_json_line(&result, args.output.pretty))?;
             return Err(Error::Runtime(format!(
-                "the meeting failed: its report could not be saved ({}); the run folder {} keeps every board",
+                "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
+                result
+                    .last_error
+                    .as_deref()
+                    .unwrap_or("its report could not be saved"),
                 settings.report_file,
                 run.path.display()
             ))
             .into());
         }
-        if !ui.quiet {
+        if !ui.quiet && result.status == Status::Finished {
             eprintln!("{}", driver::final_line(&result, ui));
         }
         cli::write_stdout(&io::to_json_line(&result, args.output.pretty))
@@ -110,7 +117,11 @@ fn main() -> ExitCode {
 }
 
 /// A new meeting: collect, init (in memory, so bad input leaves no run folder), then save.
-fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Board, u32)>> {
+/// A run ready to drive: its folder (locked by `std::fs::File` for the process), settings,
+/// the board to continue from and the next stage file number.
+type Run = (RunDir, RunSettings, Board, u32, std::fs::File);
+
+fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<Run>> {
     let mut overrides = parse_overrides(&args.stages)?;
     let mut collect_args = Vec::new();
     match (&args.meeting_file, &args.topic) {
@@ -174,9 +185,16 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Boa
     let report_file = absolute(std::path::Path::new(&report_file))
         .display()
         .to_string();
+    if std::path::Path::new(&report_file).is_dir() {
+        return Err(Error::Usage(format!(
+            "--report-file: {report_file} is a folder (expected a Markdown file path)"
+        ))
+        .into());
+    }
     let run = RunDir {
         path: args.run_dir.join(&board.trace_id),
     };
+    let lock = run.lock()?;
     if run.path.join("meeting.json").exists() {
         return Err(Error::Usage(format!(
             "{} already holds a meeting; use --resume {} or another --trace-id",
@@ -222,7 +240,7 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<(RunDir, RunSettings, Boa
             run.path.display()
         );
     }
-    Ok(Some((run, settings, board, 3)))
+    Ok(Some((run, settings, board, 3, lock)))
 }
 
 /// Resolve the provider of the PM and of every participant once, as the stages will.
@@ -244,13 +262,14 @@ fn absolute(p: &std::path::Path) -> PathBuf {
 }
 
 /// Continue from the last complete output in the run folder.
-fn resume(dir: &std::path::Path) -> anyhow::Result<(RunDir, RunSettings, Board, u32)> {
+fn resume(dir: &std::path::Path) -> anyhow::Result<Run> {
     let label = dir.join("meeting.json").display().to_string();
     let text = io::read_text_file(&dir.join("meeting.json"))?;
     let mut settings: RunSettings = io::parse_doc(&label, &text, io::Format::Json)?;
     let run = RunDir {
         path: dir.to_path_buf(),
     };
+    let lock = run.lock()?;
     // The exchange log is the one of this run folder, wherever it has been moved or copied.
     if let Some(i) = settings.llm_args.iter().position(|a| a == "--llm-log") {
         if let Some(v) = settings.llm_args.get_mut(i + 1) {
@@ -277,5 +296,5 @@ fn resume(dir: &std::path::Path) -> anyhow::Result<(RunDir, RunSettings, Board, 
     } else {
         io::parse_board(&label, &text)?
     };
-    Ok((run, settings, board, step + 1))
+    Ok((run, settings, board, step + 1, lock))
 }
