@@ -305,3 +305,49 @@ fn builder_prompt_golden() {
         std::fs::read_to_string(&golden).expect("golden file; run with UPDATE_GOLDEN=1")
     );
 }
+
+/// Files the loader would not read as this agent are refused before any model call.
+#[test]
+fn output_paths_the_loader_would_refuse_exit_2_before_any_call() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("cost.json"), "{}").unwrap();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--output", "cost.txt"], "end in .json, .yaml or .yml"),
+        (
+            &["--output", "a b.yaml"],
+            "the file name is the agent's name",
+        ),
+        (
+            &["--name", "other", "--output", "cost2.yaml"],
+            "must equal --name \"other\"",
+        ),
+        (
+            &["--output", "cost.yaml"],
+            "cost.json already defines agent \"cost\"",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Command::cargo_bin("agent-builder")
+            .unwrap()
+            .current_dir(d.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("AGENT_MEETING_PROVIDER")
+            .args(["--description", "estimates costs"])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("agent-builder: ") && err.contains(want),
+            "{args:?}: {err}"
+        );
+        assert_eq!(err.trim().lines().count(), 1);
+    }
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        1,
+        "nothing written"
+    );
+}

@@ -53,6 +53,48 @@ fn main() -> ExitCode {
     main_with("agent-builder", || run(args))
 }
 
+/// The file must be one the loader will read as this agent (SPEC §3): `.json`, `.yaml` or
+/// `.yml`, a stem that is a safe name equal to `--name`, and no other file for that name.
+fn check_output(out: &std::path::Path, name: Option<&str>, force: bool) -> Result<(), Error> {
+    let shown = out.display();
+    if Format::from_path(out).is_none() {
+        return Err(Error::Usage(format!(
+            "--output {shown}: agent configs end in .json, .yaml or .yml"
+        )));
+    }
+    let stem = out.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+    if !is_safe_name(stem) {
+        return Err(Error::Usage(format!(
+            "--output {shown}: the file name is the agent's name, so it must be 1-64 characters of A-Z a-z 0-9 _ -"
+        )));
+    }
+    if let Some(n) = name.filter(|n| *n != stem) {
+        return Err(Error::Usage(format!(
+            "--output {shown}: the file name must equal --name {n:?} (the loader requires it)"
+        )));
+    }
+    if out.exists() && !force {
+        return Err(Error::Usage(format!(
+            "{shown} exists; use --force to overwrite it"
+        )));
+    }
+    let dir = out
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    if let Some(other) = ["json", "yaml", "yml"]
+        .iter()
+        .map(|ext| dir.join(format!("{stem}.{ext}")))
+        .find(|p| p != out && p.exists())
+    {
+        return Err(Error::Usage(format!(
+            "--output {shown}: {} already defines agent {stem:?} (two files for one name are refused by the loader)",
+            other.display()
+        )));
+    }
+    Ok(())
+}
+
 fn run(args: Args) -> anyhow::Result<()> {
     let description = match &args.description {
         Some(d) => d.clone(),
@@ -76,13 +118,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         }
     }
     if let Some(out) = &args.output {
-        if out.exists() && !args.force {
-            return Err(Error::Usage(format!(
-                "{} exists; use --force to overwrite it",
-                out.display()
-            ))
-            .into());
-        }
+        check_output(out, args.name.as_deref(), args.force)?;
     }
     let format = match (
         args.format,
