@@ -187,19 +187,27 @@ pub fn next_stage(board: &Board) -> &'static str {
     }
 }
 
+/// "<stage> should run next", or "the meeting is over", for wrong-stage messages.
+pub fn what_runs_next(board: &Board) -> String {
+    match board.status {
+        Status::Finished => "the meeting is over".to_string(),
+        _ => format!("{} should run next", next_stage(board)),
+    }
+}
+
 /// `merge-board`: fold `last_turn` into the whiteboard (SPEC §5 merge rules 1–7).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     let Some(turn) = board.last_turn.take() else {
         return Err(Error::Usage(format!(
-            "the board has no last_turn to merge; {} should run next",
-            next_stage(&board)
+            "the board has no last_turn to merge; {}",
+            what_runs_next(&board)
         )));
     };
     if board.status != Status::Running {
         return Err(Error::Usage(format!(
-            "the board is {}, not running; {} should run next",
+            "the board is {}, not running; {}",
             board.status.as_str(),
-            next_stage(&board)
+            what_runs_next(&board)
         )));
     }
     let message;

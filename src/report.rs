@@ -691,8 +691,9 @@ const MERMAID_KEYWORDS: [&str; 22] = [
     "destroy",
 ];
 
-/// A Mermaid participant id for an agent: its name when that is a plain word, else `A<n>`
-/// (shown with `as <name>`), because `-` in an id would read as an arrow.
+/// A Mermaid participant id for an agent: its name when that is a plain word, else `_a<n>`
+/// (shown with `as <name>`), because `-` in an id would read as an arrow. Plain names start
+/// with a letter, so an alias can never be another agent's name.
 fn mermaid_id(name: &str, index: usize) -> String {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -700,7 +701,7 @@ fn mermaid_id(name: &str, index: usize) -> String {
     if plain && !is_pm(name) {
         name.to_string()
     } else {
-        format!("A{}", index + 1)
+        format!("_a{}", index + 1)
     }
 }
 

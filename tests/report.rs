@@ -434,7 +434,8 @@ fn mermaid_has_one_arrow_per_task_and_result() {
 
     // Names Mermaid would misread get an alias; long questions are cut.
     let mut b = normal_board();
-    b["participants"] = json!(["data-eng", "end"]);
+    // `A1` is a plain name of its own: an alias must never collide with it.
+    b["participants"] = json!(["data-eng", "end", "A1"]);
     b["event_log"] = json!([
         event(
             0,
@@ -449,13 +450,15 @@ fn mermaid_has_one_arrow_per_task_and_result() {
     ]);
     let m = report::mermaid(&board(&b));
     assert!(
-        m.contains("    participant A1 as data-eng\n    participant A2 as end\n"),
+        m.contains(
+            "    participant _a1 as data-eng\n    participant _a2 as end\n    participant A1\n"
+        ),
         "{m}"
     );
-    assert!(m.contains("    A1-->>PM: L1 a b"), "{m}");
+    assert!(m.contains("    _a1-->>PM: L1 a b"), "{m}");
     let ask = m
         .lines()
-        .find(|l| l.starts_with("    PM->>A1: L1 "))
+        .find(|l| l.starts_with("    PM->>_a1: L1 "))
         .unwrap();
     assert!(ask.ends_with("...") && ask.len() < 90, "{ask}");
 }
