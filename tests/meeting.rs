@@ -48,6 +48,22 @@ fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Command {
     cmd
 }
 
+/// The demo cassette with every reply taking `delay_ms` (simulated model latency).
+fn slow_demo_cassette(dir: &Path, delay_ms: u64) -> PathBuf {
+    let slow = dir.join("slow.jsonl");
+    let text: String = std::fs::read_to_string(demo_cassette())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            v["delay_ms"] = delay_ms.into();
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&slow, text).unwrap();
+    slow
+}
+
 fn demo_cassette() -> PathBuf {
     root().join("meetings/demo.cassette.jsonl")
 }
@@ -238,17 +254,7 @@ fn shell_loop_gives_the_same_board_and_report() {
 fn kill_then_resume(trigger: &str, after: Duration) -> (Value, String, Vec<u64>) {
     let work = tempfile::tempdir().unwrap();
     // The same cassette, with every reply taking 150 ms, so kills land inside LLM calls too.
-    let slow = work.path().join("slow.jsonl");
-    let text: String = std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).unwrap();
-            v["delay_ms"] = 150.into();
-            format!("{v}\n")
-        })
-        .collect();
-    std::fs::write(&slow, text).unwrap();
+    let slow = slow_demo_cassette(work.path(), 150);
     let run_dir = work.path().join("runs/demo-test");
     let mut child = meeting_cmd(work.path(), &slow, &["--quiet"])
         .stdin(Stdio::null())
@@ -739,17 +745,7 @@ fn misuse_is_refused_before_any_model_call() {
 #[test]
 fn one_process_at_a_time_writes_a_run_folder() {
     let work = tempfile::tempdir().unwrap();
-    let slow = work.path().join("slow.jsonl");
-    let text: String = std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).unwrap();
-            v["delay_ms"] = 100.into();
-            format!("{v}\n")
-        })
-        .collect();
-    std::fs::write(&slow, text).unwrap();
+    let slow = slow_demo_cassette(work.path(), 100);
     let run_dir = work.path().join("runs/demo-test");
     let mut first = meeting_cmd(work.path(), &slow, &["--quiet"])
         .stdin(Stdio::null())

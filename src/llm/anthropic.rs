@@ -114,13 +114,9 @@ impl Provider for Anthropic {
                 .collect::<Vec<_>>()
                 .join(""),
         };
-        let usage = resp.get("usage").and_then(|u| {
-            Some(TokenUsage {
-                prompt_tokens: u.get("input_tokens")?.as_u64()?,
-                completion_tokens: u.get("output_tokens")?.as_u64()?,
-                estimated: false,
-            })
-        });
+        let usage = resp
+            .get("usage")
+            .and_then(|u| TokenUsage::reported(u, "input_tokens", "output_tokens"));
         Ok(RawReply { text, usage })
     }
 }

@@ -113,6 +113,18 @@ pub struct TokenUsage {
     pub estimated: bool,
 }
 
+impl TokenUsage {
+    /// Reported counts from a `usage` object under the provider's own key names; `None` when
+    /// either is missing (the caller then estimates).
+    pub fn reported(usage: &Value, prompt_key: &str, completion_key: &str) -> Option<TokenUsage> {
+        Some(TokenUsage {
+            prompt_tokens: usage.get(prompt_key)?.as_u64()?,
+            completion_tokens: usage.get(completion_key)?.as_u64()?,
+            estimated: false,
+        })
+    }
+}
+
 /// A successful call.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reply {

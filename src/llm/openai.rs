@@ -136,13 +136,9 @@ impl Provider for OpenAi {
             }
             _ => text,
         };
-        let usage = resp.get("usage").and_then(|u| {
-            Some(TokenUsage {
-                prompt_tokens: u.get("prompt_tokens")?.as_u64()?,
-                completion_tokens: u.get("completion_tokens")?.as_u64()?,
-                estimated: false,
-            })
-        });
+        let usage = resp
+            .get("usage")
+            .and_then(|u| TokenUsage::reported(u, "prompt_tokens", "completion_tokens"));
         Ok(RawReply { text, usage })
     }
 }

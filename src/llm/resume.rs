@@ -32,14 +32,7 @@ impl FromLog {
             ) else {
                 continue;
             };
-            let usage = v["usage"].as_object().map(|u| TokenUsage {
-                prompt_tokens: u.get("prompt_tokens").and_then(Value::as_u64).unwrap_or(0),
-                completion_tokens: u
-                    .get("completion_tokens")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0),
-                estimated: false,
-            });
+            let usage = TokenUsage::reported(&v["usage"], "prompt_tokens", "completion_tokens");
             done.entry(seq).or_insert((
                 caller.to_string(),
                 RawReply {
