@@ -15,20 +15,11 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::board::next_stage;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line, write_atomic};
 use crate::model::{Board, MeetingResult, ReportResult, Status};
-
-/// The stages the driver runs, in pipeline order.
-pub const STAGES: [&str; 6] = [
-    "collect-context",
-    "init-board",
-    "pm-step",
-    "agent-turn",
-    "merge-board",
-    "render-report",
-];
+use crate::stage::Stage;
+use crate::text::one_line;
 
 /// What a meeting run needs to go on after a restart; saved as `meeting.json` in the run folder
 /// (no secrets: keys stay in the environment).
@@ -44,7 +35,7 @@ pub struct RunSettings {
     pub llm_args: Vec<String>,
     /// Stage name → user command run with `sh -c` instead of the built-in program.
     #[serde(default)]
-    pub stage_overrides: BTreeMap<String, String>,
+    pub stage_overrides: BTreeMap<Stage, String>,
 }
 
 /// How the driver talks to the user.
@@ -78,13 +69,13 @@ pub struct StageOutput {
 /// Run one stage with `input` on stdin. A non-zero exit becomes an error carrying the stage's
 /// own message and exit code.
 pub fn run_stage(
-    name: &str,
+    stage: Stage,
     args: &[String],
-    overrides: &BTreeMap<String, String>,
+    overrides: &BTreeMap<Stage, String>,
     input: &[u8],
     ui: Ui,
 ) -> Result<StageOutput> {
-    let (out, failure) = run_stage_outcome(name, args, overrides, input, ui)?;
+    let (out, failure) = run_stage_outcome(stage, args, overrides, input, ui)?;
     match failure {
         Some(e) => Err(e),
         None => Ok(out),
@@ -94,13 +85,14 @@ pub fn run_stage(
 /// Like [`run_stage`], but a stage that exits non-zero still hands over what it printed (a
 /// render-report that could not save the report prints the `failed` board).
 pub fn run_stage_outcome(
-    name: &str,
+    stage: Stage,
     args: &[String],
-    overrides: &BTreeMap<String, String>,
+    overrides: &BTreeMap<Stage, String>,
     input: &[u8],
     ui: Ui,
 ) -> Result<(StageOutput, Option<Error>)> {
-    let mut cmd = match overrides.get(name) {
+    let name = stage.program();
+    let mut cmd = match overrides.get(&stage) {
         Some(user) => {
             let mut c = Command::new("sh");
             c.arg("-c").arg(user);
@@ -268,7 +260,7 @@ impl RunDir {
         Ok(file)
     }
 
-    pub fn file(&self, step: u32, stage: &str, dir: &str) -> PathBuf {
+    pub fn file(&self, step: u32, stage: Stage, dir: &str) -> PathBuf {
         self.path.join(format!("{step:04}-{stage}.{dir}.json"))
     }
 
@@ -277,7 +269,7 @@ impl RunDir {
     }
 
     /// The last complete output: (step number, stage, path).
-    pub fn last_output(&self) -> Result<Option<(u32, String, PathBuf)>> {
+    pub fn last_output(&self) -> Result<Option<(u32, Stage, PathBuf)>> {
         let entries = std::fs::read_dir(&self.path).map_err(|e| {
             Error::Usage(format!(
                 "--resume: cannot read {}: {}",
@@ -285,7 +277,7 @@ impl RunDir {
                 os_error(&e)
             ))
         })?;
-        let mut best: Option<(u32, String, PathBuf)> = None;
+        let mut best: Option<(u32, Stage, PathBuf)> = None;
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(stem) = name.strip_suffix(".out.json") else {
@@ -294,9 +286,11 @@ impl RunDir {
             let Some((num, stage)) = stem.split_once('-') else {
                 continue;
             };
-            let Ok(n) = num.parse::<u32>() else { continue };
+            let (Ok(n), Some(stage)) = (num.parse::<u32>(), Stage::from_program(stage)) else {
+                continue;
+            };
             if best.as_ref().is_none_or(|(b, _, _)| n > *b) {
-                best = Some((n, stage.to_string(), entry.path()));
+                best = Some((n, stage, entry.path()));
             }
         }
         Ok(best)
@@ -312,7 +306,7 @@ impl RunDir {
 }
 
 /// Ask before a stage in `--step` mode; `false` means the user chose to stop.
-fn confirm_step(stage: &str, board: &Board) -> bool {
+fn confirm_step(stage: Stage, board: &Board) -> bool {
     eprint!(
         "next: {stage} (loop {}/{}, status {}) — Enter to run, q to stop: ",
         board.loop_count,
@@ -336,27 +330,18 @@ fn paint(ui: Ui, code: &str, text: &str) -> String {
     }
 }
 
-fn cut(text: &str, max: usize) -> String {
-    let one_line = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if one_line.chars().count() <= max {
-        one_line
-    } else {
-        format!("{}…", one_line.chars().take(max).collect::<String>())
-    }
-}
-
 /// The progress line for a board a stage just produced.
-pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Option<String> {
+pub fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
     let n = (after.loop_count + 1).min(after.max_loops);
     let tag = paint(ui, "2", &format!("[loop {n}/{}]", after.max_loops));
     match stage {
-        "pm-step" => {
+        Stage::PmStep => {
             if let Some(call) = &after.pending_call {
                 Some(format!(
                     "{tag} {} → {}: {}",
                     paint(ui, "1;36", "pm"),
                     paint(ui, "1;33", &call.target_agent),
-                    cut(&call.prompt, 80)
+                    one_line(&call.prompt, 81)
                 ))
             } else if after.has_final_report() {
                 Some(format!(
@@ -377,13 +362,13 @@ pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Opti
                 Some(format!(
                     "{tag} {}: round failed ({}), closing the meeting",
                     paint(ui, "1;31", "pm"),
-                    cut(after.last_error.as_deref().unwrap_or("?"), 80)
+                    one_line(after.last_error.as_deref().unwrap_or("?"), 81)
                 ))
             } else {
                 None
             }
         }
-        "agent-turn" => {
+        Stage::AgentTurn => {
             let turn = after.last_turn.as_ref()?;
             let new_events = &after.event_log[before.event_log.len().min(after.event_log.len())..];
             let (ms, tokens) = new_events
@@ -418,7 +403,7 @@ pub fn progress_line(stage: &str, before: &Board, after: &Board, ui: Ui) -> Opti
                 None => format!(
                     "{tag} {name}: {} {}",
                     paint(ui, "1;31", "failed:"),
-                    cut(turn.error.as_deref().unwrap_or("?"), 100)
+                    one_line(turn.error.as_deref().unwrap_or("?"), 101)
                 ),
             })
         }
@@ -439,10 +424,9 @@ pub fn drive(
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = step + 4 * board.max_loops.min(100_000) + 20;
     loop {
-        let stage = next_stage(&board);
-        if board.status == Status::Finished {
+        let Some(stage) = board.next_stage() else {
             return Ok(result_of(&board, settings, run));
-        }
+        };
         if step > max_steps {
             return Err(Error::Runtime(format!(
                 "the meeting made no progress after {step} stages (last: {stage}); see {}",
@@ -461,8 +445,8 @@ pub fn drive(
         let in_file = run.file(step, stage, "in");
         run.write(&in_file, input.as_bytes())?;
         let args: Vec<String> = match stage {
-            "pm-step" | "agent-turn" => settings.llm_args.clone(),
-            "render-report" => vec!["--report-file".into(), settings.report_file.clone()],
+            Stage::PmStep | Stage::AgentTurn => settings.llm_args.clone(),
+            Stage::RenderReport => vec!["--report-file".into(), settings.report_file.clone()],
             _ => Vec::new(),
         };
         let (out, failure) = run_stage_outcome(
@@ -475,7 +459,7 @@ pub fn drive(
         let label = format!("{stage} output");
         if let Some(e) = failure {
             // Even the report could not be saved: keep the `failed` board, end the meeting.
-            let failed = (stage == "render-report")
+            let failed = (stage == Stage::RenderReport)
                 .then(|| {
                     crate::io::parse_doc::<ReportResult>(
                         &label,
@@ -497,7 +481,7 @@ pub fn drive(
         // failure of that stage (exit 1), not bad input from the user.
         let unreadable =
             |e: Error| Error::Runtime(format!("stage {stage} wrote an unusable board: {e}"));
-        let next: Board = if stage == "render-report" {
+        let next: Board = if stage == Stage::RenderReport {
             let report: ReportResult =
                 crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)
                     .map_err(unreadable)?;
@@ -505,7 +489,8 @@ pub fn drive(
         } else {
             crate::io::parse_board(&label, &out_text).map_err(unreadable)?
         };
-        if stage != "render-report" && matches!(next.status, Status::Finished | Status::Failed) {
+        if stage != Stage::RenderReport && matches!(next.status, Status::Finished | Status::Failed)
+        {
             return Err(Error::Runtime(format!(
                 "stage {stage} set status {} but only render-report may (the report is not saved)",
                 next.status.as_str()

@@ -83,16 +83,6 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m as u32, d as u32)
 }
 
-/// The 1-based loop an event of `pm-step` / `agent-turn` belongs to: the loop in progress
-/// (`loop_count` counts completed loops). Forced-finish events after the last loop stay in
-/// the last loop, so `[loop 7/6]` never appears.
-pub fn current_loop(board: &Board) -> u32 {
-    board
-        .loop_count
-        .saturating_add(1)
-        .min(board.max_loops.max(1))
-}
-
 /// A bare event of `event_type` by `caller`; `push` fills the rest.
 pub fn event(event_type: &str, caller: &str) -> Event {
     Event {
@@ -113,10 +103,15 @@ pub fn message(event_type: &str, caller: &str, from: &str, to: &str, kind: &str)
 }
 
 /// Append `ev` to the board's event log with `ts`, `trace_id` and `loop` filled in.
-pub fn push(board: &mut Board, clock: &dyn Clock, mut ev: Event) {
-    ev.ts = clock.now();
+pub fn push(board: &mut Board, clock: &dyn Clock, ev: Event) {
+    push_at(board, &clock.now(), ev);
+}
+
+/// [`push`] with the time already read: the pure stages take `now` from their caller.
+pub fn push_at(board: &mut Board, now: &str, mut ev: Event) {
+    ev.ts = now.to_string();
     ev.trace_id = board.trace_id.clone();
-    ev.loop_no = current_loop(board);
+    ev.loop_no = board.current_loop();
     board.event_log.push(ev);
 }
 

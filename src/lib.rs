@@ -1,10 +1,11 @@
 //! agent-meeting: small composable programs that run a decision meeting between LLM agents.
 //!
-//! Modules follow the data flow of a meeting: `model` (types and validation), `loader` (agent
-//! configs and meeting files), `context` (collection), `llm` (providers), `pm`, `turn`,
-//! `board` (init and merge), `report`, `driver`. `io`, `error` and `cli` are the edges.
+//! Modules follow the data flow of a meeting (DESIGN.md#modules): `model` (the documents),
+//! `loader` (agent configs), `context` (collection), `stage` (one module per stage program and
+//! the rule that orders them), `driver` (the `meeting` loop and its run folder). Beside them,
+//! what several stages share: `llm` (providers; imports nothing above it), `schema`, `prompts`,
+//! `text`, `whiteboard`, `events`. `io`, `error` and `cli` are the edges.
 
-pub mod board;
 pub mod cli;
 pub mod context;
 pub mod driver;
@@ -14,8 +15,10 @@ pub mod io;
 pub mod llm;
 pub mod loader;
 pub mod model;
-pub mod pm;
-pub mod report;
-pub mod turn;
+pub mod prompts;
+pub mod schema;
+pub mod stage;
+pub mod text;
+pub mod whiteboard;
 
 pub use error::{Error, Invalid, Result};

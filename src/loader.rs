@@ -129,7 +129,7 @@ fn check_input_schema(schema: &Map<String, Value>) -> Result<(), Invalid> {
     // (additionalProperties: false without our fields, enums, patterns...).
     let sample =
         json!({"prompt": "question", "meeting_summary": "summary", "context_summary": "context"});
-    crate::llm::validate(&sample, &Value::Object(schema.clone())).map_err(|e| {
+    crate::schema::validate(&sample, &Value::Object(schema.clone())).map_err(|e| {
         Invalid::at(
             "",
             format!("the runtime input {{prompt, meeting_summary, context_summary}} cannot satisfy it: {e}"),

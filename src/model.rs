@@ -590,6 +590,13 @@ impl Board {
             .as_deref()
             .is_some_and(|r| !r.trim().is_empty())
     }
+
+    /// The 1-based loop an event of `pm-step` / `agent-turn` belongs to: the loop in progress
+    /// (`loop_count` counts completed loops). Forced-finish events after the last loop stay in
+    /// the last loop, so `[loop 7/6]` never appears.
+    pub fn current_loop(&self) -> u32 {
+        self.loop_count.saturating_add(1).min(self.max_loops.max(1))
+    }
 }
 
 /// Output of `render-report`.

@@ -17,8 +17,8 @@ fn good_config(name: &str) -> Value {
         "system_prompt": "You are the cost analyst; in this meeting you estimate costs.\nYou do:\n- estimate\nYou do not:\n- design\nSteps:\n1. Read.\nOutput format: JSON.\nHard rules:\n- cite",
         "input_schema_description": "The PM's question and summaries.",
         "output_schema_description": "An AgentTurnResult.",
-        "input_schema": agent_meeting::llm::builder::default_input_schema(),
-        "output_schema": agent_meeting::llm::builder::default_output_schema(),
+        "input_schema": agent_meeting::stage::agent_builder::default_input_schema(),
+        "output_schema": agent_meeting::stage::agent_builder::default_output_schema(),
         "metadata": {}
     })
 }
@@ -72,13 +72,13 @@ fn loads(
     let text = std::fs::read_to_string(path).unwrap();
     let cfg: agent_meeting::model::AgentConfig =
         agent_meeting::io::parse_doc("x", &text, format).unwrap();
-    let spec = agent_meeting::llm::builder::BuildSpec::default();
+    let spec = agent_meeting::stage::agent_builder::BuildSpec::default();
     let schema = agent_meeting::model::schemas()
         .into_iter()
         .find(|(n, _)| *n == "AgentConfig")
         .unwrap()
         .1;
-    agent_meeting::llm::builder::check(serde_json::to_value(&cfg).unwrap(), &spec, &schema)
+    agent_meeting::stage::agent_builder::check(serde_json::to_value(&cfg).unwrap(), &spec, &schema)
         .unwrap();
     cfg
 }
@@ -288,12 +288,12 @@ fn fake_anthropic_server_writes_a_valid_config() {
 /// Regenerate with `UPDATE_GOLDEN=1 cargo test --test agent_builder`.
 #[test]
 fn builder_prompt_golden() {
-    let spec = agent_meeting::llm::builder::BuildSpec {
+    let spec = agent_meeting::stage::agent_builder::BuildSpec {
         description: "Estimates costs".into(),
         name: Some("cost".into()),
         role: None,
     };
-    let text = agent_meeting::llm::builder::system_prompt(&spec).unwrap();
+    let text = agent_meeting::stage::agent_builder::system_prompt(&spec).unwrap();
     let golden =
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/builder_system.txt");
     if std::env::var_os("UPDATE_GOLDEN").is_some() {

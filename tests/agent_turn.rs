@@ -6,7 +6,7 @@ mod common;
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, RawReply, Request, Role};
 use agent_meeting::model::{Board, LastTurn, Status, TurnStatus};
-use agent_meeting::turn::{self, agent_input, agent_turn};
+use agent_meeting::stage::agent_turn::{self as turn, agent_input, agent_turn};
 use assert_cmd::Command;
 use common::*;
 use predicates::prelude::*;

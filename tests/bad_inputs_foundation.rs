@@ -475,7 +475,7 @@ fn merge_board_refuses_wrong_stage_and_bad_versions() {
     assert!(out.stdout.is_empty());
     assert_eq!(
         String::from_utf8_lossy(&out.stderr).trim(),
-        "merge-board: the board has no last_turn to merge; pm-step should run next"
+        "merge-board: pm-step should run next, not merge-board"
     );
     let bumped = board.replacen("\"board_version\":1", "\"board_version\":9", 1);
     let out = Command::cargo_bin("merge-board")

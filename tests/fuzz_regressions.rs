@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use agent_meeting::io::{self, Format};
 use agent_meeting::model::{Board, MeetingInput, BOARD_VERSION};
-use agent_meeting::{board, pm, report, turn};
+use agent_meeting::stage::{
+    agent_turn as turn, merge_board as board, pm_step as pm, render_report as report,
+};
 
 const TARGETS: [&str; 3] = ["json_reply", "board", "meeting_file"];
 

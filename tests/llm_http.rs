@@ -9,9 +9,9 @@ use agent_meeting::llm::anthropic::Anthropic;
 use agent_meeting::llm::openai::OpenAi;
 use agent_meeting::llm::replay::Recorder;
 use agent_meeting::llm::{
-    validate, Client, ExpectedJson, LlmError, Message, Options, Provider, Request, RetryPolicy,
-    Timeouts,
+    Client, ExpectedJson, LlmError, Message, Options, Provider, Request, RetryPolicy, Timeouts,
 };
+use agent_meeting::schema::validate;
 use llm_fake::*;
 use serde_json::{json, Value};
 

@@ -5,7 +5,7 @@ mod common;
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, Role};
 use agent_meeting::model::{PendingCall, Status};
-use agent_meeting::pm::{self, pm_input, pm_step};
+use agent_meeting::stage::pm_step::{self as pm, pm_input, pm_step};
 use assert_cmd::Command;
 use common::*;
 use predicates::prelude::*;
@@ -438,9 +438,10 @@ fn wrong_stage_boards_name_the_right_stage() {
             Box::new(|b| b.status = Status::Finished),
             "the meeting is over",
         ),
+        // `failed`: the report could not be saved, and render-report retries it.
         (
             Box::new(|b| b.status = Status::Failed),
-            "the meeting is over",
+            "render-report should run next, not pm-step",
         ),
     ];
     for (edit, want) in cases {

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use agent_meeting::model::{Board, Status};
-use agent_meeting::report::{self, ReportKind, UserTemplate};
+use agent_meeting::stage::render_report::{self as report, ReportKind, UserTemplate};
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::{json, Value};

@@ -33,6 +33,6 @@ fn shipped_agents_validate_against_the_agent_config_schema() {
     for name in ["arch", "biz", "pm"] {
         let text = std::fs::read_to_string(root.join(format!("agents/{name}.yaml"))).unwrap();
         let value: serde_json::Value = serde_yaml::from_str(&text).unwrap();
-        agent_meeting::llm::validate(&value, &schema).unwrap_or_else(|e| panic!("{name}: {e}"));
+        agent_meeting::schema::validate(&value, &schema).unwrap_or_else(|e| panic!("{name}: {e}"));
     }
 }

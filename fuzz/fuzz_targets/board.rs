@@ -2,7 +2,8 @@
 //! the agent's whiteboard view, the merge and the report must not panic on any board.
 #![no_main]
 use agent_meeting::model::{Board, BOARD_VERSION};
-use agent_meeting::{board, io, pm, report, turn};
+use agent_meeting::io;
+use agent_meeting::stage::{agent_turn as turn, merge_board as board, pm_step as pm, render_report as report};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -6,9 +6,9 @@ use std::process::ExitCode;
 
 use agent_meeting::cli::{main_with, write_stdout};
 use agent_meeting::io::{write_atomic, Format};
-use agent_meeting::llm::builder::{build_agent, BuildSpec};
 use agent_meeting::llm::{client_for, LlmArgs};
 use agent_meeting::model::{is_safe_name, LlmSettings};
+use agent_meeting::stage::agent_builder::{build_agent, BuildSpec};
 use agent_meeting::Error;
 use clap::{Parser, ValueEnum};
 

@@ -3,8 +3,9 @@
 
 use std::process::ExitCode;
 
+use agent_meeting::cli;
 use agent_meeting::model::Board;
-use agent_meeting::{cli, turn};
+use agent_meeting::stage::agent_turn as turn;
 use clap::Parser;
 use serde_json::{Map, Value};
 

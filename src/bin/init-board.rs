@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
-use agent_meeting::board::{self, InitOptions};
 use agent_meeting::cli::{self, BoardArgs, OutputArgs};
 use agent_meeting::model::{LlmSettings, MeetingPacket, PACKET_VERSION};
+use agent_meeting::stage::init_board::{self as board, InitOptions};
 use agent_meeting::{events, io, loader};
 use clap::Parser;
 

@@ -8,7 +8,8 @@ use agent_meeting::cli::{self, BoardArgs, OutputArgs};
 use agent_meeting::driver::{self, RunDir, RunSettings, Ui};
 use agent_meeting::llm::LlmArgs;
 use agent_meeting::model::{Board, MeetingPacket, ReportResult, Status, PACKET_VERSION};
-use agent_meeting::{board, events, io, Error};
+use agent_meeting::stage::{init_board, pm_step, Stage};
+use agent_meeting::{events, io, Error};
 use clap::Parser;
 
 /// Run a decision meeting between LLM agents and write its Markdown report.
@@ -60,19 +61,20 @@ struct Args {
     output: OutputArgs,
 }
 
-fn parse_overrides(stages: &[String]) -> Result<BTreeMap<String, String>, Error> {
+fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> {
     let mut map = BTreeMap::new();
     for s in stages {
         let Some((name, cmd)) = s.split_once('=') else {
             return Err(Error::Usage(format!("--stage: {s:?} is not NAME=COMMAND")));
         };
-        if !driver::STAGES.contains(&name) {
+        let Some(stage) = Stage::from_program(name) else {
+            let all: Vec<&str> = Stage::ALL.iter().map(|s| s.program()).collect();
             return Err(Error::Usage(format!(
                 "--stage: unknown stage {name:?} (one of {})",
-                driver::STAGES.join(", ")
+                all.join(", ")
             )));
-        }
-        map.insert(name.to_string(), cmd.to_string());
+        };
+        map.insert(stage, cmd.to_string());
     }
     Ok(map)
 }
@@ -146,15 +148,20 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<Run>> {
         .into());
     }
     let now = events::clock_from_env().now();
-    let trace_id = board::trace_id_or_new(args.board.trace_id.as_deref(), &now)?;
+    let trace_id = init_board::trace_id_or_new(args.board.trace_id.as_deref(), &now)?;
     let mut init_args = args.board.init_board_args(&trace_id);
     init_args.extend(args.llm.init_board_args());
     let quiet_ui = Ui {
         ticker: false,
         ..ui
     };
-    let packet_out =
-        driver::run_stage("collect-context", &collect_args, &overrides, b"", quiet_ui)?;
+    let packet_out = driver::run_stage(
+        Stage::CollectContext,
+        &collect_args,
+        &overrides,
+        b"",
+        quiet_ui,
+    )?;
     let packet_text = String::from_utf8_lossy(&packet_out.stdout).into_owned();
     let packet: MeetingPacket = io::parse_versioned(
         "collect-context output",
@@ -163,7 +170,7 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<Run>> {
         PACKET_VERSION,
     )?;
     let board_out = driver::run_stage(
-        "init-board",
+        Stage::InitBoard,
         &init_args,
         &overrides,
         packet_text.as_bytes(),
@@ -174,7 +181,7 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<Run>> {
     // A missing key or a broken cassette is found now, before any run folder exists.
     check_llm_config(&args.llm, &board)?;
     if args.dry_run {
-        let input = agent_meeting::pm::pm_input(&board);
+        let input = pm_step::pm_input(&board);
         cli::write_stdout(&io::to_json_line(&input, args.output.pretty))?;
         return Ok(None);
     }
@@ -203,7 +210,7 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<Run>> {
         ))
         .into());
     }
-    overrides.retain(|k, _| k != "collect-context" && k != "init-board");
+    overrides.retain(|k, _| !matches!(k, Stage::CollectContext | Stage::InitBoard));
     // The run's exchange log doubles as a cache of completed calls, so a resumed meeting
     // repeats none of them.
     let mut llm = args.llm.clone();
@@ -224,11 +231,11 @@ fn start(args: &Args, ui: Ui) -> anyhow::Result<Option<Run>> {
         io::to_json_line(&settings, true).as_bytes(),
     )?;
     run.write(
-        &run.file(1, "collect-context", "out"),
+        &run.file(1, Stage::CollectContext, "out"),
         packet_text.as_bytes(),
     )?;
-    run.write(&run.file(2, "init-board", "in"), packet_text.as_bytes())?;
-    run.write(&run.file(2, "init-board", "out"), board_text.as_bytes())?;
+    run.write(&run.file(2, Stage::InitBoard, "in"), packet_text.as_bytes())?;
+    run.write(&run.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
     run.save_events(&board)?;
     if !ui.quiet {
         eprintln!(
@@ -285,9 +292,9 @@ fn resume(dir: &std::path::Path) -> anyhow::Result<Run> {
     };
     let text = io::read_text_file(&path)?;
     let label = path.display().to_string();
-    let board: Board = if stage == "render-report" {
+    let board: Board = if stage == Stage::RenderReport {
         io::parse_doc::<ReportResult>(&label, &text, io::Format::Json)?.board
-    } else if stage == "collect-context" {
+    } else if stage == Stage::CollectContext {
         return Err(Error::Usage(format!(
             "--resume: {} stopped before init-board; start the meeting again",
             dir.display()

@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use agent_meeting::cli::{self, OutputArgs};
-use agent_meeting::{board, events, io};
+use agent_meeting::stage::merge_board;
+use agent_meeting::{events, io};
 use clap::Parser;
 
 /// Merge the last agent turn into the whiteboard (deterministic, no LLM).
@@ -22,7 +23,7 @@ fn main() -> ExitCode {
     cli::main_with("merge-board", || {
         let args: Args = cli::parse_args("merge-board");
         let input = io::read_board_stdin()?;
-        let merged = board::merge(input, &events::clock_from_env().now())?;
+        let merged = merge_board::merge(input, &events::clock_from_env().now())?;
         cli::write_stdout(&io::to_json_line(&merged, args.output.pretty))
     })
 }

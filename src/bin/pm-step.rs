@@ -2,8 +2,9 @@
 
 use std::process::ExitCode;
 
+use agent_meeting::cli;
 use agent_meeting::model::Board;
-use agent_meeting::{cli, pm};
+use agent_meeting::stage::pm_step as pm;
 use clap::Parser;
 use serde_json::{Map, Value};
 

@@ -4,7 +4,8 @@ use std::path::PathBuf;
 
 use agent_meeting::cli::{self, OutputArgs};
 use agent_meeting::model::Status;
-use agent_meeting::{io, report, Error};
+use agent_meeting::stage::render_report as report;
+use agent_meeting::{io, Error};
 use clap::Parser;
 
 /// Render the meeting report from a finished board (reads the Board JSON on stdin)

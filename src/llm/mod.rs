@@ -28,7 +28,6 @@ use serde_json::{json, Value};
 
 pub mod anthropic;
 pub mod args;
-pub mod builder;
 pub mod openai;
 pub mod parse;
 pub mod replay;
@@ -155,29 +154,6 @@ pub enum LlmError {
         attempts: u32,
         duration_ms: u64,
     },
-}
-
-/// Validate a parsed value against a JSON Schema; the error lists every violation with its
-/// JSON path, in words a model can act on.
-pub fn validate(value: &Value, schema: &Value) -> Result<(), String> {
-    let validator =
-        jsonschema::validator_for(schema).map_err(|e| format!("invalid schema: {e}"))?;
-    let errors: Vec<String> = validator
-        .iter_errors(value)
-        .map(|e| {
-            let path = e.instance_path().to_string();
-            if path.is_empty() {
-                format!("{e}")
-            } else {
-                format!("at {path}: {e}")
-            }
-        })
-        .collect();
-    if errors.is_empty() {
-        Ok(())
-    } else {
-        Err(errors.join("; "))
-    }
 }
 
 /// What one HTTP attempt (or one cassette line) gave back.

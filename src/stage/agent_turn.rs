@@ -1,4 +1,4 @@
-//! The `agent-turn` stage (SPEC §5): call the specialist the PM chose, check its answer (its
+//! The `agent-turn` stage (DESIGN.md#agent-turn): call the specialist the PM chose, check its answer (its
 //! output schema, the AgentTurnResult structure, the citations), retry once with the precise
 //! error, and leave the outcome in `last_turn` for `merge-board`.
 
@@ -7,33 +7,31 @@ use serde_json::{json, Map, Value};
 use crate::error::{Error, Result};
 use crate::events::{self, Clock, KIND_FEEDBACK, KIND_RESULT};
 use crate::io::kind_of;
-use crate::llm::{self, Client, ExpectedJson, LlmError, Message, Options, Request};
+use crate::llm::{Client, ExpectedJson, LlmError, Message, Options, Request};
 use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, Status,
     TurnStatus, AGENT_TURN_FIELDS,
 };
-use crate::pm::{cut, cut_list, echo_reply, render, retry_message, terminal_stage};
+use crate::prompts::{cut_list, echo_reply, render, retry_message};
+use crate::schema;
+use crate::stage::Stage;
+use crate::text::{cut, verify_quote};
 
 /// Longest first sentence carried in an `agent_result` event.
 const SENTENCE_CHARS: usize = 300;
 
 /// Refuse a board that is not `agent-turn`'s turn, naming the stage that should run (exit 2).
 pub fn check_turn(board: &Board) -> Result<()> {
-    let wrong = |why: &str| Err(Error::Usage(format!("{why}, not agent-turn")));
-    if let Some(why) = terminal_stage(board) {
-        return wrong(&why);
-    }
-    if board.last_turn.is_some() {
-        return wrong("board has a last_turn: merge-board should run next");
-    }
-    let Some(call) = &board.pending_call else {
-        return wrong("board has no pending_call: pm-step should run next");
-    };
+    board.expect_stage(Stage::AgentTurn)?;
+    let call = board
+        .pending_call
+        .as_ref()
+        .expect("agent-turn runs only on a board with a pending_call");
     if board.status != Status::Running {
-        return wrong(&format!(
-            "board has a pending_call but status {} (expected running): the board is inconsistent",
+        return Err(Error::Usage(format!(
+            "board has a pending_call but status {} (expected running): the board is inconsistent, not agent-turn",
             board.status.as_str()
-        ));
+        )));
     }
     if !board.agents.contains_key(&call.target_agent) {
         let mut known: Vec<&str> = board.agents.keys().map(String::as_str).collect();
@@ -136,20 +134,7 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
 /// The first sentence of `text` (up to `.`, `!`, `?` followed by a space, or `。！？`), cut
 /// to 300 characters.
 pub fn first_sentence(text: &str) -> String {
-    cut(&crate::board::first_sentence(text), SENTENCE_CHARS)
-}
-
-fn fold_ws(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Whether `quote` occurs in `excerpt` after whitespace folding (SPEC §3). Quotation marks
-/// around the whole quote are ignored; nothing else is forgiven (an ellipsis joining two
-/// pieces is not the document's text). An empty quote verifies nothing.
-pub fn verify_quote(excerpt: &str, quote: &str) -> bool {
-    let q = fold_ws(quote);
-    let q = q.trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”' | '‘' | '’' | '「' | '」'));
-    !q.trim().is_empty() && fold_ws(excerpt).contains(q.trim())
+    cut(&crate::text::first_sentence(text), SENTENCE_CHARS)
 }
 
 /// Check one parsed answer of `agent`: its `output_schema`, the AgentTurnResult structure
@@ -161,7 +146,7 @@ pub fn check_answer(
     agent: &AgentConfig,
     value: &Value,
 ) -> std::result::Result<AgentTurnResult, String> {
-    llm::validate(value, &Value::Object(agent.output_schema.clone()))
+    schema::validate(value, &Value::Object(agent.output_schema.clone()))
         .map_err(|e| format!("does not match the output schema: {e}"))?;
     let Value::Object(obj) = value else {
         return Err(format!("expected a JSON object, got {}", kind_of(value)));
@@ -242,7 +227,7 @@ pub fn agent_turn(
     let agent = board.agents[&call.target_agent].clone();
     let name = agent.name.clone();
     let input = agent_input(&board, &call);
-    llm::validate(&input, &Value::Object(agent.input_schema.clone())).map_err(|e| {
+    schema::validate(&input, &Value::Object(agent.input_schema.clone())).map_err(|e| {
         Error::input(
             "",
             format!("agents.{name}.input_schema"),
@@ -353,20 +338,6 @@ pub fn agent_turn(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quotes_verify_after_folding() {
-        let ex = "Costs:\n  the  cluster costs\t$4,000 per month.\nMore text here.";
-        assert!(verify_quote(ex, "the cluster costs $4,000 per month"));
-        assert!(verify_quote(ex, "\"the cluster costs $4,000\""));
-        assert!(
-            !verify_quote(ex, "the cluster ... per month"),
-            "no gaps: not the document's text"
-        );
-        assert!(!verify_quote(ex, "Costs: … More text"));
-        assert!(!verify_quote(ex, "the cluster costs $5,000"));
-        assert!(!verify_quote(ex, "  "));
-    }
 
     #[test]
     fn first_sentences() {

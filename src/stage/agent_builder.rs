@@ -4,10 +4,11 @@
 use minijinja::{context, Environment, UndefinedBehavior};
 use serde_json::{json, Value};
 
-use super::{validate, Client, ExpectedJson, LlmError, Message, Options, Request};
 use crate::error::Error;
+use crate::llm::{Client, ExpectedJson, LlmError, Message, Options, Request};
 use crate::loader::AgentKind;
 use crate::model::AgentConfig;
+use crate::schema::validate;
 
 const SYSTEM_TEMPLATE: &str = include_str!("../../share/prompts/builder.j2");
 const RETRY_TEMPLATE: &str = include_str!("../../share/prompts/builder_retry.j2");

@@ -1,148 +1,25 @@
-//! The `pm-step` stage (SPEC §5): one PM round — build the bounded PM input, ask the PM for a
-//! decision, check it, retry within the round's limits, and apply the outcome to the board.
-//!
-//! Also owns the prompt-template plumbing shared with `turn` (embedded minijinja templates, the
-//! retry message, item cutting), because both stages follow the same retry-prompt rules.
+//! The `pm-step` stage (DESIGN.md#pm-round): one PM round — build the bounded PM input, ask the
+//! PM for a decision, check it, retry within the round's limits, and apply the outcome to the
+//! board.
 
-use std::sync::OnceLock;
-
-use serde::Serialize;
 use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::events::{self, Clock, KIND_CONTROL, KIND_FEEDBACK, KIND_TASK};
 use crate::io::kind_of;
-use crate::llm::{self, Client, ExpectedJson, LlmError, Message, Options, Request};
-use crate::model::{
-    Board, NextAction, PendingCall, PmDecision, Status, LIST_CAP, PM_DECISION_FIELDS,
-};
+use crate::llm::{Client, ExpectedJson, LlmError, Message, Options, Request};
+use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, PM_DECISION_FIELDS};
+use crate::prompts::{cut_list, echo_reply, render, retry_message, ITEM_CHARS};
+use crate::schema;
+use crate::stage::Stage;
+use crate::text::cut;
 
 /// The caller name of every PM call (cassettes, usage, events).
 pub const PM_CALLER: &str = "pm";
-/// Every list item the PM sees is cut to this many characters (SPEC §5).
-pub const ITEM_CHARS: usize = 500;
 /// The whiteboard summary is at most 1200 characters after merge; cut defensively.
 const SUMMARY_CHARS: usize = 1200;
 /// The PM sees only the latest few recent errors.
 const RECENT_ERRORS_SHOWN: usize = 5;
-
-const PM_SYSTEM: &str = include_str!("../share/prompts/pm_system.j2");
-const PM_USER: &str = include_str!("../share/prompts/pm_user.j2");
-const AGENT_USER: &str = include_str!("../share/prompts/agent_user.j2");
-const RETRY: &str = include_str!("../share/prompts/retry.j2");
-
-/// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.
-pub const PROMPTS_ENV: &str = "AGENT_MEETING_PROMPTS";
-
-/// The prompt templates: embedded, each overridable by a file in `$AGENT_MEETING_PROMPTS`.
-fn env() -> Result<&'static minijinja::Environment<'static>> {
-    static ENV: OnceLock<std::result::Result<minijinja::Environment<'static>, Error>> =
-        OnceLock::new();
-    let built = ENV.get_or_init(|| {
-        let mut env = minijinja::Environment::new();
-        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-        env.set_syntax(
-            minijinja::syntax::SyntaxConfig::builder()
-                .trim_blocks(true)
-                .lstrip_blocks(true)
-                .build()
-                .expect("default delimiters are valid"),
-        );
-        let dir = std::env::var_os(PROMPTS_ENV).map(std::path::PathBuf::from);
-        for (name, src) in [
-            ("pm_system.j2", PM_SYSTEM),
-            ("pm_user.j2", PM_USER),
-            ("agent_user.j2", AGENT_USER),
-            ("retry.j2", RETRY),
-        ] {
-            let user = dir.as_ref().map(|d| d.join(name)).filter(|p| p.is_file());
-            match user {
-                Some(path) => {
-                    let label = path.display().to_string();
-                    let text = crate::io::read_text_file(&path)?;
-                    env.add_template_owned(name, text).map_err(|e| {
-                        Error::input(&label, "", format!("template does not compile: {e}"))
-                    })?;
-                }
-                None => env
-                    .add_template(name, src)
-                    .expect("embedded prompt templates compile"),
-            }
-        }
-        Ok(env)
-    });
-    built.as_ref().map_err(Clone::clone)
-}
-
-/// Render one prompt template; a failure in an embedded template is a bug, in a user's
-/// override it is bad input.
-pub(crate) fn render<S: Serialize>(name: &str, ctx: &S) -> Result<String> {
-    let tmpl = env()?
-        .get_template(name)
-        .map_err(|e| Error::Runtime(format!("prompt template {name}: {e}")))?;
-    let mut s = tmpl.render(minijinja::value::Serde(ctx)).map_err(|e| {
-        let msg = format!("prompt template {name}: {e:#}").replace('\n', " ");
-        if std::env::var_os(PROMPTS_ENV).is_some() {
-            Error::Usage(msg)
-        } else {
-            Error::Runtime(msg)
-        }
-    })?;
-    if !s.ends_with('\n') {
-        s.push('\n');
-    }
-    Ok(s)
-}
-
-/// The correction sent after an unusable reply: the exact error, the allowed values, and a
-/// request for corrected JSON only (SPEC §12).
-pub(crate) fn retry_message(
-    error: &str,
-    allowed_field: &str,
-    allowed: &[String],
-    note: &str,
-) -> Result<String> {
-    render(
-        "retry.j2",
-        &json!({"error": error, "allowed_field": allowed_field, "allowed": allowed, "note": note}),
-    )
-}
-
-/// How much of an unusable reply is sent back with the correction. A runaway reply (a model
-/// repeating itself up to megabytes) would otherwise be re-sent whole, costing its size again
-/// in prompt tokens or overflowing the context window; real answers are far shorter.
-const ECHO_CHARS: usize = 16_000;
-
-/// The model's unusable reply as echoed in the retry conversation, cut to `ECHO_CHARS`.
-pub(crate) fn echo_reply(text: String) -> Message {
-    let total = text.chars().count();
-    if total <= ECHO_CHARS {
-        return Message::assistant(text);
-    }
-    let head: String = text.chars().take(ECHO_CHARS).collect();
-    Message::assistant(format!(
-        "{head}\n[… reply cut here: {} more characters not shown]",
-        total - ECHO_CHARS
-    ))
-}
-
-/// `s` cut to at most `max` characters (an ellipsis marks the cut); never splits a character.
-pub fn cut(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-pub(crate) fn cut_list(items: &[String]) -> Vec<String> {
-    items
-        .iter()
-        .take(LIST_CAP)
-        .map(|s| cut(s, ITEM_CHARS))
-        .collect()
-}
 
 /// Whether the PM may still call agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,36 +46,9 @@ pub fn mode(board: &Board) -> Mode {
     }
 }
 
-/// The stage a board is waiting for, when the board's status alone decides it; shared by both
-/// LLM stages so their refusals name the same next step.
-pub(crate) fn terminal_stage(board: &Board) -> Option<String> {
-    match board.status {
-        Status::Finished | Status::Failed => Some(format!(
-            "the meeting is over (status {}); nothing runs next",
-            board.status.as_str()
-        )),
-        Status::ForcedStop => {
-            Some("board status is forced_stop: render-report should run next".into())
-        }
-        Status::Finishing if board.has_final_report() => Some(
-            "board status is finishing with a final report: render-report should run next".into(),
-        ),
-        _ => None,
-    }
-}
-
 /// Refuse a board that is not `pm-step`'s turn, naming the stage that should run (exit 2).
 pub fn check_turn(board: &Board) -> Result<()> {
-    let wrong = |why: String| Err(Error::Usage(format!("{why}, not pm-step")));
-    if let Some(why) = terminal_stage(board) {
-        return wrong(why);
-    }
-    if board.pending_call.is_some() {
-        return wrong("board has a pending_call: agent-turn should run next".into());
-    }
-    if board.last_turn.is_some() {
-        return wrong("board has a last_turn: merge-board should run next".into());
-    }
+    board.expect_stage(Stage::PmStep)?;
     // A hand-edited board can carry a PM config the loader would have refused.
     if let Some(cfg) = &board.pm {
         crate::loader::validate_agent(cfg, crate::loader::AgentKind::Pm)
@@ -317,7 +167,7 @@ impl Failure {
 /// structure and its conditional rules, the forced-finish rule, then the routing target.
 fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision, Failure> {
     if let Some(pm) = &board.pm {
-        llm::validate(value, &Value::Object(pm.output_schema.clone()))
+        schema::validate(value, &Value::Object(pm.output_schema.clone()))
             .map_err(|e| Failure::Schema(format!("does not match the PM output schema: {e}")))?;
     }
     let Value::Object(obj) = value else {
@@ -581,39 +431,4 @@ fn push_finish_decision(board: &mut Board, clock: &dyn Clock) {
     let mut ev = events::message("pm_decision", PM_CALLER, "pm", "meeting", KIND_CONTROL);
     ev.message = Some("FINISH".into());
     events::push(board, clock, ev);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cut_counts_characters() {
-        assert_eq!(cut("abc", 3), "abc");
-        assert_eq!(cut("abcd", 3), "ab…");
-        assert_eq!(cut("是否可以吗", 4).chars().count(), 4);
-    }
-
-    #[test]
-    fn templates_compile() {
-        for name in ["pm_system.j2", "pm_user.j2", "agent_user.j2", "retry.j2"] {
-            env().unwrap().get_template(name).unwrap();
-        }
-        let s = retry_message("bad", "target_agent", &["a".into(), "b".into()], "").unwrap();
-        assert!(s.contains("bad") && s.contains("a, b"), "{s}");
-    }
-
-    #[test]
-    fn runaway_replies_are_cut_when_echoed() {
-        let short = "{\"a\": 1".to_string();
-        assert_eq!(echo_reply(short.clone()).content, short);
-        let long = "é".repeat(ECHO_CHARS + 10);
-        let m = echo_reply(long).content;
-        assert!(m.starts_with(&"é".repeat(ECHO_CHARS)), "keeps the head");
-        assert!(
-            m.ends_with("[… reply cut here: 10 more characters not shown]"),
-            "{}",
-            &m[m.len() - 80..]
-        );
-    }
 }

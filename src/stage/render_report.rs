@@ -16,11 +16,13 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::io;
 use crate::model::{Board, DocumentCitation, ReportResult, Status, REPORT_VERSION};
+use crate::stage::Stage;
+use crate::text::fold_ws;
 
-const NORMAL_TEMPLATE: &str = include_str!("../share/templates/report.md.j2");
-const FORCED_TEMPLATE: &str = include_str!("../share/templates/forced.md.j2");
-const FALLBACK_TEMPLATE: &str = include_str!("../share/templates/fallback.md.j2");
-const APPENDIX_TEMPLATE: &str = include_str!("../share/templates/appendix.md.j2");
+const NORMAL_TEMPLATE: &str = include_str!("../../share/templates/report.md.j2");
+const FORCED_TEMPLATE: &str = include_str!("../../share/templates/forced.md.j2");
+const FALLBACK_TEMPLATE: &str = include_str!("../../share/templates/fallback.md.j2");
+const APPENDIX_TEMPLATE: &str = include_str!("../../share/templates/appendix.md.j2");
 
 /// Default process notes, used when the board carries none.
 pub const FORCED_NOTE: &str =
@@ -93,44 +95,32 @@ impl UserTemplate {
 }
 
 /// Which report this board calls for, or the usage error naming the stage that should run
-/// instead (SPEC §5: what runs next is derivable from the board alone).
+/// instead.
 pub fn report_kind(board: &Board) -> Result<ReportKind> {
+    board.expect_stage(Stage::RenderReport)?;
     let has_report = board.has_final_report();
-    let not_yet = |stage: &str, why: &str| {
-        Err(Error::Usage(format!(
-            "board status is {} ({why}); {stage} should run next, not render-report",
-            board.status.as_str()
-        )))
-    };
-    match board.status {
-        Status::Running if board.pending_call.is_some() => {
-            not_yet("agent-turn", "a call to an agent is pending")
-        }
-        Status::Running if board.last_turn.is_some() => {
-            not_yet("merge-board", "an agent turn is waiting to be merged")
-        }
-        Status::Running => not_yet("pm-step", "the meeting is still running"),
-        Status::Finishing if !has_report => {
-            not_yet("pm-step (forced finish)", "no final report yet")
-        }
-        Status::Finishing => Ok(ReportKind::Normal),
-        Status::ForcedStop if has_report => Ok(ReportKind::Forced),
-        Status::ForcedStop => Ok(ReportKind::Fallback),
+    Ok(match board.status {
+        Status::ForcedStop if has_report => ReportKind::Forced,
+        Status::ForcedStop => ReportKind::Fallback,
         // Re-rendering a saved report, or retrying one that could not be written: the forced
         // path leaves its process note (or a forced_finish event) behind.
-        Status::Finished | Status::Failed => Ok(if !has_report {
-            ReportKind::Fallback
-        } else if board.process_note.is_some()
-            || board
-                .event_log
-                .iter()
-                .any(|e| e.event_type == "forced_finish")
-        {
-            ReportKind::Forced
-        } else {
-            ReportKind::Normal
-        }),
-    }
+        Status::Finished | Status::Failed => {
+            if !has_report {
+                ReportKind::Fallback
+            } else if board.process_note.is_some()
+                || board
+                    .event_log
+                    .iter()
+                    .any(|e| e.event_type == "forced_finish")
+            {
+                ReportKind::Forced
+            } else {
+                ReportKind::Normal
+            }
+        }
+        // `finishing` with a report: the guard let nothing else through.
+        _ => ReportKind::Normal,
+    })
 }
 
 /// Render the report a board calls for, with the embedded template of its kind or `template`.
@@ -434,10 +424,6 @@ fn list_items(items: &[String]) -> Vec<String> {
         .collect()
 }
 
-fn fold_ws(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
 // ---------------------------------------------------------------------------------------------
 // Evidence
 
@@ -500,7 +486,7 @@ pub fn evidence(board: &Board) -> Vec<EvidenceDoc> {
             }
             let verified = c
                 .verified
-                .unwrap_or_else(|| crate::turn::verify_quote(&doc.excerpt, &c.quote));
+                .unwrap_or_else(|| crate::text::verify_quote(&doc.excerpt, &c.quote));
             match entry.quotes.iter_mut().find(|q| q.text == text) {
                 Some(q) => {
                     q.verified &= verified;
@@ -564,7 +550,7 @@ fn appendix(board: &Board) -> Appendix {
 }
 
 /// The loop number shown for an event: stages stamp events with the 1-based loop in progress
-/// (`events::current_loop`), so it is shown as is.
+/// (`Board::current_loop`), so it is shown as is.
 fn shown_loop(loop_no: u32) -> u32 {
     loop_no.max(1)
 }

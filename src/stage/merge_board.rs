@@ -1,110 +1,16 @@
-//! The whiteboard's deterministic parts: creating a board (`init-board`) and merging an agent
-//! turn into it (`merge-board`, SPEC §5 merge rules 1–7). No LLM, no clock: the caller passes
-//! the timestamp, so every function here is pure.
+//! The `merge-board` stage: fold the agent turn in `last_turn` into the whiteboard (merge
+//! rules 1–7, DESIGN.md#merge-rules). No LLM, no clock: the caller passes the timestamp, so
+//! every function here is pure.
 
-use std::collections::BTreeMap;
+use crate::error::Result;
+use crate::events;
+use crate::model::{AgentTurnResult, Board, Event, Evidence, LastTurn, TurnStatus, EVIDENCE_CAP};
+use crate::stage::Stage;
+use crate::text::first_sentence;
+use crate::whiteboard::{append_unique, summary_lines};
 
-use crate::error::{Error, Result};
-use crate::model::{
-    AgentConfig, Board, Event, Evidence, LastTurn, LlmSettings, MeetingPacket, Status, TurnStatus,
-    Usage, BOARD_VERSION, EVIDENCE_CAP, LIST_CAP,
-};
-
-/// Longest summary kept on the board (merge rule 4).
-pub const SUMMARY_MAX_CHARS: usize = 1200;
 /// How many recent agent errors the PM sees (merge rule 6).
 pub const RECENT_ERRORS_CAP: usize = 5;
-
-/// What `init-board` needs besides the packet.
-#[derive(Debug, Clone)]
-pub struct InitOptions {
-    pub agents: Vec<AgentConfig>,
-    pub pm: Option<AgentConfig>,
-    pub llm: LlmSettings,
-    pub max_loops: u32,
-    pub trace_id: String,
-}
-
-/// A fresh board: status `running`, loop 0, `required_questions` seeding `open_questions`.
-pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board> {
-    if opts.max_loops < 1 {
-        return Err(Error::Usage("--max-loops: must be at least 1".into()));
-    }
-    if opts.agents.is_empty() {
-        return Err(Error::Usage(
-            "--agents: at least one agent is required".into(),
-        ));
-    }
-    let participants: Vec<String> = opts.agents.iter().map(|a| a.name.clone()).collect();
-    let mut open_questions = Vec::new();
-    append_unique(
-        &mut open_questions,
-        packet
-            .meeting_input
-            .decision_packet
-            .required_questions
-            .iter()
-            .cloned(),
-    );
-    let topic = packet.meeting_input.topic.clone();
-    let mut board = Board {
-        board_version: BOARD_VERSION,
-        trace_id: opts.trace_id,
-        topic: topic.clone(),
-        participants: participants.clone(),
-        agents: opts
-            .agents
-            .into_iter()
-            .map(|a| (a.name.clone(), a))
-            .collect(),
-        pm: opts.pm,
-        llm: opts.llm,
-        loop_count: 0,
-        max_loops: opts.max_loops,
-        status: Status::Running,
-        summary: String::new(),
-        key_points: Vec::new(),
-        open_questions,
-        decisions: Vec::new(),
-        risks: Vec::new(),
-        latest_agent_outputs: BTreeMap::new(),
-        evidence: Vec::new(),
-        pending_call: None,
-        last_turn: None,
-        last_error: None,
-        recent_errors: Vec::new(),
-        final_report: None,
-        process_note: None,
-        event_log: Vec::new(),
-        usage: Usage::default(),
-        meeting_input: packet.meeting_input,
-        context_bundle: packet.context_bundle,
-    };
-    board.summary = summary_lines(&board, "No participant has spoken yet.");
-    let event = Event {
-        event_type: "meeting_started".into(),
-        caller: "init-board".into(),
-        message: Some(format!(
-            "participants: {}; max loops: {}; documents: {}",
-            participants.join(", "),
-            board.max_loops,
-            board.context_bundle.documents.len()
-        )),
-        ..event(&board, now)
-    };
-    board.event_log.push(event);
-    Ok(board)
-}
-
-/// An event stamped with the board's trace id and the loop in progress.
-fn event(board: &Board, now: &str) -> Event {
-    Event {
-        ts: now.to_string(),
-        trace_id: board.trace_id.clone(),
-        loop_no: crate::events::current_loop(board),
-        ..Event::default()
-    }
-}
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
 pub fn is_question(item: &str) -> bool {
@@ -130,86 +36,14 @@ pub fn is_question(item: &str) -> bool {
 }
 
 /// Append items in first-seen order, skipping blanks and exact duplicates, up to `LIST_CAP`.
-fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
-    for item in items {
-        if list.len() >= LIST_CAP {
-            break;
-        }
-        if !item.trim().is_empty() && !list.contains(&item) {
-            list.push(item);
-        }
-    }
-}
-
-/// The first sentence of a response, whitespace folded: up to the first `.`, `!`, `?` followed
-/// by whitespace or the end, or the first `。`, `！`, `？` ("Version 2.1 is out." stays whole).
-pub fn first_sentence(text: &str) -> String {
-    let text = text.trim();
-    let mut end = text.len();
-    let mut chars = text.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        let stop = match c {
-            '。' | '！' | '？' => true,
-            '.' | '!' | '?' => chars.peek().is_none_or(|(_, n)| n.is_whitespace()),
-            _ => false,
-        };
-        if stop {
-            end = i + c.len_utf8();
-            break;
-        }
-    }
-    text[..end].split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
-fn summary_lines(board: &Board, speaker_line: &str) -> String {
-    let text = format!(
-        "Topic: {}\n{}\nKey points: {}, open questions: {}, candidate decisions: {}",
-        board.topic.trim().replace('\n', " "),
-        speaker_line.replace('\n', " "),
-        board.key_points.len(),
-        board.open_questions.len(),
-        board.decisions.len()
-    );
-    text.chars().take(SUMMARY_MAX_CHARS).collect()
-}
-
-/// Which stage should run for a board in this state (for wrong-stage messages).
-pub fn next_stage(board: &Board) -> &'static str {
-    match board.status {
-        Status::Finished => "none (the meeting is over)",
-        // `failed` means the report could not be saved: render-report tries again.
-        Status::Failed | Status::ForcedStop => "render-report",
-        Status::Finishing if board.has_final_report() => "render-report",
-        _ if board.last_turn.is_some() => "merge-board",
-        _ if board.pending_call.is_some() => "agent-turn",
-        _ => "pm-step",
-    }
-}
-
-/// "<stage> should run next", or "the meeting is over", for wrong-stage messages.
-pub fn what_runs_next(board: &Board) -> String {
-    match board.status {
-        Status::Finished => "the meeting is over".to_string(),
-        _ => format!("{} should run next", next_stage(board)),
-    }
-}
 
 /// `merge-board`: fold `last_turn` into the whiteboard (SPEC §5 merge rules 1–7).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
-    let Some(turn) = board.last_turn.take() else {
-        return Err(Error::Usage(format!(
-            "the board has no last_turn to merge; {}",
-            what_runs_next(&board)
-        )));
-    };
-    if board.status != Status::Running {
-        return Err(Error::Usage(format!(
-            "the board is {}, not running; {}",
-            board.status.as_str(),
-            what_runs_next(&board)
-        )));
-    }
+    board.expect_stage(Stage::MergeBoard)?;
+    let turn = board
+        .last_turn
+        .take()
+        .expect("merge-board runs only on a board with a last_turn");
     let message;
     match (&turn.status, &turn.result) {
         (TurnStatus::Ok, Some(result)) => {
@@ -236,16 +70,16 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         event_type: "board_merged".into(),
         caller: "merge-board".into(),
         message: Some(message),
-        ..event(&board, now)
+        ..Event::default()
     };
-    board.event_log.push(ev);
+    events::push_at(&mut board, now, ev);
     // At max_loops the board stays `running`: pm-step sees the spent budget, records the
     // forced finish and runs in forced_finish mode (SPEC §5).
     board.loop_count += 1;
     Ok(board)
 }
 
-fn merge_result(board: &mut Board, result: &crate::model::AgentTurnResult) {
+fn merge_result(board: &mut Board, result: &AgentTurnResult) {
     let (questions, points): (Vec<String>, Vec<String>) = result
         .key_points
         .iter()
@@ -273,8 +107,8 @@ fn merge_result(board: &mut Board, result: &crate::model::AgentTurnResult) {
 }
 
 /// Keep the turn's citations (validated by agent-turn) for the report's Evidence Reviewed.
-fn keep_evidence(board: &mut Board, result: &crate::model::AgentTurnResult) {
-    let loop_no = crate::events::current_loop(board);
+fn keep_evidence(board: &mut Board, result: &AgentTurnResult) {
+    let loop_no = board.current_loop();
     for c in &result.citations {
         let known = board.evidence.iter().any(|e| {
             e.agent == result.agent_name && e.document_id == c.document_id && e.quote == c.quote
@@ -306,75 +140,14 @@ fn merge_error(board: &mut Board, turn: &LastTurn) {
 }
 
 /// A fresh trace id: UTC time (sortable, so `runs/` lists in order) and 32 random bits.
-pub fn new_trace_id(now_rfc3339: &str) -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0),
-    );
-    h.write_u32(std::process::id());
-    let stamp: String = now_rfc3339
-        .chars()
-        .filter(|c| c.is_ascii_digit())
-        .take(14)
-        .collect();
-    format!("{stamp}-{:08x}", h.finish() as u32)
-}
-
-/// `--trace-id` when given (checked), else a fresh one.
-pub fn trace_id_or_new(given: Option<&str>, now_rfc3339: &str) -> Result<String> {
-    match given {
-        Some(t) if is_valid_trace_id(t) => Ok(t.to_string()),
-        Some(t) => Err(Error::Usage(format!(
-            "--trace-id: {t:?} must be 1-64 characters of A-Z a-z 0-9 _ -"
-        ))),
-        None => Ok(new_trace_id(now_rfc3339)),
-    }
-}
-
-/// Trace ids name run folders, so they use safe filename characters only.
-pub fn is_valid_trace_id(id: &str) -> bool {
-    crate::model::is_safe_name(id)
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::*;
 
-    const NOW: &str = "2026-11-30T00:00:00Z";
-
-    fn agent(name: &str) -> AgentConfig {
-        serde_json::from_value(serde_json::json!({
-            "name": name, "role": "r", "description": "d", "system_prompt": "p",
-            "input_schema": {"type": "object"}, "output_schema": {"type": "object"}
-        }))
-        .unwrap()
-    }
-
-    fn board(required: &[&str]) -> Board {
-        let mut input = MeetingInput::from_topic("Adopt a warehouse?");
-        input.decision_packet.required_questions = required.iter().map(|s| s.to_string()).collect();
-        let packet = MeetingPacket {
-            packet_version: 1,
-            meeting_input: input,
-            context_bundle: ContextBundle::default(),
-        };
-        let opts = InitOptions {
-            agents: vec![agent("arch"), agent("biz")],
-            pm: None,
-            llm: LlmSettings {
-                provider: "replay".into(),
-                ..Default::default()
-            },
-            max_loops: 6,
-            trace_id: "t1".into(),
-        };
-        init(packet, opts, NOW).unwrap()
-    }
+    use crate::stage::fixtures::{board, NOW};
+    use crate::whiteboard::SUMMARY_MAX_CHARS;
 
     fn ok_turn(b: &mut Board, name: &str, r: AgentTurnResult) {
         b.last_turn = Some(LastTurn {
@@ -396,17 +169,6 @@ mod tests {
             recommendations: v(recs),
             citations: vec![],
         }
-    }
-
-    #[test]
-    fn init_seeds_open_questions_and_starts_running() {
-        let b = board(&["Is it cheaper?", "Is it cheaper?", "Who runs it?"]);
-        assert_eq!(b.status, Status::Running);
-        assert_eq!(b.loop_count, 0);
-        assert_eq!(b.open_questions, vec!["Is it cheaper?", "Who runs it?"]);
-        assert_eq!(b.participants, vec!["arch", "biz"]);
-        assert_eq!(b.event_log[0].event_type, "meeting_started");
-        assert_eq!(b.summary.lines().count(), 3);
     }
 
     #[test]
@@ -610,7 +372,7 @@ mod tests {
         });
         b = merge(b, NOW).unwrap();
         assert_eq!((b.loop_count, b.status), (2, Status::Running));
-        assert_eq!(next_stage(&b), "pm-step");
+        assert_eq!(b.next_stage(), Some(Stage::PmStep));
         assert!(b.last_turn.is_none());
         assert_eq!(b.event_log.last().unwrap().event_type, "board_merged");
         assert_eq!(
@@ -668,42 +430,9 @@ mod tests {
     }
 
     #[test]
-    fn a_blank_final_report_counts_as_none() {
-        let mut b = board(&[]);
-        b.status = Status::Finishing;
-        b.final_report = Some(" \n ".into());
-        assert_eq!(next_stage(&b), "pm-step");
-        assert_eq!(
-            crate::pm::check_turn(&b)
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-            Ok(())
-        );
-        b.final_report = Some("### Executive Summary\nGo.".into());
-        assert_eq!(next_stage(&b), "render-report");
-        assert!(crate::pm::check_turn(&b).is_err());
-    }
-
-    #[test]
     fn merge_refuses_board_without_last_turn() {
         let b = board(&[]);
         let e = merge(b, NOW).unwrap_err().to_string();
-        assert_eq!(
-            e,
-            "the board has no last_turn to merge; pm-step should run next"
-        );
-    }
-
-    #[test]
-    fn first_sentence_cases() {
-        assert_eq!(
-            first_sentence("Use 3.5 cores. Then more."),
-            "Use 3.5 cores."
-        );
-        assert_eq!(first_sentence("结论是迁移。然后"), "结论是迁移。");
-        assert_eq!(
-            first_sentence("a line\n  that goes on. Next."),
-            "a line that goes on."
-        );
+        assert_eq!(e, "pm-step should run next, not merge-board");
     }
 }

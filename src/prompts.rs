@@ -1,0 +1,154 @@
+//! The prompt templates (embedded from `share/prompts/`, overridable from a folder) and the
+//! pieces every model-facing stage shares: rendering, the retry correction, how an unusable
+//! reply is echoed back, and how whiteboard items are cut for a prompt
+//! (DESIGN.md#prompt-layout).
+
+use std::sync::OnceLock;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::error::{Error, Result};
+use crate::llm::Message;
+use crate::model::LIST_CAP;
+use crate::text::cut;
+
+/// Every whiteboard item a model sees is cut to this many characters, so prompts stay flat
+/// over many loops.
+pub const ITEM_CHARS: usize = 500;
+
+const PM_SYSTEM: &str = include_str!("../share/prompts/pm_system.j2");
+const PM_USER: &str = include_str!("../share/prompts/pm_user.j2");
+const AGENT_USER: &str = include_str!("../share/prompts/agent_user.j2");
+const RETRY: &str = include_str!("../share/prompts/retry.j2");
+
+/// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.
+pub const PROMPTS_ENV: &str = "AGENT_MEETING_PROMPTS";
+
+/// The prompt templates: embedded, each overridable by a file in `$AGENT_MEETING_PROMPTS`.
+fn env() -> Result<&'static minijinja::Environment<'static>> {
+    static ENV: OnceLock<std::result::Result<minijinja::Environment<'static>, Error>> =
+        OnceLock::new();
+    let built = ENV.get_or_init(|| {
+        let mut env = minijinja::Environment::new();
+        env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        env.set_syntax(
+            minijinja::syntax::SyntaxConfig::builder()
+                .trim_blocks(true)
+                .lstrip_blocks(true)
+                .build()
+                .expect("default delimiters are valid"),
+        );
+        let dir = std::env::var_os(PROMPTS_ENV).map(std::path::PathBuf::from);
+        for (name, src) in [
+            ("pm_system.j2", PM_SYSTEM),
+            ("pm_user.j2", PM_USER),
+            ("agent_user.j2", AGENT_USER),
+            ("retry.j2", RETRY),
+        ] {
+            let user = dir.as_ref().map(|d| d.join(name)).filter(|p| p.is_file());
+            match user {
+                Some(path) => {
+                    let label = path.display().to_string();
+                    let text = crate::io::read_text_file(&path)?;
+                    env.add_template_owned(name, text).map_err(|e| {
+                        Error::input(&label, "", format!("template does not compile: {e}"))
+                    })?;
+                }
+                None => env
+                    .add_template(name, src)
+                    .expect("embedded prompt templates compile"),
+            }
+        }
+        Ok(env)
+    });
+    built.as_ref().map_err(Clone::clone)
+}
+
+/// Render one prompt template; a failure in an embedded template is a bug, in a user's
+/// override it is bad input.
+pub(crate) fn render<S: Serialize>(name: &str, ctx: &S) -> Result<String> {
+    let tmpl = env()?
+        .get_template(name)
+        .map_err(|e| Error::Runtime(format!("prompt template {name}: {e}")))?;
+    let mut s = tmpl.render(minijinja::value::Serde(ctx)).map_err(|e| {
+        let msg = format!("prompt template {name}: {e:#}").replace('\n', " ");
+        if std::env::var_os(PROMPTS_ENV).is_some() {
+            Error::Usage(msg)
+        } else {
+            Error::Runtime(msg)
+        }
+    })?;
+    if !s.ends_with('\n') {
+        s.push('\n');
+    }
+    Ok(s)
+}
+
+/// The correction sent after an unusable reply: the exact error, the allowed values, and a
+/// request for corrected JSON only (SPEC §12).
+pub(crate) fn retry_message(
+    error: &str,
+    allowed_field: &str,
+    allowed: &[String],
+    note: &str,
+) -> Result<String> {
+    render(
+        "retry.j2",
+        &json!({"error": error, "allowed_field": allowed_field, "allowed": allowed, "note": note}),
+    )
+}
+
+/// How much of an unusable reply is sent back with the correction. A runaway reply (a model
+/// repeating itself up to megabytes) would otherwise be re-sent whole, costing its size again
+/// in prompt tokens or overflowing the context window; real answers are far shorter.
+const ECHO_CHARS: usize = 16_000;
+
+/// The model's unusable reply as echoed in the retry conversation, cut to `ECHO_CHARS`.
+pub(crate) fn echo_reply(text: String) -> Message {
+    let total = text.chars().count();
+    if total <= ECHO_CHARS {
+        return Message::assistant(text);
+    }
+    let head: String = text.chars().take(ECHO_CHARS).collect();
+    Message::assistant(format!(
+        "{head}\n[… reply cut here: {} more characters not shown]",
+        total - ECHO_CHARS
+    ))
+}
+
+pub(crate) fn cut_list(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .take(LIST_CAP)
+        .map(|s| cut(s, ITEM_CHARS))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_compile() {
+        for name in ["pm_system.j2", "pm_user.j2", "agent_user.j2", "retry.j2"] {
+            env().unwrap().get_template(name).unwrap();
+        }
+        let s = retry_message("bad", "target_agent", &["a".into(), "b".into()], "").unwrap();
+        assert!(s.contains("bad") && s.contains("a, b"), "{s}");
+    }
+
+    #[test]
+    fn runaway_replies_are_cut_when_echoed() {
+        let short = "{\"a\": 1".to_string();
+        assert_eq!(echo_reply(short.clone()).content, short);
+        let long = "é".repeat(ECHO_CHARS + 10);
+        let m = echo_reply(long).content;
+        assert!(m.starts_with(&"é".repeat(ECHO_CHARS)), "keeps the head");
+        assert!(
+            m.ends_with("[… reply cut here: 10 more characters not shown]"),
+            "{}",
+            &m[m.len() - 80..]
+        );
+    }
+}

@@ -1,0 +1,145 @@
+//! The `init-board` stage: a MeetingPacket and the participants' configs → a fresh board.
+//! Pure: the caller passes the timestamp and the trace id.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+use crate::events;
+use crate::model::{
+    AgentConfig, Board, Event, LlmSettings, MeetingPacket, Status, Usage, BOARD_VERSION,
+};
+use crate::whiteboard::{append_unique, summary_lines};
+
+/// What `init-board` needs besides the packet.
+#[derive(Debug, Clone)]
+pub struct InitOptions {
+    pub agents: Vec<AgentConfig>,
+    pub pm: Option<AgentConfig>,
+    pub llm: LlmSettings,
+    pub max_loops: u32,
+    pub trace_id: String,
+}
+
+/// A fresh board: status `running`, loop 0, `required_questions` seeding `open_questions`.
+pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board> {
+    if opts.max_loops < 1 {
+        return Err(Error::Usage("--max-loops: must be at least 1".into()));
+    }
+    if opts.agents.is_empty() {
+        return Err(Error::Usage(
+            "--agents: at least one agent is required".into(),
+        ));
+    }
+    let participants: Vec<String> = opts.agents.iter().map(|a| a.name.clone()).collect();
+    let mut open_questions = Vec::new();
+    append_unique(
+        &mut open_questions,
+        packet
+            .meeting_input
+            .decision_packet
+            .required_questions
+            .iter()
+            .cloned(),
+    );
+    let topic = packet.meeting_input.topic.clone();
+    let mut board = Board {
+        board_version: BOARD_VERSION,
+        trace_id: opts.trace_id,
+        topic: topic.clone(),
+        participants: participants.clone(),
+        agents: opts
+            .agents
+            .into_iter()
+            .map(|a| (a.name.clone(), a))
+            .collect(),
+        pm: opts.pm,
+        llm: opts.llm,
+        loop_count: 0,
+        max_loops: opts.max_loops,
+        status: Status::Running,
+        summary: String::new(),
+        key_points: Vec::new(),
+        open_questions,
+        decisions: Vec::new(),
+        risks: Vec::new(),
+        latest_agent_outputs: BTreeMap::new(),
+        evidence: Vec::new(),
+        pending_call: None,
+        last_turn: None,
+        last_error: None,
+        recent_errors: Vec::new(),
+        final_report: None,
+        process_note: None,
+        event_log: Vec::new(),
+        usage: Usage::default(),
+        meeting_input: packet.meeting_input,
+        context_bundle: packet.context_bundle,
+    };
+    board.summary = summary_lines(&board, "No participant has spoken yet.");
+    let event = Event {
+        event_type: "meeting_started".into(),
+        caller: "init-board".into(),
+        message: Some(format!(
+            "participants: {}; max loops: {}; documents: {}",
+            participants.join(", "),
+            board.max_loops,
+            board.context_bundle.documents.len()
+        )),
+        ..Event::default()
+    };
+    events::push_at(&mut board, now, event);
+    Ok(board)
+}
+
+/// A fresh trace id: UTC time (sortable, so `runs/` lists in order) and 32 random bits.
+pub fn new_trace_id(now_rfc3339: &str) -> String {
+    let stamp: String = now_rfc3339
+        .chars()
+        .filter(|c| c.is_ascii_digit())
+        .take(14)
+        .collect();
+    format!("{stamp}-{:08x}", fastrand::u32(..))
+}
+
+/// `--trace-id` when given (checked), else a fresh one.
+pub fn trace_id_or_new(given: Option<&str>, now_rfc3339: &str) -> Result<String> {
+    match given {
+        Some(t) if is_valid_trace_id(t) => Ok(t.to_string()),
+        Some(t) => Err(Error::Usage(format!(
+            "--trace-id: {t:?} must be 1-64 characters of A-Z a-z 0-9 _ -"
+        ))),
+        None => Ok(new_trace_id(now_rfc3339)),
+    }
+}
+
+/// Trace ids name run folders, so they use safe filename characters only.
+pub fn is_valid_trace_id(id: &str) -> bool {
+    crate::model::is_safe_name(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::Status;
+    use crate::stage::fixtures::board;
+
+    #[test]
+    fn init_seeds_open_questions_and_starts_running() {
+        let b = board(&["Is it cheaper?", "Is it cheaper?", "Who runs it?"]);
+        assert_eq!(b.status, Status::Running);
+        assert_eq!(b.loop_count, 0);
+        assert_eq!(b.open_questions, vec!["Is it cheaper?", "Who runs it?"]);
+        assert_eq!(b.participants, vec!["arch", "biz"]);
+        assert_eq!(b.event_log[0].event_type, "meeting_started");
+        assert_eq!(b.summary.lines().count(), 3);
+    }
+
+    #[test]
+    fn trace_ids_are_stamped_random_and_checked() {
+        let a = super::new_trace_id("2026-11-30T12:34:56.789Z");
+        let b = super::new_trace_id("2026-11-30T12:34:56.789Z");
+        assert!(a.starts_with("20261130123456-") && a.len() == 23, "{a}");
+        assert_ne!(a, b);
+        assert!(super::trace_id_or_new(Some("../x"), "").is_err());
+        assert_eq!(super::trace_id_or_new(Some("ok_1"), "").unwrap(), "ok_1");
+    }
+}

@@ -1,0 +1,35 @@
+//! The whiteboard's bounds, shared by the stages that write it (`init-board`, `merge-board`):
+//! lists de-duplicated and capped, the three-line summary (DESIGN.md#merge-rules).
+
+use crate::model::{Board, LIST_CAP};
+
+/// Longest summary kept on the board (merge rule 4).
+pub const SUMMARY_MAX_CHARS: usize = 1200;
+
+/// Append items in first-seen order, skipping blanks and exact duplicates, up to `LIST_CAP`.
+pub fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
+    for item in items {
+        if list.len() >= LIST_CAP {
+            break;
+        }
+        if !item.trim().is_empty() && !list.contains(&item) {
+            list.push(item);
+        }
+    }
+}
+
+/// The first sentence of a response, whitespace folded: up to the first `.`, `!`, `?` followed
+/// by whitespace or the end, or the first `。`, `！`, `？` ("Version 2.1 is out." stays whole).
+
+/// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
+pub fn summary_lines(board: &Board, speaker_line: &str) -> String {
+    let text = format!(
+        "Topic: {}\n{}\nKey points: {}, open questions: {}, candidate decisions: {}",
+        board.topic.trim().replace('\n', " "),
+        speaker_line.replace('\n', " "),
+        board.key_points.len(),
+        board.open_questions.len(),
+        board.decisions.len()
+    );
+    text.chars().take(SUMMARY_MAX_CHARS).collect()
+}
