@@ -18,9 +18,6 @@ pub fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = Str
     }
 }
 
-/// The first sentence of a response, whitespace folded: up to the first `.`, `!`, `?` followed
-/// by whitespace or the end, or the first `。`, `！`, `？` ("Version 2.1 is out." stays whole).
-
 /// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
 pub fn summary_lines(board: &Board, speaker_line: &str) -> String {
     let text = format!(

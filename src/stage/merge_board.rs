@@ -35,8 +35,6 @@ pub fn is_question(item: &str) -> bool {
     })
 }
 
-/// Append items in first-seen order, skipping blanks and exact duplicates, up to `LIST_CAP`.
-
 /// `merge-board`: fold `last_turn` into the whiteboard (SPEC §5 merge rules 1–7).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     board.expect_stage(Stage::MergeBoard)?;
@@ -138,8 +136,6 @@ fn merge_error(board: &mut Board, turn: &LastTurn) {
     let excess = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
     board.recent_errors.drain(..excess);
 }
-
-/// A fresh trace id: UTC time (sortable, so `runs/` lists in order) and 32 random bits.
 
 #[cfg(test)]
 mod tests {

@@ -178,7 +178,8 @@ mod tests {
             result: None,
             error: Some("x".into()),
         };
-        let rows: [(Status, bool, bool, Option<&str>, Option<Stage>); 13] = [
+        type Row = (Status, bool, bool, Option<&'static str>, Option<Stage>);
+        let rows: [Row; 13] = [
             (Status::Running, false, false, None, Some(PmStep)),
             (Status::Running, true, false, None, Some(AgentTurn)),
             (Status::Running, false, true, None, Some(MergeBoard)),
