@@ -23,15 +23,10 @@ collect-context --meeting-file "$meeting_file" \
   > "$board"
 
 while :; do
-  # What runs next is always derivable from the board alone (SPEC §5).
-  stage=$(jq -r '
-    if .status == "finished" or .status == "failed" then "done"
-    elif .status == "forced_stop" or (.status == "finishing" and ((.final_report // "") | test("\\S"))) then "render-report"
-    elif .last_turn != null then "merge-board"
-    elif .pending_call != null then "agent-turn"
-    else "pm-step" end' "$board")
+  # What runs next is derivable from the board alone, by one rule (DESIGN.md#state-machine).
+  stage=$(next-stage < "$board")
   case $stage in
-    done) break ;;
+    none) break ;;
     render-report)
       # No pipefail in POSIX sh: keep the stage's own output and exit status.
       render-report --report-file "$report" < "$board" > "$next.report" || exit $?

@@ -14,8 +14,10 @@ pub struct OutputArgs {
     pub pretty: bool,
 }
 
-/// Who takes part and how long the meeting may run: flattened into `init-board` and `meeting`.
-#[derive(Debug, Clone, Default, clap::Args)]
+/// Who takes part and how long the meeting may run: flattened into `init-board` and `meeting`,
+/// and kept in a run's `meeting.json`.
+#[derive(Debug, Clone, Default, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct BoardArgs {
     /// Specialists taking part, in speaking-list order (comma-separated)
     #[arg(long, value_delimiter = ',')]
@@ -30,28 +32,8 @@ pub struct BoardArgs {
     #[arg(long, default_value_t = 6)]
     pub max_loops: u32,
     /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
-    #[arg(long)]
+    #[arg(long, value_parser = crate::model::check_trace_id)]
     pub trace_id: Option<String>,
-}
-
-impl BoardArgs {
-    /// These flags again, for `init-board` run by the driver with a settled trace id.
-    pub fn init_board_args(&self, trace_id: &str) -> Vec<String> {
-        let mut out = vec![
-            "--agents".to_string(),
-            self.agents.join(","),
-            "--agents-dir".into(),
-            self.agents_dir.display().to_string(),
-            "--max-loops".into(),
-            self.max_loops.to_string(),
-            "--trace-id".into(),
-            trace_id.to_string(),
-        ];
-        if let Some(pm) = &self.pm {
-            out.extend(["--pm".to_string(), pm.clone()]);
-        }
-        out
-    }
 }
 
 /// Run a program's body and turn its outcome into the documented exit code: 0 success, 2 bad

@@ -15,27 +15,109 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cli::BoardArgs;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line, write_atomic};
-use crate::model::{Board, MeetingResult, ReportResult, Status};
+use crate::llm::LlmArgs;
+use crate::model::{Board, MeetingPacket, MeetingResult, ReportResult, Status, PACKET_VERSION};
 use crate::stage::Stage;
 use crate::text::one_line;
 
-/// What a meeting run needs to go on after a restart; saved as `meeting.json` in the run folder
-/// (no secrets: keys stay in the environment).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// Version of `meeting.json`; a run folder of another version cannot be resumed.
+pub const SETTINGS_VERSION: u32 = 2;
+
+/// Where a meeting's input comes from: `--meeting-file F` or `--topic T`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeetingSource {
+    MeetingFile(PathBuf),
+    Topic(String),
+}
+
+/// Everything a meeting run needs to go on after a restart, saved as `meeting.json` in the run
+/// folder (DESIGN.md#run-folder): typed, versioned, absolute paths, no secrets (keys stay in
+/// the environment). The stage programs still get what they need on their command line,
+/// made from this in one place: [`RunSettings::stage_args`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunSettings {
-    pub trace_id: String,
-    pub report_file: String,
-    /// Arguments given to `collect-context` and `init-board`.
-    pub collect_args: Vec<String>,
-    pub init_args: Vec<String>,
-    /// Arguments given to the LLM stages (`pm-step`, `agent-turn`).
-    pub llm_args: Vec<String>,
-    /// Stage name → user command run with `sh -c` instead of the built-in program.
+    pub settings_version: u32,
+    pub source: MeetingSource,
+    /// collect-context's `--allow-sensitive`.
+    pub allow_sensitive: bool,
+    /// Participants, PM, loop limit and the (settled) trace id.
+    pub board: BoardArgs,
+    /// The LLM flags of the stages; `llm_log` is this run folder's `llm.jsonl`.
+    pub llm: LlmArgs,
+    pub report_file: PathBuf,
+    /// Stages replaced by a user command run with `sh -c`.
     #[serde(default)]
     pub stage_overrides: BTreeMap<Stage, String>,
+}
+
+impl RunSettings {
+    /// The command line of `stage`'s program: the one place the settings become flags.
+    pub fn stage_args(&self, stage: Stage) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        let mut flag = |name: &str, v: Option<String>| {
+            if let Some(v) = v {
+                out.extend([name.to_string(), v]);
+            }
+        };
+        let path = |p: &Path| Some(p.display().to_string());
+        let llm = &self.llm;
+        match stage {
+            Stage::CollectContext => match &self.source {
+                MeetingSource::MeetingFile(f) => flag("--meeting-file", path(f)),
+                MeetingSource::Topic(t) => flag("--topic", Some(t.clone())),
+            },
+            Stage::InitBoard => {
+                let b = &self.board;
+                flag("--agents", Some(b.agents.join(",")));
+                flag("--agents-dir", path(&b.agents_dir));
+                flag("--max-loops", Some(b.max_loops.to_string()));
+                flag("--trace-id", b.trace_id.clone());
+                flag("--pm", b.pm.clone());
+            }
+            Stage::PmStep | Stage::AgentTurn => {
+                let opt_path = |p: &Option<PathBuf>| p.as_deref().and_then(path);
+                flag("--cassette", opt_path(&llm.cassette));
+                flag("--record", opt_path(&llm.record));
+                flag("--llm-log", opt_path(&llm.llm_log));
+                flag("--connect-timeout", Some(llm.connect_timeout.to_string()));
+                flag("--read-timeout", Some(llm.read_timeout.to_string()));
+                flag("--max-attempts", Some(llm.max_attempts.to_string()));
+                flag("--retry-base-ms", Some(llm.retry_base_ms.to_string()));
+                flag("--retry-max-secs", Some(llm.retry_max_secs.to_string()));
+            }
+            Stage::MergeBoard => {}
+            Stage::RenderReport => flag("--report-file", path(&self.report_file)),
+        }
+        // The meeting-wide model defaults go on the board (init-board) and to the LLM stages.
+        if matches!(stage, Stage::InitBoard | Stage::PmStep | Stage::AgentTurn) {
+            flag("--provider", llm.provider.clone());
+            flag("--model", llm.model.clone());
+            flag("--temperature", llm.temperature.map(|t| t.to_string()));
+            flag("--max-tokens", llm.max_tokens.map(|t| t.to_string()));
+        }
+        let switches: &[(bool, &str)] = match stage {
+            Stage::CollectContext => &[(self.allow_sensitive, "--allow-sensitive")],
+            Stage::PmStep | Stage::AgentTurn => &[
+                (llm.strict_replay, "--strict-replay"),
+                (llm.no_native_schema, "--no-native-schema"),
+                (llm.no_response_format, "--no-response-format"),
+                (llm.reuse_log, "--reuse-log"),
+            ],
+            _ => &[],
+        };
+        out.extend(
+            switches
+                .iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, s)| s.to_string()),
+        );
+        out
+    }
 }
 
 /// How the driver talks to the user.
@@ -411,15 +493,11 @@ pub fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Opt
     }
 }
 
-/// Drive a meeting from the board in `start` (a board, or the packet before `init-board`) until
-/// the report is saved. `step` is the number of the next stage file.
-pub fn drive(
-    run: &RunDir,
-    settings: &RunSettings,
-    mut board: Board,
-    mut step: u32,
-    ui: Ui,
-) -> Result<MeetingResult> {
+/// Drive a started or resumed meeting from its board until the report is saved (or a `--step`
+/// user stops it).
+pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
+    let (settings, mut board, mut step) = (&run.settings, run.board.clone(), run.step);
+    let run = &run.dir;
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = step + 4 * board.max_loops.min(100_000) + 20;
@@ -444,11 +522,7 @@ pub fn drive(
         let input = to_json_line(&board, false);
         let in_file = run.file(step, stage, "in");
         run.write(&in_file, input.as_bytes())?;
-        let args: Vec<String> = match stage {
-            Stage::PmStep | Stage::AgentTurn => settings.llm_args.clone(),
-            Stage::RenderReport => vec!["--report-file".into(), settings.report_file.clone()],
-            _ => Vec::new(),
-        };
+        let args = settings.stage_args(stage);
         let (out, failure) = run_stage_outcome(
             stage,
             &args,
@@ -513,11 +587,222 @@ pub fn drive(
     }
 }
 
+/// A run ready to drive: its folder (locked for this process), settings, the board to go on
+/// from and the number of the next stage file.
+pub struct Run {
+    pub dir: RunDir,
+    pub settings: RunSettings,
+    pub board: Board,
+    pub step: u32,
+    /// Held until the process ends: one meeting process at a time writes a run folder.
+    _lock: std::fs::File,
+}
+
+/// What `meeting` was asked to start.
+pub struct NewMeeting {
+    pub source: MeetingSource,
+    pub allow_sensitive: bool,
+    pub board: BoardArgs,
+    pub llm: LlmArgs,
+    /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
+    pub report_file: Option<PathBuf>,
+    /// The folder holding run folders.
+    pub run_dir: PathBuf,
+    pub stage_overrides: BTreeMap<Stage, String>,
+}
+
+/// How a start ended: a run ready to drive, or (`--dry-run`) the PM's first input.
+pub enum Started {
+    Run(Box<Run>),
+    DryRun(serde_json::Value),
+}
+
+/// Start a new meeting: collect, init (in memory, so bad input leaves no run folder), check
+/// every caller's provider configuration, then create and fill the run folder.
+pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
+    if new.board.agents.iter().all(|a| a.trim().is_empty()) {
+        return Err(Error::Usage(
+            "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
+        ));
+    }
+    let now = crate::events::clock_from_env().now();
+    let mut board_args = new.board;
+    board_args.trace_id = Some(
+        board_args
+            .trace_id
+            .unwrap_or_else(|| crate::stage::init_board::new_trace_id(&now)),
+    );
+    // meeting.json keeps absolute paths, so `--resume` works from any folder.
+    let report_file = absolute(&new.report_file.unwrap_or_else(|| {
+        PathBuf::from(match &new.source {
+            MeetingSource::MeetingFile(f) => default_report_file(Some(f), ""),
+            MeetingSource::Topic(t) => default_report_file(None, t),
+        })
+    }));
+    let mut settings = RunSettings {
+        settings_version: SETTINGS_VERSION,
+        source: new.source,
+        allow_sensitive: new.allow_sensitive,
+        board: board_args,
+        llm: new.llm,
+        report_file,
+        stage_overrides: new.stage_overrides,
+    };
+    let quiet_ui = Ui {
+        ticker: false,
+        ..ui
+    };
+    let run_first = |stage: Stage, input: &[u8]| -> Result<String> {
+        let out = run_stage(
+            stage,
+            &settings.stage_args(stage),
+            &settings.stage_overrides,
+            input,
+            quiet_ui,
+        )?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let packet_text = run_first(Stage::CollectContext, b"")?;
+    // collect-context may be a user's command: what it printed must be a packet.
+    let _: MeetingPacket = crate::io::parse_versioned(
+        "collect-context output",
+        &packet_text,
+        "packet_version",
+        PACKET_VERSION,
+    )?;
+    let board_text = run_first(Stage::InitBoard, packet_text.as_bytes())?;
+    let board: Board = crate::io::parse_board("init-board output", &board_text)?;
+    // A missing key or a broken cassette is found now, before any run folder exists.
+    check_llm_config(&settings.llm, &board)?;
+    if dry_run {
+        return Ok(Started::DryRun(crate::stage::pm_step::pm_input(&board)));
+    }
+    if settings.report_file.is_dir() {
+        return Err(Error::Usage(format!(
+            "--report-file: {} is a folder (expected a Markdown file path)",
+            settings.report_file.display()
+        )));
+    }
+    let dir = RunDir {
+        path: new.run_dir.join(&board.trace_id),
+    };
+    let lock = dir.lock()?;
+    if dir.path.join("meeting.json").exists() {
+        return Err(Error::Usage(format!(
+            "{} already holds a meeting; use --resume {} or another --trace-id",
+            dir.path.display(),
+            dir.path.display()
+        )));
+    }
+    settings
+        .stage_overrides
+        .retain(|k, _| !matches!(k, Stage::CollectContext | Stage::InitBoard));
+    // The run's exchange log doubles as a cache of completed calls, so a resumed meeting
+    // repeats none of them.
+    let llm = &mut settings.llm;
+    llm.llm_log = Some(absolute(&dir.path.join("llm.jsonl")));
+    llm.reuse_log = true;
+    llm.cassette = llm.cassette.as_deref().map(absolute);
+    llm.record = llm.record.as_deref().map(absolute);
+    dir.write(
+        &dir.path.join("meeting.json"),
+        to_json_line(&settings, true).as_bytes(),
+    )?;
+    dir.write(
+        &dir.file(1, Stage::CollectContext, "out"),
+        packet_text.as_bytes(),
+    )?;
+    dir.write(&dir.file(2, Stage::InitBoard, "in"), packet_text.as_bytes())?;
+    dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
+    dir.save_events(&board)?;
+    if !ui.quiet {
+        eprintln!(
+            "meeting {}: {} documents, participants {}, max {} loops, run folder {}",
+            board.trace_id,
+            board.context_bundle.documents.len(),
+            board.participants.join(", "),
+            board.max_loops,
+            dir.path.display()
+        );
+    }
+    Ok(Started::Run(Box::new(Run {
+        dir,
+        settings,
+        board,
+        step: 3,
+        _lock: lock,
+    })))
+}
+
+/// Resolve the provider of the PM and of every participant once, as the stages will.
+fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<()> {
+    let pm_meta = board
+        .pm
+        .as_ref()
+        .map(|p| p.metadata.clone())
+        .unwrap_or_default();
+    crate::llm::client_for(llm, &board.llm, &pm_meta, 0)?;
+    for agent in board.agents.values() {
+        crate::llm::client_for(llm, &board.llm, &agent.metadata, 0)?;
+    }
+    Ok(())
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// Go on with a killed or stopped meeting from the last complete output in its run folder.
+pub fn resume(dir: &Path) -> Result<Run> {
+    let file = dir.join("meeting.json");
+    let text = crate::io::read_text_file(&file)?;
+    let mut settings: RunSettings = crate::io::parse_versioned(
+        &file.display().to_string(),
+        &text,
+        "settings_version",
+        SETTINGS_VERSION,
+    )?;
+    let run = RunDir {
+        path: dir.to_path_buf(),
+    };
+    let lock = run.lock()?;
+    // The exchange log is the one of this run folder, wherever it has been moved or copied.
+    settings.llm.llm_log = Some(absolute(&dir.join("llm.jsonl")));
+    let Some((step, stage, path)) = run.last_output()? else {
+        return Err(Error::Usage(format!(
+            "--resume: {} holds no stage output to continue from",
+            dir.display()
+        )));
+    };
+    let text = crate::io::read_text_file(&path)?;
+    let label = path.display().to_string();
+    let board: Board = match stage {
+        Stage::RenderReport => {
+            crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json)?.board
+        }
+        Stage::CollectContext => {
+            return Err(Error::Usage(format!(
+                "--resume: {} stopped before init-board; start the meeting again",
+                dir.display()
+            )))
+        }
+        _ => crate::io::parse_board(&label, &text)?,
+    };
+    Ok(Run {
+        dir: run,
+        settings,
+        board,
+        step: step + 1,
+        _lock: lock,
+    })
+}
+
 /// The MeetingResult printed on stdout.
 pub fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
     MeetingResult {
         status: board.status,
-        report_file: (board.status == Status::Finished).then(|| settings.report_file.clone()),
+        report_file: (board.status == Status::Finished)
+            .then(|| settings.report_file.display().to_string()),
         run_dir: Some(run.path.display().to_string()),
         trace_id: board.trace_id.clone(),
         loops: board.loop_count,
@@ -588,6 +873,91 @@ pub fn stderr_is_tty() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn settings() -> RunSettings {
+        RunSettings {
+            settings_version: SETTINGS_VERSION,
+            source: MeetingSource::MeetingFile("/m/demo.yaml".into()),
+            allow_sensitive: true,
+            board: BoardArgs {
+                agents: vec!["arch".into(), "biz".into()],
+                agents_dir: "/m/agents".into(),
+                pm: None,
+                max_loops: 4,
+                trace_id: Some("t-1".into()),
+            },
+            llm: LlmArgs {
+                provider: Some("replay".into()),
+                cassette: Some("/m/c.jsonl".into()),
+                llm_log: Some("/runs/t-1/llm.jsonl".into()),
+                reuse_log: true,
+                ..LlmArgs::default()
+            },
+            report_file: "/m/report.md".into(),
+            stage_overrides: BTreeMap::from([(Stage::MergeBoard, "cat".to_string())]),
+        }
+    }
+
+    #[test]
+    fn meeting_json_is_typed_and_versioned() {
+        let s = settings();
+        let text = to_json_line(&s, true);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["settings_version"], 2);
+        assert_eq!(v["source"]["meeting_file"], "/m/demo.yaml");
+        assert_eq!(v["stage_overrides"]["merge-board"], "cat");
+        assert_eq!(v["llm"]["max_attempts"], 3);
+        let back: RunSettings =
+            crate::io::parse_versioned("meeting.json", &text, "settings_version", 2).unwrap();
+        assert_eq!(back, s);
+        // A run folder of the first version kept argv strings: refused, naming the version.
+        let old = r#"{"trace_id": "t", "report_file": "r", "collect_args": [], "init_args": [], "llm_args": []}"#;
+        let e =
+            crate::io::parse_versioned::<RunSettings>("meeting.json", old, "settings_version", 2)
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("settings_version"), "{e}");
+    }
+
+    #[test]
+    fn each_stage_gets_its_command_line_from_the_settings() {
+        let s = settings();
+        assert_eq!(
+            s.stage_args(Stage::CollectContext),
+            ["--meeting-file", "/m/demo.yaml", "--allow-sensitive"]
+        );
+        assert_eq!(
+            s.stage_args(Stage::InitBoard),
+            [
+                "--agents",
+                "arch,biz",
+                "--agents-dir",
+                "/m/agents",
+                "--max-loops",
+                "4",
+                "--trace-id",
+                "t-1",
+                "--provider",
+                "replay"
+            ]
+        );
+        let llm = s.stage_args(Stage::PmStep);
+        assert_eq!(llm, s.stage_args(Stage::AgentTurn));
+        for want in [
+            "--cassette /m/c.jsonl",
+            "--llm-log /runs/t-1/llm.jsonl",
+            "--max-attempts 3",
+            "--provider replay",
+            "--reuse-log",
+        ] {
+            assert!(llm.join(" ").contains(want), "{want} in {llm:?}");
+        }
+        assert!(s.stage_args(Stage::MergeBoard).is_empty());
+        assert_eq!(
+            s.stage_args(Stage::RenderReport),
+            ["--report-file", "/m/report.md"]
+        );
+    }
 
     #[test]
     fn slugs() {

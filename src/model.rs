@@ -55,6 +55,16 @@ pub fn is_safe_name(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
+/// `--trace-id`'s check (the one place a trace id is validated): it names the run folder, so
+/// only safe filename characters.
+pub fn check_trace_id(id: &str) -> Result<String, String> {
+    if is_safe_name(id) {
+        Ok(id.to_string())
+    } else {
+        Err(format!("{id:?} must be 1-64 characters of A-Z a-z 0-9 _ -"))
+    }
+}
+
 impl AgentConfig {
     /// Field checks that need no other file (the schema-compatibility rules are in `loader`).
     pub fn validate(&self) -> Result<(), Invalid> {

@@ -50,7 +50,10 @@ fn main() -> ExitCode {
             loader::load_meeting_agents(&b.agents_dir, &b.agents, pm_name, b.pm.is_some())?;
         let clock = events::clock_from_env();
         let now = clock.now();
-        let trace_id = board::trace_id_or_new(b.trace_id.as_deref(), &now)?;
+        let trace_id = b
+            .trace_id
+            .clone()
+            .unwrap_or_else(|| board::new_trace_id(&now));
         let llm = LlmSettings {
             provider: args.provider.unwrap_or_default(),
             model: args.model,

@@ -14,8 +14,19 @@ use super::{Client, Options, Provider, RetryPolicy};
 use crate::error::Error;
 use crate::model::LlmSettings;
 
-/// LLM flags, flattened into pm-step, agent-turn, agent-builder and meeting.
-#[derive(Debug, Clone, PartialEq, clap::Args)]
+/// The flags' defaults, named once for clap and for [`LlmArgs::default`].
+mod default {
+    pub const CONNECT_TIMEOUT: f64 = 10.0;
+    pub const READ_TIMEOUT: f64 = 120.0;
+    pub const MAX_ATTEMPTS: u32 = 3;
+    pub const RETRY_BASE_MS: u64 = 500;
+    pub const RETRY_MAX_SECS: f64 = 30.0;
+}
+
+/// LLM flags, flattened into pm-step, agent-turn, agent-builder and meeting, and kept in a
+/// run's `meeting.json` (no secrets: keys stay in the environment).
+#[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LlmArgs {
     /// Provider: openai, anthropic or replay (default: from the board or agent metadata, else
     /// whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` overrides everything.
@@ -47,13 +58,13 @@ pub struct LlmArgs {
     #[arg(long)]
     pub no_response_format: bool,
     /// Seconds to wait for a connection
-    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    #[arg(long, value_name = "SECS", default_value_t = default::CONNECT_TIMEOUT)]
     pub connect_timeout: f64,
     /// Seconds to wait for the response (head, then body)
-    #[arg(long, value_name = "SECS", default_value_t = 120.0)]
+    #[arg(long, value_name = "SECS", default_value_t = default::READ_TIMEOUT)]
     pub read_timeout: f64,
     /// Attempts per call on 429, 5xx, timeouts and network errors
-    #[arg(long, value_name = "N", default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=20))]
+    #[arg(long, value_name = "N", default_value_t = default::MAX_ATTEMPTS, value_parser = clap::value_parser!(u32).range(1..=20))]
     pub max_attempts: u32,
     /// Append every call's full prompt and raw response to this JSONL file
     #[arg(long, env = "MEETING_LLM_LOG", value_name = "FILE")]
@@ -62,7 +73,7 @@ pub struct LlmArgs {
     #[arg(
         long,
         value_name = "MS",
-        default_value_t = 500,
+        default_value_t = default::RETRY_BASE_MS,
         hide = true,
         env = "MEETING_RETRY_BASE_MS"
     )]
@@ -71,7 +82,7 @@ pub struct LlmArgs {
     #[arg(
         long,
         value_name = "SECS",
-        default_value_t = 30.0,
+        default_value_t = default::RETRY_MAX_SECS,
         hide = true,
         env = "MEETING_RETRY_MAX_SECS"
     )]
@@ -94,12 +105,12 @@ impl Default for LlmArgs {
             strict_replay: false,
             no_native_schema: false,
             no_response_format: false,
-            connect_timeout: 10.0,
-            read_timeout: 120.0,
-            max_attempts: 3,
+            connect_timeout: default::CONNECT_TIMEOUT,
+            read_timeout: default::READ_TIMEOUT,
+            max_attempts: default::MAX_ATTEMPTS,
             llm_log: None,
-            retry_base_ms: 500,
-            retry_max_secs: 30.0,
+            retry_base_ms: default::RETRY_BASE_MS,
+            retry_max_secs: default::RETRY_MAX_SECS,
             reuse_log: false,
         }
     }
@@ -273,54 +284,5 @@ fn reuse_completed(args: &LlmArgs, provider: Box<dyn Provider>) -> Box<dyn Provi
     match (&args.llm_log, args.reuse_log) {
         (Some(log), true) => Box::new(super::resume::FromLog::new(provider, log)),
         _ => provider,
-    }
-}
-
-impl LlmArgs {
-    /// The meeting-wide defaults for `init-board` (`--provider`, `--model`, ...).
-    pub fn init_board_args(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut push = |flag: &str, v: Option<String>| {
-            if let Some(v) = v {
-                out.push(flag.to_string());
-                out.push(v);
-            }
-        };
-        push("--provider", self.provider.clone());
-        push("--model", self.model.clone());
-        push("--temperature", self.temperature.map(|t| t.to_string()));
-        push("--max-tokens", self.max_tokens.map(|t| t.to_string()));
-        out
-    }
-
-    /// These flags again, for the stage programs the `meeting` driver runs.
-    pub fn stage_args(&self) -> Vec<String> {
-        let mut out = self.init_board_args();
-        let mut push = |flag: &str, v: Option<String>| {
-            if let Some(v) = v {
-                out.push(flag.to_string());
-                out.push(v);
-            }
-        };
-        let path = |p: &Option<PathBuf>| p.as_ref().map(|p| p.display().to_string());
-        push("--cassette", path(&self.cassette));
-        push("--record", path(&self.record));
-        push("--llm-log", path(&self.llm_log));
-        push("--connect-timeout", Some(self.connect_timeout.to_string()));
-        push("--read-timeout", Some(self.read_timeout.to_string()));
-        push("--max-attempts", Some(self.max_attempts.to_string()));
-        push("--retry-base-ms", Some(self.retry_base_ms.to_string()));
-        push("--retry-max-secs", Some(self.retry_max_secs.to_string()));
-        for (on, flag) in [
-            (self.strict_replay, "--strict-replay"),
-            (self.no_native_schema, "--no-native-schema"),
-            (self.no_response_format, "--no-response-format"),
-            (self.reuse_log, "--reuse-log"),
-        ] {
-            if on {
-                out.push(flag.to_string());
-            }
-        }
-        out
     }
 }

@@ -91,7 +91,9 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
     Ok(board)
 }
 
-/// A fresh trace id: UTC time (sortable, so `runs/` lists in order) and 32 random bits.
+/// A fresh trace id: UTC time (sortable, so `runs/` lists in order) and 32 random bits. Made in
+/// one place: `meeting` makes it and hands it to `init-board`, which makes one only when run
+/// by hand without `--trace-id`.
 pub fn new_trace_id(now_rfc3339: &str) -> String {
     let stamp: String = now_rfc3339
         .chars()
@@ -99,22 +101,6 @@ pub fn new_trace_id(now_rfc3339: &str) -> String {
         .take(14)
         .collect();
     format!("{stamp}-{:08x}", fastrand::u32(..))
-}
-
-/// `--trace-id` when given (checked), else a fresh one.
-pub fn trace_id_or_new(given: Option<&str>, now_rfc3339: &str) -> Result<String> {
-    match given {
-        Some(t) if is_valid_trace_id(t) => Ok(t.to_string()),
-        Some(t) => Err(Error::Usage(format!(
-            "--trace-id: {t:?} must be 1-64 characters of A-Z a-z 0-9 _ -"
-        ))),
-        None => Ok(new_trace_id(now_rfc3339)),
-    }
-}
-
-/// Trace ids name run folders, so they use safe filename characters only.
-pub fn is_valid_trace_id(id: &str) -> bool {
-    crate::model::is_safe_name(id)
 }
 
 #[cfg(test)]
@@ -139,7 +125,7 @@ mod tests {
         let b = super::new_trace_id("2026-11-30T12:34:56.789Z");
         assert!(a.starts_with("20261130123456-") && a.len() == 23, "{a}");
         assert_ne!(a, b);
-        assert!(super::trace_id_or_new(Some("../x"), "").is_err());
-        assert_eq!(super::trace_id_or_new(Some("ok_1"), "").unwrap(), "ok_1");
+        assert!(crate::model::check_trace_id(&a).is_ok());
+        assert!(crate::model::check_trace_id("../x").is_err());
     }
 }

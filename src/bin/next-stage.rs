@@ -1,0 +1,29 @@
+//! `next-stage`: Board on stdin → the program that should run next on stdout (`none` when the
+//! meeting is over). The one stage rule (`Board::next_stage`) for shell scripts.
+
+use std::process::ExitCode;
+
+use agent_meeting::{cli, io};
+use clap::Parser;
+
+/// Print which stage program a board is waiting for.
+#[derive(Parser, Debug)]
+#[command(
+    name = "next-stage",
+    version,
+    after_help = "Prints one of pm-step, agent-turn, merge-board, render-report, or none (the meeting is\n\
+                  over: status finished). A failed board (its report could not be saved) prints\n\
+                  render-report, which tries again.\n\n\
+                  Example:\n  \
+                  while stage=$(next-stage < board.json) && [ \"$stage\" != none ]; do ...; done"
+)]
+struct Args {}
+
+fn main() -> ExitCode {
+    cli::main_with("next-stage", || {
+        let _: Args = cli::parse_args("next-stage");
+        let board = io::read_board_stdin()?;
+        let next = board.next_stage().map_or("none", |s| s.program());
+        cli::write_stdout(&format!("{next}\n"))
+    })
+}

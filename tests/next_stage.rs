@@ -1,0 +1,205 @@
+//! The one stage rule seen from outside: `next-stage` names the program a board waits for, and
+//! every stage program refuses a board that is not its turn with the same wording. A `failed`
+//! board (its report could not be saved) goes to render-report everywhere, which retries it.
+
+use std::path::Path;
+
+use assert_cmd::Command;
+use serde_json::{json, Value};
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn program(name: &str) -> Command {
+    let mut c = Command::cargo_bin(name).unwrap();
+    c.current_dir(root())
+        .env_remove("AGENT_MEETING_PROVIDER")
+        .env_remove("MEETING_CASSETTE")
+        .env("AGENT_MEETING_NOW", "2026-11-30T12:00:00.000Z");
+    c
+}
+
+/// A fresh running board, made by the real collect-context and init-board.
+fn running_board() -> Value {
+    let packet = program("collect-context")
+        .args(["--topic", "Adopt Rust for the ingest service?"])
+        .output()
+        .unwrap();
+    assert!(packet.status.success());
+    let board = program("init-board")
+        .args(["--agents", "arch,biz", "--trace-id", "t-next"])
+        .write_stdin(packet.stdout)
+        .output()
+        .unwrap();
+    assert!(board.status.success(), "{board:?}");
+    serde_json::from_slice(&board.stdout).unwrap()
+}
+
+fn next_stage(board: &Value) -> String {
+    let out = program("next-stage")
+        .write_stdin(board.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Offline flags for the LLM stages (the guard refuses before any call).
+fn llm_flags(stage: &str) -> &'static [&'static str] {
+    match stage {
+        "merge-board" => &[],
+        _ => &[
+            "--provider",
+            "replay",
+            "--cassette",
+            "meetings/demo.cassette.jsonl",
+        ],
+    }
+}
+
+fn with(board: &Value, edit: &[(&str, Value)]) -> Value {
+    let mut b = board.clone();
+    for (k, v) in edit {
+        b[*k] = v.clone();
+    }
+    b
+}
+
+#[test]
+fn next_stage_names_the_program_for_every_state() {
+    let b = running_board();
+    let call = json!({"target_agent": "arch", "prompt": "q"});
+    let turn = json!({"agent_name": "arch", "status": "error", "prompt": "q", "error": "x"});
+    let cases = [
+        (vec![], "pm-step"),
+        (vec![("pending_call", call)], "agent-turn"),
+        (vec![("last_turn", turn)], "merge-board"),
+        (vec![("status", json!("finishing"))], "pm-step"),
+        (
+            vec![
+                ("status", json!("finishing")),
+                ("final_report", json!("Go.")),
+            ],
+            "render-report",
+        ),
+        (vec![("status", json!("forced_stop"))], "render-report"),
+        (vec![("status", json!("failed"))], "render-report"),
+        (vec![("status", json!("finished"))], "none"),
+    ];
+    for (edit, want) in cases {
+        assert_eq!(
+            next_stage(&with(&b, &edit)),
+            format!("{want}\n"),
+            "{edit:?}"
+        );
+    }
+}
+
+#[test]
+fn next_stage_refuses_what_is_not_a_board() {
+    program("next-stage")
+        .write_stdin(r#"{"packet_version": 1}"#)
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicates::str::starts_with(
+            "next-stage: <stdin>: board_version",
+        ));
+}
+
+#[test]
+fn a_failed_board_goes_to_render_report_everywhere() {
+    let failed = with(
+        &running_board(),
+        &[
+            ("status", json!("failed")),
+            ("last_error", json!("report not saved: disk full")),
+        ],
+    );
+    for stage in ["pm-step", "agent-turn", "merge-board"] {
+        program(stage)
+            .args(llm_flags(stage))
+            .write_stdin(failed.to_string())
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(format!(
+                "{stage}: render-report should run next, not {stage}\n"
+            ));
+    }
+    // render-report retries the save: this time it lands and the meeting is over.
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.md");
+    let out = program("render-report")
+        .arg("--report-file")
+        .arg(&report)
+        .write_stdin(failed.to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(result["status"], "finished");
+    assert!(report.is_file());
+    assert_eq!(next_stage(&result["board"]), "none\n");
+}
+
+#[test]
+fn a_finished_board_is_over_for_every_stage_but_a_re_render() {
+    let finished = with(
+        &running_board(),
+        &[
+            ("status", json!("finished")),
+            ("final_report", json!("Go.")),
+        ],
+    );
+    for stage in ["pm-step", "merge-board"] {
+        program(stage)
+            .args(llm_flags(stage))
+            .write_stdin(finished.to_string())
+            .assert()
+            .code(2)
+            .stderr(format!(
+                "{stage}: the meeting is over; {stage} has nothing to do\n"
+            ));
+    }
+    program("render-report")
+        .arg("--markdown")
+        .write_stdin(finished.to_string())
+        .assert()
+        .success();
+}
+
+/// The shell loop asks `next-stage`; when the report cannot be saved, render-report's exit 1
+/// ends the loop (it does not retry forever).
+#[test]
+fn the_shell_loop_stops_when_the_report_cannot_be_saved() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = Path::new(env!("CARGO_BIN_EXE_next-stage"))
+        .parent()
+        .unwrap();
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = std::process::Command::new("sh")
+        .current_dir(root())
+        .arg("share/meeting.sh")
+        .arg("meetings/demo.yaml")
+        .arg("arch,biz")
+        .arg(dir.path()) // a folder: the report cannot be written there
+        .env("PATH", path)
+        .env("AGENT_MEETING_NOW", "2026-11-30T12:00:00.000Z")
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env(
+            "MEETING_CASSETTE",
+            root().join("meetings/demo.cassette.jsonl"),
+        )
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("render-report: "), "{stderr}");
+}
