@@ -253,22 +253,6 @@ pub fn run_stage_outcome(
     Ok((StageOutput { stdout }, None))
 }
 
-#[cfg(unix)]
-fn lock_exclusive(file: &std::fs::File) -> std::io::Result<()> {
-    use std::os::unix::io::AsRawFd;
-    // SAFETY: flock on a file descriptor we own; the lock ends with the process.
-    if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
-}
-
-#[cfg(not(unix))]
-fn lock_exclusive(_file: &std::fs::File) -> std::io::Result<()> {
-    Ok(())
-}
-
 /// A stage must not outlive a killed driver: an orphan could still write to the run folder
 /// (its exchange log) while a resumed meeting runs the same stage again.
 #[cfg(target_os = "linux")]
@@ -333,7 +317,7 @@ impl RunDir {
                     os_error(&e)
                 ))
             })?;
-        lock_exclusive(&file).map_err(|_| {
+        file.try_lock().map_err(|_| {
             Error::Usage(format!(
                 "{} is in use by another meeting process",
                 self.path.display()

@@ -470,21 +470,16 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
         ))
     };
     std::fs::create_dir_all(&dir).map_err(|e| fail("create its folder", e))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp{}", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(contents)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(fail("write", e));
-    }
+    // A uniquely named temporary file in the same folder (so the rename cannot cross file
+    // systems); dropped, and so removed, on any failure before the rename.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".tmp-")
+        .tempfile_in(&dir)
+        .map_err(|e| fail("write", e))?;
+    tmp.write_all(contents)
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| fail("write", e))?;
+    tmp.persist(path).map_err(|e| fail("write", e.error))?;
     Ok(())
 }
 
