@@ -24,7 +24,8 @@ use serde_json::{json, Value};
 const NOW: &str = "2026-11-30T12:00:00Z";
 /// `--max-attempts` of every cell: transport attempts per logical call.
 const ATTEMPTS: usize = 2;
-/// Logical calls of one stage when every answer is unusable: the first and its one retry.
+/// Logical calls of one stage when every answer is invalid: the first and its one retry. A
+/// call that failed after its transport attempts is never sent again (DESIGN.md#ask-loop).
 const STAGE_CALLS: usize = 2;
 /// `--read-timeout` in the HTTP cells, and how long a "timeout" reply keeps the client waiting.
 const READ_TIMEOUT: &str = "1";
@@ -185,10 +186,10 @@ fn fault_attempts(fault: Fault, pos: Position, good: &str) -> Vec<Reply> {
     match fault {
         Fault::RateLimit => vec![Reply::Status(429, Some(1.0)), Reply::Text(good.into())],
         Fault::Http500 => vec![Reply::Status(500, None), Reply::Text(good.into())],
-        Fault::Http503 => every(Reply::Status(503, None), STAGE_CALLS * ATTEMPTS),
-        Fault::ReadTimeout => every(Reply::Timeout, STAGE_CALLS * ATTEMPTS),
-        Fault::ClosedMidBody => every(Reply::Closed(good.into()), STAGE_CALLS * ATTEMPTS),
-        Fault::NonJsonBody => every(Reply::NonJson, STAGE_CALLS * ATTEMPTS),
+        Fault::Http503 => every(Reply::Status(503, None), ATTEMPTS),
+        Fault::ReadTimeout => every(Reply::Timeout, ATTEMPTS),
+        Fault::ClosedMidBody => every(Reply::Closed(good.into()), ATTEMPTS),
+        Fault::NonJsonBody => every(Reply::NonJson, ATTEMPTS),
         Fault::Fenced => vec![Reply::Text(format!(
             "Here is my answer:\n```json\n{good}\n```\nLet me know if you need more."
         ))],
@@ -407,13 +408,15 @@ fn expect(fault: Fault, pos: Position) -> Expect {
             } else {
                 &pm_reason(fault, pos)["PM call failed: ".len()..]
             }),
-            STAGE_CALLS,
+            1,
         ));
     }
     match pos {
         Position::Agent => {
             let reason = agent_reason(fault);
-            events.push(("agent_retry", "arch", s(reason), 1));
+            if !fault.transport() {
+                events.push(("agent_retry", "arch", s(reason), 1));
+            }
             events.push(("agent_error", "arch", s(reason), 1));
             Expect {
                 kind: "normal",

@@ -227,7 +227,9 @@ fn schema_invalid_decision_retried_once_then_round_fails() {
 }
 
 #[test]
-fn json_and_schema_retries_are_separate_budgets() {
+fn one_retry_for_an_invalid_answer_of_any_kind() {
+    // The ask loop's one retry is shared by every kind of invalid answer (DESIGN.md#ask-loop):
+    // bad JSON, then a bad decision, ends the round.
     let (b, reqs) = run(
         board(),
         vec![
@@ -236,9 +238,16 @@ fn json_and_schema_retries_are_separate_budgets() {
             ok_json(call("arch", "Q?")),
         ],
     );
-    assert_eq!(reqs.len(), 3);
-    assert!(last_user(&reqs[2]).contains("prompt_for_agent"));
-    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    assert_eq!(reqs.len(), 2);
+    assert!(last_user(&reqs[1]).contains("not valid JSON"));
+    assert_eq!(b.pending_call, None);
+    assert_eq!(b.status, Status::Finishing);
+    let err = b.last_error.as_deref().unwrap();
+    assert!(
+        err.starts_with("PM decision invalid: ") && err.contains("prompt_for_agent"),
+        "{err}"
+    );
+    assert_eq!(events_of(&b, "pm_invalid_output").len(), 2);
 }
 
 #[test]
@@ -363,28 +372,25 @@ fn finishing_without_report_runs_forced_and_notes_the_earlier_failure() {
 }
 
 #[test]
-fn transient_errors_count_as_failed_attempts() {
+fn a_failed_call_ends_the_round_without_being_sent_again() {
+    // The client already spent its attempts (one here); the ask loop never re-sends the
+    // same request (DESIGN.md#ask-loop).
     let timeout = || Err(AttemptError::Timeout("read timed out".into()));
     let (b, reqs) = run(board(), vec![timeout(), ok_json(call("arch", "Q?"))]);
-    assert_eq!(reqs.len(), 2);
-    assert_eq!(
-        reqs[1].messages.len(),
-        1,
-        "nothing to correct after a failed call"
-    );
-    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(b.pending_call, None);
+    assert_eq!(b.status, Status::Finishing);
+    assert!(b
+        .last_error
+        .as_deref()
+        .unwrap()
+        .starts_with("PM call failed"));
+    assert_eq!(b.usage.calls, 1);
     let llm = events_of(&b, "llm_call");
+    assert_eq!(llm.len(), 1);
     assert_eq!(llm[0].status.as_deref(), Some("error"));
     assert!(llm[0].error.is_some());
-
-    let (b, reqs) = run(
-        board(),
-        vec![timeout(), timeout(), ok_json(call("arch", "Q?"))],
-    );
-    assert_eq!(reqs.len(), 2);
-    assert_eq!(b.status, Status::Finishing);
-    assert!(b.last_error.unwrap().starts_with("PM call failed"));
-    assert_eq!(b.usage.calls, 2);
+    assert!(events_of(&b, "pm_invalid_output").is_empty());
 }
 
 #[test]

@@ -147,7 +147,8 @@ pub enum LlmError {
     #[error("{0}")]
     Fatal(String),
     /// 429/5xx/timeouts/dropped connections after retries, context-length errors, empty
-    /// replies: the meeting absorbs it (agent error turn, failed PM attempt).
+    /// replies: the meeting absorbs it (agent error turn, failed PM round); the ask loop never
+    /// sends the same request again (DESIGN.md#ask-loop).
     #[error("{message}")]
     Transient {
         message: String,
@@ -557,6 +558,66 @@ mod tests {
             Duration::from_millis(350)
         );
         assert_eq!(p.delay(1, Some(Duration::ZERO)), Duration::ZERO);
+    }
+
+    /// Fails every attempt with the same error, counting the attempts.
+    struct Always(AttemptError, std::rc::Rc<std::cell::Cell<u32>>);
+
+    impl Provider for Always {
+        fn name(&self) -> &str {
+            "always"
+        }
+        fn attempt(&mut self, _: u64, _: &Request, _: &Options) -> Result<RawReply, AttemptError> {
+            self.1.set(self.1.get() + 1);
+            Err(self.0.clone())
+        }
+    }
+
+    /// A 429 on the last attempt gives up at once: waiting out its Retry-After would only
+    /// delay the failure (DESIGN.md#failure-policy). Earlier waits honour Retry-After, capped.
+    #[test]
+    fn retry_after_is_capped_and_the_last_attempt_does_not_wait() {
+        let rate_limited = |secs| AttemptError::Http {
+            status: 429,
+            message: "slow down".into(),
+            retry_after: Some(Duration::from_secs(secs)),
+        };
+        let req = Request {
+            caller: "pm".into(),
+            system: String::new(),
+            messages: vec![Message::user("q")],
+            expect: None,
+        };
+        let opts = Options {
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+        };
+        let cases = [
+            (1, 2, Duration::from_secs(30), Duration::ZERO),
+            (2, 60, Duration::from_millis(50), Duration::from_millis(50)),
+        ];
+        for (max_attempts, retry_after, max_delay, min_elapsed) in cases {
+            let n = std::rc::Rc::new(std::cell::Cell::new(0));
+            let provider = Always(rate_limited(retry_after), n.clone());
+            let mut client = Client::new(Box::new(provider), 0).with_policy(RetryPolicy {
+                max_attempts,
+                base_delay: Duration::from_millis(1),
+                max_delay,
+            });
+            let t0 = Instant::now();
+            let e = client.call(&req, &opts).unwrap_err();
+            let elapsed = t0.elapsed();
+            assert!(
+                matches!(e, LlmError::Transient { attempts, .. } if attempts == max_attempts),
+                "{e:?}"
+            );
+            assert_eq!(n.get(), max_attempts);
+            assert!(
+                elapsed >= min_elapsed && elapsed < Duration::from_millis(1500),
+                "{max_attempts} attempts took {elapsed:?}"
+            );
+        }
     }
 
     #[test]

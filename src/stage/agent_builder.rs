@@ -1,11 +1,12 @@
-//! `agent-builder`'s library side (SPEC §9): ask the model for an AgentConfig, check it with
-//! the loader's rules, retry once with the exact error.
+//! `agent-builder`'s library side (DESIGN.md#agent-configs): ask the model for an AgentConfig
+//! through the ask loop (DESIGN.md#ask-loop), checked with the loader's rules.
 
 use minijinja::{context, Environment, UndefinedBehavior};
 use serde_json::{json, Value};
 
+use crate::ask::{ask, Asked, Asker};
 use crate::error::Error;
-use crate::llm::{Client, ExpectedJson, LlmError, Message, Options, Request};
+use crate::llm::{Client, ExpectedJson, Message, Options, Request};
 use crate::loader::AgentKind;
 use crate::model::AgentConfig;
 use crate::schema::validate;
@@ -88,8 +89,29 @@ pub fn system_prompt(spec: &BuildSpec) -> Result<String, Error> {
     )
 }
 
-/// Ask the model for an AgentConfig; two attempts, the second told exactly what was wrong.
-/// A configuration error of the provider (bad key, unknown model) stops at once.
+/// The builder's side of the ask loop (DESIGN.md#ask-loop): the loader's rules and the
+/// builder's own retry template; no board, so no events.
+struct BuilderAsk<'a> {
+    spec: &'a BuildSpec,
+    schema: &'a Value,
+}
+
+impl Asker for BuilderAsk<'_> {
+    type Answer = AgentConfig;
+    type Invalid = String;
+
+    fn check(&mut self, json: Result<&Value, &str>) -> Result<AgentConfig, String> {
+        check(json?.clone(), self.spec, self.schema)
+    }
+
+    fn correction(&self, error: &String) -> Result<String, Error> {
+        render(RETRY_TEMPLATE, context! { error => error })
+    }
+}
+
+/// Ask the model for an AgentConfig through the ask loop: an invalid config is asked again
+/// once, told exactly what was wrong. A configuration error of the provider (bad key, unknown
+/// model) stops at once, and so does a call that failed after the client's attempts.
 pub fn build_agent(
     client: &mut Client,
     opts: &Options,
@@ -106,7 +128,7 @@ pub fn build_agent(
     if let Some(r) = &spec.role {
         user.push_str(&format!("\nIts role: {r}"));
     }
-    let mut req = Request {
+    let request = Request {
         caller: "builder".into(),
         system: system_prompt(spec)?,
         messages: vec![Message::user(user)],
@@ -115,39 +137,19 @@ pub fn build_agent(
             schema: schema.clone(),
         }),
     };
-    let mut last = String::new();
-    for attempt in 1..=2 {
-        let reply = match client.call(&req, opts) {
-            Ok(r) => r,
-            Err(LlmError::Fatal(m)) => return Err(Error::Runtime(m)),
-            Err(LlmError::Transient { message, .. }) => {
-                last = message;
-                continue;
-            }
-        };
-        let problem = match reply
-            .json
-            .clone()
-            .unwrap_or_else(|| Err("no JSON expected".into()))
-        {
-            Err(e) => e,
-            Ok(value) => match check(value, spec, &schema) {
-                Ok(cfg) => return Ok(cfg),
-                Err(e) => e,
-            },
-        };
-        last = problem.clone();
-        if attempt == 1 {
-            req.messages.push(Message::assistant(reply.text));
-            req.messages.push(Message::user(render(
-                RETRY_TEMPLATE,
-                context! { error => problem },
-            )?));
-        }
+    let mut builder = BuilderAsk {
+        spec,
+        schema: &schema,
+    };
+    match ask(client, opts, request, &mut builder)? {
+        Asked::Answer(cfg) => Ok(cfg),
+        Asked::Invalid(last) => Err(Error::Runtime(format!(
+            "the model gave no acceptable agent config after 2 attempts; last problem: {last}"
+        ))),
+        Asked::Failed(e) => Err(Error::Runtime(format!(
+            "the model gave no agent config: the call failed: {e}"
+        ))),
     }
-    Err(Error::Runtime(format!(
-        "the model gave no acceptable agent config after 2 attempts; last problem: {last}"
-    )))
 }
 
 /// Apply the user's name/role, then every rule a loaded agent must pass.

@@ -1,18 +1,19 @@
-//! The `agent-turn` stage (DESIGN.md#agent-turn): call the specialist the PM chose, check its answer (its
-//! output schema, the AgentTurnResult structure, the citations), retry once with the precise
-//! error, and leave the outcome in `last_turn` for `merge-board`.
+//! The `agent-turn` stage (DESIGN.md#agent-turn): ask the specialist the PM chose through the
+//! ask loop (DESIGN.md#ask-loop), check its answer (its output schema, the AgentTurnResult
+//! structure, the citations), and leave the outcome in `last_turn` for `merge-board`.
 
 use serde_json::{json, Map, Value};
 
+use crate::ask::{ask, Asked, Asker};
 use crate::error::{Error, Result};
 use crate::events::{self, Clock, KIND_FEEDBACK, KIND_RESULT};
 use crate::io::kind_of;
-use crate::llm::{Client, ExpectedJson, LlmError, Message, Options, Request};
+use crate::llm::{Client, ExpectedJson, Message, Options, Request};
 use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, Status,
     TurnStatus, AGENT_TURN_FIELDS,
 };
-use crate::prompts::{cut_list, echo_reply, render, retry_message};
+use crate::prompts::{cut_list, render, retry_message};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::{cut, verify_quote};
@@ -209,9 +210,54 @@ pub fn agent_expected_json(agent: &AgentConfig) -> ExpectedJson {
     }
 }
 
+/// The agent's side of the ask loop (DESIGN.md#ask-loop): its answer checks, the correction
+/// (offering the document ids after a citation error), and the `agent_retry` event.
+struct TurnAsk<'a> {
+    board: &'a mut Board,
+    clock: &'a dyn Clock,
+    agent: &'a AgentConfig,
+}
+
+impl Asker for TurnAsk<'_> {
+    type Answer = AgentTurnResult;
+    type Invalid = String;
+
+    fn check(&mut self, json: Result<&Value, &str>) -> Result<AgentTurnResult, String> {
+        let value = json.map_err(|e| format!("the reply was not valid JSON ({e})"))?;
+        check_answer(self.board, self.agent, value)
+    }
+
+    fn correction(&self, error: &String) -> Result<String> {
+        let ids: Vec<String> = if error.starts_with("citations[") {
+            let docs = &self.board.context_bundle.documents;
+            docs.iter().map(|d| d.document_id.clone()).collect()
+        } else {
+            Vec::new()
+        };
+        retry_message(error, "document_id", &ids, "")
+    }
+
+    fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
+        Some((&mut *self.board, self.clock))
+    }
+
+    fn rejected(&mut self, attempt: u32, error: &String, retried: bool) {
+        // Only an answer that is asked again is a retry; the last one becomes the error turn.
+        if !retried {
+            return;
+        }
+        let name = &self.agent.name;
+        let mut ev = events::message("agent_retry", name, "runtime", name, KIND_FEEDBACK);
+        ev.attempt = Some(attempt);
+        ev.error = Some(error.clone());
+        events::push(self.board, self.clock, ev);
+    }
+}
+
 /// Run the agent turn the board's `pending_call` asks for and return the board with
-/// `last_turn` set (ok or error) and `pending_call` cleared. One retry with the precise error;
-/// a second failure is an error turn, not a program failure. A fatal provider error is
+/// `last_turn` set (ok or error) and `pending_call` cleared. An invalid answer gets the ask
+/// loop's one retry; an answer still invalid, or a call that failed after the client's
+/// attempts, is an error turn, not a program failure. A fatal provider error is
 /// `Error::Runtime`; an input that breaks the agent's `input_schema` is `Error::Input`.
 pub fn agent_turn(
     mut board: Board,
@@ -235,73 +281,22 @@ pub fn agent_turn(
         )
     })?;
 
-    let mut messages = vec![Message::user(render_agent_user(&board, &call)?)];
-    let doc_ids: Vec<String> = board
-        .context_bundle
-        .documents
-        .iter()
-        .map(|d| d.document_id.clone())
-        .collect();
-    let mut outcome = Err(String::new());
-    for attempt in 1..=2u32 {
-        let req = Request {
-            caller: name.clone(),
-            system: agent.system_prompt.clone(),
-            messages: messages.clone(),
-            expect: Some(agent_expected_json(&agent)),
-        };
-        let res = client.call(&req, opts);
-        events::record_llm_call(
-            &mut board,
-            clock,
-            client.calls(),
-            &name,
-            attempt,
-            res.as_ref(),
-        );
-        let (error, reply_text) = match res {
-            // Provider errors already name the provider (`openai: HTTP 401: ...`).
-            Err(LlmError::Fatal(m)) => return Err(Error::Runtime(m)),
-            Err(e @ LlmError::Transient { .. }) => (format!("LLM call failed: {e}"), None),
-            Ok(reply) => {
-                let checked = match &reply.json {
-                    Some(Ok(v)) => check_answer(&board, &agent, v),
-                    Some(Err(e)) => Err(format!("the reply was not valid JSON ({e})")),
-                    None => Err("the reply carried no JSON object".into()),
-                };
-                match checked {
-                    Ok(r) => {
-                        outcome = Ok(r);
-                        break;
-                    }
-                    Err(e) => (e, Some(reply.text)),
-                }
-            }
-        };
-        outcome = Err(error.clone());
-        if attempt == 2 {
-            break;
-        }
-        let mut ev = events::message("agent_retry", &name, "runtime", &name, KIND_FEEDBACK);
-        ev.attempt = Some(attempt);
-        ev.error = Some(error.clone());
-        events::push(&mut board, clock, ev);
-        // A failed call has no reply to correct: the same request is simply sent again.
-        if let Some(text) = reply_text {
-            let allowed = if error.starts_with("citations[") {
-                doc_ids.as_slice()
-            } else {
-                &[]
-            };
-            messages.push(echo_reply(text));
-            messages.push(Message::user(retry_message(
-                &error,
-                "document_id",
-                allowed,
-                "",
-            )?));
-        }
-    }
+    let request = Request {
+        caller: name.clone(),
+        system: agent.system_prompt.clone(),
+        messages: vec![Message::user(render_agent_user(&board, &call)?)],
+        expect: Some(agent_expected_json(&agent)),
+    };
+    let mut turn = TurnAsk {
+        board: &mut board,
+        clock,
+        agent: &agent,
+    };
+    let outcome = match ask(client, opts, request, &mut turn)? {
+        Asked::Answer(result) => Ok(result),
+        Asked::Invalid(error) => Err(error),
+        Asked::Failed(e) => Err(format!("LLM call failed: {e}")),
+    };
 
     board.pending_call = None;
     match outcome {

@@ -1,15 +1,16 @@
 //! The `pm-step` stage (DESIGN.md#pm-round): one PM round — build the bounded PM input, ask the
-//! PM for a decision, check it, retry within the round's limits, and apply the outcome to the
+//! PM for a decision through the ask loop (DESIGN.md#ask-loop), and apply the outcome to the
 //! board.
 
 use serde_json::{json, Map, Value};
 
-use crate::error::{Error, Result};
+use crate::ask::{ask, Asked, Asker};
+use crate::error::Result;
 use crate::events::{self, Clock, KIND_CONTROL, KIND_FEEDBACK, KIND_TASK};
 use crate::io::kind_of;
-use crate::llm::{Client, ExpectedJson, LlmError, Message, Options, Request};
+use crate::llm::{Client, ExpectedJson, Message, Options, Request};
 use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, PM_DECISION_FIELDS};
-use crate::prompts::{cut_list, echo_reply, render, retry_message, ITEM_CHARS};
+use crate::prompts::{cut_list, render, retry_message, ITEM_CHARS};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::cut;
@@ -140,38 +141,97 @@ pub fn pm_expected_json() -> ExpectedJson {
     }
 }
 
-/// Why one PM attempt could not be used.
+/// Why a PM answer cannot be used; each kind leaves its own event (DESIGN.md#pm-round).
 #[derive(Debug, Clone, PartialEq)]
-enum Failure {
-    /// The call itself failed after transport retries (counted like invalid JSON).
-    Call(String),
+enum Invalid {
     Json(String),
     Schema(String),
     /// An unknown `target_agent` (the name, the error).
     Routing(String, String),
 }
 
-impl Failure {
-    /// The line stored in `last_error` when this failure ends the round.
+impl Invalid {
+    /// The line stored in `last_error` when this answer ends the round.
     fn describe(&self) -> String {
         match self {
-            Failure::Call(e) => format!("PM call failed: {e}"),
-            Failure::Json(e) => format!("PM output was not valid JSON: {e}"),
-            Failure::Schema(e) => format!("PM decision invalid: {e}"),
-            Failure::Routing(_, e) => format!("PM routing failed: {e}"),
+            Invalid::Json(e) => format!("PM output was not valid JSON: {e}"),
+            Invalid::Schema(e) => format!("PM decision invalid: {e}"),
+            Invalid::Routing(_, e) => format!("PM routing failed: {e}"),
         }
+    }
+}
+
+/// The PM's side of the ask loop (DESIGN.md#ask-loop): the decision checks, the correction
+/// offering the participants, and the `pm_invalid_output` / `pm_routing_error` events.
+struct PmAsk<'a> {
+    board: &'a mut Board,
+    clock: &'a dyn Clock,
+    mode: Mode,
+}
+
+impl Asker for PmAsk<'_> {
+    type Answer = PmDecision;
+    type Invalid = Invalid;
+
+    fn check(&mut self, json: Result<&Value, &str>) -> Result<PmDecision, Invalid> {
+        let value = json.map_err(|e| Invalid::Json(e.to_string()))?;
+        check_decision(self.board, self.mode, value)
+    }
+
+    fn correction(&self, invalid: &Invalid) -> Result<String> {
+        let error = match invalid {
+            Invalid::Json(e) => format!("it was not valid JSON ({e})"),
+            Invalid::Schema(e) | Invalid::Routing(_, e) => e.clone(),
+        };
+        // In forced_finish mode no target is allowed, so no names are offered.
+        let (allowed, note): (&[String], &str) = match self.mode {
+            Mode::Normal => (&self.board.participants, ""),
+            Mode::ForcedFinish => (
+                &[],
+                "The meeting is in forced_finish mode: next_action must be \"FINISH\" with a final_report.",
+            ),
+        };
+        retry_message(&error, "target_agent", allowed, note)
+    }
+
+    fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
+        Some((&mut *self.board, self.clock))
+    }
+
+    fn rejected(&mut self, attempt: u32, invalid: &Invalid, _retried: bool) {
+        let mut ev = match invalid {
+            Invalid::Json(e) | Invalid::Schema(e) => {
+                let mut ev = events::message(
+                    "pm_invalid_output",
+                    PM_CALLER,
+                    "runtime",
+                    "pm",
+                    KIND_FEEDBACK,
+                );
+                ev.error = Some(e.clone());
+                ev
+            }
+            Invalid::Routing(target, e) => {
+                let mut ev =
+                    events::message("pm_routing_error", PM_CALLER, "pm", target, KIND_FEEDBACK);
+                ev.error = Some(e.clone());
+                ev
+            }
+        };
+        ev.attempt = Some(attempt);
+        events::push(self.board, self.clock, ev);
     }
 }
 
 /// Check one parsed PM answer: the PM config's output schema (if any), the PMDecision
 /// structure and its conditional rules, the forced-finish rule, then the routing target.
-fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision, Failure> {
+fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision, Invalid> {
     if let Some(pm) = &board.pm {
         schema::validate(value, &Value::Object(pm.output_schema.clone()))
-            .map_err(|e| Failure::Schema(format!("does not match the PM output schema: {e}")))?;
+            .map_err(|e| Invalid::Schema(format!("does not match the PM output schema: {e}")))?;
     }
     let Value::Object(obj) = value else {
-        return Err(Failure::Schema(format!(
+        return Err(Invalid::Schema(format!(
             "expected a JSON object, got {}",
             kind_of(value)
         )));
@@ -190,7 +250,7 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
         serde_path_to_error::deserialize(Value::Object(obj)).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.inner().to_string();
-            Failure::Schema(if path == "." {
+            Invalid::Schema(if path == "." {
                 inner
             } else {
                 format!("{path}: {inner}")
@@ -198,10 +258,10 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
         })?;
     decision
         .validate()
-        .map_err(|e| Failure::Schema(e.to_string()))?;
+        .map_err(|e| Invalid::Schema(e.to_string()))?;
     if decision.next_action == NextAction::CallAgent {
         if mode == Mode::ForcedFinish {
-            return Err(Failure::Schema(
+            return Err(Invalid::Schema(
                 "next_action CALL_AGENT is not allowed in forced_finish mode: the meeting must end now, \
                  so reply with next_action \"FINISH\" and a final_report"
                     .into(),
@@ -209,7 +269,7 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
         }
         let target = decision.target_agent.as_deref().unwrap_or_default();
         if !board.participants.iter().any(|p| p == target) {
-            return Err(Failure::Routing(
+            return Err(Invalid::Routing(
                 target.to_string(),
                 format!(
                     "target_agent {target:?} is not a participant (allowed: {})",
@@ -249,7 +309,7 @@ fn forced_reason(board: &Board) -> String {
     }
 }
 
-/// Run one PM round on `board` (SPEC §5) and return the board with its outcome applied:
+/// Run one PM round on `board` (DESIGN.md#pm-round) and return the board with its outcome applied:
 /// `pending_call` (CALL_AGENT), `finishing` + `final_report` (FINISH), `finishing` +
 /// `last_error` (round failed), or `forced_stop` with or without a report (forced_finish mode).
 /// Never changes `loop_count`. A fatal provider error is `Error::Runtime`.
@@ -269,108 +329,22 @@ pub fn pm_step(
         ));
         events::push(&mut board, clock, ev);
     }
-    let system = pm_system_prompt(&board)?;
-    let mut messages = vec![Message::user(render_pm_user(&board)?)];
-    let forced_note = match mode {
-        Mode::ForcedFinish => "The meeting is in forced_finish mode: next_action must be \"FINISH\" with a final_report.",
-        Mode::Normal => "",
+    let request = Request {
+        caller: PM_CALLER.into(),
+        system: pm_system_prompt(&board)?,
+        messages: vec![Message::user(render_pm_user(&board)?)],
+        expect: Some(pm_expected_json()),
     };
-
-    let mut json_retries = 1u32;
-    let mut schema_retries = 1u32;
-    let mut routing_errors = 0u32;
-    let mut attempt = 0u32;
-    let outcome: Result<PmDecision, Failure> = loop {
-        attempt += 1;
-        let req = Request {
-            caller: PM_CALLER.into(),
-            system: system.clone(),
-            messages: messages.clone(),
-            expect: Some(pm_expected_json()),
-        };
-        let res = client.call(&req, opts);
-        events::record_llm_call(
-            &mut board,
-            clock,
-            client.calls(),
-            PM_CALLER,
-            attempt,
-            res.as_ref(),
-        );
-        let (failure, reply_text) = match res {
-            // Provider errors already name the provider (`openai: HTTP 401: ...`).
-            Err(LlmError::Fatal(m)) => return Err(Error::Runtime(m)),
-            Err(e @ LlmError::Transient { .. }) => (Failure::Call(e.to_string()), None),
-            Ok(reply) => {
-                let checked = match reply.json {
-                    Some(Ok(ref v)) => check_decision(&board, mode, v),
-                    Some(Err(ref e)) => Err(Failure::Json(e.clone())),
-                    None => Err(Failure::Json("the reply carried no JSON object".into())),
-                };
-                match checked {
-                    Ok(d) => break Ok(d),
-                    Err(f) => (f, Some(reply.text)),
-                }
-            }
-        };
-        let may_retry = match &failure {
-            Failure::Call(_) | Failure::Json(_) => {
-                routing_errors = 0;
-                std::mem::replace(&mut json_retries, 0) > 0
-            }
-            Failure::Schema(_) => {
-                routing_errors = 0;
-                std::mem::replace(&mut schema_retries, 0) > 0
-            }
-            Failure::Routing(..) => {
-                routing_errors += 1;
-                routing_errors < 2
-            }
-        };
-        match &failure {
-            Failure::Call(_) => {}
-            Failure::Json(e) | Failure::Schema(e) => {
-                let mut ev = events::message(
-                    "pm_invalid_output",
-                    PM_CALLER,
-                    "runtime",
-                    "pm",
-                    KIND_FEEDBACK,
-                );
-                ev.attempt = Some(attempt);
-                ev.error = Some(e.clone());
-                events::push(&mut board, clock, ev);
-            }
-            Failure::Routing(target, e) => {
-                let mut ev =
-                    events::message("pm_routing_error", PM_CALLER, "pm", target, KIND_FEEDBACK);
-                ev.attempt = Some(attempt);
-                ev.error = Some(e.clone());
-                events::push(&mut board, clock, ev);
-            }
-        }
-        if !may_retry {
-            break Err(failure);
-        }
-        // A failed call has no reply to correct: the same request is simply sent again.
-        if let Some(text) = reply_text {
-            let error = match &failure {
-                Failure::Json(e) => format!("it was not valid JSON ({e})"),
-                Failure::Schema(e) | Failure::Routing(_, e) | Failure::Call(e) => e.clone(),
-            };
-            messages.push(echo_reply(text));
-            // In forced_finish mode no target is allowed, so no names are offered.
-            let allowed: &[String] = match mode {
-                Mode::Normal => &board.participants,
-                Mode::ForcedFinish => &[],
-            };
-            messages.push(Message::user(retry_message(
-                &error,
-                "target_agent",
-                allowed,
-                forced_note,
-            )?));
-        }
+    let mut pm = PmAsk {
+        board: &mut board,
+        clock,
+        mode,
+    };
+    // `Err`: why the round failed, as `last_error` words it.
+    let outcome: Result<PmDecision, String> = match ask(client, opts, request, &mut pm)? {
+        Asked::Answer(d) => Ok(d),
+        Asked::Invalid(invalid) => Err(invalid.describe()),
+        Asked::Failed(e) => Err(format!("PM call failed: {e}")),
     };
 
     match (mode, outcome) {
@@ -397,8 +371,7 @@ pub fn pm_step(
                 }
             }
         }
-        (Mode::Normal, Err(f)) => {
-            let error = f.describe();
+        (Mode::Normal, Err(error)) => {
             push_round_failed(&mut board, clock, &error);
             let mut ev = events::message("forced_finish", PM_CALLER, "runtime", "pm", KIND_CONTROL);
             ev.message = Some(format!("PM round failed: {error}"));
@@ -412,8 +385,7 @@ pub fn pm_step(
             board.status = Status::ForcedStop;
             board.final_report = d.final_report;
         }
-        (Mode::ForcedFinish, Err(f)) => {
-            let error = f.describe();
+        (Mode::ForcedFinish, Err(error)) => {
             push_round_failed(&mut board, clock, &error);
             let reason = forced_reason(&board);
             board.process_note = Some(format!(

@@ -1,0 +1,398 @@
+//! The one ask loop (DESIGN.md#ask-loop), seen from outside: the real `pm-step`, `agent-turn`
+//! and `agent-builder` programs talk to the scripted fake OpenAI server, and the requests are
+//! counted at the server. The client owns transport retries (`--max-attempts`); the ask loop
+//! adds exactly one retry, and only for an invalid answer.
+
+mod common;
+mod llm_fake;
+
+use std::time::{Duration, Instant};
+
+use agent_meeting::model::{Board, Status, TurnStatus};
+use assert_cmd::Command;
+use llm_fake::*;
+use serde_json::{json, Value};
+
+const KEY: &str = "sk-test-ASKLOOP0123456789";
+
+/// A program pointed at `server` as its OpenAI provider, with no backoff between attempts
+/// (a server's Retry-After still counts) and nothing inherited from the environment.
+fn program(name: &str, server: &FakeServer) -> Command {
+    let mut c = Command::cargo_bin(name).unwrap();
+    for v in [
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "AGENT_MEETING_PROVIDER",
+        "AGENT_MEETING_MODEL",
+        "MEETING_CASSETTE",
+        "MEETING_LLM_LOG",
+        "MEETING_RETRY_MAX_SECS",
+        "MEETING_REUSE_LLM_LOG",
+        "OPENAI_MODEL",
+        "AGENT_MEETING_PROMPTS",
+    ] {
+        c.env_remove(v);
+    }
+    c.env("OPENAI_API_KEY", KEY)
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("MEETING_RETRY_BASE_MS", "0")
+        .env("AGENT_MEETING_NOW", common::NOW);
+    c
+}
+
+/// The common board, asking the real OpenAI provider (the board's provider wins over flags).
+fn openai(mut b: Board) -> Board {
+    b.llm.provider = "openai".into();
+    b
+}
+
+/// Run a board stage against `server`; the board it printed.
+fn stage(name: &str, server: &FakeServer, board: &Board, max_attempts: u32) -> Board {
+    let out = program(name, server)
+        .args(["--max-attempts", &max_attempts.to_string()])
+        .write_stdin(serde_json::to_string(board).unwrap())
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+fn ok_answer(v: &Value) -> Action {
+    json(200, &openai_ok(&v.to_string(), Some((100, 20))))
+}
+
+fn ok_text(t: &str) -> Action {
+    json(200, &openai_ok(t, Some((100, 20))))
+}
+
+fn unavailable() -> Action {
+    json(
+        503,
+        &openai_error("The server is overloaded", "server_error"),
+    )
+}
+
+/// The content of the last message of request `i`, which must be the user's.
+fn last_user(server: &FakeServer, i: usize) -> String {
+    let body = server.request(i).json();
+    let last = body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user");
+    last["content"].as_str().unwrap().to_string()
+}
+
+fn call(target: &str) -> Value {
+    json!({"analysis": "cost is open", "next_action": "CALL_AGENT", "target_agent": target,
+           "prompt_for_agent": "What does the cluster cost?", "final_report": null})
+}
+
+fn finish() -> Value {
+    json!({"analysis": "enough", "next_action": "FINISH", "target_agent": null,
+           "prompt_for_agent": null,
+           "final_report": "### Executive Summary\nKeep Python.\n\n### Recommendation\nKeep Python."})
+}
+
+// --- pm-step ------------------------------------------------------------------------------
+
+#[test]
+fn pm_rate_limited_on_its_only_attempt_is_asked_once_without_waiting() {
+    let server = FakeServer::start(vec![
+        with_header(
+            429,
+            "retry-after",
+            "2",
+            &openai_error("Rate limit reached", "rate_limit_exceeded"),
+        ),
+        ok_answer(&call("arch")),
+    ]);
+    let t0 = Instant::now();
+    let b = stage("pm-step", &server, &openai(common::board()), 1);
+    assert!(
+        t0.elapsed() < Duration::from_millis(1900),
+        "the last attempt does not wait out Retry-After: {:?}",
+        t0.elapsed()
+    );
+    assert_eq!(server.count(), 1, "one attempt, never re-sent");
+    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(b.pending_call, None);
+    let err = b.last_error.as_deref().unwrap();
+    assert!(err.starts_with("PM call failed: openai: HTTP 429"), "{err}");
+    assert_eq!(b.usage.calls, 1);
+}
+
+#[test]
+fn pm_unavailable_costs_max_attempts_per_round() {
+    let server = FakeServer::start(vec![unavailable(); 12]);
+    let b = stage("pm-step", &server, &openai(common::board()), 3);
+    assert_eq!(
+        server.count(),
+        3,
+        "the normal round: the client's 3 attempts"
+    );
+    assert_eq!(b.status, Status::Finishing);
+    let err = b.last_error.clone().unwrap();
+    assert!(
+        err.starts_with("PM call failed: openai: HTTP 503")
+            && err.contains("gave up after 3 attempts"),
+        "{err}"
+    );
+    let llm: Vec<_> = b
+        .event_log
+        .iter()
+        .filter(|e| e.event_type == "llm_call")
+        .collect();
+    assert_eq!(llm.len(), 1, "one logical call");
+    assert_eq!(b.usage.calls, 3, "every attempt takes a call number");
+    assert_eq!(b.usage.by_caller["pm"].calls, 3);
+
+    // The closing round that follows: 3 more, then the fallback path.
+    let b = stage("pm-step", &server, &b, 3);
+    assert_eq!(server.count(), 6);
+    assert_eq!(b.status, Status::ForcedStop);
+    assert_eq!(b.final_report, None);
+    assert_eq!(b.usage.calls, 6);
+}
+
+#[test]
+fn pm_context_length_error_is_asked_once() {
+    let server = FakeServer::start(vec![
+        json(
+            400,
+            &openai_error(
+                "This model's maximum context length is 128000 tokens. Please reduce the length of the messages.",
+                "context_length_exceeded",
+            ),
+        ),
+        ok_answer(&call("arch")),
+    ]);
+    let b = stage("pm-step", &server, &openai(common::board()), 3);
+    assert_eq!(server.count(), 1);
+    assert_eq!(b.status, Status::Finishing);
+    let err = b.last_error.as_deref().unwrap();
+    assert!(
+        err.starts_with("PM call failed: openai: HTTP 400") && err.contains("context length"),
+        "{err}"
+    );
+}
+
+#[test]
+fn pm_not_json_is_retried_once_with_the_exact_error() {
+    let server = FakeServer::start(vec![
+        ok_text("Sure! I would ask arch about costs."),
+        ok_answer(&call("arch")),
+    ]);
+    let b = stage("pm-step", &server, &openai(common::board()), 3);
+    assert_eq!(server.count(), 2);
+    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    let invalid: Vec<_> = b
+        .event_log
+        .iter()
+        .filter(|e| e.event_type == "pm_invalid_output")
+        .collect();
+    assert_eq!(invalid.len(), 1);
+    assert_eq!(invalid[0].attempt, Some(1));
+    let error = invalid[0].error.clone().unwrap();
+    let retry = server.request(1).json();
+    let messages = retry["messages"].as_array().unwrap();
+    assert_eq!(
+        messages[messages.len() - 2],
+        json!({"role": "assistant", "content": "Sure! I would ask arch about costs."})
+    );
+    let fb = last_user(&server, 1);
+    assert!(fb.contains(&error), "{error:?} not in {fb}");
+}
+
+#[test]
+fn pm_unknown_target_twice_is_two_requests_and_ends_the_round() {
+    let server = FakeServer::start(vec![
+        ok_answer(&call("legal")),
+        ok_answer(&call("legal")),
+        ok_answer(&call("arch")),
+    ]);
+    let b = stage("pm-step", &server, &openai(common::board()), 3);
+    assert_eq!(server.count(), 2, "one retry, then the round fails");
+    let error = "target_agent \"legal\" is not a participant (allowed: arch, biz)";
+    let fb = last_user(&server, 1);
+    assert!(fb.contains(error), "{fb}");
+    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(
+        b.last_error.as_deref(),
+        Some(format!("PM routing failed: {error}").as_str())
+    );
+    let routing: Vec<_> = b
+        .event_log
+        .iter()
+        .filter(|e| e.event_type == "pm_routing_error")
+        .map(|e| e.attempt)
+        .collect();
+    assert_eq!(routing, [Some(1), Some(2)]);
+}
+
+#[test]
+fn pm_forced_round_is_retried_once_too() {
+    let mut b0 = openai(common::board());
+    b0.loop_count = b0.max_loops;
+    let server = FakeServer::start(vec![ok_answer(&call("arch")), ok_answer(&finish())]);
+    let b = stage("pm-step", &server, &b0, 3);
+    assert_eq!(server.count(), 2);
+    assert!(last_user(&server, 1).contains("CALL_AGENT is not allowed in forced_finish mode"));
+    assert_eq!(b.status, Status::ForcedStop);
+    assert!(b.final_report.is_some());
+}
+
+// --- agent-turn ---------------------------------------------------------------------------
+
+fn answer(citations: Value) -> Value {
+    json!({"response": "The cluster costs $4,000 per month.", "key_points": [], "risks": [],
+           "recommendations": [], "citations": citations})
+}
+
+#[test]
+fn agent_invalid_citation_is_retried_once_with_the_exact_error() {
+    let bad = answer(
+        json!([{"document_id": "docs/secret.md", "source_path": "docs/secret.md",
+                             "quote": "x"}]),
+    );
+    let server = FakeServer::start(vec![
+        ok_answer(&bad),
+        ok_answer(&answer(json!([]))),
+        ok_answer(&answer(json!([]))),
+    ]);
+    let b = stage(
+        "agent-turn",
+        &server,
+        &openai(common::board_with_call("arch")),
+        3,
+    );
+    assert_eq!(server.count(), 2);
+    let error = "citations[0].document_id: \"docs/secret.md\" is not one of the collected documents (allowed: docs/costs.md, docs/team.md)";
+    assert!(last_user(&server, 1).contains(error));
+    let turn = b.last_turn.as_ref().unwrap();
+    assert_eq!(turn.status, TurnStatus::Ok);
+    let retry: Vec<_> = b
+        .event_log
+        .iter()
+        .filter(|e| e.event_type == "agent_retry")
+        .collect();
+    assert_eq!(retry.len(), 1);
+    assert_eq!(
+        (retry[0].attempt, retry[0].error.as_deref()),
+        (Some(1), Some(error))
+    );
+}
+
+#[test]
+fn agent_invalid_twice_is_two_requests_and_an_error_turn() {
+    let server = FakeServer::start(vec![ok_text("no idea"), ok_text("still no idea")]);
+    let b = stage(
+        "agent-turn",
+        &server,
+        &openai(common::board_with_call("arch")),
+        3,
+    );
+    assert_eq!(server.count(), 2);
+    let turn = b.last_turn.as_ref().unwrap();
+    assert_eq!(turn.status, TurnStatus::Error);
+    assert!(turn.error.as_deref().unwrap().contains("not valid JSON"));
+}
+
+#[test]
+fn agent_unavailable_costs_max_attempts_and_gives_an_error_turn() {
+    let server = FakeServer::start(vec![unavailable(); 8]);
+    let b = stage(
+        "agent-turn",
+        &server,
+        &openai(common::board_with_call("arch")),
+        3,
+    );
+    assert_eq!(server.count(), 3);
+    let turn = b.last_turn.as_ref().unwrap();
+    assert_eq!(turn.status, TurnStatus::Error);
+    let err = turn.error.as_deref().unwrap();
+    assert!(
+        err.starts_with("LLM call failed: openai: HTTP 503") && err.contains("after 3 attempts"),
+        "{err}"
+    );
+    let types: Vec<&str> = b.event_log.iter().map(|e| e.event_type.as_str()).collect();
+    assert_eq!(
+        types,
+        ["llm_call", "agent_error"],
+        "no retry of a failed call"
+    );
+    assert_eq!(b.usage.calls, 3);
+}
+
+// --- agent-builder ------------------------------------------------------------------------
+
+fn config(required: Value) -> Value {
+    use agent_meeting::stage::agent_builder::{default_input_schema, default_output_schema};
+    let mut output = default_output_schema();
+    output["required"] = required;
+    json!({
+        "name": "cost", "role": "Cost analyst", "description": "Estimates costs.",
+        "system_prompt": "You are the cost analyst.", "input_schema": default_input_schema(),
+        "output_schema": output, "metadata": {}
+    })
+}
+
+fn builder(server: &FakeServer, dir: &std::path::Path) -> Command {
+    let mut c = program("agent-builder", server);
+    c.args([
+        "--description",
+        "Estimates costs",
+        "--max-attempts",
+        "3",
+        "--output",
+    ])
+    .arg(dir.join("cost.json"));
+    c
+}
+
+#[test]
+fn builder_invalid_config_is_retried_once_with_the_exact_error() {
+    let bad = config(json!(["response", "agent_name"]));
+    let good = config(json!(["response"]));
+    let server = FakeServer::start(vec![ok_answer(&bad), ok_answer(&good)]);
+    let d = tempfile::tempdir().unwrap();
+    builder(&server, d.path()).assert().success();
+    assert_eq!(server.count(), 2);
+    let spec = agent_meeting::stage::agent_builder::BuildSpec {
+        name: Some("cost".into()),
+        ..Default::default()
+    };
+    let schema = agent_meeting::model::schemas()
+        .into_iter()
+        .find(|(n, _)| *n == "AgentConfig")
+        .unwrap()
+        .1;
+    let error = agent_meeting::stage::agent_builder::check(bad, &spec, &schema).unwrap_err();
+    let fb = last_user(&server, 1);
+    assert!(fb.contains(&error), "{error:?} not in {fb}");
+    assert!(d.path().join("cost.json").exists());
+}
+
+#[test]
+fn builder_invalid_twice_is_two_requests_and_exit_1() {
+    let bad = config(json!(["response", "agent_name"]));
+    let server = FakeServer::start(vec![ok_answer(&bad), ok_answer(&bad), ok_answer(&bad)]);
+    let d = tempfile::tempdir().unwrap();
+    builder(&server, d.path())
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("after 2 attempts"));
+    assert_eq!(server.count(), 2);
+    assert!(!d.path().join("cost.json").exists());
+}
+
+#[test]
+fn builder_unavailable_costs_max_attempts_and_exit_1() {
+    let server = FakeServer::start(vec![unavailable(); 8]);
+    let d = tempfile::tempdir().unwrap();
+    builder(&server, d.path())
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("HTTP 503"));
+    assert_eq!(server.count(), 3);
+    assert!(!d.path().join("cost.json").exists());
+}
