@@ -599,6 +599,31 @@ impl Board {
     }
 }
 
+/// Which kind of report a board calls for, and so which template renders it
+/// (DESIGN.md#report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportKind {
+    /// The PM finished in normal mode with a report.
+    Normal,
+    /// The PM wrote the report in forced-finish mode; adds a Process Note.
+    Forced,
+    /// No valid PM report: built locally from the whiteboard.
+    Fallback,
+}
+
+/// `result.kind == "fallback"`: compares with the name the kind has in JSON.
+impl PartialEq<&str> for ReportKind {
+    fn eq(&self, other: &&str) -> bool {
+        matches!(
+            (self, *other),
+            (ReportKind::Normal, "normal")
+                | (ReportKind::Forced, "forced")
+                | (ReportKind::Fallback, "fallback")
+        )
+    }
+}
+
 /// Output of `render-report`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -606,7 +631,7 @@ pub struct ReportResult {
     pub report_version: u32,
     pub status: Status,
     /// Which template produced the report: `normal`, `forced` or `fallback`.
-    pub kind: String,
+    pub kind: ReportKind,
     pub report_file: Option<String>,
     pub markdown: String,
     pub board: Board,
@@ -687,6 +712,16 @@ mod tests {
         };
         assert!(fin(Some("# r")).validate().is_ok());
         assert_eq!(fin(None).validate().unwrap_err().path, "final_report");
+    }
+
+    #[test]
+    fn report_kind_compares_with_its_json_name() {
+        for kind in [ReportKind::Normal, ReportKind::Forced, ReportKind::Fallback] {
+            let json = serde_json::to_value(kind).unwrap();
+            assert!(kind == json.as_str().unwrap(), "{kind:?}");
+            assert_eq!(serde_json::from_value::<ReportKind>(json).unwrap(), kind);
+        }
+        assert!(ReportKind::Normal != "forced");
     }
 
     #[test]

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::io;
+pub use crate::model::ReportKind;
 use crate::model::{Board, DocumentCitation, ReportResult, Status, REPORT_VERSION};
 use crate::stage::Stage;
 use crate::text::fold_ws;
@@ -41,33 +42,12 @@ pub const NORMAL_WITH_ERRORS_NOTE: &str = "The PM finished the meeting normally,
 pub const FALLBACK_NOTE: &str =
     "No valid PM report was produced; this report was generated locally from the whiteboard.";
 
-/// Which template a board calls for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ReportKind {
-    /// The PM finished in normal mode with a report.
-    Normal,
-    /// The PM wrote the report in forced-finish mode; adds a Process Note.
-    Forced,
-    /// No valid PM report: built locally from the whiteboard.
-    Fallback,
-}
-
-impl ReportKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ReportKind::Normal => "normal",
-            ReportKind::Forced => "forced",
-            ReportKind::Fallback => "fallback",
-        }
-    }
-
-    fn template(self) -> (&'static str, &'static str) {
-        match self {
-            ReportKind::Normal => ("report.md.j2", NORMAL_TEMPLATE),
-            ReportKind::Forced => ("forced.md.j2", FORCED_TEMPLATE),
-            ReportKind::Fallback => ("fallback.md.j2", FALLBACK_TEMPLATE),
-        }
+/// The built-in template of a report kind: its name and source.
+fn builtin_template(kind: ReportKind) -> (&'static str, &'static str) {
+    match kind {
+        ReportKind::Normal => ("report.md.j2", NORMAL_TEMPLATE),
+        ReportKind::Forced => ("forced.md.j2", FORCED_TEMPLATE),
+        ReportKind::Fallback => ("fallback.md.j2", FALLBACK_TEMPLATE),
     }
 }
 
@@ -132,7 +112,7 @@ pub fn render(board: &Board, template: Option<&UserTemplate>) -> Result<Rendered
     let view = view_model(board, kind);
     let markdown = match template {
         None => {
-            let (name, _) = kind.template();
+            let (name, _) = builtin_template(kind);
             render_with(name, None, &view).map_err(|e| {
                 Error::Runtime(format!("built-in template {name}: {}", one_line(&e)))
             })?
@@ -164,7 +144,7 @@ pub(crate) fn finish(
             return Ok(ReportResult {
                 report_version: REPORT_VERSION,
                 status: board.status,
-                kind: rendered.kind.as_str().to_string(),
+                kind: rendered.kind,
                 report_file: None,
                 markdown: rendered.markdown,
                 board,
@@ -180,7 +160,7 @@ pub(crate) fn finish(
     Ok(ReportResult {
         report_version: REPORT_VERSION,
         status: board.status,
-        kind: rendered.kind.as_str().to_string(),
+        kind: rendered.kind,
         report_file: report_file.map(|p| p.display().to_string()),
         markdown: rendered.markdown,
         board,
@@ -226,7 +206,7 @@ fn render_with(
     // Every built-in template is available, so a user template can `{% include %}` the
     // appendix or a whole built-in report.
     for kind in [ReportKind::Normal, ReportKind::Forced, ReportKind::Fallback] {
-        let (n, src) = kind.template();
+        let (n, src) = builtin_template(kind);
         env.add_template(n, src)?;
     }
     env.add_template("appendix.md.j2", APPENDIX_TEMPLATE)?;
