@@ -19,7 +19,7 @@ pub const PACKET_VERSION: u32 = 1;
 pub const REPORT_VERSION: u32 = 1;
 
 /// Largest number of items each whiteboard list keeps (SPEC §5 merge rule 5).
-pub const LIST_CAP: usize = 20;
+pub(crate) const LIST_CAP: usize = 20;
 
 // ---------------------------------------------------------------------------------------------
 // Agents
@@ -336,10 +336,10 @@ pub struct Evidence {
 }
 
 /// Most citations the board keeps for the report (each turn adds a few).
-pub const EVIDENCE_CAP: usize = 200;
+pub(crate) const EVIDENCE_CAP: usize = 200;
 
 /// The fields of AgentTurnResult, for the output-schema compatibility rules.
-pub const AGENT_TURN_FIELDS: [&str; 6] = [
+pub(crate) const AGENT_TURN_FIELDS: [&str; 6] = [
     "agent_name",
     "response",
     "key_points",
@@ -372,7 +372,7 @@ pub struct PmDecision {
 }
 
 /// The fields of PMDecision, for the PM config compatibility rule.
-pub const PM_DECISION_FIELDS: [&str; 5] = [
+pub(crate) const PM_DECISION_FIELDS: [&str; 5] = [
     "analysis",
     "next_action",
     "target_agent",
@@ -585,7 +585,7 @@ pub struct Board {
 impl Board {
     /// Whether the PM's report is there (a blank one counts as none), the one test every
     /// stage uses to decide whether render-report or the forced pm-step runs next.
-    pub fn has_final_report(&self) -> bool {
+    pub(crate) fn has_final_report(&self) -> bool {
         self.final_report
             .as_deref()
             .is_some_and(|r| !r.trim().is_empty())
@@ -594,7 +594,7 @@ impl Board {
     /// The 1-based loop an event of `pm-step` / `agent-turn` belongs to: the loop in progress
     /// (`loop_count` counts completed loops). Forced-finish events after the last loop stay in
     /// the last loop, so `[loop 7/6]` never appears.
-    pub fn current_loop(&self) -> u32 {
+    pub(crate) fn current_loop(&self) -> u32 {
         self.loop_count.saturating_add(1).min(self.max_loops.max(1))
     }
 }
