@@ -19,7 +19,7 @@ pub const PACKET_VERSION: u32 = 1;
 pub const REPORT_VERSION: u32 = 1;
 
 /// Largest number of items each whiteboard list keeps (SPEC §5 merge rule 5).
-pub const LIST_CAP: usize = 20;
+pub(crate) const LIST_CAP: usize = 20;
 
 // ---------------------------------------------------------------------------------------------
 // Agents
@@ -346,10 +346,10 @@ pub struct Evidence {
 }
 
 /// Most citations the board keeps for the report (each turn adds a few).
-pub const EVIDENCE_CAP: usize = 200;
+pub(crate) const EVIDENCE_CAP: usize = 200;
 
 /// The fields of AgentTurnResult, for the output-schema compatibility rules.
-pub const AGENT_TURN_FIELDS: [&str; 6] = [
+pub(crate) const AGENT_TURN_FIELDS: [&str; 6] = [
     "agent_name",
     "response",
     "key_points",
@@ -382,7 +382,7 @@ pub struct PmDecision {
 }
 
 /// The fields of PMDecision, for the PM config compatibility rule.
-pub const PM_DECISION_FIELDS: [&str; 5] = [
+pub(crate) const PM_DECISION_FIELDS: [&str; 5] = [
     "analysis",
     "next_action",
     "target_agent",
@@ -595,7 +595,7 @@ pub struct Board {
 impl Board {
     /// Whether the PM's report is there (a blank one counts as none), the one test every
     /// stage uses to decide whether render-report or the forced pm-step runs next.
-    pub fn has_final_report(&self) -> bool {
+    pub(crate) fn has_final_report(&self) -> bool {
         self.final_report
             .as_deref()
             .is_some_and(|r| !r.trim().is_empty())
@@ -604,8 +604,33 @@ impl Board {
     /// The 1-based loop an event of `pm-step` / `agent-turn` belongs to: the loop in progress
     /// (`loop_count` counts completed loops). Forced-finish events after the last loop stay in
     /// the last loop, so `[loop 7/6]` never appears.
-    pub fn current_loop(&self) -> u32 {
+    pub(crate) fn current_loop(&self) -> u32 {
         self.loop_count.saturating_add(1).min(self.max_loops.max(1))
+    }
+}
+
+/// Which kind of report a board calls for, and so which template renders it
+/// (DESIGN.md#report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportKind {
+    /// The PM finished in normal mode with a report.
+    Normal,
+    /// The PM wrote the report in forced-finish mode; adds a Process Note.
+    Forced,
+    /// No valid PM report: built locally from the whiteboard.
+    Fallback,
+}
+
+/// `result.kind == "fallback"`: compares with the name the kind has in JSON.
+impl PartialEq<&str> for ReportKind {
+    fn eq(&self, other: &&str) -> bool {
+        matches!(
+            (self, *other),
+            (ReportKind::Normal, "normal")
+                | (ReportKind::Forced, "forced")
+                | (ReportKind::Fallback, "fallback")
+        )
     }
 }
 
@@ -616,7 +641,7 @@ pub struct ReportResult {
     pub report_version: u32,
     pub status: Status,
     /// Which template produced the report: `normal`, `forced` or `fallback`.
-    pub kind: String,
+    pub kind: ReportKind,
     pub report_file: Option<String>,
     pub markdown: String,
     pub board: Board,
@@ -697,6 +722,16 @@ mod tests {
         };
         assert!(fin(Some("# r")).validate().is_ok());
         assert_eq!(fin(None).validate().unwrap_err().path, "final_report");
+    }
+
+    #[test]
+    fn report_kind_compares_with_its_json_name() {
+        for kind in [ReportKind::Normal, ReportKind::Forced, ReportKind::Fallback] {
+            let json = serde_json::to_value(kind).unwrap();
+            assert!(kind == json.as_str().unwrap(), "{kind:?}");
+            assert_eq!(serde_json::from_value::<ReportKind>(json).unwrap(), kind);
+        }
+        assert!(ReportKind::Normal != "forced");
     }
 
     #[test]

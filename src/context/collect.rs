@@ -1,0 +1,408 @@
+//! Walking the sources (DESIGN.md#context-collection): resolving each path lexically inside
+//! the context root, refusing links, ignored folders and likely secrets before a file is
+//! opened, expanding directories through include/exclude globs, and recording every skipped
+//! path with its reason.
+
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use super::decode::read_text;
+use crate::error::{Error, Result};
+use crate::io::os_error;
+use crate::model::{ContextDocument, ContextSource, DocumentSource, SkippedPath, SourceType};
+
+/// Folders never walked into (DESIGN.md#context-collection).
+pub(crate) const IGNORED_DIRS: [&str; 10] = [
+    ".git",
+    "node_modules",
+    "venv",
+    ".venv",
+    "target",
+    "__pycache__",
+    ".mypy_cache",
+    ".tox",
+    "dist",
+    "build",
+];
+
+/// The `reason` strings of `skipped_paths`.
+pub(crate) mod reason {
+    pub const NOT_FOUND: &str = "not found";
+    pub const SYMLINK: &str = "symlink";
+    pub const BINARY: &str = "binary";
+    pub const OUTSIDE_ROOT: &str = "outside context root";
+    pub const SENSITIVE: &str = "sensitive";
+    pub const DUPLICATE: &str = "duplicate";
+    pub const MAX_FILES: &str = "max_files";
+    pub const IGNORED: &str = "ignored directory";
+    pub const NOT_A_DIRECTORY: &str = "not a directory";
+    /// Followed by `: <os error>`.
+    pub const UNREADABLE: &str = "unreadable";
+}
+
+/// One collection run: the documents and skipped paths so far, in source order.
+pub(crate) struct Collector {
+    /// Canonical context root.
+    root: PathBuf,
+    /// Canonical base folder.
+    base: PathBuf,
+    allow_sensitive: bool,
+    documents: Vec<ContextDocument>,
+    skipped: Vec<SkippedPath>,
+    /// Root-relative paths already collected or tried, for the `duplicate` rule.
+    seen: HashSet<String>,
+}
+
+/// A source path resolved inside the root: its root-relative components, all checked not to
+/// be symlinks, so `root.join(rel)` is canonical.
+struct Resolved {
+    rel: Vec<String>,
+    meta: fs::Metadata,
+}
+
+impl Collector {
+    /// `root` and `base` are canonical folders; `base` is where written paths resolve from.
+    pub(crate) fn new(root: PathBuf, base: PathBuf, allow_sensitive: bool) -> Collector {
+        Collector {
+            root,
+            base,
+            allow_sensitive,
+            documents: Vec::new(),
+            skipped: Vec::new(),
+            seen: HashSet::new(),
+        }
+    }
+
+    /// The documents collected and the paths skipped, in the order they were met.
+    pub(crate) fn finish(self) -> (Vec<ContextDocument>, Vec<SkippedPath>) {
+        (self.documents, self.skipped)
+    }
+
+    fn skip(&mut self, path: impl Into<String>, reason: impl Into<String>) {
+        self.skipped.push(SkippedPath {
+            path: path.into(),
+            reason: reason.into(),
+        });
+    }
+
+    /// Collect one source (`index` is its place in `context_sources`, for error paths).
+    pub(crate) fn source(&mut self, index: usize, source: &ContextSource) -> Result<()> {
+        let rel = match self.resolve(&source.path) {
+            Ok(r) => r,
+            Err((shown, why)) => {
+                self.skip(shown, why);
+                return Ok(());
+            }
+        };
+        let shown = display_rel(&rel);
+        // A source that names an ignored folder (or something inside one) is recorded, unlike
+        // the ones a directory walk prunes silently.
+        let last_is_dir = fs::symlink_metadata(self.root.join(rel_path(&rel)))
+            .map(|m| m.is_dir())
+            .unwrap_or(false);
+        let dirs = if last_is_dir || rel.is_empty() {
+            &rel[..]
+        } else {
+            &rel[..rel.len() - 1]
+        };
+        if dirs.iter().any(|c| is_ignored_dir(c)) {
+            self.skip(shown, reason::IGNORED);
+            return Ok(());
+        }
+        if !self.allow_sensitive && is_sensitive(&rel) {
+            self.skip(shown, reason::SENSITIVE);
+            return Ok(());
+        }
+        let resolved = match self.check_components(&rel) {
+            Ok(r) => r,
+            Err(why) => {
+                self.skip(shown, why);
+                return Ok(());
+            }
+        };
+        match source.source_type {
+            SourceType::File => self.file(resolved, DocumentSource::File, source),
+            SourceType::Directory => self.directory(index, resolved, source)?,
+        }
+        Ok(())
+    }
+
+    /// Resolve a path as written against the base folder, lexically (never through a symlink),
+    /// into root-relative components. Err carries what to show and the reason.
+    fn resolve(&self, written: &str) -> Result<Vec<String>, (String, String)> {
+        let joined = normalize(&self.base.join(written));
+        if let Ok(rel) = joined.strip_prefix(&self.root) {
+            return Ok(components(rel));
+        }
+        // Lexically outside; it may still land inside through a link above the root (e.g.
+        // /tmp -> /private/tmp). Links inside the root are still refused by the component walk,
+        // and a link as the last component is refused here.
+        let outside = || (written.to_string(), reason::OUTSIDE_ROOT.to_string());
+        let canonical = fs::canonicalize(&joined).map_err(|_| outside())?;
+        let rel = canonical.strip_prefix(&self.root).map_err(|_| outside())?;
+        if fs::symlink_metadata(&joined).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err((written.to_string(), reason::SYMLINK.to_string()));
+        }
+        Ok(components(rel))
+    }
+
+    /// Walk the components from the root without following links.
+    fn check_components(&self, rel: &[String]) -> Result<Resolved, String> {
+        let mut cur = self.root.clone();
+        let mut meta = fs::symlink_metadata(&cur).map_err(|e| unreadable(&e))?;
+        for c in rel {
+            cur.push(c);
+            meta = match fs::symlink_metadata(&cur) {
+                Ok(m) => m,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                    return Err(reason::NOT_FOUND.to_string())
+                }
+                Err(e) => return Err(unreadable(&e)),
+            };
+            if meta.file_type().is_symlink() {
+                return Err(reason::SYMLINK.to_string());
+            }
+        }
+        Ok(Resolved {
+            rel: rel.to_vec(),
+            meta,
+        })
+    }
+
+    /// Read one file already cleared by the path rules.
+    fn file(&mut self, r: Resolved, source_type: DocumentSource, source: &ContextSource) {
+        let id = display_rel(&r.rel);
+        if !self.seen.insert(id.clone()) {
+            self.skip(id, reason::DUPLICATE);
+            return;
+        }
+        // Opening a FIFO would block and a device could be endless: only regular files are
+        // opened. A directory is handed to the OS like a file, which refuses to read it
+        // (EISDIR), so the reason is the system's own.
+        if !(r.meta.is_file() || r.meta.is_dir()) {
+            self.skip(id, format!("{}: not a regular file", reason::UNREADABLE));
+            return;
+        }
+        let path = self.root.join(rel_path(&r.rel));
+        let len = r.meta.is_file().then_some(r.meta.len());
+        match fs::File::open(&path).and_then(|f| read_text(f, source.max_chars_per_file, len)) {
+            Ok(Some(text)) => self.documents.push(ContextDocument {
+                document_id: id.clone(),
+                source_path: id,
+                source_type,
+                purpose: source.purpose.clone(),
+                excerpt: text.excerpt,
+                char_count: text.char_count,
+            }),
+            Ok(None) => self.skip(id, reason::BINARY),
+            Err(e) => self.skip(id, unreadable(&e)),
+        }
+    }
+
+    fn directory(&mut self, index: usize, dir: Resolved, source: &ContextSource) -> Result<()> {
+        let shown = display_rel(&dir.rel);
+        if !dir.meta.is_dir() {
+            self.skip(shown, reason::NOT_A_DIRECTORY);
+            return Ok(());
+        }
+        // globset defaults: `*` also crosses `/`, so `*.md` matches at any depth, like `**/*.md`.
+        let include = glob_set(index, "include", &source.include)?;
+        let exclude = glob_set(index, "exclude", &source.exclude)?;
+        let dir_path = self.root.join(rel_path(&dir.rel));
+
+        // (path relative to the source folder, `/`-separated; is it a link)
+        let mut matches: Vec<(String, bool)> = Vec::new();
+        let walk = walkdir::WalkDir::new(&dir_path)
+            .follow_links(false)
+            .min_depth(1)
+            .into_iter()
+            .filter_entry(|e| {
+                !(e.file_type().is_dir() && is_ignored_dir(&e.file_name().to_string_lossy()))
+            });
+        for entry in walk {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    let at = e
+                        .path()
+                        .and_then(|p| p.strip_prefix(&self.root).ok())
+                        .map(|p| display_rel(&components(p)))
+                        .unwrap_or_else(|| shown.clone());
+                    let why = match e.io_error() {
+                        Some(io) => unreadable(io),
+                        None => format!("{}: {e}", reason::UNREADABLE),
+                    };
+                    self.skip(at, why);
+                    continue;
+                }
+            };
+            if entry.file_type().is_dir() {
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(&dir_path) else {
+                continue;
+            };
+            let rel = components(rel).join("/");
+            if (include.is_empty() || include.is_match(&rel)) && !exclude.is_match(&rel) {
+                matches.push((rel, entry.file_type().is_symlink()));
+            }
+        }
+        // Byte order of the normalised path, so the cut is the same on every machine. The cut
+        // applies to glob matches (DESIGN.md#context-collection), so a link or a secret that
+        // matched takes a slot too: what `max_files` keeps never depends on file contents or
+        // later checks.
+        matches.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
+        let cut = if matches.len() > source.max_files {
+            matches.split_off(source.max_files)
+        } else {
+            Vec::new()
+        };
+        for (rel, is_link) in matches {
+            let mut full = dir.rel.clone();
+            full.extend(rel.split('/').map(str::to_string));
+            let id = display_rel(&full);
+            if is_link {
+                self.skip(id, reason::SYMLINK);
+                continue;
+            }
+            if !self.allow_sensitive && is_sensitive(&full) {
+                self.skip(id, reason::SENSITIVE);
+                continue;
+            }
+            match fs::symlink_metadata(self.root.join(rel_path(&full))) {
+                Ok(meta) => self.file(
+                    Resolved { rel: full, meta },
+                    DocumentSource::DirectoryFile,
+                    source,
+                ),
+                Err(e) => self.skip(id, unreadable(&e)),
+            }
+        }
+        for (rel, _) in cut {
+            let mut full = dir.rel.clone();
+            full.extend(rel.split('/').map(str::to_string));
+            self.skip(display_rel(&full), reason::MAX_FILES);
+        }
+        Ok(())
+    }
+}
+
+fn unreadable(e: &io::Error) -> String {
+    format!("{}: {}", reason::UNREADABLE, os_error(e))
+}
+
+fn glob_set(index: usize, field: &str, globs: &[String]) -> Result<GlobSet> {
+    let mut b = GlobSetBuilder::new();
+    for (j, g) in globs.iter().enumerate() {
+        let glob = Glob::new(g).map_err(|e| {
+            Error::input(
+                "",
+                format!("context_sources[{index}].{field}[{j}]"),
+                format!("{g:?} is not a valid glob ({})", e.kind()),
+            )
+        })?;
+        b.add(glob);
+    }
+    b.build().map_err(|e| {
+        Error::input(
+            "",
+            format!("context_sources[{index}].{field}"),
+            e.to_string(),
+        )
+    })
+}
+
+/// Resolve `.` and `..` without touching the file system (so no link is ever followed).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+fn components(rel: &Path) -> Vec<String> {
+    rel.components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn rel_path(rel: &[String]) -> PathBuf {
+    rel.iter().collect()
+}
+
+/// The root-relative, `/`-separated form used for ids and skipped paths (`.` for the root).
+fn display_rel(rel: &[String]) -> String {
+    if rel.is_empty() {
+        ".".to_string()
+    } else {
+        rel.join("/")
+    }
+}
+
+fn is_ignored_dir(name: &str) -> bool {
+    IGNORED_DIRS.contains(&name)
+}
+
+/// Likely secrets (DESIGN.md#context-collection): anything under `.ssh/` or `.aws/`, and file
+/// names like `.env*`, `*.pem`, `*.key`, `id_rsa*`, `*.p12`, `credentials*`. Case-insensitive,
+/// because `.ENV` on a case-insensitive disk is the same file.
+pub(crate) fn is_sensitive(rel: &[String]) -> bool {
+    let lower: Vec<String> = rel.iter().map(|c| c.to_lowercase()).collect();
+    if lower.iter().any(|c| c == ".ssh" || c == ".aws") {
+        return true;
+    }
+    let Some(name) = lower.last() else {
+        return false;
+    };
+    name.starts_with(".env")
+        || name.starts_with("id_rsa")
+        || name.starts_with("credentials")
+        || [".pem", ".key", ".p12"]
+            .iter()
+            .any(|ext| name.ends_with(ext))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sensitive_names() {
+        let s = |p: &str| is_sensitive(&p.split('/').map(str::to_string).collect::<Vec<_>>());
+        for p in [
+            ".env",
+            ".env.local",
+            "a/server.pem",
+            "k.KEY",
+            "id_rsa.pub",
+            "x/.ssh/config",
+            ".aws/config",
+            "c.p12",
+            "credentials.json",
+        ] {
+            assert!(s(p), "{p}");
+        }
+        for p in [
+            "env.md",
+            "docs/keys.md",
+            "notes/aws.md",
+            "my_credentials.md",
+        ] {
+            assert!(!s(p), "{p}");
+        }
+    }
+}

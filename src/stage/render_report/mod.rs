@@ -1,0 +1,501 @@
+//! `render-report`, the meeting report (DESIGN.md#report): which kind of report a board calls
+//! for, the view model the templates see, the evidence list built only from validated
+//! citations, and saving the report. The tolerant reading of the PM's final report lives in
+//! `markdown`, the appendix's sequence diagram in `mermaid`.
+//!
+//! Everything a template needs is computed here, so the templates in `share/templates/` stay
+//! plain lists and headings that a user can copy and override with `--template`. Nothing here
+//! reads the clock: the same board always gives the same bytes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::io;
+pub use crate::model::ReportKind;
+use crate::model::{Board, DocumentCitation, ReportResult, Status, REPORT_VERSION};
+use crate::stage::Stage;
+use crate::text::fold_ws;
+
+mod markdown;
+mod mermaid;
+
+pub use markdown::{split_final_report, ReportParts, SEE_SUMMARY};
+pub use mermaid::mermaid;
+
+use markdown::tidy_markdown;
+
+const NORMAL_TEMPLATE: &str = include_str!("../../../share/templates/report.md.j2");
+const FORCED_TEMPLATE: &str = include_str!("../../../share/templates/forced.md.j2");
+const FALLBACK_TEMPLATE: &str = include_str!("../../../share/templates/fallback.md.j2");
+const APPENDIX_TEMPLATE: &str = include_str!("../../../share/templates/appendix.md.j2");
+
+/// Default process notes, used when the board carries none.
+pub const FORCED_NOTE: &str =
+    "Meeting stopped after reaching max loop limit before full convergence.";
+pub(crate) const FORCED_EARLY_NOTE: &str = "Meeting stopped early because the PM could not produce a valid decision; the PM wrote this report in forced-finish mode.";
+pub const NORMAL_WITH_ERRORS_NOTE: &str = "The PM finished the meeting normally, but some turns failed on the way; the findings below lack what those turns would have added.";
+pub const FALLBACK_NOTE: &str =
+    "No valid PM report was produced; this report was generated locally from the whiteboard.";
+
+/// The built-in template of a report kind: its name and source.
+fn builtin_template(kind: ReportKind) -> (&'static str, &'static str) {
+    match kind {
+        ReportKind::Normal => ("report.md.j2", NORMAL_TEMPLATE),
+        ReportKind::Forced => ("forced.md.j2", FORCED_TEMPLATE),
+        ReportKind::Fallback => ("fallback.md.j2", FALLBACK_TEMPLATE),
+    }
+}
+
+/// A report rendered from a board, not yet saved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub kind: ReportKind,
+    pub markdown: String,
+}
+
+/// A user template given with `--template F`; it replaces the template of whichever kind the
+/// board calls for (the `kind` variable tells the template which one that is).
+#[derive(Debug, Clone)]
+pub struct UserTemplate {
+    /// The file name, for error messages.
+    pub label: String,
+    pub source: String,
+}
+
+impl UserTemplate {
+    /// Read a template file; a missing or unreadable file is bad input (exit 2).
+    pub fn load(path: &Path) -> Result<UserTemplate> {
+        Ok(UserTemplate {
+            label: path.display().to_string(),
+            source: io::read_text_file(path)?,
+        })
+    }
+}
+
+/// Which report this board calls for, or the usage error naming the stage that should run
+/// instead.
+pub(crate) fn report_kind(board: &Board) -> Result<ReportKind> {
+    board.expect_stage(Stage::RenderReport)?;
+    let has_report = board.has_final_report();
+    Ok(match board.status {
+        Status::ForcedStop if has_report => ReportKind::Forced,
+        Status::ForcedStop => ReportKind::Fallback,
+        // Re-rendering a saved report, or retrying one that could not be written: the forced
+        // path leaves its process note (or a forced_finish event) behind.
+        Status::Finished | Status::Failed => {
+            if !has_report {
+                ReportKind::Fallback
+            } else if board.process_note.is_some()
+                || board
+                    .event_log
+                    .iter()
+                    .any(|e| e.event_type == "forced_finish")
+            {
+                ReportKind::Forced
+            } else {
+                ReportKind::Normal
+            }
+        }
+        // `finishing` with a report: the guard let nothing else through.
+        _ => ReportKind::Normal,
+    })
+}
+
+/// Render the report a board calls for, with the embedded template of its kind or `template`.
+pub fn render(board: &Board, template: Option<&UserTemplate>) -> Result<Rendered> {
+    let kind = report_kind(board)?;
+    let view = view_model(board, kind);
+    let markdown = match template {
+        None => {
+            let (name, _) = builtin_template(kind);
+            render_with(name, None, &view).map_err(|e| {
+                Error::Runtime(format!("built-in template {name}: {}", one_line(&e)))
+            })?
+        }
+        Some(t) => render_with("user", Some(&t.source), &view)
+            .map_err(|e| Error::input(&t.label, "", one_line(&e)))?,
+    };
+    Ok(Rendered {
+        kind,
+        markdown: tidy_markdown(&markdown),
+    })
+}
+
+/// Produce the ReportResult: with `report_file` the Markdown is written atomically and the
+/// board becomes `finished`; without it nothing is saved and the status is unchanged.
+/// A write failure is a runtime error (exit 1) and leaves no file behind.
+pub(crate) fn finish(
+    mut board: Board,
+    rendered: Rendered,
+    report_file: Option<&Path>,
+) -> Result<ReportResult> {
+    if let Some(path) = report_file {
+        if let Err(e) = io::write_atomic(path, rendered.markdown.as_bytes()) {
+            // The report is the meeting's last resort: when even it cannot be saved the
+            // meeting has failed (DESIGN.md#statuses). The board says why; the program
+            // exits 1.
+            board.status = Status::Failed;
+            board.last_error = Some(format!("report not saved: {e}"));
+            return Ok(ReportResult {
+                report_version: REPORT_VERSION,
+                status: board.status,
+                kind: rendered.kind,
+                report_file: None,
+                markdown: rendered.markdown,
+                board,
+            });
+        }
+        board.status = Status::Finished;
+        // Keep the reason of a forced or fallback report on the finished board, so a
+        // re-render gives the same report kind and note.
+        if rendered.kind != ReportKind::Normal && board.process_note.is_none() {
+            board.process_note = Some(default_note(&board, rendered.kind).to_string());
+        }
+    }
+    Ok(ReportResult {
+        report_version: REPORT_VERSION,
+        status: board.status,
+        kind: rendered.kind,
+        report_file: report_file.map(|p| p.display().to_string()),
+        markdown: rendered.markdown,
+        board,
+    })
+}
+
+/// `render-report` in one call: check the stage, render, save.
+pub fn run(
+    board: Board,
+    template: Option<&UserTemplate>,
+    report_file: Option<&Path>,
+) -> Result<ReportResult> {
+    let rendered = render(&board, template)?;
+    finish(board, rendered, report_file)
+}
+
+fn one_line(e: &minijinja::Error) -> String {
+    let mut s = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        s.push_str(&format!(": {inner}"));
+        source = inner.source();
+    }
+    s.replace('\n', " ")
+}
+
+fn render_with(
+    name: &str,
+    user_source: Option<&str>,
+    view: &View,
+) -> std::result::Result<String, minijinja::Error> {
+    let mut env = Environment::new();
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    env.set_syntax(
+        SyntaxConfig::builder()
+            .trim_blocks(true)
+            .lstrip_blocks(true)
+            .keep_trailing_newline(true)
+            .build()
+            .expect("static syntax config is valid"),
+    );
+    // Every built-in template is available, so a user template can `{% include %}` the
+    // appendix or a whole built-in report.
+    for kind in [ReportKind::Normal, ReportKind::Forced, ReportKind::Fallback] {
+        let (n, src) = builtin_template(kind);
+        env.add_template(n, src)?;
+    }
+    env.add_template("appendix.md.j2", APPENDIX_TEMPLATE)?;
+    if let Some(src) = user_source {
+        env.add_template(name, src)?;
+    }
+    env.get_template(name)?
+        .render(minijinja::value::Value::from(minijinja::value::Serde(view)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// View model: the variables every template sees.
+
+/// The variables of every report template (documented in `share/templates/README.md`).
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct View {
+    pub kind: ReportKind,
+    pub topic: String,
+    /// The decision packet's question, when it says more than the topic.
+    pub decision_to_make: String,
+    pub options: Vec<String>,
+    /// From the PM's final report (empty in a fallback report).
+    pub executive_summary: String,
+    pub recommendation: String,
+    /// The board's `summary` (three lines).
+    pub current_summary: String,
+    pub key_findings: Vec<String>,
+    pub risks: Vec<String>,
+    pub open_questions: Vec<String>,
+    pub candidate_decisions: Vec<String>,
+    pub evidence: Vec<EvidenceDoc>,
+    /// Empty for a normal report.
+    pub process_note: String,
+    /// Agent and PM errors recorded on the board (forced and fallback reports list them).
+    pub problems: Vec<String>,
+    pub appendix: Appendix,
+}
+
+/// One cited document and what was quoted from it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct EvidenceDoc {
+    pub document_id: String,
+    pub source_path: String,
+    pub purpose: String,
+    pub quotes: Vec<EvidenceQuote>,
+    /// Agents whose latest answer cites this document.
+    pub cited_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct EvidenceQuote {
+    pub text: String,
+    pub verified: bool,
+    pub cited_by: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Appendix {
+    pub trace_id: String,
+    pub participants: Vec<Participant>,
+    pub loops_used: u32,
+    pub max_loops: u32,
+    pub llm_calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+    pub by_caller: Vec<CallerRow>,
+    /// The body of the `sequenceDiagram` (without the fence).
+    pub mermaid: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Participant {
+    pub name: String,
+    pub role: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CallerRow {
+    pub caller: String,
+    pub calls: u64,
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+/// Build the template variables for `board` as a report of `kind`.
+pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
+    let (executive_summary, recommendation) = match (&board.final_report, kind) {
+        (Some(r), ReportKind::Normal | ReportKind::Forced) => {
+            let parts = split_final_report(r);
+            (parts.executive_summary, parts.recommendation)
+        }
+        _ => (String::new(), String::new()),
+    };
+    let mut problems: Vec<String> = Vec::new();
+    for e in board.recent_errors.iter().chain(board.last_error.iter()) {
+        let e = fold_ws(e);
+        if !e.is_empty() && !problems.contains(&e) {
+            problems.push(e);
+        }
+    }
+    // A normal report still says what went wrong when turns failed on the way (the Process
+    // Note, DESIGN.md#report): otherwise a reader cannot tell that a participant's view is
+    // missing.
+    let process_note = match kind {
+        ReportKind::Normal if problems.is_empty() => String::new(),
+        ReportKind::Normal => NORMAL_WITH_ERRORS_NOTE.to_string(),
+        _ => board
+            .process_note
+            .clone()
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| default_note(board, kind).to_string()),
+    };
+    let decision = board.meeting_input.decision_packet.decision_to_make.trim();
+    View {
+        kind,
+        topic: board.topic.trim().to_string(),
+        decision_to_make: if decision == board.topic.trim() {
+            String::new()
+        } else {
+            decision.to_string()
+        },
+        options: list_items(&board.meeting_input.decision_packet.options),
+        executive_summary,
+        recommendation,
+        // One paragraph per line: the summary's lines are separate facts
+        // (DESIGN.md#merge-rules, rule 4).
+        current_summary: board
+            .summary
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
+        key_findings: list_items(&board.key_points),
+        risks: list_items(&board.risks),
+        open_questions: list_items(&board.open_questions),
+        candidate_decisions: list_items(&board.decisions),
+        evidence: evidence(board),
+        process_note,
+        problems,
+        appendix: appendix(board),
+    }
+}
+
+fn default_note(board: &Board, kind: ReportKind) -> &'static str {
+    match kind {
+        ReportKind::Fallback => FALLBACK_NOTE,
+        _ if board.loop_count < board.max_loops && board.last_error.is_some() => FORCED_EARLY_NOTE,
+        _ => FORCED_NOTE,
+    }
+}
+
+/// Board list items as Markdown list entries: trimmed, with continuation lines indented so a
+/// multi-line item stays one list item.
+fn list_items(items: &[String]) -> Vec<String> {
+    items
+        .iter()
+        .map(|s| s.trim())
+        .filter(|s| !s.is_empty())
+        .map(|s| {
+            s.lines()
+                .map(str::trim_end)
+                .collect::<Vec<_>>()
+                .join("\n  ")
+        })
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Evidence
+
+/// The documents cited by validated citations in the agents' latest answers, in bundle order.
+/// A citation counts only if its `document_id` is in the bundle and its `source_path` matches
+/// (DESIGN.md#citations-and-quotes); a quote marked `verified: false` is kept and shown as
+/// unverified, and one never checked is checked here against the excerpt.
+pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
+    let docs = &board.context_bundle.documents;
+    let mut by_doc: BTreeMap<usize, EvidenceDoc> = BTreeMap::new();
+    // Every citation merge-board kept (validated by agent-turn), in meeting order; citations
+    // still only in latest_agent_outputs (boards merged before `evidence` existed) count too.
+    let mut cited: Vec<(String, DocumentCitation)> = board
+        .evidence
+        .iter()
+        .map(|e| {
+            let c = DocumentCitation {
+                document_id: e.document_id.clone(),
+                source_path: e.source_path.clone(),
+                quote: e.quote.clone(),
+                verified: Some(e.verified),
+            };
+            (e.agent.clone(), c)
+        })
+        .collect();
+    for (agent, result) in &board.latest_agent_outputs {
+        for c in &result.citations {
+            if !board
+                .evidence
+                .iter()
+                .any(|e| &e.agent == agent && e.document_id == c.document_id && e.quote == c.quote)
+            {
+                cited.push((agent.clone(), c.clone()));
+            }
+        }
+    }
+    for (agent, c) in &cited {
+        {
+            let Some(idx) = docs.iter().position(|d| d.document_id == c.document_id) else {
+                continue;
+            };
+            let doc = &docs[idx];
+            if doc.source_path != c.source_path {
+                continue;
+            }
+            let entry = by_doc.entry(idx).or_insert_with(|| EvidenceDoc {
+                document_id: doc.document_id.clone(),
+                source_path: doc.source_path.clone(),
+                purpose: fold_ws(&doc.purpose),
+                quotes: Vec::new(),
+                cited_by: Vec::new(),
+            });
+            if !entry.cited_by.contains(agent) {
+                entry.cited_by.push(agent.clone());
+                entry.cited_by.sort();
+            }
+            let text = fold_ws(&c.quote);
+            if text.is_empty() {
+                continue;
+            }
+            let verified = c
+                .verified
+                .unwrap_or_else(|| crate::text::verify_quote(&doc.excerpt, &c.quote));
+            match entry.quotes.iter_mut().find(|q| q.text == text) {
+                Some(q) => {
+                    q.verified &= verified;
+                    if !q.cited_by.contains(agent) {
+                        q.cited_by.push(agent.clone());
+                    }
+                }
+                None => entry.quotes.push(EvidenceQuote {
+                    text,
+                    verified,
+                    cited_by: vec![agent.clone()],
+                }),
+            }
+        }
+    }
+    by_doc.into_values().collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Appendix (its sequence diagram is `mermaid`)
+
+fn appendix(board: &Board) -> Appendix {
+    let mut participants = vec![Participant {
+        name: "PM".to_string(),
+        role: board
+            .pm
+            .as_ref()
+            .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role)),
+    }];
+    for name in &board.participants {
+        participants.push(Participant {
+            name: name.clone(),
+            role: board
+                .agents
+                .get(name)
+                .map(|a| fold_ws(&a.role))
+                .unwrap_or_default(),
+        });
+    }
+    Appendix {
+        trace_id: board.trace_id.clone(),
+        participants,
+        loops_used: board.loop_count,
+        max_loops: board.max_loops,
+        llm_calls: board.usage.calls,
+        prompt_tokens: board.usage.prompt_tokens,
+        completion_tokens: board.usage.completion_tokens,
+        by_caller: board
+            .usage
+            .by_caller
+            .iter()
+            .map(|(caller, u)| CallerRow {
+                caller: caller.clone(),
+                calls: u.calls,
+                prompt_tokens: u.prompt_tokens,
+                completion_tokens: u.completion_tokens,
+            })
+            .collect(),
+        mermaid: mermaid(board),
+    }
+}
