@@ -485,7 +485,7 @@ fn finish_saves_atomically_and_marks_finished() {
     let result = report::run(b.clone(), None, Some(&path)).unwrap();
     assert_eq!(result.status, Status::Finished);
     assert_eq!(result.board.status, Status::Finished);
-    assert_eq!(result.kind, "fallback");
+    assert_eq!(result.kind, ReportKind::Fallback);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), result.markdown);
     // The default note is kept on the finished board, so a re-render says the same.
     assert_eq!(
