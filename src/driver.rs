@@ -19,6 +19,7 @@ use crate::cli::BoardArgs;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line, write_atomic};
 use crate::llm::LlmArgs;
+use crate::model::EventType;
 use crate::model::{Board, MeetingPacket, MeetingResult, ReportResult, Status, PACKET_VERSION};
 use crate::stage::Stage;
 use crate::text::one_line;
@@ -439,7 +440,7 @@ pub fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Opt
             let new_events = &after.event_log[before.event_log.len().min(after.event_log.len())..];
             let (ms, tokens) = new_events
                 .iter()
-                .filter(|e| e.event_type == "llm_call")
+                .filter(|e| e.event_type == EventType::LlmCall)
                 .fold((0, 0), |(ms, t), e| {
                     (
                         ms + e.duration_ms.unwrap_or(0),
@@ -448,7 +449,7 @@ pub fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Opt
                 });
             let retries = new_events
                 .iter()
-                .filter(|e| e.event_type == "agent_retry")
+                .filter(|e| e.event_type == EventType::AgentRetry)
                 .count();
             let retry_note = match retries {
                 0 => String::new(),

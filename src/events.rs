@@ -1,26 +1,17 @@
-//! The event log and usage bookkeeping of the LLM stages (SPEC §8).
+//! The event log and usage bookkeeping of the stages (DESIGN.md#events).
 //!
 //! Owns the clock (so tests and reproducible runs can pin timestamps with `AGENT_MEETING_NOW`),
 //! the rule that fills every event's `ts`, `trace_id` and `loop`, and the accounting of LLM
-//! calls into `board.usage` plus their `llm_call` events.
-//!
-//! Event vocabulary written by `pm-step` / `agent-turn` (the report and the driver read these):
-//! `llm_call`, `pm_decision`, `pm_invalid_output`, `pm_routing_error`, `pm_round_failed`,
-//! `forced_finish`, `agent_retry`, `agent_result`, `agent_error`.
+//! calls into `board.usage` plus their `llm_call` events. The vocabulary is the closed enum
+//! `model::EventType`; the report and the driver read it.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::llm::{LlmError, Reply};
-use crate::model::{Board, Event};
+use crate::model::{Board, Event, EventType, MessageKind};
 
 /// Environment variable that pins the clock to one timestamp (reproducible runs and tests).
 pub const NOW_ENV: &str = "AGENT_MEETING_NOW";
-
-/// Message kinds of events between participants (SPEC §8).
-pub const KIND_TASK: &str = "task";
-pub const KIND_RESULT: &str = "result";
-pub const KIND_FEEDBACK: &str = "feedback";
-pub const KIND_CONTROL: &str = "control";
 
 /// Where timestamps come from: RFC 3339, UTC.
 pub trait Clock {
@@ -84,20 +75,26 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 }
 
 /// A bare event of `event_type` by `caller`; `push` fills the rest.
-pub fn event(event_type: &str, caller: &str) -> Event {
+pub fn event(event_type: EventType, caller: &str) -> Event {
     Event {
-        event_type: event_type.to_string(),
+        event_type,
         caller: caller.to_string(),
         ..Event::default()
     }
 }
 
 /// An event that is a message between participants (`from` → `to`, of `kind`).
-pub fn message(event_type: &str, caller: &str, from: &str, to: &str, kind: &str) -> Event {
+pub fn message(
+    event_type: EventType,
+    caller: &str,
+    from: &str,
+    to: &str,
+    kind: MessageKind,
+) -> Event {
     Event {
         from: Some(from.to_string()),
         to: Some(to.to_string()),
-        kind: Some(kind.to_string()),
+        kind: Some(kind),
         ..event(event_type, caller)
     }
 }
@@ -130,7 +127,7 @@ pub fn record_llm_call(
     // transport retried inside one logical call.
     let delta = calls_after.saturating_sub(board.usage.calls);
     board.usage.calls = board.usage.calls.max(calls_after);
-    let mut ev = event("llm_call", caller);
+    let mut ev = event(EventType::LlmCall, caller);
     ev.attempt = Some(attempt);
     let entry = board.usage.by_caller.entry(caller.to_string()).or_default();
     entry.calls += delta;

@@ -495,7 +495,81 @@ pub struct LastTurn {
     pub error: Option<String>,
 }
 
-/// One entry of the event log (SPEC §8).
+/// One entry of the event log (DESIGN.md#events).
+/// What an event records (DESIGN.md#events); serialised as its snake_case name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum EventType {
+    /// `init-board` created the board. (The default only serves struct-update syntax: every
+    /// event is built with its own type.)
+    #[default]
+    MeetingStarted,
+    /// `merge-board` folded a turn in.
+    BoardMerged,
+    /// One logical model call (usage, duration, status).
+    LlmCall,
+    /// The PM's decision: a question to an agent, or FINISH.
+    PmDecision,
+    /// A PM answer that was not valid JSON or not a valid decision.
+    PmInvalidOutput,
+    /// A PM answer that named an agent who is not a participant.
+    PmRoutingError,
+    /// A PM round ended without a usable decision.
+    PmRoundFailed,
+    /// The meeting must close now (loop budget spent, or a failed round).
+    ForcedFinish,
+    /// An agent answer was invalid and is asked again.
+    AgentRetry,
+    /// An agent turn ended with a checked answer.
+    AgentResult,
+    /// An agent turn ended without one.
+    AgentError,
+}
+
+impl EventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::MeetingStarted => "meeting_started",
+            EventType::BoardMerged => "board_merged",
+            EventType::LlmCall => "llm_call",
+            EventType::PmDecision => "pm_decision",
+            EventType::PmInvalidOutput => "pm_invalid_output",
+            EventType::PmRoutingError => "pm_routing_error",
+            EventType::PmRoundFailed => "pm_round_failed",
+            EventType::ForcedFinish => "forced_finish",
+            EventType::AgentRetry => "agent_retry",
+            EventType::AgentResult => "agent_result",
+            EventType::AgentError => "agent_error",
+        }
+    }
+}
+
+/// The kind of a message between participants (DESIGN.md#events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MessageKind {
+    /// The PM asks an agent.
+    Task,
+    /// An agent's answer (or its failure) back to the PM.
+    Result,
+    /// The runtime tells a participant its answer was unusable.
+    Feedback,
+    /// The meeting's own control flow (finish, forced finish, failed rounds).
+    Control,
+}
+
+impl MessageKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MessageKind::Task => "task",
+            MessageKind::Result => "result",
+            MessageKind::Feedback => "feedback",
+            MessageKind::Control => "control",
+        }
+    }
+}
+
+/// One entry of the event log (DESIGN.md#events).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Event {
@@ -504,15 +578,15 @@ pub struct Event {
     #[serde(rename = "loop")]
     pub loop_no: u32,
     #[serde(rename = "type")]
-    pub event_type: String,
+    pub event_type: EventType,
     pub caller: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to: Option<String>,
-    /// `task`, `result`, `feedback` or `control` for messages between participants.
+    /// For messages between participants.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
+    pub kind: Option<MessageKind>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

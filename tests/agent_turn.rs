@@ -5,6 +5,7 @@ mod common;
 
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, RawReply, Request, Role};
+use agent_meeting::model::MessageKind;
 use agent_meeting::model::{Board, LastTurn, Status, TurnStatus};
 use agent_meeting::stage::agent_turn::{self as turn, agent_input, agent_turn};
 use assert_cmd::Command;
@@ -65,7 +66,7 @@ fn ok_turn_marks_citations_and_records_events() {
         (
             res.from.as_deref(),
             res.to.as_deref(),
-            res.kind.as_deref(),
+            res.kind.map(MessageKind::as_str),
             res.status.as_deref()
         ),
         (Some("arch"), Some("pm"), Some("result"), Some("ok"))
@@ -115,7 +116,11 @@ fn invalid_then_ok_retries_once_with_the_precise_error() {
     );
     let r = &b.event_log[1];
     assert_eq!(
-        (r.from.as_deref(), r.to.as_deref(), r.kind.as_deref()),
+        (
+            r.from.as_deref(),
+            r.to.as_deref(),
+            r.kind.map(MessageKind::as_str)
+        ),
         (Some("runtime"), Some("biz"), Some("feedback"))
     );
     assert!(r.error.as_deref().unwrap().contains("/response"));
@@ -148,7 +153,7 @@ fn two_failures_give_an_error_turn() {
         (
             e.from.as_deref(),
             e.to.as_deref(),
-            e.kind.as_deref(),
+            e.kind.map(MessageKind::as_str),
             e.status.as_deref()
         ),
         (Some("arch"), Some("pm"), Some("result"), Some("error"))

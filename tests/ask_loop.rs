@@ -140,7 +140,7 @@ fn pm_unavailable_costs_max_attempts_per_round() {
     let llm: Vec<_> = b
         .event_log
         .iter()
-        .filter(|e| e.event_type == "llm_call")
+        .filter(|e| e.event_type.as_str() == "llm_call")
         .collect();
     assert_eq!(llm.len(), 1, "one logical call");
     assert_eq!(b.usage.calls, 3, "every attempt takes a call number");
@@ -188,7 +188,7 @@ fn pm_not_json_is_retried_once_with_the_exact_error() {
     let invalid: Vec<_> = b
         .event_log
         .iter()
-        .filter(|e| e.event_type == "pm_invalid_output")
+        .filter(|e| e.event_type.as_str() == "pm_invalid_output")
         .collect();
     assert_eq!(invalid.len(), 1);
     assert_eq!(invalid[0].attempt, Some(1));
@@ -223,7 +223,7 @@ fn pm_unknown_target_twice_is_two_requests_and_ends_the_round() {
     let routing: Vec<_> = b
         .event_log
         .iter()
-        .filter(|e| e.event_type == "pm_routing_error")
+        .filter(|e| e.event_type.as_str() == "pm_routing_error")
         .map(|e| e.attempt)
         .collect();
     assert_eq!(routing, [Some(1), Some(2)]);
@@ -273,7 +273,7 @@ fn agent_invalid_citation_is_retried_once_with_the_exact_error() {
     let retry: Vec<_> = b
         .event_log
         .iter()
-        .filter(|e| e.event_type == "agent_retry")
+        .filter(|e| e.event_type.as_str() == "agent_retry")
         .collect();
     assert_eq!(retry.len(), 1);
     assert_eq!(

@@ -4,6 +4,7 @@ mod common;
 
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, Role};
+use agent_meeting::model::MessageKind;
 use agent_meeting::model::{PendingCall, Status};
 use agent_meeting::stage::pm_step::{self as pm, pm_input, pm_step};
 use assert_cmd::Command;
@@ -65,7 +66,11 @@ fn call_agent_sets_pending_call_and_records_events() {
     assert_eq!(event_types(&b), ["llm_call", "pm_decision"]);
     let d = &b.event_log[1];
     assert_eq!(
-        (d.from.as_deref(), d.to.as_deref(), d.kind.as_deref()),
+        (
+            d.from.as_deref(),
+            d.to.as_deref(),
+            d.kind.map(MessageKind::as_str)
+        ),
         (Some("pm"), Some("arch"), Some("task"))
     );
     assert_eq!(
@@ -132,7 +137,11 @@ fn finish_sets_finishing_with_report() {
     );
     let d = events_of(&b, "pm_decision")[0];
     assert_eq!(
-        (d.to.as_deref(), d.kind.as_deref(), d.message.as_deref()),
+        (
+            d.to.as_deref(),
+            d.kind.map(MessageKind::as_str),
+            d.message.as_deref()
+        ),
         (Some("meeting"), Some("control"), Some("FINISH"))
     );
 }
@@ -165,7 +174,11 @@ fn invalid_json_is_retried_once_with_the_error() {
     );
     let inv = events_of(&b, "pm_invalid_output")[0];
     assert_eq!(
-        (inv.from.as_deref(), inv.to.as_deref(), inv.kind.as_deref()),
+        (
+            inv.from.as_deref(),
+            inv.to.as_deref(),
+            inv.kind.map(MessageKind::as_str)
+        ),
         (Some("runtime"), Some("pm"), Some("feedback"))
     );
     assert_eq!(b.loop_count, 0);
@@ -201,7 +214,9 @@ fn invalid_json_twice_fails_the_round() {
         "{types:?}"
     );
     assert_eq!(
-        events_of(&b, "forced_finish")[0].kind.as_deref(),
+        events_of(&b, "forced_finish")[0]
+            .kind
+            .map(MessageKind::as_str),
         Some("control")
     );
 }
@@ -270,7 +285,10 @@ fn unknown_targets_twice_end_the_round() {
     assert_eq!(routing[0].to.as_deref(), Some("ops"));
     assert_eq!(routing[1].to.as_deref(), Some("security"));
     assert_eq!(
-        (routing[0].from.as_deref(), routing[0].kind.as_deref()),
+        (
+            routing[0].from.as_deref(),
+            routing[0].kind.map(MessageKind::as_str)
+        ),
         (Some("pm"), Some("feedback"))
     );
     assert_eq!(b.status, Status::Finishing);
@@ -502,8 +520,10 @@ fn extra_keys_and_null_analysis_are_tolerated() {
 #[test]
 fn pm_input_is_exactly_the_summary_layer() {
     let mut b = board();
-    b.event_log
-        .push(agent_meeting::events::event("llm_call", "pm"));
+    b.event_log.push(agent_meeting::events::event(
+        agent_meeting::model::EventType::LlmCall,
+        "pm",
+    ));
     b.latest_agent_outputs.insert(
         "arch".into(),
         agent_meeting::model::AgentTurnResult {
@@ -558,8 +578,10 @@ fn stuffed(item_chars: usize) -> agent_meeting::model::Board {
     b.recent_errors = (0..20).map(|i| item("e", i)).collect();
     b.summary = "s".repeat(1200);
     for _ in 0..300 {
-        b.event_log
-            .push(agent_meeting::events::event("llm_call", "arch"));
+        b.event_log.push(agent_meeting::events::event(
+            agent_meeting::model::EventType::LlmCall,
+            "arch",
+        ));
     }
     b
 }

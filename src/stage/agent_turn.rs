@@ -6,13 +6,14 @@ use serde_json::{json, Map, Value};
 
 use crate::ask::{ask, Asked, Asker};
 use crate::error::{Error, Result};
-use crate::events::{self, Clock, KIND_FEEDBACK, KIND_RESULT};
+use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{Client, ExpectedJson, Message, Options, Request};
 use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, Status,
     TurnStatus, AGENT_TURN_FIELDS,
 };
+use crate::model::{EventType, MessageKind};
 use crate::prompts::{cut_list, render, retry_message};
 use crate::schema;
 use crate::stage::Stage;
@@ -247,7 +248,13 @@ impl Asker for TurnAsk<'_> {
             return;
         }
         let name = &self.agent.name;
-        let mut ev = events::message("agent_retry", name, "runtime", name, KIND_FEEDBACK);
+        let mut ev = events::message(
+            EventType::AgentRetry,
+            name,
+            "runtime",
+            name,
+            MessageKind::Feedback,
+        );
         ev.attempt = Some(attempt);
         ev.error = Some(error.clone());
         events::push(self.board, self.clock, ev);
@@ -301,7 +308,13 @@ pub fn agent_turn(
     board.pending_call = None;
     match outcome {
         Ok(result) => {
-            let mut ev = events::message("agent_result", &name, &name, "pm", KIND_RESULT);
+            let mut ev = events::message(
+                EventType::AgentResult,
+                &name,
+                &name,
+                "pm",
+                MessageKind::Result,
+            );
             ev.status = Some("ok".into());
             ev.message = Some(first_sentence(&result.response));
             events::push(&mut board, clock, ev);
@@ -314,7 +327,13 @@ pub fn agent_turn(
             });
         }
         Err(error) => {
-            let mut ev = events::message("agent_error", &name, &name, "pm", KIND_RESULT);
+            let mut ev = events::message(
+                EventType::AgentError,
+                &name,
+                &name,
+                "pm",
+                MessageKind::Result,
+            );
             ev.status = Some("error".into());
             ev.error = Some(error.clone());
             events::push(&mut board, clock, ev);

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::events;
+use crate::model::EventType;
 use crate::model::{
     AgentConfig, Board, Event, LlmSettings, MeetingPacket, Status, Usage, BOARD_VERSION,
 };
@@ -77,7 +78,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
     };
     board.summary = summary_lines(&board, "No participant has spoken yet.");
     let event = Event {
-        event_type: "meeting_started".into(),
+        event_type: EventType::MeetingStarted,
         caller: "init-board".into(),
         message: Some(format!(
             "participants: {}; max loops: {}; documents: {}",
@@ -105,7 +106,7 @@ pub fn new_trace_id(now_rfc3339: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use crate::model::Status;
+    use crate::model::{EventType, Status};
     use crate::stage::fixtures::board;
 
     #[test]
@@ -115,7 +116,7 @@ mod tests {
         assert_eq!(b.loop_count, 0);
         assert_eq!(b.open_questions, vec!["Is it cheaper?", "Who runs it?"]);
         assert_eq!(b.participants, vec!["arch", "biz"]);
-        assert_eq!(b.event_log[0].event_type, "meeting_started");
+        assert_eq!(b.event_log[0].event_type, EventType::MeetingStarted);
         assert_eq!(b.summary.lines().count(), 3);
     }
 

@@ -4,6 +4,7 @@
 
 use crate::error::Result;
 use crate::events;
+use crate::model::EventType;
 use crate::model::{AgentTurnResult, Board, Event, Evidence, LastTurn, TurnStatus, EVIDENCE_CAP};
 use crate::stage::Stage;
 use crate::text::first_sentence;
@@ -65,7 +66,7 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         }
     }
     let ev = Event {
-        event_type: "board_merged".into(),
+        event_type: EventType::BoardMerged,
         caller: "merge-board".into(),
         message: Some(message),
         ..Event::default()
@@ -370,7 +371,10 @@ mod tests {
         assert_eq!((b.loop_count, b.status), (2, Status::Running));
         assert_eq!(b.next_stage(), Some(Stage::PmStep));
         assert!(b.last_turn.is_none());
-        assert_eq!(b.event_log.last().unwrap().event_type, "board_merged");
+        assert_eq!(
+            b.event_log.last().unwrap().event_type,
+            EventType::BoardMerged
+        );
         assert_eq!(
             b.event_log.last().unwrap().loop_no,
             2,

@@ -6,10 +6,11 @@ use serde_json::{json, Map, Value};
 
 use crate::ask::{ask, Asked, Asker};
 use crate::error::Result;
-use crate::events::{self, Clock, KIND_CONTROL, KIND_FEEDBACK, KIND_TASK};
+use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{Client, ExpectedJson, Message, Options, Request};
 use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, PM_DECISION_FIELDS};
+use crate::model::{EventType, MessageKind};
 use crate::prompts::{cut_list, render, retry_message, ITEM_CHARS};
 use crate::schema;
 use crate::stage::Stage;
@@ -202,18 +203,23 @@ impl Asker for PmAsk<'_> {
         let mut ev = match invalid {
             Invalid::Json(e) | Invalid::Schema(e) => {
                 let mut ev = events::message(
-                    "pm_invalid_output",
+                    EventType::PmInvalidOutput,
                     PM_CALLER,
                     "runtime",
                     "pm",
-                    KIND_FEEDBACK,
+                    MessageKind::Feedback,
                 );
                 ev.error = Some(e.clone());
                 ev
             }
             Invalid::Routing(target, e) => {
-                let mut ev =
-                    events::message("pm_routing_error", PM_CALLER, "pm", target, KIND_FEEDBACK);
+                let mut ev = events::message(
+                    EventType::PmRoutingError,
+                    PM_CALLER,
+                    "pm",
+                    target,
+                    MessageKind::Feedback,
+                );
                 ev.error = Some(e.clone());
                 ev
             }
@@ -284,11 +290,11 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
 /// The `pm_round_failed` control event: the round's retries are used up.
 fn push_round_failed(board: &mut Board, clock: &dyn Clock, error: &str) {
     let mut ev = events::message(
-        "pm_round_failed",
+        EventType::PmRoundFailed,
         PM_CALLER,
         "runtime",
         "meeting",
-        KIND_CONTROL,
+        MessageKind::Control,
     );
     ev.error = Some(error.to_string());
     events::push(board, clock, ev);
@@ -322,7 +328,13 @@ pub fn pm_step(
     check_turn(&board)?;
     let mode = mode(&board);
     if mode == Mode::ForcedFinish && board.status == Status::Running {
-        let mut ev = events::message("forced_finish", PM_CALLER, "runtime", "pm", KIND_CONTROL);
+        let mut ev = events::message(
+            EventType::ForcedFinish,
+            PM_CALLER,
+            "runtime",
+            "pm",
+            MessageKind::Control,
+        );
         ev.message = Some(format!(
             "max loops reached ({}/{})",
             board.loop_count, board.max_loops
@@ -354,8 +366,13 @@ pub fn pm_step(
                 NextAction::CallAgent => {
                     let target = d.target_agent.unwrap_or_default();
                     let prompt = d.prompt_for_agent.unwrap_or_default();
-                    let mut ev =
-                        events::message("pm_decision", PM_CALLER, "pm", &target, KIND_TASK);
+                    let mut ev = events::message(
+                        EventType::PmDecision,
+                        PM_CALLER,
+                        "pm",
+                        &target,
+                        MessageKind::Task,
+                    );
                     ev.message = Some(prompt.clone());
                     events::push(&mut board, clock, ev);
                     board.pending_call = Some(PendingCall {
@@ -373,7 +390,13 @@ pub fn pm_step(
         }
         (Mode::Normal, Err(error)) => {
             push_round_failed(&mut board, clock, &error);
-            let mut ev = events::message("forced_finish", PM_CALLER, "runtime", "pm", KIND_CONTROL);
+            let mut ev = events::message(
+                EventType::ForcedFinish,
+                PM_CALLER,
+                "runtime",
+                "pm",
+                MessageKind::Control,
+            );
             ev.message = Some(format!("PM round failed: {error}"));
             events::push(&mut board, clock, ev);
             board.status = Status::Finishing;
@@ -400,7 +423,13 @@ pub fn pm_step(
 }
 
 fn push_finish_decision(board: &mut Board, clock: &dyn Clock) {
-    let mut ev = events::message("pm_decision", PM_CALLER, "pm", "meeting", KIND_CONTROL);
+    let mut ev = events::message(
+        EventType::PmDecision,
+        PM_CALLER,
+        "pm",
+        "meeting",
+        MessageKind::Control,
+    );
     ev.message = Some("FINISH".into());
     events::push(board, clock, ev);
 }

@@ -209,7 +209,10 @@ pub fn event_types(b: &Board) -> Vec<&str> {
 }
 
 pub fn events_of<'a>(b: &'a Board, t: &str) -> Vec<&'a Event> {
-    b.event_log.iter().filter(|e| e.event_type == t).collect()
+    b.event_log
+        .iter()
+        .filter(|e| e.event_type.as_str() == t)
+        .collect()
 }
 
 /// Compare `actual` with tests/golden/<name>; `AGENT_MEETING_BLESS=1` rewrites the file.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::Board;
+use crate::model::{Board, EventType, MessageKind};
 use crate::text::fold_ws;
 
 /// Longest message text on one Mermaid arrow, in characters.
@@ -24,7 +24,7 @@ pub fn mermaid(board: &Board) -> String {
     let mut names: Vec<String> = board.participants.clone();
     for e in &board.event_log {
         for n in [&e.from, &e.to].into_iter().flatten() {
-            let is_msg = matches!(e.kind.as_deref(), Some("task" | "result"));
+            let is_msg = matches!(e.kind, Some(MessageKind::Task | MessageKind::Result));
             if is_msg && !is_pm(n) && n != "meeting" && !names.contains(n) {
                 names.push(n.clone());
             }
@@ -58,8 +58,8 @@ pub fn mermaid(board: &Board) -> String {
     for e in &board.event_log {
         let l = shown_loop(e.loop_no);
         let msg = e.message.as_deref().unwrap_or("");
-        match (e.kind.as_deref(), e.event_type.as_str()) {
-            (Some("task"), _) => {
+        match (e.kind, e.event_type) {
+            (Some(MessageKind::Task), _) => {
                 let (Some(from), Some(to)) = (&e.from, &e.to) else {
                     continue;
                 };
@@ -70,7 +70,7 @@ pub fn mermaid(board: &Board) -> String {
                     mermaid_text(msg, MERMAID_TEXT_CHARS)
                 ));
             }
-            (Some("result"), _) => {
+            (Some(MessageKind::Result), _) => {
                 let (Some(from), Some(to)) = (&e.from, &e.to) else {
                     continue;
                 };
@@ -91,7 +91,7 @@ pub fn mermaid(board: &Board) -> String {
                     lines.push(format!("    {}-->>{}: L{l} {text}", id(from), id(to)));
                 }
             }
-            (_, "forced_finish") => {
+            (_, EventType::ForcedFinish) => {
                 let why = if msg.trim().is_empty() {
                     String::new()
                 } else {
@@ -99,10 +99,12 @@ pub fn mermaid(board: &Board) -> String {
                 };
                 lines.push(format!("    Note over PM: L{l} forced finish{why}"));
             }
-            (_, "pm_decision") if msg.trim() == "FINISH" => {
+            (_, EventType::PmDecision) if msg.trim() == "FINISH" => {
                 lines.push(format!("    Note over PM: L{l} FINISH"))
             }
-            (_, "pm_round_failed") => lines.push(format!("    Note over PM: L{l} PM round failed")),
+            (_, EventType::PmRoundFailed) => {
+                lines.push(format!("    Note over PM: L{l} PM round failed"))
+            }
             _ => {}
         }
     }

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::io;
+use crate::model::EventType;
 pub use crate::model::ReportKind;
 use crate::model::{Board, DocumentCitation, ReportResult, Status, REPORT_VERSION};
 use crate::stage::Stage;
@@ -94,7 +95,7 @@ pub(crate) fn report_kind(board: &Board) -> Result<ReportKind> {
                 || board
                     .event_log
                     .iter()
-                    .any(|e| e.event_type == "forced_finish")
+                    .any(|e| e.event_type == EventType::ForcedFinish)
             {
                 ReportKind::Forced
             } else {
