@@ -33,7 +33,7 @@ demo-forced: build
 	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) --max-loops 2 \
 	  --cassette meetings/demo-forced.cassette.jsonl --report-file reports/demo-forced.md --pretty
 
-# Benchmarks (issue 6): stage cost, context walk, whole offline meetings, prompt volume →
+# Benchmarks: stage cost, context walk, whole offline meetings, prompt volume →
 # BENCHMARKS.md. QUICK=1 runs smaller sizes and fewer repetitions (well under a minute).
 .PHONY: bench
 # BEFORE=DIR adds a before/after table against the stage programs of a previous build.

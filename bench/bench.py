@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmarks of agent-meeting (issue 6): stage cost, context walk, whole offline meetings and
+"""Benchmarks of agent-meeting: stage cost, context walk, whole offline meetings and
 prompt volume. Python 3 standard library only; writes BENCHMARKS.md.
 
 Usage: python3 bench/bench.py [--quick] [--bin target/release] [--out BENCHMARKS.md]

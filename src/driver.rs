@@ -1,4 +1,4 @@
-//! The `meeting` driver (SPEC §2, §8): pipes the board through the stage programs until the
+//! The `meeting` driver (DESIGN.md#run-folder): pipes the board through the stage programs until the
 //! meeting ends, keeps the run folder (every stage's input and output, `events.jsonl`,
 //! `llm.jsonl`), resumes a killed meeting from its last complete board, and reports progress.
 //!

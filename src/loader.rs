@@ -1,4 +1,4 @@
-//! Loading agent configs (SPEC §3 loader rules): file formats, name/stem agreement, duplicate
+//! Loading agent configs (DESIGN.md#agent-configs): file formats, name/stem agreement, duplicate
 //! names, schema compilation, and the input/output schema compatibility checks for
 //! specialists (AgentTurnResult) and the PM (PMDecision).
 
@@ -337,7 +337,7 @@ pub fn available_agents(dir: &Path) -> Vec<String> {
     names
 }
 
-/// Load the named specialists and the PM from `dir` (SPEC §3). A missing PM config is fine
+/// Load the named specialists and the PM from `dir` (DESIGN.md#agent-configs). A missing PM config is fine
 /// when `pm` is the default name `pm` (the built-in PM prompt is used); a PM named explicitly
 /// must exist.
 pub fn load_meeting_agents(

@@ -1,4 +1,4 @@
-//! Data models of SPEC §3: the types every program reads and writes, and their validation.
+//! The documents (DESIGN.md#documents): the types every program reads and writes, and their validation.
 //!
 //! Every struct refuses unknown fields (typos must not pass silently) except `metadata`
 //! objects. Validation that serde cannot express (non-empty strings, safe names, the PM
@@ -18,13 +18,13 @@ pub const BOARD_VERSION: u32 = 1;
 pub const PACKET_VERSION: u32 = 1;
 pub const REPORT_VERSION: u32 = 1;
 
-/// Largest number of items each whiteboard list keeps (SPEC §5 merge rule 5).
+/// Largest number of items each whiteboard list keeps (merge rule 5, DESIGN.md#whiteboard-bounds).
 pub(crate) const LIST_CAP: usize = 20;
 
 // ---------------------------------------------------------------------------------------------
 // Agents
 
-/// One loadable agent (SPEC §3 AgentConfig).
+/// One loadable agent: a specialist or the PM.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AgentConfig {
@@ -495,8 +495,8 @@ pub struct LastTurn {
     pub error: Option<String>,
 }
 
-/// One entry of the event log (DESIGN.md#events).
-/// What an event records (DESIGN.md#events); serialised as its snake_case name.
+/// One entry of the event log.
+/// What an event records; serialised as its snake_case name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EventType {
@@ -544,7 +544,7 @@ impl EventType {
     }
 }
 
-/// The kind of a message between participants (DESIGN.md#events).
+/// The kind of a message between participants.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageKind {
@@ -569,7 +569,7 @@ impl MessageKind {
     }
 }
 
-/// One entry of the event log (DESIGN.md#events).
+/// One entry of the event log.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Event {
@@ -683,8 +683,7 @@ impl Board {
     }
 }
 
-/// Which kind of report a board calls for, and so which template renders it
-/// (DESIGN.md#report).
+/// Which kind of report a board calls for, and so which template renders it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ReportKind {

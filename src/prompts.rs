@@ -86,7 +86,7 @@ pub(crate) fn render<S: Serialize>(name: &str, ctx: &S) -> Result<String> {
 }
 
 /// The correction sent after an unusable reply: the exact error, the allowed values, and a
-/// request for corrected JSON only (SPEC §12).
+/// request for corrected JSON only (DESIGN.md#ask-loop).
 pub(crate) fn retry_message(
     error: &str,
     allowed_field: &str,

@@ -1,4 +1,4 @@
-//! agent-builder: generate an agent config from a plain-language description (SPEC §9).
+//! agent-builder: generate an agent config from a plain-language description (DESIGN.md#agent-configs).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
     main_with("agent-builder", || run(args))
 }
 
-/// The file must be one the loader will read as this agent (SPEC §3): `.json`, `.yaml` or
+/// The file must be one the loader will read as this agent (DESIGN.md#agent-configs): `.json`, `.yaml` or
 /// `.yml`, a stem that is a safe name equal to `--name`, and no other file for that name.
 fn check_output(out: &std::path::Path, name: Option<&str>, force: bool) -> Result<(), Error> {
     let shown = out.display();

@@ -1,5 +1,5 @@
 //! The LLM flags shared by every program that calls a model, and the resolution of which
-//! provider, model and options one caller gets (SPEC §7).
+//! provider, model and options one caller gets (DESIGN.md#llm-layer).
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,4 +1,5 @@
-//! The LLM layer (SPEC §7): one interface for the rest of the code, several providers behind it.
+//! The LLM layer (DESIGN.md#llm-layer): one interface for the rest of the code, several
+//! providers behind it.
 //!
 //! Callers build a [`Request`] (system prompt, messages, optional expected JSON schema) and
 //! [`Options`] (model, temperature, ...), and call [`Client::call`]. They never see provider
@@ -6,20 +7,12 @@
 //! number, which is the board's `usage.calls`, so replay cassettes stay in step across the
 //! separate processes of one meeting.
 //!
-//! INTERFACE CONTRACT (shared by pm, turn, agent-builder): the public items below keep these
-//! names and shapes; implementations may add items.
+//! The stages reach it through the ask loop (`crate::ask`), which validates answers; this layer
+//! imports nothing above it (only the documents, errors and file reading it needs).
 //!
-//! A stage uses it like this:
-//! ```ignore
-//! let (mut client, opts) = llm::client_for(&args.llm, &board.llm, &agent.metadata, board.usage.calls)?;
-//! let reply = client.call(&request, &opts)?;          // Fatal → exit 1; Transient → absorb
-//! let value = reply.json.unwrap()?;                   // tolerant-parsed, or a message for the model
-//! llm::validate(&value, &schema)?;                     // then serde into the typed result
-//! board.usage.calls = client.calls();
-//! ```
 //! Modules: `transport` (ureq, timeouts, error bodies), `openai` / `anthropic` (wire formats),
-//! `replay` (cassettes, `--record`), `parse` (tolerant JSON), `args` (flags and resolution),
-//! `builder` (agent-builder).
+//! `replay` (cassettes, `--record`), `resume` (answers from an earlier run's log), `parse`
+//! (tolerant JSON), `args` (flags and resolution).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

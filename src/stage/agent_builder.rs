@@ -167,7 +167,7 @@ pub fn check(mut value: Value, spec: &BuildSpec, schema: &Value) -> Result<Agent
     validate(&value, schema)?;
     let cfg: AgentConfig = serde_path_to_error::deserialize(value)
         .map_err(|e| format!("at {}: {}", e.path(), e.inner()))?;
-    // The same rules the loader applies when the file is loaded (SPEC §3).
+    // The same rules the loader applies when the file is loaded (DESIGN.md#agent-configs).
     crate::loader::validate_agent(&cfg, AgentKind::Specialist).map_err(|e| e.to_string())?;
     Ok(cfg)
 }

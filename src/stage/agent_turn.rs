@@ -81,7 +81,7 @@ pub fn meeting_summary(board: &Board) -> String {
     s
 }
 
-/// The runtime agent input `{prompt, meeting_summary, context_summary}` (SPEC §3), validated
+/// The runtime agent input `{prompt, meeting_summary, context_summary}` (DESIGN.md#agent-turn), validated
 /// against the agent's `input_schema` before the call.
 pub fn agent_input(board: &Board, call: &PendingCall) -> Value {
     json!({

@@ -36,7 +36,7 @@ pub fn is_question(item: &str) -> bool {
     })
 }
 
-/// `merge-board`: fold `last_turn` into the whiteboard (SPEC §5 merge rules 1–7).
+/// `merge-board`: fold `last_turn` into the whiteboard (merge rules 1–7, DESIGN.md#merge-rules).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     board.expect_stage(Stage::MergeBoard)?;
     let turn = board
@@ -73,7 +73,7 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     };
     events::push_at(&mut board, now, ev);
     // At max_loops the board stays `running`: pm-step sees the spent budget, records the
-    // forced finish and runs in forced_finish mode (SPEC §5).
+    // forced finish and runs in forced_finish mode (DESIGN.md#pm-round).
     board.loop_count += 1;
     Ok(board)
 }

@@ -59,7 +59,7 @@ pub fn check_turn(board: &Board) -> Result<()> {
     Ok(())
 }
 
-/// Everything the PM sees (SPEC §5), and nothing else: never the event log or raw agent
+/// Everything the PM sees (DESIGN.md#pm-round), and nothing else: never the event log or raw agent
 /// outputs; every list item cut to 500 characters so the prompt stays flat over many loops.
 pub fn pm_input(board: &Board) -> Value {
     let dp = &board.meeting_input.decision_packet;
