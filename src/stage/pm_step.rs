@@ -328,18 +328,11 @@ pub fn pm_step(
     check_turn(&board)?;
     let mode = mode(&board);
     if mode == Mode::ForcedFinish && board.status == Status::Running {
-        let mut ev = events::message(
-            EventType::ForcedFinish,
-            PM_CALLER,
-            "runtime",
-            "pm",
-            MessageKind::Control,
-        );
-        ev.message = Some(format!(
+        let why = format!(
             "max loops reached ({}/{})",
             board.loop_count, board.max_loops
-        ));
-        events::push(&mut board, clock, ev);
+        );
+        push_forced_finish(&mut board, clock, why);
     }
     let request = Request {
         caller: PM_CALLER.into(),
@@ -390,15 +383,7 @@ pub fn pm_step(
         }
         (Mode::Normal, Err(error)) => {
             push_round_failed(&mut board, clock, &error);
-            let mut ev = events::message(
-                EventType::ForcedFinish,
-                PM_CALLER,
-                "runtime",
-                "pm",
-                MessageKind::Control,
-            );
-            ev.message = Some(format!("PM round failed: {error}"));
-            events::push(&mut board, clock, ev);
+            push_forced_finish(&mut board, clock, format!("PM round failed: {error}"));
             board.status = Status::Finishing;
             board.last_error = Some(error);
         }
@@ -420,6 +405,19 @@ pub fn pm_step(
         }
     }
     Ok(board)
+}
+
+/// The `forced_finish` control event: the meeting must close now, and why.
+fn push_forced_finish(board: &mut Board, clock: &dyn Clock, why: String) {
+    let mut ev = events::message(
+        EventType::ForcedFinish,
+        PM_CALLER,
+        "runtime",
+        "pm",
+        MessageKind::Control,
+    );
+    ev.message = Some(why);
+    events::push(board, clock, ev);
 }
 
 fn push_finish_decision(board: &mut Board, clock: &dyn Clock) {
