@@ -1,13 +1,12 @@
 //! pm-step: the PM round state machine, retries, forced finish, bounded PM input, prompts.
 
-mod common;
-
+use crate::fixtures::*;
+use crate::harness::golden;
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, Role};
 use agent_meeting::model::{PendingCall, Status};
 use agent_meeting::pm::{self, pm_input, pm_step};
 use assert_cmd::Command;
-use common::*;
 use predicates::prelude::*;
 use serde_json::json;
 

@@ -1,14 +1,13 @@
 //! agent-turn: input validation, answer checks (schema, structure, citations), one retry,
 //! error turns, events and usage, prompts.
 
-mod common;
-
+use crate::fixtures::*;
+use crate::harness::golden;
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, RawReply, Request, Role};
 use agent_meeting::model::{Board, LastTurn, Status, TurnStatus};
 use agent_meeting::turn::{self, agent_input, agent_turn};
 use assert_cmd::Command;
-use common::*;
 use predicates::prelude::*;
 use serde_json::{json, Value};
 

@@ -1,11 +1,11 @@
 //! agent-builder end to end: fake OpenAI server and replay cassettes.
 
-mod llm_fake;
-
+use crate::fake_http::*;
 use assert_cmd::Command;
-use llm_fake::*;
 use predicates::prelude::*;
 use serde_json::{json, Value};
+
+use crate::harness::golden;
 
 const KEY: &str = "sk-test-SECRET123456789012345";
 
@@ -285,7 +285,7 @@ fn fake_anthropic_server_writes_a_valid_config() {
 }
 
 /// The rendered builder prompt is part of the product: changes must be deliberate.
-/// Regenerate with `UPDATE_GOLDEN=1 cargo test --test agent_builder`.
+/// Regenerate with `AGENT_MEETING_BLESS=1 cargo test --test integration agent_builder::`.
 #[test]
 fn builder_prompt_golden() {
     let spec = agent_meeting::llm::builder::BuildSpec {
@@ -294,16 +294,7 @@ fn builder_prompt_golden() {
         role: None,
     };
     let text = agent_meeting::llm::builder::system_prompt(&spec).unwrap();
-    let golden =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/builder_system.txt");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
-        std::fs::write(&golden, &text).unwrap();
-    }
-    assert_eq!(
-        text,
-        std::fs::read_to_string(&golden).expect("golden file; run with UPDATE_GOLDEN=1")
-    );
+    golden("builder_system.txt", &text);
 }
 
 /// Files the loader would not read as this agent are refused before any model call.

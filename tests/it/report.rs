@@ -1,7 +1,7 @@
 //! render-report (SPEC §6): golden reports of the three kinds, the parts each section comes
 //! from, the evidence rule, the Mermaid diagram, saving, and the stage and version checks.
 //!
-//! Golden files live in tests/golden/; `AGENT_MEETING_BLESS=1 cargo test --test report`
+//! Golden files live in tests/golden/; `AGENT_MEETING_BLESS=1 cargo test --test integration report::`
 //! rewrites them. A missing golden file fails the test unless blessing.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +11,8 @@ use agent_meeting::report::{self, ReportKind, UserTemplate};
 use assert_cmd::Command;
 use predicates::prelude::*;
 use serde_json::{json, Value};
+
+use crate::harness::golden;
 
 fn agent(name: &str, role: &str) -> Value {
     json!({
@@ -136,29 +138,6 @@ fn fallback_board() -> Value {
 
 fn board(v: &Value) -> Board {
     serde_json::from_value(v.clone()).expect("test board is valid")
-}
-
-fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("AGENT_MEETING_BLESS").is_some_and(|v| !v.is_empty()) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing golden file {}; run with AGENT_MEETING_BLESS=1",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual,
-        expected,
-        "report differs from {}; run with AGENT_MEETING_BLESS=1 if intended",
-        path.display()
-    );
 }
 
 fn sections(md: &str) -> Vec<&str> {

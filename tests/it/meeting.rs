@@ -8,11 +8,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const NOW: &str = "2026-11-30T12:00:00Z";
+use crate::harness::root;
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+const NOW: &str = "2026-11-30T12:00:00Z";
 
 fn bin_dir() -> PathBuf {
     assert_cmd::cargo::cargo_bin("meeting")

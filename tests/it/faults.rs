@@ -5,21 +5,21 @@
 //!
 //! Faults the replay provider can simulate go through cassettes; transport faults (read
 //! timeout, connection closed mid-body, non-JSON body, a 1 MB reply) go through the real OpenAI
-//! provider against the scripted fake HTTP server of `llm_fake`. Every cell is its own meeting
+//! provider against the scripted fake HTTP server of `fake_http`. Every cell is its own meeting
 //! (own temp dir, own server), and cells run in parallel.
 //!
 //! The fault × position matrix is printed; see it with
-//! `cargo test --test faults -- --nocapture`.
-
-mod llm_fake;
+//! `cargo test --test integration faults:: -- --nocapture`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use llm_fake::{openai_ok, Action, FakeServer};
+use crate::fake_http::{self, openai_ok, Action, FakeServer};
 use serde_json::{json, Value};
+
+use crate::harness::root;
 
 const NOW: &str = "2026-11-30T12:00:00Z";
 /// `--max-attempts` of every cell: transport attempts per logical call.
@@ -30,10 +30,6 @@ const STAGE_CALLS: usize = 2;
 const READ_TIMEOUT: &str = "1";
 const SLOW_REPLY: Duration = Duration::from_millis(2500);
 const WORKERS: usize = 4;
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Position {
@@ -284,7 +280,7 @@ fn write_cassette(path: &Path, attempts: &[(&str, Reply)]) {
 }
 
 fn http_actions(attempts: &[(&str, Reply)]) -> Vec<Action> {
-    let ok = |t: &str| llm_fake::json(200, &openai_ok(t, Some((1000, 100))));
+    let ok = |t: &str| fake_http::json(200, &openai_ok(t, Some((1000, 100))));
     attempts
         .iter()
         .map(|(_, reply)| match reply {
@@ -294,7 +290,7 @@ fn http_actions(attempts: &[(&str, Reply)]) -> Vec<Action> {
                 headers: retry_after
                     .map(|s| vec![("retry-after".to_string(), s.to_string())])
                     .unwrap_or_default(),
-                body: llm_fake::openai_error("injected", "server_error"),
+                body: fake_http::openai_error("injected", "server_error"),
             },
             Reply::Timeout => Action::Sleep(SLOW_REPLY, Box::new(ok("{}"))),
             Reply::Closed(t) => {
@@ -815,7 +811,9 @@ fn every_fault_at_every_position_ends_with_a_report() {
                 .unwrap()
         })
         .collect();
-    println!("\nfault × position → outcome (cargo test --test faults -- --nocapture)\n");
+    println!(
+        "\nfault × position → outcome (cargo test --test integration faults:: -- --nocapture)\n"
+    );
     let mut head = format!("| {:w0$} |", "fault");
     let mut rule = format!("|{}|", "-".repeat(w0 + 2));
     for (p, w) in POSITIONS.iter().zip(&widths) {

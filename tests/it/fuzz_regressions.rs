@@ -14,6 +14,8 @@ use agent_meeting::io::{self, Format};
 use agent_meeting::model::{Board, MeetingInput, BOARD_VERSION};
 use agent_meeting::{board, pm, report, turn};
 
+use crate::harness::root;
+
 const TARGETS: [&str; 3] = ["json_reply", "board", "meeting_file"];
 
 fn json_reply(text: &str) {
@@ -61,10 +63,6 @@ fn files(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     v.sort();
     v
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 #[test]
