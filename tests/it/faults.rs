@@ -12,14 +12,13 @@
 //! `cargo test --test integration faults:: -- --nocapture`.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::fake_http::{self, openai_ok, Action, FakeServer};
 use serde_json::{json, Value};
 
-use crate::harness::root;
+use crate::harness::{cli, root};
 
 const NOW: &str = "2026-11-30T12:00:00Z";
 /// `--max-attempts` of every cell: transport attempts per logical call.
@@ -482,41 +481,26 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
     let work = tempfile::tempdir().unwrap();
     let attempts = script(fault, pos, replies);
     let report_file = work.path().join("report.md");
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    cmd.current_dir(root())
-        .env("AGENT_MEETING_NOW", NOW)
-        .env("NO_COLOR", "1")
+    let mut cmd = cli("meeting");
+    cmd.env("AGENT_MEETING_NOW", NOW)
         .env("MEETING_RETRY_BASE_MS", "1")
-        .env("MEETING_RETRY_MAX_SECS", "0.05");
-    for var in [
-        "AGENT_MEETING_PROVIDER",
-        "AGENT_MEETING_MODEL",
-        "MEETING_CASSETTE",
-        "MEETING_LLM_LOG",
-        "OPENAI_API_KEY",
-        "OPENAI_BASE_URL",
-        "OPENAI_MODEL",
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-    ] {
-        cmd.env_remove(var);
-    }
-    cmd.args([
-        "--meeting-file",
-        "meetings/demo.yaml",
-        "--agents",
-        "arch,biz",
-        "--max-loops",
-        "2",
-        "--max-attempts",
-        &ATTEMPTS.to_string(),
-        "--trace-id",
-        "fault-cell",
-    ])
-    .arg("--run-dir")
-    .arg(work.path().join("runs"))
-    .arg("--report-file")
-    .arg(&report_file);
+        .env("MEETING_RETRY_MAX_SECS", "0.05")
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,biz",
+            "--max-loops",
+            "2",
+            "--max-attempts",
+            &ATTEMPTS.to_string(),
+            "--trace-id",
+            "fault-cell",
+        ])
+        .arg("--run-dir")
+        .arg(work.path().join("runs"))
+        .arg("--report-file")
+        .arg(&report_file);
     let server = if fault.http() {
         let server = FakeServer::start(http_actions(&attempts));
         cmd.env("OPENAI_BASE_URL", &server.url)
@@ -530,7 +514,7 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             .arg(&cassette);
         None
     };
-    let out = cmd.stdin(Stdio::null()).output().unwrap();
+    let out = cmd.run().output;
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let mut problems = Vec::new();
     let mut check = |ok: bool, what: String| {
