@@ -10,15 +10,17 @@
 //! good document made at test time by running the demo meeting; `@@KIND:N@@` in a raw file
 //! expands to N levels of nesting, so the repository stays small. Huge inputs are generated
 //! here (sparse files), never committed.
+//!
+//! All cases run in parallel inside one test; a failure lists every failing case by name
+//! (`<file> → <program>`, or `gen: ...` for the generated ones). `CASE=<part of a name>` runs
+//! only the matching cases: `CASE=board/two_boards cargo test --test integration bad_inputs::`.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{cli, root, Workdir};
+use crate::harness::{cli, par_map, root, select, Workdir};
 
 const NOW: &str = "2026-11-30T12:00:00Z";
 
@@ -563,22 +565,12 @@ fn every_bad_input_exits_2_with_one_clear_line() {
         "files missing from MANIFEST.tsv: {on_disk:?}"
     );
 
-    let next = AtomicUsize::new(0);
-    let outcomes = Mutex::new(Vec::new());
+    let cases = select(cases, |c| c.id.clone());
+    // Each case mostly waits on its program: more threads than cores keep the cores busy.
     let threads = std::thread::available_parallelism()
         .map_or(4, |n| n.get())
         .clamp(4, 8);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(case) = cases.get(i) else { break };
-                let o = run_case(case);
-                outcomes.lock().unwrap().push(o);
-            });
-        }
-    });
-    let outcomes = outcomes.into_inner().unwrap();
+    let outcomes = par_map(&cases, threads, run_case);
     let slowest = outcomes.iter().max_by_key(|o| o.elapsed).unwrap();
     eprintln!(
         "bad inputs: {files} corpus files, {} cases in {:.1?} (slowest {:.1?}: {})",

@@ -1,9 +1,12 @@
 //! Bad inputs to the foundation programs: each exits 2 with one line naming the program, the
 //! file and the field, prints nothing on stdout and never panics.
+//!
+//! The table runs in one test; `CASE=<part of a case name>` runs only the matching cases:
+//! `CASE='malformed yaml' cargo test --test integration bad_inputs_foundation::`.
 
 use std::path::Path;
 
-use crate::harness::cli;
+use crate::harness::{cli, par_map, select};
 
 const GOOD_AGENT: &str = r#"
 name: NAME
@@ -404,8 +407,8 @@ fn run_case(case: &Case, dir: &Path) -> (i32, String, String) {
 fn every_bad_input_exits_2_with_one_clear_line() {
     let cases = cases();
     assert!(cases.len() >= 30, "the table must keep at least 30 cases");
-    let mut failures = Vec::new();
-    for case in &cases {
+    let cases = select(cases, |c| c.name.to_string());
+    let failures: Vec<String> = par_map(&cases, 4, |case| {
         let dir = tempfile::tempdir().unwrap();
         let (code, stdout, stderr) = run_case(case, dir.path());
         let line = stderr.trim_end();
@@ -415,14 +418,17 @@ fn every_bad_input_exits_2_with_one_clear_line() {
             && line.starts_with("init-board: ")
             && !line.contains("panicked")
             && case.expect.iter().all(|f| line.contains(f));
-        if !ok {
-            failures.push(format!(
+        (!ok).then(|| {
+            format!(
                 "{}: exit {code}, stdout {} bytes, stderr {line:?}",
                 case.name,
                 stdout.len()
-            ));
-        }
-    }
+            )
+        })
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     assert!(
         failures.is_empty(),
         "{} of {} cases failed:\n{}",

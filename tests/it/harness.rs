@@ -1,13 +1,16 @@
 //! The shared test harness, in the spirit of xsv's `Workdir`: a temporary work folder, the
 //! programs run with a clean environment, and assertions that print the command, its exit
-//! status, stdout and stderr when they fail. Also one golden-file helper, and a way for a test
-//! that changes the process environment to run in a process of its own.
+//! status, stdout and stderr when they fail. Also the parallel runner of the table tests
+//! (`bad_inputs`, `faults`, ...) with their `CASE=<name>` filter, one golden-file helper, and a
+//! way for a test that changes the process environment to run in a process of its own.
 
 use std::ffi::OsStr;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// The repository root: the demo meeting, shipped agents and test corpora live there.
 pub fn root() -> PathBuf {
@@ -344,6 +347,58 @@ pub fn golden(name: &str, actual: &str) {
         "{} differs from the rendered text (AGENT_MEETING_BLESS=1 rewrites it):\n--- actual ---\n{actual}",
         path.display()
     );
+}
+
+/// The value of `CASE` in the environment: run only the table cases whose name contains it.
+pub fn case_filter() -> Option<String> {
+    std::env::var("CASE").ok().filter(|s| !s.is_empty())
+}
+
+/// The cases of a table selected by `CASE` (all of them without it). A filter that matches
+/// nothing fails, so a typo does not pass silently.
+#[track_caller]
+pub fn select<T>(cases: Vec<T>, name: impl Fn(&T) -> String) -> Vec<T> {
+    let Some(filter) = case_filter() else {
+        return cases;
+    };
+    let total = cases.len();
+    let picked: Vec<T> = cases
+        .into_iter()
+        .filter(|c| name(c).contains(&filter))
+        .collect();
+    assert!(
+        !picked.is_empty(),
+        "CASE={filter:?} matches none of the {total} cases of this table"
+    );
+    eprintln!("CASE={filter:?}: {} of {total} cases", picked.len());
+    picked
+}
+
+/// Run `f` over `items` on `threads` threads; the results come back in the items' order.
+/// The table tests use it: each case is a program run, mostly waiting on the process.
+pub fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new(items.iter().map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                results.lock().unwrap()[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every item ran"))
+        .collect()
 }
 
 /// Whether this is the run of `test` (its full path, `module::name`) in a process of its own.

@@ -3,7 +3,9 @@
 //! the shared boards, scripted provider and scripted HTTP server; every other module covers one
 //! program or one concern.
 //!
-//! Run one module with `cargo test --test integration meeting::`.
+//! Run one module with `cargo test --test integration meeting::`, only some cases of a table
+//! test (`bad_inputs`, `bad_inputs_foundation`, `faults`) with
+//! `CASE=<part of a case name> cargo test --test integration bad_inputs::`.
 
 mod fake_http;
 mod fixtures;
