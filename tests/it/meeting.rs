@@ -240,10 +240,25 @@ fn shell_loop_gives_the_same_board_and_report() {
     assert_eq!(std::fs::read_to_string(&sh_report).unwrap(), want_report);
 }
 
-/// Start the demo with slow replies, kill it (SIGKILL) once `trigger` appears in the run
-/// folder (plus `after`), then resume until done.
-fn kill_then_resume(trigger: &str, after: Duration) -> (Value, String, Vec<u64>) {
-    let work = Workdir::new();
+/// The numbered step files of a run folder (`0004-agent-turn.out.json`, ...).
+fn steps(run_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.as_bytes()[0].is_ascii_digit())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Start the demo with slow replies in `work`, kill it (SIGKILL) once `trigger` appears in
+/// the run folder (plus `after`), and return the step files the kill left behind. A kill that
+/// lands after the meeting ended would test nothing, so this checks that it landed mid-meeting:
+/// the process was still running just before the kill and died of SIGKILL, and no report
+/// existed yet. `Err` says how the kill missed.
+fn kill_at(work: &Workdir, trigger: &str, after: Duration) -> Result<Vec<String>, String> {
+    use std::os::unix::process::ExitStatusExt;
+
     // The same cassette, with every reply taking 150 ms, so kills land inside LLM calls too.
     let slow = slow_demo_cassette(work.path(), 150);
     let run_dir = work.join("runs/demo-test");
@@ -254,25 +269,69 @@ fn kill_then_resume(trigger: &str, after: Duration) -> (Value, String, Vec<u64>)
             start.elapsed() < Duration::from_secs(60),
             "{trigger} never appeared"
         );
-        if child.try_wait().unwrap().is_some() {
-            break;
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the meeting ended ({status}) before {trigger} appeared");
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     std::thread::sleep(after);
+    if let Some(status) = child.try_wait().unwrap() {
+        return Err(format!("the meeting had already ended ({status})"));
+    }
     child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    let out = resume_cmd(&root(), &run_dir).run();
-    out.check(out.code() == Some(0), &format!("resume after {trigger}"));
-    let board = without_timings(final_board(&run_dir));
-    let report = work.read("report.md");
-    let seqs: Vec<u64> = std::fs::read_to_string(run_dir.join("llm.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|v| v["seq"].as_u64().unwrap())
-        .collect();
-    (board, report, seqs)
+    let status = child.wait().unwrap();
+    if status.signal() != Some(libc::SIGKILL) {
+        return Err(format!("the meeting ended by itself ({status})"));
+    }
+    // The folder as the kill left it: the meeting must not be over yet.
+    let at_kill = steps(&run_dir);
+    if at_kill
+        .iter()
+        .any(|n| n.ends_with("-render-report.out.json"))
+        || work.join("report.md").exists()
+    {
+        return Err(format!("the report was already there: {at_kill:?}"));
+    }
+    Ok(at_kill)
+}
+
+/// Kill the demo at `trigger` (see `kill_at`), then resume until done; the final board, report
+/// and the seq of every LLM call in the exchange log.
+fn kill_then_resume(trigger: &str, after: Duration) -> (Value, String, Vec<u64>) {
+    // On a loaded machine the poll can wake after the meeting moved past a late trigger (the
+    // last steps take milliseconds); such a try proves nothing, so it is made again.
+    const TRIES: usize = 3;
+    for attempt in 1..=TRIES {
+        let work = Workdir::new();
+        let at_kill = match kill_at(&work, trigger, after) {
+            Ok(at_kill) => at_kill,
+            Err(why) if attempt < TRIES => {
+                eprintln!("kill at {trigger} missed ({why}); trying again");
+                continue;
+            }
+            Err(why) => panic!("the kill at {trigger} missed {TRIES} times: {why}"),
+        };
+        let run_dir = work.join("runs/demo-test");
+        let out = resume_cmd(&root(), &run_dir).run();
+        out.check(out.code() == Some(0), &format!("resume after {trigger}"));
+        // The resumed run did the remaining work, the report included.
+        let resumed = steps(&run_dir);
+        let new: Vec<&String> = resumed.iter().filter(|n| !at_kill.contains(n)).collect();
+        assert!(
+            new.iter().any(|n| n.ends_with("-render-report.out.json")),
+            "resume after {trigger} wrote no report step; new files: {new:?}"
+        );
+        let board = without_timings(final_board(&run_dir));
+        let report = work.read("report.md");
+        let seqs: Vec<u64> = std::fs::read_to_string(run_dir.join("llm.jsonl"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| v["seq"].as_u64().unwrap())
+            .collect();
+        return (board, report, seqs);
+    }
+    unreachable!()
 }
 
 #[test]
