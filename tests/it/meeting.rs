@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{bin_dir, cli, root, Cli, Workdir};
+use crate::harness::{bin_dir, cli, par_map, root, Cli, Workdir};
 
 const NOW: &str = "2026-11-30T12:00:00Z";
 
@@ -352,8 +352,11 @@ fn a_killed_meeting_resumes_to_the_same_board_and_report() {
         ("0002-init-board.out.json", Duration::ZERO),
         ("0012-pm-step.out.json", Duration::ZERO),
     ];
-    for (trigger, after) in points {
-        let (board, report, seqs) = kill_then_resume(trigger, after);
+    // Each kill point is its own meeting, mostly waiting on slow replies: run them side by side.
+    let runs = par_map(&points, 3, |(trigger, after)| {
+        kill_then_resume(trigger, *after)
+    });
+    for ((trigger, _), (board, report, seqs)) in points.iter().zip(runs) {
         assert_eq!(board, want_board, "final board after a kill at {trigger}");
         assert_eq!(report, want_report, "report after a kill at {trigger}");
         let mut sorted = seqs.clone();
