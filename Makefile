@@ -18,7 +18,7 @@ fmt:
 
 # Regenerate share/schemas/ from the Rust types (the test `schemas_match_types` checks them).
 schemas:
-	AGENT_MEETING_BLESS=1 $(CARGO) test --locked --test schemas
+	AGENT_MEETING_BLESS=1 $(CARGO) test --locked --test integration schemas::
 
 # The offline demo: a scripted cassette (no network, no API key) → reports/demo.md.
 DEMO_FLAGS = --meeting-file meetings/demo.yaml --agents arch,biz --provider replay
@@ -42,7 +42,7 @@ bench: build
 
 # Fuzzing (not in CI): FUZZ_SECONDS per target (default 30). Uses cargo-fuzz (libFuzzer, needs
 # `cargo install cargo-fuzz` and a nightly toolchain) when both are present, else the stable
-# fallback (an xorshift mutator over fuzz/seeds in tests/fuzz_regressions.rs). FUZZ_MODE=stable
+# fallback (an xorshift mutator over fuzz/seeds in tests/it/fuzz_regressions.rs). FUZZ_MODE=stable
 # forces the fallback. Crashes: fuzz/artifacts/<target>/ or target/fuzz-crashes/.
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS = json_reply board meeting_file
@@ -58,6 +58,6 @@ fuzz:
 	  done; \
 	else \
 	  echo "fuzz: stable fallback (xorshift mutator), $(FUZZ_SECONDS) s per target"; \
-	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --release --test fuzz_regressions \
-	    -- --ignored fuzz_stable --nocapture; \
+	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --release --test integration \
+	    -- --ignored fuzz_regressions::fuzz_stable --nocapture; \
 	fi

@@ -1,16 +1,16 @@
 //! render-report (SPEC §6): golden reports of the three kinds, the parts each section comes
 //! from, the evidence rule, the Mermaid diagram, saving, and the stage and version checks.
 //!
-//! Golden files live in tests/golden/; `AGENT_MEETING_BLESS=1 cargo test --test report`
+//! Golden files live in tests/golden/; `AGENT_MEETING_BLESS=1 cargo test --test integration report::`
 //! rewrites them. A missing golden file fails the test unless blessing.
 
 use std::path::{Path, PathBuf};
 
 use agent_meeting::model::{Board, Status};
 use agent_meeting::stage::render_report::{self as report, ReportKind, UserTemplate};
-use assert_cmd::Command;
-use predicates::prelude::*;
 use serde_json::{json, Value};
+
+use crate::harness::{cli, golden, Cli};
 
 fn agent(name: &str, role: &str) -> Value {
     json!({
@@ -136,29 +136,6 @@ fn fallback_board() -> Value {
 
 fn board(v: &Value) -> Board {
     serde_json::from_value(v.clone()).expect("test board is valid")
-}
-
-fn golden(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("AGENT_MEETING_BLESS").is_some_and(|v| !v.is_empty()) {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing golden file {}; run with AGENT_MEETING_BLESS=1",
-            path.display()
-        )
-    });
-    assert_eq!(
-        actual,
-        expected,
-        "report differs from {}; run with AGENT_MEETING_BLESS=1 if intended",
-        path.display()
-    );
 }
 
 fn sections(md: &str) -> Vec<&str> {
@@ -535,8 +512,8 @@ fn rerender_keeps_kind() {
 // ---------------------------------------------------------------------------------------------
 // The program
 
-fn cmd() -> Command {
-    Command::cargo_bin("render-report").unwrap()
+fn cmd() -> Cli {
+    cli("render-report")
 }
 
 fn stdin_of(v: &Value) -> String {
@@ -550,13 +527,9 @@ fn cli_writes_report_and_prints_finished_board() {
     let out = cmd()
         .arg("--report-file")
         .arg(&path)
-        .write_stdin(stdin_of(&normal_board()))
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let text = String::from_utf8(out).unwrap();
+        .stdin(stdin_of(&normal_board()))
+        .run();
+    let text = out.success().stdout();
     assert_eq!(text.lines().count(), 1, "one JSON line");
     let v: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["report_version"], 1);
@@ -575,10 +548,10 @@ fn cli_markdown_flag_prints_markdown() {
     let expected = render(&forced_board()).markdown;
     cmd()
         .arg("--markdown")
-        .write_stdin(stdin_of(&forced_board()))
-        .assert()
+        .stdin(stdin_of(&forced_board()))
+        .run()
         .success()
-        .stdout(expected);
+        .stdout_is(&expected);
 }
 
 #[test]
@@ -594,10 +567,12 @@ fn cli_template_override() {
         .arg("--markdown")
         .arg("--template")
         .arg(&t)
-        .write_stdin(stdin_of(&normal_board()))
-        .assert()
+        .stdin(stdin_of(&normal_board()))
+        .run()
         .success()
-        .stdout("# normal: Adopt Rust for the billing service?\n* docs/costs.md\n* docs/perf.md\n");
+        .stdout_is(
+            "# normal: Adopt Rust for the billing service?\n* docs/costs.md\n* docs/perf.md\n",
+        );
 
     // The library takes the same override.
     let ut = UserTemplate::load(&t).unwrap();
@@ -611,20 +586,18 @@ fn cli_template_override() {
     cmd()
         .arg("--template")
         .arg(&t)
-        .write_stdin(stdin_of(&normal_board()))
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(
-            predicate::str::starts_with("render-report: ")
-                .and(predicate::str::contains("mine.md.j2")),
-        );
+        .stdin(stdin_of(&normal_board()))
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_starts_with("render-report: ")
+        .stderr_has("mine.md.j2");
     cmd()
         .arg("--template")
         .arg(dir.path().join("missing.j2"))
-        .write_stdin(stdin_of(&normal_board()))
-        .assert()
-        .code(2);
+        .stdin(stdin_of(&normal_board()))
+        .run()
+        .exit(2);
 }
 
 #[test]
@@ -646,13 +619,12 @@ fn cli_wrong_stage_exits_2_naming_next_stage() {
         (finishing, "pm-step (forced finish) should run next"),
     ] {
         cmd()
-            .write_stdin(stdin_of(&b))
-            .assert()
-            .code(2)
-            .stdout("")
-            .stderr(
-                predicate::str::starts_with("render-report: ").and(predicate::str::contains(stage)),
-            );
+            .stdin(stdin_of(&b))
+            .run()
+            .exit(2)
+            .stdout_is("")
+            .stderr_starts_with("render-report: ")
+            .stderr_has(stage);
     }
 }
 
@@ -665,19 +637,14 @@ fn cli_write_failure_exits_1_without_partial_file() {
         let out = cmd()
             .arg("--report-file")
             .arg(&target)
-            .write_stdin(stdin_of(&normal_board()))
-            .assert()
-            .code(1)
-            .stderr(
-                predicate::str::starts_with("render-report: ")
-                    .and(predicate::str::contains("report not saved")),
-            )
-            .get_output()
-            .stdout
-            .clone();
+            .stdin(stdin_of(&normal_board()))
+            .run();
+        out.exit(1)
+            .stderr_starts_with("render-report: ")
+            .stderr_has("report not saved");
         // The board says the meeting failed, and why (SPEC §5: `failed` only when even the
         // report cannot be written).
-        let result: Value = serde_json::from_slice(&out).unwrap();
+        let result: Value = out.json();
         assert_eq!(result["status"], "failed");
         assert_eq!(result["board"]["status"], "failed");
         assert!(result["report_file"].is_null());
@@ -700,31 +667,22 @@ fn cli_refuses_unknown_board_version_and_bad_input() {
     let mut b = normal_board();
     b["board_version"] = json!(2);
     cmd()
-        .write_stdin(stdin_of(&b))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "board_version: version 2 is not supported",
-        ));
+        .stdin(stdin_of(&b))
+        .run()
+        .exit(2)
+        .stderr_has("board_version: version 2 is not supported");
     let mut b = normal_board();
     b["topik"] = json!("x");
-    cmd()
-        .write_stdin(stdin_of(&b))
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains("topik"));
-    cmd().write_stdin("").assert().code(2);
+    cmd().stdin(stdin_of(&b)).run().exit(2).stderr_has("topik");
+    cmd().stdin("").run().exit(2);
 }
 
 #[test]
 fn cli_help_has_example() {
     cmd()
         .arg("--help")
-        .assert()
+        .run()
         .success()
-        .stdout(
-            predicate::str::contains("Example:").and(predicate::str::contains(
-                "render-report --report-file reports/demo.md",
-            )),
-        );
+        .stdout_has("Example:")
+        .stdout_has("render-report --report-file reports/demo.md");
 }

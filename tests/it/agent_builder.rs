@@ -1,11 +1,9 @@
 //! agent-builder end to end: fake OpenAI server and replay cassettes.
 
-mod llm_fake;
-
-use assert_cmd::Command;
-use llm_fake::*;
-use predicates::prelude::*;
 use serde_json::{json, Value};
+
+use crate::fake_http::*;
+use crate::harness::{cli, golden, Cli};
 
 const KEY: &str = "sk-test-SECRET123456789012345";
 
@@ -29,22 +27,9 @@ fn bad_config() -> Value {
     v
 }
 
-fn cmd() -> Command {
-    let mut c = Command::cargo_bin("agent-builder").unwrap();
-    for v in [
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "OPENAI_BASE_URL",
-        "ANTHROPIC_BASE_URL",
-        "AGENT_MEETING_PROVIDER",
-        "AGENT_MEETING_MODEL",
-        "MEETING_CASSETTE",
-        "MEETING_LLM_LOG",
-        "OPENAI_MODEL",
-        "ANTHROPIC_MODEL",
-    ] {
-        c.env_remove(v);
-    }
+/// agent-builder with fast retries.
+fn cmd() -> Cli {
+    let mut c = cli("agent-builder");
     c.env("MEETING_RETRY_BASE_MS", "1");
     c
 }
@@ -102,13 +87,11 @@ fn fake_openai_server_writes_a_valid_config() {
             "--output",
         ])
         .arg(&out)
-        .assert()
+        .run()
         .success()
-        .stdout(
-            predicate::str::contains("\"name\":\"cost\"")
-                .and(predicate::str::contains("\"calls\":1")),
-        )
-        .stderr(predicate::str::contains(KEY).not());
+        .stdout_has("\"name\":\"cost\"")
+        .stdout_has("\"calls\":1")
+        .stderr_lacks(KEY);
     let cfg = loads(&out, agent_meeting::io::Format::Json);
     assert_eq!(cfg.name, "cost", "the output file's stem names the agent");
     let body = s.request(0).json();
@@ -137,10 +120,10 @@ fn cassette_retry_then_success_yaml_with_user_name() {
         .arg(&c)
         .args(["--name", "finance", "--role", "CFO", "--output"])
         .arg(&out)
-        .write_stdin("Estimates costs")
-        .assert()
+        .stdin("Estimates costs")
+        .run()
         .success()
-        .stdout(predicate::str::contains("\"calls\":2"));
+        .stdout_has("\"calls\":2");
     let cfg = loads(&out, agent_meeting::io::Format::Yaml);
     assert_eq!((cfg.name.as_str(), cfg.role.as_str()), ("finance", "CFO"));
 }
@@ -155,13 +138,11 @@ fn refused_twice_writes_nothing_and_exits_1() {
         .arg(&c)
         .args(["--description", "costs", "--output"])
         .arg(&out)
-        .assert()
-        .code(1)
-        .stdout("")
-        .stderr(
-            predicate::str::starts_with("agent-builder: ")
-                .and(predicate::str::contains("agent_name")),
-        );
+        .run()
+        .exit(1)
+        .stdout_is("")
+        .stderr_starts_with("agent-builder: ")
+        .stderr_has("agent_name");
     assert!(!out.exists());
     assert_eq!(
         std::fs::read_dir(d.path()).unwrap().count(),
@@ -178,12 +159,8 @@ fn stdout_when_no_output_file() {
         .args(["--provider", "replay", "--cassette"])
         .arg(&c)
         .args(["--description", "costs"])
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    let v: Value = serde_json::from_slice(&out).unwrap();
+        .run();
+    let v: Value = out.success().json();
     assert_eq!(v["name"], "cost");
 }
 
@@ -205,11 +182,9 @@ fn existing_output_needs_force() {
         if force {
             c.arg("--force");
         }
-        c.assert()
+        c.run()
     };
-    run(false)
-        .code(2)
-        .stderr(predicate::str::contains("--force"));
+    run(false).exit(2).stderr_has("--force");
     assert_eq!(std::fs::read_to_string(&out).unwrap(), "keep me");
     assert_eq!(s.count(), 0, "no model call before refusing");
     run(true).success();
@@ -232,12 +207,10 @@ fn provider_401_fails_fast_without_leaking_the_key() {
         .env("OPENAI_BASE_URL", format!("{}/v1", s.url))
         .args(["--description", "costs", "--output"])
         .arg(&out)
-        .assert()
-        .code(1)
-        .stderr(
-            predicate::str::contains("openai: HTTP 401: Incorrect API key provided")
-                .and(predicate::str::contains("SECRET123").not()),
-        );
+        .run()
+        .exit(1)
+        .stderr_has("openai: HTTP 401: Incorrect API key provided")
+        .stderr_lacks("SECRET123");
     assert_eq!(s.count(), 1);
     assert!(!out.exists());
 }
@@ -246,12 +219,10 @@ fn provider_401_fails_fast_without_leaking_the_key() {
 fn no_provider_configured_explains_what_to_set() {
     cmd()
         .args(["--description", "costs"])
-        .assert()
-        .code(1)
-        .stderr(
-            predicate::str::contains("OPENAI_API_KEY")
-                .and(predicate::str::contains("--provider replay --cassette")),
-        );
+        .run()
+        .exit(1)
+        .stderr_has("OPENAI_API_KEY")
+        .stderr_has("--provider replay --cassette");
 }
 
 #[test]
@@ -273,7 +244,7 @@ fn fake_anthropic_server_writes_a_valid_config() {
             "--output",
         ])
         .arg(&out)
-        .assert()
+        .run()
         .success();
     assert_eq!(loads(&out, agent_meeting::io::Format::Yaml).name, "critic");
     let r = s.request(0);
@@ -285,7 +256,7 @@ fn fake_anthropic_server_writes_a_valid_config() {
 }
 
 /// The rendered builder prompt is part of the product: changes must be deliberate.
-/// Regenerate with `UPDATE_GOLDEN=1 cargo test --test agent_builder`.
+/// Regenerate with `AGENT_MEETING_BLESS=1 cargo test --test integration agent_builder::`.
 #[test]
 fn builder_prompt_golden() {
     let spec = agent_meeting::stage::agent_builder::BuildSpec {
@@ -294,16 +265,7 @@ fn builder_prompt_golden() {
         role: None,
     };
     let text = agent_meeting::stage::agent_builder::system_prompt(&spec).unwrap();
-    let golden =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden/builder_system.txt");
-    if std::env::var_os("UPDATE_GOLDEN").is_some() {
-        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
-        std::fs::write(&golden, &text).unwrap();
-    }
-    assert_eq!(
-        text,
-        std::fs::read_to_string(&golden).expect("golden file; run with UPDATE_GOLDEN=1")
-    );
+    golden("builder_system.txt", &text);
 }
 
 /// Files the loader would not read as this agent are refused before any model call.
@@ -327,18 +289,13 @@ fn output_paths_the_loader_would_refuse_exit_2_before_any_call() {
         ),
     ];
     for (args, want) in cases {
-        let out = Command::cargo_bin("agent-builder")
-            .unwrap()
+        let out = cli("agent-builder")
             .current_dir(d.path())
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("AGENT_MEETING_PROVIDER")
             .args(["--description", "estimates costs"])
             .args(args)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+            .run();
+        let err = out.stderr();
+        out.check(out.code() == Some(2), &format!("{args:?}: expected exit 2"));
         assert!(
             err.starts_with("agent-builder: ") && err.contains(want),
             "{args:?}: {err}"

@@ -1,8 +1,12 @@
 //! Bad inputs to the foundation programs: each exits 2 with one line naming the program, the
 //! file and the field, prints nothing on stdout and never panics.
+//!
+//! The table runs in one test; `CASE=<part of a case name>` runs only the matching cases:
+//! `CASE='malformed yaml' cargo test --test integration bad_inputs_foundation::`.
 
-use assert_cmd::Command;
 use std::path::Path;
+
+use crate::harness::{cli, par_map, select};
 
 const GOOD_AGENT: &str = r#"
 name: NAME
@@ -391,26 +395,20 @@ fn run_case(case: &Case, dir: &Path) -> (i32, String, String) {
         };
         std::fs::write(agents.join(file), body).unwrap();
     }
-    let out = Command::cargo_bin("init-board")
-        .unwrap()
+    let out = cli("init-board")
         .current_dir(dir)
         .args(&case.args)
-        .write_stdin(case.stdin.clone())
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .stdin(case.stdin.clone())
+        .run();
+    (out.code().unwrap_or(-1), out.stdout(), out.stderr())
 }
 
 #[test]
 fn every_bad_input_exits_2_with_one_clear_line() {
     let cases = cases();
     assert!(cases.len() >= 30, "the table must keep at least 30 cases");
-    let mut failures = Vec::new();
-    for case in &cases {
+    let cases = select(cases, |c| c.name.to_string());
+    let failures: Vec<String> = par_map(&cases, 4, |case| {
         let dir = tempfile::tempdir().unwrap();
         let (code, stdout, stderr) = run_case(case, dir.path());
         let line = stderr.trim_end();
@@ -420,14 +418,17 @@ fn every_bad_input_exits_2_with_one_clear_line() {
             && line.starts_with("init-board: ")
             && !line.contains("panicked")
             && case.expect.iter().all(|f| line.contains(f));
-        if !ok {
-            failures.push(format!(
+        (!ok).then(|| {
+            format!(
                 "{}: exit {code}, stdout {} bytes, stderr {line:?}",
                 case.name,
                 stdout.len()
-            ));
-        }
-    }
+            )
+        })
+    })
+    .into_iter()
+    .flatten()
+    .collect();
     assert!(
         failures.is_empty(),
         "{} of {} cases failed:\n{}",
@@ -466,33 +467,19 @@ fn merge_board_refuses_wrong_stage_and_bad_versions() {
         expect: vec![],
     };
     let (_, board, _) = run_case(&case, dir.path());
-    let out = Command::cargo_bin("merge-board")
-        .unwrap()
-        .write_stdin(board.clone())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(out.stdout.is_empty());
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        "merge-board: pm-step should run next, not merge-board"
-    );
+    cli("merge-board")
+        .stdin(board.clone())
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_is("merge-board: pm-step should run next, not merge-board\n");
     let bumped = board.replacen("\"board_version\":1", "\"board_version\":9", 1);
-    let out = Command::cargo_bin("merge-board")
-        .unwrap()
-        .write_stdin(bumped)
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr).trim(),
-        "merge-board: <stdin>: board_version: version 9 is not supported (expected 1)"
+    cli("merge-board").stdin(bumped).run().exit(2).stderr_is(
+        "merge-board: <stdin>: board_version: version 9 is not supported (expected 1)\n",
     );
-    let out = Command::cargo_bin("merge-board")
-        .unwrap()
-        .write_stdin(vec![0xffu8, 0xfe, 0x00])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not valid UTF-8"));
+    cli("merge-board")
+        .stdin(vec![0xffu8, 0xfe, 0x00])
+        .run()
+        .exit(2)
+        .stderr_has("not valid UTF-8");
 }

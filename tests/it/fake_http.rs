@@ -1,7 +1,6 @@
 //! A tiny scripted HTTP server for LLM tests: each accepted connection gets the next scripted
 //! action (served on its own thread, so a sleeping reply does not block the next attempt), and
 //! every request is recorded for assertions. No network beyond 127.0.0.1.
-#![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};

@@ -10,28 +10,22 @@
 //! good document made at test time by running the demo meeting; `@@KIND:N@@` in a raw file
 //! expands to N levels of nesting, so the repository stays small. Huge inputs are generated
 //! here (sparse files), never committed.
+//!
+//! All cases run in parallel inside one test; a failure lists every failing case by name
+//! (`<file> → <program>`, or `gen: ...` for the generated ones). `CASE=<part of a name>` runs
+//! only the matching cases: `CASE=board/two_boards cargo test --test integration bad_inputs::`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-const NOW: &str = "2026-11-30T12:00:00Z";
+use crate::harness::{cli, par_map, root, select, Workdir};
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
+const NOW: &str = "2026-11-30T12:00:00Z";
 
 fn corpus() -> PathBuf {
     root().join("tests/bad_inputs")
-}
-
-fn bin(name: &str) -> PathBuf {
-    assert_cmd::cargo::cargo_bin(name)
 }
 
 /// Good documents to corrupt, from one offline run of the demo meeting.
@@ -46,12 +40,8 @@ struct Bases {
 impl Bases {
     fn make(work: &Path) -> Bases {
         let runs = work.join("runs");
-        let out = Command::new(bin("meeting"))
-            .current_dir(root())
+        cli("meeting")
             .env("AGENT_MEETING_NOW", NOW)
-            .env("NO_COLOR", "1")
-            .env_remove("AGENT_MEETING_PROVIDER")
-            .env_remove("MEETING_CASSETTE")
             .args([
                 "--meeting-file",
                 "meetings/demo.yaml",
@@ -69,14 +59,8 @@ impl Bases {
             .arg("--report-file")
             .arg(work.join("demo.md"))
             .args(["--trace-id", "bad-inputs", "--quiet"])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "demo meeting failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .run()
+            .success();
         let dir = runs.join("bad-inputs");
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
         Bases {
@@ -464,17 +448,13 @@ fn put(path: &Path, contents: &Contents) {
 }
 
 fn run_case(case: &Case) -> Outcome {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path();
+    let work = Workdir::new();
+    let dir = work.path();
     match &case.setup {
         Setup::None => {}
         Setup::File(name, c) => put(&dir.join(name), c),
         Setup::Agent(name, c) => {
-            let agents = dir.join("agents");
-            std::fs::create_dir(&agents).unwrap();
-            for f in ["arch.yaml", "biz.yaml", "pm.yaml"] {
-                std::fs::copy(root().join("agents").join(f), agents.join(f)).unwrap();
-            }
+            let agents = work.copy_agents("agents");
             let stem = name.split('.').next().unwrap();
             std::fs::remove_file(agents.join(format!("{stem}.yaml"))).unwrap();
             put(&agents.join(name), c);
@@ -487,27 +467,14 @@ fn run_case(case: &Case) -> Outcome {
         .map(|a| a.replace("{dir}", &dir_s))
         .collect();
     let started = Instant::now();
-    let mut child = Command::new(bin(case.program))
-        .current_dir(dir)
+    // The program may stop reading early; the harness ignores the broken pipe.
+    let out = work
+        .cli(case.program)
         .env("AGENT_MEETING_NOW", NOW)
-        .env("NO_COLOR", "1")
-        .env_remove("AGENT_MEETING_PROVIDER")
-        .env_remove("AGENT_MEETING_MODEL")
-        .env_remove("MEETING_CASSETTE")
         .args(&args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = case.stdin.clone();
-    // The program may stop reading early; a broken pipe here is expected.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    let _ = writer.join();
+        .stdin(case.stdin.clone())
+        .run()
+        .output;
     let elapsed = started.elapsed();
 
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
@@ -598,22 +565,12 @@ fn every_bad_input_exits_2_with_one_clear_line() {
         "files missing from MANIFEST.tsv: {on_disk:?}"
     );
 
-    let next = AtomicUsize::new(0);
-    let outcomes = Mutex::new(Vec::new());
+    let cases = select(cases, |c| c.id.clone());
+    // Each case mostly waits on its program: more threads than cores keep the cores busy.
     let threads = std::thread::available_parallelism()
         .map_or(4, |n| n.get())
         .clamp(4, 8);
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                let Some(case) = cases.get(i) else { break };
-                let o = run_case(case);
-                outcomes.lock().unwrap().push(o);
-            });
-        }
-    });
-    let outcomes = outcomes.into_inner().unwrap();
+    let outcomes = par_map(&cases, threads, run_case);
     let slowest = outcomes.iter().max_by_key(|o| o.elapsed).unwrap();
     eprintln!(
         "bad inputs: {files} corpus files, {} cases in {:.1?} (slowest {:.1?}: {})",

@@ -3,36 +3,21 @@
 //! counted at the server. The client owns transport retries (`--max-attempts`); the ask loop
 //! adds exactly one retry, and only for an invalid answer.
 
-mod common;
-mod llm_fake;
-
 use std::time::{Duration, Instant};
 
 use agent_meeting::model::{Board, Status, TurnStatus};
-use assert_cmd::Command;
-use llm_fake::*;
 use serde_json::{json, Value};
+
+use crate::fake_http::*;
+use crate::fixtures as common;
+use crate::harness::{cli, Cli};
 
 const KEY: &str = "sk-test-ASKLOOP0123456789";
 
 /// A program pointed at `server` as its OpenAI provider, with no backoff between attempts
 /// (a server's Retry-After still counts) and nothing inherited from the environment.
-fn program(name: &str, server: &FakeServer) -> Command {
-    let mut c = Command::cargo_bin(name).unwrap();
-    for v in [
-        "ANTHROPIC_API_KEY",
-        "ANTHROPIC_BASE_URL",
-        "AGENT_MEETING_PROVIDER",
-        "AGENT_MEETING_MODEL",
-        "MEETING_CASSETTE",
-        "MEETING_LLM_LOG",
-        "MEETING_RETRY_MAX_SECS",
-        "MEETING_REUSE_LLM_LOG",
-        "OPENAI_MODEL",
-        "AGENT_MEETING_PROMPTS",
-    ] {
-        c.env_remove(v);
-    }
+fn program(name: &str, server: &FakeServer) -> Cli {
+    let mut c = cli(name);
     c.env("OPENAI_API_KEY", KEY)
         .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
         .env("MEETING_RETRY_BASE_MS", "0")
@@ -48,15 +33,12 @@ fn openai(mut b: Board) -> Board {
 
 /// Run a board stage against `server`; the board it printed.
 fn stage(name: &str, server: &FakeServer, board: &Board, max_attempts: u32) -> Board {
-    let out = program(name, server)
+    program(name, server)
         .args(["--max-attempts", &max_attempts.to_string()])
-        .write_stdin(serde_json::to_string(board).unwrap())
-        .assert()
+        .stdin(serde_json::to_string(board).unwrap())
+        .run()
         .success()
-        .get_output()
-        .stdout
-        .clone();
-    serde_json::from_slice(&out).unwrap()
+        .json()
 }
 
 fn ok_answer(v: &Value) -> Action {
@@ -336,7 +318,7 @@ fn config(required: Value) -> Value {
     })
 }
 
-fn builder(server: &FakeServer, dir: &std::path::Path) -> Command {
+fn builder(server: &FakeServer, dir: &std::path::Path) -> Cli {
     let mut c = program("agent-builder", server);
     c.args([
         "--description",
@@ -355,7 +337,7 @@ fn builder_invalid_config_is_retried_once_with_the_exact_error() {
     let good = config(json!(["response"]));
     let server = FakeServer::start(vec![ok_answer(&bad), ok_answer(&good)]);
     let d = tempfile::tempdir().unwrap();
-    builder(&server, d.path()).assert().success();
+    builder(&server, d.path()).run().success();
     assert_eq!(server.count(), 2);
     let spec = agent_meeting::stage::agent_builder::BuildSpec {
         name: Some("cost".into()),
@@ -378,9 +360,9 @@ fn builder_invalid_twice_is_two_requests_and_exit_1() {
     let server = FakeServer::start(vec![ok_answer(&bad), ok_answer(&bad), ok_answer(&bad)]);
     let d = tempfile::tempdir().unwrap();
     builder(&server, d.path())
-        .assert()
-        .code(1)
-        .stderr(predicates::str::contains("after 2 attempts"));
+        .run()
+        .exit(1)
+        .stderr_has("after 2 attempts");
     assert_eq!(server.count(), 2);
     assert!(!d.path().join("cost.json").exists());
 }
@@ -390,9 +372,9 @@ fn builder_unavailable_costs_max_attempts_and_exit_1() {
     let server = FakeServer::start(vec![unavailable(); 8]);
     let d = tempfile::tempdir().unwrap();
     builder(&server, d.path())
-        .assert()
-        .code(1)
-        .stderr(predicates::str::contains("HTTP 503"));
+        .run()
+        .exit(1)
+        .stderr_has("HTTP 503");
     assert_eq!(server.count(), 3);
     assert!(!d.path().join("cost.json").exists());
 }

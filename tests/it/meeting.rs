@@ -3,32 +3,19 @@
 //! bad input leaving no run folder behind.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::harness::{bin_dir, cli, par_map, root, Cli, Workdir};
+
 const NOW: &str = "2026-11-30T12:00:00Z";
 
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn bin_dir() -> PathBuf {
-    assert_cmd::cargo::cargo_bin("meeting")
-        .parent()
-        .unwrap()
-        .to_path_buf()
-}
-
-/// `meeting` on the demo, offline, with a fixed clock and trace id.
-fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Command {
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    cmd.current_dir(root())
-        .env("AGENT_MEETING_NOW", NOW)
-        .env("NO_COLOR", "1")
-        .env_remove("AGENT_MEETING_PROVIDER")
-        .env_remove("MEETING_CASSETTE")
+/// `meeting` on the demo, offline, with a fixed clock and trace id, writing into `work`.
+fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
+    let mut cmd = cli("meeting");
+    cmd.env("AGENT_MEETING_NOW", NOW)
         .args([
             "--meeting-file",
             "meetings/demo.yaml",
@@ -45,6 +32,17 @@ fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Command {
         .arg(work.join("report.md"))
         .args(["--trace-id", "demo-test"])
         .args(extra);
+    cmd
+}
+
+/// `meeting --resume <run_dir> --quiet` started in `dir`, with the fixed clock.
+fn resume_cmd(dir: &Path, run_dir: impl AsRef<Path>) -> Cli {
+    let mut cmd = cli("meeting");
+    cmd.current_dir(dir)
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--resume")
+        .arg(run_dir.as_ref())
+        .arg("--quiet");
     cmd
 }
 
@@ -66,14 +64,6 @@ fn slow_demo_cassette(dir: &Path, delay_ms: u64) -> PathBuf {
 
 fn demo_cassette() -> PathBuf {
     root().join("meetings/demo.cassette.jsonl")
-}
-
-fn run(mut cmd: Command) -> Output {
-    cmd.stdin(Stdio::null()).output().unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The final board of a run folder (the board inside render-report's ReportResult).
@@ -110,15 +100,15 @@ fn without_timings(mut v: Value) -> Value {
 
 #[test]
 fn demo_meeting_runs_offline_and_writes_a_complete_report() {
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(work.path(), &demo_cassette(), &[]));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let work = Workdir::new();
+    let out = meeting_cmd(work.path(), &demo_cassette(), &[]).run();
+    out.exit(0);
+    let result: Value = out.json();
     assert_eq!(result["status"], "finished");
     assert_eq!(result["loops"], 3);
     assert_eq!(result["forced"], false);
     assert_eq!(result["usage"]["calls"], 8);
-    let report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+    let report = work.read("report.md");
     for section in [
         "# Meeting Report",
         "## Topic",
@@ -143,7 +133,7 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
     }
     assert!(!report.contains("## Process Note"));
     // The run folder: every stage's input and output, events, the exchange log.
-    let run_dir = work.path().join("runs/demo-test");
+    let run_dir = work.join("runs/demo-test");
     for f in [
         "meeting.json",
         "events.jsonl",
@@ -171,7 +161,7 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
     let llm = std::fs::read_to_string(run_dir.join("llm.jsonl")).unwrap();
     assert_eq!(llm.lines().count(), 8, "one exchange line per call");
     // Progress on stderr, plain without a terminal.
-    let err = stderr(&out);
+    let err = out.stderr();
     assert!(err.contains("[loop 1/6] pm → arch: "), "{err}");
     assert!(
         err.contains("[loop 2/6] biz: 4 key points, 2 risks, 3 citations"),
@@ -189,40 +179,40 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
 
 #[test]
 fn quiet_is_silent_and_forced_demo_has_a_process_note() {
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(
+    let work = Workdir::new();
+    let out = meeting_cmd(
         work.path(),
         &root().join("meetings/demo-forced.cassette.jsonl"),
         &["--max-loops", "2", "--quiet"],
-    ));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(out.stderr.is_empty(), "--quiet: {}", stderr(&out));
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    )
+    .run();
+    out.exit(0);
+    assert!(out.output.stderr.is_empty(), "--quiet: {}", out.stderr());
+    let result: Value = out.json();
     assert_eq!(
         (result["loops"].as_u64(), result["forced"].as_bool()),
         (Some(2), Some(true))
     );
-    let report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+    let report = work.read("report.md");
     assert!(report.contains("## Process Note\n\nMeeting stopped after reaching max loop limit (2/2) before full convergence."), "{report}");
 }
 
 #[test]
 fn shell_loop_gives_the_same_board_and_report() {
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let want_board = without_timings(final_board(&work.path().join("runs/demo-test")));
-    let want_report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+    let work = Workdir::new();
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
+    out.exit(0);
+    let want_board = without_timings(final_board(&work.join("runs/demo-test")));
+    let want_report = work.read("report.md");
 
-    let sh_report = work.path().join("sh-report.md");
-    let sh_board = work.path().join("sh-board.json");
+    let sh_report = work.join("sh-report.md");
+    let sh_board = work.join("sh-board.json");
     let path = format!(
         "{}:{}",
         bin_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = Command::new("sh")
-        .current_dir(root())
+    let out = Cli::new(Command::new("sh"))
         .arg("share/meeting.sh")
         .arg("meetings/demo.yaml")
         .arg("arch,biz")
@@ -233,10 +223,11 @@ fn shell_loop_gives_the_same_board_and_report() {
         .env("MEETING_CASSETTE", demo_cassette())
         .env("TRACE_ID", "demo-test")
         .env("BOARD_OUT", &sh_board)
-        .stdin(Stdio::null())
-        .output()
-        .expect("sh runs (jq must be installed: .ci/run installs it)");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        .run();
+    out.check(
+        out.code() == Some(0),
+        "the shell loop failed (jq must be installed: .ci/run installs it)",
+    );
     let got: Value = serde_json::from_str(&std::fs::read_to_string(&sh_board).unwrap()).unwrap();
     // The driver's own report path differs; everything else is the same meeting.
     let mut got = without_timings(got);
@@ -249,66 +240,107 @@ fn shell_loop_gives_the_same_board_and_report() {
     assert_eq!(std::fs::read_to_string(&sh_report).unwrap(), want_report);
 }
 
-/// Start the demo with slow replies, kill it (SIGKILL) once `trigger` appears in the run
-/// folder (plus `after`), then resume until done.
-fn kill_then_resume(trigger: &str, after: Duration) -> (Value, String, Vec<u64>) {
-    let work = tempfile::tempdir().unwrap();
+/// The numbered step files of a run folder (`0004-agent-turn.out.json`, ...).
+fn steps(run_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.as_bytes()[0].is_ascii_digit())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Start the demo with slow replies in `work`, kill it (SIGKILL) once `trigger` appears in
+/// the run folder (plus `after`), and return the step files the kill left behind. A kill that
+/// lands after the meeting ended would test nothing, so this checks that it landed mid-meeting:
+/// the process was still running just before the kill and died of SIGKILL, and no report
+/// existed yet. `Err` says how the kill missed.
+fn kill_at(work: &Workdir, trigger: &str, after: Duration) -> Result<Vec<String>, String> {
+    use std::os::unix::process::ExitStatusExt;
+
     // The same cassette, with every reply taking 150 ms, so kills land inside LLM calls too.
     let slow = slow_demo_cassette(work.path(), 150);
-    let run_dir = work.path().join("runs/demo-test");
-    let mut child = meeting_cmd(work.path(), &slow, &["--quiet"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let run_dir = work.join("runs/demo-test");
+    let mut child = meeting_cmd(work.path(), &slow, &["--quiet"]).spawn();
     let start = Instant::now();
     while !run_dir.join(trigger).exists() {
         assert!(
             start.elapsed() < Duration::from_secs(60),
             "{trigger} never appeared"
         );
-        if child.try_wait().unwrap().is_some() {
-            break;
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the meeting ended ({status}) before {trigger} appeared");
         }
         std::thread::sleep(Duration::from_millis(2));
     }
     std::thread::sleep(after);
+    if let Some(status) = child.try_wait().unwrap() {
+        return Err(format!("the meeting had already ended ({status})"));
+    }
     child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
-    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    resume
-        .current_dir(root())
-        .env("AGENT_MEETING_NOW", NOW)
-        .env("NO_COLOR", "1")
-        .arg("--resume")
-        .arg(&run_dir)
-        .arg("--quiet");
-    let out = run(resume);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "resume after {trigger}: {}",
-        stderr(&out)
-    );
-    let board = without_timings(final_board(&run_dir));
-    let report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
-    let seqs: Vec<u64> = std::fs::read_to_string(run_dir.join("llm.jsonl"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .map(|v| v["seq"].as_u64().unwrap())
-        .collect();
-    (board, report, seqs)
+    let status = child.wait().unwrap();
+    if status.signal() != Some(libc::SIGKILL) {
+        return Err(format!("the meeting ended by itself ({status})"));
+    }
+    // The folder as the kill left it: the meeting must not be over yet.
+    let at_kill = steps(&run_dir);
+    if at_kill
+        .iter()
+        .any(|n| n.ends_with("-render-report.out.json"))
+        || work.join("report.md").exists()
+    {
+        return Err(format!("the report was already there: {at_kill:?}"));
+    }
+    Ok(at_kill)
+}
+
+/// Kill the demo at `trigger` (see `kill_at`), then resume until done; the final board, report
+/// and the seq of every LLM call in the exchange log.
+fn kill_then_resume(trigger: &str, after: Duration) -> (Value, String, Vec<u64>) {
+    // On a loaded machine the poll can wake after the meeting moved past a late trigger (the
+    // last steps take milliseconds); such a try proves nothing, so it is made again.
+    const TRIES: usize = 3;
+    for attempt in 1..=TRIES {
+        let work = Workdir::new();
+        let at_kill = match kill_at(&work, trigger, after) {
+            Ok(at_kill) => at_kill,
+            Err(why) if attempt < TRIES => {
+                eprintln!("kill at {trigger} missed ({why}); trying again");
+                continue;
+            }
+            Err(why) => panic!("the kill at {trigger} missed {TRIES} times: {why}"),
+        };
+        let run_dir = work.join("runs/demo-test");
+        let out = resume_cmd(&root(), &run_dir).run();
+        out.check(out.code() == Some(0), &format!("resume after {trigger}"));
+        // The resumed run did the remaining work, the report included.
+        let resumed = steps(&run_dir);
+        let new: Vec<&String> = resumed.iter().filter(|n| !at_kill.contains(n)).collect();
+        assert!(
+            new.iter().any(|n| n.ends_with("-render-report.out.json")),
+            "resume after {trigger} wrote no report step; new files: {new:?}"
+        );
+        let board = without_timings(final_board(&run_dir));
+        let report = work.read("report.md");
+        let seqs: Vec<u64> = std::fs::read_to_string(run_dir.join("llm.jsonl"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .map(|v| v["seq"].as_u64().unwrap())
+            .collect();
+        return (board, report, seqs);
+    }
+    unreachable!()
 }
 
 #[test]
 fn a_killed_meeting_resumes_to_the_same_board_and_report() {
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
-    assert_eq!(out.status.code(), Some(0));
-    let want_board = without_timings(final_board(&work.path().join("runs/demo-test")));
-    let want_report = std::fs::read_to_string(work.path().join("report.md")).unwrap();
+    let work = Workdir::new();
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
+    out.exit(0);
+    let want_board = without_timings(final_board(&work.join("runs/demo-test")));
+    let want_report = work.read("report.md");
     let points = [
         // During an LLM call: the stage started and its 150 ms reply is pending.
         ("0004-agent-turn.in.json", Duration::from_millis(60)),
@@ -320,8 +352,11 @@ fn a_killed_meeting_resumes_to_the_same_board_and_report() {
         ("0002-init-board.out.json", Duration::ZERO),
         ("0012-pm-step.out.json", Duration::ZERO),
     ];
-    for (trigger, after) in points {
-        let (board, report, seqs) = kill_then_resume(trigger, after);
+    // Each kill point is its own meeting, mostly waiting on slow replies: run them side by side.
+    let runs = par_map(&points, 3, |(trigger, after)| {
+        kill_then_resume(trigger, *after)
+    });
+    for ((trigger, _), (board, report, seqs)) in points.iter().zip(runs) {
         assert_eq!(board, want_board, "final board after a kill at {trigger}");
         assert_eq!(report, want_report, "report after a kill at {trigger}");
         let mut sorted = seqs.clone();
@@ -336,10 +371,10 @@ fn a_killed_meeting_resumes_to_the_same_board_and_report() {
 
 #[test]
 fn resume_ignores_a_half_written_checkpoint() {
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
-    assert_eq!(out.status.code(), Some(0));
-    let run_dir = work.path().join("runs/demo-test");
+    let work = Workdir::new();
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
+    out.exit(0);
+    let run_dir = work.join("runs/demo-test");
     let want = without_timings(final_board(&run_dir));
     // Simulate a kill mid-write: drop everything after step 6 and leave a temp file behind.
     for e in std::fs::read_dir(&run_dir).unwrap() {
@@ -355,38 +390,32 @@ fn resume_ignores_a_half_written_checkpoint() {
     )
     .unwrap();
     std::fs::write(run_dir.join("0007-agent-turn.in.json"), "{\"board_ver").unwrap();
-    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    resume
-        .current_dir(root())
-        .env("AGENT_MEETING_NOW", NOW)
-        .arg("--resume")
-        .arg(&run_dir)
-        .arg("--quiet");
-    let out = run(resume);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = resume_cmd(&root(), &run_dir).run();
+    out.exit(0);
     assert_eq!(without_timings(final_board(&run_dir)), want);
 }
 
 #[test]
 fn a_stage_can_be_replaced_by_a_users_command() {
-    let work = tempfile::tempdir().unwrap();
-    let seen = work.path().join("seen");
+    let work = Workdir::new();
+    let seen = work.join("seen");
     let user = format!(
         "touch {}; {}",
         seen.display(),
         bin_dir().join("merge-board").display()
     );
     let stage = format!("merge-board={user}");
-    let out = run(meeting_cmd(
+    let out = meeting_cmd(
         work.path(),
         &demo_cassette(),
         &["--quiet", "--stage", &stage],
-    ));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    )
+    .run();
+    out.exit(0);
     assert!(seen.exists(), "the user's command ran");
     // A user stage that fails stops the meeting with its message; the run folder stays.
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(
+    let work = Workdir::new();
+    let out = meeting_cmd(
         work.path(),
         &demo_cassette(),
         &[
@@ -394,10 +423,11 @@ fn a_stage_can_be_replaced_by_a_users_command() {
             "--stage",
             "agent-turn=echo 'my-turn: model offline' >&2; exit 1",
         ],
-    ));
-    assert_eq!(out.status.code(), Some(1));
+    )
+    .run();
+    out.exit(1);
     assert_eq!(
-        stderr(&out).trim(),
+        out.stderr().trim(),
         "meeting: stage agent-turn failed (exit 1): my-turn: model offline"
     );
     assert!(work
@@ -416,31 +446,26 @@ fn bad_input_exits_2_with_one_line_and_no_run_folder() {
         (&["--trace-id", "../x"], "--trace-id"),
     ];
     for (extra, want) in cases {
-        let work = tempfile::tempdir().unwrap();
+        let work = Workdir::new();
         let mut cmd = meeting_cmd(work.path(), &demo_cassette(), &[]);
         cmd.args(extra);
-        let out = run(cmd);
-        let err = stderr(&out);
-        assert_eq!(out.status.code(), Some(2), "{extra:?}: {err}");
+        let out = cmd.run();
+        let err = out.stderr();
+        out.check(
+            out.code() == Some(2),
+            &format!("{extra:?}: expected exit 2"),
+        );
         assert_eq!(err.trim().lines().count(), 1, "{extra:?}: {err}");
         assert!(
             err.starts_with("meeting: ") && err.contains(want),
             "{extra:?}: {err}"
         );
-        assert!(out.stdout.is_empty());
-        assert!(
-            !work.path().join("runs").exists(),
-            "{extra:?} left a run folder"
-        );
+        assert!(out.output.stdout.is_empty());
+        assert!(!work.join("runs").exists(), "{extra:?} left a run folder");
     }
     // A provider that cannot work (no key) is found before any run folder exists.
-    let work = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    cmd.current_dir(root())
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("AGENT_MEETING_PROVIDER")
+    let work = Workdir::new();
+    let out = cli("meeting")
         .args([
             "--topic",
             "Adopt Rust?",
@@ -448,57 +473,53 @@ fn bad_input_exits_2_with_one_line_and_no_run_folder() {
             "arch,biz",
             "--run-dir",
         ])
-        .arg(work.path().join("runs"));
-    let out = run(cmd);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+        .arg(work.join("runs"))
+        .run();
+    let err = out.stderr();
+    out.exit(1);
     assert!(
         err.starts_with("meeting: no LLM provider configured: set OPENAI_API_KEY"),
         "{err}"
     );
-    assert!(!work.path().join("runs").exists());
+    assert!(!work.join("runs").exists());
     // A bad meeting file.
-    let work = tempfile::tempdir().unwrap();
-    let bad = work.path().join("bad.yaml");
+    let work = Workdir::new();
+    let bad = work.join("bad.yaml");
     std::fs::write(&bad, "topic: x\ndecision_packet: {decision_to_make: d}\ncontext_sources: [{type: folder, path: a}]\n").unwrap();
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    cmd.current_dir(root())
+    let out = cli("meeting")
         .arg("--meeting-file")
         .arg(&bad)
         .args(["--agents", "arch", "--provider", "replay", "--run-dir"])
-        .arg(work.path().join("runs"));
-    let out = run(cmd);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+        .arg(work.join("runs"))
+        .run();
+    let err = out.stderr();
+    out.exit(2);
     assert!(err.contains("bad.yaml: context_sources[0].type"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
-    assert!(!work.path().join("runs").exists());
+    assert!(!work.join("runs").exists());
 }
 
 #[test]
 fn dry_run_prints_the_first_pm_input_and_calls_no_model() {
-    let work = tempfile::tempdir().unwrap();
+    let work = Workdir::new();
     // An empty cassette: any LLM call would fail ("no entry for call 1").
-    let empty = work.path().join("empty.jsonl");
+    let empty = work.join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
-    let out = run(meeting_cmd(work.path(), &empty, &["--dry-run"]));
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let input: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let out = meeting_cmd(work.path(), &empty, &["--dry-run"]).run();
+    out.exit(0);
+    let input: Value = out.json();
     assert_eq!(input["mode"], "normal");
     assert_eq!(input["remaining_loops"], 6);
     assert_eq!(input["participants"][0]["name"], "arch");
     assert!(input.get("event_log").is_none());
-    assert!(
-        !work.path().join("runs").exists(),
-        "dry run leaves no run folder"
-    );
-    assert!(!work.path().join("report.md").exists());
+    assert!(!work.join("runs").exists(), "dry run leaves no run folder");
+    assert!(!work.join("report.md").exists());
 }
 
 #[test]
 fn prompt_templates_can_be_overridden_from_a_folder() {
-    let work = tempfile::tempdir().unwrap();
-    let prompts = work.path().join("prompts");
+    let work = Workdir::new();
+    let prompts = work.join("prompts");
     std::fs::create_dir(&prompts).unwrap();
     std::fs::write(
         prompts.join("pm_user.j2"),
@@ -507,39 +528,29 @@ fn prompt_templates_can_be_overridden_from_a_folder() {
     .unwrap();
     let mut cmd = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]);
     cmd.env("AGENT_MEETING_PROMPTS", &prompts);
-    let out = run(cmd);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let llm = std::fs::read_to_string(work.path().join("runs/demo-test/llm.jsonl")).unwrap();
+    let out = cmd.run();
+    out.exit(0);
+    let llm = work.read("runs/demo-test/llm.jsonl");
     assert!(llm.contains("MY OWN PM PROMPT: decide 42"));
     // A broken override is the user's input: exit 2, naming the file.
     std::fs::write(prompts.join("pm_user.j2"), "{% if %}\n").unwrap();
-    let work2 = tempfile::tempdir().unwrap();
+    let work2 = Workdir::new();
     let mut cmd = meeting_cmd(work2.path(), &demo_cassette(), &["--quiet"]);
     cmd.env("AGENT_MEETING_PROMPTS", &prompts);
-    let out = run(cmd);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("pm_user.j2: template does not compile"),
-        "{}",
-        stderr(&out)
-    );
+    let out = cmd.run();
+    out.exit(2);
+    out.stderr_has("pm_user.j2: template does not compile");
 }
 
 #[test]
 fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
-    let work = tempfile::tempdir().unwrap();
-    let mut child = meeting_cmd(work.path(), &demo_cassette(), &["--step"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
+    let work = Workdir::new();
     // Run pm-step and agent-turn, then stop before merge-board.
-    child.stdin.take().unwrap().write_all(b"\n\nq\n").unwrap();
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--step"])
+        .stdin("\n\nq\n")
+        .run();
+    out.exit(0);
+    let err = out.stderr();
     assert!(
         err.contains("next: pm-step (loop 0/6, status running)"),
         "{err}"
@@ -548,30 +559,23 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
         err.contains("stopped before merge-board; continue with: meeting --resume"),
         "{err}"
     );
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let result: Value = out.json();
     assert_eq!(result["status"], "running");
     assert!(result["report_file"].is_null(), "no report yet");
-    let run_dir = work.path().join("runs/demo-test");
+    let run_dir = work.join("runs/demo-test");
     assert!(run_dir.join("0004-agent-turn.out.json").is_file());
     assert!(
         !run_dir.join("0005-merge-board.in.json").exists(),
         "nothing ran after q"
     );
-    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    resume
-        .current_dir(root())
-        .env("AGENT_MEETING_NOW", NOW)
-        .arg("--resume")
-        .arg(&run_dir)
-        .arg("--quiet");
-    let out = run(resume);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = resume_cmd(&root(), &run_dir).run();
+    out.exit(0);
     assert_eq!(final_board(&run_dir)["status"], "finished");
 }
 
 #[test]
 fn a_run_folder_resumes_from_anywhere_even_moved() {
-    let work = tempfile::tempdir().unwrap();
+    let work = Workdir::new();
     // Relative cassette path, as a user would type it from the repository root.
     let mut cmd = meeting_cmd(
         work.path(),
@@ -579,12 +583,12 @@ fn a_run_folder_resumes_from_anywhere_even_moved() {
         &["--quiet"],
     );
     cmd.current_dir(root());
-    let out = run(cmd);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let run_dir = work.path().join("runs/demo-test");
+    let out = cmd.run();
+    out.exit(0);
+    let run_dir = work.join("runs/demo-test");
     let want = without_timings(final_board(&run_dir));
     // Keep steps 1-6 only, in a copy somewhere else.
-    let moved = work.path().join("elsewhere/demo-test");
+    let moved = work.join("elsewhere/demo-test");
     std::fs::create_dir_all(&moved).unwrap();
     for e in std::fs::read_dir(&run_dir).unwrap() {
         let p = e.unwrap().path();
@@ -595,15 +599,8 @@ fn a_run_folder_resumes_from_anywhere_even_moved() {
         }
     }
     let before = std::fs::read_to_string(run_dir.join("llm.jsonl")).unwrap();
-    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    resume
-        .current_dir(work.path())
-        .env("AGENT_MEETING_NOW", NOW)
-        .arg("--resume")
-        .arg("elsewhere/demo-test")
-        .arg("--quiet");
-    let out = run(resume);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = resume_cmd(work.path(), "elsewhere/demo-test").run();
+    out.exit(0);
     assert_eq!(without_timings(final_board(&moved)), want);
     assert_eq!(
         std::fs::read_to_string(run_dir.join("llm.jsonl")).unwrap(),
@@ -618,12 +615,11 @@ fn a_run_folder_resumes_from_anywhere_even_moved() {
 
 #[test]
 fn a_report_that_cannot_be_saved_fails_the_meeting_and_resume_retries_it() {
-    let work = tempfile::tempdir().unwrap();
+    let work = Workdir::new();
     // A report path under a regular file: the folder cannot be created when saving.
-    std::fs::write(work.path().join("blocker"), "x").unwrap();
-    let report = work.path().join("blocker/report.md");
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    cmd.current_dir(root())
+    work.write("blocker", "x");
+    let report = work.join("blocker/report.md");
+    let out = cli("meeting")
         .env("AGENT_MEETING_NOW", NOW)
         .args([
             "--meeting-file",
@@ -637,39 +633,32 @@ fn a_report_that_cannot_be_saved_fails_the_meeting_and_resume_retries_it() {
         .arg("--cassette")
         .arg(demo_cassette())
         .arg("--run-dir")
-        .arg(work.path().join("runs"))
+        .arg(work.join("runs"))
         .arg("--report-file")
         .arg(&report)
-        .args(["--trace-id", "demo-test"]);
-    let out = run(cmd);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+        .args(["--trace-id", "demo-test"])
+        .run();
+    let err = out.stderr();
+    out.exit(1);
     assert!(
         err.starts_with("meeting: the meeting failed: report not saved: "),
         "{err}"
     );
     assert!(err.contains("meeting --resume"), "{err}");
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let result: Value = out.json();
     assert_eq!(result["status"], "failed");
     assert!(result["report_file"].is_null());
     assert!(result["last_error"]
         .as_str()
         .unwrap()
         .starts_with("report not saved"));
-    let run_dir = work.path().join("runs/demo-test");
+    let run_dir = work.join("runs/demo-test");
     let board = final_board(&run_dir);
     assert_eq!(board["status"], "failed");
     // Fix the cause and resume: the report is saved, no LLM call is made again.
-    std::fs::remove_file(work.path().join("blocker")).unwrap();
-    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    resume
-        .current_dir(work.path())
-        .env("AGENT_MEETING_NOW", NOW)
-        .arg("--resume")
-        .arg(&run_dir)
-        .arg("--quiet");
-    let out = run(resume);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    std::fs::remove_file(work.join("blocker")).unwrap();
+    let out = resume_cmd(work.path(), &run_dir).run();
+    out.exit(0);
     assert!(report.is_file());
     assert_eq!(final_board(&run_dir)["status"], "finished");
     assert_eq!(
@@ -684,93 +673,67 @@ fn a_report_that_cannot_be_saved_fails_the_meeting_and_resume_retries_it() {
 #[test]
 fn misuse_is_refused_before_any_model_call() {
     // The report path is a folder.
-    let work = tempfile::tempdir().unwrap();
-    std::fs::create_dir(work.path().join("report.md")).unwrap();
-    let out = run(meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]));
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(stderr(&out).contains("is a folder"));
-    assert!(!work.path().join("runs/demo-test/llm.jsonl").exists());
+    let work = Workdir::new();
+    std::fs::create_dir(work.join("report.md")).unwrap();
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
+    out.exit(2);
+    assert!(out.stderr().contains("is a folder"));
+    assert!(!work.join("runs/demo-test/llm.jsonl").exists());
     // --resume takes everything from the run folder: other meeting flags are refused.
-    let out = run({
-        let mut c = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-        c.args(["--resume", "runs/x", "--report-file", "other.md"]);
-        c
-    });
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("cannot be used with"),
-        "{}",
-        stderr(&out)
-    );
+    let out = cli("meeting")
+        .args(["--resume", "runs/x", "--report-file", "other.md"])
+        .run();
+    out.exit(2);
+    out.stderr_has("cannot be used with");
     // A stage that hands the board back unchanged cannot loop forever.
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(
+    let work = Workdir::new();
+    let out = meeting_cmd(
         work.path(),
         &demo_cassette(),
         &["--quiet", "--stage", "merge-board=cat"],
-    ));
-    assert_eq!(out.status.code(), Some(1));
+    )
+    .run();
+    out.exit(1);
     assert_eq!(
-        stderr(&out).trim(),
+        out.stderr().trim(),
         "meeting: stage merge-board made no progress: its output board is its input"
     );
     // Only render-report may end the meeting.
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(
+    let work = Workdir::new();
+    let out = meeting_cmd(
         work.path(),
         &demo_cassette(),
         &["--quiet", "--stage", "pm-step=jq -c '.status=\"finished\"'"],
-    ));
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("stage pm-step set status finished but only render-report may"),
-        "{}",
-        stderr(&out)
-    );
+    )
+    .run();
+    out.exit(1);
+    out.stderr_has("stage pm-step set status finished but only render-report may");
     // Output that is not a board is the stage's failure (exit 1), not the user's input.
-    let work = tempfile::tempdir().unwrap();
-    let out = run(meeting_cmd(
+    let work = Workdir::new();
+    let out = meeting_cmd(
         work.path(),
         &demo_cassette(),
         &["--quiet", "--stage", "agent-turn=echo garbage"],
-    ));
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        stderr(&out).contains("stage agent-turn wrote an unusable board"),
-        "{}",
-        stderr(&out)
-    );
+    )
+    .run();
+    out.exit(1);
+    out.stderr_has("stage agent-turn wrote an unusable board");
 }
 
 #[test]
 fn one_process_at_a_time_writes_a_run_folder() {
-    let work = tempfile::tempdir().unwrap();
+    let work = Workdir::new();
     let slow = slow_demo_cassette(work.path(), 100);
-    let run_dir = work.path().join("runs/demo-test");
-    let mut first = meeting_cmd(work.path(), &slow, &["--quiet"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let run_dir = work.join("runs/demo-test");
+    let mut first = meeting_cmd(work.path(), &slow, &["--quiet"]).spawn();
     let start = Instant::now();
     while !run_dir.join("0003-pm-step.in.json").exists() {
         assert!(start.elapsed() < Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(5));
     }
-    let mut resume = Command::new(assert_cmd::cargo::cargo_bin("meeting"));
-    resume
-        .current_dir(root())
-        .arg("--resume")
-        .arg(&run_dir)
-        .arg("--quiet");
-    let out = run(resume);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("is in use by another meeting process"),
-        "{}",
-        stderr(&out)
-    );
+    let out = resume_cmd(&root(), &run_dir).run();
+    out.exit(2);
+    out.stderr_has("is in use by another meeting process");
     assert!(first.wait().unwrap().success());
     assert_eq!(
         std::fs::read_to_string(run_dir.join("llm.jsonl"))

@@ -1,17 +1,15 @@
 //! agent-turn: input validation, answer checks (schema, structure, citations), one retry,
 //! error turns, events and usage, prompts.
 
-mod common;
-
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, RawReply, Request, Role};
 use agent_meeting::model::MessageKind;
 use agent_meeting::model::{Board, LastTurn, Status, TurnStatus};
 use agent_meeting::stage::agent_turn::{self as turn, agent_input, agent_turn};
-use assert_cmd::Command;
-use common::*;
-use predicates::prelude::*;
 use serde_json::{json, Value};
+
+use crate::fixtures::*;
+use crate::harness::{cli, golden};
 
 fn answer(citations: Value) -> Value {
     json!({
@@ -401,17 +399,13 @@ fn cli_runs_a_turn_from_a_cassette() {
     .unwrap();
     let mut b0 = board_with_call("arch");
     b0.usage.calls = 3;
-    let out = Command::cargo_bin("agent-turn")
-        .unwrap()
+    let b: Board = cli("agent-turn")
         .args(["--provider", "replay", "--cassette"])
         .arg(&c)
-        .write_stdin(serde_json::to_string(&b0).unwrap())
-        .assert()
+        .stdin(serde_json::to_string(&b0).unwrap())
+        .run()
         .success()
-        .get_output()
-        .stdout
-        .clone();
-    let b: Board = serde_json::from_slice(&out).unwrap();
+        .json();
     assert_eq!(turn_of(&b).status, TurnStatus::Ok);
     assert_eq!(b.usage.calls, 5);
     assert_eq!(b.pending_call, None);
@@ -419,20 +413,16 @@ fn cli_runs_a_turn_from_a_cassette() {
 
 #[test]
 fn cli_refuses_a_board_without_pending_call() {
-    Command::cargo_bin("agent-turn")
-        .unwrap()
-        .write_stdin(serde_json::to_string(&board()).unwrap())
-        .assert()
-        .code(2)
-        .stdout(predicate::str::is_empty())
-        .stderr(
-            predicate::str::starts_with("agent-turn: ")
-                .and(predicate::str::contains("pm-step should run next")),
-        );
-    Command::cargo_bin("agent-turn")
-        .unwrap()
+    cli("agent-turn")
+        .stdin(serde_json::to_string(&board()).unwrap())
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_starts_with("agent-turn: ")
+        .stderr_has("pm-step should run next");
+    cli("agent-turn")
         .arg("--help")
-        .assert()
+        .run()
         .success()
-        .stdout(predicate::str::contains("Example:"));
+        .stdout_has("Example:");
 }

@@ -1,16 +1,14 @@
 //! pm-step: the PM round state machine, retries, forced finish, bounded PM input, prompts.
 
-mod common;
-
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, Role};
 use agent_meeting::model::MessageKind;
 use agent_meeting::model::{PendingCall, Status};
 use agent_meeting::stage::pm_step::{self as pm, pm_input, pm_step};
-use assert_cmd::Command;
-use common::*;
-use predicates::prelude::*;
 use serde_json::json;
+
+use crate::fixtures::*;
+use crate::harness::{cli, golden};
 
 fn call(target: &str, q: &str) -> serde_json::Value {
     json!({"analysis": "cost is the main open question", "next_action": "CALL_AGENT",
@@ -651,18 +649,14 @@ fn cli_applies_a_decision() {
                                         "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
         ],
     );
-    let out = Command::cargo_bin("pm-step")
-        .unwrap()
+    let b: agent_meeting::model::Board = cli("pm-step")
         .args(["--provider", "replay", "--cassette"])
         .arg(&c)
         .env("AGENT_MEETING_NOW", NOW)
-        .write_stdin(serde_json::to_string(&board()).unwrap())
-        .assert()
+        .stdin(serde_json::to_string(&board()).unwrap())
+        .run()
         .success()
-        .get_output()
-        .stdout
-        .clone();
-    let b: agent_meeting::model::Board = serde_json::from_slice(&out).unwrap();
+        .json();
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "biz");
     assert_eq!(b.usage.calls, 1);
     assert!(b.event_log.iter().all(|e| e.ts == NOW));
@@ -670,38 +664,29 @@ fn cli_applies_a_decision() {
 
 #[test]
 fn cli_refuses_a_board_that_is_not_its_turn() {
-    Command::cargo_bin("pm-step")
-        .unwrap()
+    cli("pm-step")
         .args(["--provider", "replay", "--cassette", "/nonexistent"])
-        .write_stdin(serde_json::to_string(&board_with_call("arch")).unwrap())
-        .assert()
-        .code(2)
-        .stdout(predicate::str::is_empty())
-        .stderr(
-            predicate::str::starts_with("pm-step: ")
-                .and(predicate::str::contains("agent-turn should run next")),
-        );
+        .stdin(serde_json::to_string(&board_with_call("arch")).unwrap())
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_starts_with("pm-step: ")
+        .stderr_has("agent-turn should run next");
 }
 
 #[test]
 fn cli_rejects_bad_board_version_and_shows_example_in_help() {
     let mut v = serde_json::to_value(board()).unwrap();
     v["board_version"] = json!(9);
-    Command::cargo_bin("pm-step")
-        .unwrap()
-        .write_stdin(v.to_string())
-        .assert()
-        .code(2)
-        .stderr(predicate::str::contains(
-            "board_version: version 9 is not supported",
-        ));
-    Command::cargo_bin("pm-step")
-        .unwrap()
+    cli("pm-step")
+        .stdin(v.to_string())
+        .run()
+        .exit(2)
+        .stderr_has("board_version: version 9 is not supported");
+    cli("pm-step")
         .arg("--help")
-        .assert()
+        .run()
         .success()
-        .stdout(
-            predicate::str::contains("Example:")
-                .and(predicate::str::contains("pm-step --provider replay")),
-        );
+        .stdout_has("Example:")
+        .stdout_has("pm-step --provider replay");
 }

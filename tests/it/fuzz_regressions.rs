@@ -16,6 +16,8 @@ use agent_meeting::stage::{
     agent_turn as turn, merge_board as board, pm_step as pm, render_report as report,
 };
 
+use crate::harness::root;
+
 const TARGETS: [&str; 3] = ["json_reply", "board", "meeting_file"];
 
 fn json_reply(text: &str) {
@@ -63,10 +65,6 @@ fn files(dir: &Path) -> Vec<PathBuf> {
         .unwrap_or_default();
     v.sort();
     v
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 #[test]

@@ -2,21 +2,13 @@
 //! every stage program refuses a board that is not its turn with the same wording. A `failed`
 //! board (its report could not be saved) goes to render-report everywhere, which retries it.
 
-use std::path::Path;
-
-use assert_cmd::Command;
 use serde_json::{json, Value};
 
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
+use crate::harness::{bin_dir, cli, root, Cli};
 
-fn program(name: &str) -> Command {
-    let mut c = Command::cargo_bin(name).unwrap();
-    c.current_dir(root())
-        .env_remove("AGENT_MEETING_PROVIDER")
-        .env_remove("MEETING_CASSETTE")
-        .env("AGENT_MEETING_NOW", "2026-11-30T12:00:00.000Z");
+fn program(name: &str) -> Cli {
+    let mut c = cli(name);
+    c.env("AGENT_MEETING_NOW", "2026-11-30T12:00:00.000Z");
     c
 }
 
@@ -24,25 +16,23 @@ fn program(name: &str) -> Command {
 fn running_board() -> Value {
     let packet = program("collect-context")
         .args(["--topic", "Adopt Rust for the ingest service?"])
-        .output()
-        .unwrap();
-    assert!(packet.status.success());
-    let board = program("init-board")
+        .run()
+        .success()
+        .stdout();
+    program("init-board")
         .args(["--agents", "arch,biz", "--trace-id", "t-next"])
-        .write_stdin(packet.stdout)
-        .output()
-        .unwrap();
-    assert!(board.status.success(), "{board:?}");
-    serde_json::from_slice(&board.stdout).unwrap()
+        .stdin(packet)
+        .run()
+        .success()
+        .json()
 }
 
 fn next_stage(board: &Value) -> String {
-    let out = program("next-stage")
-        .write_stdin(board.to_string())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    String::from_utf8(out.stdout).unwrap()
+    program("next-stage")
+        .stdin(board.to_string())
+        .run()
+        .success()
+        .stdout()
 }
 
 /// Offline flags for the LLM stages (the guard refuses before any call).
@@ -99,13 +89,11 @@ fn next_stage_names_the_program_for_every_state() {
 #[test]
 fn next_stage_refuses_what_is_not_a_board() {
     program("next-stage")
-        .write_stdin(r#"{"packet_version": 1}"#)
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(predicates::str::starts_with(
-            "next-stage: <stdin>: board_version",
-        ));
+        .stdin(r#"{"packet_version": 1}"#)
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_starts_with("next-stage: <stdin>: board_version");
 }
 
 #[test]
@@ -120,25 +108,24 @@ fn a_failed_board_goes_to_render_report_everywhere() {
     for stage in ["pm-step", "agent-turn", "merge-board"] {
         program(stage)
             .args(llm_flags(stage))
-            .write_stdin(failed.to_string())
-            .assert()
-            .code(2)
-            .stdout("")
-            .stderr(format!(
+            .stdin(failed.to_string())
+            .run()
+            .exit(2)
+            .stdout_is("")
+            .stderr_is(&format!(
                 "{stage}: render-report should run next, not {stage}\n"
             ));
     }
     // render-report retries the save: this time it lands and the meeting is over.
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.md");
-    let out = program("render-report")
+    let result: Value = program("render-report")
         .arg("--report-file")
         .arg(&report)
-        .write_stdin(failed.to_string())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-    let result: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .stdin(failed.to_string())
+        .run()
+        .success()
+        .json();
     assert_eq!(result["status"], "finished");
     assert!(report.is_file());
     assert_eq!(next_stage(&result["board"]), "none\n");
@@ -156,17 +143,17 @@ fn a_finished_board_is_over_for_every_stage_but_a_re_render() {
     for stage in ["pm-step", "merge-board"] {
         program(stage)
             .args(llm_flags(stage))
-            .write_stdin(finished.to_string())
-            .assert()
-            .code(2)
-            .stderr(format!(
+            .stdin(finished.to_string())
+            .run()
+            .exit(2)
+            .stderr_is(&format!(
                 "{stage}: the meeting is over; {stage} has nothing to do\n"
             ));
     }
     program("render-report")
         .arg("--markdown")
-        .write_stdin(finished.to_string())
-        .assert()
+        .stdin(finished.to_string())
+        .run()
         .success();
 }
 
@@ -175,20 +162,17 @@ fn a_finished_board_is_over_for_every_stage_but_a_re_render() {
 #[test]
 fn the_shell_loop_stops_when_the_report_cannot_be_saved() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = Path::new(env!("CARGO_BIN_EXE_next-stage"))
-        .parent()
-        .unwrap();
     let path = format!(
         "{}:{}",
-        bin.display(),
+        bin_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    let out = std::process::Command::new("sh")
-        .current_dir(root())
-        .arg("share/meeting.sh")
+    let mut sh = std::process::Command::new("sh");
+    sh.arg("share/meeting.sh")
         .arg("meetings/demo.yaml")
         .arg("arch,biz")
-        .arg(dir.path()) // a folder: the report cannot be written there
+        .arg(dir.path()); // a folder: the report cannot be written there
+    Cli::new(sh)
         .env("PATH", path)
         .env("AGENT_MEETING_NOW", "2026-11-30T12:00:00.000Z")
         .env("AGENT_MEETING_PROVIDER", "replay")
@@ -196,10 +180,7 @@ fn the_shell_loop_stops_when_the_report_cannot_be_saved() {
             "MEETING_CASSETTE",
             root().join("meetings/demo.cassette.jsonl"),
         )
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("render-report: "), "{stderr}");
+        .run()
+        .exit(1)
+        .stderr_has("render-report: ");
 }

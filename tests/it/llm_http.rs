@@ -1,10 +1,9 @@
 //! Both real providers against a scripted local HTTP server: wire format, retries, faults,
 //! tolerant parsing and secrets. No network beyond 127.0.0.1.
 
-mod llm_fake;
-
 use std::time::Duration;
 
+use crate::fake_http::*;
 use agent_meeting::llm::anthropic::Anthropic;
 use agent_meeting::llm::openai::OpenAi;
 use agent_meeting::llm::replay::Recorder;
@@ -12,7 +11,6 @@ use agent_meeting::llm::{
     Client, ExpectedJson, LlmError, Message, Options, Provider, Request, RetryPolicy, Timeouts,
 };
 use agent_meeting::schema::validate;
-use llm_fake::*;
 use serde_json::{json, Value};
 
 const KEY: &str = "sk-test-SECRET123456789012345";

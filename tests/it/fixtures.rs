@@ -1,5 +1,4 @@
 //! Shared fixtures of the stage tests: a small meeting board and a scripted fake provider.
-#![allow(dead_code)]
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
@@ -213,27 +212,4 @@ pub fn events_of<'a>(b: &'a Board, t: &str) -> Vec<&'a Event> {
         .iter()
         .filter(|e| e.event_type.as_str() == t)
         .collect()
-}
-
-/// Compare `actual` with tests/golden/<name>; `AGENT_MEETING_BLESS=1` rewrites the file.
-pub fn golden(name: &str, actual: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/golden")
-        .join(name);
-    if std::env::var_os("AGENT_MEETING_BLESS").is_some_and(|v| v == "1") {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing golden file {}; run with AGENT_MEETING_BLESS=1",
-            path.display()
-        )
-    });
-    assert!(
-        expected == actual,
-        "{} differs from the rendered text (AGENT_MEETING_BLESS=1 rewrites it):\n--- actual ---\n{actual}",
-        path.display()
-    );
 }

@@ -1,17 +1,15 @@
 //! Replay cassettes: call numbering across processes, injected faults through the retry
 //! policy, out-of-step and missing entries, record → replay round trip and drift checks.
 
-mod llm_fake;
-
 use std::path::Path;
 use std::time::Duration;
 
+use crate::fake_http::*;
 use agent_meeting::llm::openai::OpenAi;
 use agent_meeting::llm::replay::{Recorder, Replay};
 use agent_meeting::llm::{
     Client, ExpectedJson, LlmError, Message, Options, Request, RetryPolicy, Timeouts,
 };
-use llm_fake::*;
 use serde_json::json;
 
 fn req(caller: &str, text: &str) -> Request {

@@ -7,8 +7,8 @@ use agent_meeting::context::{self, build_summary, collect, load_meeting_file, Co
 use agent_meeting::model::{
     ContextBundle, ContextDocument, ContextSource, DocumentSource, MeetingInput, SourceType,
 };
-use assert_cmd::Command;
-use predicates::prelude::*;
+
+use crate::harness::{cli, Cli};
 
 /// A project folder with a `.git` entry, so it is the default context root.
 struct Project {
@@ -761,15 +761,15 @@ fn demo_meeting_collects_its_documents() {
 // ---------------------------------------------------------------------------------------------
 // CLI
 
-fn cmd() -> Command {
-    Command::cargo_bin("collect-context").unwrap()
+fn cmd() -> Cli {
+    cli("collect-context")
 }
 
 #[test]
 fn cli_topic_mode() {
-    let out = cmd().args(["--topic", "Adopt Rust?"]).output().unwrap();
-    assert!(out.status.success());
-    let text = String::from_utf8(out.stdout).unwrap();
+    let out = cmd().args(["--topic", "Adopt Rust?"]).run();
+    out.success();
+    let text = out.stdout();
     assert_eq!(text.lines().count(), 1);
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     assert_eq!(v["packet_version"], 1);
@@ -784,13 +784,11 @@ fn cli_topic_mode() {
 fn cli_topic_and_meeting_file_conflict() {
     cmd()
         .args(["--topic", "x", "--meeting-file", "m.yaml"])
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(
-            predicate::str::starts_with("collect-context: ")
-                .and(predicate::function(|s: &str| s.lines().count() == 1)),
-        );
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_starts_with("collect-context: ")
+        .one_stderr_line();
 }
 
 #[test]
@@ -803,13 +801,11 @@ fn cli_malformed_yaml_names_file_and_field() {
     cmd()
         .arg("--meeting-file")
         .arg(&f)
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(
-            predicate::str::contains("bad.yaml: decision_packet.options: ")
-                .and(predicate::function(|s: &str| s.lines().count() == 1)),
-        );
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_has("bad.yaml: decision_packet.options: ")
+        .one_stderr_line();
 }
 
 #[test]
@@ -824,14 +820,8 @@ fn cli_meeting_file_resolves_against_its_folder() {
         .arg("--meeting-file")
         .arg(&f)
         .current_dir(p.root.parent().unwrap())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .run();
+    let v: serde_json::Value = out.success().json();
     assert_eq!(
         v["context_bundle"]["documents"][0]["document_id"],
         "docs/a.md"
@@ -848,15 +838,9 @@ fn cli_stdin_json_uses_base_dir() {
         .arg("--base-dir")
         .arg(&p.root)
         .arg("--pretty")
-        .write_stdin(input)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        .stdin(input)
+        .run();
+    let v: serde_json::Value = out.success().json();
     assert_eq!(
         v["context_bundle"]["documents"][0]["document_id"],
         "docs/a.md"
@@ -866,28 +850,26 @@ fn cli_stdin_json_uses_base_dir() {
 #[test]
 fn cli_bad_stdin_is_exit_2_with_empty_stdout() {
     cmd()
-        .write_stdin("topic: t\n")
-        .assert()
-        .code(2)
-        .stdout("")
-        .stderr(
-            predicate::str::starts_with("collect-context: <stdin>: ")
-                .and(predicate::str::contains("decision_packet")),
-        );
+        .stdin("topic: t\n")
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_starts_with("collect-context: <stdin>: ")
+        .stderr_has("decision_packet");
     cmd()
         .args(["--topic", "x", "--max-context-chars", "0"])
-        .assert()
-        .code(2)
-        .stdout("");
+        .run()
+        .exit(2)
+        .stdout_is("");
 }
 
 #[test]
 fn cli_help_has_example() {
     cmd()
         .arg("--help")
-        .assert()
+        .run()
         .success()
-        .stdout(predicate::str::contains(
+        .stdout_has(
             "collect-context --meeting-file meetings/demo.yaml | jq '.context_bundle.documents[].document_id'",
-        ));
+        );
 }

@@ -1,8 +1,11 @@
-//! Which provider, model and options a caller gets (one test: it changes the environment).
+//! Which provider, model and options a caller gets (one test: it changes the environment, so
+//! it runs in a process of its own).
 
 use agent_meeting::llm::{client_for, LlmArgs};
 use agent_meeting::model::LlmSettings;
 use serde_json::{json, Map, Value};
+
+use crate::harness::in_own_process;
 
 fn meta(v: Value) -> Map<String, Value> {
     v.as_object().unwrap().clone()
@@ -10,6 +13,9 @@ fn meta(v: Value) -> Map<String, Value> {
 
 #[test]
 fn resolution_order_and_errors() {
+    if !in_own_process("llm_resolve::resolution_order_and_errors") {
+        return;
+    }
     for v in [
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",

@@ -1,0 +1,422 @@
+//! The shared test harness, in the spirit of xsv's `Workdir`: a temporary work folder, the
+//! programs run with a clean environment, and assertions that print the command, its exit
+//! status, stdout and stderr when they fail. Also the parallel runner of the table tests
+//! (`bad_inputs`, `faults`, ...) with their `CASE=<name>` filter, one golden-file helper, and a
+//! way for a test that changes the process environment to run in a process of its own.
+
+use std::ffi::OsStr;
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// The repository root: the demo meeting, shipped agents and test corpora live there.
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The path of one of the programs, as built for this test run.
+pub fn bin(program: &str) -> PathBuf {
+    PathBuf::from(match program {
+        "agent-builder" => env!("CARGO_BIN_EXE_agent-builder"),
+        "agent-turn" => env!("CARGO_BIN_EXE_agent-turn"),
+        "collect-context" => env!("CARGO_BIN_EXE_collect-context"),
+        "init-board" => env!("CARGO_BIN_EXE_init-board"),
+        "meeting" => env!("CARGO_BIN_EXE_meeting"),
+        "merge-board" => env!("CARGO_BIN_EXE_merge-board"),
+        "next-stage" => env!("CARGO_BIN_EXE_next-stage"),
+        "pm-step" => env!("CARGO_BIN_EXE_pm-step"),
+        "render-report" => env!("CARGO_BIN_EXE_render-report"),
+        other => panic!("no program {other:?}"),
+    })
+}
+
+/// The folder holding the programs (the shell loop and stage overrides find them on PATH).
+pub fn bin_dir() -> PathBuf {
+    bin("meeting").parent().unwrap().to_path_buf()
+}
+
+/// Prefixes of variables the programs read (provider, keys, model, cassette, retry timing,
+/// prompts, clock, blessing): a developer's shell must not change what a test sees.
+const SCRUBBED_PREFIXES: [&str; 4] = ["AGENT_MEETING_", "MEETING_", "OPENAI_", "ANTHROPIC_"];
+/// Single variables with the same effect (colour; the shell loop's inputs).
+const SCRUBBED: [&str; 4] = ["NO_COLOR", "CLICOLOR_FORCE", "TRACE_ID", "BOARD_OUT"];
+
+/// Remove every variable a program reads from `cmd`'s environment, and turn colour off.
+pub fn clean_env(cmd: &mut Command) -> &mut Command {
+    for (k, _) in std::env::vars_os() {
+        let k = k.to_string_lossy();
+        if SCRUBBED_PREFIXES.iter().any(|p| k.starts_with(p)) || SCRUBBED.contains(&&*k) {
+            cmd.env_remove(&*k);
+        }
+    }
+    cmd.env("NO_COLOR", "1")
+}
+
+/// A temporary work folder, removed when dropped.
+pub struct Workdir {
+    dir: tempfile::TempDir,
+}
+
+impl Workdir {
+    pub fn new() -> Workdir {
+        Workdir {
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn join(&self, rel: impl AsRef<Path>) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    /// Write a file, creating its folders.
+    pub fn write(&self, rel: impl AsRef<Path>, contents: impl AsRef<[u8]>) -> PathBuf {
+        let p = self.join(rel);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
+
+    pub fn read(&self, rel: impl AsRef<Path>) -> String {
+        let p = self.join(rel);
+        std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+    }
+
+    /// Copies of the shipped agents (`agents/*.yaml`) in `rel`.
+    pub fn copy_agents(&self, rel: &str) -> PathBuf {
+        let dir = self.join(rel);
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["arch.yaml", "biz.yaml", "pm.yaml"] {
+            std::fs::copy(root().join("agents").join(f), dir.join(f)).unwrap();
+        }
+        dir
+    }
+
+    /// `program`, run from this folder.
+    pub fn cli(&self, program: &str) -> Cli {
+        let mut c = cli(program);
+        c.current_dir(self.path());
+        c
+    }
+}
+
+/// `program` with a clean environment, run from the repository root.
+pub fn cli(program: &str) -> Cli {
+    Cli::new(Command::new(bin(program)))
+}
+
+/// A command being built: arguments, environment, stdin.
+pub struct Cli {
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+impl Cli {
+    /// Wrap any command (`sh`, a program); the environment is cleaned, the folder is the root.
+    pub fn new(mut cmd: Command) -> Cli {
+        clean_env(&mut cmd).current_dir(root());
+        Cli { cmd, stdin: None }
+    }
+
+    pub fn arg(&mut self, a: impl AsRef<OsStr>) -> &mut Cli {
+        self.cmd.arg(a);
+        self
+    }
+
+    pub fn args<I, S>(&mut self, args: I) -> &mut Cli
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.cmd.args(args);
+        self
+    }
+
+    pub fn env(&mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> &mut Cli {
+        self.cmd.env(k, v);
+        self
+    }
+
+    pub fn current_dir(&mut self, dir: impl AsRef<Path>) -> &mut Cli {
+        self.cmd.current_dir(dir);
+        self
+    }
+
+    /// Bytes fed on stdin; without it stdin is empty (/dev/null).
+    pub fn stdin(&mut self, input: impl Into<Vec<u8>>) -> &mut Cli {
+        self.stdin = Some(input.into());
+        self
+    }
+
+    /// Run to the end and capture everything.
+    pub fn run(&mut self) -> Run {
+        let shown = describe(&self.cmd);
+        let out = match self.stdin.clone() {
+            None => self.cmd.stdin(Stdio::null()).output(),
+            Some(input) => {
+                let mut child = self
+                    .cmd
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap_or_else(|e| panic!("{shown}: {e}"));
+                let mut stdin = child.stdin.take().unwrap();
+                // The program may stop reading early; a broken pipe here is expected, and a
+                // thread keeps a big input from blocking against a full stdout pipe.
+                let writer = std::thread::spawn(move || {
+                    let _ = stdin.write_all(&input);
+                });
+                let out = child.wait_with_output();
+                let _ = writer.join();
+                out
+            }
+        };
+        Run {
+            cmd: shown.clone(),
+            output: out.unwrap_or_else(|e| panic!("{shown}: {e}")),
+        }
+    }
+
+    /// Start in the background with no stdin and output discarded.
+    pub fn spawn(&mut self) -> Child {
+        self.cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap()
+    }
+}
+
+fn describe(cmd: &Command) -> String {
+    let mut s = String::new();
+    if let Some(dir) = cmd.get_current_dir() {
+        s.push_str(&format!("(cd {}) ", dir.display()));
+    }
+    for (k, v) in cmd.get_envs() {
+        if let Some(v) = v {
+            s.push_str(&format!("{}={} ", k.to_string_lossy(), v.to_string_lossy()));
+        }
+    }
+    s.push_str(&cmd.get_program().to_string_lossy());
+    for a in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&a.to_string_lossy());
+    }
+    s
+}
+
+/// A finished run. Assertions print the whole run (command, exit status, stdout, stderr).
+pub struct Run {
+    pub cmd: String,
+    pub output: Output,
+}
+
+impl fmt::Display for Run {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        // Long outputs (a 20 MB board echoed back) would drown the message.
+        let cut = |b: &[u8]| {
+            let s = String::from_utf8_lossy(b);
+            match s.char_indices().nth(4000) {
+                Some((i, _)) => format!("{}… ({} bytes)", &s[..i], b.len()),
+                None => s.into_owned(),
+            }
+        };
+        write!(
+            f,
+            "--- command ---\n{}\n--- status ---\n{}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.cmd,
+            self.output.status,
+            cut(&self.output.stdout),
+            cut(&self.output.stderr)
+        )
+    }
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    /// stdout parsed as JSON (a board, a result).
+    #[track_caller]
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> T {
+        serde_json::from_slice(&self.output.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not the expected JSON: {e}\n{self}"))
+    }
+
+    #[track_caller]
+    pub fn check(&self, ok: bool, what: &str) -> &Run {
+        assert!(ok, "{what}\n{self}");
+        self
+    }
+
+    #[track_caller]
+    pub fn success(&self) -> &Run {
+        self.exit(0)
+    }
+
+    #[track_caller]
+    pub fn exit(&self, code: i32) -> &Run {
+        self.check(self.code() == Some(code), &format!("expected exit {code}"))
+    }
+
+    #[track_caller]
+    pub fn stdout_is(&self, want: &str) -> &Run {
+        self.check(self.stdout() == want, &format!("expected stdout {want:?}"))
+    }
+
+    #[track_caller]
+    pub fn stdout_has(&self, part: &str) -> &Run {
+        self.check(
+            self.stdout().contains(part),
+            &format!("stdout lacks {part:?}"),
+        )
+    }
+
+    #[track_caller]
+    pub fn stderr_is(&self, want: &str) -> &Run {
+        self.check(self.stderr() == want, &format!("expected stderr {want:?}"))
+    }
+
+    #[track_caller]
+    pub fn stderr_has(&self, part: &str) -> &Run {
+        self.check(
+            self.stderr().contains(part),
+            &format!("stderr lacks {part:?}"),
+        )
+    }
+
+    #[track_caller]
+    pub fn stderr_lacks(&self, part: &str) -> &Run {
+        self.check(
+            !self.stderr().contains(part),
+            &format!("stderr has {part:?}"),
+        )
+    }
+
+    #[track_caller]
+    pub fn stderr_starts_with(&self, prefix: &str) -> &Run {
+        self.check(
+            self.stderr().starts_with(prefix),
+            &format!("stderr does not start with {prefix:?}"),
+        )
+    }
+
+    /// The error contract of every program: exactly one line on stderr.
+    #[track_caller]
+    pub fn one_stderr_line(&self) -> &Run {
+        self.check(
+            self.stderr().trim().lines().count() == 1,
+            "expected one stderr line",
+        )
+    }
+}
+
+/// Compare `actual` with tests/golden/<name>; `AGENT_MEETING_BLESS=1` rewrites the file.
+#[track_caller]
+pub fn golden(name: &str, actual: &str) {
+    let path = root().join("tests/golden").join(name);
+    if std::env::var_os("AGENT_MEETING_BLESS").is_some_and(|v| !v.is_empty()) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing golden file {}; run with AGENT_MEETING_BLESS=1",
+            path.display()
+        )
+    });
+    assert!(
+        expected == actual,
+        "{} differs from the rendered text (AGENT_MEETING_BLESS=1 rewrites it):\n--- actual ---\n{actual}",
+        path.display()
+    );
+}
+
+/// The value of `CASE` in the environment: run only the table cases whose name contains it.
+pub fn case_filter() -> Option<String> {
+    std::env::var("CASE").ok().filter(|s| !s.is_empty())
+}
+
+/// The cases of a table selected by `CASE` (all of them without it). A filter that matches
+/// nothing fails, so a typo does not pass silently.
+#[track_caller]
+pub fn select<T>(cases: Vec<T>, name: impl Fn(&T) -> String) -> Vec<T> {
+    let Some(filter) = case_filter() else {
+        return cases;
+    };
+    let total = cases.len();
+    let picked: Vec<T> = cases
+        .into_iter()
+        .filter(|c| name(c).contains(&filter))
+        .collect();
+    assert!(
+        !picked.is_empty(),
+        "CASE={filter:?} matches none of the {total} cases of this table"
+    );
+    eprintln!("CASE={filter:?}: {} of {total} cases", picked.len());
+    picked
+}
+
+/// Run `f` over `items` on `threads` threads; the results come back in the items' order.
+/// The table tests use it: each case is a program run, mostly waiting on the process.
+pub fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results: Mutex<Vec<Option<R>>> = Mutex::new(items.iter().map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..threads.max(1) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                let Some(item) = items.get(i) else { break };
+                let r = f(item);
+                results.lock().unwrap()[i] = Some(r);
+            });
+        }
+    });
+    results
+        .into_inner()
+        .unwrap()
+        .into_iter()
+        .map(|r| r.expect("every item ran"))
+        .collect()
+}
+
+/// Whether this is the run of `test` (its full path, `module::name`) in a process of its own.
+/// A test that changes the process environment calls it first and returns when it is false:
+/// in one test binary, `set_var` would race with every other test starting a program. The
+/// outer call runs the binary again with only that test and fails if the test fails there.
+#[track_caller]
+pub fn in_own_process(test: &str) -> bool {
+    const MARK: &str = "AGENT_MEETING_IT_OWN_PROCESS";
+    if std::env::var_os(MARK).is_some_and(|v| v == test) {
+        return true;
+    }
+    Cli::new(Command::new(std::env::current_exe().unwrap()))
+        .env(MARK, test)
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .run()
+        .success()
+        .stdout_has("test result: ok. 1 passed");
+    false
+}

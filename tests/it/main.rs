@@ -1,0 +1,29 @@
+//! The integration tests, as one test binary (each binary of its own would be linked again on
+//! every change to the library). `harness` runs the programs; `fixtures` and `fake_http` are
+//! the shared boards, scripted provider and scripted HTTP server; every other module covers one
+//! program or one concern.
+//!
+//! Run one module with `cargo test --test integration meeting::`, only some cases of a table
+//! test (`bad_inputs`, `bad_inputs_foundation`, `faults`) with
+//! `CASE=<part of a case name> cargo test --test integration bad_inputs::`.
+
+mod fake_http;
+mod fixtures;
+mod harness;
+
+mod agent_builder;
+mod agent_turn;
+mod ask_loop;
+mod bad_inputs;
+mod bad_inputs_foundation;
+mod context;
+mod faults;
+mod fuzz_regressions;
+mod llm_http;
+mod llm_replay;
+mod llm_resolve;
+mod meeting;
+mod next_stage;
+mod pm_step;
+mod report;
+mod schemas;
