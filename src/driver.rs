@@ -132,7 +132,7 @@ pub struct Ui {
 }
 
 /// Where the stage programs are: beside the driver's own executable, else on PATH.
-pub fn stage_program(name: &str) -> PathBuf {
+pub(crate) fn stage_program(name: &str) -> PathBuf {
     if let Ok(exe) = std::env::current_exe() {
         if let Some(dir) = exe.parent() {
             let beside = dir.join(name);
@@ -145,13 +145,13 @@ pub fn stage_program(name: &str) -> PathBuf {
 }
 
 /// One stage's outcome.
-pub struct StageOutput {
+pub(crate) struct StageOutput {
     pub stdout: Vec<u8>,
 }
 
 /// Run one stage with `input` on stdin. A non-zero exit becomes an error carrying the stage's
 /// own message and exit code.
-pub fn run_stage(
+pub(crate) fn run_stage(
     stage: Stage,
     args: &[String],
     overrides: &BTreeMap<Stage, String>,
@@ -167,7 +167,7 @@ pub fn run_stage(
 
 /// Like [`run_stage`], but a stage that exits non-zero still hands over what it printed (a
 /// render-report that could not save the report prints the `failed` board).
-pub fn run_stage_outcome(
+pub(crate) fn run_stage_outcome(
     stage: Stage,
     args: &[String],
     overrides: &BTreeMap<Stage, String>,
@@ -336,7 +336,7 @@ impl RunDir {
     }
 
     /// The last complete output: (step number, stage, path).
-    pub fn last_output(&self) -> Result<Option<(u32, Stage, PathBuf)>> {
+    pub(crate) fn last_output(&self) -> Result<Option<(u32, Stage, PathBuf)>> {
         let entries = std::fs::read_dir(&self.path).map_err(|e| {
             Error::Usage(format!(
                 "--resume: cannot read {}: {}",
@@ -363,7 +363,7 @@ impl RunDir {
         Ok(best)
     }
 
-    pub fn save_events(&self, board: &Board) -> Result<()> {
+    pub(crate) fn save_events(&self, board: &Board) -> Result<()> {
         let mut text = String::new();
         for ev in &board.event_log {
             text.push_str(&to_json_line(ev, false));
@@ -398,7 +398,7 @@ fn paint(ui: Ui, code: &str, text: &str) -> String {
 }
 
 /// The progress line for a board a stage just produced.
-pub fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
+pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
     let n = (after.loop_count + 1).min(after.max_loops);
     let tag = paint(ui, "2", &format!("[loop {n}/{}]", after.max_loops));
     match stage {
@@ -783,7 +783,7 @@ pub fn resume(dir: &Path) -> Result<Run> {
 }
 
 /// The MeetingResult printed on stdout.
-pub fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
+pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
     MeetingResult {
         status: board.status,
         report_file: (board.status == Status::Finished)
@@ -817,7 +817,7 @@ pub fn final_line(result: &MeetingResult, ui: Ui) -> String {
 }
 
 /// The report path when none is given: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
-pub fn default_report_file(meeting_file: Option<&Path>, topic: &str) -> String {
+pub(crate) fn default_report_file(meeting_file: Option<&Path>, topic: &str) -> String {
     let stem = match meeting_file
         .and_then(|p| p.file_stem())
         .and_then(|s| s.to_str())

@@ -47,7 +47,7 @@ impl fmt::Display for Invalid {
 }
 
 /// Join two JSON path segments (`a` + `b` → `a.b`, `a` + `[0]` → `a[0]`).
-pub fn join_path(parent: &str, child: &str) -> String {
+pub(crate) fn join_path(parent: &str, child: &str) -> String {
     match (parent.is_empty(), child.is_empty()) {
         (true, _) => child.to_string(),
         (_, true) => parent.to_string(),
@@ -97,7 +97,7 @@ impl Error {
 
     /// Name the file of an input error raised without one: library checks of a document whose
     /// origin only the caller knows (a board on stdin, a run-folder file).
-    pub fn or_file(self, label: &str) -> Error {
+    pub(crate) fn or_file(self, label: &str) -> Error {
         match self {
             Error::Input {
                 file,

@@ -11,7 +11,7 @@ use crate::llm::{LlmError, Reply};
 use crate::model::{Board, Event, EventType, MessageKind};
 
 /// Environment variable that pins the clock to one timestamp (reproducible runs and tests).
-pub const NOW_ENV: &str = "AGENT_MEETING_NOW";
+pub(crate) const NOW_ENV: &str = "AGENT_MEETING_NOW";
 
 /// Where timestamps come from: RFC 3339, UTC.
 pub trait Clock {
@@ -19,7 +19,7 @@ pub trait Clock {
 }
 
 /// The machine's clock, formatted without a date-time crate.
-pub struct SystemClock;
+pub(crate) struct SystemClock;
 
 impl Clock for SystemClock {
     fn now(&self) -> String {
@@ -48,7 +48,7 @@ pub fn clock_from_env() -> Box<dyn Clock> {
 }
 
 /// `2026-11-30T03:51:07.123Z` from seconds and milliseconds since the Unix epoch.
-pub fn rfc3339_utc(secs: i64, millis: u32) -> String {
+pub(crate) fn rfc3339_utc(secs: i64, millis: u32) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);
@@ -105,7 +105,7 @@ pub fn push(board: &mut Board, clock: &dyn Clock, ev: Event) {
 }
 
 /// [`push`] with the time already read: the pure stages take `now` from their caller.
-pub fn push_at(board: &mut Board, now: &str, mut ev: Event) {
+pub(crate) fn push_at(board: &mut Board, now: &str, mut ev: Event) {
     ev.ts = now.to_string();
     ev.trace_id = board.trace_id.clone();
     ev.loop_no = board.current_loop();
@@ -115,7 +115,7 @@ pub fn push_at(board: &mut Board, now: &str, mut ev: Event) {
 /// Account one logical LLM call: `usage.calls` becomes the client's counter (`calls_after`),
 /// the attempts it took are charged to `caller`, tokens and time are added, and an `llm_call`
 /// event is logged. `attempt` is the logical attempt within the stage (1, 2, ...).
-pub fn record_llm_call(
+pub(crate) fn record_llm_call(
     board: &mut Board,
     clock: &dyn Clock,
     calls_after: u64,

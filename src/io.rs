@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 
 /// Largest input document accepted (boards with 200 loops are a few MB).
-pub const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
+pub(crate) const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;
 
 /// Deepest YAML flow nesting (`[[[...`, `{a: {a: ...`) looked at. The parser refuses more than
 /// 128 levels anyway, but libyaml's cost grows with depth times tokens: 100,000 levels took two
@@ -50,7 +50,7 @@ pub fn read_stdin(label: &str) -> Result<String> {
 }
 
 /// Read a whole input file as UTF-8 text; a missing or unreadable file is bad input (exit 2).
-pub fn read_text_file(path: &Path) -> Result<String> {
+pub(crate) fn read_text_file(path: &Path) -> Result<String> {
     let label = path.display().to_string();
     let file = std::fs::File::open(path)
         .map_err(|e| Error::input(&label, "", format!("cannot open: {}", os_error(&e))))?;
@@ -91,7 +91,7 @@ fn too_large(label: &str) -> Error {
 
 /// Refuse a leading byte order mark with a message that says so (JSON parsers only report
 /// "expected value at line 1 column 1", and YAML reads the rest of the first line oddly).
-pub fn refuse_bom(label: &str, text: &str) -> Result<()> {
+pub(crate) fn refuse_bom(label: &str, text: &str) -> Result<()> {
     if text.starts_with('\u{feff}') {
         return Err(Error::input(
             label,
@@ -103,7 +103,7 @@ pub fn refuse_bom(label: &str, text: &str) -> Result<()> {
 }
 
 /// An OS error without Rust's `(os error N)` suffix noise.
-pub fn os_error(e: &std::io::Error) -> String {
+pub(crate) fn os_error(e: &std::io::Error) -> String {
     let s = e.to_string();
     match s.find(" (os error") {
         Some(i) => s[..i].to_string(),
@@ -367,7 +367,7 @@ impl<'de> Visitor<'de> for NoDuplicateKeys {
 }
 
 /// Parse a Board (refusing other major `board_version`s first); errors name `label`.
-pub fn parse_board(label: &str, text: &str) -> Result<crate::model::Board> {
+pub(crate) fn parse_board(label: &str, text: &str) -> Result<crate::model::Board> {
     parse_versioned(label, text, "board_version", crate::model::BOARD_VERSION)
 }
 
@@ -414,7 +414,7 @@ fn version_of(text: &str, field: &str) -> Option<u64> {
 }
 
 /// A short name of a JSON value's type, for messages.
-pub fn kind_of(v: &Value) -> &'static str {
+pub(crate) fn kind_of(v: &Value) -> &'static str {
     match v {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",

@@ -12,7 +12,7 @@ use crate::model::{AgentConfig, AGENT_TURN_FIELDS, PM_DECISION_FIELDS};
 
 /// Which contract an agent's output schema must meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AgentKind {
+pub(crate) enum AgentKind {
     /// A specialist: its answer must be compatible with AgentTurnResult.
     Specialist,
     /// The PM: its answer must be compatible with PMDecision.
@@ -20,10 +20,10 @@ pub enum AgentKind {
 }
 
 /// The three string fields the runtime sends to every agent.
-pub const RUNTIME_INPUT_FIELDS: [&str; 3] = ["prompt", "meeting_summary", "context_summary"];
+pub(crate) const RUNTIME_INPUT_FIELDS: [&str; 3] = ["prompt", "meeting_summary", "context_summary"];
 
 /// Every rule that can be checked on one config alone.
-pub fn validate_agent(cfg: &AgentConfig, kind: AgentKind) -> Result<(), Invalid> {
+pub(crate) fn validate_agent(cfg: &AgentConfig, kind: AgentKind) -> Result<(), Invalid> {
     cfg.validate()?;
     let input = Value::Object(cfg.input_schema.clone());
     let output = Value::Object(cfg.output_schema.clone());
@@ -275,7 +275,7 @@ fn check_pm_output(schema: &Map<String, Value>) -> Result<(), Invalid> {
 }
 
 /// Parse one agent config file and check every loader rule; errors name the file and field.
-pub fn load_agent_file(path: &Path, kind: AgentKind) -> Result<AgentConfig> {
+pub(crate) fn load_agent_file(path: &Path, kind: AgentKind) -> Result<AgentConfig> {
     let label = path.display().to_string();
     let format = Format::from_path(path).ok_or_else(|| {
         Error::input(&label, "", "agent configs must end in .json, .yaml or .yml")
@@ -301,7 +301,7 @@ pub fn load_agent_file(path: &Path, kind: AgentKind) -> Result<AgentConfig> {
 }
 
 /// The config file of agent `name` in `dir`, if any; two files for one name are refused.
-pub fn find_agent_file(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
+pub(crate) fn find_agent_file(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
     let found: Vec<PathBuf> = ["json", "yaml", "yml"]
         .iter()
         .map(|ext| dir.join(format!("{name}.{ext}")))
@@ -322,7 +322,7 @@ pub fn find_agent_file(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
 }
 
 /// Names of the agents defined in `dir`, sorted, for "unknown agent" messages.
-pub fn available_agents(dir: &Path) -> Vec<String> {
+pub(crate) fn available_agents(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()

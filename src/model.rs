@@ -57,7 +57,7 @@ pub fn is_safe_name(name: &str) -> bool {
 
 /// `--trace-id`'s check (the one place a trace id is validated): it names the run folder, so
 /// only safe filename characters.
-pub fn check_trace_id(id: &str) -> Result<String, String> {
+pub(crate) fn check_trace_id(id: &str) -> Result<String, String> {
     if is_safe_name(id) {
         Ok(id.to_string())
     } else {
@@ -103,11 +103,6 @@ impl AgentConfig {
             }
         }
         Ok(())
-    }
-
-    /// A recognised string key of `metadata` (`provider`, `model`).
-    pub fn meta_str(&self, key: &str) -> Option<&str> {
-        self.metadata.get(key).and_then(Value::as_str)
     }
 }
 

@@ -15,7 +15,7 @@ use crate::text::cut;
 
 /// Every whiteboard item a model sees is cut to this many characters, so prompts stay flat
 /// over many loops.
-pub const ITEM_CHARS: usize = 500;
+pub(crate) const ITEM_CHARS: usize = 500;
 
 const PM_SYSTEM: &str = include_str!("../share/prompts/pm_system.j2");
 const PM_USER: &str = include_str!("../share/prompts/pm_user.j2");
@@ -23,7 +23,7 @@ const AGENT_USER: &str = include_str!("../share/prompts/agent_user.j2");
 const RETRY: &str = include_str!("../share/prompts/retry.j2");
 
 /// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.
-pub const PROMPTS_ENV: &str = "AGENT_MEETING_PROMPTS";
+pub(crate) const PROMPTS_ENV: &str = "AGENT_MEETING_PROMPTS";
 
 /// The prompt templates: embedded, each overridable by a file in `$AGENT_MEETING_PROMPTS`.
 fn env() -> Result<&'static minijinja::Environment<'static>> {

@@ -4,7 +4,7 @@
 
 /// `s` cut to at most `max` characters; when something was cut, the last kept character is an
 /// ellipsis `…` marking the cut.
-pub fn cut(s: &str, max: usize) -> String {
+pub(crate) fn cut(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
         return s.to_string();
     }
@@ -17,19 +17,19 @@ pub fn cut(s: &str, max: usize) -> String {
 }
 
 /// Every run of whitespace (newlines included) folded into one space; trimmed.
-pub fn fold_ws(s: &str) -> String {
+pub(crate) fn fold_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// `s` on one line (whitespace folded) and cut to `max` characters: for progress lines and
 /// one-line messages.
-pub fn one_line(s: &str, max: usize) -> String {
+pub(crate) fn one_line(s: &str, max: usize) -> String {
     cut(&fold_ws(s), max)
 }
 
 /// The first sentence of an answer, whitespace folded: up to the first `.`, `!`, `?` followed
 /// by whitespace or the end, or the first `。`, `！`, `？` ("Version 2.1 is out." stays whole).
-pub fn first_sentence(text: &str) -> String {
+pub(crate) fn first_sentence(text: &str) -> String {
     let text = text.trim();
     let mut end = text.len();
     let mut chars = text.char_indices().peekable();
@@ -50,7 +50,7 @@ pub fn first_sentence(text: &str) -> String {
 /// Whether `quote` occurs in `excerpt` after whitespace folding (DESIGN.md#agent-turn).
 /// Quotation marks around the whole quote are ignored; nothing else is forgiven (an ellipsis
 /// joining two pieces is not the document's text). An empty quote verifies nothing.
-pub fn verify_quote(excerpt: &str, quote: &str) -> bool {
+pub(crate) fn verify_quote(excerpt: &str, quote: &str) -> bool {
     let q = fold_ws(quote);
     let q = q.trim_matches(|c: char| matches!(c, '"' | '\'' | '“' | '”' | '‘' | '’' | '「' | '」'));
     !q.trim().is_empty() && fold_ws(excerpt).contains(q.trim())

@@ -4,10 +4,10 @@
 use crate::model::{Board, LIST_CAP};
 
 /// Longest summary kept on the board (merge rule 4).
-pub const SUMMARY_MAX_CHARS: usize = 1200;
+pub(crate) const SUMMARY_MAX_CHARS: usize = 1200;
 
 /// Append items in first-seen order, skipping blanks and exact duplicates, up to `LIST_CAP`.
-pub fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
+pub(crate) fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {
     for item in items {
         if list.len() >= LIST_CAP {
             break;
@@ -19,7 +19,7 @@ pub fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = Str
 }
 
 /// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
-pub fn summary_lines(board: &Board, speaker_line: &str) -> String {
+pub(crate) fn summary_lines(board: &Board, speaker_line: &str) -> String {
     let text = format!(
         "Topic: {}\n{}\nKey points: {}, open questions: {}, candidate decisions: {}",
         board.topic.trim().replace('\n', " "),

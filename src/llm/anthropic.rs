@@ -6,11 +6,11 @@ use serde_json::{json, Map, Value};
 use super::transport::{join_url, Http, Timeouts};
 use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 
-pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
-pub const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
-pub const API_VERSION: &str = "2023-06-01";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+pub(crate) const DEFAULT_MODEL: &str = "claude-sonnet-4-5";
+pub(crate) const API_VERSION: &str = "2023-06-01";
 /// The Messages API requires `max_tokens`.
-pub const DEFAULT_MAX_TOKENS: u32 = 4096;
+pub(crate) const DEFAULT_MAX_TOKENS: u32 = 4096;
 
 pub struct Anthropic {
     http: Http,
@@ -36,7 +36,7 @@ impl Anthropic {
 }
 
 /// The request body sent for `req`.
-pub fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value {
+pub(crate) fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value {
     let mut system = req.system.clone();
     let mut tool = None;
     if let Some(expect) = &req.expect {

@@ -46,7 +46,7 @@ pub struct Message {
 
 impl Message {
     /// `{"role": "user"|"assistant", "content": ...}`, as both providers (and the logs) take it.
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         let role = match self.role {
             Role::User => "user",
             Role::Assistant => "assistant",
@@ -108,7 +108,7 @@ pub struct TokenUsage {
 impl TokenUsage {
     /// Reported counts from a `usage` object under the provider's own key names; `None` when
     /// either is missing (the caller then estimates).
-    pub fn reported(usage: &Value, prompt_key: &str, completion_key: &str) -> Option<TokenUsage> {
+    pub(crate) fn reported(usage: &Value, prompt_key: &str, completion_key: &str) -> Option<TokenUsage> {
         Some(TokenUsage {
             prompt_tokens: usage.get(prompt_key)?.as_u64()?,
             completion_tokens: usage.get(completion_key)?.as_u64()?,
@@ -227,7 +227,7 @@ impl RetryPolicy {
     }
 
     /// The wait after failed attempt number `attempt` (1-based).
-    pub fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(ra) = retry_after {
             return ra.min(self.max_delay);
         }
@@ -468,7 +468,7 @@ fn attempt_error_text(e: &AttemptError) -> String {
 }
 
 /// About four characters per token: good enough for budgets when the server sends no usage.
-pub fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
+pub(crate) fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
     let mut prompt_chars = req.system.chars().count();
     prompt_chars += req
         .messages

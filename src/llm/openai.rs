@@ -7,8 +7,8 @@ use serde_json::{json, Map, Value};
 use super::transport::{join_url, Http, Timeouts};
 use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-pub const DEFAULT_MODEL: &str = "gpt-4o-mini";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_MODEL: &str = "gpt-4o-mini";
 
 pub struct OpenAi {
     http: Http,
@@ -51,7 +51,7 @@ impl OpenAi {
 }
 
 /// The request body sent for `req` (public so tests and the recorder can see it).
-pub fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Value {
+pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Value {
     let mut system = req.system.clone();
     let mut response_format = None;
     if let Some(expect) = &req.expect {
@@ -160,7 +160,7 @@ fn drop_added_nulls_in_text(text: &str, schema: &Value) -> String {
 
 /// Remove `null` values of properties that the original schema made optional and that do not
 /// allow null themselves (the strict conversion added that null). Local `$ref`s are followed.
-pub fn drop_added_nulls(value: &mut Value, schema: &Value) {
+pub(crate) fn drop_added_nulls(value: &mut Value, schema: &Value) {
     drop_nulls_at(value, schema, schema, 0);
 }
 
@@ -222,7 +222,7 @@ fn allows_null(schema: &Value) -> bool {
 /// `additionalProperties: false`. `None` when the schema uses what strict mode cannot express
 /// (free-form objects, `oneOf`, `allOf`, `not`, `patternProperties`, a non-object root); the
 /// caller then sends it non-strict.
-pub fn to_strict(schema: &Value) -> Option<Value> {
+pub(crate) fn to_strict(schema: &Value) -> Option<Value> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return None;
     }

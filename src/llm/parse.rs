@@ -57,7 +57,7 @@ fn preview(s: &str, n: usize) -> String {
 
 /// The inside of the first fenced block (```` ```json ... ``` ````) when the text has one
 /// before its first `{` (a fence after that is inside the JSON, not around it).
-pub fn strip_fences(text: &str) -> &str {
+pub(crate) fn strip_fences(text: &str) -> &str {
     let Some(open) = text.find("```") else {
         return text;
     };
@@ -78,7 +78,7 @@ pub fn strip_fences(text: &str) -> &str {
 /// From the first `{` to its matching `}`, aware of strings and escapes. When the object is
 /// never closed (a truncated reply) the rest of the text is returned so the parser can say
 /// where it ends.
-pub fn outermost_object(text: &str) -> Option<&str> {
+pub(crate) fn outermost_object(text: &str) -> Option<&str> {
     let start = text.find('{')?;
     let bytes = text.as_bytes();
     let mut depth = 0usize;
@@ -110,7 +110,7 @@ pub fn outermost_object(text: &str) -> Option<&str> {
 }
 
 /// Remove commas directly followed (after whitespace) by `}` or `]`, outside strings.
-pub fn drop_trailing_commas(text: &str) -> String {
+pub(crate) fn drop_trailing_commas(text: &str) -> String {
     let chars: Vec<char> = text.chars().collect();
     let mut out = String::with_capacity(text.len());
     let mut in_string = false;

@@ -19,7 +19,7 @@ use crate::error::Error;
 
 /// Token counts as stored in a cassette.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CassetteUsage {
+pub(crate) struct CassetteUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
 }
@@ -42,7 +42,7 @@ pub struct Fault {
 /// One cassette line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub seq: u64,
     pub caller: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -325,7 +325,7 @@ impl Provider for Recorder {
 
 /// Append one line to a JSONL file (created when missing), in one write so that lines of
 /// consecutive processes never interleave.
-pub fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
+pub(crate) fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }

@@ -10,7 +10,7 @@ use super::{AttemptError, Options, Provider, RawReply, Request, TokenUsage};
 
 /// Answers a call number from the log when the log holds a successful reply of the same
 /// caller for it; otherwise asks the real provider.
-pub struct FromLog {
+pub(crate) struct FromLog {
     inner: Box<dyn Provider>,
     done: HashMap<u64, (String, RawReply)>,
     reused: bool,

@@ -57,12 +57,12 @@ impl Http {
     }
 
     /// Replace the secret wherever it appears (short values would match by accident).
-    pub fn redact(&self, text: &str) -> String {
+    pub(crate) fn redact(&self, text: &str) -> String {
         redact(text, &self.secret)
     }
 
     /// POST `body` to `url`; a 2xx JSON body is returned, anything else becomes an attempt error.
-    pub fn post_json(
+    pub(crate) fn post_json(
         &self,
         url: &str,
         headers: &[(&str, &str)],
@@ -134,7 +134,7 @@ impl Http {
 }
 
 /// Whether a URL points at this machine.
-pub fn is_loopback(url: &str) -> bool {
+pub(crate) fn is_loopback(url: &str) -> bool {
     let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
     let authority = rest.split('/').next().unwrap_or("");
     let authority = authority
@@ -152,7 +152,7 @@ pub fn is_loopback(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-pub fn redact(text: &str, secret: &str) -> String {
+pub(crate) fn redact(text: &str, secret: &str) -> String {
     if secret.len() < 8 {
         return text.to_string();
     }
@@ -160,14 +160,14 @@ pub fn redact(text: &str, secret: &str) -> String {
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is rare from these APIs and ignored).
-pub fn parse_retry_after(v: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
     let secs: f64 = v.trim().parse().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(3600.0)))
 }
 
 /// The provider's own words from an error body: `{"error": {"message": ...}}` (OpenAI and
 /// Anthropic both), with OpenAI's `code` when it says more; else the body itself, cut short.
-pub fn error_message(body: &str) -> String {
+pub(crate) fn error_message(body: &str) -> String {
     if let Ok(v) = serde_json::from_str::<Value>(body) {
         let err = v.get("error");
         let message = err
@@ -201,7 +201,7 @@ fn cut(s: &str, n: usize) -> String {
 
 /// Whether an HTTP error means "the prompt is too long": not a configuration problem, so the
 /// meeting absorbs it instead of stopping.
-pub fn is_context_length(status: u16, message: &str) -> bool {
+pub(crate) fn is_context_length(status: u16, message: &str) -> bool {
     if status == 413 {
         return true;
     }
@@ -220,7 +220,7 @@ pub fn is_context_length(status: u16, message: &str) -> bool {
 }
 
 /// Join a base URL (which may carry a path prefix) and an endpoint path.
-pub fn join_url(base: &str, path: &str) -> String {
+pub(crate) fn join_url(base: &str, path: &str) -> String {
     format!(
         "{}/{}",
         base.trim_end_matches('/'),

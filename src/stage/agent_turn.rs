@@ -135,7 +135,7 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
 
 /// The first sentence of `text` (up to `.`, `!`, `?` followed by a space, or `。！？`), cut
 /// to 300 characters.
-pub fn first_sentence(text: &str) -> String {
+pub(crate) fn first_sentence(text: &str) -> String {
     cut(&crate::text::first_sentence(text), SENTENCE_CHARS)
 }
 
@@ -143,7 +143,7 @@ pub fn first_sentence(text: &str) -> String {
 /// (keys outside it dropped, `agent_name` set by the runtime), and every citation against the
 /// collected documents. Quotes are marked verified or not; only unknown ids and mismatched
 /// paths fail.
-pub fn check_answer(
+pub(crate) fn check_answer(
     board: &Board,
     agent: &AgentConfig,
     value: &Value,
@@ -204,7 +204,7 @@ fn allowed_ids(docs: &[ContextDocument]) -> String {
 }
 
 /// The JSON the agent must return: its own `output_schema`.
-pub fn agent_expected_json(agent: &AgentConfig) -> ExpectedJson {
+pub(crate) fn agent_expected_json(agent: &AgentConfig) -> ExpectedJson {
     ExpectedJson {
         name: "agent_turn_result".into(),
         schema: Value::Object(agent.output_schema.clone()),

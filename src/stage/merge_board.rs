@@ -11,10 +11,10 @@ use crate::text::first_sentence;
 use crate::whiteboard::{append_unique, summary_lines};
 
 /// How many recent agent errors the PM sees (merge rule 6).
-pub const RECENT_ERRORS_CAP: usize = 5;
+pub(crate) const RECENT_ERRORS_CAP: usize = 5;
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
-pub fn is_question(item: &str) -> bool {
+pub(crate) fn is_question(item: &str) -> bool {
     let s = item.trim();
     if s.ends_with('?') || s.ends_with('？') {
         return true;

@@ -85,7 +85,7 @@ impl Board {
 
     /// "<stage> should run next", or "the meeting is over": the one wording of every
     /// wrong-stage message.
-    pub fn what_runs_next(&self) -> String {
+    pub(crate) fn what_runs_next(&self) -> String {
         match self.next_stage() {
             None => "the meeting is over".to_string(),
             Some(Stage::PmStep)
@@ -100,7 +100,7 @@ impl Board {
     /// The guard every stage starts with: `Ok` when this board is waiting for `stage`, else
     /// the usage error (exit 2) naming what should run instead. render-report also takes a
     /// finished board (it renders the saved report again; nothing else changes).
-    pub fn expect_stage(&self, stage: Stage) -> Result<()> {
+    pub(crate) fn expect_stage(&self, stage: Stage) -> Result<()> {
         let next = self.next_stage();
         if next == Some(stage) || (stage == Stage::RenderReport && next.is_none()) {
             return Ok(());
