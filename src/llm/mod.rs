@@ -234,20 +234,9 @@ impl RetryPolicy {
         let exp = self
             .base_delay
             .saturating_mul(1u32 << (attempt.saturating_sub(1)).min(16));
-        let jitter = exp.mul_f64(jitter_fraction() * 0.5);
+        let jitter = exp.mul_f64(fastrand::f64() * 0.5);
         (exp + jitter).min(self.max_delay)
     }
-}
-
-/// A pseudo-random fraction in [0, 1): jitter only needs to de-synchronise clients.
-fn jitter_fraction() -> f64 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0);
-    let mixed =
-        (u64::from(nanos) ^ u64::from(std::process::id())).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    (mixed >> 11) as f64 / (1u64 << 53) as f64
 }
 
 /// The interface the stages use: retries, tolerant parsing, usage and the call counter.

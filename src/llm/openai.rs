@@ -116,7 +116,7 @@ impl Provider for OpenAi {
         let message = resp.pointer("/choices/0/message").ok_or_else(|| {
             AttemptError::Network(self.http.redact(&format!(
                 "response has no choices[0].message: {}",
-                cut_json(&resp)
+                crate::text::cut(&resp.to_string(), 200)
             )))
         })?;
         let text = message
@@ -141,11 +141,6 @@ impl Provider for OpenAi {
             .and_then(|u| TokenUsage::reported(u, "prompt_tokens", "completion_tokens"));
         Ok(RawReply { text, usage })
     }
-}
-
-fn cut_json(v: &Value) -> String {
-    let s = v.to_string();
-    s.chars().take(200).collect()
 }
 
 fn drop_added_nulls_in_text(text: &str, schema: &Value) -> String {

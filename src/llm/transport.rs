@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::AttemptError;
+use crate::text::cut;
 
 /// Connect and read timeouts of one provider.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -98,7 +99,7 @@ impl Http {
         serde_json::from_str(&text).map_err(|e| {
             AttemptError::Network(self.redact(&format!(
                 "HTTP {status} response body is not JSON ({e}): {:?}",
-                cut(&text, 200)
+                cut(&text, 201)
             )))
         })
     }
@@ -187,16 +188,8 @@ pub(crate) fn error_message(body: &str) -> String {
     if t.is_empty() {
         "(empty error body)".to_string()
     } else {
-        cut(t, 300)
+        cut(t, 301)
     }
-}
-
-fn cut(s: &str, n: usize) -> String {
-    let mut out: String = s.chars().take(n).collect();
-    if s.chars().count() > n {
-        out.push('…');
-    }
-    out
 }
 
 /// Whether an HTTP error means "the prompt is too long": not a configuration problem, so the
