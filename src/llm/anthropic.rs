@@ -94,7 +94,7 @@ impl Provider for Anthropic {
         ];
         let resp = self.http.post_json(&url, &headers, &body)?;
         let Some(blocks) = resp.get("content").and_then(Value::as_array) else {
-            let s: String = resp.to_string().chars().take(200).collect();
+            let s = crate::text::cut(&resp.to_string(), 200);
             return Err(AttemptError::Network(
                 self.http
                     .redact(&format!("response has no content array: {s}")),

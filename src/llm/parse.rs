@@ -23,7 +23,7 @@ pub fn parse_json_reply(text: &str) -> Result<Value, String> {
     let Some(object) = outermost_object(unfenced) else {
         return Err(format!(
             "the reply contains no JSON object (it starts with {:?}); answer with exactly one JSON object",
-            preview(unfenced, 60)
+            crate::text::cut(unfenced, 61)
         ));
     };
     let cleaned = drop_trailing_commas(object);
@@ -45,14 +45,6 @@ fn describe(e: &serde_json::Error) -> String {
         Some(i) => s[..i].to_string(),
         None => s,
     }
-}
-
-fn preview(s: &str, n: usize) -> String {
-    let mut out: String = s.chars().take(n).collect();
-    if s.chars().count() > n {
-        out.push('…');
-    }
-    out
 }
 
 /// The inside of the first fenced block (```` ```json ... ``` ````) when the text has one
