@@ -612,6 +612,11 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     }
     let now = crate::events::clock_from_env().now();
     let mut board_args = new.board;
+    board_args.agents_dir = absolute(&board_args.agents_dir);
+    let source = match new.source {
+        MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),
+        topic => topic,
+    };
     board_args.trace_id = Some(
         board_args
             .trace_id
@@ -619,14 +624,14 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     );
     // meeting.json keeps absolute paths, so `--resume` works from any folder.
     let report_file = absolute(&new.report_file.unwrap_or_else(|| {
-        PathBuf::from(match &new.source {
+        PathBuf::from(match &source {
             MeetingSource::MeetingFile(f) => default_report_file(Some(f), ""),
             MeetingSource::Topic(t) => default_report_file(None, t),
         })
     }));
     let mut settings = RunSettings {
         settings_version: SETTINGS_VERSION,
-        source: new.source,
+        source,
         allow_sensitive: new.allow_sensitive,
         board: board_args,
         llm: new.llm,

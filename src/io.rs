@@ -472,10 +472,13 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     std::fs::create_dir_all(&dir).map_err(|e| fail("create its folder", e))?;
     // A uniquely named temporary file in the same folder (so the rename cannot cross file
     // systems); dropped, and so removed, on any failure before the rename.
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp-")
-        .tempfile_in(&dir)
-        .map_err(|e| fail("write", e))?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".tmp-");
+    // tempfile creates 0600 files; a report or config is an ordinary file: 0666 less the
+    // umask, as `File::create` makes it.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(&dir).map_err(|e| fail("write", e))?;
     tmp.write_all(contents)
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| fail("write", e))?;
@@ -485,6 +488,26 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[cfg(unix)]
+    #[test]
+    fn atomic_writes_get_the_permissions_of_an_ordinary_new_file() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::File::create(&plain).unwrap();
+        let atomic = dir.path().join("sub/report.md");
+        super::write_atomic(&atomic, b"x").unwrap();
+        super::write_atomic(&atomic, b"y").unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&atomic), mode(&plain));
+        assert_eq!(std::fs::read(&atomic).unwrap(), b"y");
+        let names: Vec<_> = std::fs::read_dir(atomic.parent().unwrap())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["report.md"], "no temporary file left behind");
+    }
+
     use super::*;
     use crate::model::MeetingInput;
 

@@ -5,6 +5,8 @@ use crate::model::{Board, LIST_CAP};
 
 /// Longest summary kept on the board (merge rule 4).
 pub(crate) const SUMMARY_MAX_CHARS: usize = 1200;
+/// How many recent agent errors the board keeps and the PM sees (merge rule 6).
+pub(crate) const RECENT_ERRORS_CAP: usize = 5;
 
 /// Append items in first-seen order, skipping blanks and exact duplicates, up to `LIST_CAP`.
 pub(crate) fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Item = String>) {

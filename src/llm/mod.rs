@@ -108,7 +108,11 @@ pub struct TokenUsage {
 impl TokenUsage {
     /// Reported counts from a `usage` object under the provider's own key names; `None` when
     /// either is missing (the caller then estimates).
-    pub(crate) fn reported(usage: &Value, prompt_key: &str, completion_key: &str) -> Option<TokenUsage> {
+    pub(crate) fn reported(
+        usage: &Value,
+        prompt_key: &str,
+        completion_key: &str,
+    ) -> Option<TokenUsage> {
         Some(TokenUsage {
             prompt_tokens: usage.get(prompt_key)?.as_u64()?,
             completion_tokens: usage.get(completion_key)?.as_u64()?,
@@ -123,7 +127,7 @@ pub struct Reply {
     /// The model's raw text (for a forced tool call, the tool input serialised as JSON).
     pub text: String,
     /// With `expect`: the tolerant-parsed JSON value (fences stripped, outermost object,
-    /// trailing commas dropped). NOT yet validated against the schema: see [`validate`].
+    /// trailing commas dropped). NOT yet validated against the schema: see `crate::schema::validate`.
     /// `Err` carries a message that can be sent back to the model on a retry.
     pub json: Option<Result<Value, String>>,
     pub usage: TokenUsage,

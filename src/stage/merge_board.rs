@@ -8,10 +8,7 @@ use crate::model::EventType;
 use crate::model::{AgentTurnResult, Board, Event, Evidence, LastTurn, TurnStatus, EVIDENCE_CAP};
 use crate::stage::Stage;
 use crate::text::first_sentence;
-use crate::whiteboard::{append_unique, summary_lines};
-
-/// How many recent agent errors the PM sees (merge rule 6).
-pub(crate) const RECENT_ERRORS_CAP: usize = 5;
+use crate::whiteboard::{append_unique, summary_lines, RECENT_ERRORS_CAP};
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
 pub(crate) fn is_question(item: &str) -> bool {
@@ -434,5 +431,21 @@ mod tests {
         let b = board(&[]);
         let e = merge(b, NOW).unwrap_err().to_string();
         assert_eq!(e, "pm-step should run next, not merge-board");
+    }
+
+    /// The one stage rule sends a `finishing` board with a turn to merge here too: the turn
+    /// counts, and the PM's forced-finish round comes next.
+    #[test]
+    fn a_finishing_board_with_a_turn_is_merged() {
+        let mut b = board(&[]);
+        b.status = crate::model::Status::Finishing;
+        ok_turn(&mut b, "arch", result("Late.", &["a"], &[], &[]));
+        b = merge(b, NOW).unwrap();
+        assert_eq!(
+            (b.loop_count, b.status),
+            (1, crate::model::Status::Finishing)
+        );
+        assert_eq!(b.key_points, ["a"]);
+        assert_eq!(b.next_stage(), Some(Stage::PmStep));
     }
 }

@@ -88,9 +88,7 @@ impl Board {
     pub(crate) fn what_runs_next(&self) -> String {
         match self.next_stage() {
             None => "the meeting is over".to_string(),
-            Some(Stage::PmStep)
-                if self.status == Status::Finishing || self.loop_count >= self.max_loops =>
-            {
+            Some(Stage::PmStep) if pm_step::mode(self) == pm_step::Mode::ForcedFinish => {
                 "pm-step (forced finish) should run next".to_string()
             }
             Some(stage) => format!("{stage} should run next"),

@@ -15,13 +15,10 @@ use crate::prompts::{cut_list, render, retry_message, ITEM_CHARS};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::cut;
+use crate::whiteboard::{RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS};
 
 /// The caller name of every PM call (cassettes, usage, events).
 pub(crate) const PM_CALLER: &str = "pm";
-/// The whiteboard summary is at most 1200 characters after merge; cut defensively.
-const SUMMARY_CHARS: usize = 1200;
-/// The PM sees only the latest few recent errors.
-const RECENT_ERRORS_SHOWN: usize = 5;
 
 /// Whether the PM may still call agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,10 +72,7 @@ pub fn pm_input(board: &Board) -> Value {
             })
         })
         .collect();
-    let skip = board
-        .recent_errors
-        .len()
-        .saturating_sub(RECENT_ERRORS_SHOWN);
+    let skip = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
     let recent: Vec<String> = board.recent_errors[skip..]
         .iter()
         .map(|s| cut(s, ITEM_CHARS))
@@ -93,7 +87,7 @@ pub fn pm_input(board: &Board) -> Value {
             "risk_tolerance": cut(&dp.risk_tolerance, ITEM_CHARS),
             "time_horizon": cut(&dp.time_horizon, ITEM_CHARS),
         },
-        "summary": cut(&board.summary, SUMMARY_CHARS),
+        "summary": cut(&board.summary, SUMMARY_MAX_CHARS),
         "key_points": cut_list(&board.key_points),
         "open_questions": cut_list(&board.open_questions),
         "decisions": cut_list(&board.decisions),

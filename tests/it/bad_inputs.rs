@@ -1,4 +1,4 @@
-//! The bad-input corpus (`tests/bad_inputs/`, issue 6): every file, fed to the programs that
+//! The bad-input corpus (`tests/bad_inputs/`): every file, fed to the programs that
 //! read it, must give exit 2, nothing on stdout, one stderr line starting with the program name
 //! that names the file (or `<stdin>`) and carries the manifest's fragments, no panic, and no
 //! file written.

@@ -1,4 +1,4 @@
-//! Fault injection through the whole pipeline (issue 6, SPEC §5 and §7): for every fault at
+//! Fault injection through the whole pipeline (docs/DESIGN.md#failure-policy): for every fault at
 //! every position (PM normal round, agent turn, PM forced finish) the real `meeting` binary
 //! must end with a saved report, status `finished`, the right report kind and Process Note, the
 //! right events on the final board, and no panic.

@@ -1,4 +1,4 @@
-//! The `meeting` driver end to end on the offline demo (SPEC §2, §8, issue 5): the report, the
+//! The `meeting` driver end to end on the offline demo (docs/DESIGN.md#run-folder): the report, the
 //! run folder, the shell loop giving the same result, kill and resume, stage overrides, and
 //! bad input leaving no run folder behind.
 

@@ -115,11 +115,11 @@ pub fn render(board: &Board, template: Option<&UserTemplate>) -> Result<Rendered
         None => {
             let (name, _) = builtin_template(kind);
             render_with(name, None, &view).map_err(|e| {
-                Error::Runtime(format!("built-in template {name}: {}", one_line(&e)))
+                Error::Runtime(format!("built-in template {name}: {}", template_error(&e)))
             })?
         }
         Some(t) => render_with("user", Some(&t.source), &view)
-            .map_err(|e| Error::input(&t.label, "", one_line(&e)))?,
+            .map_err(|e| Error::input(&t.label, "", template_error(&e)))?,
     };
     Ok(Rendered {
         kind,
@@ -178,7 +178,7 @@ pub fn run(
     finish(board, rendered, report_file)
 }
 
-fn one_line(e: &minijinja::Error) -> String {
+fn template_error(e: &minijinja::Error) -> String {
     let mut s = e.to_string();
     let mut source = std::error::Error::source(e);
     while let Some(inner) = source {
