@@ -17,6 +17,9 @@ report=${3:-reports/$stem.md}
 
 board=$(mktemp); next=$(mktemp)
 trap 'rm -f "$board" "$next" "$next.report"' EXIT
+# dash runs no EXIT trap when a signal kills it: turn Ctrl-C and SIGTERM into an exit.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 collect-context --meeting-file "$meeting_file" \
   | init-board --agents "$agents" --max-loops "${MAX_LOOPS:-6}" ${TRACE_ID:+--trace-id "$TRACE_ID"} \

@@ -184,3 +184,65 @@ fn the_shell_loop_stops_when_the_report_cannot_be_saved() {
         .exit(1)
         .stderr_has("render-report: ");
 }
+
+/// Ctrl-C (SIGINT to the whole process group, as a terminal sends it) or SIGTERM during the
+/// shell loop: it exits 130 / 143 and leaves none of its temporary boards behind (dash runs no
+/// EXIT trap for a signal unless the signal is trapped).
+#[cfg(unix)]
+#[test]
+fn the_shell_loop_cleans_up_on_ctrl_c_and_sigterm() {
+    use std::os::unix::process::CommandExt;
+    for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let slow = tmp.path().join("slow.jsonl");
+        let cassette =
+            std::fs::read_to_string(root().join("meetings/demo.cassette.jsonl")).unwrap();
+        let lines: String = cassette
+            .lines()
+            .map(|l| {
+                let mut v: Value = serde_json::from_str(l).unwrap();
+                v["delay_ms"] = 400.into();
+                format!("{v}\n")
+            })
+            .collect();
+        std::fs::write(&slow, lines).unwrap();
+        let temp = tmp.path().join("t");
+        std::fs::create_dir(&temp).unwrap();
+        let path = format!(
+            "{}:{}",
+            bin_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let mut sh = std::process::Command::new("sh");
+        sh.arg("share/meeting.sh")
+            .arg("meetings/demo.yaml")
+            .arg("arch,biz")
+            .arg(tmp.path().join("report.md"))
+            .env("TMPDIR", &temp)
+            .env("PATH", path)
+            .env("AGENT_MEETING_PROVIDER", "replay")
+            .env("MEETING_CASSETTE", &slow)
+            .process_group(0);
+        let mut child = Cli::new(sh).spawn();
+        // Wait until the loop is running (its boards exist), then signal the group.
+        let start = std::time::Instant::now();
+        while std::fs::read_dir(&temp).unwrap().count() < 2 {
+            assert!(start.elapsed().as_secs() < 20, "the loop never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "still running when signalled"
+        );
+        // SAFETY: kill(2) on the process group we just created.
+        unsafe { libc::kill(-(child.id() as i32), signal) };
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(code), "signal {signal}");
+        let left: Vec<_> = std::fs::read_dir(&temp)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert!(left.is_empty(), "temporary boards left behind: {left:?}");
+    }
+}
