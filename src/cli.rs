@@ -80,8 +80,17 @@ pub fn stderr_color() -> bool {
 /// Parse the flags; a usage error is one line on stderr and exit 2 (`--help` and `--version`
 /// print as usual and exit 0).
 pub fn parse_args<T: clap::Parser>(program: &str) -> T {
-    match T::try_parse() {
-        Ok(args) => args,
+    parse_args_with_matches(program).0
+}
+
+/// [`parse_args`], also returning clap's matches: they tell a flag given on the command line
+/// from a default or an environment variable (`meeting --resume` needs to know).
+pub fn parse_args_with_matches<T: clap::Parser>(program: &str) -> (T, clap::ArgMatches) {
+    let parsed = T::command()
+        .try_get_matches()
+        .and_then(|m| T::from_arg_matches(&m).map(|args| (args, m)));
+    match parsed {
+        Ok(parsed) => parsed,
         Err(e) => {
             use clap::error::ErrorKind;
             if matches!(

@@ -54,6 +54,10 @@ pub struct RunSettings {
     /// Stages replaced by a user command run with `sh -c`.
     #[serde(default)]
     pub stage_overrides: BTreeMap<Stage, String>,
+    /// The user's own `--llm-log` / `MEETING_LLM_LOG`: every line the stages append to the
+    /// run folder's `llm.jsonl` is appended here too (DESIGN.md#run-folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_llm_log: Option<PathBuf>,
 }
 
 impl RunSettings {
@@ -197,6 +201,7 @@ pub(crate) fn run_stage_outcome(
             os_error(&e)
         ))
     })?;
+    stop::running(Some(child.id()));
     let mut stdin = child.stdin.take().expect("piped stdin");
     let input = input.to_vec();
     let writer = std::thread::spawn(move || {
@@ -222,6 +227,7 @@ pub(crate) fn run_stage_outcome(
         .expect("piped stdout")
         .read_to_end(&mut stdout);
     let status = child.wait();
+    stop::running(None);
     done.store(true, Ordering::Relaxed);
     if let Some(t) = ticker {
         let _ = t.join();
@@ -235,6 +241,8 @@ pub(crate) fn run_stage_outcome(
         .filter(|l| !l.trim().is_empty())
         .collect();
     if !status.success() {
+        // A stage that died with the driver's Ctrl-C or SIGTERM did not fail: the meeting stops.
+        stop::check_after_child(&status);
         let last = err_lines.pop().unwrap_or_else(|| "no message".to_string());
         if !ui.quiet {
             err_lines.iter().for_each(|l| eprintln!("{l}"));
@@ -429,7 +437,8 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 Some(format!(
                     "{tag} {}: round failed ({}), closing the meeting",
                     paint(ui, "1;31", "pm"),
-                    one_line(after.last_error.as_deref().unwrap_or("?"), 81)
+                    // Whole: the telling part of a reason ("dns error") is often at its end.
+                    one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX)
                 ))
             } else {
                 None
@@ -470,7 +479,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 None => format!(
                     "{tag} {name}: {} {}",
                     paint(ui, "1;31", "failed:"),
-                    one_line(turn.error.as_deref().unwrap_or("?"), 101)
+                    one_line(turn.error.as_deref().unwrap_or("?"), usize::MAX)
                 ),
             })
         }
@@ -481,6 +490,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
 /// Drive a started or resumed meeting from its board until the report is saved (or a `--step`
 /// user stops it).
 pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
+    let _signals = stop::watch(&run.dir.path);
     let (settings, mut board, mut step) = (&run.settings, run.board.clone(), run.step);
     let run = &run.dir;
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
@@ -488,7 +498,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     let max_steps = step + 4 * board.max_loops.min(100_000) + 20;
     loop {
         let Some(stage) = board.next_stage() else {
-            return Ok(result_of(&board, settings, run));
+            let result = result_of(&board, settings, run);
+            if !ui.quiet {
+                eprintln!("{}", final_line(&result, &Answers::of(&board), ui));
+            }
+            return Ok(result);
         };
         if step > max_steps {
             return Err(Error::Runtime(format!(
@@ -508,13 +522,22 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         let in_file = run.file(step, stage, "in");
         run.write(&in_file, input.as_bytes())?;
         let args = settings.stage_args(stage);
-        let (out, failure) = run_stage_outcome(
+        let log = settings.llm.llm_log.as_deref();
+        let log_len = log
+            .and_then(|l| std::fs::metadata(l).ok())
+            .map_or(0, |m| m.len());
+        let outcome = run_stage_outcome(
             stage,
             &args,
             &settings.stage_overrides,
             input.as_bytes(),
             ui,
-        )?;
+        );
+        // Failed attempts are logged too: copy whatever the stage appended, however it ended.
+        if let (Some(log), Some(user)) = (log, settings.user_llm_log.as_deref()) {
+            copy_log_tail(log, log_len, user)?;
+        }
+        let (out, failure) = outcome?;
         let label = format!("{stage} output");
         if let Some(e) = failure {
             // Even the report could not be saved: keep the `failed` board, end the meeting.
@@ -572,6 +595,39 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     }
 }
 
+/// Append what the stages added to the run's exchange log since `from` (bytes) to the user's
+/// own log (`--llm-log`): the stages write one log, the driver keeps the second in step.
+fn copy_log_tail(log: &Path, from: u64, user: &Path) -> Result<()> {
+    use std::io::Seek;
+    let fail = |e: std::io::Error| {
+        Error::Runtime(format!("--llm-log: {}: {}", user.display(), os_error(&e)))
+    };
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return Ok(()); // no call made yet
+    };
+    let mut tail = Vec::new();
+    f.seek(std::io::SeekFrom::Start(from))
+        .and_then(|_| f.read_to_end(&mut tail))
+        .map_err(fail)?;
+    if tail.is_empty() {
+        return Ok(());
+    }
+    open_append(user)
+        .map_err(fail)?
+        .write_all(&tail)
+        .map_err(fail)
+}
+
+fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+}
+
 /// A run ready to drive: its folder (locked for this process), settings, the board to go on
 /// from and the number of the next stage file.
 pub struct Run {
@@ -622,21 +678,33 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
             .trace_id
             .unwrap_or_else(|| crate::stage::init_board::new_trace_id(&now)),
     );
-    // meeting.json keeps absolute paths, so `--resume` works from any folder.
-    let report_file = absolute(&new.report_file.unwrap_or_else(|| {
-        PathBuf::from(match &source {
-            MeetingSource::MeetingFile(f) => default_report_file(Some(f), ""),
-            MeetingSource::Topic(t) => default_report_file(None, t),
-        })
-    }));
+    // meeting.json keeps absolute paths, so `--resume` works from any folder. A report already
+    // at the default path is kept: this meeting's gets the next free numbered name. A path the
+    // user named is theirs to replace.
+    let (report_file, numbered_from) = match new.report_file {
+        Some(f) => (absolute(&f), None),
+        None => {
+            let default = absolute(Path::new(&match &source {
+                MeetingSource::MeetingFile(f) => default_report_file(Some(f), ""),
+                MeetingSource::Topic(t) => default_report_file(None, t),
+            }));
+            let free = free_report_name(&default);
+            let kept = (free != default).then_some(default);
+            (free, kept)
+        }
+    };
+    let mut llm = new.llm;
+    // The stages log into the run folder; the user's own log gets a copy of every line.
+    let user_llm_log = llm.llm_log.take().map(|l| absolute(&l));
     let mut settings = RunSettings {
         settings_version: SETTINGS_VERSION,
         source,
         allow_sensitive: new.allow_sensitive,
         board: board_args,
-        llm: new.llm,
+        llm,
         report_file,
         stage_overrides: new.stage_overrides,
+        user_llm_log,
     };
     let quiet_ui = Ui {
         ticker: false,
@@ -664,18 +732,21 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     let board: Board = crate::io::parse_board("init-board output", &board_text)?;
     // A missing key or a broken cassette is found now, before any run folder exists.
     check_llm_config(&settings.llm, &board)?;
-    if dry_run {
-        return Ok(Started::DryRun(crate::stage::pm_step::pm_input(&board)));
-    }
-    if settings.report_file.is_dir() {
-        return Err(Error::Usage(format!(
-            "--report-file: {} is a folder (expected a Markdown file path)",
-            settings.report_file.display()
-        )));
-    }
     let dir = RunDir {
         path: new.run_dir.join(&board.trace_id),
     };
+    check_report_path(&settings, &board, &dir.path)?;
+    if dry_run {
+        return Ok(Started::DryRun(crate::stage::pm_step::pm_input(&board)));
+    }
+    // Before any model call: the report's folder exists and takes a file, and the user's
+    // exchange log opens (DESIGN.md#run-folder).
+    prove_writable(&settings.report_file)?;
+    if let Some(user) = &settings.user_llm_log {
+        open_append(user).map_err(|e| {
+            Error::Usage(format!("--llm-log: {}: {}", user.display(), os_error(&e)))
+        })?;
+    }
     let lock = dir.lock()?;
     if dir.path.join("meeting.json").exists() {
         return Err(Error::Usage(format!(
@@ -705,6 +776,13 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     dir.write(&dir.file(2, Stage::InitBoard, "in"), packet_text.as_bytes())?;
     dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
     dir.save_events(&board)?;
+    if let (Some(kept), false) = (&numbered_from, ui.quiet) {
+        eprintln!(
+            "{} exists and is kept; this meeting's report goes to {}",
+            kept.display(),
+            settings.report_file.display()
+        );
+    }
     if !ui.quiet {
         eprintln!(
             "meeting {}: {} documents, participants {}, max {} loops, run folder {}",
@@ -742,8 +820,170 @@ fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
-/// Go on with a killed or stopped meeting from the last complete output in its run folder.
-pub fn resume(dir: &Path) -> Result<Run> {
+/// `path` as the file system will find it: links of its existing part resolved, `.` and `..`
+/// of the rest folded, so two spellings of one file compare equal.
+fn resolved(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let path = absolute(path);
+    let parts: Vec<Component> = path.components().collect();
+    for keep in (1..=parts.len()).rev() {
+        let Ok(mut out) = parts[..keep].iter().collect::<PathBuf>().canonicalize() else {
+            continue;
+        };
+        for part in &parts[keep..] {
+            match part {
+                Component::ParentDir => {
+                    out.pop();
+                }
+                Component::CurDir => {}
+                p => out.push(p),
+            }
+        }
+        return out;
+    }
+    path
+}
+
+/// The first of `path`, `<stem>-2.<ext>`, `<stem>-3.<ext>`, ... that does not exist.
+fn free_report_name(path: &Path) -> PathBuf {
+    if !path.exists() {
+        return path.to_path_buf();
+    }
+    let stem = path.file_stem().unwrap_or_default().to_string_lossy();
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    (2u32..)
+        .map(|n| path.with_file_name(format!("{stem}-{n}{ext}")))
+        .find(|p| !p.exists())
+        .expect("some numbered name is free")
+}
+
+/// Refuse (exit 2, before any model call) a report path that would overwrite an input of the
+/// meeting — the meeting file, an agent or PM config, a collected document, the cassette or
+/// recording, the user's exchange log — or land in the run folder (DESIGN.md#run-folder).
+fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> Result<()> {
+    let report = &settings.report_file;
+    if report.is_dir() {
+        return Err(Error::Usage(format!(
+            "--report-file: {} is a folder (expected a Markdown file path)",
+            report.display()
+        )));
+    }
+    let mut inputs: Vec<(&str, PathBuf)> = Vec::new();
+    if let MeetingSource::MeetingFile(f) = &settings.source {
+        inputs.push(("meeting file", f.clone()));
+        // collect-context's default context root, where the document paths start.
+        let root = crate::context::default_context_root(f.parent().unwrap_or(Path::new("/")));
+        for doc in &board.context_bundle.documents {
+            inputs.push(("collected document", root.join(&doc.source_path)));
+        }
+    }
+    let agents_dir = &settings.board.agents_dir;
+    let pm = board
+        .pm
+        .as_ref()
+        .map(|_| settings.board.pm.clone().unwrap_or_else(|| "pm".into()));
+    let configs = board
+        .participants
+        .iter()
+        .map(|n| ("agent config", n.clone()))
+        .chain(pm.map(|n| ("PM config", n)));
+    for (what, name) in configs {
+        // Every extension: a second file for a name would break the next meeting.
+        for ext in ["yaml", "yml", "json"] {
+            inputs.push((what, agents_dir.join(format!("{name}.{ext}"))));
+        }
+    }
+    let llm = &settings.llm;
+    inputs.extend(llm.cassette.clone().map(|c| ("cassette", c)));
+    inputs.extend(llm.record.clone().map(|c| ("recording (--record)", c)));
+    inputs.extend(
+        settings
+            .user_llm_log
+            .clone()
+            .map(|c| ("exchange log (--llm-log)", c)),
+    );
+    let target = resolved(report);
+    for (what, input) in inputs {
+        if resolved(&input) == target {
+            return Err(Error::Usage(format!(
+                "--report-file: {} is the meeting's {what}; the report would overwrite it (choose another path)",
+                report.display()
+            )));
+        }
+    }
+    if target.starts_with(resolved(run_dir)) {
+        return Err(Error::Usage(format!(
+            "--report-file: {} is inside the run folder {}; choose a path outside it",
+            report.display(),
+            run_dir.display()
+        )));
+    }
+    Ok(())
+}
+
+/// Create the report's folder and prove a file can be made there (created and removed), so a
+/// bad path costs no model call.
+fn prove_writable(report: &Path) -> Result<()> {
+    let dir = report
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let fail = |e: std::io::Error| {
+        Error::Usage(format!(
+            "--report-file: cannot write a file in {}: {}",
+            dir.display(),
+            os_error(&e)
+        ))
+    };
+    std::fs::create_dir_all(dir).map_err(fail)?;
+    tempfile::Builder::new()
+        .prefix(".agent-meeting-check")
+        .tempfile_in(dir)
+        .map_err(fail)?
+        .close()
+        .map_err(fail)
+}
+
+/// What `--resume` may change: settings that do not change what the meeting is
+/// (DESIGN.md#resume). `None` keeps the saved value.
+#[derive(Debug, Clone, Default)]
+pub struct ResumeChanges {
+    pub report_file: Option<PathBuf>,
+    pub connect_timeout: Option<f64>,
+    pub read_timeout: Option<f64>,
+    pub max_attempts: Option<u32>,
+    /// Replace these stages' overrides; an empty command restores the built-in program.
+    pub stage_overrides: BTreeMap<Stage, String>,
+}
+
+impl ResumeChanges {
+    /// Apply to `settings`; whether anything changed.
+    fn apply(self, settings: &mut RunSettings) -> bool {
+        let before = settings.clone();
+        if let Some(f) = self.report_file {
+            settings.report_file = absolute(&f);
+        }
+        let llm = &mut settings.llm;
+        llm.connect_timeout = self.connect_timeout.unwrap_or(llm.connect_timeout);
+        llm.read_timeout = self.read_timeout.unwrap_or(llm.read_timeout);
+        llm.max_attempts = self.max_attempts.unwrap_or(llm.max_attempts);
+        for (stage, cmd) in self.stage_overrides {
+            if cmd.trim().is_empty() {
+                settings.stage_overrides.remove(&stage);
+            } else {
+                settings.stage_overrides.insert(stage, cmd);
+            }
+        }
+        *settings != before
+    }
+}
+
+/// Go on with a killed or stopped meeting from the last complete output in its run folder,
+/// with `changes` applied and saved back to `meeting.json`.
+pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     let file = dir.join("meeting.json");
     let text = crate::io::read_text_file(&file)?;
     let mut settings: RunSettings = crate::io::parse_versioned(
@@ -778,6 +1018,15 @@ pub fn resume(dir: &Path) -> Result<Run> {
         }
         _ => crate::io::parse_board(&label, &text)?,
     };
+    let changed = changes.apply(&mut settings);
+    if board.next_stage().is_some() {
+        // The same checks as a new meeting's, before any further model call.
+        check_report_path(&settings, &board, &run.path)?;
+        prove_writable(&settings.report_file)?;
+    }
+    if changed {
+        run.write(&file, to_json_line(&settings, true).as_bytes())?;
+    }
     Ok(Run {
         dir: run,
         settings,
@@ -787,36 +1036,103 @@ pub fn resume(dir: &Path) -> Result<Run> {
     })
 }
 
-/// The MeetingResult printed on stdout.
+/// How the models answered over a whole meeting, read from the board alone (its `llm_call`
+/// events, accepted answers and usage): the one place that knows whether any answer was
+/// usable (DESIGN.md#failure-policy).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answers {
+    /// HTTP attempts, retries included (`usage.calls`, the global call counter).
+    pub attempts: u64,
+    /// Logical calls (`llm_call` events).
+    pub calls: usize,
+    /// Attempts that brought a reply back (each logical call that did ends on one).
+    pub answered: usize,
+    /// Answers a stage accepted: PM decisions and agent results.
+    pub usable: usize,
+    /// The last failed call's error, else the board's `last_error`.
+    pub last_error: Option<String>,
+}
+
+impl Answers {
+    pub fn of(board: &Board) -> Answers {
+        let calls = board
+            .event_log
+            .iter()
+            .filter(|e| e.event_type == EventType::LlmCall);
+        Answers {
+            attempts: board.usage.calls,
+            calls: calls.clone().count(),
+            answered: calls
+                .clone()
+                .filter(|e| e.status.as_deref() == Some("ok"))
+                .count(),
+            usable: board
+                .event_log
+                .iter()
+                .filter(|e| matches!(e.event_type, EventType::PmDecision | EventType::AgentResult))
+                .count(),
+            last_error: calls
+                .filter_map(|e| e.error.clone())
+                .next_back()
+                .or_else(|| board.last_error.clone()),
+        }
+    }
+
+    /// Why a meeting whose report is saved still failed: not one model call returned a usable
+    /// answer, so the report holds nothing a model said (only a meeting with model calls).
+    pub fn failure(&self) -> Option<String> {
+        if self.usable > 0 || self.calls == 0 {
+            return None;
+        }
+        Some(format!(
+            "no model call returned a usable answer ({} of {} attempts answered); last error: {}",
+            self.answered,
+            self.attempts,
+            self.last_error.as_deref().unwrap_or("none recorded")
+        ))
+    }
+}
+
+/// The MeetingResult printed on stdout. Its status is the board's, except that a saved report
+/// no model contributed to is `failed` too (DESIGN.md#statuses); `report_file` is set whenever
+/// the report is on disk.
 pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
+    let finished = board.status == Status::Finished;
+    let no_answer = finished.then(|| Answers::of(board).failure()).flatten();
     MeetingResult {
-        status: board.status,
-        report_file: (board.status == Status::Finished)
-            .then(|| settings.report_file.display().to_string()),
+        status: if no_answer.is_some() {
+            Status::Failed
+        } else {
+            board.status
+        },
+        report_file: finished.then(|| settings.report_file.display().to_string()),
         run_dir: Some(run.path.display().to_string()),
         trace_id: board.trace_id.clone(),
         loops: board.loop_count,
         forced: board.process_note.is_some(),
         usage: board.usage.clone(),
-        last_error: (board.status == Status::Failed)
-            .then(|| board.last_error.clone())
-            .flatten(),
+        last_error: match board.status {
+            Status::Failed => board.last_error.clone(),
+            _ => no_answer,
+        },
     }
 }
 
-/// The final progress line.
-pub fn final_line(result: &MeetingResult, ui: Ui) -> String {
+/// The final progress line: logical calls and HTTP attempts counted apart.
+pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
     let tokens = result.usage.prompt_tokens + result.usage.completion_tokens;
-    let status = if result.forced {
-        "finished (forced)"
-    } else {
-        "finished"
+    let (status, colour) = match (result.status, result.forced) {
+        (Status::Failed, _) => ("failed", "1;31"),
+        (_, true) => ("finished (forced)", "1;32"),
+        _ => ("finished", "1;32"),
     };
     format!(
-        "{} {} loops, {} LLM calls, {tokens} tokens → {}",
-        paint(ui, "1;32", &format!("{status}:")),
+        "{} {} loops, {} LLM calls, {} of {} attempts answered, {tokens} tokens → {}",
+        paint(ui, colour, &format!("{status}:")),
         result.loops,
-        result.usage.calls,
+        answers.calls,
+        answers.answered,
+        answers.attempts,
         result.report_file.as_deref().unwrap_or("-")
     )
 }
@@ -860,6 +1176,160 @@ pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
 }
 
+/// Ctrl-C and SIGTERM while a meeting drives its run folder (DESIGN.md#resume): the meeting
+/// stops where it is — every file is written atomically, so the folder holds complete
+/// checkpoints whatever the moment — says how to continue, and dies of the same signal, so a
+/// shell sees exit 130 / 143 as before. A watcher thread acts on the signal (a handler may
+/// only set a flag), so a driver blocked on a stage or on `--step`'s prompt stops too.
+#[cfg(unix)]
+mod stop {
+    use std::path::Path;
+    use std::process::ExitStatus;
+    use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+    use std::sync::OnceLock;
+    use std::time::{Duration, Instant};
+
+    /// The signal received, or 0.
+    static SIGNAL: AtomicI32 = AtomicI32::new(0);
+    /// The running stage's process id, or 0.
+    static CHILD: AtomicI32 = AtomicI32::new(0);
+    /// Set by the one thread that stops the process.
+    static STOPPING: AtomicBool = AtomicBool::new(false);
+    /// Set when the drive is over: the watcher ends.
+    static DONE: AtomicBool = AtomicBool::new(false);
+    /// The line that says how to continue.
+    static HINT: OnceLock<String> = OnceLock::new();
+
+    const SIGNALS: [libc::c_int; 2] = [libc::SIGINT, libc::SIGTERM];
+
+    extern "C" fn record(sig: libc::c_int) {
+        SIGNAL.store(sig, Ordering::SeqCst);
+    }
+
+    /// What the user reads after a stop: the command that continues the meeting.
+    pub fn hint(run_dir: &Path) -> String {
+        format!(
+            "stopped: continue with  meeting --resume {}",
+            run_dir.display()
+        )
+    }
+
+    /// While the guard lives, SIGINT and SIGTERM stop the meeting as described above. A
+    /// signal the process was started ignoring (`nohup`, a background job) stays ignored.
+    pub(crate) fn watch(run_dir: &Path) -> Guard {
+        let _ = HINT.set(hint(run_dir));
+        for sig in SIGNALS {
+            // SAFETY: `record` only stores to an atomic, which is async-signal-safe.
+            unsafe {
+                let handler = record as extern "C" fn(libc::c_int) as libc::sighandler_t;
+                if libc::signal(sig, handler) == libc::SIG_IGN {
+                    libc::signal(sig, libc::SIG_IGN);
+                }
+            }
+        }
+        DONE.store(false, Ordering::SeqCst);
+        std::thread::spawn(|| {
+            while !DONE.load(Ordering::SeqCst) {
+                let sig = SIGNAL.load(Ordering::SeqCst);
+                if sig != 0 {
+                    stop_now(sig);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        });
+        Guard
+    }
+
+    pub(crate) struct Guard;
+
+    impl Drop for Guard {
+        /// The drive is over: a signal from now on acts as it would without the driver.
+        fn drop(&mut self) {
+            DONE.store(true, Ordering::SeqCst);
+            for sig in SIGNALS {
+                // SAFETY: restoring the default disposition of a signal we handled.
+                unsafe {
+                    if libc::signal(sig, libc::SIG_DFL) == libc::SIG_IGN {
+                        libc::signal(sig, libc::SIG_IGN);
+                    }
+                }
+            }
+            let sig = SIGNAL.load(Ordering::SeqCst);
+            if sig != 0 {
+                stop_now(sig);
+            }
+        }
+    }
+
+    /// The stage now running (its pid), or none.
+    pub(crate) fn running(pid: Option<u32>) {
+        CHILD.store(pid.map_or(0, |p| p as i32), Ordering::SeqCst);
+    }
+
+    /// A stage that died of SIGINT/SIGTERM most likely got the terminal's Ctrl-C with the
+    /// driver: give the driver's own signal a moment to arrive, then stop rather than report
+    /// a failed stage.
+    pub(crate) fn check_after_child(status: &ExitStatus) {
+        use std::os::unix::process::ExitStatusExt;
+        let by_signal = status.signal().is_some_and(|s| SIGNALS.contains(&s));
+        let start = Instant::now();
+        while by_signal && start.elapsed() < Duration::from_millis(200) {
+            if SIGNAL.load(Ordering::SeqCst) != 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let sig = SIGNAL.load(Ordering::SeqCst);
+        if sig != 0 {
+            stop_now(sig);
+        }
+    }
+
+    /// End the process: stop the running stage, say how to continue, die of `sig`. Only one
+    /// thread does it; another that gets here waits for the end.
+    fn stop_now(sig: libc::c_int) -> ! {
+        if STOPPING.swap(true, Ordering::SeqCst) {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        let child = CHILD.load(Ordering::SeqCst);
+        // SAFETY: plain system calls; `child` is our own stage process (or 0: none).
+        unsafe {
+            if child > 0 {
+                libc::kill(child, libc::SIGTERM);
+            }
+        }
+        if let Some(hint) = HINT.get() {
+            eprintln!("{hint}");
+        }
+        // SAFETY: as above; with the default disposition restored the signal ends the process.
+        unsafe {
+            libc::signal(sig, libc::SIG_DFL);
+            libc::raise(sig);
+        }
+        std::process::exit(128 + sig);
+    }
+}
+
+/// Elsewhere signals keep their default action; the hint still follows a failed stage.
+#[cfg(not(unix))]
+mod stop {
+    use std::path::Path;
+
+    pub fn hint(run_dir: &Path) -> String {
+        format!(
+            "stopped: continue with  meeting --resume {}",
+            run_dir.display()
+        )
+    }
+    pub(crate) fn watch(_run_dir: &Path) {}
+    pub(crate) fn running(_pid: Option<u32>) {}
+    pub(crate) fn check_after_child(_status: &std::process::ExitStatus) {}
+}
+
+pub use stop::hint as resume_hint;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -885,6 +1355,7 @@ mod tests {
             },
             report_file: "/m/report.md".into(),
             stage_overrides: BTreeMap::from([(Stage::MergeBoard, "cat".to_string())]),
+            user_llm_log: None,
         }
     }
 
@@ -947,6 +1418,53 @@ mod tests {
             s.stage_args(Stage::RenderReport),
             ["--report-file", "/m/report.md"]
         );
+    }
+
+    #[test]
+    fn report_paths_compare_resolved_and_defaults_are_numbered() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::write(d.join("demo.md"), "kept").unwrap();
+        assert_eq!(
+            resolved(&d.join("a/../demo.md")),
+            resolved(&d.join("./demo.md"))
+        );
+        assert_eq!(
+            resolved(&d.join("new/x/../r.md")),
+            resolved(d).join("new/r.md")
+        );
+        assert_eq!(free_report_name(&d.join("demo.md")), d.join("demo-2.md"));
+        std::fs::write(d.join("demo-2.md"), "kept").unwrap();
+        assert_eq!(free_report_name(&d.join("demo.md")), d.join("demo-3.md"));
+        assert_eq!(free_report_name(&d.join("other.md")), d.join("other.md"));
+    }
+
+    #[test]
+    fn a_meeting_needs_one_usable_answer() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        board.usage.calls = 3;
+        let call = |status: &str, error: Option<&str>| crate::model::Event {
+            event_type: EventType::LlmCall,
+            status: Some(status.into()),
+            error: error.map(str::to_string),
+            ..crate::events::event(EventType::LlmCall, "pm")
+        };
+        board.event_log = vec![call("error", Some("HTTP 500: down"))];
+        let a = Answers::of(&board);
+        assert_eq!((a.attempts, a.calls, a.answered, a.usable), (3, 1, 0, 0));
+        let why = a.failure().unwrap();
+        assert!(
+            why.contains("(0 of 3 attempts answered); last error: HTTP 500: down"),
+            "{why}"
+        );
+        // A reply that was not usable is answered, not usable.
+        board.event_log.push(call("ok", None));
+        assert_eq!(Answers::of(&board).answered, 1);
+        assert!(Answers::of(&board).failure().is_some());
+        board
+            .event_log
+            .push(crate::events::event(EventType::PmDecision, "pm"));
+        assert_eq!(Answers::of(&board).failure(), None);
     }
 
     #[test]

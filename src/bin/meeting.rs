@@ -5,12 +5,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_meeting::cli::{self, BoardArgs, OutputArgs};
-use agent_meeting::driver::{self, MeetingSource, NewMeeting, Started, Ui};
+use agent_meeting::driver::{self, MeetingSource, NewMeeting, ResumeChanges, Started, Ui};
 use agent_meeting::llm::LlmArgs;
 use agent_meeting::model::Status;
 use agent_meeting::stage::Stage;
 use agent_meeting::{io, Error};
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, Parser};
 
 /// Run a decision meeting between LLM agents and write its Markdown report.
 #[derive(Parser, Debug)]
@@ -34,11 +35,10 @@ struct Args {
     /// Folder that holds the run folders
     #[arg(long, default_value = "runs")]
     run_dir: PathBuf,
-    /// Continue a killed or stopped meeting from its run folder
-    #[arg(long, conflicts_with_all = [
-        "meeting_file", "topic", "agents", "agents_dir", "pm", "max_loops", "trace_id",
-        "report_file", "run_dir", "stages", "dry_run", "allow_sensitive",
-    ])]
+    /// Continue a killed or stopped meeting from its run folder; only --report-file,
+    /// --connect-timeout, --read-timeout, --max-attempts, --stage, --quiet, --step and --pretty
+    /// may be given with it
+    #[arg(long, value_name = "RUN_FOLDER")]
     resume: Option<PathBuf>,
     /// Load and check everything, collect context, print the first PM input; no LLM call
     #[arg(long)]
@@ -49,7 +49,8 @@ struct Args {
     /// No progress on stderr
     #[arg(long, short)]
     quiet: bool,
-    /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable)
+    /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable;
+    /// NAME= restores the built-in program, e.g. with --resume)
     #[arg(long = "stage", value_name = "NAME=COMMAND")]
     stages: Vec<String>,
     /// Collect-context: allow likely secrets (.env, *.pem, ...)
@@ -59,6 +60,53 @@ struct Args {
     llm: LlmArgs,
     #[command(flatten)]
     output: OutputArgs,
+}
+
+/// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
+/// (DESIGN.md#resume). Everything else comes from the run folder's meeting.json.
+const RESUME_TAKES: [&str; 9] = [
+    "resume",
+    "report_file",
+    "connect_timeout",
+    "read_timeout",
+    "max_attempts",
+    "stages",
+    "quiet",
+    "step",
+    "pretty",
+];
+
+/// Refuse, naming it, a flag given on the command line with `--resume` that it does not take.
+/// Defaults and environment variables (AGENT_MEETING_PROVIDER, MEETING_CASSETTE, ...) are not
+/// given flags: the saved settings win over them silently.
+fn refuse_with_resume(matches: &ArgMatches) -> Result<(), Error> {
+    let cmd = Args::command();
+    for id in matches.ids() {
+        let Some(arg) = cmd.get_arguments().find(|a| a.get_id() == id) else {
+            continue; // a group of flags, not a flag
+        };
+        if RESUME_TAKES.contains(&id.as_str())
+            || matches.value_source(id.as_str()) != Some(ValueSource::CommandLine)
+        {
+            continue;
+        }
+        let flag = arg
+            .get_long()
+            .map_or_else(|| id.to_string(), |l| format!("--{l}"));
+        return Err(Error::Usage(format!(
+            "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
+             (--resume takes --report-file, --connect-timeout, --read-timeout, --max-attempts, \
+             --stage, --quiet, --step, --pretty)"
+        )));
+    }
+    Ok(())
+}
+
+/// A value given on the command line (not a default, not from the environment).
+fn given<T: Clone + Send + Sync + 'static>(matches: &ArgMatches, id: &str) -> Option<T> {
+    (matches.value_source(id) == Some(ValueSource::CommandLine))
+        .then(|| matches.get_one::<T>(id).cloned())
+        .flatten()
 }
 
 fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> {
@@ -80,61 +128,90 @@ fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> 
 }
 
 fn main() -> ExitCode {
-    cli::main_with("meeting", || {
-        let args: Args = cli::parse_args("meeting");
-        let ui = Ui {
-            quiet: args.quiet,
-            step: args.step,
-            color: cli::stderr_color(),
-            ticker: !args.quiet && driver::stderr_is_tty(),
-        };
-        let run = match args.resume {
-            Some(dir) => driver::resume(&dir)?,
-            None => {
-                let source =
-                    match (args.meeting_file, args.topic) {
-                        (Some(f), None) => MeetingSource::MeetingFile(f),
-                        (None, Some(t)) => MeetingSource::Topic(t),
-                        _ => return Err(Error::Usage(
-                            "one of --meeting-file F or --topic T is required (or --resume DIR)"
-                                .into(),
-                        )
-                        .into()),
-                    };
-                let new = NewMeeting {
-                    source,
-                    allow_sensitive: args.allow_sensitive,
-                    board: args.board,
-                    llm: args.llm,
-                    report_file: args.report_file,
-                    run_dir: args.run_dir,
-                    stage_overrides: parse_overrides(&args.stages)?,
-                };
-                match driver::start(new, args.dry_run, ui)? {
-                    Started::Run(run) => *run,
-                    Started::DryRun(pm_input) => {
-                        return cli::write_stdout(&io::to_json_line(&pm_input, args.output.pretty))
-                    }
+    // Set when the meeting stopped on a failure with its run folder resumable.
+    let mut stopped_in: Option<PathBuf> = None;
+    let code = cli::main_with("meeting", || run(&mut stopped_in));
+    if let Some(dir) = stopped_in {
+        // After the error line: the last thing read says how to go on (DESIGN.md#resume).
+        eprintln!("{}", driver::resume_hint(&dir));
+    }
+    code
+}
+
+fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
+    let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
+    let ui = Ui {
+        quiet: args.quiet,
+        step: args.step,
+        color: cli::stderr_color(),
+        ticker: !args.quiet && driver::stderr_is_tty(),
+    };
+    let run = match args.resume {
+        Some(dir) => {
+            refuse_with_resume(&matches)?;
+            let changes = ResumeChanges {
+                report_file: given(&matches, "report_file"),
+                connect_timeout: given(&matches, "connect_timeout"),
+                read_timeout: given(&matches, "read_timeout"),
+                max_attempts: given(&matches, "max_attempts"),
+                stage_overrides: parse_overrides(&args.stages)?,
+            };
+            driver::resume(&dir, changes)?
+        }
+        None => {
+            let source = match (args.meeting_file, args.topic) {
+                (Some(f), None) => MeetingSource::MeetingFile(f),
+                (None, Some(t)) => MeetingSource::Topic(t),
+                _ => {
+                    return Err(Error::Usage(
+                        "one of --meeting-file F or --topic T is required (or --resume DIR)".into(),
+                    )
+                    .into())
+                }
+            };
+            let mut stage_overrides = parse_overrides(&args.stages)?;
+            stage_overrides.retain(|_, cmd| !cmd.trim().is_empty());
+            let new = NewMeeting {
+                source,
+                allow_sensitive: args.allow_sensitive,
+                board: args.board,
+                llm: args.llm,
+                report_file: args.report_file,
+                run_dir: args.run_dir,
+                stage_overrides,
+            };
+            match driver::start(new, args.dry_run, ui)? {
+                Started::Run(run) => *run,
+                Started::DryRun(pm_input) => {
+                    return cli::write_stdout(&io::to_json_line(&pm_input, args.output.pretty))
                 }
             }
-        };
-        let result = driver::drive(&run, ui)?;
-        if result.status == Status::Failed {
-            cli::write_stdout(&io::to_json_line(&result, args.output.pretty))?;
-            return Err(Error::Runtime(format!(
-                "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
-                result
-                    .last_error
-                    .as_deref()
-                    .unwrap_or("its report could not be saved"),
-                run.settings.report_file.display(),
-                run.dir.path.display()
-            ))
-            .into());
         }
-        if !ui.quiet && result.status == Status::Finished {
-            eprintln!("{}", driver::final_line(&result, ui));
+    };
+    let result = match driver::drive(&run, ui) {
+        Ok(result) => result,
+        Err(e) => {
+            *stopped_in = Some(run.dir.path.clone());
+            return Err(e.into());
         }
-        cli::write_stdout(&io::to_json_line(&result, args.output.pretty))
+    };
+    cli::write_stdout(&io::to_json_line(&result, args.output.pretty))?;
+    if result.status != Status::Failed {
+        return Ok(());
+    }
+    let why = result.last_error.as_deref();
+    Err(Error::Runtime(match &result.report_file {
+        // Saved, but no model contributed to it (DESIGN.md#failure-policy).
+        Some(report) => format!(
+            "the meeting failed: {}; the fallback report is {report}",
+            why.unwrap_or("no model call returned a usable answer")
+        ),
+        None => format!(
+            "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
+            why.unwrap_or("its report could not be saved"),
+            run.settings.report_file.display(),
+            run.dir.path.display()
+        ),
     })
+    .into())
 }

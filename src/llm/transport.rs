@@ -129,9 +129,21 @@ impl Http {
             {
                 AttemptError::Unreachable(self.redact(&format!("{url}: {io}")))
             }
+            // A failed name lookup reaches ureq as std's I/O error of no stable kind: the host
+            // is unknown, as unreachable as a refused connection (DESIGN.md#failure-policy).
+            ureq::Error::Io(io) if is_lookup_failure(&io) => {
+                AttemptError::Unreachable(self.redact(&format!("{url}: unknown host: {io}")))
+            }
             other => AttemptError::Network(self.redact(&format!("{url}: {other}"))),
         }
     }
+}
+
+/// Whether an I/O error is a failed host name lookup: std words every `getaddrinfo` failure
+/// "failed to lookup address information: <reason>" and gives it no kind one can match.
+fn is_lookup_failure(io: &std::io::Error) -> bool {
+    io.to_string()
+        .starts_with("failed to lookup address information")
 }
 
 /// Whether a URL points at this machine.
@@ -224,6 +236,16 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_name_lookup_is_recognised() {
+        use std::net::ToSocketAddrs;
+        // `.invalid` never resolves (RFC 2606), with or without a network.
+        let e = "no-such-host.invalid:80".to_socket_addrs().unwrap_err();
+        assert!(is_lookup_failure(&e), "{e}");
+        let refused = std::io::Error::from(ErrorKind::ConnectionRefused);
+        assert!(!is_lookup_failure(&refused));
+    }
 
     #[test]
     fn error_messages() {

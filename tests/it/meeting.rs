@@ -10,10 +10,10 @@ use serde_json::Value;
 
 use crate::harness::{bin_dir, cli, par_map, root, Cli, Workdir};
 
-const NOW: &str = "2026-11-30T12:00:00Z";
+pub(crate) const NOW: &str = "2026-11-30T12:00:00Z";
 
 /// `meeting` on the demo, offline, with a fixed clock and trace id, writing into `work`.
-fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
+pub(crate) fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
     let mut cmd = cli("meeting");
     cmd.env("AGENT_MEETING_NOW", NOW)
         .args([
@@ -36,7 +36,7 @@ fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
 }
 
 /// `meeting --resume <run_dir> --quiet` started in `dir`, with the fixed clock.
-fn resume_cmd(dir: &Path, run_dir: impl AsRef<Path>) -> Cli {
+pub(crate) fn resume_cmd(dir: &Path, run_dir: impl AsRef<Path>) -> Cli {
     let mut cmd = cli("meeting");
     cmd.current_dir(dir)
         .env("AGENT_MEETING_NOW", NOW)
@@ -47,7 +47,7 @@ fn resume_cmd(dir: &Path, run_dir: impl AsRef<Path>) -> Cli {
 }
 
 /// The demo cassette with every reply taking `delay_ms` (simulated model latency).
-fn slow_demo_cassette(dir: &Path, delay_ms: u64) -> PathBuf {
+pub(crate) fn slow_demo_cassette(dir: &Path, delay_ms: u64) -> PathBuf {
     let slow = dir.join("slow.jsonl");
     let text: String = std::fs::read_to_string(demo_cassette())
         .unwrap()
@@ -62,12 +62,12 @@ fn slow_demo_cassette(dir: &Path, delay_ms: u64) -> PathBuf {
     slow
 }
 
-fn demo_cassette() -> PathBuf {
+pub(crate) fn demo_cassette() -> PathBuf {
     root().join("meetings/demo.cassette.jsonl")
 }
 
 /// The final board of a run folder (the board inside render-report's ReportResult).
-fn final_board(run_dir: &Path) -> Value {
+pub(crate) fn final_board(run_dir: &Path) -> Value {
     let mut outs: Vec<PathBuf> = std::fs::read_dir(run_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -426,9 +426,14 @@ fn a_stage_can_be_replaced_by_a_users_command() {
     )
     .run();
     out.exit(1);
+    // The error, then how to go on (DESIGN.md#resume).
     assert_eq!(
         out.stderr().trim(),
-        "meeting: stage agent-turn failed (exit 1): my-turn: model offline"
+        format!(
+            "meeting: stage agent-turn failed (exit 1): my-turn: model offline\n\
+             stopped: continue with  meeting --resume {}",
+            work.join("runs/demo-test").display()
+        )
     );
     assert!(work
         .path()
@@ -616,28 +621,20 @@ fn a_run_folder_resumes_from_anywhere_even_moved() {
 #[test]
 fn a_report_that_cannot_be_saved_fails_the_meeting_and_resume_retries_it() {
     let work = Workdir::new();
-    // A report path under a regular file: the folder cannot be created when saving.
-    work.write("blocker", "x");
-    let report = work.join("blocker/report.md");
-    let out = cli("meeting")
-        .env("AGENT_MEETING_NOW", NOW)
-        .args([
-            "--meeting-file",
-            "meetings/demo.yaml",
-            "--agents",
-            "arch,biz",
-            "--provider",
-            "replay",
-            "--quiet",
-        ])
-        .arg("--cassette")
-        .arg(demo_cassette())
-        .arg("--run-dir")
-        .arg(work.join("runs"))
-        .arg("--report-file")
-        .arg(&report)
-        .args(["--trace-id", "demo-test"])
-        .run();
+    // The report path is checked before the first call; here it turns into a folder during the
+    // meeting (a user's merge-board makes it), so only the save at the end fails.
+    let report = work.join("report.md");
+    let stage = format!(
+        "merge-board=mkdir -p {} && exec {}",
+        report.display(),
+        bin_dir().join("merge-board").display()
+    );
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", &stage],
+    )
+    .run();
     let err = out.stderr();
     out.exit(1);
     assert!(
@@ -656,7 +653,7 @@ fn a_report_that_cannot_be_saved_fails_the_meeting_and_resume_retries_it() {
     let board = final_board(&run_dir);
     assert_eq!(board["status"], "failed");
     // Fix the cause and resume: the report is saved, no LLM call is made again.
-    std::fs::remove_file(work.join("blocker")).unwrap();
+    std::fs::remove_dir(&report).unwrap();
     let out = resume_cmd(work.path(), &run_dir).run();
     out.exit(0);
     assert!(report.is_file());
@@ -679,12 +676,12 @@ fn misuse_is_refused_before_any_model_call() {
     out.exit(2);
     assert!(out.stderr().contains("is a folder"));
     assert!(!work.join("runs/demo-test/llm.jsonl").exists());
-    // --resume takes everything from the run folder: other meeting flags are refused.
+    // --resume takes the meeting from the run folder: flags that shape it are refused.
     let out = cli("meeting")
-        .args(["--resume", "runs/x", "--report-file", "other.md"])
+        .args(["--resume", "runs/x", "--model", "foo"])
         .run();
     out.exit(2);
-    out.stderr_has("cannot be used with");
+    out.stderr_has("--model cannot be used with --resume");
     // A stage that hands the board back unchanged cannot loop forever.
     let work = Workdir::new();
     let out = meeting_cmd(
@@ -695,8 +692,8 @@ fn misuse_is_refused_before_any_model_call() {
     .run();
     out.exit(1);
     assert_eq!(
-        out.stderr().trim(),
-        "meeting: stage merge-board made no progress: its output board is its input"
+        out.stderr().lines().next(),
+        Some("meeting: stage merge-board made no progress: its output board is its input")
     );
     // Only render-report may end the meeting.
     let work = Workdir::new();

@@ -1,0 +1,432 @@
+//! How a `meeting` ends when things go wrong around it (issue 10): a meeting no model ever
+//! answered, an unknown host, a report path that would overwrite an input or cannot be
+//! written, what `--resume` may change, the exchange log, and how a stopped meeting says how
+//! to continue (docs/DESIGN.md#failure-policy, #run-folder, #resume).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::harness::{cli, root, Cli, Workdir};
+use crate::meeting::{
+    demo_cassette, final_board, meeting_cmd, resume_cmd, slow_demo_cassette, NOW,
+};
+
+/// A reason longer than any progress-line cut, with its telling part at the end.
+const LONG_REASON: &str =
+    "the upstream gateway answered with an error page instead of a completion; \
+    the resolver said: dns error: failed to lookup address information";
+
+/// A cassette line: `caller` answered with HTTP 500 carrying [`LONG_REASON`].
+fn http_500(seq: usize, caller: &str) -> String {
+    let line = json!({"seq": seq, "caller": caller,
+        "error": {"kind": "http", "status": 500, "message": LONG_REASON}});
+    format!("{line}\n")
+}
+
+/// Every attempt of both PM rounds fails: no model call answered, yet a fallback report is
+/// written; the meeting is `failed` (exit 1) and the result points at the report.
+#[test]
+fn a_meeting_no_model_answered_fails_and_keeps_its_fallback_report() {
+    let work = Workdir::new();
+    // Two PM rounds (the normal one and the closing one), three attempts each.
+    let text: String = (1..=6).map(|seq| http_500(seq, "pm")).collect();
+    let cassette = work.write("down.jsonl", text);
+    let out = meeting_cmd(work.path(), &cassette, &[]).run();
+    out.exit(1);
+    let result: Value = out.json();
+    assert_eq!(result["status"], "failed", "{out}");
+    let report_file = work.join("report.md");
+    assert_eq!(result["report_file"], report_file.display().to_string());
+    let why = result["last_error"].as_str().expect("last_error");
+    assert!(
+        why.contains("no model call returned a usable answer"),
+        "{why}"
+    );
+    assert!(
+        why.contains("failed to lookup address information"),
+        "{why}"
+    );
+    // The fallback report is on disk and its Process Note names the last error.
+    let report = work.read("report.md");
+    let note = report
+        .split("## Process Note")
+        .nth(1)
+        .expect("a Process Note");
+    assert!(note.contains("HTTP 500"), "{report}");
+    // Progress: attempts and calls counted apart; the failure line is not cut.
+    out.stderr_has("0 of 6 attempts answered")
+        .stderr_has("2 LLM calls")
+        .stderr_has("dns error: failed to lookup address information (gave up after 3 attempts")
+        .stderr_lacks("finished");
+    // Resuming the finished folder says the same.
+    let out = resume_cmd(work.path(), work.join("runs/demo-test")).run();
+    out.exit(1);
+    assert_eq!(out.json::<Value>()["status"], "failed");
+}
+
+/// One usable answer is enough: the PM asked once, then everything failed; that meeting ends
+/// as before (exit 0, a report with a Process Note).
+#[test]
+fn a_meeting_with_one_usable_answer_still_finishes() {
+    let work = Workdir::new();
+    let first = std::fs::read_to_string(demo_cassette()).unwrap();
+    let mut text = format!("{}\n", first.lines().next().unwrap());
+    // arch fails (3 attempts), then both PM rounds fail.
+    let callers = ["arch", "arch", "arch", "pm", "pm", "pm", "pm", "pm", "pm"];
+    for (i, caller) in callers.iter().enumerate() {
+        text.push_str(&http_500(i + 2, caller));
+    }
+    let cassette = work.write("flaky.jsonl", text);
+    let out = meeting_cmd(work.path(), &cassette, &[]).run();
+    out.exit(0);
+    let result: Value = out.json();
+    assert_eq!(result["status"], "finished");
+    out.stderr_has("1 of 10 attempts answered");
+    assert!(work.read("report.md").contains("## Process Note"));
+}
+
+/// An unknown host is unreachable, like a refused connection: fatal after the retries, exit 1.
+#[test]
+fn an_unknown_host_is_unreachable() {
+    let work = Workdir::new();
+    let out = cli("meeting")
+        .env("OPENAI_API_KEY", "sk-test-unknown-host")
+        .env("OPENAI_BASE_URL", "http://no-such-host.invalid/v1")
+        .env("MEETING_RETRY_BASE_MS", "1")
+        .args(["--topic", "Adopt Rust?", "--agents", "arch,biz", "--quiet"])
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("r.md"))
+        .run();
+    out.exit(1).stderr_has("provider unreachable");
+    assert!(!work.join("r.md").exists());
+}
+
+/// The report never overwrites an input of the meeting, nor lands in the run folder; refused
+/// before any model call (the empty cassette would fail the first one).
+#[test]
+fn a_report_path_on_an_input_is_refused() {
+    let work = Workdir::new();
+    let agents = work.copy_agents("agents");
+    let meeting = work.write(
+        "m/demo.yaml",
+        std::fs::read_to_string(root().join("meetings/demo.yaml")).unwrap(),
+    );
+    // The demo's documents, so the copy collects the same ones.
+    copy_dir(&root().join("meetings/demo"), &work.join("m/demo"));
+    let cassette = work.write("c.jsonl", "");
+    let inputs = [
+        ("meeting file", meeting.clone()),
+        ("agent config", agents.join("biz.yaml")),
+        ("PM config", agents.join("pm.yaml")),
+        ("collected document", work.join("m/demo/overview.md")),
+        ("cassette", cassette.clone()),
+        ("run folder", work.join("runs/t1/notes.md")),
+    ];
+    for (what, path) in inputs {
+        let before = std::fs::read(&path).ok();
+        let out = cli("meeting")
+            .current_dir(work.path())
+            .arg("--meeting-file")
+            .arg(&meeting)
+            .args(["--agents", "arch,biz", "--pm", "pm", "--provider", "replay"])
+            .arg("--cassette")
+            .arg(&cassette)
+            .args(["--trace-id", "t1", "--report-file"])
+            .arg(&path)
+            .run();
+        out.exit(2).one_stderr_line().stderr_has(what);
+        assert_eq!(std::fs::read(&path).ok(), before, "{what} unchanged");
+        assert!(!work.join("runs/t1/llm.jsonl").exists(), "{what}");
+    }
+    // The same file reached through another spelling is still the meeting file.
+    let out = cli("meeting")
+        .current_dir(work.path())
+        .arg("--meeting-file")
+        .arg(&meeting)
+        .args(["--agents", "arch", "--provider", "replay"])
+        .arg("--cassette")
+        .arg(&cassette)
+        .args(["--report-file", "m/../m/./demo.yaml"])
+        .run();
+    out.exit(2).stderr_has("meeting file");
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let p = e.unwrap().path();
+        let dest = to.join(p.file_name().unwrap());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap();
+        }
+    }
+}
+
+/// `meeting` run in `work` with its default report path (reports/demo.md there).
+fn default_report_meeting(work: &Workdir, trace: &str, extra: &[&str]) -> Cli {
+    let mut cmd = cli("meeting");
+    cmd.current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--meeting-file")
+        .arg(root().join("meetings/demo.yaml"))
+        .args(["--agents", "arch,biz", "--provider", "replay", "--cassette"])
+        .arg(demo_cassette())
+        .arg("--agents-dir")
+        .arg(root().join("agents"))
+        .args(["--trace-id", trace])
+        .args(extra);
+    cmd
+}
+
+/// An existing report at the default path is kept: the new one gets a numbered name. Named
+/// explicitly with --report-file, the file is replaced.
+#[test]
+fn an_existing_default_report_is_kept() {
+    let work = Workdir::new();
+    work.write("reports/demo.md", "my edited report\n");
+    let out = default_report_meeting(&work, "t1", &["--quiet"]).run();
+    out.exit(0);
+    let result: Value = out.json();
+    let numbered = work.join("reports/demo-2.md");
+    assert_eq!(result["report_file"], numbered.display().to_string());
+    assert_eq!(work.read("reports/demo.md"), "my edited report\n");
+    assert!(work
+        .read("reports/demo-2.md")
+        .starts_with("# Meeting Report"));
+    // Not quiet, stderr says so.
+    let out = default_report_meeting(&work, "t2", &[]).run();
+    out.exit(0)
+        .stderr_has("reports/demo.md exists and is kept; this meeting's report goes to");
+    let result: Value = out.json();
+    assert!(result["report_file"]
+        .as_str()
+        .unwrap()
+        .ends_with("demo-3.md"));
+    let out = default_report_meeting(
+        &work,
+        "t3",
+        &["--quiet", "--report-file", "reports/demo.md"],
+    )
+    .run();
+    out.exit(0);
+    assert!(work.read("reports/demo.md").starts_with("# Meeting Report"));
+}
+
+/// The report's folder is created and proven writable before the first model call.
+#[test]
+fn an_unwritable_report_folder_is_refused_before_any_call() {
+    let work = Workdir::new();
+    work.write("blocker", "x");
+    let empty = work.write("empty.jsonl", "");
+    let out = cli("meeting")
+        .arg("--meeting-file")
+        .arg(root().join("meetings/demo.yaml"))
+        .args(["--agents", "arch,biz", "--provider", "replay", "--cassette"])
+        .arg(&empty)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("blocker/sub/report.md"))
+        .args(["--trace-id", "t1"])
+        .run();
+    out.exit(2).one_stderr_line().stderr_has("--report-file");
+    assert!(!work.join("runs/t1/llm.jsonl").exists());
+    // A folder that does not exist yet is created.
+    let out = cli("meeting")
+        .arg("--meeting-file")
+        .arg(root().join("meetings/demo.yaml"))
+        .args(["--agents", "arch,biz", "--provider", "replay", "--cassette"])
+        .arg(demo_cassette())
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("new/folder/r.md"))
+        .arg("--quiet")
+        .run();
+    out.exit(0);
+    assert!(work.join("new/folder/r.md").is_file());
+}
+
+/// `--resume` takes the settings that do not change what the meeting is, saves them in
+/// meeting.json, and refuses any other flag given on the command line by name. Values from
+/// the environment do not count as given.
+#[test]
+fn resume_accepts_only_settings_that_keep_the_meeting() {
+    let work = Workdir::new();
+    // Stop after the first stage (q), so there is something to resume.
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--step"])
+        .stdin("\nq\n")
+        .run();
+    out.exit(0);
+    let run_dir = work.join("runs/demo-test");
+    for (flag, value) in [
+        ("--provider", Some("anthropic")),
+        ("--cassette", Some("/nonexistent")),
+        ("--model", Some("foo")),
+        ("--agents", Some("arch")),
+        ("--max-loops", Some("2")),
+        ("--dry-run", None),
+        ("--llm-log", Some("x.jsonl")),
+        ("--allow-sensitive", None),
+    ] {
+        let mut cmd = resume_cmd(work.path(), &run_dir);
+        cmd.arg(flag);
+        if let Some(v) = value {
+            cmd.arg(v);
+        }
+        let out = cmd.run();
+        out.exit(2).one_stderr_line().stderr_has(flag);
+    }
+    // Environment values are not flags given with --resume.
+    let out = resume_cmd(work.path(), &run_dir)
+        .env("AGENT_MEETING_PROVIDER", "anthropic")
+        .env("MEETING_CASSETTE", "/nonexistent")
+        .env("AGENT_MEETING_MODEL", "foo")
+        .env("MEETING_LLM_LOG", work.join("env-log.jsonl"))
+        .args(["--max-attempts", "5", "--read-timeout", "7", "--pretty"])
+        .args(["--connect-timeout", "3", "--stage", "merge-board="])
+        .arg("--report-file")
+        .arg(work.join("elsewhere/fixed.md"))
+        .run();
+    out.exit(0);
+    assert!(work.join("elsewhere/fixed.md").is_file());
+    assert!(!work.join("report.md").exists());
+    assert!(!work.join("env-log.jsonl").exists());
+    assert!(out.stdout().contains("\n  \"status\""), "--pretty");
+    let settings: Value = serde_json::from_str(&work.read("runs/demo-test/meeting.json")).unwrap();
+    assert_eq!(settings["llm"]["max_attempts"], 5);
+    assert_eq!(settings["llm"]["read_timeout"], 7.0);
+    assert_eq!(settings["llm"]["connect_timeout"], 3.0);
+    assert_eq!(settings["llm"]["provider"], "replay");
+    assert_eq!(
+        settings["report_file"],
+        work.join("elsewhere/fixed.md").display().to_string()
+    );
+}
+
+/// A broken stage override is repaired with --resume --stage; a run whose report could not
+/// be saved is resumed with another --report-file.
+#[test]
+fn resume_repairs_a_broken_override_and_a_bad_report_path() {
+    let work = Workdir::new();
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", "merge-board=exit 1"],
+    )
+    .run();
+    out.exit(1);
+    let run_dir = work.join("runs/demo-test");
+    let bin = crate::harness::bin_dir().join("merge-board");
+    let out = resume_cmd(work.path(), &run_dir)
+        .arg("--stage")
+        .arg(format!("merge-board={}", bin.display()))
+        .run();
+    out.exit(0);
+    assert_eq!(final_board(&run_dir)["status"], "finished");
+}
+
+/// `--llm-log F` (or MEETING_LLM_LOG) gets every exchange line too, besides the run folder's
+/// own llm.jsonl.
+#[test]
+fn meeting_llm_log_is_honoured() {
+    let work = Workdir::new();
+    let log = work.join("logs/mine.jsonl");
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"])
+        .arg("--llm-log")
+        .arg(&log)
+        .run();
+    out.exit(0);
+    let run_log = work.read("runs/demo-test/llm.jsonl");
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), run_log);
+    assert_eq!(run_log.lines().count(), 8);
+    // From the environment, appended.
+    let work2 = Workdir::new();
+    let mut cmd = meeting_cmd(work2.path(), &demo_cassette(), &["--quiet"]);
+    cmd.env("MEETING_LLM_LOG", &log);
+    cmd.run().exit(0);
+    assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 16);
+}
+
+/// After a stage failed, stderr says how to continue.
+#[test]
+fn a_failed_stage_says_how_to_resume() {
+    let work = Workdir::new();
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", "agent-turn=exit 1"],
+    )
+    .run();
+    out.exit(1);
+    let run_dir = work.join("runs/demo-test");
+    out.stderr_has(&format!(
+        "stopped: continue with  meeting --resume {}",
+        run_dir.display()
+    ));
+}
+
+/// SIGTERM mid-meeting: the meeting dies of the signal (exit 143 in a shell) after saying how
+/// to continue, and the resumed meeting finishes.
+#[test]
+fn sigterm_says_how_to_resume() {
+    use std::os::unix::process::ExitStatusExt;
+    let work = Workdir::new();
+    let slow = slow_demo_cassette(work.path(), 300);
+    let err_file = work.join("stderr.txt");
+    let run_dir = work.join("runs/demo-test");
+    // `exec` keeps the pid, so the signal reaches `meeting` itself; stderr goes to a file.
+    let mut child = Cli::new(Command::new("sh"))
+        .arg("-c")
+        .arg("exec \"$@\" 2>\"$0\"")
+        .arg(&err_file)
+        .arg(crate::harness::bin("meeting"))
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,biz",
+        ])
+        .args([
+            "--provider",
+            "replay",
+            "--trace-id",
+            "demo-test",
+            "--cassette",
+        ])
+        .arg(&slow)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .env("AGENT_MEETING_NOW", NOW)
+        .spawn();
+    let start = Instant::now();
+    while !run_dir.join("0004-agent-turn.in.json").exists() {
+        assert!(start.elapsed() < Duration::from_secs(30), "never started");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
+    let err = std::fs::read_to_string(&err_file).unwrap();
+    assert!(
+        err.contains(&format!(
+            "stopped: continue with  meeting --resume {}",
+            run_dir.display()
+        )),
+        "{err}"
+    );
+    assert!(!work.join("report.md").exists());
+    let out = resume_cmd(work.path(), &run_dir).run();
+    out.exit(0);
+    assert!(work.join("report.md").is_file());
+}
