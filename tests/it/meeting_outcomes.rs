@@ -95,6 +95,8 @@ fn an_unknown_host_is_unreachable() {
     let out = cli("meeting")
         .env("OPENAI_API_KEY", "sk-test-unknown-host")
         .env("OPENAI_BASE_URL", "http://no-such-host.invalid/v1")
+        // Bound the lookup where a resolver is slow to say no (glibc reads this).
+        .env("RES_OPTIONS", "timeout:1 attempts:1")
         .env("MEETING_RETRY_BASE_MS", "1")
         .args(["--topic", "Adopt Rust?", "--agents", "arch,biz", "--quiet"])
         .arg("--run-dir")
