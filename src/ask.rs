@@ -103,7 +103,9 @@ pub(crate) fn ask<S: Asker>(
             return Ok(Asked::Invalid(invalid));
         }
         let correction = stage.correction(&invalid)?;
-        request.messages.push(echo_reply(reply.text));
+        request
+            .messages
+            .push(echo_reply(reply.text, reply.truncated));
         request.messages.push(Message::user(correction));
     }
 }
@@ -166,6 +168,7 @@ mod tests {
         Ok(RawReply {
             text: t.into(),
             usage: None,
+            truncated: false,
         })
     }
 

@@ -119,7 +119,7 @@ pub fn run_llm_stage(
     llm: &crate::llm::LlmArgs,
     output: &OutputArgs,
     check: fn(&crate::model::Board) -> crate::Result<()>,
-    caller_metadata: fn(&crate::model::Board) -> serde_json::Map<String, serde_json::Value>,
+    caller: fn(&crate::model::Board) -> (String, serde_json::Map<String, serde_json::Value>),
     stage: fn(
         crate::model::Board,
         &mut crate::llm::Client,
@@ -129,8 +129,9 @@ pub fn run_llm_stage(
 ) -> anyhow::Result<()> {
     let board = crate::io::read_board_stdin()?;
     check(&board).map_err(|e| e.or_file("<stdin>"))?;
-    let metadata = caller_metadata(&board);
-    let (mut client, opts) = crate::llm::client_for(llm, &board.llm, &metadata, board.usage.calls)?;
+    let (name, metadata) = caller(&board);
+    let (mut client, opts) =
+        crate::llm::client_for_caller(llm, &board.llm, &name, &metadata, board.usage.calls)?;
     let clock = crate::events::clock_from_env();
     let board =
         stage(board, &mut client, &opts, clock.as_ref()).map_err(|e| e.or_file("<stdin>"))?;

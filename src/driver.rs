@@ -809,9 +809,9 @@ fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<()> {
         .as_ref()
         .map(|p| p.metadata.clone())
         .unwrap_or_default();
-    crate::llm::client_for(llm, &board.llm, &pm_meta, 0)?;
+    crate::llm::client_for_caller(llm, &board.llm, "pm", &pm_meta, 0)?;
     for agent in board.agents.values() {
-        crate::llm::client_for(llm, &board.llm, &agent.metadata, 0)?;
+        crate::llm::client_for_caller(llm, &board.llm, &agent.name, &agent.metadata, 0)?;
     }
     Ok(())
 }

@@ -12,6 +12,7 @@ pub mod context;
 pub mod driver;
 pub mod error;
 pub mod events;
+pub(crate) mod final_report;
 pub mod io;
 pub mod llm;
 pub mod loader;

@@ -389,8 +389,46 @@ fn blank(s: &Option<String>) -> bool {
     s.as_deref().is_none_or(|s| s.trim().is_empty())
 }
 
+/// Fewest letters or digits a required text of the PM needs to be more than a stand-in.
+const MIN_REAL_CHARS: usize = 4;
+
+/// Stock stand-ins a model writes where content should be (compared lower-case, letters and
+/// digits only).
+const FILLERS: [&str; 10] = [
+    "tbd",
+    "todo",
+    "none",
+    "null",
+    "string",
+    "text",
+    "placeholder",
+    "question",
+    "report",
+    "lorem ipsum",
+];
+
+/// Whether `text` only stands in for content: punctuation or an ellipsis, fewer than
+/// `MIN_REAL_CHARS` letters or digits, a template slot (`<question>`), or a stock filler
+/// ("TBD", "N/A", "string").
+pub(crate) fn is_placeholder(text: &str) -> bool {
+    let t = text.trim();
+    let real: String = t
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ')
+        .flat_map(char::to_lowercase)
+        .collect();
+    let real = real.split_whitespace().collect::<Vec<_>>().join(" ");
+    let count = real.chars().filter(|c| c.is_alphanumeric()).count();
+    count < MIN_REAL_CHARS
+        || (t.starts_with('<') && t.ends_with('>') && !t[1..].contains('<'))
+        || FILLERS.contains(&real.as_str())
+}
+
 impl PmDecision {
-    /// The conditional rules: CALL_AGENT needs a target and a prompt, FINISH needs a report.
+    /// The conditional rules (DESIGN.md#pm-round): CALL_AGENT needs a target and a real
+    /// question; FINISH needs a report with both its parts (Executive Summary and
+    /// Recommendation, read as the report reads them) and carries no target or question. A
+    /// placeholder (`"..."`, `"TBD"`) is not content.
     pub fn validate(&self) -> Result<(), Invalid> {
         match self.next_action {
             NextAction::CallAgent => {
@@ -406,12 +444,58 @@ impl PmDecision {
                         "is required (a specific question) when next_action is CALL_AGENT",
                     ));
                 }
+                let prompt = self.prompt_for_agent.as_deref().unwrap_or_default();
+                if is_placeholder(prompt) {
+                    return Err(Invalid::at(
+                        "prompt_for_agent",
+                        format!(
+                            "{prompt:?} is a placeholder, not a question: write the specific question for the participant"
+                        ),
+                    ));
+                }
             }
             NextAction::Finish => {
+                for (field, value) in [
+                    ("target_agent", &self.target_agent),
+                    ("prompt_for_agent", &self.prompt_for_agent),
+                ] {
+                    if !blank(value) {
+                        return Err(Invalid::at(
+                            field,
+                            format!(
+                                "must be null when next_action is FINISH (got {:?})",
+                                value.as_deref().unwrap_or_default()
+                            ),
+                        ));
+                    }
+                }
                 if blank(&self.final_report) {
                     return Err(Invalid::at(
                         "final_report",
                         "is required (Markdown with an executive summary and a recommendation) when next_action is FINISH",
+                    ));
+                }
+                let report = self.final_report.as_deref().unwrap_or_default();
+                let (summary, recommendation) = crate::final_report::labelled_parts(report);
+                let missing: Vec<&str> = [
+                    ("### Executive Summary", summary),
+                    ("### Recommendation", recommendation),
+                ]
+                .into_iter()
+                .filter(|(_, text)| is_placeholder(text))
+                .map(|(label, _)| label)
+                .collect();
+                if !missing.is_empty() {
+                    return Err(Invalid::at(
+                        "final_report",
+                        format!(
+                            "lacks {}: write Markdown with two parts, \"### Executive Summary\" and \"### Recommendation\", each with its real content",
+                            missing
+                                .iter()
+                                .map(|m| format!("its {m:?} part"))
+                                .collect::<Vec<_>>()
+                                .join(" and ")
+                        ),
                     ));
                 }
             }
@@ -739,6 +823,7 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn safe_names() {
@@ -760,7 +845,7 @@ mod tests {
             prompt_for_agent: p.map(str::to_string),
             final_report: None,
         };
-        assert!(call(Some("arch"), Some("q?")).validate().is_ok());
+        assert!(call(Some("arch"), Some("How long?")).validate().is_ok());
         assert_eq!(
             call(None, Some("q")).validate().unwrap_err().path,
             "target_agent"
@@ -776,8 +861,81 @@ mod tests {
             prompt_for_agent: None,
             final_report: r.map(str::to_string),
         };
-        assert!(fin(Some("# r")).validate().is_ok());
+        let report =
+            "### Executive Summary\nKeep Python.\n\n### Recommendation\nRevisit in 6 months.";
+        assert!(fin(Some(report)).validate().is_ok());
+        assert!(
+            fin(Some("**摘要：** 保留 Python 方案\n**建议：** 半年后复查"))
+                .validate()
+                .is_ok()
+        );
         assert_eq!(fin(None).validate().unwrap_err().path, "final_report");
+    }
+
+    /// A placeholder answer is not an answer (issue 10, item 8).
+    #[test]
+    fn pm_decision_placeholders_are_invalid() {
+        for text in [
+            "...",
+            "…",
+            " - ",
+            "?",
+            "TBD",
+            "N/A",
+            "<question>",
+            "string",
+            "Ok.",
+        ] {
+            assert!(is_placeholder(text), "{text:?}");
+        }
+        for text in [
+            "Cost?",
+            "What does the cluster cost?",
+            "成本是多少？",
+            "Keep Python.",
+        ] {
+            assert!(!is_placeholder(text), "{text:?}");
+        }
+        let decision = |v: serde_json::Value| -> PmDecision { serde_json::from_value(v).unwrap() };
+        let e = decision(json!({"next_action": "CALL_AGENT", "target_agent": "arch",
+            "prompt_for_agent": "..."}))
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.path, "prompt_for_agent");
+        assert!(e.message.contains("placeholder"), "{}", e.message);
+        let e = decision(json!({"next_action": "FINISH", "target_agent": "...",
+            "prompt_for_agent": "...", "final_report": "..."}))
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.path, "target_agent");
+        let e = decision(json!({"next_action": "FINISH", "prompt_for_agent": "Why?",
+            "final_report": "### Executive Summary\nA.\n### Recommendation\nB."}))
+        .validate()
+        .unwrap_err();
+        assert_eq!(e.path, "prompt_for_agent");
+        for (report, lacks) in [
+            ("...", "### Recommendation"),
+            ("We should keep Python for now.", "### Recommendation"),
+            (
+                "### Executive Summary\n...\n### Recommendation\nKeep Python.",
+                "### Executive Summary",
+            ),
+            (
+                "### Executive Summary\nKeep Python.\n### Recommendation\n…",
+                "### Recommendation",
+            ),
+        ] {
+            let e = decision(json!({"next_action": "FINISH", "target_agent": null,
+                "final_report": report}))
+            .validate()
+            .unwrap_err();
+            assert_eq!(e.path, "final_report");
+            assert!(
+                e.message.contains(&format!("its {lacks:?} part")),
+                "{report:?}: {}",
+                e.message
+            );
+        }
     }
 
     #[test]

@@ -104,16 +104,31 @@ pub(crate) fn retry_message(
 /// in prompt tokens or overflowing the context window; real answers are far shorter.
 const ECHO_CHARS: usize = 16_000;
 
-/// The model's unusable reply as echoed in the retry conversation, cut to `ECHO_CHARS`.
-pub(crate) fn echo_reply(text: String) -> Message {
+/// How much of a reply cut at `max_tokens` is sent back: its head is enough to show the model
+/// what it was writing, and the whole of it would push the retry towards the same limit.
+const CUT_ECHO_CHARS: usize = 1_000;
+
+/// The model's unusable reply as echoed in the retry conversation: cut to `ECHO_CHARS`, or to
+/// `CUT_ECHO_CHARS` when the model was stopped at `max_tokens` (`truncated`).
+pub(crate) fn echo_reply(text: String, truncated: bool) -> Message {
+    let limit = if truncated {
+        CUT_ECHO_CHARS
+    } else {
+        ECHO_CHARS
+    };
     let total = text.chars().count();
-    if total <= ECHO_CHARS {
+    if total <= limit {
         return Message::assistant(text);
     }
-    let head: String = text.chars().take(ECHO_CHARS).collect();
+    let head: String = text.chars().take(limit).collect();
+    let why = if truncated {
+        "; the reply was cut off at max_tokens"
+    } else {
+        ""
+    };
     Message::assistant(format!(
-        "{head}\n[… reply cut here: {} more characters not shown]",
-        total - ECHO_CHARS
+        "{head}\n[… reply cut here: {} more characters not shown{why}]",
+        total - limit
     ))
 }
 
@@ -141,14 +156,21 @@ mod tests {
     #[test]
     fn runaway_replies_are_cut_when_echoed() {
         let short = "{\"a\": 1".to_string();
-        assert_eq!(echo_reply(short.clone()).content, short);
+        assert_eq!(echo_reply(short.clone(), false).content, short);
         let long = "é".repeat(ECHO_CHARS + 10);
-        let m = echo_reply(long).content;
+        let m = echo_reply(long.clone(), false).content;
         assert!(m.starts_with(&"é".repeat(ECHO_CHARS)), "keeps the head");
         assert!(
             m.ends_with("[… reply cut here: 10 more characters not shown]"),
             "{}",
             &m[m.len() - 80..]
         );
+        let cut = echo_reply(long, true).content;
+        assert!(cut.starts_with(&"é".repeat(CUT_ECHO_CHARS)));
+        assert!(
+            cut.ends_with("more characters not shown; the reply was cut off at max_tokens]"),
+            "{cut}"
+        );
+        assert!(cut.chars().count() < CUT_ECHO_CHARS + 100);
     }
 }

@@ -34,18 +34,21 @@ fn main() -> ExitCode {
             &args.llm,
             &args.output,
             turn::check_turn,
-            agent_metadata,
+            agent_caller,
             turn::agent_turn,
         )
     })
 }
 
 /// The called agent's own provider/model settings.
-fn agent_metadata(board: &Board) -> Map<String, Value> {
-    board
+/// Who calls the model, and the metadata that may choose its provider and model.
+fn agent_caller(board: &Board) -> (String, Map<String, Value>) {
+    let agent = board
         .pending_call
         .as_ref()
-        .and_then(|c| board.agents.get(&c.target_agent))
-        .map(|a| a.metadata.clone())
-        .unwrap_or_default()
+        .and_then(|c| board.agents.get(&c.target_agent));
+    match agent {
+        Some(a) => (a.name.clone(), a.metadata.clone()),
+        None => (String::new(), Map::new()),
+    }
 }

@@ -33,17 +33,15 @@ fn main() -> ExitCode {
             &args.llm,
             &args.output,
             pm::check_turn,
-            pm_metadata,
+            pm_caller,
             pm::pm_step,
         )
     })
 }
 
 /// The PM's own provider/model settings, if it has a config.
-fn pm_metadata(board: &Board) -> Map<String, Value> {
-    board
-        .pm
-        .as_ref()
-        .map(|p| p.metadata.clone())
-        .unwrap_or_default()
+/// Who calls the model, and the metadata that may choose its provider and model.
+fn pm_caller(board: &Board) -> (String, Map<String, Value>) {
+    let metadata = board.pm.as_ref().map(|p| p.metadata.clone());
+    ("pm".to_string(), metadata.unwrap_or_default())
 }

@@ -37,16 +37,13 @@ impl Anthropic {
 
 /// The request body sent for `req`.
 pub(crate) fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value {
-    let mut system = req.system.clone();
-    let mut tool = None;
-    if let Some(expect) = &req.expect {
-        let schema = super::without_meta_keys(&expect.schema);
-        if native_schema {
-            tool = Some((super::schema_name(&expect.name), schema));
-        } else {
-            system.push_str(&super::schema_in_words(&schema));
-        }
-    }
+    let system = super::system_text(req, !native_schema);
+    let tool = req.expect.as_ref().filter(|_| native_schema).map(|expect| {
+        (
+            super::schema_name(&expect.name),
+            super::without_meta_keys(&expect.schema),
+        )
+    });
     let messages: Vec<Value> = req.messages.iter().map(Message::to_json).collect();
     let mut body = Map::new();
     body.insert("model".into(), json!(opts.model));
@@ -78,6 +75,14 @@ pub(crate) fn request_body(req: &Request, opts: &Options, native_schema: bool) -
 impl Provider for Anthropic {
     fn name(&self) -> &str {
         "anthropic"
+    }
+
+    fn is_local(&self) -> bool {
+        self.http.is_local()
+    }
+
+    fn system_text(&self, req: &Request) -> String {
+        super::system_text(req, !self.native_schema)
     }
 
     fn attempt(
@@ -117,6 +122,11 @@ impl Provider for Anthropic {
         let usage = resp
             .get("usage")
             .and_then(|u| TokenUsage::reported(u, "input_tokens", "output_tokens"));
-        Ok(RawReply { text, usage })
+        let truncated = resp.get("stop_reason").and_then(Value::as_str) == Some("max_tokens");
+        Ok(RawReply {
+            text,
+            usage,
+            truncated,
+        })
     }
 }

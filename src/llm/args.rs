@@ -38,7 +38,9 @@ pub struct LlmArgs {
     /// Sampling temperature (agent metadata and the board's defaults win over this)
     #[arg(long, value_name = "T")]
     pub temperature: Option<f64>,
-    /// Maximum tokens of a reply (agent metadata and the board's defaults win over this)
+    /// Maximum tokens of a reply (default per call: agent turn 1200, PM step 1500, the PM's
+    /// closing round 2000, agent-builder 2500; agent metadata and the board's defaults win over
+    /// this)
     #[arg(long, value_name = "N")]
     pub max_tokens: Option<u32>,
     /// Cassette to answer from with --provider replay
@@ -140,31 +142,81 @@ const NO_PROVIDER: &str = "no LLM provider configured: set OPENAI_API_KEY (for -
 ANTHROPIC_API_KEY (for --provider anthropic), or choose one with --provider / AGENT_MEETING_PROVIDER; \
 to run offline, use --provider replay --cassette FILE";
 
-/// Build the client and options for one caller. Precedence: the agent's `metadata`
-/// (`provider`, `model`, `temperature`, `max_tokens`), then the meeting's defaults
-/// (`board_llm`), then the flags/env. Exception: `replay` chosen by flag/env wins over
-/// everything, so a whole meeting runs offline. `calls` is the board's `usage.calls`.
-/// A missing key is a runtime error (exit 1); bad flags are usage errors (exit 2).
+/// Where a caller's provider was chosen, for the errors about it: only a provider the flags or
+/// the environment chose can be changed with `--provider`.
+enum ProviderSource {
+    /// The agent's (or PM's) `metadata.provider`; the name of the agent when known.
+    Metadata(String),
+    /// The board's `llm.provider` (`init-board --provider`).
+    Board,
+    /// `--provider` / `AGENT_MEETING_PROVIDER`, or the first key found in the environment.
+    Flags,
+}
+
+impl ProviderSource {
+    /// What chose the provider, and what to change instead of a flag that cannot override it.
+    fn explain(&self, provider: &str) -> String {
+        match self {
+            ProviderSource::Metadata(who) => {
+                let who = if who.is_empty() {
+                    "the caller".to_string()
+                } else {
+                    format!("agent {who:?}")
+                };
+                format!(
+                    "provider {provider} is set by {who} in its config's metadata.provider, which --provider cannot override; change or remove that metadata.provider"
+                )
+            }
+            ProviderSource::Board => format!(
+                "provider {provider} is the board's llm.provider (init-board --provider), which --provider cannot override; start the meeting with another provider"
+            ),
+            ProviderSource::Flags => format!("provider {provider}"),
+        }
+    }
+}
+
+/// [`client_for_caller`] for a caller whose name is not known (agent-builder, checks).
 pub fn client_for(
     args: &LlmArgs,
     board_llm: &LlmSettings,
     metadata: &Map<String, Value>,
     calls: u64,
 ) -> Result<(Client, Options), Error> {
+    client_for_caller(args, board_llm, "", metadata, calls)
+}
+
+/// Build the client and options for one caller (`caller` names the agent or PM whose
+/// `metadata` this is, for errors). Precedence: the agent's `metadata`
+/// (`provider`, `model`, `temperature`, `max_tokens`), then the meeting's defaults
+/// (`board_llm`), then the flags/env. Exception: `replay` chosen by flag/env wins over
+/// everything, so a whole meeting runs offline. `calls` is the board's `usage.calls`.
+/// A missing key is a runtime error (exit 1); bad flags are usage errors (exit 2). A
+/// `max_tokens` nobody set stays `None`: each stage then sends its own default
+/// ([`super::default_max_tokens`]).
+pub fn client_for_caller(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    caller: &str,
+    metadata: &Map<String, Value>,
+    calls: u64,
+) -> Result<(Client, Options), Error> {
     let meta_str = |k: &str| non_empty(metadata.get(k).and_then(Value::as_str));
     let flag_provider = non_empty(args.provider.as_deref()).map(|p| p.to_lowercase());
-    let provider = if flag_provider.as_deref() == Some("replay") {
-        "replay".to_string()
+    let (provider, source) = if flag_provider.as_deref() == Some("replay") {
+        ("replay".to_string(), ProviderSource::Flags)
+    } else if let Some(p) = meta_str("provider") {
+        (p, ProviderSource::Metadata(caller.to_string()))
+    } else if let Some(p) = non_empty(Some(&board_llm.provider)) {
+        (p, ProviderSource::Board)
     } else {
-        meta_str("provider")
-            .or_else(|| non_empty(Some(&board_llm.provider)))
-            .or(flag_provider)
+        let p = flag_provider
             .or_else(|| env_non_empty("OPENAI_API_KEY").map(|_| "openai".to_string()))
             .or_else(|| env_non_empty("ANTHROPIC_API_KEY").map(|_| "anthropic".to_string()))
             .or_else(|| env_non_empty("OPENAI_BASE_URL").map(|_| "openai".to_string()))
-            .ok_or_else(|| Error::Runtime(NO_PROVIDER.to_string()))?
-            .to_lowercase()
+            .ok_or_else(|| Error::Runtime(NO_PROVIDER.to_string()))?;
+        (p, ProviderSource::Flags)
     };
+    let provider = provider.to_lowercase();
     let default_model = match provider.as_str() {
         "openai" => super::openai::DEFAULT_MODEL,
         "anthropic" => super::anthropic::DEFAULT_MODEL,
@@ -208,10 +260,16 @@ pub fn client_for(
     let native = !args.no_native_schema && !args.no_response_format;
     let key = |var: &str| -> Result<String, Error> {
         env_non_empty(var).ok_or_else(|| {
-            Error::Runtime(format!(
-                "provider {provider} needs {var} in the environment (or choose another with --provider); \
+            Error::Runtime(match source {
+                ProviderSource::Flags => format!(
+                    "provider {provider} needs {var} in the environment (or choose another with --provider); \
 to run offline, use --provider replay --cassette FILE"
-            ))
+                ),
+                _ => format!(
+                    "{}, or set {var} in the environment; to run offline, use --provider replay --cassette FILE",
+                    source.explain(&provider)
+                ),
+            })
         })
     };
     let real: Box<dyn Provider> = match provider.as_str() {
@@ -254,9 +312,13 @@ to run offline, use --provider replay --cassette FILE"
             ))
         }
         other => {
+            let why = match source {
+                ProviderSource::Flags => String::new(),
+                _ => format!("; {}", source.explain(other)),
+            };
             return Err(Error::Usage(format!(
-                "unknown provider {other:?} (expected openai, anthropic or replay)"
-            )))
+                "unknown provider {other:?} (expected openai, anthropic or replay){why}"
+            )));
         }
     };
     let provider_box: Box<dyn Provider> = match &args.record {
@@ -284,5 +346,31 @@ fn reuse_completed(args: &LlmArgs, provider: Box<dyn Provider>) -> Box<dyn Provi
     match (&args.llm_log, args.reuse_log) {
         (Some(log), true) => Box::new(super::resume::FromLog::new(provider, log)),
         _ => provider,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Args as _;
+
+    /// `--help` states the default `max_tokens` of every call kind, and says what wins over
+    /// the flag; the numbers are the ones the stages send (DESIGN.md#llm-layer).
+    #[test]
+    fn help_states_the_default_max_tokens() {
+        let help = LlmArgs::augment_args(clap::Command::new("x"))
+            .render_long_help()
+            .to_string();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        use super::super::default_max_tokens::*;
+        for (kind, n) in [
+            ("agent turn", AGENT_TURN),
+            ("PM step", PM_STEP),
+            ("the PM's closing round", PM_CLOSING),
+            ("agent-builder", BUILDER),
+        ] {
+            assert!(help.contains(&format!("{kind} {n}")), "{kind} {n}: {help}");
+        }
+        assert!(help.contains("agent metadata and the board's defaults win"));
     }
 }

@@ -27,7 +27,7 @@ pub mod replay;
 pub mod resume;
 pub mod transport;
 
-pub use args::{client_for, LlmArgs};
+pub use args::{client_for, client_for_caller, LlmArgs};
 pub use parse::parse_json_reply;
 pub use transport::Timeouts;
 
@@ -96,6 +96,30 @@ pub struct Options {
     pub max_tokens: Option<u32>,
 }
 
+/// The `max_tokens` a caller sends when neither agent metadata, the board's defaults nor
+/// `--max-tokens` set one (DESIGN.md#llm-layer). Without a limit a local server generates
+/// until its context window is full; these leave room for a complete answer of each kind.
+pub mod default_max_tokens {
+    /// An agent turn: a short response, three short lists and a few citations with quotes.
+    pub const AGENT_TURN: u32 = 1200;
+    /// A PM round: usually a routing decision, but a normal-mode FINISH carries the report.
+    pub const PM_STEP: u32 = 1500;
+    /// The PM's closing round (forced finish): always the whole final report.
+    pub const PM_CLOSING: u32 = 2000;
+    /// agent-builder: a whole AgentConfig, role prompt and both schemas.
+    pub const BUILDER: u32 = 2500;
+}
+
+impl Options {
+    /// These options with `max_tokens` set to `n` when nothing set it.
+    pub fn or_max_tokens(&self, n: u32) -> Options {
+        Options {
+            max_tokens: self.max_tokens.or(Some(n)),
+            ..self.clone()
+        }
+    }
+}
+
 /// Token counts of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenUsage {
@@ -134,7 +158,14 @@ pub struct Reply {
     pub duration_ms: u64,
     /// HTTP attempts this call took (1 when no transport retry happened).
     pub attempts: u32,
+    /// The model stopped at `max_tokens` (OpenAI `finish_reason: length`, Anthropic
+    /// `stop_reason: max_tokens`): the text is the head of a longer answer.
+    pub truncated: bool,
 }
+
+/// How a reply cut at `max_tokens` that is not complete JSON is reported, to the user (in
+/// `last_error`) and to the model (in the retry's correction).
+pub const CUT_OFF: &str = "cut off at max_tokens";
 
 /// Why a call failed, after the transport's retries were spent.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -160,6 +191,8 @@ pub struct RawReply {
     pub text: String,
     /// `None` when the server sent no usage.
     pub usage: Option<TokenUsage>,
+    /// The model stopped at `max_tokens` (see [`Reply::truncated`]).
+    pub truncated: bool,
 }
 
 /// Why one attempt failed; the [`Client`] decides whether to retry.
@@ -197,7 +230,20 @@ pub trait Provider {
     fn last_was_reused(&self) -> bool {
         false
     }
+    /// Whether the server is on this machine (a loopback base URL). A local server that times
+    /// out is busy generating, not unreachable: it gets one retry at most, not `--max-attempts`.
+    fn is_local(&self) -> bool {
+        false
+    }
+    /// The system message exactly as this provider sends it for `req` (with the schema in
+    /// words when native structured output is off), for the exchange log.
+    fn system_text(&self, req: &Request) -> String {
+        req.system.clone()
+    }
 }
+
+/// Attempts a local server gets after a read timeout: the first and one retry.
+const LOCAL_TIMEOUT_ATTEMPTS: u32 = 2;
 
 /// How the [`Client`] retries failed attempts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -306,6 +352,7 @@ impl Client {
             let attempt_ms = t0.elapsed().as_millis() as u64;
             self.log_attempt(seq, attempt, req, opts, &result, attempt_ms);
             let elapsed = || start.elapsed().as_millis() as u64;
+            let mut last_attempt = self.policy.max_attempts;
             let (message, retry_after) = match result {
                 Ok(raw) => {
                     if req.expect.is_none() && raw.text.trim().is_empty() {
@@ -316,16 +363,22 @@ impl Client {
                         });
                     }
                     let usage = raw.usage.unwrap_or_else(|| estimate_usage(req, &raw.text));
-                    let json = req
-                        .expect
-                        .as_ref()
-                        .map(|_| parse::parse_json_reply(&raw.text));
+                    let json = req.expect.as_ref().map(|_| {
+                        parse::parse_json_reply(&raw.text).map_err(|e| {
+                            if raw.truncated {
+                                cut_off(opts)
+                            } else {
+                                e
+                            }
+                        })
+                    });
                     return Ok(Reply {
                         text: raw.text,
                         json,
                         usage,
                         duration_ms: elapsed(),
                         attempts: attempt,
+                        truncated: raw.truncated,
                     });
                 }
                 Err(AttemptError::Fatal(m)) => return Err(LlmError::Fatal(format!("{name}: {m}"))),
@@ -347,7 +400,13 @@ impl Client {
                         return Err(LlmError::Fatal(text));
                     }
                 }
-                Err(AttemptError::Timeout(m)) => (format!("{name}: timeout: {m}"), None),
+                Err(AttemptError::Timeout(m)) => {
+                    // A local server that timed out is busy generating: one retry at most.
+                    if self.provider.is_local() {
+                        last_attempt = last_attempt.min(LOCAL_TIMEOUT_ATTEMPTS);
+                    }
+                    (format!("{name}: timeout: {m}"), None)
+                }
                 Err(AttemptError::Network(m)) => (format!("{name}: network error: {m}"), None),
                 Err(AttemptError::Unreachable(m)) => {
                     if attempt >= self.policy.max_attempts {
@@ -358,7 +417,7 @@ impl Client {
                     (format!("{name}: unreachable: {m}"), None)
                 }
             };
-            if attempt >= self.policy.max_attempts {
+            if attempt >= last_attempt {
                 let ms = elapsed();
                 return Err(LlmError::Transient {
                     message: format!("{message} (gave up after {attempt} attempts, {ms} ms)"),
@@ -387,7 +446,7 @@ impl Client {
             return;
         }
         let line = exchange_line(
-            self.provider.name(),
+            self.provider.as_ref(),
             seq,
             attempt,
             req,
@@ -408,7 +467,7 @@ impl Client {
 /// One line of the exchange log: everything needed to see what the model was asked and said.
 /// Requests never carry credentials, so neither does this.
 fn exchange_line(
-    provider: &str,
+    provider: &dyn Provider,
     seq: u64,
     attempt: u32,
     req: &Request,
@@ -421,31 +480,45 @@ fn exchange_line(
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
     let messages: Vec<Value> = req.messages.iter().map(Message::to_json).collect();
-    let (response, usage, error) = match result {
+    let (response, usage, error, truncated) = match result {
         Ok(raw) => (
             Some(raw.text.clone()),
             raw.usage.map(|u| json!({"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens})),
             None,
+            raw.truncated,
         ),
-        Err(e) => (None, None, Some(attempt_error_text(e))),
+        Err(e) => (None, None, Some(attempt_error_text(e)), false),
     };
     json!({
         "ts_ms": ts_ms,
         "seq": seq,
         "attempt": attempt,
         "caller": req.caller,
-        "provider": provider,
+        "provider": provider.name(),
         "model": opts.model,
         "temperature": opts.temperature,
         "max_tokens": opts.max_tokens,
-        "system": req.system,
+        // As sent: with the schema in words when the provider describes it in the prompt.
+        "system": provider.system_text(req),
         "messages": messages,
         "schema": req.expect.as_ref().map(|e| json!({"name": e.name, "schema": e.schema})),
         "response": response,
+        "truncated": truncated,
         "error": error,
         "usage": usage,
         "duration_ms": duration_ms,
     })
+}
+
+/// The parse error of a reply cut at `max_tokens`: says so instead of "EOF while parsing".
+fn cut_off(opts: &Options) -> String {
+    let limit = opts
+        .max_tokens
+        .map(|n| format!(" ({n} tokens)"))
+        .unwrap_or_default();
+    format!(
+        "{CUT_OFF}{limit} before the JSON object was complete: raise --max-tokens, or answer more briefly"
+    )
 }
 
 fn attempt_error_text(e: &AttemptError) -> String {
@@ -507,6 +580,16 @@ pub(crate) fn without_meta_keys(schema: &Value) -> Value {
         m.remove("$id");
     }
     s
+}
+
+/// The system message as sent: `req.system`, plus the expected schema in words when it is
+/// not sent natively (`describe_schema`). Both the request body and the exchange log use it.
+pub(crate) fn system_text(req: &Request, describe_schema: bool) -> String {
+    let mut system = req.system.clone();
+    if let (Some(expect), true) = (&req.expect, describe_schema) {
+        system.push_str(&schema_in_words(&without_meta_keys(&expect.schema)));
+    }
+    system
 }
 
 /// The schema spelled out in the system prompt, for servers without native structured output.

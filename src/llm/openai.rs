@@ -52,7 +52,7 @@ impl OpenAi {
 
 /// The request body sent for `req` (public so tests and the recorder can see it).
 pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Value {
-    let mut system = req.system.clone();
+    let system = super::system_text(req, mode != JsonMode::Schema);
     let mut response_format = None;
     if let Some(expect) = &req.expect {
         let schema = super::without_meta_keys(&expect.schema);
@@ -65,11 +65,8 @@ pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Val
                 "type": "json_schema",
                 "json_schema": {"name": super::schema_name(&expect.name), "schema": schema, "strict": strict},
             }));
-        } else {
-            system.push_str(&super::schema_in_words(&schema));
-            if mode == JsonMode::Object {
-                response_format = Some(json!({"type": "json_object"}));
-            }
+        } else if mode == JsonMode::Object {
+            response_format = Some(json!({"type": "json_object"}));
         }
     }
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
@@ -95,6 +92,14 @@ pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Val
 impl Provider for OpenAi {
     fn name(&self) -> &str {
         "openai"
+    }
+
+    fn is_local(&self) -> bool {
+        self.http.is_local()
+    }
+
+    fn system_text(&self, req: &Request) -> String {
+        super::system_text(req, self.mode != JsonMode::Schema)
     }
 
     fn attempt(
@@ -139,7 +144,12 @@ impl Provider for OpenAi {
         let usage = resp
             .get("usage")
             .and_then(|u| TokenUsage::reported(u, "prompt_tokens", "completion_tokens"));
-        Ok(RawReply { text, usage })
+        let truncated = resp.pointer("/choices/0/finish_reason") == Some(&json!("length"));
+        Ok(RawReply {
+            text,
+            usage,
+            truncated,
+        })
     }
 }
 
@@ -215,8 +225,8 @@ fn allows_null(schema: &Value) -> bool {
 /// Convert a JSON Schema to OpenAI's strict structured-output form: every object lists all its
 /// properties in `required` (the optional ones made nullable) and has
 /// `additionalProperties: false`. `None` when the schema uses what strict mode cannot express
-/// (free-form objects, `oneOf`, `allOf`, `not`, `patternProperties`, a non-object root); the
-/// caller then sends it non-strict.
+/// (free-form objects, arrays without `items`, `oneOf`, `allOf`, `not`, `patternProperties`, a
+/// non-object root); the caller then sends it non-strict.
 pub(crate) fn to_strict(schema: &Value) -> Option<Value> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return None;
@@ -310,6 +320,15 @@ fn strict_node(schema: &Value) -> Option<Value> {
         Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
         _ => map.contains_key("properties"),
     };
+    let is_array = match map.get("type") {
+        Some(Value::String(t)) => t == "array",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+        _ => false,
+    };
+    // Strict mode wants every array's item schema; an array of anything is not expressible.
+    if is_array && !map.contains_key("items") {
+        return None;
+    }
     if is_object {
         if map
             .get("additionalProperties")
@@ -450,6 +469,8 @@ mod tests {
         let s = json!({"type": "object", "properties": {"m": {"type": "string"}}, "additionalProperties": true});
         assert_eq!(to_strict(&s), None);
         assert_eq!(to_strict(&json!({"type": "array"})), None);
+        let s = json!({"type": "object", "properties": {"tags": {"type": "array"}}});
+        assert_eq!(to_strict(&s), None, "an array without items");
         let s = json!({"type": "object", "properties": {"m": {"oneOf": [{"type": "string"}]}}});
         assert_eq!(to_strict(&s), None);
     }

@@ -51,6 +51,9 @@ pub(crate) struct Entry {
     pub usage: Option<CassetteUsage>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Fault>,
+    /// The model stopped at `max_tokens`: `response` is the head of a longer answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_sha256: Option<String>,
     /// Simulated model latency: the replay waits this long before answering.
@@ -222,6 +225,7 @@ impl Provider for Replay {
                 completion_tokens: u.completion_tokens,
                 estimated: false,
             }),
+            truncated: entry.truncated,
         })
     }
 }
@@ -246,6 +250,14 @@ impl Provider for Recorder {
         self.inner.name()
     }
 
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+
+    fn system_text(&self, req: &Request) -> String {
+        self.inner.system_text(req)
+    }
+
     fn attempt(
         &mut self,
         seq: u64,
@@ -259,6 +271,7 @@ impl Provider for Recorder {
             response: None,
             usage: None,
             error: None,
+            truncated: false,
             request_sha256: Some(request_sha256(req)),
             delay_ms: None,
             note: None,
@@ -266,6 +279,7 @@ impl Provider for Recorder {
         match &result {
             Ok(raw) => {
                 entry.response = Some(raw.text.clone());
+                entry.truncated = raw.truncated;
                 entry.usage = raw.usage.filter(|u| !u.estimated).map(|u| CassetteUsage {
                     prompt_tokens: u.prompt_tokens,
                     completion_tokens: u.completion_tokens,

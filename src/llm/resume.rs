@@ -38,6 +38,7 @@ impl FromLog {
                 RawReply {
                     text: response.to_string(),
                     usage,
+                    truncated: v["truncated"] == true,
                 },
             ));
         }
@@ -52,6 +53,14 @@ impl FromLog {
 impl Provider for FromLog {
     fn name(&self) -> &str {
         self.inner.name()
+    }
+
+    fn is_local(&self) -> bool {
+        self.inner.is_local()
+    }
+
+    fn system_text(&self, req: &Request) -> String {
+        self.inner.system_text(req)
     }
 
     fn attempt(
@@ -91,6 +100,7 @@ mod tests {
             Ok(RawReply {
                 text: "fresh".into(),
                 usage: None,
+                truncated: false,
             })
         }
     }

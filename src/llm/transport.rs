@@ -33,14 +33,17 @@ impl Default for Timeouts {
 pub struct Http {
     agent: ureq::Agent,
     secret: String,
+    read_timeout: Duration,
+    local: bool,
 }
 
 impl Http {
     /// `base_url` only decides whether the environment's proxy applies: a local server
     /// (Ollama, llama.cpp, a test fake) is reached directly.
     pub fn new(timeouts: Timeouts, secret: &str, base_url: &str) -> Http {
+        let local = is_loopback(base_url);
         let mut builder = ureq::Agent::config_builder();
-        if is_loopback(base_url) {
+        if local {
             builder = builder.proxy(None);
         }
         let config = builder
@@ -54,7 +57,14 @@ impl Http {
         Http {
             agent: ureq::Agent::new_with_config(config),
             secret: secret.to_string(),
+            read_timeout: timeouts.read,
+            local,
         }
+    }
+
+    /// Whether the server is on this machine (see [`super::Provider::is_local`]).
+    pub(crate) fn is_local(&self) -> bool {
+        self.local
     }
 
     /// Replace the secret wherever it appears (short values would match by accident).
@@ -105,14 +115,19 @@ impl Http {
     }
 
     fn map_error(&self, e: ureq::Error, url: &str) -> AttemptError {
+        // A slow server (a local model on a CPU) needs a longer wait, not more attempts.
+        let timeout = |why: String| {
+            AttemptError::Timeout(format!(
+                "no answer from {url} within {} s ({why}); a slow server needs a longer --read-timeout",
+                self.read_timeout.as_secs_f64()
+            ))
+        };
         match e {
-            ureq::Error::Timeout(t) => {
-                AttemptError::Timeout(format!("no answer from {url} in time ({t})"))
-            }
+            ureq::Error::Timeout(t) => timeout(t.to_string()),
             ureq::Error::Io(io)
                 if matches!(io.kind(), ErrorKind::TimedOut | ErrorKind::WouldBlock) =>
             {
-                AttemptError::Timeout(format!("no answer from {url} in time ({io})"))
+                timeout(io.to_string())
             }
             ureq::Error::BadUri(u) => AttemptError::Fatal(self.redact(&format!("bad URL {u}"))),
             ureq::Error::HostNotFound | ureq::Error::ConnectionFailed => {

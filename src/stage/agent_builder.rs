@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::ask::{ask, Asked, Asker};
 use crate::error::Error;
-use crate::llm::{Client, ExpectedJson, Message, Options, Request};
+use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request};
 use crate::loader::AgentKind;
 use crate::model::AgentConfig;
 use crate::schema::validate;
@@ -75,7 +75,9 @@ fn render(template: &str, ctx: minijinja::Value) -> Result<String, Error> {
         .map_err(|e| Error::Runtime(format!("builder prompt template: {e}")))
 }
 
-/// The system prompt sent to the model (public for golden tests).
+/// The system prompt sent to the model (public for golden tests). It describes the fields but
+/// not the AgentConfig schema itself: that reaches the model as the native schema, or in words
+/// from the provider with `--no-native-schema`, so it is never in the prompt twice.
 pub fn system_prompt(spec: &BuildSpec) -> Result<String, Error> {
     render(
         SYSTEM_TEMPLATE,
@@ -84,7 +86,6 @@ pub fn system_prompt(spec: &BuildSpec) -> Result<String, Error> {
             role => spec.role.clone().unwrap_or_default(),
             input_schema => default_input_schema().to_string(),
             output_schema => default_output_schema().to_string(),
-            schema => serde_json::to_string_pretty(&agent_config_schema()).unwrap_or_default(),
         },
     )
 }
@@ -141,6 +142,7 @@ pub fn build_agent(
         spec,
         schema: &schema,
     };
+    let opts = &opts.or_max_tokens(default_max_tokens::BUILDER);
     match ask(client, opts, request, &mut builder)? {
         Asked::Answer(cfg) => Ok(cfg),
         Asked::Invalid(last) => Err(Error::Runtime(format!(

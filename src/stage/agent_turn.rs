@@ -8,7 +8,7 @@ use crate::ask::{ask, Asked, Asker};
 use crate::error::{Error, Result};
 use crate::events::{self, Clock};
 use crate::io::kind_of;
-use crate::llm::{Client, ExpectedJson, Message, Options, Request};
+use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request, CUT_OFF};
 use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, TurnStatus,
     AGENT_TURN_FIELDS,
@@ -196,12 +196,66 @@ fn allowed_ids(docs: &[ContextDocument]) -> String {
     }
 }
 
-/// The JSON the agent must return: its own `output_schema`.
-pub(crate) fn agent_expected_json(agent: &AgentConfig) -> ExpectedJson {
+/// The JSON the agent must return: its own `output_schema`, with `citations[].document_id` and
+/// `citations[].source_path` kept to the collected documents' values when there are any
+/// (DESIGN.md#structured-output), so a schema-constrained server cannot invent a source. The
+/// answer is still checked against the agent's own schema and the documents (`check_answer`).
+pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument]) -> ExpectedJson {
+    let mut schema = Value::Object(agent.output_schema.clone());
+    if !docs.is_empty() {
+        let ids: Vec<&str> = docs.iter().map(|d| d.document_id.as_str()).collect();
+        let paths: Vec<&str> = docs.iter().map(|d| d.source_path.as_str()).collect();
+        let root = schema.clone();
+        if let Some(item) = citation_item_schema(&mut schema, &root) {
+            restrict_to(item, "document_id", &ids);
+            restrict_to(item, "source_path", &paths);
+        }
+    }
     ExpectedJson {
         name: "agent_turn_result".into(),
-        schema: Value::Object(agent.output_schema.clone()),
+        schema,
     }
+}
+
+/// The object schema of one citation inside `schema` (`properties.citations.items`, through
+/// one local `$ref` when the items are a reference).
+fn citation_item_schema<'a>(schema: &'a mut Value, root: &Value) -> Option<&'a mut Value> {
+    let items = schema.pointer("/properties/citations/items")?;
+    let pointer = match items.get("$ref").and_then(Value::as_str) {
+        Some(r) => {
+            let target = r.strip_prefix('#')?.to_string();
+            root.pointer(&target)?;
+            target
+        }
+        None => "/properties/citations/items".to_string(),
+    };
+    schema.pointer_mut(&pointer)
+}
+
+/// Give the string property `field` of an object schema an `enum` of `values` (kept to the
+/// values it already allowed when it has an enum of its own and they overlap).
+fn restrict_to(object: &mut Value, field: &str, values: &[&str]) {
+    let Some(prop) = object
+        .get_mut("properties")
+        .and_then(|p| p.get_mut(field))
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let mut allowed: Vec<Value> = Vec::new();
+    for v in values {
+        let v = json!(v);
+        if !allowed.contains(&v) {
+            allowed.push(v);
+        }
+    }
+    if let Some(Value::Array(own)) = prop.get("enum") {
+        allowed.retain(|v| own.contains(v));
+        if allowed.is_empty() {
+            return;
+        }
+    }
+    prop.insert("enum".into(), Value::Array(allowed));
 }
 
 /// The agent's side of the ask loop (DESIGN.md#ask-loop): its answer checks, the correction
@@ -217,7 +271,13 @@ impl Asker for TurnAsk<'_> {
     type Invalid = String;
 
     fn check(&mut self, json: Result<&Value, &str>) -> Result<AgentTurnResult, String> {
-        let value = json.map_err(|e| format!("the reply was not valid JSON ({e})"))?;
+        let value = json.map_err(|e| {
+            if e.starts_with(CUT_OFF) {
+                format!("the reply was {e}")
+            } else {
+                format!("the reply was not valid JSON ({e})")
+            }
+        })?;
         check_answer(self.board, self.agent, value)
     }
 
@@ -285,8 +345,9 @@ pub fn agent_turn(
         caller: name.clone(),
         system: agent.system_prompt.clone(),
         messages: vec![Message::user(render_agent_user(&board, &call)?)],
-        expect: Some(agent_expected_json(&agent)),
+        expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
     };
+    let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);
     let mut turn = TurnAsk {
         board: &mut board,
         clock,
@@ -365,6 +426,74 @@ mod tests {
         }
         b.status = crate::model::Status::ForcedStop;
         assert!(b.expect_stage(Stage::AgentTurn).is_err());
+    }
+
+    /// The schema sent keeps citations to the collected documents (an enum of their ids and
+    /// paths); without documents it is the agent's own. OpenAI's strict conversion keeps the
+    /// enums, and the schema compiles as JSON Schema (Anthropic's tool input).
+    #[test]
+    fn the_schema_sent_keeps_citations_to_the_documents() {
+        let mut agent = crate::stage::fixtures::agent("arch");
+        let cite = json!({"type": "object", "properties": {
+            "document_id": {"type": "string"}, "source_path": {"type": "string"},
+            "quote": {"type": "string"}}, "required": ["document_id", "source_path", "quote"]});
+        agent.output_schema = json!({"type": "object", "properties": {
+            "response": {"type": "string"},
+            "citations": {"type": "array", "items": cite}}, "required": ["response"]})
+        .as_object()
+        .unwrap()
+        .clone();
+        let doc = |id: &str| ContextDocument {
+            document_id: id.into(),
+            source_path: id.into(),
+            source_type: crate::model::DocumentSource::DirectoryFile,
+            purpose: String::new(),
+            excerpt: "x".into(),
+            char_count: 1,
+        };
+        let docs = [doc("docs/a.md"), doc("docs/b.md")];
+        let sent = agent_expected_json(&agent, &docs).schema;
+        let item = &sent["properties"]["citations"]["items"]["properties"];
+        assert_eq!(
+            item["document_id"]["enum"],
+            json!(["docs/a.md", "docs/b.md"])
+        );
+        assert_eq!(
+            item["source_path"]["enum"],
+            json!(["docs/a.md", "docs/b.md"])
+        );
+        assert_eq!(item["quote"].get("enum"), None);
+        let strict = crate::llm::openai::to_strict(&sent).expect("strict-able");
+        assert_eq!(
+            strict["properties"]["citations"]["items"]["properties"]["document_id"]["enum"],
+            json!(["docs/a.md", "docs/b.md"])
+        );
+        for s in [&sent, &strict] {
+            let v = jsonschema::validator_for(s).unwrap();
+            let cited = |id: &str| {
+                json!({"response": "r", "citations": [
+                {"document_id": id, "source_path": id, "quote": "x"}]})
+            };
+            assert!(v.is_valid(&cited("docs/a.md")));
+            assert!(!v.is_valid(&cited("docs/invented.md")));
+        }
+        // Through a $ref, and not at all without documents.
+        let mut by_ref = agent.clone();
+        by_ref.output_schema = json!({"type": "object", "$defs": {"C": cite},
+            "properties": {"response": {"type": "string"},
+                "citations": {"type": "array", "items": {"$ref": "#/$defs/C"}}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        let sent = agent_expected_json(&by_ref, &docs).schema;
+        assert_eq!(
+            sent["$defs"]["C"]["properties"]["document_id"]["enum"],
+            json!(["docs/a.md", "docs/b.md"])
+        );
+        assert_eq!(
+            agent_expected_json(&agent, &[]).schema,
+            Value::Object(agent.output_schema.clone())
+        );
     }
 
     #[test]

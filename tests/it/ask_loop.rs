@@ -223,6 +223,94 @@ fn pm_forced_round_is_retried_once_too() {
     assert!(b.final_report.is_some());
 }
 
+/// An OpenAI reply the model had to stop at max_tokens: `content` is all it wrote.
+fn cut_at_max_tokens(content: &str) -> Action {
+    let body = json!({"id": "c", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                     "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 1500}});
+    json(200, &body.to_string())
+}
+
+#[test]
+fn pm_reply_cut_at_max_tokens_says_so_and_the_retry_quotes_only_its_head() {
+    let runaway = format!("{{\"analysis\": \"{}", "cost ".repeat(4000));
+    let server = FakeServer::start(vec![cut_at_max_tokens(&runaway), ok_answer(&call("arch"))]);
+    let b = stage("pm-step", &server, &openai(common::board()), 1);
+    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    let invalid: Vec<_> = b
+        .event_log
+        .iter()
+        .filter(|e| e.event_type.as_str() == "pm_invalid_output")
+        .collect();
+    let error = invalid[0].error.clone().unwrap();
+    assert!(
+        error.starts_with("cut off at max_tokens (1500 tokens)")
+            && error.contains("raise --max-tokens"),
+        "{error}"
+    );
+    let retry = server.request(1).json();
+    let messages = retry["messages"].as_array().unwrap();
+    let echoed = messages[messages.len() - 2]["content"].as_str().unwrap();
+    assert!(
+        echoed.starts_with("{\"analysis\": \"cost cost") && echoed.chars().count() < 1200,
+        "the retry quotes a short head, not {} characters",
+        echoed.chars().count()
+    );
+    assert!(last_user(&server, 1).contains("cut off at max_tokens"));
+
+    // Cut twice: the round fails, and last_error says why in words a user can act on.
+    let server = FakeServer::start(vec![
+        cut_at_max_tokens(&runaway),
+        cut_at_max_tokens(&runaway),
+    ]);
+    let b = stage("pm-step", &server, &openai(common::board()), 1);
+    let err = b.last_error.as_deref().unwrap();
+    assert!(
+        err.starts_with("PM output was cut off at max_tokens")
+            && err.contains("raise --max-tokens"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("EOF") && !err.contains("not valid JSON"),
+        "{err}"
+    );
+}
+
+/// Every call kind sends its own default max_tokens (an unbounded local model generates until
+/// its context is full); --max-tokens wins. The schema sent is the meeting's own.
+#[test]
+fn each_call_kind_sends_its_default_max_tokens_and_the_meetings_schema() {
+    let agent_answer = json!({"response": "The cluster costs $4,000 per month.", "key_points": [],
+        "risks": [], "recommendations": [], "citations": []});
+    let server = FakeServer::start(vec![
+        ok_answer(&call("arch")),
+        ok_answer(&agent_answer),
+        ok_answer(&finish()),
+        ok_answer(&call("biz")),
+    ]);
+    let b = stage("pm-step", &server, &openai(common::board()), 1);
+    let pm = server.request(0).json();
+    assert_eq!(pm["max_tokens"], 1500);
+    let schema = &pm["response_format"]["json_schema"]["schema"]["properties"];
+    assert_eq!(schema["target_agent"]["enum"], json!(["arch", "biz", null]));
+    stage("agent-turn", &server, &b, 1);
+    assert_eq!(server.request(1).json()["max_tokens"], 1200);
+    let mut forced = openai(common::board());
+    forced.loop_count = forced.max_loops;
+    stage("pm-step", &server, &forced, 1);
+    let closing = server.request(2).json();
+    assert_eq!(closing["max_tokens"], 2000);
+    let schema = &closing["response_format"]["json_schema"]["schema"]["properties"];
+    assert_eq!(schema["next_action"]["enum"], json!(["FINISH"]));
+    program("pm-step", &server)
+        .args(["--max-attempts", "1", "--max-tokens", "300"])
+        .stdin(serde_json::to_string(&openai(common::board())).unwrap())
+        .run()
+        .success();
+    assert_eq!(server.request(3).json()["max_tokens"], 300);
+}
+
 // --- agent-turn ---------------------------------------------------------------------------
 
 fn answer(citations: Value) -> Value {
@@ -365,6 +453,28 @@ fn builder_invalid_twice_is_two_requests_and_exit_1() {
         .stderr_has("after 2 attempts");
     assert_eq!(server.count(), 2);
     assert!(!d.path().join("cost.json").exists());
+}
+
+/// With --no-native-schema the AgentConfig schema is in the system message once (the
+/// provider's words), and the builder sends its own default max_tokens.
+#[test]
+fn builder_without_native_schema_sends_the_schema_once() {
+    let server = FakeServer::start(vec![ok_answer(&config(json!(["response"])))]);
+    let d = tempfile::tempdir().unwrap();
+    builder(&server, d.path())
+        .arg("--no-native-schema")
+        .run()
+        .success();
+    let body = server.request(0).json();
+    assert_eq!(body["response_format"], json!({"type": "json_object"}));
+    assert_eq!(body["max_tokens"], 2500);
+    let system = body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(
+        system.matches("\"system_prompt\": {").count(),
+        1,
+        "the schema once: {system}"
+    );
+    assert_eq!(system.matches("\"title\": \"AgentConfig\"").count(), 1);
 }
 
 #[test]

@@ -163,6 +163,7 @@ pub fn ok(text: &str) -> Result<RawReply, AttemptError> {
             completion_tokens: 20,
             estimated: false,
         }),
+        truncated: false,
     })
 }
 

@@ -547,6 +547,85 @@ fn secret_never_leaks(kind: Kind) {
     assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 3);
 }
 
+/// A slow local server (a model on a CPU) is not hammered: a read timeout on a loopback base
+/// URL gets one retry, not `--max-attempts`, and the message says to raise --read-timeout.
+fn local_read_timeout_is_retried_once(kind: Kind) {
+    let slow = Action::Sleep(
+        Duration::from_millis(1500),
+        Box::new(ok(kind, &answer(), None)),
+    );
+    let s = FakeServer::start(vec![slow.clone(), slow.clone(), slow]);
+    let mut c = Client::new(provider(kind, &s, true, 200), 0).with_policy(fast());
+    let (message, attempts) = transient(c.call(&request(), &opts()));
+    assert_eq!((attempts, s.count(), c.calls()), (2, 2, 2), "{message}");
+    assert!(
+        message.contains("timeout") && message.contains("--read-timeout"),
+        "{message}"
+    );
+}
+
+/// A reply the model had to stop at max_tokens says so, instead of "EOF while parsing".
+fn cut_at_max_tokens(kind: Kind) {
+    let head = "{\"response\": \"Use Postgres because";
+    let body = match kind {
+        OpenAi => json!({"id": "c", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": head},
+                         "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 50}}),
+        Anthropic => json!({"id": "m", "type": "message", "role": "assistant", "model": "m",
+            "content": [{"type": "text", "text": head}], "stop_reason": "max_tokens",
+            "usage": {"input_tokens": 10, "output_tokens": 50}}),
+    };
+    let s = FakeServer::start(vec![
+        json(200, &body.to_string()),
+        ok_text(kind, &answer().to_string()),
+    ]);
+    let mut c = Client::new(provider(kind, &s, false, 5000), 0).with_policy(fast());
+    let o = Options {
+        max_tokens: Some(50),
+        ..opts()
+    };
+    let reply = c.call(&request(), &o).unwrap();
+    assert!(reply.truncated);
+    let e = reply.json.unwrap().unwrap_err();
+    assert!(
+        e.starts_with("cut off at max_tokens (50 tokens)") && e.contains("raise --max-tokens"),
+        "{e}"
+    );
+    assert!(!e.contains("EOF"), "{e}");
+    let reply = c.call(&request(), &o).unwrap();
+    assert!(!reply.truncated);
+    assert_eq!(reply.json, Some(Ok(answer())));
+}
+
+/// The exchange log holds the system message exactly as sent, with the schema in words when
+/// native structured output is off.
+fn logged_system_is_the_one_sent(kind: Kind) {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("llm.jsonl");
+    for native in [true, false] {
+        let s = FakeServer::start(vec![ok_text(kind, &answer().to_string())]);
+        let _ = std::fs::remove_file(&log);
+        let mut c = Client::new(provider(kind, &s, native, 5000), 0)
+            .with_policy(fast())
+            .with_log(Some(log.clone()));
+        c.call(&request(), &opts()).unwrap();
+        let body = s.request(0).json();
+        let sent = match kind {
+            OpenAi => body["messages"][0]["content"].clone(),
+            Anthropic => body["system"].clone(),
+        };
+        let line: Value =
+            serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+        assert_eq!(line["system"], sent, "native {native}");
+        assert_eq!(
+            sent.as_str().unwrap().contains("JSON Schema"),
+            !native,
+            "{sent}"
+        );
+    }
+}
+
 macro_rules! both {
     ($($f:ident),* $(,)?) => {
         mod openai_cases { $( #[test] fn $f() { super::$f(super::Kind::OpenAi) } )* }
@@ -573,7 +652,52 @@ both!(
     no_usage_is_estimated,
     plain_text_call,
     secret_never_leaks,
+    local_read_timeout_is_retried_once,
+    cut_at_max_tokens,
+    logged_system_is_the_one_sent,
 );
+
+/// `--no-response-format` describes the schema in the system message, and the log shows it.
+#[test]
+fn openai_prompt_mode_logs_the_system_message_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("llm.jsonl");
+    let s = FakeServer::start(vec![ok(OpenAi, &answer(), None)]);
+    let t = Timeouts {
+        connect: Duration::from_secs(2),
+        read: Duration::from_secs(5),
+    };
+    let bare = OpenAi::new(&format!("{}/v1", s.url), KEY, false, t)
+        .with_mode(agent_meeting::llm::openai::JsonMode::Prompt);
+    let mut c = Client::new(Box::new(bare), 0)
+        .with_policy(fast())
+        .with_log(Some(log.clone()));
+    c.call(&request(), &opts()).unwrap();
+    let body = s.request(0).json();
+    let line: Value = serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
+    assert_eq!(line["system"], body["messages"][0]["content"]);
+    assert_eq!(line["messages"][0], body["messages"][1]);
+}
+
+/// Strict mode needs every array's `items`: an output schema with an array of anything is
+/// sent non-strict, as the agent wrote it.
+#[test]
+fn openai_array_without_items_is_sent_non_strict() {
+    let s = FakeServer::start(vec![ok(OpenAi, &answer(), None)]);
+    let loose = json!({"type": "object", "properties": {
+        "response": {"type": "string"}, "citations": {"type": "array"}}, "required": ["response"]});
+    let req = Request {
+        expect: Some(ExpectedJson {
+            name: "agent_turn".into(),
+            schema: loose.clone(),
+        }),
+        ..request()
+    };
+    client(OpenAi, &s).call(&req, &opts()).unwrap();
+    let format = &s.request(0).json()["response_format"]["json_schema"];
+    assert_eq!(format["strict"], false);
+    assert_eq!(format["schema"], loose);
+}
 
 /// Nothing listens: the provider is unreachable, which is a runtime failure after the retries
 /// (exit 1 in the programs), not a meeting event.

@@ -1,7 +1,7 @@
 //! Which provider, model and options a caller gets (one test: it changes the environment, so
 //! it runs in a process of its own).
 
-use agent_meeting::llm::{client_for, LlmArgs};
+use agent_meeting::llm::{client_for, client_for_caller, LlmArgs};
 use agent_meeting::model::LlmSettings;
 use serde_json::{json, Map, Value};
 
@@ -64,6 +64,52 @@ fn resolution_order_and_errors() {
         .err()
         .unwrap();
     assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
+
+    // Chosen by what --provider cannot override: the error names what chose it, and does not
+    // suggest the flag (replay, which does override everything, stays the offline way out).
+    let flag = LlmArgs {
+        provider: Some("openai".into()),
+        ..LlmArgs::default()
+    };
+    let e = client_for_caller(
+        &flag,
+        &empty,
+        "arch",
+        &meta(json!({"provider": "anthropic"})),
+        0,
+    )
+    .err()
+    .unwrap();
+    let m = e.to_string();
+    assert!(
+        m.contains("agent \"arch\"")
+            && m.contains("metadata.provider")
+            && m.contains("--provider cannot override")
+            && m.contains("ANTHROPIC_API_KEY"),
+        "{m}"
+    );
+    assert!(!m.contains("choose another with --provider"), "{m}");
+    assert_eq!(e.exit_code(), 1);
+    let e = client_for(&flag, &board, &Map::new(), 0).err().unwrap();
+    let m = e.to_string();
+    assert!(
+        m.contains("llm.provider") && !m.contains("choose another with --provider"),
+        "{m}"
+    );
+    let e = client_for_caller(
+        &flag,
+        &empty,
+        "biz",
+        &meta(json!({"provider": "gemini"})),
+        0,
+    )
+    .err()
+    .unwrap();
+    assert!(
+        e.to_string().contains("unknown provider \"gemini\"")
+            && e.to_string().contains("agent \"biz\""),
+        "{e}"
+    );
 
     // Replay by flag wins over the agent's and the board's provider.
     let args = LlmArgs {

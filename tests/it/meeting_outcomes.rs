@@ -432,3 +432,32 @@ fn sigterm_says_how_to_resume() {
     out.exit(0);
     assert!(work.join("report.md").is_file());
 }
+
+/// A provider chosen by an agent's `metadata.provider` cannot be overridden by `--provider`:
+/// the missing-key error names that agent and does not suggest the flag (checked by `meeting`
+/// before any run folder exists, and by the stage itself).
+#[test]
+fn a_key_missing_for_an_agents_own_provider_names_the_agent() {
+    let work = Workdir::new();
+    let agents = work.copy_agents("agents");
+    let biz = std::fs::read_to_string(agents.join("biz.yaml")).unwrap();
+    let biz: String = biz
+        .lines()
+        .take_while(|l| !l.starts_with("metadata:"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(
+        agents.join("biz.yaml"),
+        format!("{biz}metadata:\n  provider: anthropic\n"),
+    )
+    .unwrap();
+    let run = work
+        .cli("meeting")
+        .env("OPENAI_API_KEY", "sk-test-metadata-provider")
+        .args(["--topic", "Adopt Rust?", "--agents", "arch,biz", "--quiet"])
+        .run();
+    run.exit(1)
+        .stderr_has("set by agent \"biz\" in its config's metadata.provider")
+        .stderr_lacks("choose another with --provider");
+    assert!(!work.join("runs").exists());
+}

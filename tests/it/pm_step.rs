@@ -150,7 +150,7 @@ fn invalid_json_is_retried_once_with_the_error() {
         board(),
         vec![
             ok("Sure! Here is my decision: {oops"),
-            ok_json(call("arch", "Q?")),
+            ok_json(call("arch", "What would it cost?")),
         ],
     );
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
@@ -248,7 +248,7 @@ fn one_retry_for_an_invalid_answer_of_any_kind() {
         vec![
             ok("not json"),
             ok_json(json!({"next_action": "CALL_AGENT", "target_agent": "arch"})),
-            ok_json(call("arch", "Q?")),
+            ok_json(call("arch", "What would it cost?")),
         ],
     );
     assert_eq!(reqs.len(), 2);
@@ -268,8 +268,8 @@ fn unknown_targets_twice_end_the_round() {
     let (b, reqs) = run(
         board(),
         vec![
-            ok_json(call("ops", "Q1?")),
-            ok_json(call("security", "Q2?")),
+            ok_json(call("ops", "How long would it take?")),
+            ok_json(call("security", "Is it secure enough?")),
         ],
     );
     assert_eq!(reqs.len(), 2);
@@ -303,7 +303,10 @@ fn unknown_targets_twice_end_the_round() {
 fn one_routing_error_then_valid_call() {
     let (b, _) = run(
         board(),
-        vec![ok_json(call("ops", "Q1?")), ok_json(call("biz", "Q2?"))],
+        vec![
+            ok_json(call("ops", "How long would it take?")),
+            ok_json(call("biz", "Is it secure enough?")),
+        ],
     );
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "biz");
     assert_eq!(events_of(&b, "pm_routing_error").len(), 1);
@@ -392,7 +395,10 @@ fn a_failed_call_ends_the_round_without_being_sent_again() {
     // The client already spent its attempts (one here); the ask loop never re-sends the
     // same request (DESIGN.md#ask-loop).
     let timeout = || Err(AttemptError::Timeout("read timed out".into()));
-    let (b, reqs) = run(board(), vec![timeout(), ok_json(call("arch", "Q?"))]);
+    let (b, reqs) = run(
+        board(),
+        vec![timeout(), ok_json(call("arch", "What would it cost?"))],
+    );
     assert_eq!(reqs.len(), 1);
     assert_eq!(b.pending_call, None);
     assert_eq!(b.status, Status::Finishing);
@@ -494,9 +500,12 @@ fn pm_config_prompt_and_output_schema_apply() {
         _ => unreachable!(),
     };
     b0.pm = Some(pm);
-    let mut short = call("arch", "Q?");
+    let mut short = call("arch", "What would it cost?");
     short["analysis"] = json!("x");
-    let (b, reqs) = run(b0, vec![ok_json(short), ok_json(call("arch", "Q?"))]);
+    let (b, reqs) = run(
+        b0,
+        vec![ok_json(short), ok_json(call("arch", "What would it cost?"))],
+    );
     assert_eq!(reqs[0].system, "You are the custom PM.");
     let fb = last_user(&reqs[1]);
     assert!(
@@ -689,4 +698,58 @@ fn cli_rejects_bad_board_version_and_shows_example_in_help() {
         .success()
         .stdout_has("Example:")
         .stdout_has("pm-step --provider replay");
+}
+
+/// A placeholder answer is not content (issue 10, item 8): the issue's all-"..." FINISH, a
+/// CALL_AGENT whose question is "...", and a report without its two parts are each retried
+/// with the reason; a second placeholder fails the round instead of becoming the report.
+#[test]
+fn placeholder_answers_are_retried_with_the_reason() {
+    let dots = json!({"next_action": "FINISH", "target_agent": "...",
+                      "prompt_for_agent": "...", "final_report": "..."});
+    let (b, reqs) = run(board(), vec![ok_json(dots.clone()), ok_json(dots)]);
+    assert_eq!(reqs.len(), 2);
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("target_agent: must be null when next_action is FINISH"),
+        "{fb}"
+    );
+    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(b.final_report, None, "no report made of placeholders");
+    let err = b.last_error.as_deref().unwrap();
+    assert!(
+        err.starts_with("PM decision invalid: target_agent"),
+        "{err}"
+    );
+
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok_json(call("arch", "...")),
+            ok_json(call("arch", "How long would the rewrite take?")),
+        ],
+    );
+    assert!(
+        last_user(&reqs[1]).contains("prompt_for_agent: \"...\" is a placeholder"),
+        "{}",
+        last_user(&reqs[1])
+    );
+    assert_eq!(
+        b.pending_call.unwrap().prompt,
+        "How long would the rewrite take?"
+    );
+
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok_json(finish("We should keep Python.")),
+            ok_json(finish(REPORT)),
+        ],
+    );
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("final_report: lacks its \"### Recommendation\" part"),
+        "{fb}"
+    );
+    assert_eq!(b.final_report.as_deref(), Some(REPORT));
 }

@@ -1,6 +1,7 @@
 //! `render-report`, the meeting report (DESIGN.md#report): which kind of report a board calls
 //! for, the view model the templates see, the evidence list built only from validated
 //! citations, and saving the report. The tolerant reading of the PM's final report lives in
+//! `crate::final_report` (pm-step checks a FINISH with it too), the final tidying in
 //! `markdown`, the appendix's sequence diagram in `mermaid`.
 //!
 //! Everything a template needs is computed here, so the templates in `share/templates/` stay
@@ -25,7 +26,7 @@ use crate::text::fold_ws;
 mod markdown;
 mod mermaid;
 
-pub use markdown::{split_final_report, ReportParts, SEE_SUMMARY};
+pub use crate::final_report::{split_final_report, ReportParts, SEE_SUMMARY};
 pub use mermaid::mermaid;
 
 use markdown::tidy_markdown;

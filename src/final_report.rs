@@ -1,0 +1,396 @@
+//! The PM's final report and its two parts (DESIGN.md#report): the tolerant split into
+//! executive summary and recommendation that `render-report` shows, and the same reading for
+//! `pm-step`'s check that a FINISH carries both parts (DESIGN.md#pm-round). Shared by the two
+//! stages, so it lives beside them.
+//!
+//! A small line-based reader, not a Markdown parser: it only needs headings, emphasis, labels
+//! and code fences, and it must accept whatever a model writes without failing. Headings are
+//! demoted so model text cannot open a report section.
+
+/// What the Recommendation says when the PM's report has no recognisable recommendation part.
+pub const SEE_SUMMARY: &str = "See the executive summary.";
+
+/// The two parts the PM is asked to write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportParts {
+    pub executive_summary: String,
+    pub recommendation: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Part {
+    Summary,
+    Recommendation,
+}
+
+const SUMMARY_LABELS: [&str; 7] = [
+    "executive summary",
+    "summary",
+    "exec summary",
+    "tl;dr",
+    "执行摘要",
+    "摘要",
+    "总结",
+];
+const RECOMMENDATION_LABELS: [&str; 7] = [
+    "recommendation",
+    "recommendations",
+    "final recommendation",
+    "our recommendation",
+    "建议",
+    "推荐",
+    "最终建议",
+];
+
+/// The two parts as the report reads them, before any default text: `None` when the report
+/// has no label at all.
+struct Labelled {
+    /// Text before the first label (minus a title heading) and the summary part, demoted.
+    summary: String,
+    /// The recommendation part, demoted.
+    recommendation: String,
+}
+
+fn read_labels(report: &str) -> Option<Labelled> {
+    let mut preamble: Vec<String> = Vec::new();
+    let mut summary: Vec<String> = Vec::new();
+    let mut rec: Vec<String> = Vec::new();
+    let mut current: Option<Part> = None;
+    let mut found = false;
+    let mut in_fence = false;
+    for line in report.lines() {
+        if is_fence(line) {
+            in_fence = !in_fence;
+        }
+        let label = if in_fence || is_fence(line) {
+            None
+        } else {
+            match_label(line)
+        };
+        if let Some((part, rest)) = label {
+            found = true;
+            current = Some(part);
+            if !rest.is_empty() {
+                target(&mut preamble, &mut summary, &mut rec, current).push(rest);
+            }
+            continue;
+        }
+        target(&mut preamble, &mut summary, &mut rec, current).push(line.to_string());
+    }
+    if !found {
+        return None;
+    }
+    // A title such as "# Final Report" before the first part is dropped; other text is kept.
+    let preamble: Vec<String> = preamble
+        .into_iter()
+        .filter(|l| !matches!(heading_level(l), Some(lvl) if lvl <= 2))
+        .collect();
+    let mut exec = demote_headings(&preamble.join("\n"));
+    let body = demote_headings(&summary.join("\n"));
+    if !body.is_empty() {
+        if !exec.is_empty() {
+            exec.push_str("\n\n");
+        }
+        exec.push_str(&body);
+    }
+    Some(Labelled {
+        summary: exec,
+        recommendation: demote_headings(&rec.join("\n")),
+    })
+}
+
+/// Split the PM's final report into its executive summary and recommendation. The labels are
+/// recognised case-insensitively as a Markdown heading of any level, a bold or italic line, or
+/// a `Label:` line (text after the colon belongs to the part). A part runs until the other
+/// label, so sub-headings such as "What is still uncertain" stay with the part they follow;
+/// text before the first label (minus a title heading) joins the summary. Without any label
+/// the whole report is the summary and the recommendation points to it.
+pub fn split_final_report(report: &str) -> ReportParts {
+    let Some(parts) = read_labels(report) else {
+        let whole = demote_headings(report);
+        return ReportParts {
+            executive_summary: if whole.is_empty() {
+                SEE_SUMMARY.to_string()
+            } else {
+                whole
+            },
+            recommendation: SEE_SUMMARY.to_string(),
+        };
+    };
+    ReportParts {
+        executive_summary: if parts.summary.is_empty() {
+            "The PM's report gives no executive summary.".to_string()
+        } else {
+            parts.summary
+        },
+        recommendation: if parts.recommendation.is_empty() {
+            SEE_SUMMARY.to_string()
+        } else {
+            parts.recommendation
+        },
+    }
+}
+
+/// The text of the two parts exactly as the report reads them (the same labels and rules as
+/// [`split_final_report`]), empty where a part is missing: without labels the recommendation
+/// is missing. For pm-step's check that a FINISH carries both parts.
+pub(crate) fn labelled_parts(report: &str) -> (String, String) {
+    match read_labels(report) {
+        Some(p) => (p.summary, p.recommendation),
+        None => (demote_headings(report), String::new()),
+    }
+}
+
+fn target<'a>(
+    preamble: &'a mut Vec<String>,
+    summary: &'a mut Vec<String>,
+    rec: &'a mut Vec<String>,
+    part: Option<Part>,
+) -> &'a mut Vec<String> {
+    match part {
+        None => preamble,
+        Some(Part::Summary) => summary,
+        Some(Part::Recommendation) => rec,
+    }
+}
+
+/// The level of a Markdown ATX heading line (`## x` → 2).
+fn heading_level(line: &str) -> Option<usize> {
+    let t = line.trim_start();
+    let level = t.chars().take_while(|&c| c == '#').count();
+    if (1..=6).contains(&level) && (t.len() == level || t[level..].starts_with([' ', '\t'])) {
+        Some(level)
+    } else {
+        None
+    }
+}
+
+/// Whether `line` labels one of the two parts; returns the part and any text after the label.
+fn match_label(line: &str) -> Option<(Part, String)> {
+    let t = line.trim();
+    if t.is_empty() {
+        return None;
+    }
+    let (body, marked) = if let Some(level) = heading_level(t) {
+        (
+            t[level..].trim().trim_end_matches('#').trim().to_string(),
+            true,
+        )
+    } else {
+        strip_emphasis(t)
+    };
+    // "Recommendation: adopt X" carries text after the label.
+    let (head, rest) = match body.find([':', '：']) {
+        Some(i) => {
+            let colon_len = body[i..].chars().next().map_or(1, char::len_utf8);
+            (
+                body[..i].to_string(),
+                body[i + colon_len..].trim().to_string(),
+            )
+        }
+        None => (body.clone(), String::new()),
+    };
+    let (head, head_marked) = strip_emphasis(head.trim());
+    let had_colon = body.contains([':', '：']);
+    // A plain line must be the bare label or `Label:` so ordinary sentences never match.
+    if !marked && !head_marked && !had_colon && !is_bare_label_line(t) {
+        return None;
+    }
+    let rest = strip_emphasis(rest.trim()).0;
+    let norm = normalise_label(&head);
+    if SUMMARY_LABELS.contains(&norm.as_str()) {
+        Some((Part::Summary, rest))
+    } else if RECOMMENDATION_LABELS.contains(&norm.as_str()) {
+        Some((Part::Recommendation, rest))
+    } else {
+        None
+    }
+}
+
+fn is_bare_label_line(t: &str) -> bool {
+    let n = normalise_label(t);
+    SUMMARY_LABELS.contains(&n.as_str()) || RECOMMENDATION_LABELS.contains(&n.as_str())
+}
+
+/// `**x**` / `__x__` / `*x*` / `_x_` around the start of a line: the inner label plus what
+/// follows the closing marker (`**Recommendation:** adopt` → `Recommendation: adopt`).
+fn strip_emphasis(t: &str) -> (String, bool) {
+    for marker in ["**", "__", "*", "_"] {
+        if let Some(inner) = t.strip_prefix(marker) {
+            if let Some(end) = inner.find(marker) {
+                let label = &inner[..end];
+                let after = inner[end + marker.len()..].trim_start();
+                let joined = if after.is_empty() {
+                    label.to_string()
+                } else if after.starts_with([':', '：']) || label.trim_end().ends_with([':', '：'])
+                {
+                    format!("{label}{after}")
+                } else {
+                    format!("{label}: {after}")
+                };
+                return (joined, true);
+            }
+        }
+    }
+    (t.to_string(), false)
+}
+
+/// Lower-case, without list numbering (`1.`, `2)`), emphasis marks or a trailing colon.
+fn normalise_label(s: &str) -> String {
+    let s = s.trim().trim_matches(|c| c == '*' || c == '_').trim();
+    let s = s.trim_end_matches([':', '：']).trim();
+    let digits = s.chars().take_while(char::is_ascii_digit).count();
+    let s = if digits > 0 && s[digits..].starts_with(['.', ')']) {
+        s[digits + 1..].trim()
+    } else {
+        s
+    };
+    s.to_lowercase()
+}
+
+/// Trim blank lines and shift headings so the shallowest is `###`: the report's own sections
+/// are `##`, and a PM heading must not end them early.
+fn demote_headings(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let start = lines.iter().position(|l| !l.trim().is_empty());
+    let end = lines.iter().rposition(|l| !l.trim().is_empty());
+    let (Some(start), Some(end)) = (start, end) else {
+        return String::new();
+    };
+    let lines = &lines[start..=end];
+    let mut in_fence = false;
+    let mut min_level = usize::MAX;
+    for l in lines {
+        if is_fence(l) {
+            in_fence = !in_fence;
+        } else if !in_fence {
+            if let Some(lvl) = heading_level(l) {
+                min_level = min_level.min(lvl);
+            }
+        }
+    }
+    let shift = 3_usize.saturating_sub(min_level);
+    let mut out = Vec::with_capacity(lines.len());
+    in_fence = false;
+    for l in lines {
+        if is_fence(l) {
+            in_fence = !in_fence;
+            out.push(l.trim_end().to_string());
+            continue;
+        }
+        match heading_level(l) {
+            Some(lvl) if !in_fence && shift > 0 => {
+                let t = l.trim_start();
+                let new_level = (lvl + shift).min(6);
+                out.push(format!("{}{}", "#".repeat(new_level), t[lvl..].trim_end()));
+            }
+            _ => out.push(l.trim_end().to_string()),
+        }
+    }
+    out.join("\n")
+}
+
+pub(crate) fn is_fence(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("```") || t.starts_with("~~~")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_in_many_styles() {
+        for (line, part, rest) in [
+            ("### Executive Summary", Part::Summary, ""),
+            ("## executive summary", Part::Summary, ""),
+            ("# Recommendation #", Part::Recommendation, ""),
+            ("**Executive Summary**", Part::Summary, ""),
+            ("**Executive Summary:**", Part::Summary, ""),
+            (
+                "**Recommendation:** Adopt Rust.",
+                Part::Recommendation,
+                "Adopt Rust.",
+            ),
+            ("__Recommendations__", Part::Recommendation, ""),
+            ("Executive summary:", Part::Summary, ""),
+            ("Recommendation: go", Part::Recommendation, "go"),
+            ("## 2. Recommendation", Part::Recommendation, ""),
+            ("## 建议", Part::Recommendation, ""),
+            ("Summary", Part::Summary, ""),
+        ] {
+            assert_eq!(match_label(line), Some((part, rest.to_string())), "{line}");
+        }
+        for line in [
+            "We summarise the summary.",
+            "The recommendation is clear",
+            "## Risks",
+            "- summary: x",
+        ] {
+            assert_eq!(match_label(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn odd_reports_never_panic() {
+        for text in [
+            "",
+            "#",
+            "**",
+            "*",
+            "_",
+            "：",
+            "1.",
+            "1)",
+            "**Summary",
+            "Summary:",
+            "## ",
+            "##\t",
+            "```",
+            "**a**b",
+            "__**Recommendation**__",
+            "é**Summary:**",
+            "**摘要：** 好",
+            "Recommendation：建议",
+            "# # #",
+            "9999999999.",
+        ] {
+            let parts = split_final_report(text);
+            assert!(
+                !parts.executive_summary.is_empty() && !parts.recommendation.is_empty(),
+                "{text:?}"
+            );
+        }
+        assert_eq!(split_final_report("**摘要：** 好").executive_summary, "好");
+    }
+
+    #[test]
+    fn labelled_parts_are_empty_where_missing() {
+        let both = "# Final\n### Executive Summary\nAdopt.\n### Recommendation\nPilot it.";
+        assert_eq!(
+            labelled_parts(both),
+            ("Adopt.".to_string(), "Pilot it.".to_string())
+        );
+        assert_eq!(labelled_parts("..."), ("...".to_string(), String::new()));
+        assert_eq!(
+            labelled_parts("Recommendation: go"),
+            (String::new(), "go".to_string())
+        );
+        assert_eq!(
+            labelled_parts("Intro.\n\n**Recommendation:** go"),
+            ("Intro.".to_string(), "go".to_string())
+        );
+    }
+
+    #[test]
+    fn heading_levels() {
+        assert_eq!(heading_level("## a"), Some(2));
+        assert_eq!(heading_level("#hashtag"), None);
+        assert_eq!(heading_level("####### seven"), None);
+        assert_eq!(demote_headings("# A\ntext\n## B"), "### A\ntext\n#### B");
+        assert_eq!(
+            demote_headings("```\n# not a heading\n```"),
+            "```\n# not a heading\n```"
+        );
+    }
+}
