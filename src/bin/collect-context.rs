@@ -40,7 +40,7 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     context_root: Option<PathBuf>,
 
-    /// Also collect likely secrets (.env*, *.pem, *.key, id_rsa*, .ssh/, .aws/, *.p12, credentials*)
+    /// Also collect files whose names say they hold secrets (.env*, id_rsa, *.pem, *.key, .netrc, .ssh/, credentials*, ...)
     #[arg(long)]
     allow_sensitive: bool,
 

@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::decode::read_text;
+use super::sensitive::is_sensitive;
 use crate::error::{Error, Result};
 use crate::io::os_error;
 use crate::model::{ContextDocument, ContextSource, DocumentSource, SkippedPath, SourceType};
@@ -355,54 +356,4 @@ fn display_rel(rel: &[String]) -> String {
 
 fn is_ignored_dir(name: &str) -> bool {
     IGNORED_DIRS.contains(&name)
-}
-
-/// Likely secrets (DESIGN.md#context-collection): anything under `.ssh/` or `.aws/`, and file
-/// names like `.env*`, `*.pem`, `*.key`, `id_rsa*`, `*.p12`, `credentials*`. Case-insensitive,
-/// because `.ENV` on a case-insensitive disk is the same file.
-pub(crate) fn is_sensitive(rel: &[String]) -> bool {
-    let lower: Vec<String> = rel.iter().map(|c| c.to_lowercase()).collect();
-    if lower.iter().any(|c| c == ".ssh" || c == ".aws") {
-        return true;
-    }
-    let Some(name) = lower.last() else {
-        return false;
-    };
-    name.starts_with(".env")
-        || name.starts_with("id_rsa")
-        || name.starts_with("credentials")
-        || [".pem", ".key", ".p12"]
-            .iter()
-            .any(|ext| name.ends_with(ext))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sensitive_names() {
-        let s = |p: &str| is_sensitive(&p.split('/').map(str::to_string).collect::<Vec<_>>());
-        for p in [
-            ".env",
-            ".env.local",
-            "a/server.pem",
-            "k.KEY",
-            "id_rsa.pub",
-            "x/.ssh/config",
-            ".aws/config",
-            "c.p12",
-            "credentials.json",
-        ] {
-            assert!(s(p), "{p}");
-        }
-        for p in [
-            "env.md",
-            "docs/keys.md",
-            "notes/aws.md",
-            "my_credentials.md",
-        ] {
-            assert!(!s(p), "{p}");
-        }
-    }
 }

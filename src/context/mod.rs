@@ -18,6 +18,7 @@ use crate::model::{ContextBundle, MeetingInput};
 
 mod collect;
 mod decode;
+mod sensitive;
 mod summary;
 
 pub use decode::{read_text, Text};
