@@ -11,7 +11,9 @@ use std::path::{Component, Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::decode::read_text;
+use super::redact;
 use super::sensitive::is_sensitive;
+use super::Redaction;
 use crate::error::{Error, Result};
 use crate::io::os_error;
 use crate::model::{ContextDocument, ContextSource, DocumentSource, SkippedPath, SourceType};
@@ -52,7 +54,11 @@ pub(crate) struct Collector {
     /// Canonical base folder.
     base: PathBuf,
     allow_sensitive: bool,
+    /// Redact secrets in excerpts (`--no-redact` turns it off).
+    redact: bool,
     documents: Vec<ContextDocument>,
+    /// What was redacted, per document, in document order.
+    redacted: Vec<Redaction>,
     skipped: Vec<SkippedPath>,
     /// Root-relative paths already collected or tried, for the `duplicate` rule.
     seen: HashSet<String>,
@@ -67,20 +73,28 @@ struct Resolved {
 
 impl Collector {
     /// `root` and `base` are canonical folders; `base` is where written paths resolve from.
-    pub(crate) fn new(root: PathBuf, base: PathBuf, allow_sensitive: bool) -> Collector {
+    pub(crate) fn new(
+        root: PathBuf,
+        base: PathBuf,
+        allow_sensitive: bool,
+        redact: bool,
+    ) -> Collector {
         Collector {
             root,
             base,
             allow_sensitive,
+            redact,
             documents: Vec::new(),
+            redacted: Vec::new(),
             skipped: Vec::new(),
             seen: HashSet::new(),
         }
     }
 
-    /// The documents collected and the paths skipped, in the order they were met.
-    pub(crate) fn finish(self) -> (Vec<ContextDocument>, Vec<SkippedPath>) {
-        (self.documents, self.skipped)
+    /// The documents collected, the paths skipped, and what was redacted, in the order they
+    /// were met.
+    pub(crate) fn finish(self) -> (Vec<ContextDocument>, Vec<SkippedPath>, Vec<Redaction>) {
+        (self.documents, self.skipped, self.redacted)
     }
 
     fn skip(&mut self, path: impl Into<String>, reason: impl Into<String>) {
@@ -190,15 +204,35 @@ impl Collector {
         }
         let path = self.root.join(rel_path(&r.rel));
         let len = r.meta.is_file().then_some(r.meta.len());
-        match fs::File::open(&path).and_then(|f| read_text(f, source.max_chars_per_file, len)) {
-            Ok(Some(text)) => self.documents.push(ContextDocument {
-                document_id: id.clone(),
-                source_path: id,
-                source_type,
-                purpose: source.purpose.clone(),
-                excerpt: text.excerpt,
-                char_count: text.char_count,
-            }),
+        let max = source.max_chars_per_file;
+        let read_max = if self.redact {
+            max.saturating_add(redact::LOOKAHEAD_CHARS)
+        } else {
+            max
+        };
+        match fs::File::open(&path).and_then(|f| read_text(f, read_max, len)) {
+            Ok(Some(text)) => {
+                let (text, kinds) = if self.redact {
+                    redact::redact_excerpt(text, max)
+                } else {
+                    (text, Vec::new())
+                };
+                if !kinds.is_empty() {
+                    self.redacted.push(Redaction {
+                        document_id: id.clone(),
+                        kinds: kinds.clone(),
+                    });
+                }
+                self.documents.push(ContextDocument {
+                    document_id: id.clone(),
+                    source_path: id,
+                    source_type,
+                    purpose: source.purpose.clone(),
+                    excerpt: text.excerpt,
+                    char_count: text.char_count,
+                    redactions: u32::try_from(kinds.len()).unwrap_or(u32::MAX),
+                })
+            }
             Ok(None) => self.skip(id, reason::BINARY),
             Err(e) => self.skip(id, unreadable(&e)),
         }
