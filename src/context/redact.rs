@@ -6,7 +6,9 @@
 //! The formats follow gitleaks' rules (github.com/gitleaks/gitleaks, `config/gitleaks.toml`:
 //! `private-key`, `aws-access-token`, `github-pat`/`-oauth`/`-app-token`/`-fine-grained-pat`,
 //! `slack-*-token`, `slack-webhook-url`, `openai-api-key`, `anthropic-api-key`,
-//! `gcp-api-key`, `stripe-access-token`, `jwt`), loosened on length where the real format is
+//! `gcp-api-key`, `stripe-access-token`, `gitlab-pat`, `npm-access-token`, `pypi-upload-token`,
+//! `huggingface-access-token`, `sendgrid-api-token`, `jwt`, and the bearer part of
+//! `curl-auth-header`), loosened on length where the real format is
 //! longer than test and example tokens, and kept strict on the prefix; the assignment rule
 //! follows detect-secrets' `KeywordDetector` (github.com/Yelp/detect-secrets,
 //! `detect_secrets/plugins/keyword.py`) and the URL rule its `BasicAuthDetector`.
@@ -14,9 +16,8 @@
 //! Cost: one `RegexSet` pass over the text, then only the kinds that matched run their own
 //! regex.
 
-use std::sync::LazyLock;
-
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use regex::{Regex, RegexSet};
 
@@ -37,7 +38,7 @@ fn always(_: &str) -> bool {
 
 /// In order of precedence: where two rules' secrets overlap the earlier rule's wins (so
 /// `api_key = "sk-…"` is an `openai-key`, and a token inside a key block is the block).
-const RULES: [Rule; 12] = [
+const RULES: [Rule; 18] = [
     Rule {
         kind: "private-key",
         // A header followed by key material (so a header quoted in prose stays: at most a
@@ -94,6 +95,37 @@ const RULES: [Rule; 12] = [
         real: always,
     },
     Rule {
+        kind: "gitlab-token",
+        pattern: r"(?-u:\b)gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}",
+        real: always,
+    },
+    Rule {
+        kind: "npm-token",
+        pattern: r"(?-u:\b)npm_[A-Za-z0-9]{36}(?-u:\b)",
+        real: always,
+    },
+    Rule {
+        kind: "pypi-token",
+        pattern: r"(?-u:\b)pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{40,}",
+        real: always,
+    },
+    Rule {
+        kind: "huggingface-token",
+        pattern: r"(?-u:\b)hf_[A-Za-z0-9]{30,}(?-u:\b)",
+        real: always,
+    },
+    Rule {
+        kind: "sendgrid-key",
+        pattern: r"(?-u:\b)SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}",
+        real: always,
+    },
+    Rule {
+        kind: "bearer-token",
+        // `Bearer <token>` (an HTTP header, a curl line): the word stays.
+        pattern: r"(?i)(?-u:\b)bearer[ \t]+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)",
+        real: has_letter_and_digit,
+    },
+    Rule {
         kind: "url-password",
         // `scheme://user:password@host`: the user name stays.
         pattern: r"(?i)(?-u:\b)[a-z][a-z0-9+.-]{1,20}://[^\s/:@'\x22]{1,64}:(?P<secret>[^\s/@'\x22]{1,128})@",
@@ -102,9 +134,10 @@ const RULES: [Rule; 12] = [
     Rule {
         kind: "secret-assignment",
         // A key ending in a secret word, `=`, `:`, `:=` or `=>`, and a value: quoted anywhere
-        // on the line, or bare only when the rest of the line is empty or a comment (so
-        // "Password: see below" is prose). The key and the quotes stay.
-        pattern: r#"(?im)(?:^|[\s{,;(])(?:export[ \t]+)?["']?[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|secret|token|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key|secret[_.-]?key|auth[_.-]?key|client[_.-]?key|credentials?)["']?[ \t]*(?::=|=>|=|:)[ \t]*(?:"(?P<secret>[^"\n]{1,256})"|'(?P<secret_q>[^'\n]{1,256})'|(?P<secret_bare>[^\s"'#;,]{1,256})[ \t]*(?:#[^\n]*)?$)"#,
+        // on the line, or bare only when the rest of the line is empty or a comment, or a
+        // `;` or `&` follows (connection strings, query strings), so "Password: see below"
+        // is prose. The key and the quotes stay.
+        pattern: r#"(?im)(?:^|[\s{,;(&?])(?:export[ \t]+)?["']?[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|[_.-]pass|[_.-]pwd|secret|token|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key|secret[_.-]?key|auth[_.-]?key|client[_.-]?key|account[_.-]?key|credentials?)["']?[ \t]*(?::=|=>|=|:)[ \t]*(?:"(?P<secret>[^"\n]{1,256})"|'(?P<secret_q>[^'\n]{1,256})'|(?P<secret_bare>[^\s"'#;,&]{1,256})(?:[ \t]*(?:#[^\n]*)?$|[;&]))"#,
         real: is_real_value,
     },
 ];
@@ -117,6 +150,11 @@ static REGEXES: LazyLock<Vec<Regex>> = LazyLock::new(|| {
         .map(|r| Regex::new(r.pattern).expect("redaction rule"))
         .collect()
 });
+
+/// Bearer tokens are random: a word after "bearer" with no digit is prose.
+fn has_letter_and_digit(v: &str) -> bool {
+    v.chars().any(|c| c.is_ascii_alphabetic()) && v.chars().any(|c| c.is_ascii_digit())
+}
 
 /// Values the assignment and URL rules leave alone: empty, placeholders (`${X}`, `<token>`,
 /// `{{ x }}`, `%(x)s`, `your-key-here`, `xxxx`, `****`), references (`settings.SECRET`,
@@ -326,6 +364,16 @@ mod tests {
             (tok("AIza", "SyA1b2C3d4", 4) + "xyz", "google-api-key"),
             (tok("sk_live_", "4eC39HqL", 3), "stripe-key"),
             (tok("rk_live_", "4eC39HqL", 3), "stripe-key"),
+            (tok("glpat-", "Ab1_x", 5), "gitlab-token"),
+            (tok("npm_", "Ab12Cd34Ef", 3) + "Gh56Ij", "npm-token"),
+            (tok("pypi-AgEIcHlwaS5vcmc", "CJDk3ZTQ4", 6), "pypi-token"),
+            (tok("hf_", "AbCd12EfGh", 3) + "Ij34", "huggingface-token"),
+            (
+                tok("SG.", "ngeVfQFYQlKU0ufo8x5d1A", 1)
+                    + "."
+                    + &tok("", "TwL2iGABf9DHoTf-09kqeF8tAmbihYzrnopKc", 1),
+                "sendgrid-key",
+            ),
         ];
         for (secret, kind) in cases {
             let text = format!("before {secret} after\n");
@@ -372,12 +420,33 @@ mod tests {
                 "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
                 "aws_secret_access_key = [REDACTED:@]",
             ),
+            ("DB_PASS=pa55w0rd", "DB_PASS=[REDACTED:@]"),
+            (
+                "Server=db;User Id=app;Password=p4ss;Encrypt=true",
+                "Server=db;User Id=app;Password=[REDACTED:@];Encrypt=true",
+            ),
+            (
+                "AccountName=acme;AccountKey=bG9uZ2tleQ==;EndpointSuffix=core",
+                "AccountName=acme;AccountKey=[REDACTED:@];EndpointSuffix=core",
+            ),
+            (
+                "GET /x?user=a&token=abc123&page=2",
+                "GET /x?user=a&token=[REDACTED:@]&page=2",
+            ),
         ] {
             assert_eq!(redact(text).text, want.replace('@', k), "{text}");
         }
         // The token rule wins where both match; the key stays.
         let t = format!("api_key = \"{}\"", tok("sk-", "Ab12", 12));
         assert_eq!(redact(&t).text, "api_key = \"[REDACTED:openai-key]\"");
+        let h = format!(
+            "curl -H 'Authorization: Bearer {}'",
+            tok("", "a1B2c3D4e5", 3)
+        );
+        assert_eq!(
+            redact(&h).text,
+            "curl -H 'Authorization: Bearer [REDACTED:bearer-token]'"
+        );
         let url = "db: postgres://app:Xy7-pq2@db.internal:5432/app";
         assert_eq!(
             redact(url).text,
@@ -407,6 +476,9 @@ mod tests {
             "AKIA keys are 20 characters: AKIA followed by 16.",
             "xoxb- tokens are Slack bot tokens; AIza keys belong to Google.",
             "Task-oriented risk-adjusted mask-wearing desk-bound tasks.",
+            "The bearer token travels in a header; bearer responsibilities-and-obligations apply.",
+            "We bypass: the cache; compass: north; the PWD=/home/me variable.",
+            "hf_ and glpat- and npm_ prefixes; SG.x.y is not a key.",
         ] {
             let r = redact(text);
             assert_eq!(r.text, text, "redacted: {:?}", r.markers);
