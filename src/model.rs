@@ -262,8 +262,16 @@ pub struct ContextDocument {
     pub purpose: String,
     /// The file's text cut to `max_chars_per_file` characters.
     pub excerpt: String,
-    /// Characters of the full file.
+    /// Characters of the full file, each redaction marker counted as its own characters.
     pub char_count: usize,
+    /// Secrets replaced by `[REDACTED:<kind>]` in `excerpt` (DESIGN.md#context-collection);
+    /// written only when there are some.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redactions: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A path that was not collected, and why.

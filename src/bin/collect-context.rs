@@ -1,6 +1,6 @@
 //! `collect-context`: MeetingInput (stdin, `--meeting-file` or `--topic`) → MeetingPacket.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -19,7 +19,8 @@ const PROGRAM: &str = "collect-context";
     name = PROGRAM,
     version,
     after_help = "Input: a MeetingInput as JSON or YAML on stdin, or --meeting-file F, or --topic T.\n\
-Paths in a meeting file resolve against the file's folder; paths read from stdin against --base-dir.\n\n\
+Paths in a meeting file resolve against the file's folder; paths read from stdin against --base-dir.\n\
+Secrets inside collected documents are replaced by [REDACTED:<kind>] and counted (a warning per document on stderr).\n\n\
 Example:\n  collect-context --meeting-file meetings/demo.yaml | jq '.context_bundle.documents[].document_id'\n  \
 collect-context --topic 'Adopt Rust for the CLI?' --pretty"
 )]
@@ -40,9 +41,14 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     context_root: Option<PathBuf>,
 
-    /// Also collect likely secrets (.env*, *.pem, *.key, id_rsa*, .ssh/, .aws/, *.p12, credentials*)
+    /// Also collect files whose names say they hold secrets (.env*, id_rsa, *.pem, *.key, .netrc, .ssh/, credentials*, ...)
     #[arg(long)]
     allow_sensitive: bool,
+
+    /// DANGEROUS: send secrets found inside documents (private keys, API tokens, passwords) to
+    /// the model as they are, instead of replacing each with [REDACTED:<kind>]
+    #[arg(long)]
+    no_redact: bool,
 
     /// Upper bound of the context summary, in characters
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONTEXT_CHARS,
@@ -111,8 +117,15 @@ fn run(args: Args) -> anyhow::Result<()> {
         context_root: args.context_root.clone(),
         allow_sensitive: args.allow_sensitive,
         max_context_chars: args.max_context_chars,
+        redact: !args.no_redact,
     };
-    let bundle = context::collect(&input, &opts)?;
+    let (bundle, redacted) = context::collect_noting_redactions(&input, &opts)?;
+    // Best effort: a closed stderr must not stop the packet.
+    let mut err = std::io::stderr().lock();
+    for r in &redacted {
+        let _ = writeln!(err, "{PROGRAM}: {}: {}", r.document_id, r.describe());
+    }
+    drop(err);
     let packet = MeetingPacket {
         packet_version: PACKET_VERSION,
         meeting_input: input,

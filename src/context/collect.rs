@@ -11,6 +11,9 @@ use std::path::{Component, Path, PathBuf};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 
 use super::decode::read_text;
+use super::redact;
+use super::sensitive::is_sensitive;
+use super::Redaction;
 use crate::error::{Error, Result};
 use crate::io::os_error;
 use crate::model::{ContextDocument, ContextSource, DocumentSource, SkippedPath, SourceType};
@@ -51,7 +54,11 @@ pub(crate) struct Collector {
     /// Canonical base folder.
     base: PathBuf,
     allow_sensitive: bool,
+    /// Redact secrets in excerpts (`--no-redact` turns it off).
+    redact: bool,
     documents: Vec<ContextDocument>,
+    /// What was redacted, per document, in document order.
+    redacted: Vec<Redaction>,
     skipped: Vec<SkippedPath>,
     /// Root-relative paths already collected or tried, for the `duplicate` rule.
     seen: HashSet<String>,
@@ -66,20 +73,28 @@ struct Resolved {
 
 impl Collector {
     /// `root` and `base` are canonical folders; `base` is where written paths resolve from.
-    pub(crate) fn new(root: PathBuf, base: PathBuf, allow_sensitive: bool) -> Collector {
+    pub(crate) fn new(
+        root: PathBuf,
+        base: PathBuf,
+        allow_sensitive: bool,
+        redact: bool,
+    ) -> Collector {
         Collector {
             root,
             base,
             allow_sensitive,
+            redact,
             documents: Vec::new(),
+            redacted: Vec::new(),
             skipped: Vec::new(),
             seen: HashSet::new(),
         }
     }
 
-    /// The documents collected and the paths skipped, in the order they were met.
-    pub(crate) fn finish(self) -> (Vec<ContextDocument>, Vec<SkippedPath>) {
-        (self.documents, self.skipped)
+    /// The documents collected, the paths skipped, and what was redacted, in the order they
+    /// were met.
+    pub(crate) fn finish(self) -> (Vec<ContextDocument>, Vec<SkippedPath>, Vec<Redaction>) {
+        (self.documents, self.skipped, self.redacted)
     }
 
     fn skip(&mut self, path: impl Into<String>, reason: impl Into<String>) {
@@ -189,15 +204,35 @@ impl Collector {
         }
         let path = self.root.join(rel_path(&r.rel));
         let len = r.meta.is_file().then_some(r.meta.len());
-        match fs::File::open(&path).and_then(|f| read_text(f, source.max_chars_per_file, len)) {
-            Ok(Some(text)) => self.documents.push(ContextDocument {
-                document_id: id.clone(),
-                source_path: id,
-                source_type,
-                purpose: source.purpose.clone(),
-                excerpt: text.excerpt,
-                char_count: text.char_count,
-            }),
+        let max = source.max_chars_per_file;
+        let read_max = if self.redact {
+            max.saturating_add(redact::LOOKAHEAD_CHARS)
+        } else {
+            max
+        };
+        match fs::File::open(&path).and_then(|f| read_text(f, read_max, len)) {
+            Ok(Some(text)) => {
+                let (text, kinds) = if self.redact {
+                    redact::redact_excerpt(text, max)
+                } else {
+                    (text, Vec::new())
+                };
+                if !kinds.is_empty() {
+                    self.redacted.push(Redaction {
+                        document_id: id.clone(),
+                        kinds: kinds.clone(),
+                    });
+                }
+                self.documents.push(ContextDocument {
+                    document_id: id.clone(),
+                    source_path: id,
+                    source_type,
+                    purpose: source.purpose.clone(),
+                    excerpt: text.excerpt,
+                    char_count: text.char_count,
+                    redactions: u32::try_from(kinds.len()).unwrap_or(u32::MAX),
+                })
+            }
             Ok(None) => self.skip(id, reason::BINARY),
             Err(e) => self.skip(id, unreadable(&e)),
         }
@@ -355,54 +390,4 @@ fn display_rel(rel: &[String]) -> String {
 
 fn is_ignored_dir(name: &str) -> bool {
     IGNORED_DIRS.contains(&name)
-}
-
-/// Likely secrets (DESIGN.md#context-collection): anything under `.ssh/` or `.aws/`, and file
-/// names like `.env*`, `*.pem`, `*.key`, `id_rsa*`, `*.p12`, `credentials*`. Case-insensitive,
-/// because `.ENV` on a case-insensitive disk is the same file.
-pub(crate) fn is_sensitive(rel: &[String]) -> bool {
-    let lower: Vec<String> = rel.iter().map(|c| c.to_lowercase()).collect();
-    if lower.iter().any(|c| c == ".ssh" || c == ".aws") {
-        return true;
-    }
-    let Some(name) = lower.last() else {
-        return false;
-    };
-    name.starts_with(".env")
-        || name.starts_with("id_rsa")
-        || name.starts_with("credentials")
-        || [".pem", ".key", ".p12"]
-            .iter()
-            .any(|ext| name.ends_with(ext))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sensitive_names() {
-        let s = |p: &str| is_sensitive(&p.split('/').map(str::to_string).collect::<Vec<_>>());
-        for p in [
-            ".env",
-            ".env.local",
-            "a/server.pem",
-            "k.KEY",
-            "id_rsa.pub",
-            "x/.ssh/config",
-            ".aws/config",
-            "c.p12",
-            "credentials.json",
-        ] {
-            assert!(s(p), "{p}");
-        }
-        for p in [
-            "env.md",
-            "docs/keys.md",
-            "notes/aws.md",
-            "my_credentials.md",
-        ] {
-            assert!(!s(p), "{p}");
-        }
-    }
 }

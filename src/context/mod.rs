@@ -18,9 +18,12 @@ use crate::model::{ContextBundle, MeetingInput};
 
 mod collect;
 mod decode;
+mod redact;
+mod sensitive;
 mod summary;
 
 pub use decode::{read_text, Text};
+pub use redact::{redact, Redacted};
 pub use summary::build_summary;
 
 use collect::Collector;
@@ -41,6 +44,32 @@ pub struct CollectOptions {
     pub allow_sensitive: bool,
     /// `--max-context-chars`: the summary never exceeds this many characters.
     pub max_context_chars: usize,
+    /// Replace secrets in excerpts by `[REDACTED:<kind>]` (on unless `--no-redact`).
+    pub redact: bool,
+}
+
+/// What was redacted from one document's excerpt: the kinds of its markers, in text order
+/// (for the warning on stderr; the document itself records only the count).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redaction {
+    pub document_id: String,
+    pub kinds: Vec<&'static str>,
+}
+
+impl Redaction {
+    /// `3 secrets redacted (github-token, aws-access-key-id)`: the count and the distinct
+    /// kinds in order of first appearance.
+    pub fn describe(&self) -> String {
+        let mut kinds: Vec<&str> = Vec::new();
+        for k in &self.kinds {
+            if !kinds.contains(k) {
+                kinds.push(k);
+            }
+        }
+        let n = self.kinds.len();
+        let noun = if n == 1 { "secret" } else { "secrets" };
+        format!("{n} {noun} redacted ({})", kinds.join(", "))
+    }
 }
 
 impl CollectOptions {
@@ -50,6 +79,7 @@ impl CollectOptions {
             context_root: None,
             allow_sensitive: false,
             max_context_chars: DEFAULT_MAX_CONTEXT_CHARS,
+            redact: true,
         }
     }
 }
@@ -82,6 +112,14 @@ pub fn default_context_root(dir: &Path) -> PathBuf {
 /// Collect every source of `input` into a bundle. Problems with single paths become
 /// `skipped_paths` entries; only an unusable base folder or context root is an error.
 pub fn collect(input: &MeetingInput, opts: &CollectOptions) -> Result<ContextBundle> {
+    collect_noting_redactions(input, opts).map(|(bundle, _)| bundle)
+}
+
+/// [`collect`], also telling which documents had secrets redacted and of which kinds.
+pub fn collect_noting_redactions(
+    input: &MeetingInput,
+    opts: &CollectOptions,
+) -> Result<(ContextBundle, Vec<Redaction>)> {
     let base = fs::canonicalize(&opts.base_dir).map_err(|e| {
         Error::Usage(format!(
             "base folder {}: {}",
@@ -104,15 +142,18 @@ pub fn collect(input: &MeetingInput, opts: &CollectOptions) -> Result<ContextBun
         }
         None => default_context_root(&base),
     };
-    let mut c = Collector::new(root, base, opts.allow_sensitive);
+    let mut c = Collector::new(root, base, opts.allow_sensitive, opts.redact);
     for (i, source) in input.context_sources.iter().enumerate() {
         c.source(i, source)?;
     }
-    let (documents, skipped_paths) = c.finish();
+    let (documents, skipped_paths, redacted) = c.finish();
     let summary = build_summary(input, &documents, opts.max_context_chars);
-    Ok(ContextBundle {
-        summary,
-        documents,
-        skipped_paths,
-    })
+    Ok((
+        ContextBundle {
+            summary,
+            documents,
+            skipped_paths,
+        },
+        redacted,
+    ))
 }

@@ -604,6 +604,7 @@ fn many_docs(n: usize, chars: usize) -> Vec<ContextDocument> {
             purpose: "background".into(),
             excerpt: "中文 text 😀 ".repeat(chars / 12 + 1),
             char_count: chars,
+            redactions: 0,
         })
         .collect()
 }

@@ -70,6 +70,7 @@ pub fn doc(id: &str, excerpt: &str) -> ContextDocument {
         purpose: "background".into(),
         excerpt: excerpt.into(),
         char_count: excerpt.chars().count(),
+        redactions: 0,
     }
 }
 

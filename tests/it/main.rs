@@ -28,3 +28,4 @@ mod next_stage;
 mod pm_step;
 mod report;
 mod schemas;
+mod secrets;

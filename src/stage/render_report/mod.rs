@@ -277,6 +277,9 @@ pub(crate) struct Appendix {
     pub by_caller: Vec<CallerRow>,
     /// The body of the `sequenceDiagram` (without the fence).
     pub mermaid: String,
+    /// Secrets redacted from the collected documents, and the documents they were in.
+    pub redactions: u32,
+    pub redacted_documents: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -462,6 +465,7 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
 // Appendix (its sequence diagram is `mermaid`)
 
 fn appendix(board: &Board) -> Appendix {
+    let docs = &board.context_bundle.documents;
     let mut participants = vec![Participant {
         name: "PM".to_string(),
         role: board
@@ -499,5 +503,11 @@ fn appendix(board: &Board) -> Appendix {
             })
             .collect(),
         mermaid: mermaid(board),
+        redactions: docs.iter().fold(0, |n, d| n.saturating_add(d.redactions)),
+        redacted_documents: docs
+            .iter()
+            .filter(|d| d.redactions > 0)
+            .map(|d| d.document_id.clone())
+            .collect(),
     }
 }
