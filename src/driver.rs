@@ -46,6 +46,9 @@ pub struct RunSettings {
     pub source: MeetingSource,
     /// collect-context's `--allow-sensitive`.
     pub allow_sensitive: bool,
+    /// collect-context's `--no-redact` (absent in older run folders: redaction on).
+    #[serde(default)]
+    pub no_redact: bool,
     /// Participants, PM, loop limit and the (settled) trace id.
     pub board: BoardArgs,
     /// The LLM flags of the stages; `llm_log` is this run folder's `llm.jsonl`.
@@ -106,7 +109,10 @@ impl RunSettings {
             flag("--max-tokens", llm.max_tokens.map(|t| t.to_string()));
         }
         let switches: &[(bool, &str)] = match stage {
-            Stage::CollectContext => &[(self.allow_sensitive, "--allow-sensitive")],
+            Stage::CollectContext => &[
+                (self.allow_sensitive, "--allow-sensitive"),
+                (self.no_redact, "--no-redact"),
+            ],
             Stage::PmStep | Stage::AgentTurn => &[
                 (llm.strict_replay, "--strict-replay"),
                 (llm.no_native_schema, "--no-native-schema"),
@@ -643,6 +649,7 @@ pub struct Run {
 pub struct NewMeeting {
     pub source: MeetingSource,
     pub allow_sensitive: bool,
+    pub no_redact: bool,
     pub board: BoardArgs,
     pub llm: LlmArgs,
     /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
@@ -700,6 +707,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         settings_version: SETTINGS_VERSION,
         source,
         allow_sensitive: new.allow_sensitive,
+        no_redact: new.no_redact,
         board: board_args,
         llm,
         report_file,
@@ -1339,6 +1347,7 @@ mod tests {
             settings_version: SETTINGS_VERSION,
             source: MeetingSource::MeetingFile("/m/demo.yaml".into()),
             allow_sensitive: true,
+            no_redact: true,
             board: BoardArgs {
                 agents: vec!["arch".into(), "biz".into()],
                 agents_dir: "/m/agents".into(),
@@ -1385,7 +1394,12 @@ mod tests {
         let s = settings();
         assert_eq!(
             s.stage_args(Stage::CollectContext),
-            ["--meeting-file", "/m/demo.yaml", "--allow-sensitive"]
+            [
+                "--meeting-file",
+                "/m/demo.yaml",
+                "--allow-sensitive",
+                "--no-redact"
+            ]
         );
         assert_eq!(
             s.stage_args(Stage::InitBoard),

@@ -56,6 +56,10 @@ struct Args {
     /// Collect-context: allow likely secrets (.env, *.pem, ...)
     #[arg(long)]
     allow_sensitive: bool,
+    /// Collect-context: DANGEROUS — send secrets found inside documents (keys, tokens,
+    /// passwords) to the model unredacted
+    #[arg(long)]
+    no_redact: bool,
     #[command(flatten)]
     llm: LlmArgs,
     #[command(flatten)]
@@ -174,6 +178,7 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             let new = NewMeeting {
                 source,
                 allow_sensitive: args.allow_sensitive,
+                no_redact: args.no_redact,
                 board: args.board,
                 llm: args.llm,
                 report_file: args.report_file,

@@ -450,6 +450,7 @@ mod tests {
             purpose: String::new(),
             excerpt: "x".into(),
             char_count: 1,
+            redactions: 0,
         };
         let docs = [doc("docs/a.md"), doc("docs/b.md")];
         let sent = agent_expected_json(&agent, &docs).schema;
