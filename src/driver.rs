@@ -251,7 +251,7 @@ pub(crate) fn run_stage_outcome(
         stop::check_after_child(&status);
         let last = err_lines.pop().unwrap_or_else(|| "no message".to_string());
         if !ui.quiet {
-            err_lines.iter().for_each(|l| eprintln!("{l}"));
+            err_lines.iter().for_each(|l| crate::note!("{l}"));
         }
         let code = status.code().unwrap_or(1);
         let msg = format!("stage {name} failed (exit {code}): {last}");
@@ -263,7 +263,7 @@ pub(crate) fn run_stage_outcome(
         return Ok((StageOutput { stdout }, Some(e)));
     }
     if !ui.quiet {
-        err_lines.iter().for_each(|l| eprintln!("{l}"));
+        err_lines.iter().for_each(|l| crate::note!("{l}"));
     }
     Ok((StageOutput { stdout }, None))
 }
@@ -293,12 +293,11 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
         while !done.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(200));
             if start.elapsed() > Duration::from_millis(600) {
-                eprint!("\r  {name} … {:.1} s ", start.elapsed().as_secs_f64());
-                let _ = std::io::stderr().flush();
+                crate::note_inline!("\r  {name} … {:.1} s ", start.elapsed().as_secs_f64());
             }
         }
         if start.elapsed() > Duration::from_millis(600) {
-            eprint!("\r\x1b[2K");
+            crate::note_inline!("\r\x1b[2K");
         }
     })
 }
@@ -388,13 +387,12 @@ impl RunDir {
 
 /// Ask before a stage in `--step` mode; `false` means the user chose to stop.
 fn confirm_step(stage: Stage, board: &Board) -> bool {
-    eprint!(
+    crate::note_inline!(
         "next: {stage} (loop {}/{}, status {}) — Enter to run, q to stop: ",
         board.loop_count,
         board.max_loops,
         board.status.as_str()
     );
-    let _ = std::io::stderr().flush();
     let mut line = String::new();
     match std::io::stdin().lock().read_line(&mut line) {
         Ok(0) => false,
@@ -506,7 +504,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         let Some(stage) = board.next_stage() else {
             let result = result_of(&board, settings, run);
             if !ui.quiet {
-                eprintln!("{}", final_line(&result, &Answers::of(&board), ui));
+                crate::note!("{}", final_line(&result, &Answers::of(&board), ui));
             }
             return Ok(result);
         };
@@ -518,7 +516,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         }
         if ui.step && !confirm_step(stage, &board) {
             // A clean stop: the run folder holds the last complete board, ready to resume.
-            eprintln!(
+            crate::note!(
                 "stopped before {stage}; continue with: meeting --resume {}",
                 run.path.display()
             );
@@ -593,7 +591,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         run.save_events(&next)?;
         if !ui.quiet {
             if let Some(line) = progress_line(stage, &board, &next, ui) {
-                eprintln!("{line}");
+                crate::note!("{line}");
             }
         }
         board = next;
@@ -785,14 +783,14 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
     dir.save_events(&board)?;
     if let (Some(kept), false) = (&numbered_from, ui.quiet) {
-        eprintln!(
+        crate::note!(
             "{} exists and is kept; this meeting's report goes to {}",
             kept.display(),
             settings.report_file.display()
         );
     }
     if !ui.quiet {
-        eprintln!(
+        crate::note!(
             "meeting {}: {} documents, participants {}, max {} loops, run folder {}",
             board.trace_id,
             board.context_bundle.documents.len(),
@@ -1309,7 +1307,7 @@ mod stop {
             }
         }
         if let Some(hint) = HINT.get() {
-            eprintln!("{hint}");
+            crate::note!("{hint}");
         }
         // SAFETY: as above; with the default disposition restored the signal ends the process.
         unsafe {

@@ -137,7 +137,7 @@ fn main() -> ExitCode {
     let code = cli::main_with("meeting", || run(&mut stopped_in));
     if let Some(dir) = stopped_in {
         // After the error line: the last thing read says how to go on (DESIGN.md#resume).
-        eprintln!("{}", driver::resume_hint(&dir));
+        agent_meeting::note!("{}", driver::resume_hint(&dir));
     }
     code
 }

@@ -455,7 +455,7 @@ impl Client {
             duration_ms,
         );
         if let Err(e) = replay::append_line(path, &line.to_string()) {
-            eprintln!(
+            crate::note!(
                 "llm: warning: cannot write the exchange log {}: {}",
                 path.display(),
                 crate::io::os_error(&e)

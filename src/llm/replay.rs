@@ -196,7 +196,7 @@ impl Provider for Replay {
                 if self.strict {
                     return Err(AttemptError::Fatal(format!("{what} (--strict-replay)")));
                 }
-                eprintln!("replay: warning: {what}");
+                crate::note!("replay: warning: {what}");
             }
         }
         if let Some(f) = &entry.error {

@@ -184,6 +184,31 @@ impl Cli {
         }
     }
 
+    /// Run with stderr closed before the program writes to it (like `prog 2>&1 | head -0`):
+    /// progress and warnings are best-effort and must not stop it. Stdout is captured.
+    pub fn run_with_stderr_closed(&mut self) -> Run {
+        let shown = format!("{} 2>&-(closed pipe)", describe(&self.cmd));
+        let mut child = self
+            .cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{shown}: {e}"));
+        drop(child.stderr.take());
+        let mut stdin = child.stdin.take().unwrap();
+        let input = self.stdin.clone().unwrap_or_default();
+        let writer = std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        });
+        let out = child.wait_with_output();
+        let _ = writer.join();
+        Run {
+            cmd: shown.clone(),
+            output: out.unwrap_or_else(|e| panic!("{shown}: {e}")),
+        }
+    }
+
     /// Start in the background with no stdin and output discarded.
     pub fn spawn(&mut self) -> Child {
         self.cmd

@@ -7,6 +7,9 @@
 //! test (`bad_inputs`, `bad_inputs_foundation`, `faults`) with
 //! `CASE=<part of a case name> cargo test --test integration bad_inputs::`.
 
+// Test diagnostics may use eprintln! (a closed stderr in a test run is not a user's problem).
+#![allow(clippy::print_stderr)]
+
 mod fake_http;
 mod fixtures;
 mod harness;
@@ -16,6 +19,7 @@ mod agent_turn;
 mod ask_loop;
 mod bad_inputs;
 mod bad_inputs_foundation;
+mod closed_stderr;
 mod context;
 mod faults;
 mod fuzz_regressions;
