@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::harness::{bin_dir, cli, root, Cli};
+use crate::meeting::slow_demo_cassette;
 
 fn program(name: &str) -> Cli {
     let mut c = cli(name);
@@ -194,18 +195,7 @@ fn the_shell_loop_cleans_up_on_ctrl_c_and_sigterm() {
     use std::os::unix::process::CommandExt;
     for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let tmp = tempfile::tempdir().unwrap();
-        let slow = tmp.path().join("slow.jsonl");
-        let cassette =
-            std::fs::read_to_string(root().join("meetings/demo.cassette.jsonl")).unwrap();
-        let lines: String = cassette
-            .lines()
-            .map(|l| {
-                let mut v: Value = serde_json::from_str(l).unwrap();
-                v["delay_ms"] = 400.into();
-                format!("{v}\n")
-            })
-            .collect();
-        std::fs::write(&slow, lines).unwrap();
+        let slow = slow_demo_cassette(tmp.path(), 400);
         let temp = tmp.path().join("t");
         std::fs::create_dir(&temp).unwrap();
         let path = format!(
