@@ -1126,14 +1126,20 @@ pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> 
 
 /// The final progress line: logical calls and HTTP attempts counted apart.
 pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
-    let tokens = result.usage.prompt_tokens + result.usage.completion_tokens;
+    let mut tokens = format!(
+        "{} tokens",
+        result.usage.prompt_tokens + result.usage.completion_tokens
+    );
+    if result.usage.cached_tokens > 0 {
+        tokens.push_str(&format!(" ({} cached)", result.usage.cached_tokens));
+    }
     let (status, colour) = match (result.status, result.forced) {
         (Status::Failed, _) => ("failed", "1;31"),
         (_, true) => ("finished (forced)", "1;32"),
         _ => ("finished", "1;32"),
     };
     format!(
-        "{} {} loops, {} LLM calls, {} of {} attempts answered, {tokens} tokens → {}",
+        "{} {} loops, {} LLM calls, {} of {} attempts answered, {tokens} → {}",
         paint(ui, colour, &format!("{status}:")),
         result.loops,
         answers.calls,

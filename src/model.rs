@@ -684,19 +684,32 @@ pub struct Event {
     pub prompt_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
+    /// Of `prompt_tokens`, read from the provider's prompt cache (set when not 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    /// Of `prompt_tokens`, written to the provider's prompt cache (set when not 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
-/// Token and call counts.
+/// Token and call counts. `prompt_tokens` counts every input token, cached ones included, for
+/// every provider (DESIGN.md#llm-layer); the cache counts are parts of it, written when not 0.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallerUsage {
     pub calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, written to the provider's prompt cache (Anthropic).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cache_creation_tokens: u64,
     #[serde(default)]
     pub duration_ms: u64,
     /// True when some counts were estimated from characters (the server returned none).
@@ -711,8 +724,18 @@ pub struct Usage {
     pub calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, written to the provider's prompt cache (Anthropic).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cache_creation_tokens: u64,
     #[serde(default)]
     pub by_caller: BTreeMap<String, CallerUsage>,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The whiteboard: the whole state of a meeting, passed from stage to stage.

@@ -162,7 +162,7 @@ pub fn ok(text: &str) -> Result<RawReply, AttemptError> {
         usage: Some(TokenUsage {
             prompt_tokens: 100,
             completion_tokens: 20,
-            estimated: false,
+            ..TokenUsage::default()
         }),
         truncated: false,
     })

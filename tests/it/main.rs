@@ -33,3 +33,4 @@ mod pm_step;
 mod report;
 mod schemas;
 mod secrets;
+mod usage;
