@@ -185,6 +185,18 @@ pub struct MeetingInput {
     pub decision_packet: DecisionPacket,
     #[serde(default)]
     pub context_sources: Vec<ContextSource>,
+    /// The meeting's budget (`init-board --max-total-tokens` wins over it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<MeetingBudget>,
+}
+
+/// A meeting file's `budget:` (DESIGN.md#token-budget).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingBudget {
+    /// Tokens (prompt, cached ones included, plus completion) the whole meeting may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
 }
 
 impl MeetingInput {
@@ -198,6 +210,7 @@ impl MeetingInput {
                 ..DecisionPacket::default()
             },
             context_sources: Vec::new(),
+            budget: None,
         }
     }
 
@@ -209,6 +222,16 @@ impl MeetingInput {
             return Err(Invalid::at(
                 "decision_packet.decision_to_make",
                 "must not be empty",
+            ));
+        }
+        if self
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.max_total_tokens == Some(0))
+        {
+            return Err(Invalid::at(
+                "budget.max_total_tokens",
+                "must be greater than 0",
             ));
         }
         for (i, s) in self.context_sources.iter().enumerate() {
@@ -558,6 +581,10 @@ pub struct PendingCall {
     pub prompt: String,
     #[serde(default)]
     pub analysis: String,
+    /// Under a token budget: the tokens the turn must leave for the PM's closing round
+    /// (DESIGN.md#token-budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -754,6 +781,10 @@ pub struct Board {
     pub llm: LlmSettings,
     pub loop_count: u32,
     pub max_loops: u32,
+    /// The meeting's token budget (DESIGN.md#token-budget): prompt and completion tokens
+    /// of every call together stay within it; absent: no budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
     pub status: Status,
     pub summary: String,
     pub key_points: Vec<String>,

@@ -277,6 +277,8 @@ pub(crate) struct Appendix {
     /// Of `prompt_tokens`, read from / written to the providers' prompt caches.
     pub cached_tokens: u64,
     pub cache_creation_tokens: u64,
+    /// The meeting's token budget, when it had one (0: none).
+    pub max_total_tokens: u64,
     pub by_caller: Vec<CallerRow>,
     /// The body of the `sequenceDiagram` (without the fence).
     pub mermaid: String,
@@ -498,6 +500,7 @@ fn appendix(board: &Board) -> Appendix {
         completion_tokens: board.usage.completion_tokens,
         cached_tokens: board.usage.cached_tokens,
         cache_creation_tokens: board.usage.cache_creation_tokens,
+        max_total_tokens: board.max_total_tokens.unwrap_or(0),
         by_caller: board
             .usage
             .by_caller
