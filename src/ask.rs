@@ -46,6 +46,12 @@ pub(crate) trait Asker {
     /// After each invalid answer (its logical attempt, 1-based): the stage's events.
     /// `retried` tells whether the answer gets its retry or ends the ask.
     fn rejected(&mut self, _attempt: u32, _invalid: &Self::Invalid, _retried: bool) {}
+
+    /// Before every call, the retry included: why it must not be made (the token budget,
+    /// DESIGN.md#token-budget), or `None`.
+    fn refuse(&self, _request: &Request, _opts: &Options) -> Option<String> {
+        None
+    }
 }
 
 /// How an ask ended, short of a fatal provider error.
@@ -57,6 +63,9 @@ pub(crate) enum Asked<A, I> {
     /// The call failed in a way the meeting absorbs: a transport failure that outlasted the
     /// client's attempts, or a context-length error. Carries the client's message.
     Failed(String),
+    /// The next call was not made: the token budget has no room for it (the reason). After an
+    /// invalid answer this ends the ask instead of its retry.
+    OverBudget(String),
 }
 
 /// Ask until the answer is valid, within the ask loop's one retry (DESIGN.md#ask-loop).
@@ -68,6 +77,9 @@ pub(crate) fn ask<S: Asker>(
     mut request: Request,
     stage: &mut S,
 ) -> Result<Asked<S::Answer, S::Invalid>> {
+    if let Some(why) = stage.refuse(&request, opts) {
+        return Ok(Asked::OverBudget(why));
+    }
     let mut attempt = 0u32;
     loop {
         attempt += 1;
@@ -97,9 +109,8 @@ pub(crate) fn ask<S: Asker>(
             Ok(answer) => return Ok(Asked::Answer(answer)),
             Err(invalid) => invalid,
         };
-        let retried = attempt <= INVALID_RETRIES;
-        stage.rejected(attempt, &invalid, retried);
-        if !retried {
+        if attempt > INVALID_RETRIES {
+            stage.rejected(attempt, &invalid, false);
             return Ok(Asked::Invalid(invalid));
         }
         let correction = stage.correction(&invalid)?;
@@ -107,6 +118,12 @@ pub(crate) fn ask<S: Asker>(
             .messages
             .push(echo_reply(reply.text, reply.truncated));
         request.messages.push(Message::user(correction));
+        // The retry is a call like any other: the budget may have no room for it.
+        let refused = stage.refuse(&request, opts);
+        stage.rejected(attempt, &invalid, refused.is_none());
+        if let Some(why) = refused {
+            return Ok(Asked::OverBudget(why));
+        }
     }
 }
 

@@ -54,6 +54,12 @@ pub struct BoardArgs {
     /// Hard limit of agent turns before the PM must close the meeting
     #[arg(long, default_value_t = 6)]
     pub max_loops: u32,
+    /// Token budget of the whole meeting (prompt + completion, every call); the PM closes the
+    /// meeting in time to write its report inside it. Wins over the meeting file's
+    /// `budget.max_total_tokens`
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
     /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
     #[arg(long, value_parser = crate::model::check_trace_id)]
     pub trace_id: Option<String>,

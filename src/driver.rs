@@ -84,6 +84,10 @@ impl RunSettings {
                 flag("--agents", Some(b.agents.join(",")));
                 flag("--agents-dir", path(&b.agents_dir));
                 flag("--max-loops", Some(b.max_loops.to_string()));
+                flag(
+                    "--max-total-tokens",
+                    b.max_total_tokens.map(|n| n.to_string()),
+                );
                 flag("--trace-id", b.trace_id.clone());
                 flag("--pm", b.pm.clone());
             }
@@ -409,6 +413,19 @@ fn paint(ui: Ui, code: &str, text: &str) -> String {
     }
 }
 
+/// Whether the stage that made `after` closed the meeting for its token budget (its
+/// `forced_finish` event says so).
+fn by_budget(before: &Board, after: &Board) -> bool {
+    after.event_log[before.event_log.len().min(after.event_log.len())..]
+        .iter()
+        .any(|e| {
+            e.event_type == EventType::ForcedFinish
+                && e.message
+                    .as_deref()
+                    .is_some_and(|m| m.starts_with("token budget"))
+        })
+}
+
 /// The progress line for a board a stage just produced.
 pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
     let n = (after.loop_count + 1).min(after.max_loops);
@@ -426,16 +443,21 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 Some(format!(
                     "{tag} {}: FINISH{}",
                     paint(ui, "1;36", "pm"),
-                    if after.status == Status::ForcedStop {
-                        " (forced)"
-                    } else {
-                        ""
+                    match after.status {
+                        Status::ForcedStop if by_budget(before, after) => " (forced: token budget)",
+                        Status::ForcedStop => " (forced)",
+                        _ => "",
                     }
                 ))
             } else if after.status == Status::ForcedStop {
                 Some(format!(
-                    "{tag} {}: no valid report, using the fallback report",
-                    paint(ui, "1;31", "pm")
+                    "{tag} {}: no valid report, using the fallback report{}",
+                    paint(ui, "1;31", "pm"),
+                    if by_budget(before, after) {
+                        " (token budget)"
+                    } else {
+                        ""
+                    }
                 ))
             } else if after.status == Status::Finishing {
                 Some(format!(
@@ -1126,14 +1148,20 @@ pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> 
 
 /// The final progress line: logical calls and HTTP attempts counted apart.
 pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
-    let tokens = result.usage.prompt_tokens + result.usage.completion_tokens;
+    let mut tokens = format!(
+        "{} tokens",
+        result.usage.prompt_tokens + result.usage.completion_tokens
+    );
+    if result.usage.cached_tokens > 0 {
+        tokens.push_str(&format!(" ({} cached)", result.usage.cached_tokens));
+    }
     let (status, colour) = match (result.status, result.forced) {
         (Status::Failed, _) => ("failed", "1;31"),
         (_, true) => ("finished (forced)", "1;32"),
         _ => ("finished", "1;32"),
     };
     format!(
-        "{} {} loops, {} LLM calls, {} of {} attempts answered, {tokens} tokens → {}",
+        "{} {} loops, {} LLM calls, {} of {} attempts answered, {tokens} → {}",
         paint(ui, colour, &format!("{status}:")),
         result.loops,
         answers.calls,
@@ -1351,6 +1379,7 @@ mod tests {
                 agents_dir: "/m/agents".into(),
                 pm: None,
                 max_loops: 4,
+                max_total_tokens: None,
                 trace_id: Some("t-1".into()),
             },
             llm: LlmArgs {

@@ -3,10 +3,11 @@
 //! Modules follow the data flow of a meeting (DESIGN.md#modules): `model` (the documents),
 //! `loader` (agent configs), `context` (collection), `stage` (one module per stage program and
 //! the rule that orders them), `driver` (the `meeting` loop and its run folder). Beside them,
-//! what several stages share: `ask` (the ask loop), `llm` (providers; imports nothing above
+//! what several stages share: `ask` (the ask loop), `budget` (the token budget), `llm` (providers; imports nothing above
 //! it), `schema`, `prompts`, `text`, `whiteboard`, `events`. `io`, `error` and `cli` are the edges.
 
 pub(crate) mod ask;
+pub mod budget;
 pub mod cli;
 pub mod context;
 pub mod driver;

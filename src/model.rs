@@ -185,6 +185,18 @@ pub struct MeetingInput {
     pub decision_packet: DecisionPacket,
     #[serde(default)]
     pub context_sources: Vec<ContextSource>,
+    /// The meeting's budget (`init-board --max-total-tokens` wins over it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<MeetingBudget>,
+}
+
+/// A meeting file's `budget:` (DESIGN.md#token-budget).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingBudget {
+    /// Tokens (prompt, cached ones included, plus completion) the whole meeting may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
 }
 
 impl MeetingInput {
@@ -198,6 +210,7 @@ impl MeetingInput {
                 ..DecisionPacket::default()
             },
             context_sources: Vec::new(),
+            budget: None,
         }
     }
 
@@ -209,6 +222,16 @@ impl MeetingInput {
             return Err(Invalid::at(
                 "decision_packet.decision_to_make",
                 "must not be empty",
+            ));
+        }
+        if self
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.max_total_tokens == Some(0))
+        {
+            return Err(Invalid::at(
+                "budget.max_total_tokens",
+                "must be greater than 0",
             ));
         }
         for (i, s) in self.context_sources.iter().enumerate() {
@@ -558,6 +581,10 @@ pub struct PendingCall {
     pub prompt: String,
     #[serde(default)]
     pub analysis: String,
+    /// Under a token budget: the tokens the turn must leave for the PM's closing round
+    /// (DESIGN.md#token-budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve_tokens: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -684,19 +711,32 @@ pub struct Event {
     pub prompt_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_tokens: Option<u64>,
+    /// Of `prompt_tokens`, read from the provider's prompt cache (set when not 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_tokens: Option<u64>,
+    /// Of `prompt_tokens`, written to the provider's prompt cache (set when not 0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
 }
 
-/// Token and call counts.
+/// Token and call counts. `prompt_tokens` counts every input token, cached ones included, for
+/// every provider (DESIGN.md#llm-layer); the cache counts are parts of it, written when not 0.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CallerUsage {
     pub calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, written to the provider's prompt cache (Anthropic).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cache_creation_tokens: u64,
     #[serde(default)]
     pub duration_ms: u64,
     /// True when some counts were estimated from characters (the server returned none).
@@ -711,8 +751,18 @@ pub struct Usage {
     pub calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, read from the provider's prompt cache.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, written to the provider's prompt cache (Anthropic).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub cache_creation_tokens: u64,
     #[serde(default)]
     pub by_caller: BTreeMap<String, CallerUsage>,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The whiteboard: the whole state of a meeting, passed from stage to stage.
@@ -731,6 +781,10 @@ pub struct Board {
     pub llm: LlmSettings,
     pub loop_count: u32,
     pub max_loops: u32,
+    /// The meeting's token budget (DESIGN.md#token-budget): prompt and completion tokens
+    /// of every call together stay within it; absent: no budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
     pub status: Status,
     pub summary: String,
     pub key_points: Vec<String>,

@@ -65,6 +65,7 @@ fn main() -> ExitCode {
             pm,
             llm,
             max_loops: b.max_loops,
+            max_total_tokens: b.max_total_tokens,
             trace_id,
         };
         let board = board::init(packet, opts, &now)?;

@@ -119,9 +119,7 @@ impl Provider for Anthropic {
                 .collect::<Vec<_>>()
                 .join(""),
         };
-        let usage = resp
-            .get("usage")
-            .and_then(|u| TokenUsage::reported(u, "input_tokens", "output_tokens"));
+        let usage = resp.get("usage").and_then(reported_usage);
         let truncated = resp.get("stop_reason").and_then(Value::as_str) == Some("max_tokens");
         Ok(RawReply {
             text,
@@ -129,4 +127,23 @@ impl Provider for Anthropic {
             truncated,
         })
     }
+}
+
+/// Anthropic's `usage` in the meeting's terms (DESIGN.md#llm-layer): its `input_tokens` are only
+/// the uncached rest of the prompt, so `prompt_tokens` adds `cache_read_input_tokens` (also
+/// `cached_tokens`) and `cache_creation_input_tokens` (also `cache_creation_tokens`), making it
+/// every input token as OpenAI counts them.
+pub(crate) fn reported_usage(usage: &Value) -> Option<TokenUsage> {
+    let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+    let u = TokenUsage::reported(usage, "input_tokens", "output_tokens")?;
+    let (read, written) = (
+        count("cache_read_input_tokens"),
+        count("cache_creation_input_tokens"),
+    );
+    Some(TokenUsage {
+        prompt_tokens: u.prompt_tokens.saturating_add(read).saturating_add(written),
+        cached_tokens: read,
+        cache_creation_tokens: written,
+        ..u
+    })
 }

@@ -120,18 +120,28 @@ impl Options {
     }
 }
 
-/// Token counts of one call.
+/// Token counts of one call (DESIGN.md#llm-layer). `prompt_tokens` is every input token the
+/// model read, cached or not, for every provider, so totals and the budget compare across
+/// providers: OpenAI's `prompt_tokens` as reported (it includes `cached_tokens`); Anthropic's
+/// `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` (its
+/// `input_tokens` counts only the uncached rest).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, read from the provider's prompt cache (OpenAI
+    /// `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
+    pub cached_tokens: u64,
+    /// Of `prompt_tokens`, written to the prompt cache (Anthropic
+    /// `cache_creation_input_tokens`; OpenAI caches without reporting it).
+    pub cache_creation_tokens: u64,
     /// The server returned no usage; counts were estimated from characters.
     pub estimated: bool,
 }
 
 impl TokenUsage {
     /// Reported counts from a `usage` object under the provider's own key names; `None` when
-    /// either is missing (the caller then estimates).
+    /// either is missing (the caller then estimates). Cache counts start at 0.
     pub(crate) fn reported(
         usage: &Value,
         prompt_key: &str,
@@ -140,7 +150,30 @@ impl TokenUsage {
         Some(TokenUsage {
             prompt_tokens: usage.get(prompt_key)?.as_u64()?,
             completion_tokens: usage.get(completion_key)?.as_u64()?,
-            estimated: false,
+            ..TokenUsage::default()
+        })
+    }
+
+    /// The counts in the exchange log's and the cassettes' shape: `prompt_tokens`,
+    /// `completion_tokens`, and the cache counts only when not 0.
+    pub(crate) fn to_json(self) -> Value {
+        let mut v = json!({"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens});
+        if self.cached_tokens > 0 {
+            v["cached_tokens"] = json!(self.cached_tokens);
+        }
+        if self.cache_creation_tokens > 0 {
+            v["cache_creation_tokens"] = json!(self.cache_creation_tokens);
+        }
+        v
+    }
+
+    /// Read back what [`TokenUsage::to_json`] wrote (the exchange log, on resume).
+    pub(crate) fn from_json(usage: &Value) -> Option<TokenUsage> {
+        let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
+        Some(TokenUsage {
+            cached_tokens: count("cached_tokens"),
+            cache_creation_tokens: count("cache_creation_tokens"),
+            ..TokenUsage::reported(usage, "prompt_tokens", "completion_tokens")?
         })
     }
 }
@@ -483,7 +516,7 @@ fn exchange_line(
     let (response, usage, error, truncated) = match result {
         Ok(raw) => (
             Some(raw.text.clone()),
-            raw.usage.map(|u| json!({"prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens})),
+            raw.usage.map(TokenUsage::to_json),
             None,
             raw.truncated,
         ),
@@ -549,6 +582,7 @@ pub(crate) fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
         prompt_tokens: est(prompt_chars),
         completion_tokens: est(reply.chars().count()),
         estimated: true,
+        ..TokenUsage::default()
     }
 }
 

@@ -141,9 +141,7 @@ impl Provider for OpenAi {
             }
             _ => text,
         };
-        let usage = resp
-            .get("usage")
-            .and_then(|u| TokenUsage::reported(u, "prompt_tokens", "completion_tokens"));
+        let usage = resp.get("usage").and_then(reported_usage);
         let truncated = resp.pointer("/choices/0/finish_reason") == Some(&json!("length"));
         Ok(RawReply {
             text,
@@ -151,6 +149,20 @@ impl Provider for OpenAi {
             truncated,
         })
     }
+}
+
+/// OpenAI's `usage`: `prompt_tokens` (cached ones included), `completion_tokens`, and
+/// `prompt_tokens_details.cached_tokens` when the server reports it (DESIGN.md#llm-layer).
+pub(crate) fn reported_usage(usage: &Value) -> Option<TokenUsage> {
+    let cached = usage
+        .pointer("/prompt_tokens_details/cached_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let u = TokenUsage::reported(usage, "prompt_tokens", "completion_tokens")?;
+    Some(TokenUsage {
+        cached_tokens: cached.min(u.prompt_tokens),
+        ..u
+    })
 }
 
 fn drop_added_nulls_in_text(text: &str, schema: &Value) -> String {

@@ -17,11 +17,20 @@ use sha2::{Digest, Sha256};
 use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 use crate::error::Error;
 
-/// Token counts as stored in a cassette.
+/// Token counts as stored in a cassette, in the meeting's terms (`prompt_tokens` includes the
+/// cached ones; see `TokenUsage`). The cache counts are written only when not 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CassetteUsage {
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_tokens: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cache_creation_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// An injected or recorded failure of one attempt.
@@ -223,6 +232,8 @@ impl Provider for Replay {
             usage: entry.usage.map(|u| TokenUsage {
                 prompt_tokens: u.prompt_tokens,
                 completion_tokens: u.completion_tokens,
+                cached_tokens: u.cached_tokens,
+                cache_creation_tokens: u.cache_creation_tokens,
                 estimated: false,
             }),
             truncated: entry.truncated,
@@ -283,6 +294,8 @@ impl Provider for Recorder {
                 entry.usage = raw.usage.filter(|u| !u.estimated).map(|u| CassetteUsage {
                     prompt_tokens: u.prompt_tokens,
                     completion_tokens: u.completion_tokens,
+                    cached_tokens: u.cached_tokens,
+                    cache_creation_tokens: u.cache_creation_tokens,
                 });
             }
             Err(AttemptError::Http {

@@ -32,7 +32,7 @@ impl FromLog {
             ) else {
                 continue;
             };
-            let usage = TokenUsage::reported(&v["usage"], "prompt_tokens", "completion_tokens");
+            let usage = TokenUsage::from_json(&v["usage"]);
             done.entry(seq).or_insert((
                 caller.to_string(),
                 RawReply {

@@ -151,6 +151,8 @@ pub fn build_agent(
         Asked::Failed(e) => Err(Error::Runtime(format!(
             "the model gave no agent config: the call failed: {e}"
         ))),
+        // agent-builder has no board, so no token budget refuses its calls.
+        Asked::OverBudget(why) => Err(Error::Runtime(why)),
     }
 }
 

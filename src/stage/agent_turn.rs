@@ -264,6 +264,8 @@ struct TurnAsk<'a> {
     board: &'a mut Board,
     clock: &'a dyn Clock,
     agent: &'a AgentConfig,
+    /// Tokens to leave for the PM's closing round (the pending call's `reserve_tokens`).
+    reserve: u64,
 }
 
 impl Asker for TurnAsk<'_> {
@@ -293,6 +295,10 @@ impl Asker for TurnAsk<'_> {
 
     fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
         Some((&mut *self.board, self.clock))
+    }
+
+    fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
+        crate::budget::refuse(self.board, request, opts, self.reserve)
     }
 
     fn rejected(&mut self, attempt: u32, error: &String, retried: bool) {
@@ -352,11 +358,13 @@ pub fn agent_turn(
         board: &mut board,
         clock,
         agent: &agent,
+        reserve: call.reserve_tokens.unwrap_or(0),
     };
     let outcome = match ask(client, opts, request, &mut turn)? {
         Asked::Answer(result) => Ok(result),
         Asked::Invalid(error) => Err(error),
         Asked::Failed(e) => Err(format!("LLM call failed: {e}")),
+        Asked::OverBudget(why) => Err(format!("not asked: {why}")),
     };
 
     board.pending_call = None;
@@ -416,6 +424,7 @@ mod tests {
             target_agent: "arch".into(),
             prompt: "q".into(),
             analysis: String::new(),
+            reserve_tokens: None,
         });
         for status in [
             crate::model::Status::Running,

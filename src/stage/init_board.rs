@@ -18,6 +18,8 @@ pub struct InitOptions {
     pub pm: Option<AgentConfig>,
     pub llm: LlmSettings,
     pub max_loops: u32,
+    /// `--max-total-tokens`: wins over the meeting file's `budget.max_total_tokens`.
+    pub max_total_tokens: Option<u64>,
     pub trace_id: String,
 }
 
@@ -43,6 +45,16 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
             .cloned(),
     );
     let topic = packet.meeting_input.topic.clone();
+    let max_total_tokens = opts.max_total_tokens.or(packet
+        .meeting_input
+        .budget
+        .as_ref()
+        .and_then(|b| b.max_total_tokens));
+    if max_total_tokens == Some(0) {
+        return Err(Error::Usage(
+            "--max-total-tokens: must be at least 1".into(),
+        ));
+    }
     let mut board = Board {
         board_version: BOARD_VERSION,
         trace_id: opts.trace_id,
@@ -57,6 +69,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         llm: opts.llm,
         loop_count: 0,
         max_loops: opts.max_loops,
+        max_total_tokens,
         status: Status::Running,
         summary: String::new(),
         key_points: Vec::new(),
@@ -81,9 +94,13 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         event_type: EventType::MeetingStarted,
         caller: "init-board".into(),
         message: Some(format!(
-            "participants: {}; max loops: {}; documents: {}",
+            "participants: {}; max loops: {}{}; documents: {}",
             participants.join(", "),
             board.max_loops,
+            board
+                .max_total_tokens
+                .map(|n| format!("; max total tokens: {n}"))
+                .unwrap_or_default(),
             board.context_bundle.documents.len()
         )),
         ..Event::default()

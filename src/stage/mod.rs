@@ -142,6 +142,7 @@ pub(crate) mod fixtures {
                 ..Default::default()
             },
             max_loops: 6,
+            max_total_tokens: None,
             trace_id: "t1".into(),
         };
         super::init_board::init(packet, opts, NOW).unwrap()
@@ -168,6 +169,7 @@ mod tests {
             target_agent: "arch".into(),
             prompt: "q".into(),
             analysis: String::new(),
+            reserve_tokens: None,
         };
         let turn = LastTurn {
             agent_name: "arch".into(),

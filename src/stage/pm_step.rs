@@ -5,6 +5,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::ask::{ask, Asked, Asker};
+use crate::budget;
 use crate::error::Result;
 use crate::events::{self, Clock};
 use crate::io::kind_of;
@@ -191,6 +192,8 @@ struct PmAsk<'a> {
     board: &'a mut Board,
     clock: &'a dyn Clock,
     mode: Mode,
+    /// Tokens a normal round keeps for the closing round (0: none, or this is it).
+    reserve: u64,
 }
 
 impl Asker for PmAsk<'_> {
@@ -221,6 +224,10 @@ impl Asker for PmAsk<'_> {
 
     fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
         Some((&mut *self.board, self.clock))
+    }
+
+    fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
+        budget::refuse(self.board, request, opts, self.reserve)
     }
 
     fn rejected(&mut self, attempt: u32, invalid: &Invalid, _retried: bool) {
@@ -350,32 +357,49 @@ pub fn pm_step(
     clock: &dyn Clock,
 ) -> Result<Board> {
     check_turn(&board)?;
-    let mode = mode(&board);
+    let mut mode = mode(&board);
+    // Under a token budget: what an agent turn leaves for the closing round, and the Process
+    // Note when the budget closes the meeting (DESIGN.md#token-budget).
+    let mut reserve = 0;
+    let mut budget_note = None;
+    let mut over_budget = false;
     if mode == Mode::ForcedFinish && board.status == Status::Running {
         let why = format!(
             "max loops reached ({}/{})",
             board.loop_count, board.max_loops
         );
         push_forced_finish(&mut board, clock, why);
+    } else if mode == Mode::Normal && board.max_total_tokens.is_some() {
+        match budget_look_ahead(&board, opts)? {
+            budget::NextRound::Go { reserve: r } => reserve = r,
+            budget::NextRound::Stop(stop) => {
+                push_forced_finish(&mut board, clock, stop.event_message());
+                budget_note = Some(stop.process_note());
+                // The PM's closing round, now: mode() reads `finishing` without a report.
+                board.status = Status::Finishing;
+                mode = Mode::ForcedFinish;
+            }
+        }
     }
-    let request = Request {
-        caller: PM_CALLER.into(),
-        system: pm_system_prompt(&board)?,
-        messages: vec![Message::user(render_pm_user(&board)?)],
-        expect: Some(pm_expected_json(&board, mode)),
-    };
+    let request = pm_request(&board, mode)?;
     let opts = &opts.or_max_tokens(pm_max_tokens(mode));
     let mut pm = PmAsk {
         board: &mut board,
         clock,
         mode,
+        reserve,
     };
     // `Err`: why the round failed, as `last_error` words it.
     let outcome: Result<PmDecision, String> = match ask(client, opts, request, &mut pm)? {
         Asked::Answer(d) => Ok(d),
         Asked::Invalid(invalid) => Err(invalid.describe()),
         Asked::Failed(e) => Err(format!("PM call failed: {e}")),
+        Asked::OverBudget(why) => {
+            over_budget = true;
+            Err(why)
+        }
     };
+    let forced_reason = |board: &Board| budget_note.clone().unwrap_or_else(|| forced_reason(board));
 
     match (mode, outcome) {
         (Mode::Normal, Ok(d)) => {
@@ -397,6 +421,7 @@ pub fn pm_step(
                         target_agent: target,
                         prompt,
                         analysis: d.analysis,
+                        reserve_tokens: board.max_total_tokens.map(|_| reserve),
                     });
                 }
                 NextAction::Finish => {
@@ -421,15 +446,48 @@ pub fn pm_step(
         (Mode::ForcedFinish, Err(error)) => {
             push_round_failed(&mut board, clock, &error);
             let reason = forced_reason(&board);
-            board.process_note = Some(format!(
-                "{reason} The PM's closing answer was unusable ({error}): no valid PM report, fallback report generated."
-            ));
+            board.process_note = Some(if over_budget {
+                format!(
+                    "{reason} The PM was not asked for its closing report ({error}): no valid PM report, fallback report generated."
+                )
+            } else {
+                format!(
+                    "{reason} The PM's closing answer was unusable ({error}): no valid PM report, fallback report generated."
+                )
+            });
             board.status = Status::ForcedStop;
             board.final_report = None;
             board.last_error = Some(error);
         }
     }
     Ok(board)
+}
+
+/// The PM's request in `mode` on this board.
+fn pm_request(board: &Board, mode: Mode) -> Result<Request> {
+    Ok(Request {
+        caller: PM_CALLER.into(),
+        system: pm_system_prompt(board)?,
+        messages: vec![Message::user(render_pm_user(board)?)],
+        expect: Some(pm_expected_json(board, mode)),
+    })
+}
+
+/// The token budget's look-ahead for a normal round (DESIGN.md#token-budget): this round and
+/// the agent turn it leads to, priced with the closing round's reserve.
+fn budget_look_ahead(board: &Board, opts: &Options) -> Result<budget::NextRound> {
+    let normal = opts.or_max_tokens(pm_max_tokens(Mode::Normal));
+    let closing_opts = opts.or_max_tokens(pm_max_tokens(Mode::ForcedFinish));
+    let mut closing = board.clone();
+    closing.status = Status::Finishing;
+    let pm_cost = budget::call_cost(&pm_request(board, Mode::Normal)?, &normal);
+    let closing_cost = budget::call_cost(&pm_request(&closing, Mode::ForcedFinish)?, &closing_opts);
+    Ok(budget::next_round(
+        board,
+        pm_cost,
+        closing_cost,
+        closing_opts.max_tokens.unwrap_or(0),
+    ))
 }
 
 /// The `forced_finish` control event: the meeting must close now, and why.

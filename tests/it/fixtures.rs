@@ -88,6 +88,7 @@ pub fn board() -> Board {
             time_horizon: "6 months".into(),
         },
         context_sources: vec![],
+        budget: None,
     };
     let mut agents = BTreeMap::new();
     agents.insert("arch".to_string(), agent("arch", "software architect"));
@@ -105,6 +106,7 @@ pub fn board() -> Board {
         },
         loop_count: 0,
         max_loops: 6,
+        max_total_tokens: None,
         status: Status::Running,
         summary: String::new(),
         key_points: vec![],
@@ -143,6 +145,7 @@ pub fn board_with_call(agent: &str) -> Board {
         target_agent: agent.into(),
         prompt: "What does the cluster cost per month?".into(),
         analysis: "cost is open".into(),
+        reserve_tokens: None,
     });
     b
 }
@@ -162,7 +165,7 @@ pub fn ok(text: &str) -> Result<RawReply, AttemptError> {
         usage: Some(TokenUsage {
             prompt_tokens: 100,
             completion_tokens: 20,
-            estimated: false,
+            ..TokenUsage::default()
         }),
         truncated: false,
     })

@@ -274,6 +274,11 @@ pub(crate) struct Appendix {
     pub llm_calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    /// Of `prompt_tokens`, read from / written to the providers' prompt caches.
+    pub cached_tokens: u64,
+    pub cache_creation_tokens: u64,
+    /// The meeting's token budget, when it had one (0: none).
+    pub max_total_tokens: u64,
     pub by_caller: Vec<CallerRow>,
     /// The body of the `sequenceDiagram` (without the fence).
     pub mermaid: String,
@@ -294,6 +299,8 @@ pub(crate) struct CallerRow {
     pub calls: u64,
     pub prompt_tokens: u64,
     pub completion_tokens: u64,
+    pub cached_tokens: u64,
+    pub cache_creation_tokens: u64,
 }
 
 /// Build the template variables for `board` as a report of `kind`.
@@ -491,6 +498,9 @@ fn appendix(board: &Board) -> Appendix {
         llm_calls: board.usage.calls,
         prompt_tokens: board.usage.prompt_tokens,
         completion_tokens: board.usage.completion_tokens,
+        cached_tokens: board.usage.cached_tokens,
+        cache_creation_tokens: board.usage.cache_creation_tokens,
+        max_total_tokens: board.max_total_tokens.unwrap_or(0),
         by_caller: board
             .usage
             .by_caller
@@ -500,6 +510,8 @@ fn appendix(board: &Board) -> Appendix {
                 calls: u.calls,
                 prompt_tokens: u.prompt_tokens,
                 completion_tokens: u.completion_tokens,
+                cached_tokens: u.cached_tokens,
+                cache_creation_tokens: u.cache_creation_tokens,
             })
             .collect(),
         mermaid: mermaid(board),
