@@ -15,7 +15,7 @@ use crate::prompts::{cut_list, render, retry_message, ITEM_CHARS};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::cut;
-use crate::whiteboard::{RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS};
+use crate::whiteboard::{summary_for_prompt, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS};
 
 /// The caller name of every PM call (cassettes, usage, events).
 pub(crate) const PM_CALLER: &str = "pm";
@@ -87,7 +87,7 @@ pub fn pm_input(board: &Board) -> Value {
             "risk_tolerance": cut(&dp.risk_tolerance, ITEM_CHARS),
             "time_horizon": cut(&dp.time_horizon, ITEM_CHARS),
         },
-        "summary": cut(&board.summary, SUMMARY_MAX_CHARS),
+        "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
         "key_points": cut_list(&board.key_points),
         "open_questions": cut_list(&board.open_questions),
         "decisions": cut_list(&board.decisions),
@@ -100,17 +100,30 @@ pub fn pm_input(board: &Board) -> Value {
     })
 }
 
-/// The PM config's role prompt, or the built-in default PM prompt.
+/// The PM's system message, the same in every PM call of the meeting
+/// (DESIGN.md#prompt-layout): the PM config's role prompt (or the built-in one), then the
+/// rules and the reply field guide.
 pub fn pm_system_prompt(board: &Board) -> Result<String> {
-    match &board.pm {
-        Some(pm) => Ok(pm.system_prompt.clone()),
-        None => render("pm_system.j2", &json!({})),
-    }
+    let role = match &board.pm {
+        Some(pm) => pm.system_prompt.trim_end().to_string() + "\n",
+        None => render("pm_system.j2", &json!({}))?,
+    };
+    Ok(role + &render("pm_rules.j2", &json!({}))?)
 }
 
-/// The PM's user message: the PM input laid out with the rules and the reply format.
+/// The PM's user message: the meeting block (topic, decision, participants: the same bytes in
+/// every PM call, marked as the stable prefix), then the whiteboard and the mode.
+pub fn pm_user_message(board: &Board) -> Result<Message> {
+    let input = pm_input(board);
+    Ok(Message::user_with_stable_prefix(
+        render("pm_brief.j2", &input)?,
+        &render("pm_user.j2", &input)?,
+    ))
+}
+
+/// The PM's user message as text (see [`pm_user_message`]).
 pub fn render_pm_user(board: &Board) -> Result<String> {
-    render("pm_user.j2", &pm_input(board))
+    Ok(pm_user_message(board)?.content)
 }
 
 /// The JSON the PM must return, sent to providers with native structured output: the
@@ -361,7 +374,7 @@ pub fn pm_step(
     let request = Request {
         caller: PM_CALLER.into(),
         system: pm_system_prompt(&board)?,
-        messages: vec![Message::user(render_pm_user(&board)?)],
+        messages: vec![pm_user_message(&board)?],
         expect: Some(pm_expected_json(&board, mode)),
     };
     let opts = &opts.or_max_tokens(pm_max_tokens(mode));
