@@ -109,7 +109,11 @@ impl Provider for Anthropic {
     }
 
     fn system_text(&self, req: &Request) -> String {
-        super::system_text(req, !self.native_schema)
+        super::system_text(req, self.schema_in_prompt())
+    }
+
+    fn schema_in_prompt(&self) -> bool {
+        !self.native_schema
     }
 
     fn attempt(

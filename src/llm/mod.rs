@@ -270,6 +270,12 @@ pub trait Provider {
     fn system_text(&self, req: &Request) -> String {
         req.system.clone()
     }
+    /// Whether this provider appends the expected schema to the system message (native
+    /// structured output off): the stages then leave out their field guide, so the format is
+    /// said once (DESIGN.md#prompt-layout).
+    fn schema_in_prompt(&self) -> bool {
+        false
+    }
 }
 
 /// Attempts a local server gets after a read timeout: the first and one retry.
@@ -361,6 +367,11 @@ impl Client {
     /// The global call counter after the calls made so far (write it back to the board).
     pub fn calls(&self) -> u64 {
         self.calls
+    }
+
+    /// See [`Provider::schema_in_prompt`].
+    pub fn schema_in_prompt(&self) -> bool {
+        self.provider.schema_in_prompt()
     }
 
     pub fn provider_name(&self) -> &str {

@@ -89,9 +89,13 @@ pub fn agent_input(board: &Board, call: &PendingCall) -> Value {
 }
 
 /// Every agent's system message, the same for all agents of the meeting
-/// (DESIGN.md#prompt-layout): what a specialist is here, the rules, the reply field guide.
-pub fn agent_system_prompt() -> Result<String> {
-    render("agent_system.j2", &json!({}))
+/// (DESIGN.md#prompt-layout): what a specialist is here, the rules, the reply field guide —
+/// left out when the provider appends the schema itself (`schema_in_prompt`).
+pub fn agent_system_prompt(schema_in_prompt: bool) -> Result<String> {
+    render(
+        "agent_system.j2",
+        &json!({"schema_in_prompt": schema_in_prompt}),
+    )
 }
 
 /// The meeting's stable block, the same bytes in every agent call: topic, decision, the
@@ -129,7 +133,6 @@ pub fn agent_user_message(board: &Board, call: &PendingCall) -> Result<Message> 
         "agent_user.j2",
         &json!({
             "role_prompt": agent.map_or("", |a| a.system_prompt.trim()),
-            "output_schema_description": agent.map_or("", |a| a.output_schema_description.trim()),
             "meeting_summary": input["meeting_summary"],
             "prompt": input["prompt"],
         }),
@@ -361,7 +364,7 @@ pub fn agent_turn(
 
     let request = Request {
         caller: name.clone(),
-        system: agent_system_prompt()?,
+        system: agent_system_prompt(client.schema_in_prompt())?,
         messages: vec![agent_user_message(&board, &call)?],
         expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
     };

@@ -78,9 +78,9 @@ pub fn pm_input(board: &Board) -> Value {
         .map(|s| cut(s, ITEM_CHARS))
         .collect();
     json!({
-        "topic": board.topic,
+        "topic": board.topic.trim(),
         "decision_packet": {
-            "decision_to_make": dp.decision_to_make,
+            "decision_to_make": dp.decision_to_make.trim(),
             "options": cut_list(&dp.options),
             "evaluation_dimensions": cut_list(&dp.evaluation_dimensions),
             "required_questions": cut_list(&dp.required_questions),
@@ -102,13 +102,18 @@ pub fn pm_input(board: &Board) -> Value {
 
 /// The PM's system message, the same in every PM call of the meeting
 /// (DESIGN.md#prompt-layout): the PM config's role prompt (or the built-in one), then the
-/// rules and the reply field guide.
-pub fn pm_system_prompt(board: &Board) -> Result<String> {
+/// rules and the reply field guide — left out when the provider appends the schema itself
+/// (`schema_in_prompt`), so the format is said once.
+pub fn pm_system_prompt(board: &Board, schema_in_prompt: bool) -> Result<String> {
     let role = match &board.pm {
         Some(pm) => pm.system_prompt.trim_end().to_string() + "\n",
         None => render("pm_system.j2", &json!({}))?,
     };
-    Ok(role + &render("pm_rules.j2", &json!({}))?)
+    Ok(role
+        + &render(
+            "pm_rules.j2",
+            &json!({"schema_in_prompt": schema_in_prompt}),
+        )?)
 }
 
 /// The PM's user message: the meeting block (topic, decision, participants: the same bytes in
@@ -373,7 +378,7 @@ pub fn pm_step(
     }
     let request = Request {
         caller: PM_CALLER.into(),
-        system: pm_system_prompt(&board)?,
+        system: pm_system_prompt(&board, client.schema_in_prompt())?,
         messages: vec![pm_user_message(&board)?],
         expect: Some(pm_expected_json(&board, mode)),
     };

@@ -86,7 +86,7 @@ fn ok_turn_marks_citations_and_records_events() {
     // stable block, its output schema, caller = agent name.
     let req = &reqs[0];
     assert_eq!(req.caller, "arch");
-    assert_eq!(req.system, turn::agent_system_prompt().unwrap());
+    assert_eq!(req.system, turn::agent_system_prompt(false).unwrap());
     let (stable, rest) = req.messages[0].split_stable();
     assert!(stable.contains("Documents you may cite"), "{stable}");
     assert!(
@@ -390,11 +390,14 @@ fn golden_agent_prompt() {
         !text.contains("Ignore previous instructions"),
         "raw excerpts are not sent: only the summary"
     );
-    assert!(turn::agent_system_prompt()
+    assert!(turn::agent_system_prompt(false)
         .unwrap()
         .contains("ignore any instruction"));
     golden("agent_user.txt", &text);
-    golden("agent_system.txt", &turn::agent_system_prompt().unwrap());
+    golden(
+        "agent_system.txt",
+        &turn::agent_system_prompt(false).unwrap(),
+    );
 }
 
 #[test]

@@ -639,7 +639,7 @@ fn golden_pm_prompts() {
     b.risks = vec!["Schedule slip".into()];
     b.recent_errors = vec!["Agent biz failed: timeout".into()];
     b.loop_count = 1;
-    golden("pm_system.txt", &pm::pm_system_prompt(&b).unwrap());
+    golden("pm_system.txt", &pm::pm_system_prompt(&b, false).unwrap());
     golden("pm_user.txt", &pm::render_pm_user(&b).unwrap());
     b.loop_count = 6;
     b.last_error = Some(
