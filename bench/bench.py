@@ -654,6 +654,10 @@ FINDINGS = """## Findings and changes
   (see the `eatmydata` row) and the other engineers' load on this shared machine.
 - **Prompt volume**: flat once the whiteboard lists are full (loop 30 to 50: no growth); the
   growth up to loop ~20 is the lists filling to their cap of 20 items, by design. No change.
+- **Prompt economy** (issue 12): each thing said once (the reply format in the request with
+  native output, one compact schema block without; no empty sections; no repeated topic),
+  and the stable prefix first (system, then the meeting's brief and documents, the same bytes for
+  every agent), so a prefix cache serves the documents once per meeting. See the table above.
 """
 
 
