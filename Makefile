@@ -36,9 +36,10 @@ demo-forced: build
 # Benchmarks: stage cost, context walk, whole offline meetings, prompt volume →
 # BENCHMARKS.md. QUICK=1 runs smaller sizes and fewer repetitions (well under a minute).
 .PHONY: bench
-# BEFORE=DIR adds a before/after table against the stage programs of a previous build.
+# BEFORE=DIR adds a before/after table against the stage programs of a previous build;
+# BEFORE_REF=REF gives its meetings the agents/ files of that git commit.
 bench: build
-	QUICK=$(QUICK) python3 bench/bench.py $(if $(BEFORE),--before $(BEFORE))
+	QUICK=$(QUICK) python3 bench/bench.py $(if $(BEFORE),--before $(BEFORE)) $(if $(BEFORE_REF),--before-ref $(BEFORE_REF))
 
 # Fuzzing (not in CI): FUZZ_SECONDS per target (default 30). Uses cargo-fuzz (libFuzzer, needs
 # `cargo install cargo-fuzz` and a nightly toolchain) when both are present, else the stable

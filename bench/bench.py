@@ -422,6 +422,216 @@ def before_after(bindir, before, work, loops, meet_loops, runs, out):
     out.append("")
 
 
+# ------------------------------------------------------------------------------------------
+# Prompt economy (issue 12): what is sent, and how much of it a prefix cache can serve
+
+AUTOGEN = {5: 14_140, 20: 177_815, 50: 1_051_015, 100: 4_123_690}
+CACHE_MIN = 4_096  # a call's cached part: its longest common prefix with an earlier call, if this long
+
+
+class FakeOpenAI:
+    """A local OpenAI-compatible server (stdlib only) answering scripted replies in order, so
+    the meeting's own programs send real requests (`--provider openai`): with and without
+    native structured output, exactly as a server sees them."""
+
+    def __init__(self, replies):
+        import http.server
+        import threading
+        self.replies = list(replies)
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("content-length", 0))
+                self.rfile.read(n)
+                text = outer.replies.pop(0) if outer.replies else "{}"
+                body = json.dumps({"choices": [{"message": {"role": "assistant", "content": text},
+                                                "finish_reason": "stop"}],
+                                   "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *a):
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def lcp_len(a, b):
+    """Length of the common prefix of two strings (binary search over C-speed slice compares)."""
+    lo, hi = 0, min(len(a), len(b))
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[:mid] == b[:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def volume(llm_jsonl):
+    """Per call: (caller, chars, cached chars) over the request text as sent (system, then the
+    messages in order); cached = the longest common prefix with an earlier call of the same
+    model when it reaches CACHE_MIN characters."""
+    seen, calls = {}, []
+    with open(llm_jsonl) as f:
+        for line in f:
+            rec = json.loads(line)
+            text = (rec.get("system") or "") + "".join(m.get("content") or "" for m in rec.get("messages", []))
+            earlier = seen.setdefault(rec.get("model"), [])
+            best = max((lcp_len(text, e) for e in earlier), default=0)
+            calls.append((rec["caller"], len(text), best if best >= CACHE_MIN else 0))
+            earlier.append(text)
+    return calls
+
+
+def baseline_files(work, agents_src, rounds):
+    """The published baseline's shape: 3 agents, 400-character replies, no documents; the
+    PM asks the agents in turn and finishes after `rounds` agent turns."""
+    d = os.path.join(work, "baseline")
+    agents = os.path.join(d, "agents")
+    os.makedirs(agents, exist_ok=True)
+    for name in ("arch", "biz", "pm"):
+        shutil.copy(os.path.join(agents_src, f"{name}.yaml"), agents)
+    with open(os.path.join(agents_src, "arch.yaml")) as f:
+        ops = f.read().replace("name: arch", "name: ops", 1).replace("role: Software Architect", "role: Operations Engineer", 1)
+    with open(os.path.join(agents, "ops.yaml"), "w") as f:
+        f.write(ops.replace("software architect", "operations engineer"))
+    topic = ("Should the nightly batch reporting of the invoicing product move off the primary Postgres "
+             "instance to a dedicated read replica or a managed warehouse before the next quarter starts?")
+    topic = topic[:213].rstrip(" ?") + "?"
+    meeting = {"topic": topic, "decision_packet": {"decision_to_make": topic}}  # as `--topic T` makes it
+    mf = os.path.join(d, "meeting.json")
+    with open(mf, "w") as f:
+        json.dump(meeting, f)
+    names = ["arch", "biz", "ops"]
+    replies = []
+    for i in range(1, rounds + 1):
+        a = names[(i - 1) % 3]
+        replies.append(json.dumps({"analysis": f"Round {i}: {a} is best placed for the next open point.",
+                                   "next_action": "CALL_AGENT", "target_agent": a,
+                                   "prompt_for_agent": f"Question {i}: what is the main consideration number {i} for this decision?",
+                                   "final_report": None}))
+        response = (f"Answer {i} from {a}: the main consideration is that the move must keep the nightly reports "
+                    f"correct to the cent while removing load from the primary, and that number {i} ")
+        response = (response + "matters because the team has limited capacity and the deadline is fixed " * 8)[:399] + "."
+        replies.append(json.dumps({"response": response,
+                                   "key_points": [f"Point {i}: consideration {i} affects the nightly deadline."],
+                                   "risks": [], "recommendations": [], "citations": []}))
+    replies.append(json.dumps({"analysis": "Enough is known.", "next_action": "FINISH", "target_agent": None,
+                               "prompt_for_agent": None,
+                               "final_report": "### Executive Summary\nMove to a replica.\n\n### Recommendation\nTrial it."}))
+    return mf, agents, ",".join(names), replies
+
+
+def cassette_replies(path):
+    with open(path) as f:
+        return [json.loads(l)["response"] for l in f if l.strip()]
+
+
+def served_meeting(bindir, work, tag, meeting_file, agents_dir, agents, replies, loops, native):
+    """Run one meeting against the fake server; the per-call volume of its exchange log."""
+    server = FakeOpenAI(replies)
+    run_dir = os.path.join(work, "econ-runs")
+    trace = f"econ-{tag}"
+    if os.path.exists(os.path.join(run_dir, trace)):
+        shutil.rmtree(os.path.join(run_dir, trace))
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith("OPENAI") or k.startswith("ANTHROPIC") or k.startswith("AGENT_MEETING") or k.startswith("MEETING_"))}
+    env["OPENAI_BASE_URL"] = server.url
+    cmd = [os.path.join(bindir, "meeting"), "--meeting-file", meeting_file, "--agents", agents,
+           "--agents-dir", agents_dir, "--provider", "openai", "--max-loops", str(loops + 1),
+           "--run-dir", run_dir, "--trace-id", trace, "--quiet",
+           "--report-file", os.path.join(work, f"{trace}.md")]
+    if not native:
+        cmd.append("--no-native-schema")
+    try:
+        p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
+    finally:
+        server.close()
+    if p.returncode != 0:
+        raise SystemExit(f"bench: {cmd!r} failed ({p.returncode}): {p.stderr[-2000:]}")
+    return volume(os.path.join(run_dir, trace, "llm.jsonl"))
+
+
+def summarize(calls):
+    total = sum(c[1] for c in calls)
+    uncached = sum(c[1] - c[2] for c in calls)
+    pm = [c[1] for c in calls if c[0] == "pm"]
+    ag = [c[1] for c in calls if c[0] != "pm"]
+    return {"calls": len(calls), "total": total, "uncached": uncached / total if total else 0,
+            "pm": (pm[0], pm[-2] if len(pm) > 1 else pm[-1]), "agent": (ag[0], ag[-1]) if ag else (0, 0)}
+
+
+def before_agents(work, ref):
+    """The agent files of git `ref` (the role prompts are part of what the meeting sends)."""
+    d = os.path.join(work, f"agents-{ref}")
+    os.makedirs(d, exist_ok=True)
+    for name in ("arch", "biz", "pm"):
+        text = subprocess.run(["git", "show", f"{ref}:agents/{name}.yaml"], cwd=ROOT, capture_output=True,
+                              text=True, check=True).stdout
+        with open(os.path.join(d, f"{name}.yaml"), "w") as f:
+            f.write(text)
+    return d
+
+
+def prompt_economy(bindir, before, before_ref, work, quick, out):
+    out.append("## Prompt economy (issue 12)\n")
+    out.append("Every request as a server sees it: the meeting's programs talk to a local OpenAI-compatible "
+               "fake server (`--provider openai`, scripted replies), and the characters are counted over the "
+               "request text as sent (system, then the messages in order, from the run folder's `llm.jsonl`). "
+               f"A call's **cached** part is its longest common prefix, if at least {CACHE_MIN:,} characters, "
+               "with an earlier call of the same model (OpenAI-style automatic prefix caching; about 1,024 "
+               "tokens); **uncached** is the rest, as a share of all characters. Native structured output on "
+               "(`response_format: json_schema`, the schema travels in the request, not counted here) and off "
+               "(`--no-native-schema`: one schema block in the system prompt, counted). "
+               "Per call: the PM's first and last routing call, an agent's first and last call.\n")
+    sides = [("after", bindir, os.path.join(ROOT, "agents"))]
+    if before:
+        sides.insert(0, ("before", before, before_agents(work, before_ref) if before_ref else os.path.join(ROOT, "agents")))
+    rounds = [5, 20, 50] if quick else [5, 20, 50, 100]
+    out.append("**Baseline shape** (AutoGen 0.7.5 SelectorGroupChat as published: 3 agents, 400-character "
+               "replies, no documents; a round is one agent turn, so our meeting of N rounds makes 2N+1 calls). "
+               "AutoGen sends 14,140 / 177,815 / 1,051,015 / 4,123,690 prompt characters at 5 / 20 / 50 / 100 rounds.\n")
+    out.append("| rounds | native | build | calls | total chars | AutoGen / ours | PM chars/call first → last | agent chars/call first → last | uncached |")
+    out.append("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    for n in rounds:
+        for native in (True, False):
+            for side, bd, agents_src in sides:
+                mf, agents_dir, agents, replies = baseline_files(os.path.join(work, side), agents_src, n)
+                s = summarize(served_meeting(bd, work, f"b{n}-{native}-{side}", mf, agents_dir, agents, replies, n, native))
+                out.append(f"| {n} | {'on' if native else 'off'} | {side} | {s['calls']} | {s['total']:,} | "
+                           f"{AUTOGEN[n] / s['total']:.2f}× | {s['pm'][0]:,} → {s['pm'][1]:,} | "
+                           f"{s['agent'][0]:,} → {s['agent'][1]:,} | {100 * s['uncached']:.0f}% |")
+    out.append("\n**With documents** (the demo meeting file and its documents, agents arch and biz): the 3-loop "
+               "demo (`meetings/demo.cassette.jsonl`, one agent retry) and a generated 20-loop meeting "
+               "(the cassette of the sections above).\n")
+    out.append("| meeting | native | build | calls | total chars | PM chars/call first → last | agent chars/call first → last | uncached |")
+    out.append("|---|---|---|---:|---:|---:|---:|---:|")
+    gen = os.path.join(work, "econ-20.jsonl")
+    cassette(20, gen)
+    for label, replies, loops in (("demo, 3 loops", cassette_replies(os.path.join(ROOT, "meetings/demo.cassette.jsonl")), 5),
+                                  ("generated, 20 loops", cassette_replies(gen), 20)):
+        for native in (True, False):
+            for side, bd, agents_src in sides:
+                s = summarize(served_meeting(bd, work, f"d{loops}-{native}-{side}", os.path.join(ROOT, MEETING_FILE),
+                                             agents_src, ",".join(AGENTS), replies, loops, native))
+                out.append(f"| {label} | {'on' if native else 'off'} | {side} | {s['calls']} | {s['total']:,} | "
+                           f"{s['pm'][0]:,} → {s['pm'][1]:,} | {s['agent'][0]:,} → {s['agent'][1]:,} | "
+                           f"{100 * s['uncached']:.0f}% |")
+    out.append("")
+
+
 FINDINGS = """## Findings and changes
 
 - **Slowest stage**: `pm-step` / `agent-turn` on big boards (~10 ms at 200 loops against ~2 ms
@@ -444,6 +654,10 @@ FINDINGS = """## Findings and changes
   (see the `eatmydata` row) and the other engineers' load on this shared machine.
 - **Prompt volume**: flat once the whiteboard lists are full (loop 30 to 50: no growth); the
   growth up to loop ~20 is the lists filling to their cap of 20 items, by design. No change.
+- **Prompt economy** (issue 12): each thing said once (the reply format in the request with
+  native output, one compact schema block without; no empty sections; no repeated topic),
+  and the stable prefix first (system, then the meeting's brief and documents, the same bytes for
+  every agent), so a prefix cache serves the documents once per meeting. See the table above.
 """
 
 
@@ -474,8 +688,10 @@ def main():
     ap.add_argument("--quick", action="store_true", default=os.environ.get("QUICK") not in (None, "", "0"))
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release"))
     ap.add_argument("--out", default=os.path.join(ROOT, "BENCHMARKS.md"))
-    ap.add_argument("--only", choices=["stages", "context", "meetings"], action="append")
+    ap.add_argument("--only", choices=["stages", "context", "meetings", "economy"], action="append")
     ap.add_argument("--before", help="folder with the stage programs of a previous build to compare against")
+    ap.add_argument("--before-ref", default=os.environ.get("BEFORE_REF") or None,
+                    help="git ref whose agents/ files the previous build's meetings use (default: the current ones)")
     a = ap.parse_args()
     bindir = os.path.abspath(a.bin)
     for prog in ["meeting", "collect-context", "init-board", "pm-step", "agent-turn", "merge-board", "render-report"]:
@@ -486,7 +702,7 @@ def main():
     meet_sizes = [5, 20] if a.quick else [5, 20, 50]
     nfiles = 10_000 if a.quick else 100_000
     big_mb = 10 if a.quick else 100
-    only = set(a.only or ["stages", "context", "meetings"])
+    only = set(a.only or ["stages", "context", "meetings", "economy"])
     cmdline = "python3 bench/bench.py" + (" --quick" if a.quick else "") + (f" --before {a.before}" if a.before else "")
     out = [f"# Benchmarks\n\nGenerated by `make bench{' QUICK=1' if a.quick else ''}{' BEFORE=' + a.before if a.before else ''}` (`{cmdline}`); "
            "re-run it to refresh this file. The machine is shared by several engineers, so absolute "
@@ -504,6 +720,9 @@ def main():
             runs_by = meetings(bindir, work, meet_sizes, max(3, runs // 2), out)
             prompt_volume(runs_by, out)
             print(f"bench: meetings done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        if "economy" in only:
+            prompt_economy(bindir, os.path.abspath(a.before) if a.before else None, a.before_ref, work, a.quick, out)
+            print(f"bench: prompt economy done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if a.before:
             before_after(bindir, os.path.abspath(a.before), work, stage_sizes[-1], meet_sizes[-1], runs, out)
             print(f"bench: before/after done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)

@@ -17,10 +17,31 @@ use crate::text::cut;
 /// over many loops.
 pub(crate) const ITEM_CHARS: usize = 500;
 
-const PM_SYSTEM: &str = include_str!("../share/prompts/pm_system.j2");
-const PM_USER: &str = include_str!("../share/prompts/pm_user.j2");
-const AGENT_USER: &str = include_str!("../share/prompts/agent_user.j2");
-const RETRY: &str = include_str!("../share/prompts/retry.j2");
+/// The prompt templates by name (DESIGN.md#prompt-layout): the PM's role, rules and stable
+/// meeting block, the agents' shared system and stable documents block, the per-call parts,
+/// and the retry correction.
+pub(crate) const TEMPLATES: [(&str, &str); 8] = [
+    (
+        "pm_system.j2",
+        include_str!("../share/prompts/pm_system.j2"),
+    ),
+    ("pm_rules.j2", include_str!("../share/prompts/pm_rules.j2")),
+    ("pm_brief.j2", include_str!("../share/prompts/pm_brief.j2")),
+    ("pm_user.j2", include_str!("../share/prompts/pm_user.j2")),
+    (
+        "agent_system.j2",
+        include_str!("../share/prompts/agent_system.j2"),
+    ),
+    (
+        "agent_context.j2",
+        include_str!("../share/prompts/agent_context.j2"),
+    ),
+    (
+        "agent_user.j2",
+        include_str!("../share/prompts/agent_user.j2"),
+    ),
+    ("retry.j2", include_str!("../share/prompts/retry.j2")),
+];
 
 /// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.
 pub(crate) const PROMPTS_ENV: &str = "AGENT_MEETING_PROMPTS";
@@ -40,12 +61,7 @@ fn env() -> Result<&'static minijinja::Environment<'static>> {
                 .expect("default delimiters are valid"),
         );
         let dir = std::env::var_os(PROMPTS_ENV).map(std::path::PathBuf::from);
-        for (name, src) in [
-            ("pm_system.j2", PM_SYSTEM),
-            ("pm_user.j2", PM_USER),
-            ("agent_user.j2", AGENT_USER),
-            ("retry.j2", RETRY),
-        ] {
+        for (name, src) in TEMPLATES {
             let user = dir.as_ref().map(|d| d.join(name)).filter(|p| p.is_file());
             match user {
                 Some(path) => {
@@ -146,7 +162,7 @@ mod tests {
 
     #[test]
     fn templates_compile() {
-        for name in ["pm_system.j2", "pm_user.j2", "agent_user.j2", "retry.j2"] {
+        for (name, _) in TEMPLATES {
             env().unwrap().get_template(name).unwrap();
         }
         let s = retry_message("bad", "target_agent", &["a".into(), "b".into()], "").unwrap();

@@ -20,6 +20,26 @@ pub(crate) fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Ite
     }
 }
 
+/// The summary as a model sees it (DESIGN.md#prompt-layout): without the `Topic:` line and the
+/// counts line of merge rule 4, which the prompt's header and lists already say. Other text (a
+/// hand-written summary) is kept as it is.
+pub(crate) fn summary_for_prompt(board: &Board) -> String {
+    let topic = format!("Topic: {}", board.topic.trim().replace('\n', " "));
+    board
+        .summary
+        .trim()
+        .lines()
+        .filter(|l| {
+            let counts = l.starts_with("Key points: ")
+                && l.contains(", open questions: ")
+                && l.contains(", candidate decisions: ");
+            let repeats_topic = l.starts_with("Topic: ") && topic.starts_with(l.trim_end());
+            !(counts || repeats_topic)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
 pub(crate) fn summary_lines(board: &Board, speaker_line: &str) -> String {
     let text = format!(

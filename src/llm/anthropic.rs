@@ -35,6 +35,28 @@ impl Anthropic {
     }
 }
 
+/// Anthropic's prompt-cache breakpoint: everything up to the marked block is cached for a few
+/// minutes and read back at a tenth of the price by the next call with the same prefix.
+fn cache_mark() -> Value {
+    json!({"type": "ephemeral"})
+}
+
+/// One message: a user message with a stable block is sent as two text blocks, the stable one
+/// carrying the second cache mark; any other message as plain text.
+fn message_json(m: &Message) -> Value {
+    let (stable, rest) = m.split_stable();
+    if stable.is_empty() {
+        return m.to_json();
+    }
+    let mut blocks = vec![json!({"type": "text", "text": stable, "cache_control": cache_mark()})];
+    if !rest.is_empty() {
+        blocks.push(json!({"type": "text", "text": rest}));
+    }
+    let mut v = m.to_json();
+    v["content"] = Value::Array(blocks);
+    v
+}
+
 /// The request body sent for `req`.
 pub(crate) fn request_body(req: &Request, opts: &Options, native_schema: bool) -> Value {
     let system = super::system_text(req, !native_schema);
@@ -44,7 +66,7 @@ pub(crate) fn request_body(req: &Request, opts: &Options, native_schema: bool) -
             super::without_meta_keys(&expect.schema),
         )
     });
-    let messages: Vec<Value> = req.messages.iter().map(Message::to_json).collect();
+    let messages: Vec<Value> = req.messages.iter().map(message_json).collect();
     let mut body = Map::new();
     body.insert("model".into(), json!(opts.model));
     body.insert(
@@ -52,7 +74,12 @@ pub(crate) fn request_body(req: &Request, opts: &Options, native_schema: bool) -
         json!(opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
     );
     if !system.is_empty() {
-        body.insert("system".into(), json!(system));
+        // The system is the same for every call of a caller (DESIGN.md#prompt-layout): its end
+        // is the first cache mark.
+        body.insert(
+            "system".into(),
+            json!([{"type": "text", "text": system, "cache_control": cache_mark()}]),
+        );
     }
     body.insert("messages".into(), Value::Array(messages));
     if let Some(t) = opts.temperature {
@@ -82,7 +109,11 @@ impl Provider for Anthropic {
     }
 
     fn system_text(&self, req: &Request) -> String {
-        super::system_text(req, !self.native_schema)
+        super::system_text(req, self.schema_in_prompt())
+    }
+
+    fn schema_in_prompt(&self) -> bool {
+        !self.native_schema
     }
 
     fn attempt(

@@ -42,6 +42,11 @@ pub enum Role {
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// How many leading bytes of `content` are the meeting's stable block (the same bytes in
+    /// every call of the meeting: brief, documents, citable ids), 0 when none. Every provider
+    /// sends the same text; Anthropic requests also mark the end of this block with
+    /// `cache_control` (DESIGN.md#prompt-layout).
+    pub stable_prefix: usize,
 }
 
 impl Message {
@@ -58,13 +63,38 @@ impl Message {
         Message {
             role: Role::User,
             content: content.into(),
+            stable_prefix: 0,
         }
     }
     pub fn assistant(content: impl Into<String>) -> Message {
         Message {
             role: Role::Assistant,
             content: content.into(),
+            stable_prefix: 0,
         }
+    }
+
+    /// A user message whose first part, `stable`, is the same in every call of the meeting,
+    /// followed by the part that changes from call to call.
+    pub fn user_with_stable_prefix(stable: impl Into<String>, rest: &str) -> Message {
+        let mut content = stable.into();
+        let stable_prefix = content.len();
+        content.push_str(rest);
+        Message {
+            role: Role::User,
+            content,
+            stable_prefix,
+        }
+    }
+
+    /// `(stable block, the rest)`; the stable block is empty when none is marked.
+    pub fn split_stable(&self) -> (&str, &str) {
+        let at = if self.content.is_char_boundary(self.stable_prefix) {
+            self.stable_prefix
+        } else {
+            0
+        };
+        self.content.split_at(at)
     }
 }
 
@@ -273,6 +303,12 @@ pub trait Provider {
     fn system_text(&self, req: &Request) -> String {
         req.system.clone()
     }
+    /// Whether this provider appends the expected schema to the system message (native
+    /// structured output off): the stages then leave out their field guide, so the format is
+    /// said once (DESIGN.md#prompt-layout).
+    fn schema_in_prompt(&self) -> bool {
+        false
+    }
 }
 
 /// Attempts a local server gets after a read timeout: the first and one retry.
@@ -364,6 +400,11 @@ impl Client {
     /// The global call counter after the calls made so far (write it back to the board).
     pub fn calls(&self) -> u64 {
         self.calls
+    }
+
+    /// See [`Provider::schema_in_prompt`].
+    pub fn schema_in_prompt(&self) -> bool {
+        self.provider.schema_in_prompt()
     }
 
     pub fn provider_name(&self) -> &str {
@@ -627,12 +668,15 @@ pub(crate) fn system_text(req: &Request, describe_schema: bool) -> String {
 }
 
 /// The schema spelled out in the system prompt, for servers without native structured output.
+/// Compact (one line): the one place the format is stated in full, so it is said once and
+/// costs no indentation.
 pub(crate) fn schema_in_words(schema: &Value) -> String {
-    format!(
-        "\n\nReply with exactly one JSON object and nothing else (no prose, no code fences). It must match this JSON Schema:\n{}",
-        serde_json::to_string_pretty(schema).unwrap_or_default()
-    )
+    format!("\n\n{SCHEMA_BLOCK_HEAD}\n{schema}")
 }
+
+/// The line that opens the schema block (tests count it: at most one per request).
+pub const SCHEMA_BLOCK_HEAD: &str =
+    "Reply with exactly one JSON object and nothing else (no prose, no code fences). It must match this JSON Schema:";
 
 #[cfg(test)]
 mod tests {

@@ -99,7 +99,11 @@ impl Provider for OpenAi {
     }
 
     fn system_text(&self, req: &Request) -> String {
-        super::system_text(req, self.mode != JsonMode::Schema)
+        super::system_text(req, self.schema_in_prompt())
+    }
+
+    fn schema_in_prompt(&self) -> bool {
+        self.mode != JsonMode::Schema
     }
 
     fn attempt(

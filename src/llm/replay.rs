@@ -269,6 +269,10 @@ impl Provider for Recorder {
         self.inner.system_text(req)
     }
 
+    fn schema_in_prompt(&self) -> bool {
+        self.inner.schema_in_prompt()
+    }
+
     fn attempt(
         &mut self,
         seq: u64,

@@ -63,6 +63,10 @@ impl Provider for FromLog {
         self.inner.system_text(req)
     }
 
+    fn schema_in_prompt(&self) -> bool {
+        self.inner.schema_in_prompt()
+    }
+
     fn attempt(
         &mut self,
         seq: u64,

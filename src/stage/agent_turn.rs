@@ -18,6 +18,7 @@ use crate::prompts::{cut_list, render, retry_message};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::{cut, verify_quote};
+use crate::whiteboard::summary_for_prompt;
 
 /// Longest first sentence carried in an `agent_result` event.
 const SENTENCE_CHARS: usize = 300;
@@ -50,12 +51,14 @@ pub fn check_turn(board: &Board) -> Result<()> {
     Ok(())
 }
 
-/// The whiteboard as the agent sees it: the summary, then the non-empty lists, items cut.
+/// The whiteboard as the agent sees it: the summary (without what the header already says),
+/// then the non-empty lists, items cut.
 pub fn meeting_summary(board: &Board) -> String {
-    let mut s = if board.summary.trim().is_empty() {
-        "(no participant has spoken yet)".to_string()
+    let summary = summary_for_prompt(board);
+    let mut s = if summary.is_empty() {
+        "No participant has spoken yet.".to_string()
     } else {
-        board.summary.trim().to_string()
+        summary
     };
     for (title, items) in [
         ("Key points", &board.key_points),
@@ -85,21 +88,20 @@ pub fn agent_input(board: &Board, call: &PendingCall) -> Value {
     })
 }
 
-/// The agent's user message: the PM's question, the whiteboard, the fenced documents, the
-/// rules and the reply format.
-pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
-    let agent = board.agents.get(&call.target_agent);
-    let input = agent_input(board, call);
-    let required: Vec<String> = agent
-        .and_then(|a| a.output_schema.get("required"))
-        .and_then(Value::as_array)
-        .map(|r| {
-            r.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_else(|| vec!["response".to_string()]);
+/// Every agent's system message, the same for all agents of the meeting
+/// (DESIGN.md#prompt-layout): what a specialist is here, the rules, the reply field guide —
+/// left out when the provider appends the schema itself (`schema_in_prompt`).
+pub fn agent_system_prompt(schema_in_prompt: bool) -> Result<String> {
+    render(
+        "agent_system.j2",
+        &json!({"schema_in_prompt": schema_in_prompt}),
+    )
+}
+
+/// The meeting's stable block, the same bytes in every agent call: topic, decision, the
+/// context summary (brief and fenced documents, bounded by collect-context's
+/// --max-context-chars) and the citable documents.
+pub fn agent_context(board: &Board) -> Result<String> {
     let documents: Vec<Value> = board
         .context_bundle
         .documents
@@ -112,19 +114,38 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
         })
         .collect();
     render(
-        "agent_user.j2",
+        "agent_context.j2",
         &json!({
-            "prompt": input["prompt"],
-            "meeting_summary": input["meeting_summary"],
-            // Bounded by collect-context's --max-context-chars, with the brief and every
-            // document fenced and labelled as untrusted data.
-            "context_summary": input["context_summary"],
-            "decision": board.meeting_input.decision_packet.decision_to_make,
+            "topic": board.topic.trim(),
+            "decision": board.meeting_input.decision_packet.decision_to_make.trim(),
+            "context_summary": board.context_bundle.summary.trim(),
             "documents": documents,
-            "required": required,
-            "output_schema_description": agent.map_or("", |a| a.output_schema_description.trim()),
         }),
     )
+}
+
+/// The agent's user message: the meeting's stable block (marked as the stable prefix), then
+/// this agent's role prompt, the whiteboard and the PM's question.
+pub fn agent_user_message(board: &Board, call: &PendingCall) -> Result<Message> {
+    let agent = board.agents.get(&call.target_agent);
+    let input = agent_input(board, call);
+    let rest = render(
+        "agent_user.j2",
+        &json!({
+            "role_prompt": agent.map_or("", |a| a.system_prompt.trim()),
+            "meeting_summary": input["meeting_summary"],
+            "prompt": input["prompt"],
+        }),
+    )?;
+    Ok(Message::user_with_stable_prefix(
+        agent_context(board)?,
+        &rest,
+    ))
+}
+
+/// The agent's user message as text (see [`agent_user_message`]).
+pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
+    Ok(agent_user_message(board, call)?.content)
 }
 
 /// What an `agent_result` event says of an answer: its first sentence, cut to 300 characters.
@@ -349,8 +370,8 @@ pub fn agent_turn(
 
     let request = Request {
         caller: name.clone(),
-        system: agent.system_prompt.clone(),
-        messages: vec![Message::user(render_agent_user(&board, &call)?)],
+        system: agent_system_prompt(client.schema_in_prompt())?,
+        messages: vec![agent_user_message(&board, &call)?],
         expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
     };
     let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);

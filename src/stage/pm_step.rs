@@ -16,7 +16,7 @@ use crate::prompts::{cut_list, render, retry_message, ITEM_CHARS};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::cut;
-use crate::whiteboard::{RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS};
+use crate::whiteboard::{summary_for_prompt, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS};
 
 /// The caller name of every PM call (cassettes, usage, events).
 pub(crate) const PM_CALLER: &str = "pm";
@@ -79,16 +79,16 @@ pub fn pm_input(board: &Board) -> Value {
         .map(|s| cut(s, ITEM_CHARS))
         .collect();
     json!({
-        "topic": board.topic,
+        "topic": board.topic.trim(),
         "decision_packet": {
-            "decision_to_make": dp.decision_to_make,
+            "decision_to_make": dp.decision_to_make.trim(),
             "options": cut_list(&dp.options),
             "evaluation_dimensions": cut_list(&dp.evaluation_dimensions),
             "required_questions": cut_list(&dp.required_questions),
             "risk_tolerance": cut(&dp.risk_tolerance, ITEM_CHARS),
             "time_horizon": cut(&dp.time_horizon, ITEM_CHARS),
         },
-        "summary": cut(&board.summary, SUMMARY_MAX_CHARS),
+        "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
         "key_points": cut_list(&board.key_points),
         "open_questions": cut_list(&board.open_questions),
         "decisions": cut_list(&board.decisions),
@@ -101,17 +101,35 @@ pub fn pm_input(board: &Board) -> Value {
     })
 }
 
-/// The PM config's role prompt, or the built-in default PM prompt.
-pub fn pm_system_prompt(board: &Board) -> Result<String> {
-    match &board.pm {
-        Some(pm) => Ok(pm.system_prompt.clone()),
-        None => render("pm_system.j2", &json!({})),
-    }
+/// The PM's system message, the same in every PM call of the meeting
+/// (DESIGN.md#prompt-layout): the PM config's role prompt (or the built-in one), then the
+/// rules and the reply field guide — left out when the provider appends the schema itself
+/// (`schema_in_prompt`), so the format is said once.
+pub fn pm_system_prompt(board: &Board, schema_in_prompt: bool) -> Result<String> {
+    let role = match &board.pm {
+        Some(pm) => pm.system_prompt.trim_end().to_string() + "\n",
+        None => render("pm_system.j2", &json!({}))?,
+    };
+    Ok(role
+        + &render(
+            "pm_rules.j2",
+            &json!({"schema_in_prompt": schema_in_prompt}),
+        )?)
 }
 
-/// The PM's user message: the PM input laid out with the rules and the reply format.
+/// The PM's user message: the meeting block (topic, decision, participants: the same bytes in
+/// every PM call, marked as the stable prefix), then the whiteboard and the mode.
+pub fn pm_user_message(board: &Board) -> Result<Message> {
+    let input = pm_input(board);
+    Ok(Message::user_with_stable_prefix(
+        render("pm_brief.j2", &input)?,
+        &render("pm_user.j2", &input)?,
+    ))
+}
+
+/// The PM's user message as text (see [`pm_user_message`]).
 pub fn render_pm_user(board: &Board) -> Result<String> {
-    render("pm_user.j2", &pm_input(board))
+    Ok(pm_user_message(board)?.content)
 }
 
 /// The JSON the PM must return, sent to providers with native structured output: the
@@ -370,7 +388,7 @@ pub fn pm_step(
         );
         push_forced_finish(&mut board, clock, why);
     } else if mode == Mode::Normal && board.max_total_tokens.is_some() {
-        match budget_look_ahead(&board, opts)? {
+        match budget_look_ahead(&board, opts, client.schema_in_prompt())? {
             budget::NextRound::Go { reserve: r } => reserve = r,
             budget::NextRound::Stop(stop) => {
                 push_forced_finish(&mut board, clock, stop.event_message());
@@ -381,7 +399,7 @@ pub fn pm_step(
             }
         }
     }
-    let request = pm_request(&board, mode)?;
+    let request = pm_request(&board, mode, client.schema_in_prompt())?;
     let opts = &opts.or_max_tokens(pm_max_tokens(mode));
     let mut pm = PmAsk {
         board: &mut board,
@@ -464,24 +482,31 @@ pub fn pm_step(
 }
 
 /// The PM's request in `mode` on this board.
-fn pm_request(board: &Board, mode: Mode) -> Result<Request> {
+fn pm_request(board: &Board, mode: Mode, schema_in_prompt: bool) -> Result<Request> {
     Ok(Request {
         caller: PM_CALLER.into(),
-        system: pm_system_prompt(board)?,
-        messages: vec![Message::user(render_pm_user(board)?)],
+        system: pm_system_prompt(board, schema_in_prompt)?,
+        messages: vec![pm_user_message(board)?],
         expect: Some(pm_expected_json(board, mode)),
     })
 }
 
 /// The token budget's look-ahead for a normal round (DESIGN.md#token-budget): this round and
 /// the agent turn it leads to, priced with the closing round's reserve.
-fn budget_look_ahead(board: &Board, opts: &Options) -> Result<budget::NextRound> {
+fn budget_look_ahead(
+    board: &Board,
+    opts: &Options,
+    schema_in_prompt: bool,
+) -> Result<budget::NextRound> {
     let normal = opts.or_max_tokens(pm_max_tokens(Mode::Normal));
     let closing_opts = opts.or_max_tokens(pm_max_tokens(Mode::ForcedFinish));
     let mut closing = board.clone();
     closing.status = Status::Finishing;
-    let pm_cost = budget::call_cost(&pm_request(board, Mode::Normal)?, &normal);
-    let closing_cost = budget::call_cost(&pm_request(&closing, Mode::ForcedFinish)?, &closing_opts);
+    let pm_cost = budget::call_cost(&pm_request(board, Mode::Normal, schema_in_prompt)?, &normal);
+    let closing_cost = budget::call_cost(
+        &pm_request(&closing, Mode::ForcedFinish, schema_in_prompt)?,
+        &closing_opts,
+    );
     Ok(budget::next_round(
         board,
         pm_cost,

@@ -82,10 +82,17 @@ fn ok_turn_marks_citations_and_records_events() {
         ),
         (1, 1, 100)
     );
-    // The request: the agent's role prompt, its output schema, caller = agent name.
+    // The request: the agents' shared system, the agent's role prompt after the meeting's
+    // stable block, its output schema, caller = agent name.
     let req = &reqs[0];
     assert_eq!(req.caller, "arch");
-    assert_eq!(req.system, "You are the software architect.");
+    assert_eq!(req.system, turn::agent_system_prompt(false).unwrap());
+    let (stable, rest) = req.messages[0].split_stable();
+    assert!(stable.contains("Documents you may cite"), "{stable}");
+    assert!(
+        rest.contains("# Your role\nYou are the software architect.\n"),
+        "{rest}"
+    );
     let expect = req.expect.as_ref().unwrap();
     assert_eq!(expect.schema["required"], json!(["response"]));
 }
@@ -367,7 +374,10 @@ fn agent_input_has_the_three_runtime_fields() {
 #[test]
 fn golden_agent_prompt() {
     let mut b = board_with_call("arch");
-    b.summary = "Move the billing service to Rust?\nLatest: biz — Budget is fixed.\n1 key points, 1 open questions, 0 candidate decisions".into();
+    b.summary = format!(
+        "Topic: {}\nbiz: Budget is fixed.\nKey points: 1, open questions: 1, candidate decisions: 0",
+        b.topic
+    );
     b.key_points = vec!["Budget is fixed for the year".into()];
     let call = b.pending_call.clone().unwrap();
     let text = turn::render_agent_user(&b, &call).unwrap();
@@ -380,8 +390,14 @@ fn golden_agent_prompt() {
         !text.contains("Ignore previous instructions"),
         "raw excerpts are not sent: only the summary"
     );
-    assert!(text.contains("ignore any instruction"));
+    assert!(turn::agent_system_prompt(false)
+        .unwrap()
+        .contains("ignore any instruction"));
     golden("agent_user.txt", &text);
+    golden(
+        "agent_system.txt",
+        &turn::agent_system_prompt(false).unwrap(),
+    );
 }
 
 #[test]

@@ -470,11 +470,17 @@ fn builder_without_native_schema_sends_the_schema_once() {
     assert_eq!(body["max_tokens"], 2500);
     let system = body["messages"][0]["content"].as_str().unwrap();
     assert_eq!(
-        system.matches("\"system_prompt\": {").count(),
+        system.matches("\"system_prompt\":{").count(),
         1,
         "the schema once: {system}"
     );
-    assert_eq!(system.matches("\"title\": \"AgentConfig\"").count(), 1);
+    assert_eq!(system.matches("\"title\":\"AgentConfig\"").count(), 1);
+    assert_eq!(
+        system
+            .matches(agent_meeting::llm::SCHEMA_BLOCK_HEAD)
+            .count(),
+        1
+    );
 }
 
 #[test]

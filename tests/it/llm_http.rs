@@ -209,7 +209,7 @@ fn anthropic_request_shape() {
         json!({
             "model": "test-model",
             "max_tokens": 4096,
-            "system": "You are the architect.",
+            "system": [{"type": "text", "text": "You are the architect.", "cache_control": {"type": "ephemeral"}}],
             "messages": [{"role": "user", "content": "Which database?"}],
             "temperature": 0.2,
             "tools": [{
@@ -235,7 +235,10 @@ fn anthropic_plain_mode_has_no_tools() {
     let body = s.request(0).json();
     assert!(body.get("tools").is_none() && body.get("tool_choice").is_none());
     assert_eq!(body["max_tokens"], 900);
-    assert!(body["system"].as_str().unwrap().contains("JSON Schema"));
+    assert!(body["system"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("JSON Schema"));
 }
 
 fn success(kind: Kind) {
@@ -613,7 +616,7 @@ fn logged_system_is_the_one_sent(kind: Kind) {
         let body = s.request(0).json();
         let sent = match kind {
             OpenAi => body["messages"][0]["content"].clone(),
-            Anthropic => body["system"].clone(),
+            Anthropic => body["system"][0]["text"].clone(),
         };
         let line: Value =
             serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();

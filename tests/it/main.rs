@@ -31,6 +31,7 @@ mod meeting;
 mod meeting_outcomes;
 mod next_stage;
 mod pm_step;
+mod prompt_layout;
 mod report;
 mod schemas;
 mod secrets;

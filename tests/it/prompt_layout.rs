@@ -1,0 +1,308 @@
+//! The prompt layout (DESIGN.md#prompt-layout, issue 12): the stable prefix (system, then the
+//! meeting's block) is the same bytes in every call of a meeting, Anthropic requests mark it
+//! with `cache_control`, the reply format is said once, and empty lists are left out.
+
+use agent_meeting::llm::SCHEMA_BLOCK_HEAD;
+use agent_meeting::model::Board;
+use agent_meeting::stage::{agent_turn as turn, pm_step as pm};
+use serde_json::{json, Value};
+
+use crate::fake_http::*;
+use crate::fixtures::{self as common, board, board_with_call};
+use crate::harness::{cli, Cli, Workdir};
+use crate::meeting::{demo_cassette, meeting_cmd};
+
+/// Where the per-call part of a user message starts.
+const AGENT_CHANGING: &str = "\n# Your role\n";
+const PM_CHANGING: &str = "\n# Whiteboard\n";
+
+fn exchange_log(work: &Workdir) -> Vec<Value> {
+    work.read("runs/demo-test/llm.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// `(system, stable block, rest of the first user message)` of one logged call.
+fn parts<'a>(line: &'a Value, changing: &str) -> (&'a str, &'a str, &'a str) {
+    let system = line["system"].as_str().unwrap();
+    let user = line["messages"][0]["content"].as_str().unwrap();
+    let at = user
+        .find(changing)
+        .unwrap_or_else(|| panic!("no {changing:?} in {user}"));
+    (system, &user[..at], &user[at..])
+}
+
+#[test]
+fn the_stable_prefix_is_the_same_bytes_in_every_call_of_a_meeting() {
+    let work = Workdir::new();
+    meeting_cmd(work.path(), &demo_cassette(), &["--quiet"])
+        .run()
+        .exit(0);
+    let log = exchange_log(&work);
+    let (pms, agents): (Vec<&Value>, Vec<&Value>) = log.iter().partition(|l| l["caller"] == "pm");
+    assert_eq!(
+        (pms.len(), agents.len()),
+        (4, 4),
+        "the demo: 4 PM calls, 4 agent calls"
+    );
+
+    // Agents: one system and one meeting block for all of them, whichever agent is asked.
+    let (system, stable, _) = parts(agents[0], AGENT_CHANGING);
+    assert!(
+        stable.contains("<<<document meetings/demo/docs/costs.md"),
+        "the documents: {stable}"
+    );
+    assert!(
+        stable.contains("- document_id \"meetings/demo/docs/team.md\", source_path \"meetings/demo/docs/team.md\""),
+        "the citable ids"
+    );
+    for line in &agents {
+        let (s, st, rest) = parts(line, AGENT_CHANGING);
+        assert_eq!(s, system, "call {}: the agents' system", line["seq"]);
+        assert_eq!(st, stable, "call {}: the meeting block", line["seq"]);
+        assert!(
+            rest.contains("# Question from the PM\n"),
+            "the changing part follows"
+        );
+        // What is sent starts with those bytes (the stable block is the message's head).
+        let sent = format!("{s}{}", line["messages"][0]["content"].as_str().unwrap());
+        assert!(sent.starts_with(&format!("{system}{stable}")));
+    }
+    // The same agent's calls share its role too, so its own prefix is longer still.
+    let arch: Vec<&&Value> = agents.iter().filter(|l| l["caller"] == "arch").collect();
+    let role = |l: &Value| {
+        let (_, _, rest) = parts(l, AGENT_CHANGING);
+        rest[..rest.find("\n# Whiteboard\n").unwrap()].to_string()
+    };
+    assert_eq!(role(arch[0]), role(arch[arch.len() - 1]));
+    // The retry appends to the unchanged prompt.
+    let retried: Vec<&&Value> = agents
+        .iter()
+        .filter(|l| l["messages"].as_array().unwrap().len() == 3)
+        .collect();
+    assert_eq!(retried.len(), 1, "the demo has one agent retry");
+    let first = agents
+        .iter()
+        .find(|l| l["caller"] == retried[0]["caller"])
+        .unwrap();
+    assert_eq!(first["messages"][0], retried[0]["messages"][0]);
+
+    // PM: one system and one meeting block in every round, the closing round included.
+    let (system, stable, _) = parts(pms[0], PM_CHANGING);
+    assert!(stable.contains("Participants (the only values of target_agent):"));
+    for line in &pms {
+        let (s, st, _) = parts(line, PM_CHANGING);
+        assert_eq!(s, system, "call {}: the PM's system", line["seq"]);
+        assert_eq!(st, stable, "call {}: the PM's meeting block", line["seq"]);
+    }
+}
+
+/// A stage program pointed at `server` as its provider (`openai` or `anthropic`).
+fn program(name: &str, server: &FakeServer, provider: &str) -> Cli {
+    let mut c = cli(name);
+    c.env("OPENAI_API_KEY", "sk-test-LAYOUT0123456789")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-LAYOUT0123456789")
+        .env("ANTHROPIC_BASE_URL", format!("{}/anthropic", server.url))
+        .env("MEETING_RETRY_BASE_MS", "0")
+        .env("AGENT_MEETING_NOW", common::NOW)
+        .args(["--provider", provider]);
+    c
+}
+
+fn answer() -> Value {
+    json!({"response": "About $4,000 per month.", "key_points": [], "risks": [],
+           "recommendations": [], "citations": [{"document_id": "docs/costs.md",
+           "source_path": "docs/costs.md", "quote": "The cluster costs $4,000 per month."}]})
+}
+
+fn with_provider(mut b: Board, provider: &str) -> Board {
+    b.llm.provider = provider.into();
+    b
+}
+
+#[test]
+fn anthropic_requests_mark_the_system_and_the_documents_block() {
+    let server = FakeServer::start(vec![json(
+        200,
+        &anthropic_tool("agent_turn_result", answer(), Some((100, 20))),
+    )]);
+    let b = with_provider(board_with_call("arch"), "anthropic");
+    program("agent-turn", &server, "anthropic")
+        .stdin(serde_json::to_string(&b).unwrap())
+        .run()
+        .success();
+    let body = server.request(0).json();
+    let ephemeral = json!({"type": "ephemeral"});
+    let system = body["system"].as_array().expect("system as text blocks");
+    assert_eq!(system.len(), 1);
+    assert_eq!(system[0]["cache_control"], ephemeral);
+    assert_eq!(
+        system[0]["text"],
+        turn::agent_system_prompt(false).unwrap().as_str()
+    );
+    let content = body["messages"][0]["content"].as_array().expect("blocks");
+    assert_eq!(content.len(), 2, "{content:?}");
+    assert_eq!(
+        content[0]["cache_control"], ephemeral,
+        "the documents block"
+    );
+    let docs = content[0]["text"].as_str().unwrap();
+    assert!(
+        docs.contains("The cluster costs $4,000 per month."),
+        "{docs}"
+    );
+    assert!(docs.contains("Documents you may cite"), "{docs}");
+    assert!(
+        content[1].get("cache_control").is_none(),
+        "the changing part is not marked"
+    );
+    let rest = content[1]["text"].as_str().unwrap();
+    assert!(
+        rest.contains("What does the cluster cost per month?"),
+        "{rest}"
+    );
+    // The PM's request is marked the same way: system, then its meeting block.
+    let server = FakeServer::start(vec![json(
+        200,
+        &anthropic_tool(
+            "pm_decision",
+            json!({"analysis": "cost is open", "next_action": "CALL_AGENT", "target_agent": "biz",
+                   "prompt_for_agent": "What does the cluster cost?", "final_report": null}),
+            Some((100, 20)),
+        ),
+    )]);
+    program("pm-step", &server, "anthropic")
+        .stdin(serde_json::to_string(&with_provider(board(), "anthropic")).unwrap())
+        .run()
+        .success();
+    let body = server.request(0).json();
+    assert_eq!(body["system"][0]["cache_control"], ephemeral);
+    assert_eq!(
+        body["messages"][0]["content"][0]["cache_control"],
+        ephemeral
+    );
+    assert!(body["messages"][0]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("Participants"));
+}
+
+/// The whole text of a request as sent to an OpenAI-compatible server.
+fn sent_text(body: &Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn the_reply_format_is_said_once() {
+    for native in [true, false] {
+        let server = FakeServer::start(vec![
+            json(200, &openai_ok(&answer().to_string(), Some((100, 20)))),
+            json(
+                200,
+                &openai_ok(
+                    &json!({"analysis": "cost is open", "next_action": "CALL_AGENT",
+                            "target_agent": "biz", "prompt_for_agent": "What does it cost?",
+                            "final_report": null})
+                    .to_string(),
+                    Some((100, 20)),
+                ),
+            ),
+        ]);
+        let flags: &[&str] = if native { &[] } else { &["--no-native-schema"] };
+        for (i, (stage, b)) in [
+            ("agent-turn", board_with_call("arch")),
+            ("pm-step", board()),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            program(stage, &server, "openai")
+                .args(flags)
+                .stdin(serde_json::to_string(&with_provider(b, "openai")).unwrap())
+                .run()
+                .success();
+            let body = server.request(i).json();
+            let text = sent_text(&body);
+            assert_eq!(
+                text.matches("Reply fields: ").count(),
+                usize::from(native),
+                "{stage}: the field guide, only with native output"
+            );
+            assert!(
+                !text.contains("{\"response\": \"...\""),
+                "{stage}: no JSON example"
+            );
+            assert!(
+                !text.contains("{\"analysis\": \"...\""),
+                "{stage}: no JSON example"
+            );
+            let blocks = text.matches(SCHEMA_BLOCK_HEAD).count();
+            if native {
+                assert_eq!(blocks, 0, "{stage}: the schema travels in the request only");
+                assert!(!text.contains("\"properties\""), "{stage}: {text}");
+                assert!(body["response_format"]["json_schema"].is_object());
+            } else {
+                assert_eq!(blocks, 1, "{stage}: one schema block: {text}");
+                assert_eq!(
+                    text.matches("\"properties\":{").count(),
+                    1,
+                    "{stage}: compact, once"
+                );
+                assert_eq!(body["response_format"], json!({"type": "json_object"}));
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_lists_and_sections_are_left_out() {
+    // A fresh board: no whiteboard lists but the seeded open question, no errors.
+    let mut b = board();
+    b.open_questions.clear();
+    let text = pm::render_pm_user(&b).unwrap();
+    let mut call = board_with_call("arch");
+    call.open_questions.clear();
+    call.context_bundle.documents.clear();
+    call.context_bundle.summary.clear();
+    let agent = turn::render_agent_user(&call, call.pending_call.as_ref().unwrap()).unwrap();
+    for (who, t) in [("pm", &text), ("agent", &agent)] {
+        assert!(!t.contains("(none)"), "{who}: {t}");
+        assert!(!t.to_lowercase().contains("(empty"), "{who}: {t}");
+        for header in [
+            "Key points:",
+            "Open questions:",
+            "Candidate decisions:",
+            "Risks:",
+            "Recent errors:",
+            "Last error:",
+        ] {
+            assert!(!t.contains(header), "{who}: an empty {header}: {t}");
+        }
+        assert!(t.contains("No participant has spoken yet."), "{who}: {t}");
+        assert!(
+            !t.contains("\n\n\n"),
+            "{who}: no empty section left behind: {t:?}"
+        );
+    }
+    assert!(!agent.contains("Documents you may cite"), "{agent}");
+    assert!(agent.contains("No documents were collected: leave citations empty."));
+    // The summary's topic and counts lines are not repeated under the header.
+    b.summary = format!(
+        "Topic: {}\narch: Five months.\nKey points: 0, open questions: 0, candidate decisions: 0",
+        b.topic
+    );
+    let text = pm::render_pm_user(&b).unwrap();
+    assert_eq!(text.matches(&b.topic).count(), 1, "{text}");
+    assert!(
+        text.contains("\n# Whiteboard\narch: Five months.\n"),
+        "{text}"
+    );
+    assert!(!text.contains("open questions: 0"), "{text}");
+}
