@@ -10,32 +10,36 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::llm::Message;
-use crate::model::LIST_CAP;
+use crate::model::{Board, LIST_CAP};
 use crate::text::cut;
+use crate::whiteboard::{summary_for_prompt, SUMMARY_MAX_CHARS};
 
 /// Every whiteboard item a model sees is cut to this many characters, so prompts stay flat
 /// over many loops.
 pub(crate) const ITEM_CHARS: usize = 500;
 
-/// The prompt templates by name (DESIGN.md#prompt-layout): the PM's role, rules and stable
-/// meeting block, the agents' shared system and stable documents block, the per-call parts,
-/// and the retry correction.
-pub(crate) const TEMPLATES: [(&str, &str); 8] = [
+/// The prompt templates by name (DESIGN.md#prompt-layout): the system message and the
+/// meeting's stable block shared by the PM and every agent, the whiteboard, each caller's own
+/// part (role, rules, the question or the mode), the PM's built-in role, and the retry
+/// correction.
+pub(crate) const TEMPLATES: [(&str, &str); 7] = [
+    (
+        "meeting_system.j2",
+        include_str!("../share/prompts/meeting_system.j2"),
+    ),
+    (
+        "meeting_brief.j2",
+        include_str!("../share/prompts/meeting_brief.j2"),
+    ),
+    (
+        "whiteboard.j2",
+        include_str!("../share/prompts/whiteboard.j2"),
+    ),
     (
         "pm_system.j2",
         include_str!("../share/prompts/pm_system.j2"),
     ),
-    ("pm_rules.j2", include_str!("../share/prompts/pm_rules.j2")),
-    ("pm_brief.j2", include_str!("../share/prompts/pm_brief.j2")),
     ("pm_user.j2", include_str!("../share/prompts/pm_user.j2")),
-    (
-        "agent_system.j2",
-        include_str!("../share/prompts/agent_system.j2"),
-    ),
-    (
-        "agent_context.j2",
-        include_str!("../share/prompts/agent_context.j2"),
-    ),
     (
         "agent_user.j2",
         include_str!("../share/prompts/agent_user.j2"),
@@ -146,6 +150,57 @@ pub(crate) fn echo_reply(text: String, truncated: bool) -> Message {
         "{head}\n[… reply cut here: {} more characters not shown{why}]",
         total - limit
     ))
+}
+
+/// The system message of every call of the meeting, the PM's and every agent's alike
+/// (DESIGN.md#prompt-layout): what the meeting is and the rules everyone shares.
+pub(crate) fn meeting_system() -> Result<String> {
+    render("meeting_system.j2", &json!({}))
+}
+
+/// The meeting's stable block, the same bytes in every call of the meeting (PM and agents):
+/// topic, decision packet, the context summary (brief and fenced documents, bounded by
+/// collect-context's --max-context-chars) and the citable documents.
+pub(crate) fn meeting_brief(board: &Board) -> Result<String> {
+    let dp = &board.meeting_input.decision_packet;
+    let documents: Vec<serde_json::Value> = board
+        .context_bundle
+        .documents
+        .iter()
+        .map(|d| json!({"document_id": d.document_id, "source_path": d.source_path}))
+        .collect();
+    render(
+        "meeting_brief.j2",
+        &json!({
+            "topic": board.topic.trim(),
+            "decision_packet": {
+                "decision_to_make": dp.decision_to_make.trim(),
+                "options": cut_list(&dp.options),
+                "evaluation_dimensions": cut_list(&dp.evaluation_dimensions),
+                "required_questions": cut_list(&dp.required_questions),
+                "risk_tolerance": cut(&dp.risk_tolerance, ITEM_CHARS),
+                "time_horizon": cut(&dp.time_horizon, ITEM_CHARS),
+            },
+            "context_summary": board.context_bundle.summary.trim(),
+            "documents": documents,
+        }),
+    )
+}
+
+/// The whiteboard as every caller sees it, after the meeting's block: the append-only lists
+/// first (items in arrival order, so a call extends the previous call's prefix), then the
+/// latest answer (the summary without what the header already says).
+pub(crate) fn whiteboard(board: &Board) -> Result<String> {
+    render(
+        "whiteboard.j2",
+        &json!({
+            "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
+            "key_points": cut_list(&board.key_points),
+            "open_questions": cut_list(&board.open_questions),
+            "decisions": cut_list(&board.decisions),
+            "risks": cut_list(&board.risks),
+        }),
+    )
 }
 
 pub(crate) fn cut_list(items: &[String]) -> Vec<String> {

@@ -14,11 +14,10 @@ use crate::model::{
     AGENT_TURN_FIELDS,
 };
 use crate::model::{EventType, MessageKind};
-use crate::prompts::{cut_list, render, retry_message};
+use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::{cut, verify_quote};
-use crate::whiteboard::summary_for_prompt;
 
 /// Longest first sentence carried in an `agent_result` event.
 const SENTENCE_CHARS: usize = 300;
@@ -51,31 +50,17 @@ pub fn check_turn(board: &Board) -> Result<()> {
     Ok(())
 }
 
-/// The whiteboard as the agent sees it: the summary (without what the header already says),
-/// then the non-empty lists, items cut.
+/// The whiteboard as the agent sees it (the same text the PM sees, see
+/// [`crate::prompts::whiteboard`]).
 pub fn meeting_summary(board: &Board) -> String {
-    let summary = summary_for_prompt(board);
-    let mut s = if summary.is_empty() {
-        "No participant has spoken yet.".to_string()
-    } else {
-        summary
-    };
-    for (title, items) in [
-        ("Key points", &board.key_points),
-        ("Open questions", &board.open_questions),
-        ("Candidate decisions", &board.decisions),
-        ("Risks", &board.risks),
-    ] {
-        if items.is_empty() {
-            continue;
-        }
-        s.push_str(&format!("\n{title}:"));
-        for i in cut_list(items) {
-            s.push_str("\n- ");
-            s.push_str(&i);
-        }
-    }
-    s
+    crate::prompts::whiteboard(board)
+        .map(|s| {
+            s.trim()
+                .trim_start_matches("# Whiteboard")
+                .trim()
+                .to_string()
+        })
+        .unwrap_or_default()
 }
 
 /// The runtime agent input `{prompt, meeting_summary, context_summary}` (DESIGN.md#agent-turn), validated
@@ -88,64 +73,41 @@ pub fn agent_input(board: &Board, call: &PendingCall) -> Value {
     })
 }
 
-/// Every agent's system message, the same for all agents of the meeting
-/// (DESIGN.md#prompt-layout): what a specialist is here, the rules, the reply field guide —
-/// left out when the provider appends the schema itself (`schema_in_prompt`).
-pub fn agent_system_prompt(schema_in_prompt: bool) -> Result<String> {
-    render(
-        "agent_system.j2",
-        &json!({"schema_in_prompt": schema_in_prompt}),
-    )
+/// Every agent's system message: the meeting's, the same bytes as the PM's
+/// (DESIGN.md#prompt-layout). The agent's role and rules are in its own part of the user
+/// message ([`agent_user_message`]).
+pub fn agent_system_prompt(_schema_in_prompt: bool) -> Result<String> {
+    meeting_system()
 }
 
-/// The meeting's stable block, the same bytes in every agent call: topic, decision, the
-/// context summary (brief and fenced documents, bounded by collect-context's
-/// --max-context-chars) and the citable documents.
-pub fn agent_context(board: &Board) -> Result<String> {
-    let documents: Vec<Value> = board
-        .context_bundle
-        .documents
-        .iter()
-        .map(|d| {
-            json!({
-                "document_id": d.document_id,
-                "source_path": d.source_path,
-            })
-        })
-        .collect();
-    render(
-        "agent_context.j2",
-        &json!({
-            "topic": board.topic.trim(),
-            "decision": board.meeting_input.decision_packet.decision_to_make.trim(),
-            "context_summary": board.context_bundle.summary.trim(),
-            "documents": documents,
-        }),
-    )
-}
-
-/// The agent's user message: the meeting's stable block (marked as the stable prefix), then
-/// this agent's role prompt, the whiteboard and the PM's question.
-pub fn agent_user_message(board: &Board, call: &PendingCall) -> Result<Message> {
+/// The agent's user message: the meeting's stable block (the same bytes in every call of the
+/// meeting, marked as the stable prefix), the whiteboard, then this agent's own part: its role
+/// prompt, the rules, the reply field guide (left out when the provider appends the schema
+/// itself: `schema_in_prompt`) and the PM's question.
+pub fn agent_user_message(
+    board: &Board,
+    call: &PendingCall,
+    schema_in_prompt: bool,
+) -> Result<Message> {
     let agent = board.agents.get(&call.target_agent);
-    let input = agent_input(board, call);
     let rest = render(
         "agent_user.j2",
         &json!({
             "role_prompt": agent.map_or("", |a| a.system_prompt.trim()),
-            "meeting_summary": input["meeting_summary"],
-            "prompt": input["prompt"],
+            "has_documents": !board.context_bundle.documents.is_empty(),
+            "schema_in_prompt": schema_in_prompt,
+            "prompt": call.prompt,
         }),
     )?;
     Ok(Message::user_with_stable_prefix(
-        agent_context(board)?,
-        &rest,
+        meeting_brief(board)?,
+        &(whiteboard(board)? + &rest),
     ))
 }
 
-/// The agent's user message as text (see [`agent_user_message`]).
+/// The agent's user message as text, with native structured output (see [`agent_user_message`]).
 pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
-    Ok(agent_user_message(board, call)?.content)
+    Ok(agent_user_message(board, call, false)?.content)
 }
 
 /// What an `agent_result` event says of an answer: its first sentence, cut to 300 characters.
@@ -371,7 +333,11 @@ pub fn agent_turn(
     let request = Request {
         caller: name.clone(),
         system: agent_system_prompt(client.schema_in_prompt())?,
-        messages: vec![agent_user_message(&board, &call)?],
+        messages: vec![agent_user_message(
+            &board,
+            &call,
+            client.schema_in_prompt(),
+        )?],
         expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
     };
     let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);

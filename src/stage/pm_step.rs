@@ -12,7 +12,9 @@ use crate::io::kind_of;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request, CUT_OFF};
 use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, PM_DECISION_FIELDS};
 use crate::model::{EventType, MessageKind};
-use crate::prompts::{cut_list, render, retry_message, ITEM_CHARS};
+use crate::prompts::{
+    cut_list, meeting_brief, meeting_system, render, retry_message, whiteboard, ITEM_CHARS,
+};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::cut;
@@ -101,35 +103,36 @@ pub fn pm_input(board: &Board) -> Value {
     })
 }
 
-/// The PM's system message, the same in every PM call of the meeting
-/// (DESIGN.md#prompt-layout): the PM config's role prompt (or the built-in one), then the
-/// rules and the reply field guide — left out when the provider appends the schema itself
-/// (`schema_in_prompt`), so the format is said once.
-pub fn pm_system_prompt(board: &Board, schema_in_prompt: bool) -> Result<String> {
-    let role = match &board.pm {
-        Some(pm) => pm.system_prompt.trim_end().to_string() + "\n",
-        None => render("pm_system.j2", &json!({}))?,
-    };
-    Ok(role
-        + &render(
-            "pm_rules.j2",
-            &json!({"schema_in_prompt": schema_in_prompt}),
-        )?)
+/// The PM's system message: the meeting's system message, the same bytes as every agent's
+/// (DESIGN.md#prompt-layout), so every call of the meeting shares one prefix. The PM's role
+/// and rules are in its own part of the user message ([`pm_user_message`]).
+pub fn pm_system_prompt(_board: &Board, _schema_in_prompt: bool) -> Result<String> {
+    meeting_system()
 }
 
-/// The PM's user message: the meeting block (topic, decision, participants: the same bytes in
-/// every PM call, marked as the stable prefix), then the whiteboard and the mode.
-pub fn pm_user_message(board: &Board) -> Result<Message> {
-    let input = pm_input(board);
+/// The PM's user message: the meeting block (topic, decision, documents: the same bytes in
+/// every call of the meeting, the agents' included, marked as the stable prefix), the
+/// whiteboard, then the PM's own part: its role (the PM config's `system_prompt`, else the
+/// built-in one), the participants, the rules and the reply field guide — left out when the
+/// provider appends the schema itself (`schema_in_prompt`), so the format is said once — the
+/// recent errors and the mode.
+pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message> {
+    let mut input = pm_input(board);
+    let role = match &board.pm {
+        Some(pm) => pm.system_prompt.trim_end().to_string(),
+        None => render("pm_system.j2", &json!({}))?.trim_end().to_string(),
+    };
+    input["role"] = json!(role);
+    input["schema_in_prompt"] = json!(schema_in_prompt);
     Ok(Message::user_with_stable_prefix(
-        render("pm_brief.j2", &input)?,
-        &render("pm_user.j2", &input)?,
+        meeting_brief(board)?,
+        &(whiteboard(board)? + &render("pm_user.j2", &input)?),
     ))
 }
 
-/// The PM's user message as text (see [`pm_user_message`]).
+/// The PM's user message as text, with native structured output (see [`pm_user_message`]).
 pub fn render_pm_user(board: &Board) -> Result<String> {
-    Ok(pm_user_message(board)?.content)
+    Ok(pm_user_message(board, false)?.content)
 }
 
 /// The JSON the PM must return, sent to providers with native structured output: the
@@ -486,7 +489,7 @@ fn pm_request(board: &Board, mode: Mode, schema_in_prompt: bool) -> Result<Reque
     Ok(Request {
         caller: PM_CALLER.into(),
         system: pm_system_prompt(board, schema_in_prompt)?,
-        messages: vec![pm_user_message(board)?],
+        messages: vec![pm_user_message(board, schema_in_prompt)?],
         expect: Some(pm_expected_json(board, mode)),
     })
 }

@@ -507,11 +507,16 @@ fn pm_config_prompt_and_output_schema_apply() {
         b0,
         vec![ok_json(short), ok_json(call("arch", "What would it cost?"))],
     );
+    let user = &reqs[0].messages[0].content;
     assert!(
-        reqs[0].system.starts_with("You are the custom PM.\n")
-            && reqs[0].system.contains("Reply fields:"),
-        "the PM config's role prompt, then the rules and the field guide: {}",
-        reqs[0].system
+        user.contains("\n# Your part: PM\nYou are the custom PM.\n")
+            && user.contains("Reply fields:"),
+        "the PM config's role prompt, then the rules and the field guide: {user}"
+    );
+    assert_eq!(
+        reqs[0].system,
+        pm::pm_system_prompt(&board(), false).unwrap(),
+        "the meeting's shared system message"
     );
     let fb = last_user(&reqs[1]);
     assert!(

@@ -12,9 +12,8 @@ use crate::fixtures::{self as common, board, board_with_call};
 use crate::harness::{cli, Cli, Workdir};
 use crate::meeting::{demo_cassette, meeting_cmd};
 
-/// Where the per-call part of a user message starts.
-const AGENT_CHANGING: &str = "\n# Your role\n";
-const PM_CHANGING: &str = "\n# Whiteboard\n";
+/// Where the per-call part of a user message starts (after the meeting's block).
+const CHANGING: &str = "\n# Whiteboard\n";
 
 fn exchange_log(work: &Workdir) -> Vec<Value> {
     work.read("runs/demo-test/llm.jsonl")
@@ -24,12 +23,12 @@ fn exchange_log(work: &Workdir) -> Vec<Value> {
 }
 
 /// `(system, stable block, rest of the first user message)` of one logged call.
-fn parts<'a>(line: &'a Value, changing: &str) -> (&'a str, &'a str, &'a str) {
+fn parts(line: &Value) -> (&str, &str, &str) {
     let system = line["system"].as_str().unwrap();
     let user = line["messages"][0]["content"].as_str().unwrap();
     let at = user
-        .find(changing)
-        .unwrap_or_else(|| panic!("no {changing:?} in {user}"));
+        .find(CHANGING)
+        .unwrap_or_else(|| panic!("no {CHANGING:?} in {user}"));
     (system, &user[..at], &user[at..])
 }
 
@@ -47,8 +46,8 @@ fn the_stable_prefix_is_the_same_bytes_in_every_call_of_a_meeting() {
         "the demo: 4 PM calls, 4 agent calls"
     );
 
-    // Agents: one system and one meeting block for all of them, whichever agent is asked.
-    let (system, stable, _) = parts(agents[0], AGENT_CHANGING);
+    // One system and one meeting block for every call, the PM's and every agent's alike.
+    let (system, stable, _) = parts(agents[0]);
     assert!(
         stable.contains("<<<document meetings/demo/docs/costs.md"),
         "the documents: {stable}"
@@ -57,25 +56,35 @@ fn the_stable_prefix_is_the_same_bytes_in_every_call_of_a_meeting() {
         stable.contains("- document_id \"meetings/demo/docs/team.md\", source_path \"meetings/demo/docs/team.md\""),
         "the citable ids"
     );
-    for line in &agents {
-        let (s, st, rest) = parts(line, AGENT_CHANGING);
-        assert_eq!(s, system, "call {}: the agents' system", line["seq"]);
+    assert!(stable.contains("Required questions"), "the decision packet");
+    assert!(
+        system.len() + stable.len() >= 4096,
+        "long enough for a provider's prefix cache"
+    );
+    for line in &log {
+        let (s, st, rest) = parts(line);
+        assert_eq!(s, system, "call {}: the meeting's system", line["seq"]);
         assert_eq!(st, stable, "call {}: the meeting block", line["seq"]);
-        assert!(
-            rest.contains("# Question from the PM\n"),
-            "the changing part follows"
-        );
+        let own = if line["caller"] == "pm" {
+            "\n# Your part: PM\n"
+        } else {
+            "\n# Question from the PM\n"
+        };
+        assert!(rest.contains(own), "the caller's own part follows: {rest}");
         // What is sent starts with those bytes (the stable block is the message's head).
         let sent = format!("{s}{}", line["messages"][0]["content"].as_str().unwrap());
         assert!(sent.starts_with(&format!("{system}{stable}")));
     }
-    // The same agent's calls share its role too, so its own prefix is longer still.
-    let arch: Vec<&&Value> = agents.iter().filter(|l| l["caller"] == "arch").collect();
-    let role = |l: &Value| {
-        let (_, _, rest) = parts(l, AGENT_CHANGING);
-        rest[..rest.find("\n# Whiteboard\n").unwrap()].to_string()
-    };
-    assert_eq!(role(arch[0]), role(arch[arch.len() - 1]));
+    // An agent call sees the whiteboard the PM call before it saw: the shared prefix runs on
+    // through the whiteboard to the caller's own part.
+    for pair in log.windows(2) {
+        if pair[0]["caller"] == "pm" && pair[1]["caller"] != "pm" {
+            let (_, _, pm_rest) = parts(&pair[0]);
+            let (_, _, agent_rest) = parts(&pair[1]);
+            let board_of = |r: &str| r[..r.find("\n# Your").unwrap()].to_string();
+            assert_eq!(board_of(pm_rest), board_of(agent_rest));
+        }
+    }
     // The retry appends to the unchanged prompt.
     let retried: Vec<&&Value> = agents
         .iter()
@@ -87,15 +96,6 @@ fn the_stable_prefix_is_the_same_bytes_in_every_call_of_a_meeting() {
         .find(|l| l["caller"] == retried[0]["caller"])
         .unwrap();
     assert_eq!(first["messages"][0], retried[0]["messages"][0]);
-
-    // PM: one system and one meeting block in every round, the closing round included.
-    let (system, stable, _) = parts(pms[0], PM_CHANGING);
-    assert!(stable.contains("Participants (the only values of target_agent):"));
-    for line in &pms {
-        let (s, st, _) = parts(line, PM_CHANGING);
-        assert_eq!(s, system, "call {}: the PM's system", line["seq"]);
-        assert_eq!(st, stable, "call {}: the PM's meeting block", line["seq"]);
-    }
 }
 
 /// A stage program pointed at `server` as its provider (`openai` or `anthropic`).
@@ -183,7 +183,7 @@ fn anthropic_requests_mark_the_system_and_the_documents_block() {
         body["messages"][0]["content"][0]["cache_control"],
         ephemeral
     );
-    assert!(body["messages"][0]["content"][0]["text"]
+    assert!(body["messages"][0]["content"][1]["text"]
         .as_str()
         .unwrap()
         .contains("Participants"));
@@ -300,9 +300,6 @@ fn empty_lists_and_sections_are_left_out() {
     );
     let text = pm::render_pm_user(&b).unwrap();
     assert_eq!(text.matches(&b.topic).count(), 1, "{text}");
-    assert!(
-        text.contains("\n# Whiteboard\narch: Five months.\n"),
-        "{text}"
-    );
+    assert!(text.contains("\nLatest: arch: Five months.\n"), "{text}");
     assert!(!text.contains("open questions: 0"), "{text}");
 }
