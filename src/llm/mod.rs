@@ -674,9 +674,10 @@ pub(crate) fn schema_in_words(schema: &Value) -> String {
     format!("\n\n{SCHEMA_BLOCK_HEAD}\n{schema}")
 }
 
-/// The line that opens the schema block (tests count it: at most one per request).
-pub const SCHEMA_BLOCK_HEAD: &str =
-    "Reply with exactly one JSON object and nothing else (no prose, no code fences). It must match this JSON Schema:";
+/// The line that opens the schema block (tests count it: at most one per request). The
+/// system message it follows already asks for one JSON object only (the meeting's, the
+/// builder's), so the head says only what the block is.
+pub const SCHEMA_BLOCK_HEAD: &str = "The JSON object must match this JSON Schema:";
 
 #[cfg(test)]
 mod tests {
