@@ -657,7 +657,8 @@ FINDINGS = """## Findings and changes
 - **Prompt economy** (issue 12): each thing said once (the reply format in the request with
   native output, one compact schema block without; no empty sections; no repeated topic),
   and the stable prefix first (system, then the meeting's brief and documents, the same bytes for
-  every agent), so a prefix cache serves the documents once per meeting. See the table above.
+  every call of the meeting, the PM's included, then the whiteboard, then the caller's own
+  part), so a prefix cache serves the documents once per meeting. See the table above.
 """
 
 
