@@ -162,7 +162,6 @@ pub(crate) fn meeting_system() -> Result<String> {
 /// topic, decision packet, the context summary (brief and fenced documents, bounded by
 /// collect-context's --max-context-chars) and the citable documents.
 pub(crate) fn meeting_brief(board: &Board) -> Result<String> {
-    let dp = &board.meeting_input.decision_packet;
     let documents: Vec<serde_json::Value> = board
         .context_bundle
         .documents
@@ -173,18 +172,25 @@ pub(crate) fn meeting_brief(board: &Board) -> Result<String> {
         "meeting_brief.j2",
         &json!({
             "topic": board.topic.trim(),
-            "decision_packet": {
-                "decision_to_make": dp.decision_to_make.trim(),
-                "options": cut_list(&dp.options),
-                "evaluation_dimensions": cut_list(&dp.evaluation_dimensions),
-                "required_questions": cut_list(&dp.required_questions),
-                "risk_tolerance": cut(&dp.risk_tolerance, ITEM_CHARS),
-                "time_horizon": cut(&dp.time_horizon, ITEM_CHARS),
-            },
+            "decision_packet": decision_packet(board),
             "context_summary": board.context_bundle.summary.trim(),
             "documents": documents,
         }),
     )
+}
+
+/// The decision packet as the models see it (the meeting's block, and the PM input document):
+/// every item cut to `ITEM_CHARS`.
+pub(crate) fn decision_packet(board: &Board) -> serde_json::Value {
+    let dp = &board.meeting_input.decision_packet;
+    json!({
+        "decision_to_make": dp.decision_to_make.trim(),
+        "options": cut_list(&dp.options),
+        "evaluation_dimensions": cut_list(&dp.evaluation_dimensions),
+        "required_questions": cut_list(&dp.required_questions),
+        "risk_tolerance": cut(&dp.risk_tolerance, ITEM_CHARS),
+        "time_horizon": cut(&dp.time_horizon, ITEM_CHARS),
+    })
 }
 
 /// The whiteboard as every caller sees it, after the meeting's block: the append-only lists

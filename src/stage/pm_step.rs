@@ -13,7 +13,8 @@ use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Req
 use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, PM_DECISION_FIELDS};
 use crate::model::{EventType, MessageKind};
 use crate::prompts::{
-    cut_list, meeting_brief, meeting_system, render, retry_message, whiteboard, ITEM_CHARS,
+    cut_list, decision_packet, meeting_brief, meeting_system, render, retry_message, whiteboard,
+    ITEM_CHARS,
 };
 use crate::schema;
 use crate::stage::Stage;
@@ -62,7 +63,6 @@ pub fn check_turn(board: &Board) -> Result<()> {
 /// Everything the PM sees (DESIGN.md#pm-round), and nothing else: never the event log or raw agent
 /// outputs; every list item cut to 500 characters so the prompt stays flat over many loops.
 pub fn pm_input(board: &Board) -> Value {
-    let dp = &board.meeting_input.decision_packet;
     let participants: Vec<Value> = board
         .participants
         .iter()
@@ -82,14 +82,7 @@ pub fn pm_input(board: &Board) -> Value {
         .collect();
     json!({
         "topic": board.topic.trim(),
-        "decision_packet": {
-            "decision_to_make": dp.decision_to_make.trim(),
-            "options": cut_list(&dp.options),
-            "evaluation_dimensions": cut_list(&dp.evaluation_dimensions),
-            "required_questions": cut_list(&dp.required_questions),
-            "risk_tolerance": cut(&dp.risk_tolerance, ITEM_CHARS),
-            "time_horizon": cut(&dp.time_horizon, ITEM_CHARS),
-        },
+        "decision_packet": decision_packet(board),
         "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
         "key_points": cut_list(&board.key_points),
         "open_questions": cut_list(&board.open_questions),
