@@ -386,6 +386,11 @@ fn nullable(mut schema: Value) -> Value {
     let Some(map) = schema.as_object_mut() else {
         return schema;
     };
+    // An enum stays a branch of its own: grammar-constrained local servers (llama.cpp's
+    // schema-to-grammar) read a type list before an enum and would drop the enum.
+    if map.contains_key("enum") {
+        return json!({"anyOf": [schema, {"type": "null"}]});
+    }
     match map.get_mut("type") {
         Some(Value::String(t)) if t != "null" => {
             let t = t.clone();
@@ -398,11 +403,6 @@ fn nullable(mut schema: Value) -> Value {
         }
         Some(_) => {}
         None => return json!({"anyOf": [schema, {"type": "null"}]}),
-    }
-    if let Some(Value::Array(values)) = map.get_mut("enum") {
-        if !values.contains(&Value::Null) {
-            values.push(Value::Null);
-        }
     }
     schema
 }
@@ -431,7 +431,7 @@ mod tests {
                 "properties": {
                     "response": {"type": "string"},
                     "key_points": {"type": ["array", "null"], "items": {"type": "string"}},
-                    "kind": {"type": ["string", "null"], "enum": ["a", "b", null]},
+                    "kind": {"anyOf": [{"type": "string", "enum": ["a", "b"]}, {"type": "null"}]},
                     "cite": {"type": ["array", "null"], "items": {"type": "object",
                         "properties": {"id": {"type": ["string", "null"]}},
                         "required": ["id"], "additionalProperties": false}}

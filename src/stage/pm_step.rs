@@ -137,20 +137,25 @@ pub fn render_pm_user(board: &Board) -> Result<String> {
 /// by `check_decision`, which also accepts omitted nullable fields.
 pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     let nullable = json!({"type": ["string", "null"]});
-    let (actions, target, prompt) = match mode {
-        Mode::Normal => {
-            let mut names: Vec<Value> = board.participants.iter().map(|p| json!(p)).collect();
-            names.push(Value::Null);
-            (
-                json!(["CALL_AGENT", "FINISH"]),
-                json!({"type": ["string", "null"], "enum": names}),
-                nullable.clone(),
-            )
-        }
+    let (actions, target, prompt, report) = match mode {
+        // `anyOf` rather than `"type": ["string", "null"]` with the enum: grammar-constrained
+        // local servers (llama.cpp's schema-to-grammar) read a type list before an enum and
+        // would let any string through; OpenAI strict mode takes both forms.
+        Mode::Normal => (
+            json!(["CALL_AGENT", "FINISH"]),
+            json!({"anyOf": [
+                {"type": "string", "enum": board.participants},
+                {"type": "null"},
+            ]}),
+            nullable.clone(),
+            nullable,
+        ),
+        // The closing round must write the report: a string, never null.
         Mode::ForcedFinish => (
             json!(["FINISH"]),
             json!({"type": "null"}),
             json!({"type": "null"}),
+            json!({"type": "string"}),
         ),
     };
     ExpectedJson {
@@ -162,7 +167,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
                 "next_action": {"type": "string", "enum": actions},
                 "target_agent": target,
                 "prompt_for_agent": prompt,
-                "final_report": nullable,
+                "final_report": report,
             },
             "required": PM_DECISION_FIELDS,
             "additionalProperties": false,
@@ -548,8 +553,8 @@ mod tests {
         let board = crate::stage::fixtures::board(&[]);
         let normal = pm_expected_json(&board, Mode::Normal).schema;
         assert_eq!(
-            normal["properties"]["target_agent"]["enum"],
-            json!(["arch", "biz", null])
+            normal["properties"]["target_agent"],
+            json!({"anyOf": [{"type": "string", "enum": ["arch", "biz"]}, {"type": "null"}]})
         );
         assert_eq!(
             normal["properties"]["next_action"]["enum"],
@@ -563,6 +568,10 @@ mod tests {
         assert_eq!(
             forced["properties"]["target_agent"],
             json!({"type": "null"})
+        );
+        assert_eq!(
+            forced["properties"]["final_report"],
+            json!({"type": "string"})
         );
         for schema in [normal, forced] {
             let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
