@@ -145,9 +145,13 @@ fn agent_max_tokens(board: &Board, name: &str) -> u64 {
         .agents
         .get(name)
         .and_then(|a| a.metadata.get("max_tokens"))
-        .and_then(Value::as_u64);
-    meta.or(board.llm.max_tokens.map(u64::from))
-        .unwrap_or(u64::from(default_max_tokens::AGENT_TURN))
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok());
+    // The precedence of `llm::client_for_caller` (metadata, then the meeting's default).
+    u64::from(
+        meta.or(board.llm.max_tokens)
+            .unwrap_or(default_max_tokens::AGENT_TURN),
+    )
 }
 
 /// What the next agent turn may cost, before the PM has chosen the agent and the question: for

@@ -6,29 +6,6 @@ use std::process::ExitCode;
 
 use crate::error::Error;
 
-/// `eprintln!` that cannot fail: progress, hints and warnings on stderr are best-effort, so a
-/// closed stderr (`meeting … 2>&1 | head -3`, a parent that stopped reading) never stops a
-/// program. The only way this crate writes to stderr (clippy's `print_stderr` is denied).
-#[macro_export]
-macro_rules! note {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-/// [`note!`] without the newline, flushed: a line redrawn in place (the elapsed-time ticker,
-/// a `--step` question).
-#[macro_export]
-macro_rules! note_inline {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let mut err = std::io::stderr();
-        let _ = write!(err, $($arg)*);
-        let _ = err.flush();
-    }};
-}
-
 /// `--pretty`, on every program that prints JSON.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct OutputArgs {

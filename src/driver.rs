@@ -198,6 +198,11 @@ pub(crate) fn run_stage_outcome(
         None => {
             let mut c = Command::new(stage_program(name));
             c.args(args);
+            // The settings travel as flags; the variables behind the same flags must not
+            // change a resumed meeting (DESIGN.md#resume).
+            for var in crate::llm::args::flag_env_vars() {
+                c.env_remove(var);
+            }
             c
         }
     };
@@ -1079,6 +1084,8 @@ pub struct Answers {
     pub usable: usize,
     /// The last failed call's error, else the board's `last_error`.
     pub last_error: Option<String>,
+    /// The PM's own report is on the board (not the fallback built without it).
+    pub pm_report: bool,
 }
 
 impl Answers {
@@ -1103,21 +1110,27 @@ impl Answers {
                 .filter_map(|e| e.error.clone())
                 .next_back()
                 .or_else(|| board.last_error.clone()),
+            pm_report: board.has_final_report(),
         }
     }
 
     /// Why a meeting whose report is saved still failed: not one model call returned a usable
-    /// answer, so the report holds nothing a model said (only a meeting with model calls).
+    /// answer, so the report holds nothing a model said. A meeting with no call at all fails
+    /// too when its report is the fallback (e.g. a token budget too small for any call); a
+    /// user's own stage that wrote the PM's report without a model call does not.
     pub fn failure(&self) -> Option<String> {
-        if self.usable > 0 || self.calls == 0 {
+        if self.usable > 0 || (self.calls == 0 && self.pm_report) {
             return None;
         }
-        Some(format!(
-            "no model call returned a usable answer ({} of {} attempts answered); last error: {}",
-            self.answered,
-            self.attempts,
-            self.last_error.as_deref().unwrap_or("none recorded")
-        ))
+        let last = self.last_error.as_deref().unwrap_or("none recorded");
+        Some(if self.calls == 0 {
+            format!("no model call was made; {last}")
+        } else {
+            format!(
+                "no model call returned a usable answer ({} of {} attempts answered); last error: {last}",
+                self.answered, self.attempts
+            )
+        })
     }
 }
 
@@ -1505,6 +1518,18 @@ mod tests {
         board
             .event_log
             .push(crate::events::event(EventType::PmDecision, "pm"));
+        assert_eq!(Answers::of(&board).failure(), None);
+        // No call at all: failed when the report is the fallback (a budget too small for any
+        // call), not when a user's own stage wrote the PM's report without a model.
+        board.event_log.clear();
+        board.usage.calls = 0;
+        board.last_error = Some("token budget: used 0 of 900 tokens".into());
+        let why = Answers::of(&board).failure().unwrap();
+        assert_eq!(
+            why,
+            "no model call was made; token budget: used 0 of 900 tokens"
+        );
+        board.final_report = Some("### Executive Summary\nGo.\n### Recommendation\nGo.".into());
         assert_eq!(Answers::of(&board).failure(), None);
     }
 

@@ -2,7 +2,7 @@
 //!
 //! Every reader reports the file label and the JSON path of the offending field on one line;
 //! every writer goes through a temporary file in the target folder and a rename, so a failure
-//! never leaves a half-written file.
+//! never leaves a half-written file. Stderr is written best-effort (`note!`).
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -12,6 +12,29 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+
+/// `eprintln!` that cannot fail: progress, hints and warnings on stderr are best-effort, so a
+/// closed stderr (`meeting … 2>&1 | head -3`, a parent that stopped reading) never stops a
+/// program. The only way this crate writes to stderr (clippy's `print_stderr` is denied).
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`note!`] without the newline, flushed: a line redrawn in place (the elapsed-time ticker,
+/// a `--step` question).
+#[macro_export]
+macro_rules! note_inline {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut err = std::io::stderr();
+        let _ = write!(err, $($arg)*);
+        let _ = err.flush();
+    }};
+}
 
 /// Largest input document accepted (boards with 200 loops are a few MB).
 pub(crate) const MAX_INPUT_BYTES: u64 = 256 * 1024 * 1024;

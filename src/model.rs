@@ -88,10 +88,12 @@ impl AgentConfig {
             }
         }
         if let Some(v) = self.metadata.get("max_tokens") {
-            if v.as_u64().is_none_or(|n| n == 0) {
+            if v.as_u64()
+                .is_none_or(|n| n == 0 || u32::try_from(n).is_err())
+            {
                 return Err(Invalid::at(
                     "metadata.max_tokens",
-                    "expected a positive integer",
+                    "expected a positive integer below 2^32",
                 ));
             }
         }
@@ -449,7 +451,12 @@ pub(crate) fn is_placeholder(text: &str) -> bool {
         .flat_map(char::to_lowercase)
         .collect();
     let real = real.split_whitespace().collect::<Vec<_>>().join(" ");
-    let count = real.chars().filter(|c| c.is_alphanumeric()).count();
+    // A CJK character is a word of its own: "选哪个？" is a real question.
+    let count: usize = real
+        .chars()
+        .filter(|c| c.is_alphanumeric())
+        .map(|c| if c.is_ascii() { 1 } else { 2 })
+        .sum();
     count < MIN_REAL_CHARS
         || (t.starts_with('<') && t.ends_with('>') && !t[1..].contains('<'))
         || FILLERS.contains(&real.as_str())
@@ -954,6 +961,7 @@ mod tests {
             "Cost?",
             "What does the cluster cost?",
             "成本是多少？",
+            "选哪个？",
             "Keep Python.",
         ] {
             assert!(!is_placeholder(text), "{text:?}");

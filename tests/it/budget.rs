@@ -132,13 +132,17 @@ fn a_small_budget_ends_with_a_report_inside_it() {
 /// A budget that cannot fit even the PM's closing report: no call at all, the fallback report,
 /// exit 0 (no call failed), and the Process Note says why.
 #[test]
-fn a_budget_too_small_for_anything_gives_the_fallback_report_without_a_call() {
+fn a_budget_too_small_for_anything_fails_with_the_fallback_report_and_no_call() {
     let work = Workdir::new();
     let cassette = estimated_cassette(&work);
     let run = meeting_cmd(work.path(), &cassette, &["--max-total-tokens", "1000"]).run();
-    run.success();
+    // Nothing a model said is in the report: the meeting failed (exit 1), its report is saved.
+    run.exit(1);
     run.stderr_has("no valid report, using the fallback report (token budget)");
+    run.stderr_has("no model call was made");
     let result: Value = run.json();
+    assert_eq!(result["status"], "failed");
+    assert!(result["report_file"].is_string());
     assert_eq!(result["usage"]["calls"], 0);
     assert_eq!(total(&result["usage"]), 0);
     assert_eq!(result["forced"], true);
@@ -220,7 +224,8 @@ fn the_meeting_file_sets_the_budget_and_the_flag_wins() {
             .args(["--trace-id", "budget-test", "--quiet"])
             .args(&extra);
         let run = cmd.run();
-        run.success();
+        // Too small for any call: the fallback report is saved and the meeting failed.
+        run.exit(1);
         assert_eq!(run.json::<Value>()["usage"]["calls"], 0);
         let board = final_board(&dir.join("runs/budget-test"));
         assert_eq!(board["max_total_tokens"], limit);

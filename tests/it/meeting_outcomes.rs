@@ -461,3 +461,26 @@ fn a_key_missing_for_an_agents_own_provider_names_the_agent() {
         .stderr_lacks("choose another with --provider");
     assert!(!work.join("runs").exists());
 }
+
+/// A resumed meeting is the meeting that was started: a variable behind an LLM flag set only
+/// for the resume (`AGENT_MEETING_MODEL`) does not reach the stages; the saved settings do.
+#[test]
+fn a_variable_set_for_the_resume_does_not_change_the_meeting() {
+    let work = Workdir::new();
+    meeting_cmd(work.path(), &demo_cassette(), &["--step"])
+        .stdin("\n\nq\n")
+        .run()
+        .exit(0);
+    let run_dir = work.join("runs/demo-test");
+    resume_cmd(&root(), &run_dir)
+        .env("AGENT_MEETING_MODEL", "some-other-model")
+        .run()
+        .exit(0);
+    let models: Vec<String> = std::fs::read_to_string(run_dir.join("llm.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["model"].to_string())
+        .collect();
+    assert!(models.len() >= 8, "{models:?}");
+    assert!(models.iter().all(|m| m == "\"replay\""), "{models:?}");
+}
