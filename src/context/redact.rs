@@ -38,7 +38,7 @@ fn always(_: &str) -> bool {
 
 /// In order of precedence: where two rules' secrets overlap the earlier rule's wins (so
 /// `api_key = "sk-…"` is an `openai-key`, and a token inside a key block is the block).
-const RULES: [Rule; 18] = [
+const RULES: [Rule; 21] = [
     Rule {
         kind: "private-key",
         // A header followed by key material (so a header quoted in prose stays: at most a
@@ -137,8 +137,28 @@ const RULES: [Rule; 18] = [
         // on the line, or bare only when the rest of the line is empty or a comment, or a
         // `;` or `&` follows (connection strings, query strings), so "Password: see below"
         // is prose. The key and the quotes stay.
-        pattern: r#"(?im)(?:^|[\s{,;(&?])(?:export[ \t]+)?["']?[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|[_.-]pass|[_.-]pwd|secret|token|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key|secret[_.-]?key|auth[_.-]?key|client[_.-]?key|account[_.-]?key|credentials?)["']?[ \t]*(?::=|=>|=|:)[ \t]*(?:"(?P<secret>[^"\n]{1,256})"|'(?P<secret_q>[^'\n]{1,256})'|(?P<secret_bare>[^\s"'#;,&]{1,256})(?:[ \t]*(?:#[^\n]*)?$|[;&]))"#,
+        pattern: r#"(?im)(?:^|[\s{,;(&?])(?:export[ \t]+)?["']?[A-Za-z0-9_.-]*?(?:password|passwd|passphrase|[_.-]pass|[_.-]pwd|secret|token|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key|secret[_.-]?key|auth[_.-]?key|client[_.-]?key|account[_.-]?key|credentials?)["']?[ \t]*(?::=|=>|=|:)[ \t]*(?:"(?P<secret>[^"\n]{1,256})"|'(?P<secret_q>[^'\n]{1,256})'|(?P<secret_bare>[^\s"';,&]{1,256})(?:[ \t]*$|[ \t]+#[^\n]*$|[;&]))"#,
         real: is_real_value,
+    },
+    Rule {
+        kind: "secret-assignment",
+        // A config line whose key is an identifier (`db_password`, `app.secret_key`) holds
+        // its value to the end of the line, spaces included (`correct horse battery staple`);
+        // a plain word key ("Password: see below") is prose and left to the rule above.
+        pattern: r#"(?im)^[ \t]*(?:export[ \t]+)?[A-Za-z0-9]+[_.-][A-Za-z0-9_.-]*?(?:password|passwd|passphrase|secret|token|api[_.-]?key|apikey|access[_.-]?key|private[_.-]?key)[ \t]*(?::=|=|:)[ \t]*(?P<secret>[^\s"'#|>&*!{\[][^\n]{0,255}?)[ \t]*$"#,
+        real: is_real_value,
+    },
+    Rule {
+        kind: "secret-assignment",
+        // The same in XML (`<password>…</password>`, Maven's settings.xml).
+        pattern: r"(?i)<(?:password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key)>(?P<secret>[^<\n]{1,256})</",
+        real: is_real_value,
+    },
+    Rule {
+        kind: "basic-auth",
+        // `Authorization: Basic <base64 user:password>` (a header, a curl line).
+        pattern: r"(?i)authorization[ \t]*[:=][ \t]*[\x22']?basic[ \t]+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})",
+        real: always,
     },
 ];
 
@@ -390,6 +410,12 @@ mod tests {
                 (kind, &*format!("[REDACTED:{kind}]"))
             );
         }
+        // Basic auth keeps the header and the scheme.
+        let header = format!("Authorization: Basic {}", tok("dXNlcj", "pwYXNz", 2));
+        assert_eq!(
+            redact(&header).text,
+            "Authorization: Basic [REDACTED:basic-auth]"
+        );
     }
 
     #[test]
@@ -421,6 +447,17 @@ mod tests {
                 "aws_secret_access_key = [REDACTED:@]",
             ),
             ("DB_PASS=pa55w0rd", "DB_PASS=[REDACTED:@]"),
+            // Review findings: a `#` inside a value, a value with spaces on a config line,
+            // XML elements.
+            ("password=abc#123xyz", "password=[REDACTED:@]"),
+            (
+                "db_password: correct horse battery staple",
+                "db_password: [REDACTED:@]",
+            ),
+            (
+                "<server><password>Hunter2Secret99</password></server>",
+                "<server><password>[REDACTED:@]</password></server>",
+            ),
             (
                 "Server=db;User Id=app;Password=p4ss;Encrypt=true",
                 "Server=db;User Id=app;Password=[REDACTED:@];Encrypt=true",
@@ -479,6 +516,8 @@ mod tests {
             "The bearer token travels in a header; bearer responsibilities-and-obligations apply.",
             "We bypass: the cache; compass: north; the PWD=/home/me variable.",
             "hf_ and glpat- and npm_ prefixes; SG.x.y is not a key.",
+            "app.secret_key: ${SECRET_KEY}\ndb_password: <set in the vault>",
+            "Use <password>...</password> in settings.xml; Authorization: Basic auth is off.",
         ] {
             let r = redact(text);
             assert_eq!(r.text, text, "redacted: {:?}", r.markers);
