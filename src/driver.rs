@@ -258,11 +258,17 @@ pub(crate) fn run_stage_outcome(
     if !status.success() {
         // A stage that died with the driver's Ctrl-C or SIGTERM did not fail: the meeting stops.
         stop::check_after_child(&status);
+        let code = status.code().unwrap_or(1);
+        // A panic (exit 101) ends with a backtrace hint: its own message is what tells.
+        let panic = (code == 101)
+            .then(|| err_lines.iter().position(|l| l.contains("panicked at")))
+            .flatten()
+            .map(|i| err_lines[i..(i + 2).min(err_lines.len())].join(" "));
         let last = err_lines.pop().unwrap_or_else(|| "no message".to_string());
+        let last = panic.unwrap_or(last);
         if !ui.quiet {
             err_lines.iter().for_each(|l| crate::note!("{l}"));
         }
-        let code = status.code().unwrap_or(1);
         let msg = format!("stage {name} failed (exit {code}): {last}");
         let e = if code == 2 {
             Error::Usage(msg)

@@ -484,3 +484,19 @@ fn a_variable_set_for_the_resume_does_not_change_the_meeting() {
     assert!(models.len() >= 8, "{models:?}");
     assert!(models.iter().all(|m| m == "\"replay\""), "{models:?}");
 }
+
+/// A stage that panics (exit 101) is reported with its panic message, not the backtrace hint
+/// that ends its stderr.
+#[test]
+fn a_panicking_stage_is_reported_with_its_panic_message() {
+    let work = Workdir::new();
+    let panic = "merge-board=printf 'thread main panicked at src/x.rs:1:1:\\nboom\\nnote: run with `RUST_BACKTRACE=1` to display a backtrace\\n' >&2; exit 101";
+    meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", panic],
+    )
+    .run()
+    .exit(1)
+    .stderr_has("stage merge-board failed (exit 101): thread main panicked at src/x.rs:1:1: boom");
+}
