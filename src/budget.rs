@@ -133,7 +133,9 @@ fn largest_prompt(board: &Board, pm: bool) -> u64 {
     board
         .event_log
         .iter()
-        .filter(|e| e.event_type == EventType::LlmCall && (e.caller == "pm") == pm)
+        .filter(|e| {
+            e.event_type == EventType::LlmCall && (e.caller == crate::model::PM_CALLER) == pm
+        })
         .filter_map(|e| e.prompt_tokens)
         .max()
         .unwrap_or(0)

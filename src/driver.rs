@@ -19,8 +19,10 @@ use crate::cli::BoardArgs;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line, write_atomic};
 use crate::llm::LlmArgs;
-use crate::model::EventType;
-use crate::model::{Board, MeetingPacket, MeetingResult, ReportResult, Status, PACKET_VERSION};
+use crate::model::{
+    Board, EventType, MeetingPacket, MeetingResult, ReportResult, Status, TurnStatus,
+    PACKET_VERSION,
+};
 use crate::stage::Stage;
 use crate::text::one_line;
 
@@ -848,7 +850,7 @@ fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<()> {
         .as_ref()
         .map(|p| p.metadata.clone())
         .unwrap_or_default();
-    crate::llm::client_for_caller(llm, &board.llm, "pm", &pm_meta, 0)?;
+    crate::llm::client_for_caller(llm, &board.llm, crate::model::PM_CALLER, &pm_meta, 0)?;
     for agent in board.agents.values() {
         crate::llm::client_for_caller(llm, &board.llm, &agent.name, &agent.metadata, 0)?;
     }
@@ -1105,7 +1107,7 @@ impl Answers {
             calls: calls.clone().count(),
             answered: calls
                 .clone()
-                .filter(|e| e.status.as_deref() == Some("ok"))
+                .filter(|e| e.status == Some(TurnStatus::Ok))
                 .count(),
             usable: board
                 .event_log
@@ -1503,13 +1505,13 @@ mod tests {
     fn a_meeting_needs_one_usable_answer() {
         let mut board = crate::stage::fixtures::board(&[]);
         board.usage.calls = 3;
-        let call = |status: &str, error: Option<&str>| crate::model::Event {
+        let call = |status: TurnStatus, error: Option<&str>| crate::model::Event {
             event_type: EventType::LlmCall,
-            status: Some(status.into()),
+            status: Some(status),
             error: error.map(str::to_string),
             ..crate::events::event(EventType::LlmCall, "pm")
         };
-        board.event_log = vec![call("error", Some("HTTP 500: down"))];
+        board.event_log = vec![call(TurnStatus::Error, Some("HTTP 500: down"))];
         let a = Answers::of(&board);
         assert_eq!((a.attempts, a.calls, a.answered, a.usable), (3, 1, 0, 0));
         let why = a.failure().unwrap();
@@ -1518,7 +1520,7 @@ mod tests {
             "{why}"
         );
         // A reply that was not usable is answered, not usable.
-        board.event_log.push(call("ok", None));
+        board.event_log.push(call(TurnStatus::Ok, None));
         assert_eq!(Answers::of(&board).answered, 1);
         assert!(Answers::of(&board).failure().is_some());
         board

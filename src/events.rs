@@ -8,7 +8,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::llm::{LlmError, Reply};
-use crate::model::{Board, Event, EventType, MessageKind};
+use crate::model::{Board, Event, EventType, MessageKind, TurnStatus};
 
 /// Environment variable that pins the clock to one timestamp (reproducible runs and tests).
 pub(crate) const NOW_ENV: &str = "AGENT_MEETING_NOW";
@@ -144,7 +144,7 @@ pub(crate) fn record_llm_call(
             board.usage.completion_tokens += u.completion_tokens;
             board.usage.cached_tokens += u.cached_tokens;
             board.usage.cache_creation_tokens += u.cache_creation_tokens;
-            ev.status = Some("ok".into());
+            ev.status = Some(TurnStatus::Ok);
             ev.duration_ms = Some(reply.duration_ms);
             ev.prompt_tokens = Some(u.prompt_tokens);
             ev.completion_tokens = Some(u.completion_tokens);
@@ -157,7 +157,7 @@ pub(crate) fn record_llm_call(
                 LlmError::Fatal(_) => 0,
             };
             entry.duration_ms += duration;
-            ev.status = Some("error".into());
+            ev.status = Some(TurnStatus::Error);
             ev.duration_ms = Some(duration);
             ev.error = Some(e.to_string());
         }

@@ -594,11 +594,22 @@ pub struct PendingCall {
     pub reserve_tokens: Option<u64>,
 }
 
+/// How a turn or a call ended: an agent turn (`last_turn.status`) and the `llm_call`,
+/// `agent_result` and `agent_error` events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TurnStatus {
     Ok,
     Error,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Ok => "ok",
+            TurnStatus::Error => "error",
+        }
+    }
 }
 
 /// The outcome of the last agent turn, waiting for `merge-board`.
@@ -711,7 +722,7 @@ pub struct Event {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status: Option<String>,
+    pub status: Option<TurnStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -830,6 +841,9 @@ impl Board {
         self.loop_count.saturating_add(1).min(self.max_loops.max(1))
     }
 }
+
+/// The caller name of every PM call (cassettes, usage per caller, events).
+pub const PM_CALLER: &str = "pm";
 
 /// Which kind of report a board calls for, and so which template renders it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -43,5 +43,8 @@ fn main() -> ExitCode {
 /// Who calls the model, and the metadata that may choose its provider and model.
 fn pm_caller(board: &Board) -> (String, Map<String, Value>) {
     let metadata = board.pm.as_ref().map(|p| p.metadata.clone());
-    ("pm".to_string(), metadata.unwrap_or_default())
+    (
+        agent_meeting::model::PM_CALLER.to_string(),
+        metadata.unwrap_or_default(),
+    )
 }

@@ -364,7 +364,7 @@ pub fn agent_turn(
                 "pm",
                 MessageKind::Result,
             );
-            ev.status = Some("ok".into());
+            ev.status = Some(TurnStatus::Ok);
             ev.message = Some(event_sentence(&result.response));
             events::push(&mut board, clock, ev);
             board.last_turn = Some(LastTurn {
@@ -383,7 +383,7 @@ pub fn agent_turn(
                 "pm",
                 MessageKind::Result,
             );
-            ev.status = Some("error".into());
+            ev.status = Some(TurnStatus::Error);
             ev.error = Some(error.clone());
             events::push(&mut board, clock, ev);
             board.last_turn = Some(LastTurn {

@@ -11,7 +11,7 @@ use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request, CUT_OFF};
 use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, PM_DECISION_FIELDS};
-use crate::model::{EventType, MessageKind};
+use crate::model::{EventType, MessageKind, PM_CALLER};
 use crate::prompts::{
     cut_list, decision_packet, meeting_brief, meeting_system, render, retry_message, whiteboard,
     ITEM_CHARS,
@@ -20,9 +20,6 @@ use crate::schema;
 use crate::stage::Stage;
 use crate::text::cut;
 use crate::whiteboard::{summary_for_prompt, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS};
-
-/// The caller name of every PM call (cassettes, usage, events).
-pub(crate) const PM_CALLER: &str = "pm";
 
 /// Whether the PM may still call agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

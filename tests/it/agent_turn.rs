@@ -65,7 +65,7 @@ fn ok_turn_marks_citations_and_records_events() {
             res.from.as_deref(),
             res.to.as_deref(),
             res.kind.map(MessageKind::as_str),
-            res.status.as_deref()
+            res.status.map(TurnStatus::as_str)
         ),
         (Some("arch"), Some("pm"), Some("result"), Some("ok"))
     );
@@ -159,7 +159,7 @@ fn two_failures_give_an_error_turn() {
             e.from.as_deref(),
             e.to.as_deref(),
             e.kind.map(MessageKind::as_str),
-            e.status.as_deref()
+            e.status.map(TurnStatus::as_str)
         ),
         (Some("arch"), Some("pm"), Some("result"), Some("error"))
     );
@@ -185,7 +185,7 @@ fn a_failed_call_gives_an_error_turn_without_a_resend() {
     assert_eq!(
         events_of(&b, "llm_call")
             .iter()
-            .filter(|e| e.status.as_deref() == Some("error"))
+            .filter(|e| e.status.map(TurnStatus::as_str) == Some("error"))
             .count(),
         1
     );

@@ -2,7 +2,7 @@
 
 use agent_meeting::error::Error;
 use agent_meeting::llm::{AttemptError, Role};
-use agent_meeting::model::MessageKind;
+use agent_meeting::model::{MessageKind, TurnStatus};
 use agent_meeting::model::{PendingCall, Status};
 use agent_meeting::stage::pm_step::{self as pm, pm_input, pm_step};
 use serde_json::json;
@@ -82,7 +82,11 @@ fn call_agent_sets_pending_call_and_records_events() {
     );
     let llm = &b.event_log[0];
     assert_eq!(
-        (llm.caller.as_str(), llm.status.as_deref(), llm.attempt),
+        (
+            llm.caller.as_str(),
+            llm.status.map(TurnStatus::as_str),
+            llm.attempt
+        ),
         ("pm", Some("ok"), Some(1))
     );
     assert_eq!(
@@ -411,7 +415,7 @@ fn a_failed_call_ends_the_round_without_being_sent_again() {
     assert_eq!(b.usage.calls, 1);
     let llm = events_of(&b, "llm_call");
     assert_eq!(llm.len(), 1);
-    assert_eq!(llm[0].status.as_deref(), Some("error"));
+    assert_eq!(llm[0].status.map(TurnStatus::as_str), Some("error"));
     assert!(llm[0].error.is_some());
     assert!(events_of(&b, "pm_invalid_output").is_empty());
 }

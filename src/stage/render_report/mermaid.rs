@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::model::{Board, EventType, MessageKind};
+use crate::model::{Board, EventType, MessageKind, TurnStatus};
 use crate::text::fold_ws;
 
 /// Longest message text on one Mermaid arrow, in characters.
@@ -74,7 +74,7 @@ pub fn mermaid(board: &Board) -> String {
                 let (Some(from), Some(to)) = (&e.from, &e.to) else {
                     continue;
                 };
-                if e.status.as_deref() == Some("error") {
+                if e.status == Some(TurnStatus::Error) {
                     let why = e.error.as_deref().unwrap_or("");
                     let text = if why.trim().is_empty() {
                         "failed".to_string()
