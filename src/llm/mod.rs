@@ -288,6 +288,11 @@ pub trait Provider {
         req: &Request,
         opts: &Options,
     ) -> Result<RawReply, AttemptError>;
+    /// The provider this one wraps (`--record`, resume from the log), which answers the
+    /// questions below for it.
+    fn wrapped(&self) -> Option<&dyn Provider> {
+        None
+    }
     /// Whether the last attempt was answered from an earlier run's log rather than asked
     /// (such attempts are not logged again).
     fn last_was_reused(&self) -> bool {
@@ -296,18 +301,21 @@ pub trait Provider {
     /// Whether the server is on this machine (a loopback base URL). A local server that times
     /// out is busy generating, not unreachable: it gets one retry at most, not `--max-attempts`.
     fn is_local(&self) -> bool {
-        false
+        self.wrapped().is_some_and(|p| p.is_local())
     }
     /// The system message exactly as this provider sends it for `req` (with the schema in
     /// words when native structured output is off), for the exchange log.
     fn system_text(&self, req: &Request) -> String {
-        req.system.clone()
+        match self.wrapped() {
+            Some(p) => p.system_text(req),
+            None => req.system.clone(),
+        }
     }
     /// Whether this provider appends the expected schema to the system message (native
     /// structured output off): the stages then leave out their field guide, so the format is
     /// said once (DESIGN.md#prompt-layout).
     fn schema_in_prompt(&self) -> bool {
-        false
+        self.wrapped().is_some_and(|p| p.schema_in_prompt())
     }
 }
 

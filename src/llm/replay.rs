@@ -261,16 +261,8 @@ impl Provider for Recorder {
         self.inner.name()
     }
 
-    fn is_local(&self) -> bool {
-        self.inner.is_local()
-    }
-
-    fn system_text(&self, req: &Request) -> String {
-        self.inner.system_text(req)
-    }
-
-    fn schema_in_prompt(&self) -> bool {
-        self.inner.schema_in_prompt()
+    fn wrapped(&self) -> Option<&dyn Provider> {
+        Some(self.inner.as_ref())
     }
 
     fn attempt(
