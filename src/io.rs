@@ -61,8 +61,88 @@ impl Format {
     }
 }
 
-/// Read all of stdin as UTF-8 text; `label` names it in errors (usually `<stdin>`).
+/// The program reading stdin, named by its `main` ([`set_program`]); it picks the hint a
+/// terminal on stdin gets.
+static PROGRAM: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+
+/// Name the program whose stdin [`read_stdin`] and [`read_board_stdin`] read: a terminal on
+/// stdin then gets that program's hint ([`stdin_hint`]). Called first thing in each `main`.
+pub fn set_program(program: &'static str) {
+    let _ = PROGRAM.set(program);
+}
+
+/// What `program` reads on stdin and an example, for a user who ran it at a terminal: one line
+/// after `program: ` (the program exits 2).
+pub fn stdin_hint(program: &str) -> String {
+    let (reads, example) = match program {
+        "collect-context" => (
+            "a MeetingInput (a meeting file, JSON or YAML) on stdin, or --meeting-file FILE or --topic TOPIC",
+            "collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz",
+        ),
+        "init-board" => (
+            "a MeetingPacket (collect-context's output) on stdin",
+            "collect-context --meeting-file m.yaml | init-board --agents arch,biz",
+        ),
+        "pm-step" => (
+            "a Board (init-board's or merge-board's output) on stdin",
+            "init-board --agents arch,biz < packet.json | pm-step",
+        ),
+        "agent-turn" => (
+            "a Board with a pending_call (pm-step's output) on stdin",
+            "pm-step < board.json | agent-turn",
+        ),
+        "merge-board" => (
+            "a Board with a last_turn (agent-turn's output) on stdin",
+            "agent-turn < board.json | merge-board",
+        ),
+        "render-report" => (
+            "a finishing or forced_stop Board (pm-step's output) on stdin",
+            "pm-step < board.json | render-report --report-file report.md",
+        ),
+        "next-stage" => (
+            "a Board on stdin and prints the stage it waits for",
+            "next-stage < runs/<id>/0004-pm-step.out.json",
+        ),
+        "agent-builder" => (
+            "the agent's description on stdin, or --description TEXT",
+            "echo 'Estimates build and run costs' | agent-builder --output agents/cost.yaml",
+        ),
+        _ => ("its input document on stdin", "see --help"),
+    };
+    let me = if program.is_empty() { "it" } else { program };
+    format!("stdin is a terminal, and {me} reads {reads}; e.g. {example} (see --help)")
+}
+
+/// The program's name for [`stdin_hint`]: as set by [`set_program`], else the executable's
+/// file name.
+fn program() -> String {
+    if let Some(p) = PROGRAM.get() {
+        return (*p).to_string();
+    }
+    std::env::args_os()
+        .next()
+        .and_then(|a| {
+            Path::new(&a)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+        })
+        .unwrap_or_default()
+}
+
+/// Refuse a terminal on stdin with the program's hint (exit 2) instead of waiting silently
+/// for a document nobody is going to type.
+fn refuse_terminal(is_terminal: bool) -> Result<()> {
+    if is_terminal {
+        return Err(Error::Usage(stdin_hint(&program())));
+    }
+    Ok(())
+}
+
+/// Read all of stdin as UTF-8 text; `label` names it in errors (usually `<stdin>`). A terminal
+/// on stdin is refused with the program's hint ([`set_program`]).
 pub fn read_stdin(label: &str) -> Result<String> {
+    use std::io::IsTerminal;
+    refuse_terminal(std::io::stdin().is_terminal())?;
     let mut bytes = Vec::new();
     std::io::stdin()
         .lock()
@@ -223,8 +303,19 @@ pub fn parse_versioned<T: DeserializeOwned>(
         ));
     }
     refuse_bom(label, text)?;
-    let value: Value = serde_json::from_str(text)
-        .map_err(|e| Error::input(label, "", format!("not valid JSON: {e}")))?;
+    let expected = DocKind::with_version_field(version_field);
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            // A meeting file (YAML) where a packet or board belongs: say what it is.
+            if let Some(expected) = expected {
+                if let Some(found) = yaml_meeting_input(text) {
+                    return Err(Error::input(label, "", found.instead_of(expected)));
+                }
+            }
+            return Err(Error::input(label, "", format!("not valid JSON: {e}")));
+        }
+    };
     let Some(obj) = value.as_object() else {
         return Err(Error::input(
             label,
@@ -234,11 +325,16 @@ pub fn parse_versioned<T: DeserializeOwned>(
     };
     match obj.get(version_field) {
         None => {
+            if let Some(expected) = expected {
+                if let Some(found) = DocKind::of(obj).filter(|k| *k != expected) {
+                    return Err(Error::input(label, "", found.instead_of(expected)));
+                }
+            }
             return Err(Error::input(
                 label,
                 version_field,
                 format!("missing (expected {supported})"),
-            ))
+            ));
         }
         Some(v) => match v.as_u64() {
             Some(n) if n == u64::from(supported) => {}
@@ -263,6 +359,108 @@ pub fn parse_versioned<T: DeserializeOwned>(
     let de = &mut serde_json::Deserializer::from_str(text);
     serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de).map_err(|e| path_error(label, e))?;
     Ok(doc)
+}
+
+/// The documents the programs pass along, told apart by their version field or shape, so a
+/// document fed to the wrong program is named with the program that takes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DocKind {
+    MeetingInput,
+    MeetingPacket,
+    Board,
+    ReportResult,
+    MeetingResult,
+}
+
+impl DocKind {
+    /// The kind a version field belongs to (`None` for other versioned files: meeting.json).
+    fn with_version_field(field: &str) -> Option<DocKind> {
+        match field {
+            "packet_version" => Some(DocKind::MeetingPacket),
+            "board_version" => Some(DocKind::Board),
+            "report_version" => Some(DocKind::ReportResult),
+            _ => None,
+        }
+    }
+
+    /// What a top-level object is: by its version field, else by the fields only it has.
+    fn of(obj: &serde_json::Map<String, Value>) -> Option<DocKind> {
+        let has = |k: &str| obj.contains_key(k);
+        if has("packet_version") {
+            Some(DocKind::MeetingPacket)
+        } else if has("board_version") {
+            Some(DocKind::Board)
+        } else if has("report_version") {
+            Some(DocKind::ReportResult)
+        } else if has("topic") && has("decision_packet") {
+            Some(DocKind::MeetingInput)
+        } else if has("run_dir") && has("trace_id") && has("status") {
+            Some(DocKind::MeetingResult)
+        } else {
+            None
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            DocKind::MeetingInput => "MeetingInput",
+            DocKind::MeetingPacket => "MeetingPacket",
+            DocKind::Board => "Board",
+            DocKind::ReportResult => "ReportResult",
+            DocKind::MeetingResult => "MeetingResult",
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            DocKind::MeetingInput => "a meeting file",
+            DocKind::MeetingPacket => "collect-context's output",
+            DocKind::Board => "init-board's output",
+            DocKind::ReportResult => "render-report's output",
+            DocKind::MeetingResult => "meeting's output",
+        }
+    }
+
+    /// The one-line message for this kind of document where `expected` belongs.
+    fn instead_of(self, expected: DocKind) -> String {
+        let what = format!(
+            "this is a {} ({}), not a {}",
+            self.name(),
+            self.source(),
+            expected.name()
+        );
+        let what_to_do = match (self, expected) {
+            (DocKind::MeetingInput, DocKind::Board) => {
+                ": collect-context --meeting-file m.yaml | init-board --agents a,b makes a board"
+            }
+            (DocKind::MeetingInput, _) => {
+                ": pipe it into collect-context first (collect-context --meeting-file m.yaml | init-board --agents a,b)"
+            }
+            (DocKind::MeetingPacket, _) => ": pipe it into init-board",
+            (DocKind::Board, _) => {
+                ": pipe it into the stage it waits for (next-stage prints which)"
+            }
+            (DocKind::ReportResult, DocKind::Board) => {
+                "; its `board` field is the board: jq .board"
+            }
+            (DocKind::ReportResult, _) => "; its `markdown` field is the report",
+            (DocKind::MeetingResult, _) => {
+                "; its run_dir holds the boards (NNNN-<stage>.out.json)"
+            }
+        };
+        format!("{what}{what_to_do}")
+    }
+}
+
+/// Whether `text` (not JSON) is a meeting file in YAML: a mapping with `topic` and
+/// `decision_packet`. Only looked at when a JSON document was expected and none came.
+fn yaml_meeting_input(text: &str) -> Option<DocKind> {
+    if flow_depth_exceeds(text, MAX_YAML_FLOW_DEPTH) {
+        return None;
+    }
+    let v: serde_yaml::Value = serde_yaml::from_str(text).ok()?;
+    let m = v.as_mapping()?;
+    (m.contains_key("topic") && m.contains_key("decision_packet")).then_some(DocKind::MeetingInput)
 }
 
 /// Walks any document and fails on the first mapping that repeats a key.
@@ -394,7 +592,8 @@ pub(crate) fn parse_board(label: &str, text: &str) -> Result<crate::model::Board
     parse_versioned(label, text, "board_version", crate::model::BOARD_VERSION)
 }
 
-/// The Board every stage reads on stdin.
+/// The Board every stage reads on stdin; a terminal on stdin is refused with the program's
+/// hint ([`set_program`]).
 pub fn read_board_stdin() -> Result<crate::model::Board> {
     parse_board("<stdin>", &read_stdin("<stdin>")?)
 }
@@ -610,6 +809,42 @@ mod tests {
             e.to_string(),
             "p: packet_version: version 2 is not supported (expected 1)"
         );
+    }
+
+    #[test]
+    fn a_terminal_on_stdin_is_refused_with_the_hint() {
+        assert!(refuse_terminal(false).is_ok());
+        let e = refuse_terminal(true).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string().starts_with("stdin is a terminal, and "),
+            "{e}"
+        );
+        assert_eq!(
+            stdin_hint("init-board"),
+            "stdin is a terminal, and init-board reads a MeetingPacket (collect-context's output) \
+             on stdin; e.g. collect-context --meeting-file m.yaml | init-board --agents arch,biz \
+             (see --help)"
+        );
+        assert!(stdin_hint("").starts_with("stdin is a terminal, and it reads"));
+    }
+
+    #[test]
+    fn a_document_of_another_kind_is_named() {
+        let e = parse_board("<stdin>", r#"{"packet_version": 1}"#).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "<stdin>: this is a MeetingPacket (collect-context's output), not a Board: pipe it into init-board"
+        );
+        // Versioned files that are not passed between programs keep the version message.
+        let e = parse_versioned::<crate::model::Board>(
+            "m",
+            r#"{"board_version": 1}"#,
+            "settings_version",
+            2,
+        )
+        .unwrap_err();
+        assert_eq!(e.to_string(), "m: settings_version: missing (expected 2)");
     }
 
     #[test]

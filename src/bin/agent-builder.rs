@@ -1,6 +1,5 @@
 //! agent-builder: generate an agent config from a plain-language description (DESIGN.md#agent-configs).
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -49,6 +48,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    agent_meeting::io::set_program("agent-builder");
     let args: Args = agent_meeting::cli::parse_args("agent-builder");
     main_with("agent-builder", || run(args))
 }
@@ -98,12 +98,6 @@ fn check_output(out: &std::path::Path, name: Option<&str>, force: bool) -> Resul
 fn run(args: Args) -> anyhow::Result<()> {
     let description = match &args.description {
         Some(d) => d.clone(),
-        None if std::io::stdin().is_terminal() => {
-            return Err(Error::Usage(
-                "give a --description, or pipe the description on stdin".into(),
-            )
-            .into())
-        }
         None => agent_meeting::io::read_stdin("<stdin>")?,
     };
     if description.trim().is_empty() {

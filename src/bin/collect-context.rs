@@ -1,6 +1,6 @@
 //! `collect-context`: MeetingInput (stdin, `--meeting-file` or `--topic`) → MeetingPacket.
 
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -60,6 +60,7 @@ struct Args {
 }
 
 fn main() -> ExitCode {
+    io::set_program(PROGRAM);
     let args: Args = cli::parse_args("collect-context");
     cli::main_with(PROGRAM, || run(args))
 }
@@ -93,13 +94,6 @@ fn run(args: Args) -> anyhow::Result<()> {
         };
         (input, dir)
     } else {
-        if std::io::stdin().is_terminal() {
-            return Err(Error::Usage(
-                "no input: pipe a MeetingInput (JSON or YAML) on stdin, or use --meeting-file FILE or --topic TOPIC (see --help)"
-                    .into(),
-            )
-            .into());
-        }
         let label = "<stdin>";
         let text = io::read_stdin(label)?;
         // JSON is tried as JSON so its errors read like JSON errors; anything else is YAML.

@@ -35,4 +35,5 @@ mod prompt_layout;
 mod report;
 mod schemas;
 mod secrets;
+mod terminal;
 mod usage;

@@ -94,7 +94,13 @@ fn next_stage_refuses_what_is_not_a_board() {
         .run()
         .exit(2)
         .stdout_is("")
-        .stderr_starts_with("next-stage: <stdin>: board_version");
+        .stderr_is("next-stage: <stdin>: this is a MeetingPacket (collect-context's output), not a Board: pipe it into init-board\n");
+    program("next-stage")
+        .stdin(r#"{"status": "running"}"#)
+        .run()
+        .exit(2)
+        .stdout_is("")
+        .stderr_starts_with("next-stage: <stdin>: board_version: missing");
 }
 
 #[test]
