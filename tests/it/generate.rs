@@ -181,3 +181,15 @@ fn man_reads_the_generated_page() {
         );
     }
 }
+
+#[test]
+fn make_install_knows_every_program() {
+    let makefile = std::fs::read_to_string(crate::harness::root().join("Makefile")).unwrap();
+    let joined = makefile.replace("\\\n", " ");
+    let line = joined
+        .lines()
+        .find(|l| l.starts_with("PROGRAMS ="))
+        .expect("Makefile: PROGRAMS =");
+    let listed: Vec<&str> = line["PROGRAMS =".len()..].split_whitespace().collect();
+    assert_eq!(listed, PROGRAMS, "Makefile PROGRAMS");
+}
