@@ -1,7 +1,7 @@
 # agent-meeting — build, test, lint.
 CARGO ?= cargo
 
-.PHONY: build test lint fmt schemas
+.PHONY: build test lint fmt schemas install uninstall
 
 build:
 	$(CARGO) build --locked --release
@@ -15,6 +15,34 @@ lint:
 
 fmt:
 	$(CARGO) fmt --all
+
+# Install the release programs, their man pages and shell completions (each program prints them
+# with --generate). PREFIX defaults to ~/.local (no root needed; ~/.local/bin must be on PATH);
+# `make install PREFIX=/usr/local` as root for everyone. DESTDIR is prepended for packaging.
+PREFIX ?= $(HOME)/.local
+PROGRAMS = agent-builder agent-turn collect-context init-board meeting merge-board next-stage \
+  pm-step render-report
+BIN_DIR = $(DESTDIR)$(PREFIX)/bin
+MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
+BASH_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+ZSH_DIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
+FISH_DIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+
+install: build
+	install -d $(BIN_DIR) $(MAN_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR)
+	@set -e; for p in $(PROGRAMS); do \
+	  echo "install $$p"; \
+	  install -m 755 target/release/$$p $(BIN_DIR)/$$p; \
+	  target/release/$$p --generate man > $(MAN_DIR)/$$p.1; \
+	  target/release/$$p --generate complete-bash > $(BASH_DIR)/$$p; \
+	  target/release/$$p --generate complete-zsh > $(ZSH_DIR)/_$$p; \
+	  target/release/$$p --generate complete-fish > $(FISH_DIR)/$$p.fish; \
+	done
+
+uninstall:
+	@for p in $(PROGRAMS); do \
+	  rm -f $(BIN_DIR)/$$p $(MAN_DIR)/$$p.1 $(BASH_DIR)/$$p $(ZSH_DIR)/_$$p $(FISH_DIR)/$$p.fish; \
+	done
 
 # Regenerate share/schemas/ from the Rust types (the test `schemas_match_types` checks them).
 schemas:

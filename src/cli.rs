@@ -84,16 +84,34 @@ pub fn stderr_color() -> bool {
 }
 
 /// Parse the flags; a usage error is one line on stderr and exit 2 (`--help` and `--version`
-/// print as usual and exit 0).
-pub fn parse_args<T: clap::Parser>(program: &str) -> T {
+/// print as usual and exit 0, and so does `--generate KIND`: see [`GENERATE_KINDS`]).
+pub fn parse_args<T: clap::Parser>(program: &'static str) -> T {
     parse_args_with_matches(program).0
 }
 
 /// [`parse_args`], also returning clap's matches: they tell a flag given on the command line
 /// from a default or an environment variable (`meeting --resume` needs to know).
-pub fn parse_args_with_matches<T: clap::Parser>(program: &str) -> (T, clap::ArgMatches) {
-    let parsed = T::command()
-        .try_get_matches()
+pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, clap::ArgMatches) {
+    let mut cmd = command::<T>(program);
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(kind) = generate_request(&argv) {
+        let result = kind
+            .map_err(|e| e.to_string())
+            .and_then(|kind| generate(&mut cmd, program, &kind));
+        match result {
+            Ok(text) => match write_stdout(&text) {
+                Ok(()) => std::process::exit(0),
+                Err(e) if is_broken_pipe(&e) => std::process::exit(0),
+                Err(e) => {
+                    let _ = writeln!(std::io::stderr(), "{program}: {e:#}");
+                    std::process::exit(1);
+                }
+            },
+            Err(msg) => usage_exit(program, &msg),
+        }
+    }
+    let parsed = cmd
+        .try_get_matches_from(argv)
         .and_then(|m| T::from_arg_matches(&m).map(|args| (args, m)));
     match parsed {
         Ok(parsed) => parsed,
@@ -109,14 +127,92 @@ pub fn parse_args_with_matches<T: clap::Parser>(program: &str) -> (T, clap::ArgM
             }
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
-            let first = first.strip_prefix("error: ").unwrap_or(first);
-            let _ = writeln!(
-                std::io::stderr(),
-                "{program}: {first} (see {program} --help)"
-            );
-            std::process::exit(2);
+            usage_exit(program, first.strip_prefix("error: ").unwrap_or(first));
         }
     }
+}
+
+fn usage_exit(program: &str, msg: &str) -> ! {
+    let _ = writeln!(std::io::stderr(), "{program}: {msg} (see {program} --help)");
+    std::process::exit(2);
+}
+
+/// What `--generate` prints: a man page (roff) or a completion script for one shell.
+pub const GENERATE_KINDS: [&str; 5] = [
+    "man",
+    "complete-bash",
+    "complete-zsh",
+    "complete-fish",
+    "complete-powershell",
+];
+
+/// `--version`: the crate version, and the git commit when built from a checkout (build.rs).
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    env!("AGENT_MEETING_COMMIT_SUFFIX")
+);
+
+/// A program's command as every program shows it: its own flags, plus `--generate` (so that
+/// `--help`, the man page and the completions list it) and the version with the commit.
+pub fn command<T: clap::CommandFactory>(program: &'static str) -> clap::Command {
+    T::command().name(program).version(VERSION).arg(
+        clap::Arg::new("generate")
+            .long("generate")
+            .value_name("KIND")
+            .value_parser(GENERATE_KINDS)
+            .action(clap::ArgAction::Set)
+            .help("Print a man page or a shell completion script to stdout and exit"),
+    )
+}
+
+/// `--generate KIND` or `--generate=KIND` anywhere before a `--`: it wins over every other
+/// flag, the way ripgrep's does (no other flag is checked, a required one may be missing).
+/// `Some(Err)` when `--generate` has no value.
+fn generate_request(argv: &[std::ffi::OsString]) -> Option<Result<String, &'static str>> {
+    let mut args = argv.iter().skip(1).map(|a| a.to_string_lossy());
+    while let Some(arg) = args.next() {
+        if arg == "--" {
+            return None;
+        }
+        if let Some(kind) = arg.strip_prefix("--generate=") {
+            return Some(Ok(kind.to_string()));
+        }
+        if arg == "--generate" {
+            return Some(
+                args.next()
+                    .map(|k| k.into_owned())
+                    .ok_or("a value is required for '--generate <KIND>' but none was supplied"),
+            );
+        }
+    }
+    None
+}
+
+/// Render what `--generate KIND` prints for `cmd`, or the one-line usage error.
+pub fn generate(cmd: &mut clap::Command, program: &str, kind: &str) -> Result<String, String> {
+    use clap_complete::Shell;
+    let shell = match kind {
+        "man" => {
+            let mut out = Vec::new();
+            clap_mangen::Man::new(cmd.clone())
+                .render(&mut out)
+                .map_err(|e| e.to_string())?;
+            return String::from_utf8(out).map_err(|e| e.to_string());
+        }
+        "complete-bash" => Shell::Bash,
+        "complete-zsh" => Shell::Zsh,
+        "complete-fish" => Shell::Fish,
+        "complete-powershell" => Shell::PowerShell,
+        other => {
+            return Err(format!(
+                "invalid value '{other}' for '--generate <KIND>' [possible values: {}]",
+                GENERATE_KINDS.join(", ")
+            ))
+        }
+    };
+    let mut out = Vec::new();
+    clap_complete::generate(shell, cmd, program, &mut out);
+    String::from_utf8(out).map_err(|e| e.to_string())
 }
 
 /// The body shared by the two LLM stages (`pm-step`, `agent-turn`): read the board, check it is

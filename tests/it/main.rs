@@ -24,6 +24,7 @@ mod closed_stderr;
 mod context;
 mod faults;
 mod fuzz_regressions;
+mod generate;
 mod llm_http;
 mod llm_replay;
 mod llm_resolve;

@@ -1,0 +1,195 @@
+//! `--generate KIND` on every program (src/cli.rs): a man page or a completion script on
+//! stdout, exit 0; a bad kind is a usage error. Also `--version` and `--help` naming it.
+
+use std::process::Command;
+
+use crate::harness::{bin, cli, par_map, Workdir};
+
+const PROGRAMS: [&str; 9] = [
+    "agent-builder",
+    "agent-turn",
+    "collect-context",
+    "init-board",
+    "meeting",
+    "merge-board",
+    "next-stage",
+    "pm-step",
+    "render-report",
+];
+
+const KINDS: [&str; 5] = [
+    "man",
+    "complete-bash",
+    "complete-zsh",
+    "complete-fish",
+    "complete-powershell",
+];
+
+/// What a generated document of `kind` for `program` must contain.
+fn marker(program: &str, kind: &str) -> String {
+    match kind {
+        "man" => format!(".TH {program} 1"),
+        "complete-bash" => format!(" {program}\n"),
+        "complete-zsh" => format!("#compdef {program}"),
+        "complete-fish" => format!("complete -c {program} "),
+        "complete-powershell" => format!("-CommandName '{program}'"),
+        other => panic!("no kind {other}"),
+    }
+}
+
+#[test]
+fn every_program_generates_every_kind() {
+    let cases: Vec<(&str, &str)> = PROGRAMS
+        .iter()
+        .flat_map(|p| KINDS.iter().map(move |k| (*p, *k)))
+        .collect();
+    par_map(&cases, 4, |(program, kind)| {
+        let run = cli(program).args(["--generate", kind]).run();
+        run.success()
+            .stderr_is("")
+            .stdout_has(&marker(program, kind))
+            // the flag documents itself wherever the program's flags are listed
+            .stdout_has("generate");
+    });
+}
+
+#[test]
+fn generate_wins_over_other_flags_and_the_environment() {
+    // meeting needs --meeting-file or --topic to run; --generate does not.
+    cli("meeting")
+        .args(["--generate=man"])
+        .run()
+        .success()
+        .stdout_has(".TH meeting 1");
+    cli("pm-step")
+        .args([
+            "--pretty",
+            "--generate",
+            "complete-fish",
+            "--max-attempts",
+            "0",
+        ])
+        .env("AGENT_MEETING_PROVIDER", "no-such-provider")
+        .run()
+        .success()
+        .stdout_has("complete -c pm-step ");
+    // after `--` it is not a flag any more: the usual usage error
+    cli("next-stage")
+        .args(["--", "--generate", "man"])
+        .run()
+        .exit(2)
+        .one_stderr_line()
+        .stderr_starts_with("next-stage: ");
+}
+
+#[test]
+fn a_bad_kind_is_a_usage_error() {
+    for program in ["meeting", "collect-context"] {
+        cli(program)
+            .args(["--generate", "complete-tcsh"])
+            .run()
+            .exit(2)
+            .stdout_is("")
+            .one_stderr_line()
+            .stderr_starts_with(&format!(
+                "{program}: invalid value 'complete-tcsh' for '--generate <KIND>'"
+            ))
+            .stderr_has("complete-powershell");
+        cli(program)
+            .arg("--generate")
+            .run()
+            .exit(2)
+            .one_stderr_line()
+            .stderr_starts_with(&format!("{program}: a value is required for '--generate"));
+    }
+}
+
+#[test]
+fn version_and_help_name_the_program() {
+    let re = regex::Regex::new(r"^(\S+) \d+\.\d+\.\d+( \([0-9a-f]{4,}\))?\n$").unwrap();
+    par_map(&PROGRAMS, 4, |program| {
+        let run = cli(program).arg("--version").run();
+        run.success();
+        let out = run.stdout();
+        let caps = re
+            .captures(&out)
+            .unwrap_or_else(|| panic!("{program} --version: {out:?}"));
+        assert_eq!(&caps[1], *program, "{program} --version: {out:?}");
+        cli(program)
+            .arg("--help")
+            .run()
+            .success()
+            .stdout_has("--generate <KIND>")
+            .stdout_has("complete-bash");
+    });
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn the_bash_completion_loads() {
+    if !have("bash") {
+        eprintln!("skipped: no bash");
+        return;
+    }
+    par_map(&PROGRAMS, 4, |program| {
+        let script = format!(
+            "source <('{}' --generate complete-bash) && complete -p {program}",
+            bin(program).display()
+        );
+        let out = Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", &script])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.trim_end().ends_with(&format!(" {program}")),
+            "{program}: bash could not load the completion: {}\n{stdout}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    });
+}
+
+#[test]
+fn man_reads_the_generated_page() {
+    if !have("man") {
+        eprintln!("skipped: no man");
+        return;
+    }
+    let dir = Workdir::new();
+    for program in ["meeting", "next-stage"] {
+        let page = cli(program).args(["--generate", "man"]).run().stdout();
+        let path = dir.write(format!("{program}.1"), page);
+        let out = Command::new("man")
+            .arg("-l")
+            .arg(&path)
+            .env("MANPAGER", "cat")
+            .env("PAGER", "cat")
+            .env("MANWIDTH", "80")
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("NAME") && text.contains("--generate"),
+            "man -l {program}.1: {}\n{text}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn make_install_knows_every_program() {
+    let makefile = std::fs::read_to_string(crate::harness::root().join("Makefile")).unwrap();
+    let joined = makefile.replace("\\\n", " ");
+    let line = joined
+        .lines()
+        .find(|l| l.starts_with("PROGRAMS ="))
+        .expect("Makefile: PROGRAMS =");
+    let listed: Vec<&str> = line["PROGRAMS =".len()..].split_whitespace().collect();
+    assert_eq!(listed, PROGRAMS, "Makefile PROGRAMS");
+}
