@@ -1,6 +1,6 @@
 //! `collect-context`: MeetingInput (stdin, `--meeting-file` or `--topic`) → MeetingPacket.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -119,13 +119,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         max_context_chars: args.max_context_chars,
         redact: !args.no_redact,
     };
-    let (bundle, redacted) = context::collect_noting_redactions(&input, &opts)?;
+    let (bundle, notes) = context::collect_with_notes(&input, &opts)?;
     // Best effort: a closed stderr must not stop the packet.
-    let mut err = std::io::stderr().lock();
-    for r in &redacted {
-        let _ = writeln!(err, "{PROGRAM}: {}: {}", r.document_id, r.describe());
+    for line in &notes.skipped {
+        agent_meeting::note!("{PROGRAM}: {line}");
     }
-    drop(err);
+    for r in &notes.redactions {
+        agent_meeting::note!("{PROGRAM}: {}: {}", r.document_id, r.describe());
+    }
     let packet = MeetingPacket {
         packet_version: PACKET_VERSION,
         meeting_input: input,

@@ -1,7 +1,8 @@
 //! Walking the sources (DESIGN.md#context-collection): resolving each path lexically inside
 //! the context root, refusing links, ignored folders and likely secrets before a file is
-//! opened, expanding directories through include/exclude globs, and recording every skipped
-//! path with its reason.
+//! opened, expanding directories through include/exclude globs and the `.gitignore` /
+//! `.ignore` files of the tree (the `ignore` crate, ripgrep's walker), and recording every
+//! skipped path with its reason.
 
 use std::collections::HashSet;
 use std::fs;
@@ -9,6 +10,7 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::decode::read_text;
 use super::redact;
@@ -32,6 +34,16 @@ pub(crate) const IGNORED_DIRS: [&str; 10] = [
     "build",
 ];
 
+/// The tool's own default run and report folders: never walked when directly under the context
+/// root (DESIGN.md#context-collection).
+pub(crate) const TOOL_DIRS: [&str; 2] = ["runs", "reports"];
+
+/// A run folder of `meeting` (DESIGN.md#run-folder) holds both of these, wherever it is.
+const RUN_FOLDER_MARKERS: [&str; 2] = ["meeting.json", ".lock"];
+
+/// At most this many `skipped` warnings per source; the rest are counted in one line.
+pub(crate) const MAX_SKIP_WARNINGS: usize = 20;
+
 /// The `reason` strings of `skipped_paths`.
 pub(crate) mod reason {
     pub const NOT_FOUND: &str = "not found";
@@ -42,6 +54,8 @@ pub(crate) mod reason {
     pub const DUPLICATE: &str = "duplicate";
     pub const MAX_FILES: &str = "max_files";
     pub const IGNORED: &str = "ignored directory";
+    /// Inside a run folder of `meeting`, or `runs/` / `reports/` under the context root.
+    pub const TOOL_OUTPUT: &str = "agent-meeting output";
     pub const NOT_A_DIRECTORY: &str = "not a directory";
     /// Followed by `: <os error>`.
     pub const UNREADABLE: &str = "unreadable";
@@ -62,6 +76,8 @@ pub(crate) struct Collector {
     skipped: Vec<SkippedPath>,
     /// Root-relative paths already collected or tried, for the `duplicate` rule.
     seen: HashSet<String>,
+    /// One stderr line per skipped path (capped per source), in order.
+    warnings: Vec<String>,
 }
 
 /// A source path resolved inside the root: its root-relative components, all checked not to
@@ -88,13 +104,21 @@ impl Collector {
             redacted: Vec::new(),
             skipped: Vec::new(),
             seen: HashSet::new(),
+            warnings: Vec::new(),
         }
     }
 
-    /// The documents collected, the paths skipped, and what was redacted, in the order they
-    /// were met.
-    pub(crate) fn finish(self) -> (Vec<ContextDocument>, Vec<SkippedPath>, Vec<Redaction>) {
-        (self.documents, self.skipped, self.redacted)
+    /// The documents collected, the paths skipped, what was redacted, and the warning lines
+    /// about the skipped paths, in the order they were met.
+    pub(crate) fn finish(
+        self,
+    ) -> (
+        Vec<ContextDocument>,
+        Vec<SkippedPath>,
+        Vec<Redaction>,
+        Vec<String>,
+    ) {
+        (self.documents, self.skipped, self.redacted, self.warnings)
     }
 
     fn skip(&mut self, path: impl Into<String>, reason: impl Into<String>) {
@@ -104,8 +128,27 @@ impl Collector {
         });
     }
 
-    /// Collect one source (`index` is its place in `context_sources`, for error paths).
+    /// Collect one source (`index` is its place in `context_sources`, for error paths), and
+    /// word a warning for each path it skipped: at most [`MAX_SKIP_WARNINGS`], then a count.
     pub(crate) fn source(&mut self, index: usize, source: &ContextSource) -> Result<()> {
+        let first = self.skipped.len();
+        let result = self.source_paths(index, source);
+        let new = &self.skipped[first..];
+        for s in new.iter().take(MAX_SKIP_WARNINGS) {
+            self.warnings
+                .push(format!("skipped {}: {}", s.path, s.reason));
+        }
+        if new.len() > MAX_SKIP_WARNINGS {
+            self.warnings.push(format!(
+                "and {} more skipped under {} (context_bundle.skipped_paths lists them)",
+                new.len() - MAX_SKIP_WARNINGS,
+                source.path
+            ));
+        }
+        result
+    }
+
+    fn source_paths(&mut self, index: usize, source: &ContextSource) -> Result<()> {
         let rel = match self.resolve(&source.path) {
             Ok(r) => r,
             Err((shown, why)) => {
@@ -126,6 +169,12 @@ impl Collector {
         };
         if dirs.iter().any(|c| is_ignored_dir(c)) {
             self.skip(shown, reason::IGNORED);
+            return Ok(());
+        }
+        let in_run_folder =
+            (1..=dirs.len()).any(|n| is_run_folder(&self.root.join(rel_path(&dirs[..n]))));
+        if in_run_folder || dirs.first().is_some_and(|c| is_tool_dir(c)) {
+            self.skip(shown, reason::TOOL_OUTPUT);
             return Ok(());
         }
         if !self.allow_sensitive && is_sensitive(&rel) {
@@ -251,19 +300,41 @@ impl Collector {
 
         // (path relative to the source folder, `/`-separated; is it a link)
         let mut matches: Vec<(String, bool)> = Vec::new();
-        let walk = walkdir::WalkDir::new(&dir_path)
+        let outer = if source.respect_gitignore {
+            outer_ignores(&self.root, &dir_path)
+        } else {
+            Vec::new()
+        };
+        let tool_dirs: Vec<PathBuf> = TOOL_DIRS.iter().map(|d| self.root.join(d)).collect();
+        let mut walk = ignore::WalkBuilder::new(&dir_path);
+        // No hidden-file rule, no global or per-clone excludes: only the tree's own
+        // `.gitignore` and `.ignore` files (outside a git repository too), and only those inside
+        // the context root (the folders above the source are matched by `outer`).
+        walk.standard_filters(false)
             .follow_links(false)
-            .min_depth(1)
-            .into_iter()
-            .filter_entry(|e| {
-                !(e.file_type().is_dir() && is_ignored_dir(&e.file_name().to_string_lossy()))
+            .parents(false)
+            .require_git(false)
+            .git_ignore(source.respect_gitignore)
+            .ignore(source.respect_gitignore)
+            .filter_entry(move |e| {
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                if e.depth() == 0 {
+                    return true;
+                }
+                if is_dir
+                    && (is_ignored_dir(&e.file_name().to_string_lossy())
+                        || tool_dirs.iter().any(|t| t == e.path())
+                        || is_run_folder(e.path()))
+                {
+                    return false;
+                }
+                !outer_ignored(&outer, e.path(), is_dir)
             });
-        for entry in walk {
+        for entry in walk.build() {
             let entry = match entry {
                 Ok(e) => e,
                 Err(e) => {
-                    let at = e
-                        .path()
+                    let at = error_path(&e)
                         .and_then(|p| p.strip_prefix(&self.root).ok())
                         .map(|p| display_rel(&components(p)))
                         .unwrap_or_else(|| shown.clone());
@@ -275,7 +346,10 @@ impl Collector {
                     continue;
                 }
             };
-            if entry.file_type().is_dir() {
+            let Some(file_type) = entry.file_type() else {
+                continue;
+            };
+            if file_type.is_dir() {
                 continue;
             }
             let Ok(rel) = entry.path().strip_prefix(&dir_path) else {
@@ -283,7 +357,7 @@ impl Collector {
             };
             let rel = components(rel).join("/");
             if (include.is_empty() || include.is_match(&rel)) && !exclude.is_match(&rel) {
-                matches.push((rel, entry.file_type().is_symlink()));
+                matches.push((rel, file_type.is_symlink()));
             }
         }
         // Byte order of the normalised path, so the cut is the same on every machine. The cut
@@ -390,4 +464,85 @@ fn display_rel(rel: &[String]) -> String {
 
 fn is_ignored_dir(name: &str) -> bool {
     IGNORED_DIRS.contains(&name)
+}
+
+fn is_tool_dir(name: &str) -> bool {
+    TOOL_DIRS.contains(&name)
+}
+
+/// A run folder of `meeting`: it holds `meeting.json` and `.lock` (looked up, never opened).
+fn is_run_folder(dir: &Path) -> bool {
+    RUN_FOLDER_MARKERS
+        .iter()
+        .all(|m| fs::symlink_metadata(dir.join(m)).is_ok())
+}
+
+/// The ignore files of one folder above a directory source: its `.ignore` and `.gitignore`
+/// (`.ignore` wins, as in ripgrep); `git` is false above a nested repository's root.
+struct OuterLevel {
+    ignore: Gitignore,
+    git: Option<Gitignore>,
+}
+
+/// The `.ignore` and `.gitignore` files of the folders from `dir`'s parent up to the context
+/// root, innermost first (the walker reads those at and below `dir`). `.gitignore` files stop
+/// at the first folder holding `.git` (a repository's own root; `dir` itself counts), as in
+/// git; nothing above the context root is read.
+fn outer_ignores(root: &Path, dir: &Path) -> Vec<OuterLevel> {
+    let mut levels = Vec::new();
+    let mut git = fs::symlink_metadata(dir.join(".git")).is_err();
+    let mut cur = dir;
+    while cur != root {
+        let Some(parent) = cur.parent() else { break };
+        if !parent.starts_with(root) {
+            break;
+        }
+        let matcher = |name: &str| {
+            let mut b = GitignoreBuilder::new(parent);
+            // Unreadable or malformed lines are passed over, as git does.
+            let _ = b.add(parent.join(name));
+            b.build().unwrap_or_else(|_| Gitignore::empty())
+        };
+        levels.push(OuterLevel {
+            ignore: matcher(".ignore"),
+            git: git.then(|| matcher(".gitignore")),
+        });
+        if fs::symlink_metadata(parent.join(".git")).is_ok() {
+            git = false;
+        }
+        cur = parent;
+    }
+    levels
+}
+
+/// Whether the folders above the source exclude `path` (innermost rule first; a `!` rule
+/// keeps the path).
+fn outer_ignored(levels: &[OuterLevel], path: &Path, is_dir: bool) -> bool {
+    for l in levels {
+        let mut m = l.ignore.matched(path, is_dir);
+        if m.is_none() {
+            if let Some(git) = &l.git {
+                m = git.matched(path, is_dir);
+            }
+        }
+        if m.is_ignore() {
+            return true;
+        }
+        if m.is_whitelist() {
+            return false;
+        }
+    }
+    false
+}
+
+/// The path an `ignore` walk error is about, if it names one.
+fn error_path(e: &ignore::Error) -> Option<&Path> {
+    match e {
+        ignore::Error::WithPath { path, .. } => Some(path),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(err)
+        }
+        ignore::Error::Loop { child, .. } => Some(child),
+        _ => None,
+    }
 }
