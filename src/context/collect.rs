@@ -4,10 +4,11 @@
 //! `.ignore` files of the tree (the `ignore` crate, ripgrep's walker), and recording every
 //! skipped path with its reason.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
@@ -300,27 +301,20 @@ impl Collector {
 
         // (path relative to the source folder, `/`-separated; is it a link)
         let mut matches: Vec<(String, bool)> = Vec::new();
-        let outer = if source.respect_gitignore {
-            outer_ignores(&self.root, &dir_path)
-        } else {
-            Vec::new()
-        };
+        let ignore_files = source
+            .respect_gitignore
+            .then(|| IgnoreFiles::new(self.root.clone()));
         let tool_dirs: Vec<PathBuf> = TOOL_DIRS.iter().map(|d| self.root.join(d)).collect();
         let mut walk = ignore::WalkBuilder::new(&dir_path);
-        // No hidden-file rule, no global or per-clone excludes: only the tree's own
-        // `.gitignore` and `.ignore` files (outside a git repository too), and only those inside
-        // the context root (the folders above the source are matched by `outer`).
+        // The walker's own ignore rules are off (they read the files above the context root,
+        // and rank `.ignore` over `.gitignore` across folders): `IgnoreFiles` applies them.
         walk.standard_filters(false)
             .follow_links(false)
-            .parents(false)
-            .require_git(false)
-            .git_ignore(source.respect_gitignore)
-            .ignore(source.respect_gitignore)
             .filter_entry(move |e| {
-                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
                 if e.depth() == 0 {
                     return true;
                 }
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
                 if is_dir
                     && (is_ignored_dir(&e.file_name().to_string_lossy())
                         || tool_dirs.iter().any(|t| t == e.path())
@@ -328,7 +322,9 @@ impl Collector {
                 {
                     return false;
                 }
-                !outer_ignored(&outer, e.path(), is_dir)
+                !ignore_files
+                    .as_ref()
+                    .is_some_and(|f| f.ignored(e.path(), is_dir))
             });
         for entry in walk.build() {
             let entry = match entry {
@@ -477,62 +473,80 @@ fn is_run_folder(dir: &Path) -> bool {
         .all(|m| fs::symlink_metadata(dir.join(m)).is_ok())
 }
 
-/// The ignore files of one folder above a directory source: its `.ignore` and `.gitignore`
-/// (`.ignore` wins, as in ripgrep); `git` is false above a nested repository's root.
-struct OuterLevel {
+/// The `.ignore` and `.gitignore` files of the folders inside the context root, read once
+/// each, as a walk meets them (DESIGN.md#context-collection).
+struct IgnoreFiles {
+    root: PathBuf,
+    folders: Mutex<HashMap<PathBuf, Arc<IgnoreFolder>>>,
+}
+
+struct IgnoreFolder {
     ignore: Gitignore,
-    git: Option<Gitignore>,
+    git: Gitignore,
+    /// The folder holds `.git`: a repository's root, above which its `.gitignore` rules end.
+    has_git: bool,
 }
 
-/// The `.ignore` and `.gitignore` files of the folders from `dir`'s parent up to the context
-/// root, innermost first (the walker reads those at and below `dir`). `.gitignore` files stop
-/// at the first folder holding `.git` (a repository's own root; `dir` itself counts), as in
-/// git; nothing above the context root is read.
-fn outer_ignores(root: &Path, dir: &Path) -> Vec<OuterLevel> {
-    let mut levels = Vec::new();
-    let mut git = fs::symlink_metadata(dir.join(".git")).is_err();
-    let mut cur = dir;
-    while cur != root {
-        let Some(parent) = cur.parent() else { break };
-        if !parent.starts_with(root) {
-            break;
+impl IgnoreFiles {
+    fn new(root: PathBuf) -> IgnoreFiles {
+        IgnoreFiles {
+            root,
+            folders: Mutex::new(HashMap::new()),
         }
-        let matcher = |name: &str| {
-            let mut b = GitignoreBuilder::new(parent);
-            // Unreadable or malformed lines are passed over, as git does.
-            let _ = b.add(parent.join(name));
-            b.build().unwrap_or_else(|_| Gitignore::empty())
-        };
-        levels.push(OuterLevel {
-            ignore: matcher(".ignore"),
-            git: git.then(|| matcher(".gitignore")),
-        });
-        if fs::symlink_metadata(parent.join(".git")).is_ok() {
-            git = false;
-        }
-        cur = parent;
     }
-    levels
-}
 
-/// Whether the folders above the source exclude `path` (innermost rule first; a `!` rule
-/// keeps the path).
-fn outer_ignored(levels: &[OuterLevel], path: &Path, is_dir: bool) -> bool {
-    for l in levels {
-        let mut m = l.ignore.matched(path, is_dir);
-        if m.is_none() {
-            if let Some(git) = &l.git {
-                m = git.matched(path, is_dir);
+    fn folder(&self, dir: &Path) -> Arc<IgnoreFolder> {
+        let mut folders = self.folders.lock().unwrap_or_else(|e| e.into_inner());
+        folders
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| {
+                let matcher = |name: &str| {
+                    let file = dir.join(name);
+                    // Only a regular file is read (never through a link); unreadable files and
+                    // malformed lines are passed over, as git does.
+                    if !fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+                        return Gitignore::empty();
+                    }
+                    let mut b = GitignoreBuilder::new(dir);
+                    let _ = b.add(file);
+                    b.build().unwrap_or_else(|_| Gitignore::empty())
+                };
+                Arc::new(IgnoreFolder {
+                    ignore: matcher(".ignore"),
+                    git: matcher(".gitignore"),
+                    has_git: fs::symlink_metadata(dir.join(".git")).is_ok(),
+                })
+            })
+            .clone()
+    }
+
+    /// Whether the ignore files exclude `path`: the folders from its own up to the context
+    /// root, innermost first; in each, `.ignore` before `.gitignore`; the first rule that
+    /// matches decides (a `!` rule keeps the path). `.gitignore` files above a repository's
+    /// root do not count.
+    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        let mut git = true;
+        let mut cur = path.parent();
+        while let Some(dir) = cur {
+            if !dir.starts_with(&self.root) {
+                break;
             }
+            let f = self.folder(dir);
+            let mut m = f.ignore.matched(path, is_dir);
+            if m.is_none() && git {
+                m = f.git.matched(path, is_dir);
+            }
+            if m.is_ignore() {
+                return true;
+            }
+            if m.is_whitelist() {
+                return false;
+            }
+            git &= !f.has_git;
+            cur = dir.parent();
         }
-        if m.is_ignore() {
-            return true;
-        }
-        if m.is_whitelist() {
-            return false;
-        }
+        false
     }
-    false
 }
 
 /// The path an `ignore` walk error is about, if it names one.

@@ -112,6 +112,14 @@ fn ignore_files_above_the_source_count_up_to_the_context_root() {
     w.write("docs/api/generated/z.md", "z");
     let b = collect_in(&w, vec![dir("docs/api")]);
     assert_eq!(ids(&b), ["docs/api/x.md"]);
+    // A deeper rule wins over an outer one, as in git.
+    w.write("docs/api/.gitignore", "!keep.tmp\n");
+    w.write("docs/api/keep.tmp", "k");
+    let b = collect_in(&w, vec![dir("docs/api")]);
+    assert_eq!(
+        ids(&b),
+        ["docs/api/.gitignore", "docs/api/keep.tmp", "docs/api/x.md"]
+    );
     // A file named by a source is collected: the rules thin out walks only.
     let b = collect_in(&w, vec![source(SourceType::File, "docs/api/y.tmp")]);
     assert_eq!(ids(&b), ["docs/api/y.tmp"]);
@@ -125,6 +133,19 @@ fn gitignore_is_honoured_without_a_git_repository() {
     w.write("ctx/out/b.md", "b");
     let b = collect_in(&w, vec![dir("ctx")]);
     assert_eq!(ids(&b), ["ctx/.gitignore", "ctx/a.md"]);
+}
+
+#[test]
+fn a_nested_repositorys_gitignore_rules_end_at_its_root() {
+    let w = project();
+    w.write(".gitignore", "*.txt\n");
+    w.write(".ignore", "*.bak\n");
+    w.write("vendor/lib/.git/HEAD", "ref");
+    w.write("vendor/lib/notes.txt", "n");
+    w.write("vendor/lib/old.bak", "o");
+    let b = collect_in(&w, vec![dir("vendor/lib")]);
+    // `.git` is never walked; `.ignore` files are not git's and count up to the context root.
+    assert_eq!(ids(&b), ["vendor/lib/notes.txt"]);
 }
 
 #[test]
