@@ -20,6 +20,8 @@ const PROGRAM: &str = "collect-context";
     version,
     after_help = "Input: a MeetingInput as JSON or YAML on stdin, or --meeting-file F, or --topic T.\n\
 Paths in a meeting file resolve against the file's folder; paths read from stdin against --base-dir.\n\
+Directory sources leave out what .gitignore and .ignore files exclude (respect_gitignore: false opts out) and the tool's own runs/ and reports/.\n\
+Every skipped path (not found, outside the root, symlink, sensitive, binary, ...) gets a warning on stderr.\n\
 Secrets inside collected documents are replaced by [REDACTED:<kind>] and counted (a warning per document on stderr).\n\n\
 Example:\n  collect-context --meeting-file meetings/demo.yaml | jq '.context_bundle.documents[].document_id'\n  \
 collect-context --topic 'Adopt Rust for the CLI?' --pretty"
