@@ -157,6 +157,12 @@ fn default_max_files() -> usize {
 fn default_max_chars() -> usize {
     4000
 }
+fn default_true() -> bool {
+    true
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
 
 /// Where background documents come from.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -175,6 +181,10 @@ pub struct ContextSource {
     pub max_files: usize,
     #[serde(default = "default_max_chars")]
     pub max_chars_per_file: usize,
+    /// A `directory` source skips what `.gitignore` and `.ignore` files exclude
+    /// (DESIGN.md#context-collection); `false` collects it too.
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub respect_gitignore: bool,
 }
 
 /// A meeting file (or `--topic` minimal mode, or stdin of `collect-context`).

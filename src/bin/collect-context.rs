@@ -1,6 +1,5 @@
 //! `collect-context`: MeetingInput (stdin, `--meeting-file` or `--topic`) → MeetingPacket.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -20,6 +19,8 @@ const PROGRAM: &str = "collect-context";
     version,
     after_help = "Input: a MeetingInput as JSON or YAML on stdin, or --meeting-file F, or --topic T.\n\
 Paths in a meeting file resolve against the file's folder; paths read from stdin against --base-dir.\n\
+Directory sources leave out what .gitignore and .ignore files exclude (respect_gitignore: false opts out) and the tool's own runs/ and reports/.\n\
+Every skipped path (not found, outside the root, symlink, sensitive, binary, ...) gets a warning on stderr.\n\
 Secrets inside collected documents are replaced by [REDACTED:<kind>] and counted (a warning per document on stderr).\n\n\
 Example:\n  collect-context --meeting-file meetings/demo.yaml | jq '.context_bundle.documents[].document_id'\n  \
 collect-context --topic 'Adopt Rust for the CLI?' --pretty"
@@ -113,13 +114,14 @@ fn run(args: Args) -> anyhow::Result<()> {
         max_context_chars: args.max_context_chars,
         redact: !args.no_redact,
     };
-    let (bundle, redacted) = context::collect_noting_redactions(&input, &opts)?;
+    let (bundle, notes) = context::collect_with_notes(&input, &opts)?;
     // Best effort: a closed stderr must not stop the packet.
-    let mut err = std::io::stderr().lock();
-    for r in &redacted {
-        let _ = writeln!(err, "{PROGRAM}: {}: {}", r.document_id, r.describe());
+    for line in &notes.skipped {
+        agent_meeting::note!("{PROGRAM}: {line}");
     }
-    drop(err);
+    for r in &notes.redactions {
+        agent_meeting::note!("{PROGRAM}: {}: {}", r.document_id, r.describe());
+    }
     let packet = MeetingPacket {
         packet_version: PACKET_VERSION,
         meeting_input: input,

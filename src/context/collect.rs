@@ -1,14 +1,17 @@
 //! Walking the sources (DESIGN.md#context-collection): resolving each path lexically inside
 //! the context root, refusing links, ignored folders and likely secrets before a file is
-//! opened, expanding directories through include/exclude globs, and recording every skipped
-//! path with its reason.
+//! opened, expanding directories through include/exclude globs and the `.gitignore` /
+//! `.ignore` files of the tree (the `ignore` crate, ripgrep's walker), and recording every
+//! skipped path with its reason.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use super::decode::read_text;
 use super::redact;
@@ -32,6 +35,16 @@ pub(crate) const IGNORED_DIRS: [&str; 10] = [
     "build",
 ];
 
+/// The tool's own default run and report folders: never walked when directly under the context
+/// root (DESIGN.md#context-collection).
+pub(crate) const TOOL_DIRS: [&str; 2] = ["runs", "reports"];
+
+/// A run folder of `meeting` (DESIGN.md#run-folder) holds both of these, wherever it is.
+const RUN_FOLDER_MARKERS: [&str; 2] = ["meeting.json", ".lock"];
+
+/// At most this many `skipped` warnings per source; the rest are counted in one line.
+pub(crate) const MAX_SKIP_WARNINGS: usize = 20;
+
 /// The `reason` strings of `skipped_paths`.
 pub(crate) mod reason {
     pub const NOT_FOUND: &str = "not found";
@@ -42,6 +55,8 @@ pub(crate) mod reason {
     pub const DUPLICATE: &str = "duplicate";
     pub const MAX_FILES: &str = "max_files";
     pub const IGNORED: &str = "ignored directory";
+    /// Inside a run folder of `meeting`, or `runs/` / `reports/` under the context root.
+    pub const TOOL_OUTPUT: &str = "agent-meeting output";
     pub const NOT_A_DIRECTORY: &str = "not a directory";
     /// Followed by `: <os error>`.
     pub const UNREADABLE: &str = "unreadable";
@@ -62,6 +77,8 @@ pub(crate) struct Collector {
     skipped: Vec<SkippedPath>,
     /// Root-relative paths already collected or tried, for the `duplicate` rule.
     seen: HashSet<String>,
+    /// One stderr line per skipped path (capped per source), in order.
+    warnings: Vec<String>,
 }
 
 /// A source path resolved inside the root: its root-relative components, all checked not to
@@ -88,13 +105,21 @@ impl Collector {
             redacted: Vec::new(),
             skipped: Vec::new(),
             seen: HashSet::new(),
+            warnings: Vec::new(),
         }
     }
 
-    /// The documents collected, the paths skipped, and what was redacted, in the order they
-    /// were met.
-    pub(crate) fn finish(self) -> (Vec<ContextDocument>, Vec<SkippedPath>, Vec<Redaction>) {
-        (self.documents, self.skipped, self.redacted)
+    /// The documents collected, the paths skipped, what was redacted, and the warning lines
+    /// about the skipped paths, in the order they were met.
+    pub(crate) fn finish(
+        self,
+    ) -> (
+        Vec<ContextDocument>,
+        Vec<SkippedPath>,
+        Vec<Redaction>,
+        Vec<String>,
+    ) {
+        (self.documents, self.skipped, self.redacted, self.warnings)
     }
 
     fn skip(&mut self, path: impl Into<String>, reason: impl Into<String>) {
@@ -104,8 +129,27 @@ impl Collector {
         });
     }
 
-    /// Collect one source (`index` is its place in `context_sources`, for error paths).
+    /// Collect one source (`index` is its place in `context_sources`, for error paths), and
+    /// word a warning for each path it skipped: at most [`MAX_SKIP_WARNINGS`], then a count.
     pub(crate) fn source(&mut self, index: usize, source: &ContextSource) -> Result<()> {
+        let first = self.skipped.len();
+        let result = self.source_paths(index, source);
+        let new = &self.skipped[first..];
+        for s in new.iter().take(MAX_SKIP_WARNINGS) {
+            self.warnings
+                .push(format!("skipped {}: {}", s.path, s.reason));
+        }
+        if new.len() > MAX_SKIP_WARNINGS {
+            self.warnings.push(format!(
+                "and {} more skipped under {} (context_bundle.skipped_paths lists them)",
+                new.len() - MAX_SKIP_WARNINGS,
+                source.path
+            ));
+        }
+        result
+    }
+
+    fn source_paths(&mut self, index: usize, source: &ContextSource) -> Result<()> {
         let rel = match self.resolve(&source.path) {
             Ok(r) => r,
             Err((shown, why)) => {
@@ -126,6 +170,12 @@ impl Collector {
         };
         if dirs.iter().any(|c| is_ignored_dir(c)) {
             self.skip(shown, reason::IGNORED);
+            return Ok(());
+        }
+        let in_run_folder =
+            (1..=dirs.len()).any(|n| is_run_folder(&self.root.join(rel_path(&dirs[..n]))));
+        if in_run_folder || dirs.first().is_some_and(|c| is_tool_dir(c)) {
+            self.skip(shown, reason::TOOL_OUTPUT);
             return Ok(());
         }
         if !self.allow_sensitive && is_sensitive(&rel) {
@@ -251,19 +301,36 @@ impl Collector {
 
         // (path relative to the source folder, `/`-separated; is it a link)
         let mut matches: Vec<(String, bool)> = Vec::new();
-        let walk = walkdir::WalkDir::new(&dir_path)
+        let ignore_files = source
+            .respect_gitignore
+            .then(|| IgnoreFiles::new(self.root.clone()));
+        let tool_dirs: Vec<PathBuf> = TOOL_DIRS.iter().map(|d| self.root.join(d)).collect();
+        let mut walk = ignore::WalkBuilder::new(&dir_path);
+        // The walker's own ignore rules are off (they read the files above the context root,
+        // and rank `.ignore` over `.gitignore` across folders): `IgnoreFiles` applies them.
+        walk.standard_filters(false)
             .follow_links(false)
-            .min_depth(1)
-            .into_iter()
-            .filter_entry(|e| {
-                !(e.file_type().is_dir() && is_ignored_dir(&e.file_name().to_string_lossy()))
+            .filter_entry(move |e| {
+                if e.depth() == 0 {
+                    return true;
+                }
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                if is_dir
+                    && (is_ignored_dir(&e.file_name().to_string_lossy())
+                        || tool_dirs.iter().any(|t| t == e.path())
+                        || is_run_folder(e.path()))
+                {
+                    return false;
+                }
+                !ignore_files
+                    .as_ref()
+                    .is_some_and(|f| f.ignored(e.path(), is_dir))
             });
-        for entry in walk {
+        for entry in walk.build() {
             let entry = match entry {
                 Ok(e) => e,
                 Err(e) => {
-                    let at = e
-                        .path()
+                    let at = error_path(&e)
                         .and_then(|p| p.strip_prefix(&self.root).ok())
                         .map(|p| display_rel(&components(p)))
                         .unwrap_or_else(|| shown.clone());
@@ -275,7 +342,10 @@ impl Collector {
                     continue;
                 }
             };
-            if entry.file_type().is_dir() {
+            let Some(file_type) = entry.file_type() else {
+                continue;
+            };
+            if file_type.is_dir() {
                 continue;
             }
             let Ok(rel) = entry.path().strip_prefix(&dir_path) else {
@@ -283,7 +353,7 @@ impl Collector {
             };
             let rel = components(rel).join("/");
             if (include.is_empty() || include.is_match(&rel)) && !exclude.is_match(&rel) {
-                matches.push((rel, entry.file_type().is_symlink()));
+                matches.push((rel, file_type.is_symlink()));
             }
         }
         // Byte order of the normalised path, so the cut is the same on every machine. The cut
@@ -390,4 +460,103 @@ fn display_rel(rel: &[String]) -> String {
 
 fn is_ignored_dir(name: &str) -> bool {
     IGNORED_DIRS.contains(&name)
+}
+
+fn is_tool_dir(name: &str) -> bool {
+    TOOL_DIRS.contains(&name)
+}
+
+/// A run folder of `meeting`: it holds `meeting.json` and `.lock` (looked up, never opened).
+fn is_run_folder(dir: &Path) -> bool {
+    RUN_FOLDER_MARKERS
+        .iter()
+        .all(|m| fs::symlink_metadata(dir.join(m)).is_ok())
+}
+
+/// The `.ignore` and `.gitignore` files of the folders inside the context root, read once
+/// each, as a walk meets them (DESIGN.md#context-collection).
+struct IgnoreFiles {
+    root: PathBuf,
+    folders: Mutex<HashMap<PathBuf, Arc<IgnoreFolder>>>,
+}
+
+struct IgnoreFolder {
+    ignore: Gitignore,
+    git: Gitignore,
+    /// The folder holds `.git`: a repository's root, above which its `.gitignore` rules end.
+    has_git: bool,
+}
+
+impl IgnoreFiles {
+    fn new(root: PathBuf) -> IgnoreFiles {
+        IgnoreFiles {
+            root,
+            folders: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn folder(&self, dir: &Path) -> Arc<IgnoreFolder> {
+        let mut folders = self.folders.lock().unwrap_or_else(|e| e.into_inner());
+        folders
+            .entry(dir.to_path_buf())
+            .or_insert_with(|| {
+                let matcher = |name: &str| {
+                    let file = dir.join(name);
+                    // Only a regular file is read (never through a link); unreadable files and
+                    // malformed lines are passed over, as git does.
+                    if !fs::symlink_metadata(&file).is_ok_and(|m| m.is_file()) {
+                        return Gitignore::empty();
+                    }
+                    let mut b = GitignoreBuilder::new(dir);
+                    let _ = b.add(file);
+                    b.build().unwrap_or_else(|_| Gitignore::empty())
+                };
+                Arc::new(IgnoreFolder {
+                    ignore: matcher(".ignore"),
+                    git: matcher(".gitignore"),
+                    has_git: fs::symlink_metadata(dir.join(".git")).is_ok(),
+                })
+            })
+            .clone()
+    }
+
+    /// Whether the ignore files exclude `path`: the folders from its own up to the context
+    /// root, innermost first; in each, `.ignore` before `.gitignore`; the first rule that
+    /// matches decides (a `!` rule keeps the path). `.gitignore` files above a repository's
+    /// root do not count.
+    fn ignored(&self, path: &Path, is_dir: bool) -> bool {
+        let mut git = true;
+        let mut cur = path.parent();
+        while let Some(dir) = cur {
+            if !dir.starts_with(&self.root) {
+                break;
+            }
+            let f = self.folder(dir);
+            let mut m = f.ignore.matched(path, is_dir);
+            if m.is_none() && git {
+                m = f.git.matched(path, is_dir);
+            }
+            if m.is_ignore() {
+                return true;
+            }
+            if m.is_whitelist() {
+                return false;
+            }
+            git &= !f.has_git;
+            cur = dir.parent();
+        }
+        false
+    }
+}
+
+/// The path an `ignore` walk error is about, if it names one.
+fn error_path(e: &ignore::Error) -> Option<&Path> {
+    match e {
+        ignore::Error::WithPath { path, .. } => Some(path),
+        ignore::Error::WithDepth { err, .. } | ignore::Error::WithLineNumber { err, .. } => {
+            error_path(err)
+        }
+        ignore::Error::Loop { child, .. } => Some(child),
+        _ => None,
+    }
 }

@@ -112,14 +112,24 @@ pub fn default_context_root(dir: &Path) -> PathBuf {
 /// Collect every source of `input` into a bundle. Problems with single paths become
 /// `skipped_paths` entries; only an unusable base folder or context root is an error.
 pub fn collect(input: &MeetingInput, opts: &CollectOptions) -> Result<ContextBundle> {
-    collect_noting_redactions(input, opts).map(|(bundle, _)| bundle)
+    collect_with_notes(input, opts).map(|(bundle, _)| bundle)
 }
 
-/// [`collect`], also telling which documents had secrets redacted and of which kinds.
-pub fn collect_noting_redactions(
+/// What `collect-context` tells on stderr about a collection.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CollectNotes {
+    /// Which documents had secrets redacted, and of which kinds.
+    pub redactions: Vec<Redaction>,
+    /// One line per skipped path (`skipped docs/x.md: sensitive`), at most 20 per source and
+    /// then `and N more skipped under <source>`.
+    pub skipped: Vec<String>,
+}
+
+/// [`collect`], also returning what to tell the user about it.
+pub fn collect_with_notes(
     input: &MeetingInput,
     opts: &CollectOptions,
-) -> Result<(ContextBundle, Vec<Redaction>)> {
+) -> Result<(ContextBundle, CollectNotes)> {
     let base = fs::canonicalize(&opts.base_dir).map_err(|e| {
         Error::Usage(format!(
             "base folder {}: {}",
@@ -146,7 +156,7 @@ pub fn collect_noting_redactions(
     for (i, source) in input.context_sources.iter().enumerate() {
         c.source(i, source)?;
     }
-    let (documents, skipped_paths, redacted) = c.finish();
+    let (documents, skipped_paths, redactions, skipped) = c.finish();
     let summary = build_summary(input, &documents, opts.max_context_chars);
     Ok((
         ContextBundle {
@@ -154,6 +164,9 @@ pub fn collect_noting_redactions(
             documents,
             skipped_paths,
         },
-        redacted,
+        CollectNotes {
+            redactions,
+            skipped,
+        },
     ))
 }

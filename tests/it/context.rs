@@ -56,6 +56,7 @@ fn file(path: &str) -> ContextSource {
         exclude: vec![],
         max_files: 20,
         max_chars_per_file: 4000,
+        respect_gitignore: true,
     }
 }
 

@@ -381,6 +381,7 @@ fn redacted_bundle(secret: &str) -> agent_meeting::model::ContextBundle {
         exclude: vec![],
         max_files: 20,
         max_chars_per_file: 4000,
+        respect_gitignore: true,
     }];
     collect(&input, &CollectOptions::new(w.path())).unwrap()
 }

@@ -285,6 +285,15 @@ pub(crate) struct Appendix {
     /// Secrets redacted from the collected documents, and the documents they were in.
     pub redactions: u32,
     pub redacted_documents: Vec<String>,
+    /// The collected documents (their ids) and the paths skipped, with the reasons.
+    pub documents: Vec<String>,
+    pub skipped_paths: Vec<SkippedRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct SkippedRow {
+    pub path: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -520,6 +529,16 @@ fn appendix(board: &Board) -> Appendix {
             .iter()
             .filter(|d| d.redactions > 0)
             .map(|d| d.document_id.clone())
+            .collect(),
+        documents: docs.iter().map(|d| d.document_id.clone()).collect(),
+        skipped_paths: board
+            .context_bundle
+            .skipped_paths
+            .iter()
+            .map(|s| SkippedRow {
+                path: s.path.clone(),
+                reason: s.reason.clone(),
+            })
             .collect(),
     }
 }
