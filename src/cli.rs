@@ -92,6 +92,8 @@ pub fn parse_args<T: clap::Parser>(program: &'static str) -> T {
 /// [`parse_args`], also returning clap's matches: they tell a flag given on the command line
 /// from a default or an environment variable (`meeting --resume` needs to know).
 pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, clap::ArgMatches) {
+    // The stdin readers name the program in their terminal hint.
+    crate::io::set_program(program);
     let mut cmd = command::<T>(program);
     let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if let Some(kind) = generate_request(&argv) {

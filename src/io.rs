@@ -61,12 +61,12 @@ impl Format {
     }
 }
 
-/// The program reading stdin, named by its `main` ([`set_program`]); it picks the hint a
+/// The program reading stdin, named by `cli::parse_args` ([`set_program`]); it picks the hint a
 /// terminal on stdin gets.
 static PROGRAM: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
 
 /// Name the program whose stdin [`read_stdin`] and [`read_board_stdin`] read: a terminal on
-/// stdin then gets that program's hint ([`stdin_hint`]). Called first thing in each `main`.
+/// stdin then gets that program's hint ([`stdin_hint`]). `cli::parse_args` calls it.
 pub fn set_program(program: &'static str) {
     let _ = PROGRAM.set(program);
 }

@@ -48,7 +48,6 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    agent_meeting::io::set_program("agent-builder");
     let args: Args = agent_meeting::cli::parse_args("agent-builder");
     main_with("agent-builder", || run(args))
 }

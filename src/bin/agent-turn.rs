@@ -28,7 +28,6 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    agent_meeting::io::set_program("agent-turn");
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
         cli::run_llm_stage(

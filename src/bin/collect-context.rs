@@ -61,7 +61,6 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    io::set_program(PROGRAM);
     let args: Args = cli::parse_args("collect-context");
     cli::main_with(PROGRAM, || run(args))
 }

@@ -35,7 +35,6 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    agent_meeting::io::set_program("init-board");
     cli::main_with("init-board", || {
         let args: Args = cli::parse_args("init-board");
         let text = io::read_stdin("<stdin>")?;

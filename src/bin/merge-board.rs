@@ -20,7 +20,6 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    agent_meeting::io::set_program("merge-board");
     cli::main_with("merge-board", || {
         let args: Args = cli::parse_args("merge-board");
         let input = io::read_board_stdin()?;

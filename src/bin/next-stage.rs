@@ -20,7 +20,6 @@ use clap::Parser;
 struct Args {}
 
 fn main() -> ExitCode {
-    agent_meeting::io::set_program("next-stage");
     cli::main_with("next-stage", || {
         let _: Args = cli::parse_args("next-stage");
         let board = io::read_board_stdin()?;

@@ -27,7 +27,6 @@ struct Args {
 }
 
 fn main() -> ExitCode {
-    agent_meeting::io::set_program("pm-step");
     cli::main_with("pm-step", || {
         let args: Args = cli::parse_args("pm-step");
         cli::run_llm_stage(

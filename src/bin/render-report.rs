@@ -45,7 +45,6 @@ struct Args {
 }
 
 fn main() -> std::process::ExitCode {
-    agent_meeting::io::set_program("render-report");
     let args: Args = cli::parse_args("render-report");
     cli::main_with("render-report", || {
         let template = args
