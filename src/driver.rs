@@ -724,10 +724,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     let (report_file, numbered_from) = match new.report_file {
         Some(f) => (absolute(&f), None),
         None => {
-            let default = absolute(Path::new(&match &source {
-                MeetingSource::MeetingFile(f) => default_report_file(Some(f), ""),
-                MeetingSource::Topic(t) => default_report_file(None, t),
-            }));
+            let default = absolute(Path::new(&default_report_file(&source)));
             let free = free_report_name(&default);
             let kept = (free != default).then_some(default);
             (free, kept)
@@ -1193,13 +1190,12 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
 }
 
 /// The report path when none is given: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
-pub(crate) fn default_report_file(meeting_file: Option<&Path>, topic: &str) -> String {
-    let stem = match meeting_file
-        .and_then(|p| p.file_stem())
-        .and_then(|s| s.to_str())
-    {
-        Some(s) => s.to_string(),
-        None => slug(topic),
+pub(crate) fn default_report_file(source: &MeetingSource) -> String {
+    let stem = match source {
+        MeetingSource::MeetingFile(f) => f
+            .file_stem()
+            .map_or_else(|| slug(""), |s| s.to_string_lossy().into_owned()),
+        MeetingSource::Topic(t) => slug(t),
     };
     format!("reports/{stem}.md")
 }
@@ -1548,11 +1544,11 @@ mod tests {
         assert_eq!(slug("Нужно ли Rust?"), "нужно-ли-rust");
         assert_eq!(slug("?!"), "meeting");
         assert_eq!(
-            default_report_file(Some(Path::new("meetings/demo.yaml")), "x"),
+            default_report_file(&MeetingSource::MeetingFile("meetings/demo.yaml".into())),
             "reports/demo.md"
         );
         assert_eq!(
-            default_report_file(None, "Go or Rust"),
+            default_report_file(&MeetingSource::Topic("Go or Rust".into())),
             "reports/go-or-rust.md"
         );
     }
