@@ -22,14 +22,17 @@ pub struct BoardArgs {
     /// Specialists taking part, in speaking-list order (comma-separated)
     #[arg(long, value_delimiter = ',')]
     pub agents: Vec<String>,
-    /// Folder holding <name>.yaml|.yml|.json agent configs
-    #[arg(long, default_value = "agents")]
-    pub agents_dir: std::path::PathBuf,
-    /// The PM's config name in the agents folder (built-in PM prompt when `pm` is absent)
+    /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the user's
+    /// agents folder, the built-in agents (see --list-agents)
+    #[arg(long, value_name = "DIR")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents_dir: Option<std::path::PathBuf>,
+    /// The PM's config name, looked up like the agents (built-in PM prompt when `pm` is found
+    /// nowhere)
     #[arg(long)]
     pub pm: Option<String>,
     /// Hard limit of agent turns before the PM must close the meeting
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, value_name = "N", default_value_t = 6)]
     pub max_loops: u32,
     /// Token budget of the whole meeting (prompt + completion, every call); the PM closes the
     /// meeting in time to write its report inside it. Wins over the meeting file's

@@ -84,7 +84,7 @@ impl RunSettings {
             Stage::InitBoard => {
                 let b = &self.board;
                 flag("--agents", Some(b.agents.join(",")));
-                flag("--agents-dir", path(&b.agents_dir));
+                flag("--agents-dir", b.agents_dir.as_deref().and_then(path));
                 flag("--max-loops", Some(b.max_loops.to_string()));
                 flag(
                     "--max-total-tokens",
@@ -708,7 +708,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     }
     let now = crate::events::clock_from_env().now();
     let mut board_args = new.board;
-    board_args.agents_dir = absolute(&board_args.agents_dir);
+    board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
     let source = match new.source {
         MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),
         topic => topic,
@@ -918,7 +918,10 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
             inputs.push(("collected document", root.join(&doc.source_path)));
         }
     }
-    let agents_dir = &settings.board.agents_dir;
+    let search = crate::loader::AgentSearch::new(
+        settings.board.agents_dir.as_deref(),
+        crate::config::user_agents_dir(),
+    );
     let pm = board
         .pm
         .as_ref()
@@ -929,9 +932,12 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
         .map(|n| ("agent config", n.clone()))
         .chain(pm.map(|n| ("PM config", n)));
     for (what, name) in configs {
-        // Every extension: a second file for a name would break the next meeting.
-        for ext in ["yaml", "yml", "json"] {
-            inputs.push((what, agents_dir.join(format!("{name}.{ext}"))));
+        // Every folder of the lookup order and every extension: a file there would change
+        // which config the next meeting finds.
+        for dir in search.places.iter().filter_map(|p| p.dir()) {
+            for ext in ["yaml", "yml", "json"] {
+                inputs.push((what, dir.join(format!("{name}.{ext}"))));
+            }
         }
     }
     let llm = &settings.llm;
@@ -1189,6 +1195,42 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
     )
 }
 
+/// What `meeting --list-agents` prints: the lookup order, then one line per agent (name, role,
+/// where it is found; the PM too, the built-in PM prompt when no place defines `pm`).
+pub fn list_agents(search: &crate::loader::AgentSearch) -> String {
+    let mut out = String::from("# lookup order (first wins):");
+    for (i, place) in search.places.iter().enumerate() {
+        out.push_str(&format!(" {}. {}", i + 1, place.label()));
+    }
+    out.push('\n');
+    let mut rows: Vec<[String; 3]> = vec![["NAME".into(), "ROLE".into(), "FOUND IN".into()]];
+    let listed = search.list();
+    for a in &listed {
+        let role = match &a.role {
+            Ok(r) => r.clone(),
+            Err(e) => format!("(invalid: {})", one_line(e, 60)),
+        };
+        let mut place = a.place.label();
+        if a.shadows > 0 {
+            place.push_str(&format!(" (hides {} more)", a.shadows));
+        }
+        rows.push([a.name.clone(), role, place]);
+    }
+    if !listed.iter().any(|a| a.name == "pm") {
+        rows.push([
+            "pm".into(),
+            "Meeting PM".into(),
+            "built-in (PM prompt)".into(),
+        ]);
+    }
+    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
+    for [name, role, place] in rows {
+        out.push_str(&format!("{name:w0$}  {role:w1$}  {place}\n"));
+    }
+    out
+}
+
 /// The report path when none is given: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
 pub(crate) fn default_report_file(source: &MeetingSource) -> String {
     let stem = match source {
@@ -1393,7 +1435,7 @@ mod tests {
             no_redact: true,
             board: BoardArgs {
                 agents: vec!["arch".into(), "biz".into()],
-                agents_dir: "/m/agents".into(),
+                agents_dir: Some("/m/agents".into()),
                 pm: None,
                 max_loops: 4,
                 max_total_tokens: None,

@@ -9,7 +9,7 @@ use agent_meeting::driver::{self, MeetingSource, NewMeeting, ResumeChanges, Star
 use agent_meeting::llm::LlmArgs;
 use agent_meeting::model::Status;
 use agent_meeting::stage::Stage;
-use agent_meeting::{io, Error};
+use agent_meeting::{io, loader, Error};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
 
@@ -49,6 +49,9 @@ struct Args {
     /// No progress on stderr
     #[arg(long, short)]
     quiet: bool,
+    /// List the agents a meeting can use, with their role and where each is found, and exit
+    #[arg(long)]
+    list_agents: bool,
     /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable;
     /// NAME= restores the built-in program, e.g. with --resume)
     #[arg(long = "stage", value_name = "NAME=COMMAND")]
@@ -144,6 +147,13 @@ fn main() -> ExitCode {
 
 fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
+    if args.list_agents {
+        let search = loader::AgentSearch::new(
+            args.board.agents_dir.as_deref(),
+            agent_meeting::config::user_agents_dir(),
+        );
+        return cli::write_stdout(&driver::list_agents(&search));
+    }
     let ui = Ui {
         quiet: args.quiet,
         step: args.step,

@@ -16,6 +16,7 @@ mod harness;
 
 mod agent_builder;
 mod agent_turn;
+mod agents_lookup;
 mod ask_loop;
 mod bad_inputs;
 mod bad_inputs_foundation;
