@@ -690,6 +690,9 @@ pub struct NewMeeting {
     /// The folder holding run folders.
     pub run_dir: PathBuf,
     pub stage_overrides: BTreeMap<Stage, String>,
+    /// The environment variables that set an LLM flag (`AGENT_MEETING_PROVIDER`,
+    /// `MEETING_CASSETTE`, ...): the start line names them, and warns when they chose replay.
+    pub llm_from_env: Vec<String>,
 }
 
 /// How a start ended: a run ready to drive, or (`--dry-run`) the PM's first input.
@@ -770,6 +773,10 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     let board: Board = crate::io::parse_board("init-board output", &board_text)?;
     // A missing key or a broken cassette is found now, before any run folder exists.
     check_llm_config(&settings.llm, &board)?;
+    let models = models_line(&settings.llm, &board)?;
+    if let Some(w) = replay_from_env_warning(&settings.llm, &new.llm_from_env) {
+        crate::note!("{w}");
+    }
     let dir = RunDir {
         path: new.run_dir.join(&board.trace_id),
     };
@@ -830,6 +837,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
             board.max_loops,
             dir.path.display()
         );
+        crate::note!("{models}");
     }
     Ok(Started::Run(Box::new(Run {
         dir,
@@ -852,6 +860,67 @@ fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<()> {
         crate::llm::client_for_caller(llm, &board.llm, &agent.name, &agent.metadata, 0)?;
     }
     Ok(())
+}
+
+/// The callers of a meeting, PM first, with their metadata.
+fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
+    let pm_meta = board
+        .pm
+        .as_ref()
+        .map(|p| p.metadata.clone())
+        .unwrap_or_default();
+    let mut out = vec![(crate::model::PM_CALLER.to_string(), pm_meta)];
+    for name in &board.participants {
+        let meta = board
+            .agents
+            .get(name)
+            .map(|a| a.metadata.clone())
+            .unwrap_or_default();
+        out.push((name.clone(), meta));
+    }
+    out
+}
+
+/// The start line's second line: which provider and model each caller uses, callers that
+/// share both named together (`models: openai gpt-4o-mini: pm, arch; anthropic ...: biz`);
+/// a replayed meeting names its cassette instead of a model.
+pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, meta) in callers(board) {
+        let (provider, model) = crate::llm::args::provider_and_model(llm, &board.llm, &meta)?;
+        let what = if provider == "replay" {
+            let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
+            format!("replay of {}", cassette.display())
+        } else {
+            format!("{provider} {model}")
+        };
+        match groups.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((what, vec![name])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .into_iter()
+        .map(|(what, names)| format!("{what} ({})", names.join(", ")))
+        .collect();
+    Ok(format!("models: {}", parts.join("; ")))
+}
+
+/// A visible warning when the environment, not a flag, made this meeting a replay: a variable
+/// left over from the README's offline example must not pass for a real meeting.
+pub(crate) fn replay_from_env_warning(llm: &LlmArgs, from_env: &[String]) -> Option<String> {
+    let replay = llm.provider.as_deref().map(str::trim) == Some("replay");
+    let var = from_env.iter().find(|v| *v == "AGENT_MEETING_PROVIDER")?;
+    replay.then(|| {
+        format!(
+            "meeting: warning: replaying a recording, no model is asked: {var}=replay is set in the environment{}; unset it (or pass --provider) for a real meeting",
+            if from_env.iter().any(|v| v == "MEETING_CASSETTE") {
+                " (and the cassette comes from MEETING_CASSETTE)"
+            } else {
+                ""
+            }
+        )
+    })
 }
 
 fn absolute(p: &Path) -> PathBuf {

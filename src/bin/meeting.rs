@@ -116,6 +116,15 @@ fn given<T: Clone + Send + Sync + 'static>(matches: &ArgMatches, id: &str) -> Op
         .flatten()
 }
 
+/// The environment variables that gave a flag its value (clap's value source).
+fn from_env(matches: &ArgMatches) -> Vec<String> {
+    let cmd = Args::command();
+    cmd.get_arguments()
+        .filter(|a| matches.value_source(a.get_id().as_str()) == Some(ValueSource::EnvVariable))
+        .filter_map(|a| a.get_env().map(|v| v.to_string_lossy().into_owned()))
+        .collect()
+}
+
 fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> {
     let mut map = BTreeMap::new();
     for s in stages {
@@ -194,6 +203,7 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
                 report_file: args.report_file,
                 run_dir: args.run_dir,
                 stage_overrides,
+                llm_from_env: from_env(&matches),
             };
             match driver::start(new, args.dry_run, ui)? {
                 Started::Run(run) => *run,

@@ -38,5 +38,6 @@ mod prompt_layout;
 mod report;
 mod schemas;
 mod secrets;
+mod start_line;
 mod terminal;
 mod usage;
