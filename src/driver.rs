@@ -51,6 +51,15 @@ pub struct RunSettings {
     /// collect-context's `--no-redact` (absent in older run folders: redaction on).
     #[serde(default)]
     pub no_redact: bool,
+    /// collect-context's `--context-root` (absolute), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_root: Option<PathBuf>,
+    /// collect-context's `--max-context-chars`, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context_chars: Option<usize>,
+    /// render-report's `--template` (absolute), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<PathBuf>,
     /// Participants, PM, loop limit and the (settled) trace id.
     pub board: BoardArgs,
     /// The LLM flags of the stages; `llm_log` is this run folder's `llm.jsonl`.
@@ -77,10 +86,20 @@ impl RunSettings {
         let path = |p: &Path| Some(p.display().to_string());
         let llm = &self.llm;
         match stage {
-            Stage::CollectContext => match &self.source {
-                MeetingSource::MeetingFile(f) => flag("--meeting-file", path(f)),
-                MeetingSource::Topic(t) => flag("--topic", Some(t.clone())),
-            },
+            Stage::CollectContext => {
+                match &self.source {
+                    MeetingSource::MeetingFile(f) => flag("--meeting-file", path(f)),
+                    MeetingSource::Topic(t) => flag("--topic", Some(t.clone())),
+                }
+                flag(
+                    "--context-root",
+                    self.context_root.as_deref().and_then(path),
+                );
+                flag(
+                    "--max-context-chars",
+                    self.max_context_chars.map(|n| n.to_string()),
+                );
+            }
             Stage::InitBoard => {
                 let b = &self.board;
                 flag("--agents", Some(b.agents.join(",")));
@@ -105,7 +124,10 @@ impl RunSettings {
                 flag("--retry-max-secs", Some(llm.retry_max_secs.to_string()));
             }
             Stage::MergeBoard => {}
-            Stage::RenderReport => flag("--report-file", path(&self.report_file)),
+            Stage::RenderReport => {
+                flag("--report-file", path(&self.report_file));
+                flag("--template", self.template.as_deref().and_then(path));
+            }
         }
         // The meeting-wide model defaults go on the board (init-board) and to the LLM stages.
         if matches!(stage, Stage::InitBoard | Stage::PmStep | Stage::AgentTurn) {
@@ -681,8 +703,10 @@ pub struct Run {
 /// What `meeting` was asked to start.
 pub struct NewMeeting {
     pub source: MeetingSource,
-    pub allow_sensitive: bool,
-    pub no_redact: bool,
+    /// collect-context's flags, passed on.
+    pub context: crate::cli::ContextArgs,
+    /// render-report's `--template`.
+    pub template: Option<PathBuf>,
     pub board: BoardArgs,
     pub llm: LlmArgs,
     /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
@@ -739,8 +763,13 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     let mut settings = RunSettings {
         settings_version: SETTINGS_VERSION,
         source,
-        allow_sensitive: new.allow_sensitive,
-        no_redact: new.no_redact,
+        allow_sensitive: new.context.allow_sensitive,
+        no_redact: new.context.no_redact,
+        context_root: new.context.context_root.as_deref().map(absolute),
+        max_context_chars: (new.context.max_context_chars
+            != crate::context::DEFAULT_MAX_CONTEXT_CHARS)
+            .then_some(new.context.max_context_chars),
+        template: new.template.as_deref().map(absolute),
         board: board_args,
         llm,
         report_file,
@@ -981,8 +1010,10 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
     let mut inputs: Vec<(&str, PathBuf)> = Vec::new();
     if let MeetingSource::MeetingFile(f) = &settings.source {
         inputs.push(("meeting file", f.clone()));
-        // collect-context's default context root, where the document paths start.
-        let root = crate::context::default_context_root(f.parent().unwrap_or(Path::new("/")));
+        // collect-context's context root, where the document paths start.
+        let root = settings.context_root.clone().unwrap_or_else(|| {
+            crate::context::default_context_root(f.parent().unwrap_or(Path::new("/")))
+        });
         for doc in &board.context_bundle.documents {
             inputs.push(("collected document", root.join(&doc.source_path)));
         }
@@ -1011,6 +1042,7 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
     }
     let llm = &settings.llm;
     inputs.extend(llm.cassette.clone().map(|c| ("cassette", c)));
+    inputs.extend(settings.template.clone().map(|t| ("report template", t)));
     inputs.extend(llm.record.clone().map(|c| ("recording (--record)", c)));
     inputs.extend(
         settings
@@ -1502,6 +1534,9 @@ mod tests {
             source: MeetingSource::MeetingFile("/m/demo.yaml".into()),
             allow_sensitive: true,
             no_redact: true,
+            context_root: Some("/m".into()),
+            max_context_chars: Some(900),
+            template: Some("/m/t.md.j2".into()),
             board: BoardArgs {
                 agents: vec!["arch".into(), "biz".into()],
                 agents_dir: Some("/m/agents".into()),
@@ -1552,6 +1587,10 @@ mod tests {
             [
                 "--meeting-file",
                 "/m/demo.yaml",
+                "--context-root",
+                "/m",
+                "--max-context-chars",
+                "900",
                 "--allow-sensitive",
                 "--no-redact"
             ]
@@ -1585,7 +1624,7 @@ mod tests {
         assert!(s.stage_args(Stage::MergeBoard).is_empty());
         assert_eq!(
             s.stage_args(Stage::RenderReport),
-            ["--report-file", "/m/report.md"]
+            ["--report-file", "/m/report.md", "--template", "/m/t.md.j2"]
         );
     }
 

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_meeting::cli::{self, BoardArgs, OutputArgs};
+use agent_meeting::cli::{self, BoardArgs, ContextArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, ResumeChanges, Started, Ui};
 use agent_meeting::llm::LlmArgs;
 use agent_meeting::model::Status;
@@ -56,13 +56,12 @@ struct Args {
     /// NAME= restores the built-in program, e.g. with --resume)
     #[arg(long = "stage", value_name = "NAME=COMMAND")]
     stages: Vec<String>,
-    /// Collect-context: allow likely secrets (.env, *.pem, ...)
-    #[arg(long)]
-    allow_sensitive: bool,
-    /// Collect-context: DANGEROUS — send secrets found inside documents (keys, tokens,
-    /// passwords) to the model unredacted
-    #[arg(long)]
-    no_redact: bool,
+    #[command(flatten)]
+    context: ContextArgs,
+    /// Render the report with this minijinja template instead of the built-in one (see
+    /// render-report --help)
+    #[arg(long, value_name = "FILE")]
+    template: Option<PathBuf>,
     #[command(flatten)]
     llm: LlmArgs,
     #[command(flatten)]
@@ -196,8 +195,8 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             stage_overrides.retain(|_, cmd| !cmd.trim().is_empty());
             let new = NewMeeting {
                 source,
-                allow_sensitive: args.allow_sensitive,
-                no_redact: args.no_redact,
+                context: args.context,
+                template: args.template,
                 board: args.board,
                 llm: args.llm,
                 report_file: args.report_file,

@@ -31,6 +31,7 @@ mod llm_http;
 mod llm_replay;
 mod llm_resolve;
 mod meeting;
+mod meeting_options;
 mod meeting_outcomes;
 mod next_stage;
 mod pm_step;
