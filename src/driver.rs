@@ -424,20 +424,73 @@ impl RunDir {
     }
 }
 
-/// Ask before a stage in `--step` mode; `false` means the user chose to stop.
-fn confirm_step(stage: Stage, board: &Board) -> bool {
-    crate::note_inline!(
-        "next: {stage} (loop {}/{}, status {}) — Enter to run, q to stop: ",
+/// Where a stage stands in the meeting, in the one loop numbering of progress, `--step`, the
+/// final line and the report: `loop N/M` is the loop in progress (the PM's question, the
+/// answer, its merge), N = loops done + 1; a stage that may close the meeting (`pm-step`
+/// closing it, `render-report`) stands `after N/M loops`, the count the final line, the
+/// MeetingResult and the report's "Loops used" give.
+fn loop_tag(board: &Board, in_a_loop: bool) -> String {
+    if in_a_loop {
+        format!(
+            "loop {}/{}",
+            (board.loop_count + 1).min(board.max_loops),
+            board.max_loops
+        )
+    } else {
+        format!("after {}/{} loops", board.loop_count, board.max_loops)
+    }
+}
+
+/// Ask before a stage in `--step` mode: Enter runs it, `q` (or end of input) stops, `p` prints
+/// the board's summary and writes the stage's input file (`next_input`), naming it. `false`
+/// means the user chose to stop.
+fn confirm_step(
+    stage: Stage,
+    board: &Board,
+    next_input: &dyn Fn() -> Result<PathBuf>,
+) -> Result<bool> {
+    let in_a_loop = matches!(stage, Stage::AgentTurn | Stage::MergeBoard);
+    loop {
+        crate::note_inline!(
+            "next: {stage} ({}, status {}) — Enter to run, p to print the board, q to stop: ",
+            loop_tag(board, in_a_loop),
+            board.status.as_str()
+        );
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return Ok(false),
+            Ok(_) => {}
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "q" => return Ok(false),
+            "p" => {
+                crate::note!("{}", board_summary(board));
+                crate::note!("next input: {}", next_input()?.display());
+            }
+            _ => return Ok(true),
+        }
+    }
+}
+
+/// What `p` prints at a `--step` prompt: the whiteboard's summary and where the meeting is.
+fn board_summary(board: &Board) -> String {
+    let mut out = board.summary.trim().to_string();
+    out.push_str(&format!(
+        "\nstatus {}, {} loops done of {}, {} LLM attempts, {} tokens",
+        board.status.as_str(),
         board.loop_count,
         board.max_loops,
-        board.status.as_str()
-    );
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) => false,
-        Ok(_) => !line.trim().eq_ignore_ascii_case("q"),
-        Err(_) => false,
+        board.usage.calls,
+        board.usage.prompt_tokens + board.usage.completion_tokens
+    ));
+    if let Some(call) = &board.pending_call {
+        out.push_str(&format!(
+            "\npending: pm → {}: {}",
+            call.target_agent,
+            one_line(&call.prompt, 200)
+        ));
     }
+    out
 }
 
 fn paint(ui: Ui, code: &str, text: &str) -> String {
@@ -463,8 +516,8 @@ fn by_budget(before: &Board, after: &Board) -> bool {
 
 /// The progress line for a board a stage just produced.
 pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
-    let n = (after.loop_count + 1).min(after.max_loops);
-    let tag = paint(ui, "2", &format!("[loop {n}/{}]", after.max_loops));
+    let tag = paint(ui, "2", &format!("[{}]", loop_tag(after, true)));
+    let closing = paint(ui, "2", &format!("[{}]", loop_tag(after, false)));
     match stage {
         Stage::PmStep => {
             if let Some(call) = &after.pending_call {
@@ -476,7 +529,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 ))
             } else if after.has_final_report() {
                 Some(format!(
-                    "{tag} {}: FINISH{}",
+                    "{closing} {}: FINISH{}",
                     paint(ui, "1;36", "pm"),
                     match after.status {
                         Status::ForcedStop if by_budget(before, after) => " (forced: token budget)",
@@ -486,7 +539,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 ))
             } else if after.status == Status::ForcedStop {
                 Some(format!(
-                    "{tag} {}: no valid report, using the fallback report{}",
+                    "{closing} {}: no valid report, using the fallback report{}",
                     paint(ui, "1;31", "pm"),
                     if by_budget(before, after) {
                         " (token budget)"
@@ -496,7 +549,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 ))
             } else if after.status == Status::Finishing {
                 Some(format!(
-                    "{tag} {}: round failed ({}), closing the meeting",
+                    "{closing} {}: round failed ({}), closing the meeting",
                     paint(ui, "1;31", "pm"),
                     // Whole: the telling part of a reason ("dns error") is often at its end.
                     one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX)
@@ -571,7 +624,12 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 run.path.display()
             )));
         }
-        if ui.step && !confirm_step(stage, &board) {
+        let next_input = || -> Result<PathBuf> {
+            let file = run.file(step, stage, "in");
+            run.write(&file, to_json_line(&board, false).as_bytes())?;
+            Ok(file)
+        };
+        if ui.step && !confirm_step(stage, &board, &next_input)? {
             // A clean stop: the run folder holds the last complete board, ready to resume.
             crate::note!(
                 "stopped before {stage}; continue with: meeting --resume {}",
@@ -1259,7 +1317,8 @@ pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> 
             board.status
         },
         report_file: finished.then(|| settings.report_file.display().to_string()),
-        run_dir: Some(run.path.display().to_string()),
+        // Both paths absolute (one rule), whatever folder the meeting was started from.
+        run_dir: Some(absolute(&run.path).display().to_string()),
         trace_id: board.trace_id.clone(),
         loops: board.loop_count,
         forced: board.process_note.is_some(),

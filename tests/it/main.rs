@@ -40,5 +40,6 @@ mod report;
 mod schemas;
 mod secrets;
 mod start_line;
+mod step_and_loops;
 mod terminal;
 mod usage;

@@ -557,7 +557,7 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
     out.exit(0);
     let err = out.stderr();
     assert!(
-        err.contains("next: pm-step (loop 0/6, status running)"),
+        err.contains("next: pm-step (after 0/6 loops, status running)"),
         "{err}"
     );
     assert!(
