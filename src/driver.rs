@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line, write_atomic};
 use crate::llm::LlmArgs;
 use crate::model::{
-    Board, EventType, MeetingPacket, MeetingResult, ReportResult, Status, TurnStatus,
+    Board, Event, EventType, MeetingPacket, MeetingResult, ReportResult, Status, TurnStatus,
     PACKET_VERSION,
 };
 use crate::stage::Stage;
@@ -367,6 +367,11 @@ impl RunDir {
 
     /// The last complete output: (step number, stage, path).
     pub(crate) fn last_output(&self) -> Result<Option<(u32, Stage, PathBuf)>> {
+        Ok(self.outputs()?.into_iter().max_by_key(|(n, _, _)| *n))
+    }
+
+    /// Every complete output in the folder: (step number, stage, path), in no order.
+    fn outputs(&self) -> Result<Vec<(u32, Stage, PathBuf)>> {
         let entries = std::fs::read_dir(&self.path).map_err(|e| {
             Error::Usage(format!(
                 "--resume: cannot read {}: {}",
@@ -374,7 +379,7 @@ impl RunDir {
                 os_error(&e)
             ))
         })?;
-        let mut best: Option<(u32, Stage, PathBuf)> = None;
+        let mut found = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(stem) = name.strip_suffix(".out.json") else {
@@ -386,19 +391,67 @@ impl RunDir {
             let (Ok(n), Some(stage)) = (num.parse::<u32>(), Stage::from_program(stage)) else {
                 continue;
             };
-            if best.as_ref().is_none_or(|(b, _, _)| n > *b) {
-                best = Some((n, stage, entry.path()));
-            }
+            found.push((n, stage, entry.path()));
         }
-        Ok(best)
+        Ok(found)
     }
 
-    pub(crate) fn save_events(&self, board: &Board) -> Result<()> {
+    /// Append a stage's `new_events` to `events.jsonl` (DESIGN.md#events). Not synced: the
+    /// file is derived from the checkpoints, and `--resume` writes it again from them
+    /// ([`RunDir::rebuild_events`]), so a kill between a checkpoint and this append loses
+    /// nothing and repeats nothing.
+    pub(crate) fn append_events(&self, events: &[Event]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
         let mut text = String::new();
-        for ev in &board.event_log {
+        for ev in events {
             text.push_str(&to_json_line(ev, false));
         }
-        write_atomic(&self.path.join("events.jsonl"), text.as_bytes())
+        let path = self.path.join("events.jsonl");
+        open_append(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| {
+                Error::Runtime(format!(
+                    "{}: cannot write: {}",
+                    path.display(),
+                    os_error(&e)
+                ))
+            })
+    }
+
+    /// Write `events.jsonl` again from the checkpoints (every stage output's `new_events`, in
+    /// step order), atomically, and tally the meeting's answers from it: what `--resume` does
+    /// first, so the file holds every event exactly once whenever the last run stopped.
+    pub(crate) fn rebuild_events(&self) -> Result<Tally> {
+        let mut outputs: Vec<(u32, Stage, PathBuf)> = self.outputs()?;
+        outputs.sort_by_key(|(n, _, _)| *n);
+        let mut text = String::new();
+        let mut tally = Tally::default();
+        for (_, stage, path) in outputs {
+            if stage == Stage::CollectContext {
+                continue;
+            }
+            let board = read_checkpoint(stage, &path)?;
+            tally.add(&board.new_events);
+            for ev in &board.new_events {
+                text.push_str(&to_json_line(ev, false));
+            }
+        }
+        write_atomic(&self.path.join("events.jsonl"), text.as_bytes())?;
+        Ok(tally)
+    }
+}
+
+/// The board a checkpoint (a stage's `.out.json`) holds.
+fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
+    let text = crate::io::read_text_file(path)?;
+    let label = path.display().to_string();
+    match stage {
+        Stage::RenderReport => {
+            Ok(crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json)?.board)
+        }
+        _ => crate::io::parse_board(&label, &text),
     }
 }
 
@@ -428,19 +481,17 @@ fn paint(ui: Ui, code: &str, text: &str) -> String {
 
 /// Whether the stage that made `after` closed the meeting for its token budget (its
 /// `forced_finish` event says so).
-fn by_budget(before: &Board, after: &Board) -> bool {
-    after.event_log[before.event_log.len().min(after.event_log.len())..]
-        .iter()
-        .any(|e| {
-            e.event_type == EventType::ForcedFinish
-                && e.message
-                    .as_deref()
-                    .is_some_and(|m| m.starts_with("token budget"))
-        })
+fn by_budget(after: &Board) -> bool {
+    after.new_events.iter().any(|e| {
+        e.event_type == EventType::ForcedFinish
+            && e.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("token budget"))
+    })
 }
 
 /// The progress line for a board a stage just produced.
-pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
+pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<String> {
     let n = (after.loop_count + 1).min(after.max_loops);
     let tag = paint(ui, "2", &format!("[loop {n}/{}]", after.max_loops));
     match stage {
@@ -457,7 +508,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                     "{tag} {}: FINISH{}",
                     paint(ui, "1;36", "pm"),
                     match after.status {
-                        Status::ForcedStop if by_budget(before, after) => " (forced: token budget)",
+                        Status::ForcedStop if by_budget(after) => " (forced: token budget)",
                         Status::ForcedStop => " (forced)",
                         _ => "",
                     }
@@ -466,7 +517,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 Some(format!(
                     "{tag} {}: no valid report, using the fallback report{}",
                     paint(ui, "1;31", "pm"),
-                    if by_budget(before, after) {
+                    if by_budget(after) {
                         " (token budget)"
                     } else {
                         ""
@@ -485,7 +536,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
         }
         Stage::AgentTurn => {
             let turn = after.last_turn.as_ref()?;
-            let new_events = &after.event_log[before.event_log.len().min(after.event_log.len())..];
+            let new_events = &after.new_events;
             let (ms, tokens) = new_events
                 .iter()
                 .filter(|e| e.event_type == EventType::LlmCall)
@@ -531,15 +582,16 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
 pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     let _signals = stop::watch(&run.dir.path);
     let (settings, mut board, mut step) = (&run.settings, run.board.clone(), run.step);
+    let mut tally = run.tally.clone();
     let run = &run.dir;
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = step + 4 * board.max_loops.min(100_000) + 20;
     loop {
         let Some(stage) = board.next_stage() else {
-            let result = result_of(&board, settings, run);
+            let result = result_of(&board, &tally, settings, run);
             if !ui.quiet {
-                crate::note!("{}", final_line(&result, &Answers::of(&board), ui));
+                crate::note!("{}", final_line(&result, &Answers::of(&board, &tally), ui));
             }
             return Ok(result);
         };
@@ -555,7 +607,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 "stopped before {stage}; continue with: meeting --resume {}",
                 run.path.display()
             );
-            return Ok(result_of(&board, settings, run));
+            return Ok(result_of(&board, &tally, settings, run));
         }
         let input = to_json_line(&board, false);
         let in_file = run.file(step, stage, "in");
@@ -593,8 +645,9 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 .filter(|r| r.status == Status::Failed);
             let Some(report) = failed else { return Err(e) };
             run.write(&run.file(step, stage, "out"), &out.stdout)?;
-            run.save_events(&report.board)?;
-            return Ok(result_of(&report.board, settings, run));
+            run.append_events(&report.board.new_events)?;
+            tally.add(&report.board.new_events);
+            return Ok(result_of(&report.board, &tally, settings, run));
         }
         let out_text = String::from_utf8(out.stdout)
             .map_err(|_| Error::Runtime(format!("stage {stage} wrote output that is not UTF-8")))?;
@@ -623,9 +676,10 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
             )));
         }
         run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
-        run.save_events(&next)?;
+        run.append_events(&next.new_events)?;
+        tally.add(&next.new_events);
         if !ui.quiet {
-            if let Some(line) = progress_line(stage, &board, &next, ui) {
+            if let Some(line) = progress_line(stage, &next, ui) {
                 crate::note!("{line}");
             }
         }
@@ -674,6 +728,8 @@ pub struct Run {
     pub settings: RunSettings,
     pub board: Board,
     pub step: u32,
+    /// The answers of the meeting so far (from `events.jsonl`), kept up by the driver.
+    pub tally: Tally,
     /// Held until the process ends: one meeting process at a time writes a run folder.
     _lock: std::fs::File,
 }
@@ -813,7 +869,11 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     )?;
     dir.write(&dir.file(2, Stage::InitBoard, "in"), packet_text.as_bytes())?;
     dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
-    dir.save_events(&board)?;
+    // A folder that held a meeting had a meeting.json (refused above): this file is new.
+    let _ = std::fs::remove_file(dir.path.join("events.jsonl"));
+    dir.append_events(&board.new_events)?;
+    let mut tally = Tally::default();
+    tally.add(&board.new_events);
     if let (Some(kept), false) = (&numbered_from, ui.quiet) {
         crate::note!(
             "{} exists and is kept; this meeting's report goes to {}",
@@ -836,6 +896,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         settings,
         board,
         step: 3,
+        tally,
         _lock: lock,
     })))
 }
@@ -1042,20 +1103,13 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
             dir.display()
         )));
     };
-    let text = crate::io::read_text_file(&path)?;
-    let label = path.display().to_string();
-    let board: Board = match stage {
-        Stage::RenderReport => {
-            crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json)?.board
-        }
-        Stage::CollectContext => {
-            return Err(Error::Usage(format!(
-                "--resume: {} stopped before init-board; start the meeting again",
-                dir.display()
-            )))
-        }
-        _ => crate::io::parse_board(&label, &text)?,
-    };
+    if stage == Stage::CollectContext {
+        return Err(Error::Usage(format!(
+            "--resume: {} stopped before init-board; start the meeting again",
+            dir.display()
+        )));
+    }
+    let board = read_checkpoint(stage, &path)?;
     let changed = changes.apply(&mut settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.
@@ -1065,18 +1119,56 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     if changed {
         run.write(&file, to_json_line(&settings, true).as_bytes())?;
     }
+    let tally = run.rebuild_events()?;
     Ok(Run {
         dir: run,
         settings,
         board,
         step: step + 1,
+        tally,
         _lock: lock,
     })
 }
 
-/// How the models answered over a whole meeting, read from the board alone (its `llm_call`
-/// events, accepted answers and usage): the one place that knows whether any answer was
-/// usable (DESIGN.md#failure-policy).
+/// What the meeting's events say about its model calls, counted as the events go by (the
+/// board keeps no history, DESIGN.md#events): constant work per stage, and rebuilt from
+/// `events.jsonl` on `--resume`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Logical calls (`llm_call` events).
+    pub calls: usize,
+    /// Of those, the ones that brought a reply back.
+    pub answered: usize,
+    /// Answers a stage accepted: PM decisions and agent results.
+    pub usable: usize,
+    /// The last failed call's error.
+    pub last_call_error: Option<String>,
+}
+
+impl Tally {
+    /// Count a stage's `new_events`.
+    pub fn add(&mut self, events: &[Event]) {
+        for e in events {
+            match e.event_type {
+                EventType::LlmCall => {
+                    self.calls += 1;
+                    if e.status == Some(TurnStatus::Ok) {
+                        self.answered += 1;
+                    }
+                    if let Some(err) = &e.error {
+                        self.last_call_error = Some(err.clone());
+                    }
+                }
+                EventType::PmDecision | EventType::AgentResult => self.usable += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// How the models answered over a whole meeting, from the board and the tally of its events
+/// (its `llm_call` events, accepted answers and usage): the one place that knows whether any
+/// answer was usable (DESIGN.md#failure-policy).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answers {
     /// HTTP attempts, retries included (`usage.calls`, the global call counter).
@@ -1094,26 +1186,15 @@ pub struct Answers {
 }
 
 impl Answers {
-    pub fn of(board: &Board) -> Answers {
-        let calls = board
-            .event_log
-            .iter()
-            .filter(|e| e.event_type == EventType::LlmCall);
+    pub fn of(board: &Board, tally: &Tally) -> Answers {
         Answers {
             attempts: board.usage.calls,
-            calls: calls.clone().count(),
-            answered: calls
+            calls: tally.calls,
+            answered: tally.answered,
+            usable: tally.usable,
+            last_error: tally
+                .last_call_error
                 .clone()
-                .filter(|e| e.status == Some(TurnStatus::Ok))
-                .count(),
-            usable: board
-                .event_log
-                .iter()
-                .filter(|e| matches!(e.event_type, EventType::PmDecision | EventType::AgentResult))
-                .count(),
-            last_error: calls
-                .filter_map(|e| e.error.clone())
-                .next_back()
                 .or_else(|| board.last_error.clone()),
             pm_report: board.has_final_report(),
         }
@@ -1142,9 +1223,16 @@ impl Answers {
 /// The MeetingResult printed on stdout. Its status is the board's, except that a saved report
 /// no model contributed to is `failed` too (DESIGN.md#statuses); `report_file` is set whenever
 /// the report is on disk.
-pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
+pub(crate) fn result_of(
+    board: &Board,
+    tally: &Tally,
+    settings: &RunSettings,
+    run: &RunDir,
+) -> MeetingResult {
     let finished = board.status == Status::Finished;
-    let no_answer = finished.then(|| Answers::of(board).failure()).flatten();
+    let no_answer = finished
+        .then(|| Answers::of(board, tally).failure())
+        .flatten();
     MeetingResult {
         status: if no_answer.is_some() {
             Status::Failed
@@ -1507,8 +1595,9 @@ mod tests {
             error: error.map(str::to_string),
             ..crate::events::event(EventType::LlmCall, "pm")
         };
-        board.event_log = vec![call(TurnStatus::Error, Some("HTTP 500: down"))];
-        let a = Answers::of(&board);
+        let mut tally = Tally::default();
+        tally.add(&[call(TurnStatus::Error, Some("HTTP 500: down"))]);
+        let a = Answers::of(&board, &tally);
         assert_eq!((a.attempts, a.calls, a.answered, a.usable), (3, 1, 0, 0));
         let why = a.failure().unwrap();
         assert!(
@@ -1516,25 +1605,23 @@ mod tests {
             "{why}"
         );
         // A reply that was not usable is answered, not usable.
-        board.event_log.push(call(TurnStatus::Ok, None));
-        assert_eq!(Answers::of(&board).answered, 1);
-        assert!(Answers::of(&board).failure().is_some());
-        board
-            .event_log
-            .push(crate::events::event(EventType::PmDecision, "pm"));
-        assert_eq!(Answers::of(&board).failure(), None);
+        tally.add(&[call(TurnStatus::Ok, None)]);
+        assert_eq!(Answers::of(&board, &tally).answered, 1);
+        assert!(Answers::of(&board, &tally).failure().is_some());
+        tally.add(&[crate::events::event(EventType::PmDecision, "pm")]);
+        assert_eq!(Answers::of(&board, &tally).failure(), None);
         // No call at all: failed when the report is the fallback (a budget too small for any
         // call), not when a user's own stage wrote the PM's report without a model.
-        board.event_log.clear();
+        let tally = Tally::default();
         board.usage.calls = 0;
         board.last_error = Some("token budget: used 0 of 900 tokens".into());
-        let why = Answers::of(&board).failure().unwrap();
+        let why = Answers::of(&board, &tally).failure().unwrap();
         assert_eq!(
             why,
             "no model call was made; token budget: used 0 of 900 tokens"
         );
         board.final_report = Some("### Executive Summary\nGo.\n### Recommendation\nGo.".into());
-        assert_eq!(Answers::of(&board).failure(), None);
+        assert_eq!(Answers::of(&board, &tally).failure(), None);
     }
 
     #[test]

@@ -19,6 +19,7 @@ mod agent_turn;
 mod ask_loop;
 mod bad_inputs;
 mod bad_inputs_foundation;
+mod bounded_board;
 mod budget;
 mod closed_stderr;
 mod context;

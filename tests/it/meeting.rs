@@ -151,8 +151,8 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
     assert_eq!(board["status"], "finished");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
     assert_eq!(
-        events.lines().count(),
-        board["event_log"].as_array().unwrap().len()
+        crate::bounded_board::run_events(&run_dir),
+        crate::bounded_board::checkpoint_events(&run_dir)
     );
     assert!(
         events.contains("\"type\":\"agent_retry\""),
@@ -516,7 +516,7 @@ fn dry_run_prints_the_first_pm_input_and_calls_no_model() {
     assert_eq!(input["mode"], "normal");
     assert_eq!(input["remaining_loops"], 6);
     assert_eq!(input["participants"][0]["name"], "arch");
-    assert!(input.get("event_log").is_none());
+    assert!(input.get("new_events").is_none());
     assert!(!work.join("runs").exists(), "dry run leaves no run folder");
     assert!(!work.join("report.md").exists());
 }
