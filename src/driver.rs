@@ -1,6 +1,7 @@
 //! The `meeting` driver (DESIGN.md#run-folder): pipes the board through the stage programs until the
-//! meeting ends, keeps the run folder (every stage's input and output, `events.jsonl`,
-//! `llm.jsonl`), resumes a killed meeting from its last complete board, and reports progress.
+//! meeting ends, keeps the run folder (the latest stage outputs, `events.jsonl` appended with
+//! each stage's events, `llm.jsonl`), resumes a killed meeting from its last complete board,
+//! and reports progress.
 //!
 //! It owns nothing but the loop, the run folder and progress: every rule of the meeting lives in
 //! the stage programs, which is why a user can swap any of them (`--stage NAME=COMMAND`).
@@ -319,8 +320,9 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
     })
 }
 
-/// The run folder of one meeting: `NNNN-<stage>.in.json` / `.out.json`, `events.jsonl`,
-/// `meeting.json`. Every file is written atomically before the next stage starts.
+/// The run folder of one meeting: `NNNN-<stage>.out.json` (the packet, the first board and
+/// the last [`KEEP_BOARDS`]), `events.jsonl`, `meeting.json`. Every checkpoint is written
+/// atomically before the next stage starts.
 pub struct RunDir {
     pub path: PathBuf,
 }
@@ -396,10 +398,8 @@ impl RunDir {
         Ok(found)
     }
 
-    /// Append a stage's `new_events` to `events.jsonl` (DESIGN.md#events). Not synced: the
-    /// file is derived from the checkpoints, and `--resume` writes it again from them
-    /// ([`RunDir::rebuild_events`]), so a kill between a checkpoint and this append loses
-    /// nothing and repeats nothing.
+    /// Append a stage's `new_events` to `events.jsonl` (DESIGN.md#events), synced: the boards
+    /// before the last few are removed ([`RunDir::prune`]), so this file is the history.
     pub(crate) fn append_events(&self, events: &[Event]) -> Result<()> {
         if events.is_empty() {
             return Ok(());
@@ -410,7 +410,10 @@ impl RunDir {
         }
         let path = self.path.join("events.jsonl");
         open_append(&path)
-            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_data()
+            })
             .map_err(|e| {
                 Error::Runtime(format!(
                     "{}: cannot write: {}",
@@ -420,28 +423,85 @@ impl RunDir {
             })
     }
 
-    /// Write `events.jsonl` again from the checkpoints (every stage output's `new_events`, in
-    /// step order), atomically, and tally the meeting's answers from it: what `--resume` does
-    /// first, so the file holds every event exactly once whenever the last run stopped.
-    pub(crate) fn rebuild_events(&self) -> Result<Tally> {
-        let mut outputs: Vec<(u32, Stage, PathBuf)> = self.outputs()?;
-        outputs.sort_by_key(|(n, _, _)| *n);
-        let mut text = String::new();
+    /// Make `events.jsonl` hold exactly the events up to `board`, the checkpoint `--resume`
+    /// goes on from: its first `event_count - new_events` lines, then the board's
+    /// `new_events`. A kill can leave the last stage's events missing, half written or (when
+    /// it struck between the append and the checkpoint) once too many; this repairs all three.
+    /// Returns the tally of the events kept.
+    pub(crate) fn resume_events(&self, board: &Board) -> Result<Tally> {
+        let path = self.path.join("events.jsonl");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => {
+                return Err(Error::Runtime(format!(
+                    "{}: cannot read: {}",
+                    path.display(),
+                    os_error(&e)
+                )))
+            }
+        };
+        let before = board
+            .event_count
+            .saturating_sub(board.new_events.len() as u64);
+        let mut kept = String::new();
         let mut tally = Tally::default();
-        for (_, stage, path) in outputs {
-            if stage == Stage::CollectContext {
-                continue;
+        let mut n = 0u64;
+        // Only complete lines count: a kill mid-append leaves a line without its newline.
+        for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+            if n == before {
+                break;
             }
-            let board = read_checkpoint(stage, &path)?;
-            tally.add(&board.new_events);
-            for ev in &board.new_events {
-                text.push_str(&to_json_line(ev, false));
+            if let Ok(ev) = serde_json::from_str::<Event>(line) {
+                tally.add(std::slice::from_ref(&ev));
             }
+            kept.push_str(line);
+            n += 1;
         }
-        write_atomic(&self.path.join("events.jsonl"), text.as_bytes())?;
+        if n < before {
+            crate::note!(
+                "{}: {} events before the last checkpoint are missing (lost in a crash)",
+                path.display(),
+                before - n
+            );
+        }
+        for ev in &board.new_events {
+            kept.push_str(&to_json_line(ev, false));
+        }
+        tally.add(&board.new_events);
+        write_atomic(&path, kept.as_bytes())?;
         Ok(tally)
     }
+
+    /// Remove the boards older than the last [`KEEP_BOARDS`] stage outputs (the packet and the
+    /// first board stay), once the board of `step` is on disk: `--resume` needs only the last,
+    /// and the history is `events.jsonl` and `llm.jsonl` (DESIGN.md#run-folder).
+    /// `AGENT_MEETING_KEEP_BOARDS=all` keeps every one, for debugging a stage by hand.
+    pub(crate) fn prune(&self, step: u32) -> Result<()> {
+        if std::env::var(KEEP_BOARDS_ENV).is_ok_and(|v| v.trim() == "all") {
+            return Ok(());
+        }
+        for (n, _, path) in self.outputs()? {
+            if n > 2 && n + KEEP_BOARDS <= step {
+                std::fs::remove_file(&path).map_err(|e| {
+                    Error::Runtime(format!(
+                        "{}: cannot remove: {}",
+                        path.display(),
+                        os_error(&e)
+                    ))
+                })?;
+            }
+        }
+        Ok(())
+    }
 }
+
+/// How many of the latest stage outputs a run folder keeps besides the packet and the first
+/// board: one loop's (pm-step, agent-turn, merge-board).
+pub const KEEP_BOARDS: u32 = 3;
+
+/// `all` keeps every stage output in the run folder.
+pub const KEEP_BOARDS_ENV: &str = "AGENT_MEETING_KEEP_BOARDS";
 
 /// The board a checkpoint (a stage's `.out.json`) holds.
 fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
@@ -609,9 +669,8 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
             );
             return Ok(result_of(&board, &tally, settings, run));
         }
+        // The stage's input is the last output in the folder (DESIGN.md#run-folder).
         let input = to_json_line(&board, false);
-        let in_file = run.file(step, stage, "in");
-        run.write(&in_file, input.as_bytes())?;
         let args = settings.stage_args(stage);
         let log = settings.llm.llm_log.as_deref();
         let log_len = log
@@ -644,8 +703,9 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 .flatten()
                 .filter(|r| r.status == Status::Failed);
             let Some(report) = failed else { return Err(e) };
-            run.write(&run.file(step, stage, "out"), &out.stdout)?;
             run.append_events(&report.board.new_events)?;
+            run.write(&run.file(step, stage, "out"), &out.stdout)?;
+            run.prune(step)?;
             tally.add(&report.board.new_events);
             return Ok(result_of(&report.board, &tally, settings, run));
         }
@@ -675,8 +735,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 "stage {stage} made no progress: its output board is its input"
             )));
         }
-        run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
+        // Events first: a kill between the two leaves them once too many, which `--resume`
+        // cuts by the checkpoint's `event_count`; never missing from a synced checkpoint.
         run.append_events(&next.new_events)?;
+        run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
+        run.prune(step)?;
         tally.add(&next.new_events);
         if !ui.quiet {
             if let Some(line) = progress_line(stage, &next, ui) {
@@ -867,7 +930,6 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         &dir.file(1, Stage::CollectContext, "out"),
         packet_text.as_bytes(),
     )?;
-    dir.write(&dir.file(2, Stage::InitBoard, "in"), packet_text.as_bytes())?;
     dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
     // A folder that held a meeting had a meeting.json (refused above): this file is new.
     let _ = std::fs::remove_file(dir.path.join("events.jsonl"));
@@ -1119,7 +1181,7 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     if changed {
         run.write(&file, to_json_line(&settings, true).as_bytes())?;
     }
-    let tally = run.rebuild_events()?;
+    let tally = run.resume_events(&board)?;
     Ok(Run {
         dir: run,
         settings,

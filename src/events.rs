@@ -124,6 +124,7 @@ pub(crate) fn push_at(board: &mut Board, now: &str, mut ev: Event) {
     if let Some(step) = flow_step(&ev) {
         add_to_flow(&mut board.flow, step);
     }
+    board.event_count += 1;
     board.new_events.push(ev);
 }
 

@@ -886,6 +886,10 @@ pub struct Board {
     /// The events the stage that wrote this board produced, in order; the next stage replaces
     /// them. The whole history is the run folder's `events.jsonl` (DESIGN.md#events).
     pub new_events: Vec<Event>,
+    /// Events recorded in the whole meeting, `new_events` included: how many lines
+    /// `events.jsonl` holds up to this board (`--resume` cuts it there, DESIGN.md#resume).
+    #[serde(default)]
+    pub event_count: u64,
     /// The bounded record of the meeting's flow the report's diagram draws.
     #[serde(default)]
     pub flow: Flow,

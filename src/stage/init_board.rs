@@ -85,6 +85,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         final_report: None,
         process_note: None,
         new_events: Vec::new(),
+        event_count: 0,
         flow: Default::default(),
         usage: Usage::default(),
         meeting_input: packet.meeting_input,

@@ -122,6 +122,7 @@ pub fn board() -> Board {
         final_report: None,
         process_note: None,
         new_events: vec![],
+        event_count: 0,
         flow: Default::default(),
         usage: Usage::default(),
         meeting_input,
