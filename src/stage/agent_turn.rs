@@ -306,6 +306,7 @@ pub fn agent_turn(
     clock: &dyn Clock,
 ) -> Result<Board> {
     check_turn(&board)?;
+    events::start_stage(&mut board);
     let call = board
         .pending_call
         .clone()

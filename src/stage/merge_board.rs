@@ -36,6 +36,7 @@ pub(crate) fn is_question(item: &str) -> bool {
 /// `merge-board`: fold `last_turn` into the whiteboard (merge rules 1–7, DESIGN.md#merge-rules).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     board.expect_stage(Stage::MergeBoard)?;
+    events::start_stage(&mut board);
     let turn = board
         .last_turn
         .take()
@@ -372,11 +373,11 @@ mod tests {
         assert_eq!(b.next_stage(), Some(Stage::PmStep));
         assert!(b.last_turn.is_none());
         assert_eq!(
-            b.event_log.last().unwrap().event_type,
+            b.new_events.last().unwrap().event_type,
             EventType::BoardMerged
         );
         assert_eq!(
-            b.event_log.last().unwrap().loop_no,
+            b.new_events.last().unwrap().loop_no,
             2,
             "the loop just completed"
         );

@@ -373,6 +373,7 @@ pub fn pm_step(
     clock: &dyn Clock,
 ) -> Result<Board> {
     check_turn(&board)?;
+    events::start_stage(&mut board);
     let mut mode = mode(&board);
     // Under a token budget: what an agent turn leaves for the closing round, and the Process
     // Note when the budget closes the meeting (DESIGN.md#token-budget).
