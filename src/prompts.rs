@@ -202,7 +202,7 @@ pub(crate) fn whiteboard(board: &Board) -> Result<String> {
         &json!({
             "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
             "key_points": cut_list(&board.key_points),
-            "open_questions": cut_list(&board.open_questions),
+            "open_questions": cut_list(&crate::whiteboard::numbered_open_questions(board)),
             "decisions": cut_list(&board.decisions),
             "risks": cut_list(&board.risks),
         }),

@@ -84,6 +84,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         recent_errors: Vec::new(),
         final_report: None,
         process_note: None,
+        record: Default::default(),
         event_log: Vec::new(),
         usage: Usage::default(),
         meeting_input: packet.meeting_input,

@@ -121,6 +121,7 @@ pub fn board() -> Board {
         recent_errors: vec![],
         final_report: None,
         process_note: None,
+        record: Default::default(),
         event_log: vec![],
         usage: Usage::default(),
         meeting_input,
