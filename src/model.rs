@@ -981,6 +981,10 @@ pub struct MeetingRecord {
     pub decision: Option<Decision>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub option_assessments: Vec<OptionAssessment>,
+    /// The `answered_questions` of the PM's last CALL_AGENT, applied by `merge-board` after the
+    /// agent's turn, so the agent sees the whiteboard the PM saw (DESIGN.md#questions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_answers: Vec<AnsweredQuestion>,
     /// Notes for the report's Process Note (the last 30).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub process: Vec<ProcessEntry>,

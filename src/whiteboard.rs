@@ -6,8 +6,8 @@
 
 use crate::llm::{Client, Options};
 use crate::model::{
-    Board, CallerSource, Finding, FindingKind, ProcessEntry, Question, QuestionAnswer,
-    QuestionOrigin, LIST_CAP,
+    AnsweredQuestion, Board, CallerSource, Finding, FindingKind, ProcessEntry, Question,
+    QuestionAnswer, QuestionOrigin, LIST_CAP,
 };
 use crate::text::{fold_ws, strip_bidi};
 
@@ -219,6 +219,27 @@ pub(crate) fn answer_question(
     let text = q.text.clone();
     board.open_questions.retain(|t| *t != text);
     Ok(())
+}
+
+/// Apply the PM's `answered_questions` (DESIGN.md#questions): each names an open question by
+/// id or exact text; one that names none goes to `recent_errors` (the PM sees it next round)
+/// and the Process Note, and the meeting goes on.
+pub(crate) fn apply_answers(board: &mut Board, answers: &[AnsweredQuestion]) {
+    let loop_no = board.loop_count;
+    for a in answers {
+        if let Err(e) = answer_question(board, &a.question, &a.answer, &a.by, loop_no) {
+            board.recent_errors.push(format!("PM {e}"));
+            let excess = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
+            board.recent_errors.drain(..excess);
+            note_process(
+                board,
+                format!(
+                    "The PM marked {:?} answered, which is not a question on the whiteboard; ignored.",
+                    crate::text::cut(a.question.trim(), 80)
+                ),
+            );
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,8 +12,8 @@ use crate::model::{
 use crate::stage::Stage;
 use crate::text::first_sentence;
 use crate::whiteboard::{
-    append_unique, evidence_id, link_evidence, raise_questions, record_findings, summary_lines,
-    sync_questions, RECENT_ERRORS_CAP,
+    append_unique, apply_answers, evidence_id, link_evidence, raise_questions, record_findings,
+    summary_lines, sync_questions, RECENT_ERRORS_CAP,
 };
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
@@ -46,6 +46,9 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         .last_turn
         .take()
         .expect("merge-board runs only on a board with a last_turn");
+    // The questions the PM marked answered when it made this call (DESIGN.md#questions).
+    let answers = std::mem::take(&mut board.record.pending_answers);
+    apply_answers(&mut board, &answers);
     let message;
     match (&turn.status, &turn.result) {
         (TurnStatus::Ok, Some(result)) => {

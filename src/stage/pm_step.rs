@@ -23,7 +23,7 @@ use crate::schema;
 use crate::stage::Stage;
 use crate::text::cut;
 use crate::whiteboard::{
-    answer_question, note_caller, note_process, numbered_open_questions, summary_for_prompt,
+    apply_answers, note_caller, note_process, numbered_open_questions, summary_for_prompt,
     sync_questions, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS,
 };
 
@@ -503,8 +503,14 @@ pub fn pm_step(
     if client.calls() > calls_before {
         note_caller(&mut board, PM_CALLER, client, opts);
     }
+    // Questions the PM marks answered: merge-board applies them after the agent's turn (the
+    // agent sees the whiteboard the PM saw); a FINISH has no turn after it.
     if let Ok(d) = &outcome {
-        apply_answers(&mut board, d);
+        if d.next_action == NextAction::CallAgent {
+            board.record.pending_answers = d.answered_questions.clone();
+        } else {
+            apply_answers(&mut board, &d.answered_questions);
+        }
     }
     let forced_reason = |board: &Board| budget_note.clone().unwrap_or_else(|| forced_reason(board));
 
@@ -575,27 +581,6 @@ pub fn pm_step(
         }
     }
     Ok(board)
-}
-
-/// Apply the decision's `answered_questions` (DESIGN.md#questions): each names an open
-/// question by id or exact text; one that names none goes to `recent_errors` (the PM sees it
-/// next round) and the Process Note, and the meeting goes on.
-fn apply_answers(board: &mut Board, d: &PmDecision) {
-    let loop_no = board.loop_count;
-    for a in &d.answered_questions {
-        if let Err(e) = answer_question(board, &a.question, &a.answer, &a.by, loop_no) {
-            board.recent_errors.push(format!("PM {e}"));
-            let excess = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
-            board.recent_errors.drain(..excess);
-            note_process(
-                board,
-                format!(
-                    "The PM marked {:?} answered, which is not a question on the whiteboard; ignored.",
-                    cut(a.question.trim(), 80)
-                ),
-            );
-        }
-    }
 }
 
 /// Keep a FINISH's decision and option assessments (blank cells dropped) and the closing time.

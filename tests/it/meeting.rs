@@ -169,7 +169,7 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
     let err = out.stderr();
     assert!(err.contains("[loop 1/6] pm → arch: "), "{err}");
     assert!(
-        err.contains("[loop 2/6] biz: 4 key points, 2 risks, 3 citations"),
+        err.contains("[loop 2/6] biz: 4 key points, 2 risks, 6 citations"),
         "{err}"
     );
     assert!(!err.contains('\x1b'), "no colour when not a terminal");

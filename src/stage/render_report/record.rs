@@ -267,21 +267,30 @@ pub(crate) fn decision(board: &Board, kind: ReportKind) -> Option<DecisionView> 
     board.record.decision.as_ref().map(|d| DecisionView {
         choice: fold_ws(&d.choice),
         confidence: d.confidence.as_str().to_string(),
-        revisit_if: fold_ws(&d.revisit_if),
+        revisit_if: sentence(&fold_ws(&d.revisit_if)),
     })
 }
 
-/// The PM's option assessments as a table: the meeting's options and dimensions in their
-/// order (an option or dimension the PM named that the meeting file lacks is added after
-/// them); `None` without assessments.
+/// The PM's option assessments as a table: every option and dimension of the meeting file in
+/// its order, so a cell the PM left out shows as `—` (an option or dimension the PM named that
+/// the meeting file lacks is added after them); `None` without assessments.
 pub(crate) fn assessments(board: &Board, kind: ReportKind) -> Option<AssessmentTable> {
     let cells = &board.record.option_assessments;
     if cells.is_empty() || kind == ReportKind::Fallback {
         return None;
     }
     let packet = &board.meeting_input.decision_packet;
-    let mut options: Vec<String> = Vec::new();
-    let mut dimensions: Vec<String> = Vec::new();
+    let declared = |items: &[String]| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for i in items.iter().map(|s| fold_ws(s)).filter(|s| !s.is_empty()) {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+        out
+    };
+    let mut options = declared(&packet.options);
+    let mut dimensions = declared(&packet.evaluation_dimensions);
     let mut placed: Vec<(usize, usize, String)> = Vec::new();
     for a in cells {
         let o = place(&mut options, &packet.options, &a.option);
@@ -342,6 +351,15 @@ fn place(shown: &mut Vec<String>, declared: &[String], name: &str) -> usize {
         .unwrap_or(shown.len());
     shown.insert(at, target);
     at
+}
+
+/// `s` ending as a sentence does (a full stop added when it has no final punctuation).
+fn sentence(s: &str) -> String {
+    if s.is_empty() || s.ends_with(['.', '!', '?', '。', '！', '？']) {
+        s.to_string()
+    } else {
+        format!("{s}.")
+    }
 }
 
 /// Text fit for a table cell: one line, `|` escaped.
