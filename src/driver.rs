@@ -1,6 +1,7 @@
 //! The `meeting` driver (DESIGN.md#run-folder): pipes the board through the stage programs until the
-//! meeting ends, keeps the run folder (every stage's input and output, `events.jsonl`,
-//! `llm.jsonl`), resumes a killed meeting from its last complete board, and reports progress.
+//! meeting ends, keeps the run folder (the latest stage outputs, `events.jsonl` appended with
+//! each stage's events, `llm.jsonl`), resumes a killed meeting from its last complete board,
+//! and reports progress.
 //!
 //! It owns nothing but the loop, the run folder and progress: every rule of the meeting lives in
 //! the stage programs, which is why a user can swap any of them (`--stage NAME=COMMAND`).
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line, write_atomic};
 use crate::llm::LlmArgs;
 use crate::model::{
-    Board, EventType, MeetingPacket, MeetingResult, ReportResult, Status, TurnStatus,
+    Board, Event, EventType, MeetingPacket, MeetingResult, ReportResult, Status, TurnStatus,
     PACKET_VERSION,
 };
 use crate::stage::Stage;
@@ -51,6 +52,15 @@ pub struct RunSettings {
     /// collect-context's `--no-redact` (absent in older run folders: redaction on).
     #[serde(default)]
     pub no_redact: bool,
+    /// collect-context's `--context-root` (absolute), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_root: Option<PathBuf>,
+    /// collect-context's `--max-context-chars`, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context_chars: Option<usize>,
+    /// render-report's `--template` (absolute), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<PathBuf>,
     /// Participants, PM, loop limit and the (settled) trace id.
     pub board: BoardArgs,
     /// The LLM flags of the stages; `llm_log` is this run folder's `llm.jsonl`.
@@ -77,14 +87,24 @@ impl RunSettings {
         let path = |p: &Path| Some(p.display().to_string());
         let llm = &self.llm;
         match stage {
-            Stage::CollectContext => match &self.source {
-                MeetingSource::MeetingFile(f) => flag("--meeting-file", path(f)),
-                MeetingSource::Topic(t) => flag("--topic", Some(t.clone())),
-            },
+            Stage::CollectContext => {
+                match &self.source {
+                    MeetingSource::MeetingFile(f) => flag("--meeting-file", path(f)),
+                    MeetingSource::Topic(t) => flag("--topic", Some(t.clone())),
+                }
+                flag(
+                    "--context-root",
+                    self.context_root.as_deref().and_then(path),
+                );
+                flag(
+                    "--max-context-chars",
+                    self.max_context_chars.map(|n| n.to_string()),
+                );
+            }
             Stage::InitBoard => {
                 let b = &self.board;
                 flag("--agents", Some(b.agents.join(",")));
-                flag("--agents-dir", path(&b.agents_dir));
+                flag("--agents-dir", b.agents_dir.as_deref().and_then(path));
                 flag("--max-loops", Some(b.max_loops.to_string()));
                 flag(
                     "--max-total-tokens",
@@ -105,7 +125,10 @@ impl RunSettings {
                 flag("--retry-max-secs", Some(llm.retry_max_secs.to_string()));
             }
             Stage::MergeBoard => {}
-            Stage::RenderReport => flag("--report-file", path(&self.report_file)),
+            Stage::RenderReport => {
+                flag("--report-file", path(&self.report_file));
+                flag("--template", self.template.as_deref().and_then(path));
+            }
         }
         // The meeting-wide model defaults go on the board (init-board) and to the LLM stages.
         if matches!(stage, Stage::InitBoard | Stage::PmStep | Stage::AgentTurn) {
@@ -319,8 +342,9 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
     })
 }
 
-/// The run folder of one meeting: `NNNN-<stage>.in.json` / `.out.json`, `events.jsonl`,
-/// `meeting.json`. Every file is written atomically before the next stage starts.
+/// The run folder of one meeting: `NNNN-<stage>.out.json` (the packet, the first board and
+/// the last [`KEEP_BOARDS`]), `events.jsonl`, `meeting.json`. Every checkpoint is written
+/// atomically before the next stage starts.
 pub struct RunDir {
     pub path: PathBuf,
 }
@@ -367,6 +391,11 @@ impl RunDir {
 
     /// The last complete output: (step number, stage, path).
     pub(crate) fn last_output(&self) -> Result<Option<(u32, Stage, PathBuf)>> {
+        Ok(self.outputs()?.into_iter().max_by_key(|(n, _, _)| *n))
+    }
+
+    /// Every complete output in the folder: (step number, stage, path), in no order.
+    fn outputs(&self) -> Result<Vec<(u32, Stage, PathBuf)>> {
         let entries = std::fs::read_dir(&self.path).map_err(|e| {
             Error::Usage(format!(
                 "--resume: cannot read {}: {}",
@@ -374,7 +403,7 @@ impl RunDir {
                 os_error(&e)
             ))
         })?;
-        let mut best: Option<(u32, Stage, PathBuf)> = None;
+        let mut found = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(stem) = name.strip_suffix(".out.json") else {
@@ -386,36 +415,195 @@ impl RunDir {
             let (Ok(n), Some(stage)) = (num.parse::<u32>(), Stage::from_program(stage)) else {
                 continue;
             };
-            if best.as_ref().is_none_or(|(b, _, _)| n > *b) {
-                best = Some((n, stage, entry.path()));
-            }
+            found.push((n, stage, entry.path()));
         }
-        Ok(best)
+        Ok(found)
     }
 
-    pub(crate) fn save_events(&self, board: &Board) -> Result<()> {
+    /// Append a stage's `new_events` to `events.jsonl` (DESIGN.md#events), synced: the boards
+    /// before the last few are removed ([`RunDir::prune`]), so this file is the history.
+    pub(crate) fn append_events(&self, events: &[Event]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
         let mut text = String::new();
-        for ev in &board.event_log {
+        for ev in events {
             text.push_str(&to_json_line(ev, false));
         }
-        write_atomic(&self.path.join("events.jsonl"), text.as_bytes())
+        let path = self.path.join("events.jsonl");
+        open_append(&path)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_data()
+            })
+            .map_err(|e| {
+                Error::Runtime(format!(
+                    "{}: cannot write: {}",
+                    path.display(),
+                    os_error(&e)
+                ))
+            })
+    }
+
+    /// Make `events.jsonl` hold exactly the events up to `board`, the checkpoint `--resume`
+    /// goes on from: its first `event_count - new_events` lines, then the board's
+    /// `new_events`. A kill can leave the last stage's events missing, half written or (when
+    /// it struck between the append and the checkpoint) once too many; this repairs all three.
+    /// Returns the tally of the events kept.
+    pub(crate) fn resume_events(&self, board: &Board) -> Result<Tally> {
+        let path = self.path.join("events.jsonl");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => {
+                return Err(Error::Runtime(format!(
+                    "{}: cannot read: {}",
+                    path.display(),
+                    os_error(&e)
+                )))
+            }
+        };
+        let before = board
+            .event_count
+            .saturating_sub(board.new_events.len() as u64);
+        let mut kept = String::new();
+        let mut tally = Tally::default();
+        let mut n = 0u64;
+        // Only complete lines count: a kill mid-append leaves a line without its newline.
+        for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+            if n == before {
+                break;
+            }
+            if let Ok(ev) = serde_json::from_str::<Event>(line) {
+                tally.add(std::slice::from_ref(&ev));
+            }
+            kept.push_str(line);
+            n += 1;
+        }
+        if n < before {
+            crate::note!(
+                "{}: {} events before the last checkpoint are missing (lost in a crash)",
+                path.display(),
+                before - n
+            );
+        }
+        for ev in &board.new_events {
+            kept.push_str(&to_json_line(ev, false));
+        }
+        tally.add(&board.new_events);
+        write_atomic(&path, kept.as_bytes())?;
+        Ok(tally)
+    }
+
+    /// Remove the boards older than the last [`KEEP_BOARDS`] stage outputs (the packet and the
+    /// first board stay), once the board of `step` is on disk: `--resume` needs only the last,
+    /// and the history is `events.jsonl` and `llm.jsonl` (DESIGN.md#run-folder).
+    /// `AGENT_MEETING_KEEP_BOARDS=all` keeps every one, for debugging a stage by hand.
+    pub(crate) fn prune(&self, step: u32) -> Result<()> {
+        if std::env::var(KEEP_BOARDS_ENV).is_ok_and(|v| v.trim() == "all") {
+            return Ok(());
+        }
+        for (n, _, path) in self.outputs()? {
+            if n > 2 && n + KEEP_BOARDS <= step {
+                std::fs::remove_file(&path).map_err(|e| {
+                    Error::Runtime(format!(
+                        "{}: cannot remove: {}",
+                        path.display(),
+                        os_error(&e)
+                    ))
+                })?;
+            }
+        }
+        Ok(())
     }
 }
 
-/// Ask before a stage in `--step` mode; `false` means the user chose to stop.
-fn confirm_step(stage: Stage, board: &Board) -> bool {
-    crate::note_inline!(
-        "next: {stage} (loop {}/{}, status {}) — Enter to run, q to stop: ",
+/// How many of the latest stage outputs a run folder keeps besides the packet and the first
+/// board: one loop's (pm-step, agent-turn, merge-board).
+pub const KEEP_BOARDS: u32 = 3;
+
+/// `all` keeps every stage output in the run folder.
+pub const KEEP_BOARDS_ENV: &str = "AGENT_MEETING_KEEP_BOARDS";
+
+/// The board a checkpoint (a stage's `.out.json`) holds.
+fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
+    let text = crate::io::read_text_file(path)?;
+    let label = path.display().to_string();
+    match stage {
+        Stage::RenderReport => {
+            Ok(crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json)?.board)
+        }
+        _ => crate::io::parse_board(&label, &text),
+    }
+}
+
+/// Where a stage stands in the meeting, in the one loop numbering of progress, `--step`, the
+/// final line and the report: `loop N/M` is the loop in progress (the PM's question, the
+/// answer, its merge), N = loops done + 1; a stage that may close the meeting (`pm-step`
+/// closing it, `render-report`) stands `after N/M loops`, the count the final line, the
+/// MeetingResult and the report's "Loops used" give.
+fn loop_tag(board: &Board, in_a_loop: bool) -> String {
+    if in_a_loop {
+        format!(
+            "loop {}/{}",
+            (board.loop_count + 1).min(board.max_loops),
+            board.max_loops
+        )
+    } else {
+        format!("after {}/{} loops", board.loop_count, board.max_loops)
+    }
+}
+
+/// Ask before a stage in `--step` mode: Enter runs it, `q` (or end of input) stops, `p` prints
+/// the board's summary and writes the stage's input file (`next_input`), naming it. `false`
+/// means the user chose to stop.
+fn confirm_step(
+    stage: Stage,
+    board: &Board,
+    next_input: &dyn Fn() -> Result<PathBuf>,
+) -> Result<bool> {
+    let in_a_loop = matches!(stage, Stage::AgentTurn | Stage::MergeBoard);
+    loop {
+        crate::note_inline!(
+            "next: {stage} ({}, status {}) — Enter to run, p to print the board, q to stop: ",
+            loop_tag(board, in_a_loop),
+            board.status.as_str()
+        );
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return Ok(false),
+            Ok(_) => {}
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "q" => return Ok(false),
+            "p" => {
+                crate::note!("{}", board_summary(board));
+                crate::note!("next input: {}", next_input()?.display());
+            }
+            _ => return Ok(true),
+        }
+    }
+}
+
+/// What `p` prints at a `--step` prompt: the whiteboard's summary and where the meeting is.
+fn board_summary(board: &Board) -> String {
+    let mut out = board.summary.trim().to_string();
+    out.push_str(&format!(
+        "\nstatus {}, {} loops done of {}, {} LLM attempts, {} tokens",
+        board.status.as_str(),
         board.loop_count,
         board.max_loops,
-        board.status.as_str()
-    );
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) => false,
-        Ok(_) => !line.trim().eq_ignore_ascii_case("q"),
-        Err(_) => false,
+        board.usage.calls,
+        board.usage.prompt_tokens + board.usage.completion_tokens
+    ));
+    if let Some(call) = &board.pending_call {
+        out.push_str(&format!(
+            "\npending: pm → {}: {}",
+            call.target_agent,
+            one_line(&call.prompt, 200)
+        ));
     }
+    out
 }
 
 fn paint(ui: Ui, code: &str, text: &str) -> String {
@@ -428,21 +616,19 @@ fn paint(ui: Ui, code: &str, text: &str) -> String {
 
 /// Whether the stage that made `after` closed the meeting for its token budget (its
 /// `forced_finish` event says so).
-fn by_budget(before: &Board, after: &Board) -> bool {
-    after.event_log[before.event_log.len().min(after.event_log.len())..]
-        .iter()
-        .any(|e| {
-            e.event_type == EventType::ForcedFinish
-                && e.message
-                    .as_deref()
-                    .is_some_and(|m| m.starts_with("token budget"))
-        })
+fn by_budget(after: &Board) -> bool {
+    after.new_events.iter().any(|e| {
+        e.event_type == EventType::ForcedFinish
+            && e.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("token budget"))
+    })
 }
 
 /// The progress line for a board a stage just produced.
-pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
-    let n = (after.loop_count + 1).min(after.max_loops);
-    let tag = paint(ui, "2", &format!("[loop {n}/{}]", after.max_loops));
+pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<String> {
+    let tag = paint(ui, "2", &format!("[{}]", loop_tag(after, true)));
+    let closing = paint(ui, "2", &format!("[{}]", loop_tag(after, false)));
     match stage {
         Stage::PmStep => {
             if let Some(call) = &after.pending_call {
@@ -454,19 +640,19 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 ))
             } else if after.has_final_report() {
                 Some(format!(
-                    "{tag} {}: FINISH{}",
+                    "{closing} {}: FINISH{}",
                     paint(ui, "1;36", "pm"),
                     match after.status {
-                        Status::ForcedStop if by_budget(before, after) => " (forced: token budget)",
+                        Status::ForcedStop if by_budget(after) => " (forced: token budget)",
                         Status::ForcedStop => " (forced)",
                         _ => "",
                     }
                 ))
             } else if after.status == Status::ForcedStop {
                 Some(format!(
-                    "{tag} {}: no valid report, using the fallback report{}",
+                    "{closing} {}: no valid report, using the fallback report{}",
                     paint(ui, "1;31", "pm"),
-                    if by_budget(before, after) {
+                    if by_budget(after) {
                         " (token budget)"
                     } else {
                         ""
@@ -474,7 +660,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 ))
             } else if after.status == Status::Finishing {
                 Some(format!(
-                    "{tag} {}: round failed ({}), closing the meeting",
+                    "{closing} {}: round failed ({}), closing the meeting",
                     paint(ui, "1;31", "pm"),
                     // Whole: the telling part of a reason ("dns error") is often at its end.
                     one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX)
@@ -485,7 +671,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
         }
         Stage::AgentTurn => {
             let turn = after.last_turn.as_ref()?;
-            let new_events = &after.event_log[before.event_log.len().min(after.event_log.len())..];
+            let new_events = &after.new_events;
             let (ms, tokens) = new_events
                 .iter()
                 .filter(|e| e.event_type == EventType::LlmCall)
@@ -531,15 +717,16 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
 pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     let _signals = stop::watch(&run.dir.path);
     let (settings, mut board, mut step) = (&run.settings, run.board.clone(), run.step);
+    let mut tally = run.tally.clone();
     let run = &run.dir;
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = step + 4 * board.max_loops.min(100_000) + 20;
     loop {
         let Some(stage) = board.next_stage() else {
-            let result = result_of(&board, settings, run);
+            let result = result_of(&board, &tally, settings, run);
             if !ui.quiet {
-                crate::note!("{}", final_line(&result, &Answers::of(&board), ui));
+                crate::note!("{}", final_line(&result, &Answers::of(&board, &tally), ui));
             }
             return Ok(result);
         };
@@ -549,17 +736,21 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 run.path.display()
             )));
         }
-        if ui.step && !confirm_step(stage, &board) {
+        let next_input = || -> Result<PathBuf> {
+            let file = run.file(step, stage, "in");
+            run.write(&file, to_json_line(&board, false).as_bytes())?;
+            Ok(file)
+        };
+        if ui.step && !confirm_step(stage, &board, &next_input)? {
             // A clean stop: the run folder holds the last complete board, ready to resume.
             crate::note!(
                 "stopped before {stage}; continue with: meeting --resume {}",
                 run.path.display()
             );
-            return Ok(result_of(&board, settings, run));
+            return Ok(result_of(&board, &tally, settings, run));
         }
+        // The stage's input is the last output in the folder (DESIGN.md#run-folder).
         let input = to_json_line(&board, false);
-        let in_file = run.file(step, stage, "in");
-        run.write(&in_file, input.as_bytes())?;
         let args = settings.stage_args(stage);
         let log = settings.llm.llm_log.as_deref();
         let log_len = log
@@ -592,9 +783,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 .flatten()
                 .filter(|r| r.status == Status::Failed);
             let Some(report) = failed else { return Err(e) };
+            run.append_events(&report.board.new_events)?;
             run.write(&run.file(step, stage, "out"), &out.stdout)?;
-            run.save_events(&report.board)?;
-            return Ok(result_of(&report.board, settings, run));
+            run.prune(step)?;
+            tally.add(&report.board.new_events);
+            return Ok(result_of(&report.board, &tally, settings, run));
         }
         let out_text = String::from_utf8(out.stdout)
             .map_err(|_| Error::Runtime(format!("stage {stage} wrote output that is not UTF-8")))?;
@@ -622,10 +815,14 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 "stage {stage} made no progress: its output board is its input"
             )));
         }
+        // Events first: a kill between the two leaves them once too many, which `--resume`
+        // cuts by the checkpoint's `event_count`; never missing from a synced checkpoint.
+        run.append_events(&next.new_events)?;
         run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
-        run.save_events(&next)?;
+        run.prune(step)?;
+        tally.add(&next.new_events);
         if !ui.quiet {
-            if let Some(line) = progress_line(stage, &board, &next, ui) {
+            if let Some(line) = progress_line(stage, &next, ui) {
                 crate::note!("{line}");
             }
         }
@@ -674,6 +871,8 @@ pub struct Run {
     pub settings: RunSettings,
     pub board: Board,
     pub step: u32,
+    /// The answers of the meeting so far (from `events.jsonl`), kept up by the driver.
+    pub tally: Tally,
     /// Held until the process ends: one meeting process at a time writes a run folder.
     _lock: std::fs::File,
 }
@@ -681,8 +880,10 @@ pub struct Run {
 /// What `meeting` was asked to start.
 pub struct NewMeeting {
     pub source: MeetingSource,
-    pub allow_sensitive: bool,
-    pub no_redact: bool,
+    /// collect-context's flags, passed on.
+    pub context: crate::cli::ContextArgs,
+    /// render-report's `--template`.
+    pub template: Option<PathBuf>,
     pub board: BoardArgs,
     pub llm: LlmArgs,
     /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
@@ -690,6 +891,9 @@ pub struct NewMeeting {
     /// The folder holding run folders.
     pub run_dir: PathBuf,
     pub stage_overrides: BTreeMap<Stage, String>,
+    /// The environment variables that set an LLM flag (`AGENT_MEETING_PROVIDER`,
+    /// `MEETING_CASSETTE`, ...): the start line names them, and warns when they chose replay.
+    pub llm_from_env: Vec<String>,
 }
 
 /// How a start ended: a run ready to drive, or (`--dry-run`) the PM's first input.
@@ -708,7 +912,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     }
     let now = crate::events::clock_from_env().now();
     let mut board_args = new.board;
-    board_args.agents_dir = absolute(&board_args.agents_dir);
+    board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
     let source = match new.source {
         MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),
         topic => topic,
@@ -736,8 +940,13 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     let mut settings = RunSettings {
         settings_version: SETTINGS_VERSION,
         source,
-        allow_sensitive: new.allow_sensitive,
-        no_redact: new.no_redact,
+        allow_sensitive: new.context.allow_sensitive,
+        no_redact: new.context.no_redact,
+        context_root: new.context.context_root.as_deref().map(absolute),
+        max_context_chars: (new.context.max_context_chars
+            != crate::context::DEFAULT_MAX_CONTEXT_CHARS)
+            .then_some(new.context.max_context_chars),
+        template: new.template.as_deref().map(absolute),
         board: board_args,
         llm,
         report_file,
@@ -770,6 +979,10 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     let board: Board = crate::io::parse_board("init-board output", &board_text)?;
     // A missing key or a broken cassette is found now, before any run folder exists.
     check_llm_config(&settings.llm, &board)?;
+    let models = models_line(&settings.llm, &board)?;
+    if let Some(w) = replay_from_env_warning(&settings.llm, &new.llm_from_env) {
+        crate::note!("{w}");
+    }
     let dir = RunDir {
         path: new.run_dir.join(&board.trace_id),
     };
@@ -811,9 +1024,12 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         &dir.file(1, Stage::CollectContext, "out"),
         packet_text.as_bytes(),
     )?;
-    dir.write(&dir.file(2, Stage::InitBoard, "in"), packet_text.as_bytes())?;
     dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
-    dir.save_events(&board)?;
+    // A folder that held a meeting had a meeting.json (refused above): this file is new.
+    let _ = std::fs::remove_file(dir.path.join("events.jsonl"));
+    dir.append_events(&board.new_events)?;
+    let mut tally = Tally::default();
+    tally.add(&board.new_events);
     if let (Some(kept), false) = (&numbered_from, ui.quiet) {
         crate::note!(
             "{} exists and is kept; this meeting's report goes to {}",
@@ -830,12 +1046,14 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
             board.max_loops,
             dir.path.display()
         );
+        crate::note!("{models}");
     }
     Ok(Started::Run(Box::new(Run {
         dir,
         settings,
         board,
         step: 3,
+        tally,
         _lock: lock,
     })))
 }
@@ -852,6 +1070,67 @@ fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<()> {
         crate::llm::client_for_caller(llm, &board.llm, &agent.name, &agent.metadata, 0)?;
     }
     Ok(())
+}
+
+/// The callers of a meeting, PM first, with their metadata.
+fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
+    let pm_meta = board
+        .pm
+        .as_ref()
+        .map(|p| p.metadata.clone())
+        .unwrap_or_default();
+    let mut out = vec![(crate::model::PM_CALLER.to_string(), pm_meta)];
+    for name in &board.participants {
+        let meta = board
+            .agents
+            .get(name)
+            .map(|a| a.metadata.clone())
+            .unwrap_or_default();
+        out.push((name.clone(), meta));
+    }
+    out
+}
+
+/// The start line's second line: which provider and model each caller uses, callers that
+/// share both named together (`models: openai gpt-4o-mini: pm, arch; anthropic ...: biz`);
+/// a replayed meeting names its cassette instead of a model.
+pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, meta) in callers(board) {
+        let (provider, model) = crate::llm::args::provider_and_model(llm, &board.llm, &meta)?;
+        let what = if provider == "replay" {
+            let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
+            format!("replay of {}", cassette.display())
+        } else {
+            format!("{provider} {model}")
+        };
+        match groups.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((what, vec![name])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .into_iter()
+        .map(|(what, names)| format!("{what} ({})", names.join(", ")))
+        .collect();
+    Ok(format!("models: {}", parts.join("; ")))
+}
+
+/// A visible warning when the environment, not a flag, made this meeting a replay: a variable
+/// left over from the README's offline example must not pass for a real meeting.
+pub(crate) fn replay_from_env_warning(llm: &LlmArgs, from_env: &[String]) -> Option<String> {
+    let replay = llm.provider.as_deref().map(str::trim) == Some("replay");
+    let var = from_env.iter().find(|v| *v == "AGENT_MEETING_PROVIDER")?;
+    replay.then(|| {
+        format!(
+            "meeting: warning: replaying a recording, no model is asked: {var}=replay is set in the environment{}; unset it (or pass --provider) for a real meeting",
+            if from_env.iter().any(|v| v == "MEETING_CASSETTE") {
+                " (and the cassette comes from MEETING_CASSETTE)"
+            } else {
+                ""
+            }
+        )
+    })
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -912,13 +1191,18 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
     let mut inputs: Vec<(&str, PathBuf)> = Vec::new();
     if let MeetingSource::MeetingFile(f) = &settings.source {
         inputs.push(("meeting file", f.clone()));
-        // collect-context's default context root, where the document paths start.
-        let root = crate::context::default_context_root(f.parent().unwrap_or(Path::new("/")));
+        // collect-context's context root, where the document paths start.
+        let root = settings.context_root.clone().unwrap_or_else(|| {
+            crate::context::default_context_root(f.parent().unwrap_or(Path::new("/")))
+        });
         for doc in &board.context_bundle.documents {
             inputs.push(("collected document", root.join(&doc.source_path)));
         }
     }
-    let agents_dir = &settings.board.agents_dir;
+    let search = crate::loader::AgentSearch::new(
+        settings.board.agents_dir.as_deref(),
+        crate::config::user_agents_dir(),
+    );
     let pm = board
         .pm
         .as_ref()
@@ -929,13 +1213,17 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
         .map(|n| ("agent config", n.clone()))
         .chain(pm.map(|n| ("PM config", n)));
     for (what, name) in configs {
-        // Every extension: a second file for a name would break the next meeting.
-        for ext in ["yaml", "yml", "json"] {
-            inputs.push((what, agents_dir.join(format!("{name}.{ext}"))));
+        // Every folder of the lookup order and every extension: a file there would change
+        // which config the next meeting finds.
+        for dir in search.places.iter().filter_map(|p| p.dir()) {
+            for ext in ["yaml", "yml", "json"] {
+                inputs.push((what, dir.join(format!("{name}.{ext}"))));
+            }
         }
     }
     let llm = &settings.llm;
     inputs.extend(llm.cassette.clone().map(|c| ("cassette", c)));
+    inputs.extend(settings.template.clone().map(|t| ("report template", t)));
     inputs.extend(llm.record.clone().map(|c| ("recording (--record)", c)));
     inputs.extend(
         settings
@@ -1042,20 +1330,13 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
             dir.display()
         )));
     };
-    let text = crate::io::read_text_file(&path)?;
-    let label = path.display().to_string();
-    let board: Board = match stage {
-        Stage::RenderReport => {
-            crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json)?.board
-        }
-        Stage::CollectContext => {
-            return Err(Error::Usage(format!(
-                "--resume: {} stopped before init-board; start the meeting again",
-                dir.display()
-            )))
-        }
-        _ => crate::io::parse_board(&label, &text)?,
-    };
+    if stage == Stage::CollectContext {
+        return Err(Error::Usage(format!(
+            "--resume: {} stopped before init-board; start the meeting again",
+            dir.display()
+        )));
+    }
+    let board = read_checkpoint(stage, &path)?;
     let changed = changes.apply(&mut settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.
@@ -1065,18 +1346,56 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     if changed {
         run.write(&file, to_json_line(&settings, true).as_bytes())?;
     }
+    let tally = run.resume_events(&board)?;
     Ok(Run {
         dir: run,
         settings,
         board,
         step: step + 1,
+        tally,
         _lock: lock,
     })
 }
 
-/// How the models answered over a whole meeting, read from the board alone (its `llm_call`
-/// events, accepted answers and usage): the one place that knows whether any answer was
-/// usable (DESIGN.md#failure-policy).
+/// What the meeting's events say about its model calls, counted as the events go by (the
+/// board keeps no history, DESIGN.md#events): constant work per stage, and rebuilt from
+/// `events.jsonl` on `--resume`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Logical calls (`llm_call` events).
+    pub calls: usize,
+    /// Of those, the ones that brought a reply back.
+    pub answered: usize,
+    /// Answers a stage accepted: PM decisions and agent results.
+    pub usable: usize,
+    /// The last failed call's error.
+    pub last_call_error: Option<String>,
+}
+
+impl Tally {
+    /// Count a stage's `new_events`.
+    pub fn add(&mut self, events: &[Event]) {
+        for e in events {
+            match e.event_type {
+                EventType::LlmCall => {
+                    self.calls += 1;
+                    if e.status == Some(TurnStatus::Ok) {
+                        self.answered += 1;
+                    }
+                    if let Some(err) = &e.error {
+                        self.last_call_error = Some(err.clone());
+                    }
+                }
+                EventType::PmDecision | EventType::AgentResult => self.usable += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// How the models answered over a whole meeting, from the board and the tally of its events
+/// (its `llm_call` events, accepted answers and usage): the one place that knows whether any
+/// answer was usable (DESIGN.md#failure-policy).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answers {
     /// HTTP attempts, retries included (`usage.calls`, the global call counter).
@@ -1094,26 +1413,15 @@ pub struct Answers {
 }
 
 impl Answers {
-    pub fn of(board: &Board) -> Answers {
-        let calls = board
-            .event_log
-            .iter()
-            .filter(|e| e.event_type == EventType::LlmCall);
+    pub fn of(board: &Board, tally: &Tally) -> Answers {
         Answers {
             attempts: board.usage.calls,
-            calls: calls.clone().count(),
-            answered: calls
+            calls: tally.calls,
+            answered: tally.answered,
+            usable: tally.usable,
+            last_error: tally
+                .last_call_error
                 .clone()
-                .filter(|e| e.status == Some(TurnStatus::Ok))
-                .count(),
-            usable: board
-                .event_log
-                .iter()
-                .filter(|e| matches!(e.event_type, EventType::PmDecision | EventType::AgentResult))
-                .count(),
-            last_error: calls
-                .filter_map(|e| e.error.clone())
-                .next_back()
                 .or_else(|| board.last_error.clone()),
             pm_report: board.has_final_report(),
         }
@@ -1142,9 +1450,16 @@ impl Answers {
 /// The MeetingResult printed on stdout. Its status is the board's, except that a saved report
 /// no model contributed to is `failed` too (DESIGN.md#statuses); `report_file` is set whenever
 /// the report is on disk.
-pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
+pub(crate) fn result_of(
+    board: &Board,
+    tally: &Tally,
+    settings: &RunSettings,
+    run: &RunDir,
+) -> MeetingResult {
     let finished = board.status == Status::Finished;
-    let no_answer = finished.then(|| Answers::of(board).failure()).flatten();
+    let no_answer = finished
+        .then(|| Answers::of(board, tally).failure())
+        .flatten();
     MeetingResult {
         status: if no_answer.is_some() {
             Status::Failed
@@ -1152,7 +1467,8 @@ pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> 
             board.status
         },
         report_file: finished.then(|| settings.report_file.display().to_string()),
-        run_dir: Some(run.path.display().to_string()),
+        // Both paths absolute (one rule), whatever folder the meeting was started from.
+        run_dir: Some(absolute(&run.path).display().to_string()),
         trace_id: board.trace_id.clone(),
         loops: board.loop_count,
         forced: board.process_note.is_some(),
@@ -1187,6 +1503,42 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
         answers.attempts,
         result.report_file.as_deref().unwrap_or("-")
     )
+}
+
+/// What `meeting --list-agents` prints: the lookup order, then one line per agent (name, role,
+/// where it is found; the PM too, the built-in PM prompt when no place defines `pm`).
+pub fn list_agents(search: &crate::loader::AgentSearch) -> String {
+    let mut out = String::from("# lookup order (first wins):");
+    for (i, place) in search.places.iter().enumerate() {
+        out.push_str(&format!(" {}. {}", i + 1, place.label()));
+    }
+    out.push('\n');
+    let mut rows: Vec<[String; 3]> = vec![["NAME".into(), "ROLE".into(), "FOUND IN".into()]];
+    let listed = search.list();
+    for a in &listed {
+        let role = match &a.role {
+            Ok(r) => r.clone(),
+            Err(e) => format!("(invalid: {})", one_line(e, 60)),
+        };
+        let mut place = a.place.label();
+        if a.shadows > 0 {
+            place.push_str(&format!(" (hides {} more)", a.shadows));
+        }
+        rows.push([a.name.clone(), role, place]);
+    }
+    if !listed.iter().any(|a| a.name == "pm") {
+        rows.push([
+            "pm".into(),
+            "Meeting PM".into(),
+            "built-in (PM prompt)".into(),
+        ]);
+    }
+    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
+    for [name, role, place] in rows {
+        out.push_str(&format!("{name:w0$}  {role:w1$}  {place}\n"));
+    }
+    out
 }
 
 /// The report path when none is given: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
@@ -1391,9 +1743,12 @@ mod tests {
             source: MeetingSource::MeetingFile("/m/demo.yaml".into()),
             allow_sensitive: true,
             no_redact: true,
+            context_root: Some("/m".into()),
+            max_context_chars: Some(900),
+            template: Some("/m/t.md.j2".into()),
             board: BoardArgs {
                 agents: vec!["arch".into(), "biz".into()],
-                agents_dir: "/m/agents".into(),
+                agents_dir: Some("/m/agents".into()),
                 pm: None,
                 max_loops: 4,
                 max_total_tokens: None,
@@ -1441,6 +1796,10 @@ mod tests {
             [
                 "--meeting-file",
                 "/m/demo.yaml",
+                "--context-root",
+                "/m",
+                "--max-context-chars",
+                "900",
                 "--allow-sensitive",
                 "--no-redact"
             ]
@@ -1474,7 +1833,7 @@ mod tests {
         assert!(s.stage_args(Stage::MergeBoard).is_empty());
         assert_eq!(
             s.stage_args(Stage::RenderReport),
-            ["--report-file", "/m/report.md"]
+            ["--report-file", "/m/report.md", "--template", "/m/t.md.j2"]
         );
     }
 
@@ -1507,8 +1866,9 @@ mod tests {
             error: error.map(str::to_string),
             ..crate::events::event(EventType::LlmCall, "pm")
         };
-        board.event_log = vec![call(TurnStatus::Error, Some("HTTP 500: down"))];
-        let a = Answers::of(&board);
+        let mut tally = Tally::default();
+        tally.add(&[call(TurnStatus::Error, Some("HTTP 500: down"))]);
+        let a = Answers::of(&board, &tally);
         assert_eq!((a.attempts, a.calls, a.answered, a.usable), (3, 1, 0, 0));
         let why = a.failure().unwrap();
         assert!(
@@ -1516,25 +1876,23 @@ mod tests {
             "{why}"
         );
         // A reply that was not usable is answered, not usable.
-        board.event_log.push(call(TurnStatus::Ok, None));
-        assert_eq!(Answers::of(&board).answered, 1);
-        assert!(Answers::of(&board).failure().is_some());
-        board
-            .event_log
-            .push(crate::events::event(EventType::PmDecision, "pm"));
-        assert_eq!(Answers::of(&board).failure(), None);
+        tally.add(&[call(TurnStatus::Ok, None)]);
+        assert_eq!(Answers::of(&board, &tally).answered, 1);
+        assert!(Answers::of(&board, &tally).failure().is_some());
+        tally.add(&[crate::events::event(EventType::PmDecision, "pm")]);
+        assert_eq!(Answers::of(&board, &tally).failure(), None);
         // No call at all: failed when the report is the fallback (a budget too small for any
         // call), not when a user's own stage wrote the PM's report without a model.
-        board.event_log.clear();
+        let tally = Tally::default();
         board.usage.calls = 0;
         board.last_error = Some("token budget: used 0 of 900 tokens".into());
-        let why = Answers::of(&board).failure().unwrap();
+        let why = Answers::of(&board, &tally).failure().unwrap();
         assert_eq!(
             why,
             "no model call was made; token budget: used 0 of 900 tokens"
         );
         board.final_report = Some("### Executive Summary\nGo.\n### Recommendation\nGo.".into());
-        assert_eq!(Answers::of(&board).failure(), None);
+        assert_eq!(Answers::of(&board, &tally).failure(), None);
     }
 
     #[test]

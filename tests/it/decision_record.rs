@@ -51,7 +51,7 @@ fn the_demo_report_is_a_decision_record() {
         "- Trace ID: `demo-test`\n",
         "- Answers: replayed from a cassette, not live model calls, labelled \"scripted demo reply, hand-written (not recorded from a model)\"\n",
         "- Participants: PM (Meeting PM): replay; arch (Software Architect): replay; biz (Business Analyst): replay\n",
-        "- Loops used: 3 of 6\n",
+        "- Loops used: 3 / 6\n",
         "- Documents used (4): `meetings/demo/overview.md`,",
     ] {
         assert!(header.contains(line), "{line}\n{header}");
