@@ -25,6 +25,7 @@ mod budget;
 mod closed_stderr;
 mod context;
 mod context_ignore;
+mod decision_record;
 mod faults;
 mod fuzz_regressions;
 mod generate;
