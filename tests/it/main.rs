@@ -22,6 +22,7 @@ mod bad_inputs;
 mod bad_inputs_foundation;
 mod budget;
 mod closed_stderr;
+mod config;
 mod context;
 mod context_ignore;
 mod faults;
