@@ -6,7 +6,9 @@
 # Usage: share/meeting.sh MEETING_FILE AGENTS [REPORT_FILE]
 #   e.g. AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl \
 #        share/meeting.sh meetings/demo.yaml arch,biz reports/demo.md
-# Environment: MAX_LOOPS (default 6), TRACE_ID (optional), BOARD_OUT (keep the final board), and the provider variables
+# Environment: MAX_LOOPS (default 6), TRACE_ID (optional), BOARD_OUT (keep the final board),
+# EVENTS_OUT (write the meeting's events there, one JSON line each, as `meeting` writes
+# events.jsonl), and the provider variables
 # (AGENT_MEETING_PROVIDER, AGENT_MEETING_MODEL, MEETING_CASSETTE, OPENAI_API_KEY, ...).
 set -eu
 
@@ -24,6 +26,11 @@ trap 'exit 143' TERM
 collect-context --meeting-file "$meeting_file" \
   | init-board --agents "$agents" --max-loops "${MAX_LOOPS:-6}" ${TRACE_ID:+--trace-id "$TRACE_ID"} \
   > "$board"
+# A board carries only the events of the stage that wrote it (`new_events`, DESIGN.md#events):
+# appending each board's keeps every event exactly once, in order.
+events() { if [ -n "${EVENTS_OUT:-}" ]; then jq -c '.new_events[]' "$board" >> "$EVENTS_OUT"; fi; }
+if [ -n "${EVENTS_OUT:-}" ]; then : > "$EVENTS_OUT"; fi
+events
 
 while :; do
   # What runs next is derivable from the board alone, by one rule (DESIGN.md#state-machine).
@@ -38,6 +45,7 @@ while :; do
       "$stage" < "$board" > "$next" || exit $? ;;
   esac
   mv "$next" "$board"; next=$(mktemp)
+  events
   printf '%s: loop %s, status %s\n' "$stage" "$(jq .loop_count "$board")" "$(jq -r .status "$board")" >&2
 done
 

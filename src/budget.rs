@@ -17,7 +17,7 @@
 use serde_json::Value;
 
 use crate::llm::{default_max_tokens, Options, Request};
-use crate::model::{Board, EventType};
+use crate::model::Board;
 use crate::prompts::ITEM_CHARS;
 
 /// Tokens the agent prompt's fixed text (the template: headings, rules, reply format) may take,
@@ -127,16 +127,16 @@ pub fn refuse(board: &Board, req: &Request, opts: &Options, reserve: u64) -> Opt
     })
 }
 
-/// The largest prompt a caller kind sent so far, as the provider counted it (`llm_call`
-/// events): a floor under the estimates when the provider's tokenizer counts more.
+/// The largest prompt a caller kind sent so far, as the provider counted it (each caller's
+/// `usage.by_caller[..].max_prompt_tokens`): a floor under the estimates when the provider's
+/// tokenizer counts more.
 fn largest_prompt(board: &Board, pm: bool) -> u64 {
     board
-        .event_log
+        .usage
+        .by_caller
         .iter()
-        .filter(|e| {
-            e.event_type == EventType::LlmCall && (e.caller == crate::model::PM_CALLER) == pm
-        })
-        .filter_map(|e| e.prompt_tokens)
+        .filter(|(caller, _)| (caller.as_str() == crate::model::PM_CALLER) == pm)
+        .map(|(_, u)| u.max_prompt_tokens)
         .max()
         .unwrap_or(0)
 }

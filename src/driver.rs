@@ -1,6 +1,7 @@
 //! The `meeting` driver (DESIGN.md#run-folder): pipes the board through the stage programs until the
-//! meeting ends, keeps the run folder (every stage's input and output, `events.jsonl`,
-//! `llm.jsonl`), resumes a killed meeting from its last complete board, and reports progress.
+//! meeting ends, keeps the run folder (the latest stage outputs, `events.jsonl` appended with
+//! each stage's events, `llm.jsonl`), resumes a killed meeting from its last complete board,
+//! and reports progress.
 //!
 //! It owns nothing but the loop, the run folder and progress: every rule of the meeting lives in
 //! the stage programs, which is why a user can swap any of them (`--stage NAME=COMMAND`).
@@ -20,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line, write_atomic};
 use crate::llm::LlmArgs;
 use crate::model::{
-    Board, EventType, MeetingPacket, MeetingResult, ReportResult, Status, TurnStatus,
+    Board, Event, EventType, MeetingPacket, MeetingResult, ReportResult, Status, TurnStatus,
     PACKET_VERSION,
 };
 use crate::stage::Stage;
@@ -349,8 +350,9 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
     })
 }
 
-/// The run folder of one meeting: `NNNN-<stage>.in.json` / `.out.json`, `events.jsonl`,
-/// `meeting.json`. Every file is written atomically before the next stage starts.
+/// The run folder of one meeting: `NNNN-<stage>.out.json` (the packet, the first board and
+/// the last [`KEEP_BOARDS`]), `events.jsonl`, `meeting.json`. Every checkpoint is written
+/// atomically before the next stage starts.
 pub struct RunDir {
     pub path: PathBuf,
 }
@@ -397,6 +399,11 @@ impl RunDir {
 
     /// The last complete output: (step number, stage, path).
     pub(crate) fn last_output(&self) -> Result<Option<(u32, Stage, PathBuf)>> {
+        Ok(self.outputs()?.into_iter().max_by_key(|(n, _, _)| *n))
+    }
+
+    /// Every complete output in the folder: (step number, stage, path), in no order.
+    fn outputs(&self) -> Result<Vec<(u32, Stage, PathBuf)>> {
         let entries = std::fs::read_dir(&self.path).map_err(|e| {
             Error::Usage(format!(
                 "--resume: cannot read {}: {}",
@@ -404,7 +411,7 @@ impl RunDir {
                 os_error(&e)
             ))
         })?;
-        let mut best: Option<(u32, Stage, PathBuf)> = None;
+        let mut found = Vec::new();
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(stem) = name.strip_suffix(".out.json") else {
@@ -416,19 +423,125 @@ impl RunDir {
             let (Ok(n), Some(stage)) = (num.parse::<u32>(), Stage::from_program(stage)) else {
                 continue;
             };
-            if best.as_ref().is_none_or(|(b, _, _)| n > *b) {
-                best = Some((n, stage, entry.path()));
-            }
+            found.push((n, stage, entry.path()));
         }
-        Ok(best)
+        Ok(found)
     }
 
-    pub(crate) fn save_events(&self, board: &Board) -> Result<()> {
+    /// Append a stage's `new_events` to `events.jsonl` (DESIGN.md#events), synced: the boards
+    /// before the last few are removed ([`RunDir::prune`]), so this file is the history.
+    pub(crate) fn append_events(&self, events: &[Event]) -> Result<()> {
+        if events.is_empty() {
+            return Ok(());
+        }
         let mut text = String::new();
-        for ev in &board.event_log {
+        for ev in events {
             text.push_str(&to_json_line(ev, false));
         }
-        write_atomic(&self.path.join("events.jsonl"), text.as_bytes())
+        let path = self.path.join("events.jsonl");
+        open_append(&path)
+            .and_then(|mut f| {
+                f.write_all(text.as_bytes())?;
+                f.sync_data()
+            })
+            .map_err(|e| {
+                Error::Runtime(format!(
+                    "{}: cannot write: {}",
+                    path.display(),
+                    os_error(&e)
+                ))
+            })
+    }
+
+    /// Make `events.jsonl` hold exactly the events up to `board`, the checkpoint `--resume`
+    /// goes on from: its first `event_count - new_events` lines, then the board's
+    /// `new_events`. A kill can leave the last stage's events missing, half written or (when
+    /// it struck between the append and the checkpoint) once too many; this repairs all three.
+    /// Returns the tally of the events kept.
+    pub(crate) fn resume_events(&self, board: &Board) -> Result<Tally> {
+        let path = self.path.join("events.jsonl");
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => {
+                return Err(Error::Runtime(format!(
+                    "{}: cannot read: {}",
+                    path.display(),
+                    os_error(&e)
+                )))
+            }
+        };
+        let before = board
+            .event_count
+            .saturating_sub(board.new_events.len() as u64);
+        let mut kept = String::new();
+        let mut tally = Tally::default();
+        let mut n = 0u64;
+        // Only complete lines count: a kill mid-append leaves a line without its newline.
+        for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
+            if n == before {
+                break;
+            }
+            if let Ok(ev) = serde_json::from_str::<Event>(line) {
+                tally.add(std::slice::from_ref(&ev));
+            }
+            kept.push_str(line);
+            n += 1;
+        }
+        if n < before {
+            crate::note!(
+                "{}: {} events before the last checkpoint are missing (lost in a crash)",
+                path.display(),
+                before - n
+            );
+        }
+        for ev in &board.new_events {
+            kept.push_str(&to_json_line(ev, false));
+        }
+        tally.add(&board.new_events);
+        write_atomic(&path, kept.as_bytes())?;
+        Ok(tally)
+    }
+
+    /// Remove the boards older than the last [`KEEP_BOARDS`] stage outputs (the packet and the
+    /// first board stay), once the board of `step` is on disk: `--resume` needs only the last,
+    /// and the history is `events.jsonl` and `llm.jsonl` (DESIGN.md#run-folder).
+    /// `AGENT_MEETING_KEEP_BOARDS=all` keeps every one, for debugging a stage by hand.
+    pub(crate) fn prune(&self, step: u32) -> Result<()> {
+        if std::env::var(KEEP_BOARDS_ENV).is_ok_and(|v| v.trim() == "all") {
+            return Ok(());
+        }
+        for (n, _, path) in self.outputs()? {
+            if n > 2 && n + KEEP_BOARDS <= step {
+                std::fs::remove_file(&path).map_err(|e| {
+                    Error::Runtime(format!(
+                        "{}: cannot remove: {}",
+                        path.display(),
+                        os_error(&e)
+                    ))
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How many of the latest stage outputs a run folder keeps besides the packet and the first
+/// board: one loop's (pm-step, agent-turn, merge-board).
+pub const KEEP_BOARDS: u32 = 3;
+
+/// `all` keeps every stage output in the run folder.
+pub const KEEP_BOARDS_ENV: &str = "AGENT_MEETING_KEEP_BOARDS";
+
+/// The board a checkpoint (a stage's `.out.json`) holds.
+fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
+    let text = crate::io::read_text_file(path)?;
+    let label = path.display().to_string();
+    match stage {
+        Stage::RenderReport => {
+            Ok(crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json)?.board)
+        }
+        _ => crate::io::parse_board(&label, &text),
     }
 }
 
@@ -450,8 +563,8 @@ fn loop_tag(board: &Board, in_a_loop: bool) -> String {
 }
 
 /// Ask before a stage in `--step` mode: Enter runs it, `q` (or end of input) stops, `p` prints
-/// the board's summary and writes the stage's input file (`next_input`), naming it. `false`
-/// means the user chose to stop.
+/// the board's summary and the path of the stage's input (`next_input`: the last output in the
+/// run folder). `false` means the user chose to stop.
 fn confirm_step(
     stage: Stage,
     board: &Board,
@@ -511,19 +624,17 @@ fn paint(ui: Ui, code: &str, text: &str) -> String {
 
 /// Whether the stage that made `after` closed the meeting for its token budget (its
 /// `forced_finish` event says so).
-fn by_budget(before: &Board, after: &Board) -> bool {
-    after.event_log[before.event_log.len().min(after.event_log.len())..]
-        .iter()
-        .any(|e| {
-            e.event_type == EventType::ForcedFinish
-                && e.message
-                    .as_deref()
-                    .is_some_and(|m| m.starts_with("token budget"))
-        })
+fn by_budget(after: &Board) -> bool {
+    after.new_events.iter().any(|e| {
+        e.event_type == EventType::ForcedFinish
+            && e.message
+                .as_deref()
+                .is_some_and(|m| m.starts_with("token budget"))
+    })
 }
 
 /// The progress line for a board a stage just produced.
-pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
+pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<String> {
     let tag = paint(ui, "2", &format!("[{}]", loop_tag(after, true)));
     let closing = paint(ui, "2", &format!("[{}]", loop_tag(after, false)));
     match stage {
@@ -540,7 +651,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                     "{closing} {}: FINISH{}",
                     paint(ui, "1;36", "pm"),
                     match after.status {
-                        Status::ForcedStop if by_budget(before, after) => " (forced: token budget)",
+                        Status::ForcedStop if by_budget(after) => " (forced: token budget)",
                         Status::ForcedStop => " (forced)",
                         _ => "",
                     }
@@ -549,7 +660,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
                 Some(format!(
                     "{closing} {}: no valid report, using the fallback report{}",
                     paint(ui, "1;31", "pm"),
-                    if by_budget(before, after) {
+                    if by_budget(after) {
                         " (token budget)"
                     } else {
                         ""
@@ -568,7 +679,7 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
         }
         Stage::AgentTurn => {
             let turn = after.last_turn.as_ref()?;
-            let new_events = &after.event_log[before.event_log.len().min(after.event_log.len())..];
+            let new_events = &after.new_events;
             let (ms, tokens) = new_events
                 .iter()
                 .filter(|e| e.event_type == EventType::LlmCall)
@@ -614,15 +725,16 @@ pub(crate) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
 pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     let _signals = stop::watch(&run.dir.path);
     let (settings, mut board, mut step) = (&run.settings, run.board.clone(), run.step);
+    let mut tally = run.tally.clone();
     let run = &run.dir;
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = step + 4 * board.max_loops.min(100_000) + 20;
     loop {
         let Some(stage) = board.next_stage() else {
-            let result = result_of(&board, settings, run);
+            let result = result_of(&board, &tally, settings, run);
             if !ui.quiet {
-                crate::note!("{}", final_line(&result, &Answers::of(&board), ui));
+                crate::note!("{}", final_line(&result, &Answers::of(&board, &tally), ui));
             }
             return Ok(result);
         };
@@ -632,10 +744,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 run.path.display()
             )));
         }
+        // The stage's input is the last output in the folder (DESIGN.md#run-folder).
         let next_input = || -> Result<PathBuf> {
-            let file = run.file(step, stage, "in");
-            run.write(&file, to_json_line(&board, false).as_bytes())?;
-            Ok(file)
+            Ok(run
+                .last_output()?
+                .map_or_else(|| run.path.clone(), |(_, _, path)| path))
         };
         if ui.step && !confirm_step(stage, &board, &next_input)? {
             // A clean stop: the run folder holds the last complete board, ready to resume.
@@ -643,11 +756,10 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 "stopped before {stage}; continue with: meeting --resume {}",
                 run.path.display()
             );
-            return Ok(result_of(&board, settings, run));
+            return Ok(result_of(&board, &tally, settings, run));
         }
+        // The stage's input is the last output in the folder (DESIGN.md#run-folder).
         let input = to_json_line(&board, false);
-        let in_file = run.file(step, stage, "in");
-        run.write(&in_file, input.as_bytes())?;
         let log = settings.llm.llm_log.as_deref();
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
@@ -673,9 +785,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 .flatten()
                 .filter(|r| r.status == Status::Failed);
             let Some(report) = failed else { return Err(e) };
+            run.append_events(&report.board.new_events)?;
             run.write(&run.file(step, stage, "out"), &out.stdout)?;
-            run.save_events(&report.board)?;
-            return Ok(result_of(&report.board, settings, run));
+            run.prune(step)?;
+            tally.add(&report.board.new_events);
+            return Ok(result_of(&report.board, &tally, settings, run));
         }
         let out_text = String::from_utf8(out.stdout)
             .map_err(|_| Error::Runtime(format!("stage {stage} wrote output that is not UTF-8")))?;
@@ -703,10 +817,14 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 "stage {stage} made no progress: its output board is its input"
             )));
         }
+        // Events first: a kill between the two leaves them once too many, which `--resume`
+        // cuts by the checkpoint's `event_count`; never missing from a synced checkpoint.
+        run.append_events(&next.new_events)?;
         run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
-        run.save_events(&next)?;
+        run.prune(step)?;
+        tally.add(&next.new_events);
         if !ui.quiet {
-            if let Some(line) = progress_line(stage, &board, &next, ui) {
+            if let Some(line) = progress_line(stage, &next, ui) {
                 crate::note!("{line}");
             }
         }
@@ -755,6 +873,8 @@ pub struct Run {
     pub settings: RunSettings,
     pub board: Board,
     pub step: u32,
+    /// The answers of the meeting so far (from `events.jsonl`), kept up by the driver.
+    pub tally: Tally,
     /// Held until the process ends: one meeting process at a time writes a run folder.
     _lock: std::fs::File,
 }
@@ -909,9 +1029,12 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         &dir.file(1, Stage::CollectContext, "out"),
         packet_text.as_bytes(),
     )?;
-    dir.write(&dir.file(2, Stage::InitBoard, "in"), packet_text.as_bytes())?;
     dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
-    dir.save_events(&board)?;
+    // A folder that held a meeting had a meeting.json (refused above): this file is new.
+    let _ = std::fs::remove_file(dir.path.join("events.jsonl"));
+    dir.append_events(&board.new_events)?;
+    let mut tally = Tally::default();
+    tally.add(&board.new_events);
     if let (Some(kept), false) = (&numbered_from, ui.quiet) {
         crate::note!(
             "{} exists and is kept; this meeting's report goes to {}",
@@ -935,6 +1058,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         settings,
         board,
         step: 3,
+        tally,
         _lock: lock,
     })))
 }
@@ -1212,20 +1336,13 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
             dir.display()
         )));
     };
-    let text = crate::io::read_text_file(&path)?;
-    let label = path.display().to_string();
-    let board: Board = match stage {
-        Stage::RenderReport => {
-            crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json)?.board
-        }
-        Stage::CollectContext => {
-            return Err(Error::Usage(format!(
-                "--resume: {} stopped before init-board; start the meeting again",
-                dir.display()
-            )))
-        }
-        _ => crate::io::parse_board(&label, &text)?,
-    };
+    if stage == Stage::CollectContext {
+        return Err(Error::Usage(format!(
+            "--resume: {} stopped before init-board; start the meeting again",
+            dir.display()
+        )));
+    }
+    let board = read_checkpoint(stage, &path)?;
     let changed = changes.apply(&mut settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.
@@ -1235,18 +1352,56 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     if changed {
         run.write(&file, to_json_line(&settings, true).as_bytes())?;
     }
+    let tally = run.resume_events(&board)?;
     Ok(Run {
         dir: run,
         settings,
         board,
         step: step + 1,
+        tally,
         _lock: lock,
     })
 }
 
-/// How the models answered over a whole meeting, read from the board alone (its `llm_call`
-/// events, accepted answers and usage): the one place that knows whether any answer was
-/// usable (DESIGN.md#failure-policy).
+/// What the meeting's events say about its model calls, counted as the events go by (the
+/// board keeps no history, DESIGN.md#events): constant work per stage, and rebuilt from
+/// `events.jsonl` on `--resume`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Logical calls (`llm_call` events).
+    pub calls: usize,
+    /// Of those, the ones that brought a reply back.
+    pub answered: usize,
+    /// Answers a stage accepted: PM decisions and agent results.
+    pub usable: usize,
+    /// The last failed call's error.
+    pub last_call_error: Option<String>,
+}
+
+impl Tally {
+    /// Count a stage's `new_events`.
+    pub fn add(&mut self, events: &[Event]) {
+        for e in events {
+            match e.event_type {
+                EventType::LlmCall => {
+                    self.calls += 1;
+                    if e.status == Some(TurnStatus::Ok) {
+                        self.answered += 1;
+                    }
+                    if let Some(err) = &e.error {
+                        self.last_call_error = Some(err.clone());
+                    }
+                }
+                EventType::PmDecision | EventType::AgentResult => self.usable += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// How the models answered over a whole meeting, from the board and the tally of its events
+/// (its `llm_call` events, accepted answers and usage): the one place that knows whether any
+/// answer was usable (DESIGN.md#failure-policy).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answers {
     /// HTTP attempts, retries included (`usage.calls`, the global call counter).
@@ -1264,26 +1419,15 @@ pub struct Answers {
 }
 
 impl Answers {
-    pub fn of(board: &Board) -> Answers {
-        let calls = board
-            .event_log
-            .iter()
-            .filter(|e| e.event_type == EventType::LlmCall);
+    pub fn of(board: &Board, tally: &Tally) -> Answers {
         Answers {
             attempts: board.usage.calls,
-            calls: calls.clone().count(),
-            answered: calls
+            calls: tally.calls,
+            answered: tally.answered,
+            usable: tally.usable,
+            last_error: tally
+                .last_call_error
                 .clone()
-                .filter(|e| e.status == Some(TurnStatus::Ok))
-                .count(),
-            usable: board
-                .event_log
-                .iter()
-                .filter(|e| matches!(e.event_type, EventType::PmDecision | EventType::AgentResult))
-                .count(),
-            last_error: calls
-                .filter_map(|e| e.error.clone())
-                .next_back()
                 .or_else(|| board.last_error.clone()),
             pm_report: board.has_final_report(),
         }
@@ -1312,9 +1456,16 @@ impl Answers {
 /// The MeetingResult printed on stdout. Its status is the board's, except that a saved report
 /// no model contributed to is `failed` too (DESIGN.md#statuses); `report_file` is set whenever
 /// the report is on disk.
-pub(crate) fn result_of(board: &Board, settings: &RunSettings, run: &RunDir) -> MeetingResult {
+pub(crate) fn result_of(
+    board: &Board,
+    tally: &Tally,
+    settings: &RunSettings,
+    run: &RunDir,
+) -> MeetingResult {
     let finished = board.status == Status::Finished;
-    let no_answer = finished.then(|| Answers::of(board).failure()).flatten();
+    let no_answer = finished
+        .then(|| Answers::of(board, tally).failure())
+        .flatten();
     MeetingResult {
         status: if no_answer.is_some() {
             Status::Failed
@@ -1722,8 +1873,9 @@ mod tests {
             error: error.map(str::to_string),
             ..crate::events::event(EventType::LlmCall, "pm")
         };
-        board.event_log = vec![call(TurnStatus::Error, Some("HTTP 500: down"))];
-        let a = Answers::of(&board);
+        let mut tally = Tally::default();
+        tally.add(&[call(TurnStatus::Error, Some("HTTP 500: down"))]);
+        let a = Answers::of(&board, &tally);
         assert_eq!((a.attempts, a.calls, a.answered, a.usable), (3, 1, 0, 0));
         let why = a.failure().unwrap();
         assert!(
@@ -1731,25 +1883,23 @@ mod tests {
             "{why}"
         );
         // A reply that was not usable is answered, not usable.
-        board.event_log.push(call(TurnStatus::Ok, None));
-        assert_eq!(Answers::of(&board).answered, 1);
-        assert!(Answers::of(&board).failure().is_some());
-        board
-            .event_log
-            .push(crate::events::event(EventType::PmDecision, "pm"));
-        assert_eq!(Answers::of(&board).failure(), None);
+        tally.add(&[call(TurnStatus::Ok, None)]);
+        assert_eq!(Answers::of(&board, &tally).answered, 1);
+        assert!(Answers::of(&board, &tally).failure().is_some());
+        tally.add(&[crate::events::event(EventType::PmDecision, "pm")]);
+        assert_eq!(Answers::of(&board, &tally).failure(), None);
         // No call at all: failed when the report is the fallback (a budget too small for any
         // call), not when a user's own stage wrote the PM's report without a model.
-        board.event_log.clear();
+        let tally = Tally::default();
         board.usage.calls = 0;
         board.last_error = Some("token budget: used 0 of 900 tokens".into());
-        let why = Answers::of(&board).failure().unwrap();
+        let why = Answers::of(&board, &tally).failure().unwrap();
         assert_eq!(
             why,
             "no model call was made; token budget: used 0 of 900 tokens"
         );
         board.final_report = Some("### Executive Summary\nGo.\n### Recommendation\nGo.".into());
-        assert_eq!(Answers::of(&board).failure(), None);
+        assert_eq!(Answers::of(&board, &tally).failure(), None);
     }
 
     #[test]

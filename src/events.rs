@@ -1,14 +1,18 @@
-//! The event log and usage bookkeeping of the stages (DESIGN.md#events).
+//! The events and usage bookkeeping of the stages (DESIGN.md#events).
 //!
 //! Owns the clock (so tests and reproducible runs can pin timestamps with `AGENT_MEETING_NOW`),
-//! the rule that fills every event's `ts`, `trace_id` and `loop`, and the accounting of LLM
-//! calls into `board.usage` plus their `llm_call` events. The vocabulary is the closed enum
-//! `model::EventType`; the report and the driver read it.
+//! the rule that fills every event's `ts`, `trace_id` and `loop`, the rule that a board carries
+//! only the events of the stage that wrote it (`new_events`; the history is the run folder's
+//! `events.jsonl`), the bounded `flow` the report's diagram is drawn from, and the accounting
+//! of LLM calls into `board.usage` plus their `llm_call` events. The vocabulary is the closed
+//! enum `model::EventType`; the report and the driver read it.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::llm::{LlmError, Reply};
-use crate::model::{Board, Event, EventType, MessageKind, TurnStatus};
+use crate::model::{
+    Board, Event, EventType, Flow, FlowKind, FlowStep, MessageKind, TurnStatus, FLOW_LOOPS,
+};
 
 /// Environment variable that pins the clock to one timestamp (reproducible runs and tests).
 pub(crate) const NOW_ENV: &str = "AGENT_MEETING_NOW";
@@ -99,7 +103,15 @@ pub fn message(
     }
 }
 
-/// Append `ev` to the board's event log with `ts`, `trace_id` and `loop` filled in.
+/// Every stage starts here: the events of the stage before are replaced by this stage's own,
+/// so a board stays the same size however long the meeting (DESIGN.md#events). Whoever runs
+/// the pipeline appends each board's `new_events` to `events.jsonl`.
+pub(crate) fn start_stage(board: &mut Board) {
+    board.new_events.clear();
+}
+
+/// Append `ev` to the board's `new_events` with `ts`, `trace_id` and `loop` filled in, and its
+/// step (if the diagram draws it) to the board's `flow`.
 pub fn push(board: &mut Board, clock: &dyn Clock, ev: Event) {
     push_at(board, &clock.now(), ev);
 }
@@ -109,7 +121,104 @@ pub(crate) fn push_at(board: &mut Board, now: &str, mut ev: Event) {
     ev.ts = now.to_string();
     ev.trace_id = board.trace_id.clone();
     ev.loop_no = board.current_loop();
-    board.event_log.push(ev);
+    if let Some(step) = flow_step(&ev) {
+        add_to_flow(&mut board.flow, step);
+    }
+    board.event_count += 1;
+    board.new_events.push(ev);
+}
+
+/// Longest text on a flow step: a question or an answer's first sentence.
+pub(crate) const FLOW_TEXT_CHARS: usize = 60;
+/// Longest reason on a flow step: why a turn failed or the meeting was made to close.
+pub(crate) const FLOW_REASON_CHARS: usize = 40;
+
+/// The step of the flow diagram an event stands for, if any: the PM's questions and FINISH,
+/// the agents' answers and failures, forced finishes and failed rounds.
+pub fn flow_step(ev: &Event) -> Option<FlowStep> {
+    let msg = ev.message.as_deref().unwrap_or("");
+    let (kind, agent, text) = match (ev.kind, ev.event_type) {
+        (Some(MessageKind::Task), _) => (
+            FlowKind::Ask,
+            ev.to.clone()?,
+            flow_text(msg, FLOW_TEXT_CHARS),
+        ),
+        (Some(MessageKind::Result), _) if ev.status == Some(TurnStatus::Error) => {
+            let why = ev.error.as_deref().unwrap_or("");
+            (
+                FlowKind::Failed,
+                ev.from.clone()?,
+                flow_text(why, FLOW_REASON_CHARS),
+            )
+        }
+        (Some(MessageKind::Result), _) => (
+            FlowKind::Answer,
+            ev.from.clone()?,
+            flow_text(msg, FLOW_TEXT_CHARS),
+        ),
+        (_, EventType::ForcedFinish) => {
+            return Some(step(
+                ev,
+                FlowKind::ForcedFinish,
+                None,
+                flow_text(msg, FLOW_REASON_CHARS),
+            ))
+        }
+        (_, EventType::PmDecision) if msg.trim() == "FINISH" => {
+            return Some(step(ev, FlowKind::Finish, None, String::new()))
+        }
+        (_, EventType::PmRoundFailed) => {
+            return Some(step(ev, FlowKind::RoundFailed, None, String::new()))
+        }
+        _ => return None,
+    };
+    Some(step(ev, kind, Some(agent), text))
+}
+
+fn step(ev: &Event, kind: FlowKind, agent: Option<String>, text: String) -> FlowStep {
+    FlowStep {
+        loop_no: ev.loop_no,
+        kind,
+        agent,
+        text,
+    }
+}
+
+/// `text` on one line, cut to `max` characters with `...` marking the cut: what a flow step
+/// keeps of a message (the diagram shows no more).
+pub(crate) fn flow_text(text: &str, max: usize) -> String {
+    let folded = crate::text::fold_ws(text);
+    if folded.chars().count() <= max {
+        return folded;
+    }
+    let mut s: String = folded.chars().take(max.saturating_sub(3)).collect();
+    s = s.trim_end().to_string();
+    s.push_str("...");
+    s
+}
+
+/// Add `step` to `flow`, dropping the oldest loop's steps while more than [`FLOW_LOOPS`] loops
+/// are kept: the board's part of the history stays bounded.
+pub fn add_to_flow(flow: &mut Flow, step: FlowStep) {
+    flow.steps.push(step);
+    loop {
+        let mut loops: Vec<u32> = flow.steps.iter().map(|s| s.loop_no).collect();
+        loops.dedup();
+        if loops.len() as u32 <= FLOW_LOOPS {
+            return;
+        }
+        let oldest = flow.steps[0].loop_no;
+        flow.steps.retain(|s| s.loop_no != oldest);
+        flow.loops_before += 1;
+    }
+}
+
+/// The whole flow of a meeting from its events (`render-report --events FILE`): no loop dropped.
+pub fn full_flow<'a>(events: impl IntoIterator<Item = &'a Event>) -> Flow {
+    Flow {
+        loops_before: 0,
+        steps: events.into_iter().filter_map(flow_step).collect(),
+    }
 }
 
 /// Account one logical LLM call: `usage.calls` becomes the client's counter (`calls_after`),
@@ -140,6 +249,7 @@ pub(crate) fn record_llm_call(
             entry.cache_creation_tokens += u.cache_creation_tokens;
             entry.duration_ms += reply.duration_ms;
             entry.estimated |= u.estimated;
+            entry.max_prompt_tokens = entry.max_prompt_tokens.max(u.prompt_tokens);
             board.usage.prompt_tokens += u.prompt_tokens;
             board.usage.completion_tokens += u.completion_tokens;
             board.usage.cached_tokens += u.cached_tokens;

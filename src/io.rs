@@ -589,6 +589,19 @@ impl<'de> Visitor<'de> for NoDuplicateKeys {
 
 /// Parse a Board (refusing other major `board_version`s first); errors name `label`.
 pub(crate) fn parse_board(label: &str, text: &str) -> Result<crate::model::Board> {
+    // Version 1 carried the whole event log; it is refused, not converted (DESIGN.md#events).
+    if version_of(text, "board_version") == Some(1) {
+        return Err(Error::input(
+            label,
+            "board_version",
+            format!(
+                "version 1 is not supported (expected {}): a board from before bounded boards \
+                 (its whole history in event_log); finish that meeting with the release that \
+                 started it, or start it again",
+                crate::model::BOARD_VERSION
+            ),
+        ));
+    }
     parse_versioned(label, text, "board_version", crate::model::BOARD_VERSION)
 }
 

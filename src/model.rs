@@ -14,7 +14,9 @@ use serde_json::{Map, Value};
 use crate::error::Invalid;
 
 /// Current major versions of the documents that flow between the programs.
-pub const BOARD_VERSION: u32 = 1;
+/// 2: the board carries the events of the stage that wrote it (`new_events`) and a bounded
+/// `flow`, not the whole event log (DESIGN.md#events); a version 1 board is refused.
+pub const BOARD_VERSION: u32 = 2;
 pub const PACKET_VERSION: u32 = 1;
 pub const REPORT_VERSION: u32 = 1;
 
@@ -751,6 +753,54 @@ pub struct Event {
     pub message: Option<String>,
 }
 
+/// Loops of the meeting the board's `flow` keeps (the report's diagram shows them).
+pub const FLOW_LOOPS: u32 = 30;
+
+/// The report's flow diagram in bounded form (DESIGN.md#events): the steps of the last
+/// [`FLOW_LOOPS`] loops, and how many loops came before them. Kept by `events::push_at`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Flow {
+    /// Loops whose steps were dropped (the oldest first) to keep the board bounded.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub loops_before: u32,
+    #[serde(default)]
+    pub steps: Vec<FlowStep>,
+}
+
+/// One step of the flow diagram, made from one event (`events::flow_step`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FlowStep {
+    #[serde(rename = "loop")]
+    pub loop_no: u32,
+    pub kind: FlowKind,
+    /// The specialist asked (`ask`) or answering (`answer`, `failed`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// What the diagram writes on the step, already cut to the length it shows.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub text: String,
+}
+
+/// What a flow step shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FlowKind {
+    /// The PM asks an agent (`pm_decision`, a task).
+    Ask,
+    /// An agent answers (`agent_result`).
+    Answer,
+    /// An agent turn failed (`agent_error`).
+    Failed,
+    /// The PM's FINISH.
+    Finish,
+    /// The meeting was made to close (`forced_finish`).
+    ForcedFinish,
+    /// A PM round ended without a usable decision.
+    RoundFailed,
+}
+
 /// Token and call counts. `prompt_tokens` counts every input token, cached ones included, for
 /// every provider (DESIGN.md#llm-layer); the cache counts are parts of it, written when not 0.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -770,6 +820,10 @@ pub struct CallerUsage {
     /// True when some counts were estimated from characters (the server returned none).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
+    /// The largest `prompt_tokens` of one call the provider reported: a floor under the token
+    /// budget's estimates (DESIGN.md#token-budget).
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub max_prompt_tokens: u64,
 }
 
 /// Usage totals; `calls` is also the global call number that keys replay cassettes.
@@ -829,7 +883,16 @@ pub struct Board {
     pub recent_errors: Vec<String>,
     pub final_report: Option<String>,
     pub process_note: Option<String>,
-    pub event_log: Vec<Event>,
+    /// The events the stage that wrote this board produced, in order; the next stage replaces
+    /// them. The whole history is the run folder's `events.jsonl` (DESIGN.md#events).
+    pub new_events: Vec<Event>,
+    /// Events recorded in the whole meeting, `new_events` included: how many lines
+    /// `events.jsonl` holds up to this board (`--resume` cuts it there, DESIGN.md#resume).
+    #[serde(default)]
+    pub event_count: u64,
+    /// The bounded record of the meeting's flow the report's diagram draws.
+    #[serde(default)]
+    pub flow: Flow,
     pub usage: Usage,
     pub meeting_input: MeetingInput,
     pub context_bundle: ContextBundle,
@@ -849,6 +912,15 @@ impl Board {
     /// the last loop, so `[loop 7/6]` never appears.
     pub(crate) fn current_loop(&self) -> u32 {
         self.loop_count.saturating_add(1).min(self.max_loops.max(1))
+    }
+
+    /// Whether the meeting was made to close (a `forced_finish` is in its flow: it is always
+    /// in the last loop, which the flow keeps).
+    pub(crate) fn forced_finish_recorded(&self) -> bool {
+        self.flow
+            .steps
+            .iter()
+            .any(|s| s.kind == FlowKind::ForcedFinish)
     }
 }
 

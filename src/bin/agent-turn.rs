@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
                   pending_call cleared on stdout.\n\n\
                   Example:\n  \
                   agent-turn --provider replay --cassette meetings/demo.cassette.jsonl \\\n    \
-                  < runs/<id>/0004-agent-turn.in.json | jq .last_turn"
+                  < runs/<id>/0003-pm-step.out.json | jq .last_turn"
 )]
 struct Args {
     #[command(flatten)]

@@ -12,7 +12,7 @@ use clap::Parser;
 #[command(
     name = "merge-board",
     version,
-    after_help = "Example:\n  merge-board < runs/<id>/0005-merge-board.in.json | jq '{loop_count, key_points, open_questions}'"
+    after_help = "Example:\n  merge-board < runs/<id>/0004-agent-turn.out.json | jq '{loop_count, key_points, open_questions}'"
 )]
 struct Args {
     #[command(flatten)]

@@ -17,7 +17,7 @@ use serde_json::{Map, Value};
                   final_report, or the forced-finish outcome) on stdout.\n\n\
                   Example:\n  \
                   pm-step --provider replay --cassette meetings/demo.cassette.jsonl \\\n    \
-                  < runs/<id>/0003-pm-step.in.json | jq .pending_call"
+                  < runs/<id>/0002-init-board.out.json | jq .pending_call"
 )]
 struct Args {
     #[command(flatten)]

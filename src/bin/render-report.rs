@@ -27,8 +27,8 @@ the variable `kind` (normal|forced|fallback) lets one template handle all three,
 the built-in parts. Variables: share/templates/README.md.
 
 Example:
-  render-report --report-file reports/demo.md < runs/<id>/0012-render-report.in.json | jq .status
-  render-report --markdown < runs/<id>/0012-render-report.in.json | less"
+  render-report --report-file reports/demo.md < runs/<id>/0012-pm-step.out.json | jq .status
+  render-report --markdown < runs/<id>/0012-pm-step.out.json | less"
 )]
 struct Args {
     /// Write the Markdown report to this file (atomically) and mark the board finished

@@ -84,7 +84,9 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         recent_errors: Vec::new(),
         final_report: None,
         process_note: None,
-        event_log: Vec::new(),
+        new_events: Vec::new(),
+        event_count: 0,
+        flow: Default::default(),
         usage: Usage::default(),
         meeting_input: packet.meeting_input,
         context_bundle: packet.context_bundle,
@@ -133,7 +135,7 @@ mod tests {
         assert_eq!(b.loop_count, 0);
         assert_eq!(b.open_questions, vec!["Is it cheaper?", "Who runs it?"]);
         assert_eq!(b.participants, vec!["arch", "biz"]);
-        assert_eq!(b.event_log[0].event_type, EventType::MeetingStarted);
+        assert_eq!(b.new_events[0].event_type, EventType::MeetingStarted);
         assert_eq!(b.summary.lines().count(), 3);
     }
 

@@ -120,7 +120,7 @@ fn pm_unavailable_costs_max_attempts_per_round() {
         "{err}"
     );
     let llm: Vec<_> = b
-        .event_log
+        .new_events
         .iter()
         .filter(|e| e.event_type.as_str() == "llm_call")
         .collect();
@@ -168,7 +168,7 @@ fn pm_not_json_is_retried_once_with_the_exact_error() {
     assert_eq!(server.count(), 2);
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
     let invalid: Vec<_> = b
-        .event_log
+        .new_events
         .iter()
         .filter(|e| e.event_type.as_str() == "pm_invalid_output")
         .collect();
@@ -203,7 +203,7 @@ fn pm_unknown_target_twice_is_two_requests_and_ends_the_round() {
         Some(format!("PM routing failed: {error}").as_str())
     );
     let routing: Vec<_> = b
-        .event_log
+        .new_events
         .iter()
         .filter(|e| e.event_type.as_str() == "pm_routing_error")
         .map(|e| e.attempt)
@@ -239,7 +239,7 @@ fn pm_reply_cut_at_max_tokens_says_so_and_the_retry_quotes_only_its_head() {
     let b = stage("pm-step", &server, &openai(common::board()), 1);
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
     let invalid: Vec<_> = b
-        .event_log
+        .new_events
         .iter()
         .filter(|e| e.event_type.as_str() == "pm_invalid_output")
         .collect();
@@ -344,7 +344,7 @@ fn agent_invalid_citation_is_retried_once_with_the_exact_error() {
     let turn = b.last_turn.as_ref().unwrap();
     assert_eq!(turn.status, TurnStatus::Ok);
     let retry: Vec<_> = b
-        .event_log
+        .new_events
         .iter()
         .filter(|e| e.event_type.as_str() == "agent_retry")
         .collect();
@@ -387,7 +387,7 @@ fn agent_unavailable_costs_max_attempts_and_gives_an_error_turn() {
         err.starts_with("LLM call failed: openai: HTTP 503") && err.contains("after 3 attempts"),
         "{err}"
     );
-    let types: Vec<&str> = b.event_log.iter().map(|e| e.event_type.as_str()).collect();
+    let types: Vec<&str> = b.new_events.iter().map(|e| e.event_type.as_str()).collect();
     assert_eq!(
         types,
         ["llm_call", "agent_error"],

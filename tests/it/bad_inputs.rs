@@ -42,6 +42,7 @@ impl Bases {
         let runs = work.join("runs");
         cli("meeting")
             .env("AGENT_MEETING_NOW", NOW)
+            .env("AGENT_MEETING_KEEP_BOARDS", "all")
             .args([
                 "--meeting-file",
                 "meetings/demo.yaml",
@@ -65,10 +66,11 @@ impl Bases {
         let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap();
         Bases {
             packet: read("0001-collect-context.out.json"),
-            pm: read("0003-pm-step.in.json"),
-            turn: read("0004-agent-turn.in.json"),
-            merge: read("0005-merge-board.in.json"),
-            report: read("0013-render-report.in.json"),
+            // Each stage's input is the output before it.
+            pm: read("0002-init-board.out.json"),
+            turn: read("0003-pm-step.out.json"),
+            merge: read("0004-agent-turn.out.json"),
+            report: read("0012-pm-step.out.json"),
         }
     }
 

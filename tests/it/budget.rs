@@ -29,11 +29,10 @@ fn total(usage: &Value) -> u64 {
     usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap()
 }
 
-fn events_of<'a>(board: &'a Value, kind: &str) -> Vec<&'a Value> {
-    board["event_log"]
-        .as_array()
-        .unwrap()
-        .iter()
+/// A meeting's events of `kind`, from its run folder's `events.jsonl`.
+fn events_of(run_dir: &std::path::Path, kind: &str) -> Vec<Value> {
+    crate::bounded_board::run_events(run_dir)
+        .into_iter()
         .filter(|e| e["type"] == kind)
         .collect()
 }
@@ -103,7 +102,7 @@ fn a_small_budget_ends_with_a_report_inside_it() {
 
     let board = final_board(&last.join("runs/demo-test"));
     assert_eq!(board["max_total_tokens"], budget);
-    let forced = events_of(&board, "forced_finish");
+    let forced = events_of(&last.join("runs/demo-test"), "forced_finish");
     assert_eq!(forced.len(), 1);
     let message = forced[0]["message"].as_str().unwrap();
     assert!(

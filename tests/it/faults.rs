@@ -654,7 +654,7 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             }
         }
     }
-    let events = board["event_log"].as_array().cloned().unwrap_or_default();
+    let events = crate::bounded_board::run_events(&work.path().join("runs/fault-cell"));
     for (ty, caller, text, n) in &want.events {
         let found = events
             .iter()

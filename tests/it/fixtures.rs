@@ -121,7 +121,9 @@ pub fn board() -> Board {
         recent_errors: vec![],
         final_report: None,
         process_note: None,
-        event_log: vec![],
+        new_events: vec![],
+        event_count: 0,
+        flow: Default::default(),
         usage: Usage::default(),
         meeting_input,
         context_bundle: ContextBundle {
@@ -209,11 +211,11 @@ pub fn client(board: &Board, replies: Vec<Result<RawReply, AttemptError>>) -> (C
 }
 
 pub fn event_types(b: &Board) -> Vec<&str> {
-    b.event_log.iter().map(|e| e.event_type.as_str()).collect()
+    b.new_events.iter().map(|e| e.event_type.as_str()).collect()
 }
 
 pub fn events_of<'a>(b: &'a Board, t: &str) -> Vec<&'a Event> {
-    b.event_log
+    b.new_events
         .iter()
         .filter(|e| e.event_type.as_str() == t)
         .collect()

@@ -20,6 +20,7 @@ mod agents_lookup;
 mod ask_loop;
 mod bad_inputs;
 mod bad_inputs_foundation;
+mod bounded_board;
 mod budget;
 mod closed_stderr;
 mod config;

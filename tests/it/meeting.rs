@@ -132,27 +132,28 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
         assert!(report.contains(&format!("### {doc}")), "evidence for {doc}");
     }
     assert!(!report.contains("## Process Note"));
-    // The run folder: every stage's input and output, events, the exchange log.
+    // The run folder: the packet, the first board and the last loop's boards, the events,
+    // the exchange log (DESIGN.md#run-folder).
     let run_dir = work.join("runs/demo-test");
-    for f in [
-        "meeting.json",
-        "events.jsonl",
-        "llm.jsonl",
-        "0001-collect-context.out.json",
-        "0003-pm-step.in.json",
-        "0003-pm-step.out.json",
-        "0004-agent-turn.out.json",
-        "0005-merge-board.out.json",
-        "0013-render-report.out.json",
-    ] {
-        assert!(run_dir.join(f).is_file(), "{f}");
-    }
+    assert_eq!(
+        crate::bounded_board::file_names(&run_dir),
+        [
+            "0001-collect-context.out.json",
+            "0002-init-board.out.json",
+            "0011-merge-board.out.json",
+            "0012-pm-step.out.json",
+            "0013-render-report.out.json",
+            "events.jsonl",
+            "llm.jsonl",
+            "meeting.json",
+        ]
+    );
     let board = final_board(&run_dir);
     assert_eq!(board["status"], "finished");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
     assert_eq!(
-        events.lines().count(),
-        board["event_log"].as_array().unwrap().len()
+        crate::bounded_board::run_events(&run_dir).len() as u64,
+        board["event_count"].as_u64().unwrap()
     );
     assert!(
         events.contains("\"type\":\"agent_retry\""),
@@ -343,11 +344,11 @@ fn a_killed_meeting_resumes_to_the_same_board_and_report() {
     let want_report = work.read("report.md");
     let points = [
         // During an LLM call: the stage started and its 150 ms reply is pending.
-        ("0004-agent-turn.in.json", Duration::from_millis(60)),
-        ("0009-pm-step.in.json", Duration::from_millis(10)),
+        ("0003-pm-step.out.json", Duration::from_millis(60)),
+        ("0008-merge-board.out.json", Duration::from_millis(10)),
         // Between stages / while the next checkpoint is being written.
         ("0005-merge-board.out.json", Duration::ZERO),
-        ("0007-agent-turn.in.json", Duration::ZERO),
+        ("0006-pm-step.out.json", Duration::ZERO),
         // Right after the meeting started, and just before the report.
         ("0002-init-board.out.json", Duration::ZERO),
         ("0012-pm-step.out.json", Duration::ZERO),
@@ -389,7 +390,6 @@ fn resume_ignores_a_half_written_checkpoint() {
         "{\"board_ver",
     )
     .unwrap();
-    std::fs::write(run_dir.join("0007-agent-turn.in.json"), "{\"board_ver").unwrap();
     let out = resume_cmd(&root(), &run_dir).run();
     out.exit(0);
     assert_eq!(without_timings(final_board(&run_dir)), want);
@@ -435,9 +435,10 @@ fn a_stage_can_be_replaced_by_a_users_command() {
             work.join("runs/demo-test").display()
         )
     );
+    // Its input, the board to go on from, is the last output.
     assert!(work
         .path()
-        .join("runs/demo-test/0004-agent-turn.in.json")
+        .join("runs/demo-test/0003-pm-step.out.json")
         .is_file());
 }
 
@@ -516,7 +517,7 @@ fn dry_run_prints_the_first_pm_input_and_calls_no_model() {
     assert_eq!(input["mode"], "normal");
     assert_eq!(input["remaining_loops"], 6);
     assert_eq!(input["participants"][0]["name"], "arch");
-    assert!(input.get("event_log").is_none());
+    assert!(input.get("new_events").is_none());
     assert!(!work.join("runs").exists(), "dry run leaves no run folder");
     assert!(!work.join("report.md").exists());
 }
@@ -570,7 +571,7 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
     let run_dir = work.join("runs/demo-test");
     assert!(run_dir.join("0004-agent-turn.out.json").is_file());
     assert!(
-        !run_dir.join("0005-merge-board.in.json").exists(),
+        !run_dir.join("0005-merge-board.out.json").exists(),
         "nothing ran after q"
     );
     let out = resume_cmd(&root(), &run_dir).run();
@@ -724,7 +725,7 @@ fn one_process_at_a_time_writes_a_run_folder() {
     let run_dir = work.join("runs/demo-test");
     let mut first = meeting_cmd(work.path(), &slow, &["--quiet"]).spawn();
     let start = Instant::now();
-    while !run_dir.join("0003-pm-step.in.json").exists() {
+    while !run_dir.join("0002-init-board.out.json").exists() {
         assert!(start.elapsed() < Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(5));
     }

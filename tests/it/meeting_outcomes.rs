@@ -411,7 +411,7 @@ fn sigterm_says_how_to_resume() {
         .env("AGENT_MEETING_NOW", NOW)
         .spawn();
     let start = Instant::now();
-    while !run_dir.join("0004-agent-turn.in.json").exists() {
+    while !run_dir.join("0003-pm-step.out.json").exists() {
         assert!(start.elapsed() < Duration::from_secs(30), "never started");
         std::thread::sleep(Duration::from_millis(5));
     }

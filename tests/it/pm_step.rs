@@ -63,7 +63,7 @@ fn call_agent_sets_pending_call_and_records_events() {
     assert_eq!(b.status, Status::Running);
     assert_eq!(b.loop_count, 0);
     assert_eq!(event_types(&b), ["llm_call", "pm_decision"]);
-    let d = &b.event_log[1];
+    let d = &b.new_events[1];
     assert_eq!(
         (
             d.from.as_deref(),
@@ -80,7 +80,7 @@ fn call_agent_sets_pending_call_and_records_events() {
         (d.ts.as_str(), d.trace_id.as_str(), d.loop_no),
         (NOW, "trace-1", 1)
     );
-    let llm = &b.event_log[0];
+    let llm = &b.new_events[0];
     assert_eq!(
         (
             llm.caller.as_str(),
@@ -542,7 +542,7 @@ fn extra_keys_and_null_analysis_are_tolerated() {
 #[test]
 fn pm_input_is_exactly_the_summary_layer() {
     let mut b = board();
-    b.event_log.push(agent_meeting::events::event(
+    b.new_events.push(agent_meeting::events::event(
         agent_meeting::model::EventType::LlmCall,
         "pm",
     ));
@@ -600,7 +600,7 @@ fn stuffed(item_chars: usize) -> agent_meeting::model::Board {
     b.recent_errors = (0..20).map(|i| item("e", i)).collect();
     b.summary = "s".repeat(1200);
     for _ in 0..300 {
-        b.event_log.push(agent_meeting::events::event(
+        b.new_events.push(agent_meeting::events::event(
             agent_meeting::model::EventType::LlmCall,
             "arch",
         ));
@@ -687,7 +687,7 @@ fn cli_applies_a_decision() {
         .json();
     assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "biz");
     assert_eq!(b.usage.calls, 1);
-    assert!(b.event_log.iter().all(|e| e.ts == NOW));
+    assert!(b.new_events.iter().all(|e| e.ts == NOW));
 }
 
 #[test]

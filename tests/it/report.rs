@@ -33,7 +33,7 @@ fn event(loop_no: u32, ty: &str, extra: Value) -> Value {
 /// A board after two loops: arch answered with citations, biz failed once.
 fn base_board() -> Value {
     json!({
-        "board_version": 1,
+        "board_version": 2,
         "trace_id": "t-123",
         "topic": "Adopt Rust for the billing service?",
         "participants": ["arch", "biz"],
@@ -77,7 +77,7 @@ fn base_board() -> Value {
         "recent_errors": ["Agent biz failed: timeout"],
         "final_report": "# Final Report\n\n## Executive Summary\n\nRust is a good fit for billing.\n\n## Recommendation\n\nPilot Rust on the invoice exporter first.\n\n## What is still uncertain\n\n- Migration time.\n",
         "process_note": null,
-        "event_log": [
+        "new_events": [
             event(0, "llm_call", json!({"attempt": 1, "status": "ok", "duration_ms": 12, "prompt_tokens": 100, "completion_tokens": 20})),
             event(0, "pm_decision", json!({"from": "pm", "to": "arch", "kind": "task", "message": "What latency can Rust give us; is it below 50 ms #p99?"})),
             event(0, "agent_result", json!({"caller": "arch", "from": "arch", "to": "pm", "kind": "result", "status": "ok", "message": "Rust fits the latency budget."})),
@@ -117,7 +117,7 @@ fn forced_board() -> Value {
     b["status"] = json!("forced_stop");
     b["loop_count"] = json!(6);
     b["final_report"] = json!("**Executive Summary:** Partial agreement on Rust.\n\n**Recommendation:** Run a two-week pilot before deciding.");
-    let log = b["event_log"].as_array_mut().unwrap();
+    let log = b["new_events"].as_array_mut().unwrap();
     log.pop();
     log.push(event(
         5, // stamped with the last loop (6 of 6)
@@ -134,8 +134,12 @@ fn fallback_board() -> Value {
     b
 }
 
+/// The test board; its `flow` (what the diagram draws) is made from its events, as the
+/// stages make it when they record them.
 fn board(v: &Value) -> Board {
-    serde_json::from_value(v.clone()).expect("test board is valid")
+    let mut b: Board = serde_json::from_value(v.clone()).expect("test board is valid");
+    b.flow = agent_meeting::events::full_flow(&b.new_events);
+    b
 }
 
 fn sections(md: &str) -> Vec<&str> {
@@ -413,7 +417,7 @@ fn mermaid_has_one_arrow_per_task_and_result() {
     let mut b = normal_board();
     // `A1` is a plain name of its own: an alias must never collide with it.
     b["participants"] = json!(["data-eng", "end", "A1"]);
-    b["event_log"] = json!([
+    b["new_events"] = json!([
         event(
             0,
             "pm_decision",
@@ -480,10 +484,16 @@ fn finish_saves_atomically_and_marks_finished() {
         "no temporary file left"
     );
 
-    // Without a report file nothing changes.
+    // Without a report file nothing changes but the events: render-report records none.
     let result = report::run(b.clone(), None, None).unwrap();
     assert_eq!(result.status, Status::ForcedStop);
-    assert_eq!(result.board, b);
+    assert_eq!(
+        result.board,
+        Board {
+            new_events: vec![],
+            ..b
+        }
+    );
     assert_eq!(result.report_file, None);
 }
 
@@ -516,8 +526,15 @@ fn cmd() -> Cli {
     cli("render-report")
 }
 
+/// The board as a stage would print it: its `flow` made from its events, as in [`board`].
 fn stdin_of(v: &Value) -> String {
-    serde_json::to_string(v).unwrap()
+    let mut v = v.clone();
+    if let Ok(events) =
+        serde_json::from_value::<Vec<agent_meeting::model::Event>>(v["new_events"].clone())
+    {
+        v["flow"] = serde_json::to_value(agent_meeting::events::full_flow(&events)).unwrap();
+    }
+    serde_json::to_string(&v).unwrap()
 }
 
 #[test]
@@ -665,12 +682,12 @@ fn cli_write_failure_exits_1_without_partial_file() {
 #[test]
 fn cli_refuses_unknown_board_version_and_bad_input() {
     let mut b = normal_board();
-    b["board_version"] = json!(2);
+    b["board_version"] = json!(3);
     cmd()
         .stdin(stdin_of(&b))
         .run()
         .exit(2)
-        .stderr_has("board_version: version 2 is not supported");
+        .stderr_has("board_version: version 3 is not supported");
     let mut b = normal_board();
     b["topik"] = json!("x");
     cmd().stdin(stdin_of(&b)).run().exit(2).stderr_has("topik");

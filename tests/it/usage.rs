@@ -197,10 +197,8 @@ fn cached_tokens_reach_the_result_and_the_report() {
     let run_dir = work.join("runs/demo-test");
     let board = final_board(&run_dir);
     assert_eq!(board["usage"], result["usage"]);
-    let events: Vec<&Value> = board["event_log"]
-        .as_array()
-        .unwrap()
-        .iter()
+    let events: Vec<Value> = crate::bounded_board::run_events(&run_dir)
+        .into_iter()
         .filter(|e| e["type"] == "llm_call")
         .collect();
     assert_eq!(events[0]["cache_creation_tokens"], json!(2000));

@@ -1,31 +1,33 @@
 //! The report appendix's Mermaid `sequenceDiagram` (DESIGN.md#report): who the PM asked in
-//! which loop and how each agent answered, read from the board's event log (DESIGN.md#events).
+//! which loop and how each agent answered, drawn from the board's bounded `flow` (the last
+//! `FLOW_LOOPS` loops, DESIGN.md#events) or from a whole events file.
 //! Everything Mermaid could misread — odd agent names, reserved words, `;`, `#`, `<`, `>` —
 //! is made safe here.
 
 use std::collections::BTreeMap;
 
-use crate::model::{Board, EventType, MessageKind, TurnStatus};
-use crate::text::fold_ws;
+use crate::events::{flow_text, FLOW_REASON_CHARS, FLOW_TEXT_CHARS};
+use crate::model::{Board, Flow, FlowKind};
 
-/// Longest message text on one Mermaid arrow, in characters.
-const MERMAID_TEXT_CHARS: usize = 60;
-
-/// The loop number shown for an event: stages stamp events with the 1-based loop in progress
+/// The loop number shown for a step: stages stamp events with the 1-based loop in progress
 /// (`Board::current_loop`), so it is shown as is.
 fn shown_loop(loop_no: u32) -> u32 {
     loop_no.max(1)
 }
 
-/// The `sequenceDiagram` of who was called in which loop, from the event log: one arrow per
-/// task (PM → agent) and per result (agent → PM, crossed when the turn failed), and notes for
-/// the PM's FINISH and the forced finish.
+/// The `sequenceDiagram` of the board's flow: one arrow per task (PM → agent) and per result
+/// (agent → PM, crossed when the turn failed), and notes for the PM's FINISH, the forced
+/// finish, and the loops that came before the ones shown.
 pub fn mermaid(board: &Board) -> String {
-    let mut names: Vec<String> = board.participants.clone();
-    for e in &board.event_log {
-        for n in [&e.from, &e.to].into_iter().flatten() {
-            let is_msg = matches!(e.kind, Some(MessageKind::Task | MessageKind::Result));
-            if is_msg && !is_pm(n) && n != "meeting" && !names.contains(n) {
+    mermaid_of(&board.participants, &board.flow)
+}
+
+/// The diagram of `flow` among `participants` (and any other agent a step names).
+pub fn mermaid_of(participants: &[String], flow: &Flow) -> String {
+    let mut names: Vec<String> = participants.to_vec();
+    for s in &flow.steps {
+        if let Some(n) = &s.agent {
+            if !is_pm(n) && n != "meeting" && !names.contains(n) {
                 names.push(n.clone());
             }
         }
@@ -55,57 +57,49 @@ pub fn mermaid(board: &Board) -> String {
             lines.push(format!("    participant {i} as {}", mermaid_text(n, 64)));
         }
     }
-    for e in &board.event_log {
-        let l = shown_loop(e.loop_no);
-        let msg = e.message.as_deref().unwrap_or("");
-        match (e.kind, e.event_type) {
-            (Some(MessageKind::Task), _) => {
-                let (Some(from), Some(to)) = (&e.from, &e.to) else {
-                    continue;
-                };
-                lines.push(format!(
-                    "    {}->>{}: L{l} {}",
-                    id(from),
-                    id(to),
-                    mermaid_text(msg, MERMAID_TEXT_CHARS)
-                ));
-            }
-            (Some(MessageKind::Result), _) => {
-                let (Some(from), Some(to)) = (&e.from, &e.to) else {
-                    continue;
-                };
-                if e.status == Some(TurnStatus::Error) {
-                    let why = e.error.as_deref().unwrap_or("");
-                    let text = if why.trim().is_empty() {
-                        "failed".to_string()
-                    } else {
-                        format!("failed ({})", mermaid_text(why, 40))
-                    };
-                    lines.push(format!("    {}--x{}: L{l} {text}", id(from), id(to)));
+    if flow.loops_before > 0 {
+        let n = flow.loops_before;
+        lines.push(format!(
+            "    Note over PM: {n} earlier loop{} not shown",
+            if n == 1 { "" } else { "s" }
+        ));
+    }
+    for s in &flow.steps {
+        let l = shown_loop(s.loop_no);
+        let agent = s.agent.as_deref().unwrap_or("");
+        let text = s.text.as_str();
+        match s.kind {
+            FlowKind::Ask => lines.push(format!(
+                "    PM->>{}: L{l} {}",
+                id(agent),
+                mermaid_text(text, FLOW_TEXT_CHARS)
+            )),
+            FlowKind::Failed => {
+                let text = if text.trim().is_empty() {
+                    "failed".to_string()
                 } else {
-                    let text = if msg.trim().is_empty() {
-                        "answered".to_string()
-                    } else {
-                        mermaid_text(msg, MERMAID_TEXT_CHARS)
-                    };
-                    lines.push(format!("    {}-->>{}: L{l} {text}", id(from), id(to)));
-                }
+                    format!("failed ({})", mermaid_text(text, FLOW_REASON_CHARS))
+                };
+                lines.push(format!("    {}--xPM: L{l} {text}", id(agent)));
             }
-            (_, EventType::ForcedFinish) => {
-                let why = if msg.trim().is_empty() {
+            FlowKind::Answer => {
+                let text = if text.trim().is_empty() {
+                    "answered".to_string()
+                } else {
+                    mermaid_text(text, FLOW_TEXT_CHARS)
+                };
+                lines.push(format!("    {}-->>PM: L{l} {text}", id(agent)));
+            }
+            FlowKind::ForcedFinish => {
+                let why = if text.trim().is_empty() {
                     String::new()
                 } else {
-                    format!(" ({})", mermaid_text(msg, 40))
+                    format!(" ({})", mermaid_text(text, FLOW_REASON_CHARS))
                 };
                 lines.push(format!("    Note over PM: L{l} forced finish{why}"));
             }
-            (_, EventType::PmDecision) if msg.trim() == "FINISH" => {
-                lines.push(format!("    Note over PM: L{l} FINISH"))
-            }
-            (_, EventType::PmRoundFailed) => {
-                lines.push(format!("    Note over PM: L{l} PM round failed"))
-            }
-            _ => {}
+            FlowKind::Finish => lines.push(format!("    Note over PM: L{l} FINISH")),
+            FlowKind::RoundFailed => lines.push(format!("    Note over PM: L{l} PM round failed")),
         }
     }
     lines.join("\n")
@@ -159,15 +153,7 @@ fn mermaid_id(name: &str, index: usize) -> String {
 /// characters Mermaid would misread (`;` ends a statement, `#` starts an entity, `<`/`>` look
 /// like HTML) written as Mermaid entity codes.
 fn mermaid_text(text: &str, max: usize) -> String {
-    let folded = fold_ws(text);
-    let cut: String = if folded.chars().count() > max {
-        let mut s: String = folded.chars().take(max.saturating_sub(3)).collect();
-        s = s.trim_end().to_string();
-        s.push_str("...");
-        s
-    } else {
-        folded
-    };
+    let cut = flow_text(text, max);
     let mut out = String::with_capacity(cut.len());
     for c in cut.chars() {
         match c {

@@ -17,7 +17,6 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::io;
-use crate::model::EventType;
 pub use crate::model::ReportKind;
 use crate::model::{Board, DocumentCitation, ReportResult, Status, REPORT_VERSION};
 use crate::stage::Stage;
@@ -92,12 +91,7 @@ pub(crate) fn report_kind(board: &Board) -> Result<ReportKind> {
         Status::Finished | Status::Failed => {
             if !has_report {
                 ReportKind::Fallback
-            } else if board.process_note.is_some()
-                || board
-                    .event_log
-                    .iter()
-                    .any(|e| e.event_type == EventType::ForcedFinish)
-            {
+            } else if board.process_note.is_some() || board.forced_finish_recorded() {
                 ReportKind::Forced
             } else {
                 ReportKind::Normal
@@ -171,10 +165,11 @@ pub(crate) fn finish(
 
 /// `render-report` in one call: check the stage, render, save.
 pub fn run(
-    board: Board,
+    mut board: Board,
     template: Option<&UserTemplate>,
     report_file: Option<&Path>,
 ) -> Result<ReportResult> {
+    crate::events::start_stage(&mut board);
     let rendered = render(&board, template)?;
     finish(board, rendered, report_file)
 }
