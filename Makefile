@@ -51,23 +51,29 @@ schemas:
 # The offline demo: a scripted cassette (no network, no API key) → reports/demo.md.
 DEMO_FLAGS = --meeting-file meetings/demo.yaml --agents arch,biz --provider replay
 
-.PHONY: demo demo-forced
-demo: build
+.PHONY: demo demo-forced announce-build
+# Said before the build starts: the first release build compiles every dependency (about 200
+# crates: a few minutes on a laptop, more on a small VM); later builds take seconds.
+announce-build:
+	@test -x target/release/meeting || echo "make: building the release programs first (the first build takes a few minutes; later ones seconds) ..."
+
+demo: announce-build build
 	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) \
 	  --cassette meetings/demo.cassette.jsonl --report-file reports/demo.md --pretty
 
 # The same meeting cut short by --max-loops 2: the PM must close it (forced finish).
-demo-forced: build
+demo-forced: announce-build build
 	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) --max-loops 2 \
 	  --cassette meetings/demo-forced.cassette.jsonl --report-file reports/demo-forced.md --pretty
 
-# Benchmarks: stage cost, context walk, whole offline meetings, prompt volume →
-# BENCHMARKS.md. QUICK=1 runs smaller sizes and fewer repetitions (well under a minute).
+# Benchmarks: stage cost, context walk, whole offline meetings, prompt volume, printed on
+# stdout; SAVE=1 also rewrites the tracked BENCHMARKS.md (only then). QUICK=1 runs smaller
+# sizes and fewer repetitions (well under a minute).
 .PHONY: bench
 # BEFORE=DIR adds a before/after table against the stage programs of a previous build;
 # BEFORE_REF=REF gives its meetings the agents/ files of that git commit.
 bench: build
-	QUICK=$(QUICK) python3 bench/bench.py $(if $(BEFORE),--before $(BEFORE)) $(if $(BEFORE_REF),--before-ref $(BEFORE_REF))
+	QUICK=$(QUICK) python3 bench/bench.py $(if $(SAVE),,--out /dev/null) $(if $(BEFORE),--before $(BEFORE)) $(if $(BEFORE_REF),--before-ref $(BEFORE_REF))
 
 # Fuzzing (not in CI): FUZZ_SECONDS per target (default 30). Uses cargo-fuzz (libFuzzer, needs
 # `cargo install cargo-fuzz` and a nightly toolchain) when both are present, else the stable

@@ -14,6 +14,28 @@ pub struct OutputArgs {
     pub pretty: bool,
 }
 
+/// What `collect-context` collects: flattened into `collect-context` and `meeting` (which
+/// passes them on).
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct ContextArgs {
+    /// Only collect below DIR [default: nearest ancestor of the base folder holding .git, else
+    /// the base folder]
+    #[arg(long, value_name = "DIR")]
+    pub context_root: Option<std::path::PathBuf>,
+    /// Also collect files whose names say they hold secrets (.env*, id_rsa, *.pem, *.key,
+    /// .netrc, .ssh/, credentials*, ...)
+    #[arg(long)]
+    pub allow_sensitive: bool,
+    /// DANGEROUS: send secrets found inside documents (private keys, API tokens, passwords) to
+    /// the model as they are, instead of replacing each with [REDACTED:<kind>]
+    #[arg(long)]
+    pub no_redact: bool,
+    /// Upper bound of the context summary, in characters
+    #[arg(long, value_name = "N", default_value_t = crate::context::DEFAULT_MAX_CONTEXT_CHARS,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub max_context_chars: usize,
+}
+
 /// Who takes part and how long the meeting may run: flattened into `init-board` and `meeting`,
 /// and kept in a run's `meeting.json`.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
@@ -22,14 +44,17 @@ pub struct BoardArgs {
     /// Specialists taking part, in speaking-list order (comma-separated)
     #[arg(long, value_delimiter = ',')]
     pub agents: Vec<String>,
-    /// Folder holding <name>.yaml|.yml|.json agent configs
-    #[arg(long, default_value = "agents")]
-    pub agents_dir: std::path::PathBuf,
-    /// The PM's config name in the agents folder (built-in PM prompt when `pm` is absent)
+    /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the user's
+    /// agents folder, the built-in agents (see --list-agents)
+    #[arg(long, value_name = "DIR")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents_dir: Option<std::path::PathBuf>,
+    /// The PM's config name, looked up like the agents (built-in PM prompt when `pm` is found
+    /// nowhere)
     #[arg(long)]
     pub pm: Option<String>,
     /// Hard limit of agent turns before the PM must close the meeting
-    #[arg(long, default_value_t = 6)]
+    #[arg(long, value_name = "N", default_value_t = 6)]
     pub max_loops: u32,
     /// Token budget of the whole meeting (prompt + completion, every call); the PM closes the
     /// meeting in time to write its report inside it. Wins over the meeting file's

@@ -52,6 +52,15 @@ pub struct RunSettings {
     /// collect-context's `--no-redact` (absent in older run folders: redaction on).
     #[serde(default)]
     pub no_redact: bool,
+    /// collect-context's `--context-root` (absolute), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_root: Option<PathBuf>,
+    /// collect-context's `--max-context-chars`, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context_chars: Option<usize>,
+    /// render-report's `--template` (absolute), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<PathBuf>,
     /// Participants, PM, loop limit and the (settled) trace id.
     pub board: BoardArgs,
     /// The LLM flags of the stages; `llm_log` is this run folder's `llm.jsonl`.
@@ -78,14 +87,24 @@ impl RunSettings {
         let path = |p: &Path| Some(p.display().to_string());
         let llm = &self.llm;
         match stage {
-            Stage::CollectContext => match &self.source {
-                MeetingSource::MeetingFile(f) => flag("--meeting-file", path(f)),
-                MeetingSource::Topic(t) => flag("--topic", Some(t.clone())),
-            },
+            Stage::CollectContext => {
+                match &self.source {
+                    MeetingSource::MeetingFile(f) => flag("--meeting-file", path(f)),
+                    MeetingSource::Topic(t) => flag("--topic", Some(t.clone())),
+                }
+                flag(
+                    "--context-root",
+                    self.context_root.as_deref().and_then(path),
+                );
+                flag(
+                    "--max-context-chars",
+                    self.max_context_chars.map(|n| n.to_string()),
+                );
+            }
             Stage::InitBoard => {
                 let b = &self.board;
                 flag("--agents", Some(b.agents.join(",")));
-                flag("--agents-dir", path(&b.agents_dir));
+                flag("--agents-dir", b.agents_dir.as_deref().and_then(path));
                 flag("--max-loops", Some(b.max_loops.to_string()));
                 flag(
                     "--max-total-tokens",
@@ -106,7 +125,10 @@ impl RunSettings {
                 flag("--retry-max-secs", Some(llm.retry_max_secs.to_string()));
             }
             Stage::MergeBoard => {}
-            Stage::RenderReport => flag("--report-file", path(&self.report_file)),
+            Stage::RenderReport => {
+                flag("--report-file", path(&self.report_file));
+                flag("--template", self.template.as_deref().and_then(path));
+            }
         }
         // The meeting-wide model defaults go on the board (init-board) and to the LLM stages.
         if matches!(stage, Stage::InitBoard | Stage::PmStep | Stage::AgentTurn) {
@@ -515,20 +537,73 @@ fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
     }
 }
 
-/// Ask before a stage in `--step` mode; `false` means the user chose to stop.
-fn confirm_step(stage: Stage, board: &Board) -> bool {
-    crate::note_inline!(
-        "next: {stage} (loop {}/{}, status {}) — Enter to run, q to stop: ",
+/// Where a stage stands in the meeting, in the one loop numbering of progress, `--step`, the
+/// final line and the report: `loop N/M` is the loop in progress (the PM's question, the
+/// answer, its merge), N = loops done + 1; a stage that may close the meeting (`pm-step`
+/// closing it, `render-report`) stands `after N/M loops`, the count the final line, the
+/// MeetingResult and the report's "Loops used" give.
+fn loop_tag(board: &Board, in_a_loop: bool) -> String {
+    if in_a_loop {
+        format!(
+            "loop {}/{}",
+            (board.loop_count + 1).min(board.max_loops),
+            board.max_loops
+        )
+    } else {
+        format!("after {}/{} loops", board.loop_count, board.max_loops)
+    }
+}
+
+/// Ask before a stage in `--step` mode: Enter runs it, `q` (or end of input) stops, `p` prints
+/// the board's summary and writes the stage's input file (`next_input`), naming it. `false`
+/// means the user chose to stop.
+fn confirm_step(
+    stage: Stage,
+    board: &Board,
+    next_input: &dyn Fn() -> Result<PathBuf>,
+) -> Result<bool> {
+    let in_a_loop = matches!(stage, Stage::AgentTurn | Stage::MergeBoard);
+    loop {
+        crate::note_inline!(
+            "next: {stage} ({}, status {}) — Enter to run, p to print the board, q to stop: ",
+            loop_tag(board, in_a_loop),
+            board.status.as_str()
+        );
+        let mut line = String::new();
+        match std::io::stdin().lock().read_line(&mut line) {
+            Ok(0) | Err(_) => return Ok(false),
+            Ok(_) => {}
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "q" => return Ok(false),
+            "p" => {
+                crate::note!("{}", board_summary(board));
+                crate::note!("next input: {}", next_input()?.display());
+            }
+            _ => return Ok(true),
+        }
+    }
+}
+
+/// What `p` prints at a `--step` prompt: the whiteboard's summary and where the meeting is.
+fn board_summary(board: &Board) -> String {
+    let mut out = board.summary.trim().to_string();
+    out.push_str(&format!(
+        "\nstatus {}, {} loops done of {}, {} LLM attempts, {} tokens",
+        board.status.as_str(),
         board.loop_count,
         board.max_loops,
-        board.status.as_str()
-    );
-    let mut line = String::new();
-    match std::io::stdin().lock().read_line(&mut line) {
-        Ok(0) => false,
-        Ok(_) => !line.trim().eq_ignore_ascii_case("q"),
-        Err(_) => false,
+        board.usage.calls,
+        board.usage.prompt_tokens + board.usage.completion_tokens
+    ));
+    if let Some(call) = &board.pending_call {
+        out.push_str(&format!(
+            "\npending: pm → {}: {}",
+            call.target_agent,
+            one_line(&call.prompt, 200)
+        ));
     }
+    out
 }
 
 fn paint(ui: Ui, code: &str, text: &str) -> String {
@@ -552,8 +627,8 @@ fn by_budget(after: &Board) -> bool {
 
 /// The progress line for a board a stage just produced.
 pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<String> {
-    let n = (after.loop_count + 1).min(after.max_loops);
-    let tag = paint(ui, "2", &format!("[loop {n}/{}]", after.max_loops));
+    let tag = paint(ui, "2", &format!("[{}]", loop_tag(after, true)));
+    let closing = paint(ui, "2", &format!("[{}]", loop_tag(after, false)));
     match stage {
         Stage::PmStep => {
             if let Some(call) = &after.pending_call {
@@ -565,7 +640,7 @@ pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<Strin
                 ))
             } else if after.has_final_report() {
                 Some(format!(
-                    "{tag} {}: FINISH{}",
+                    "{closing} {}: FINISH{}",
                     paint(ui, "1;36", "pm"),
                     match after.status {
                         Status::ForcedStop if by_budget(after) => " (forced: token budget)",
@@ -575,7 +650,7 @@ pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<Strin
                 ))
             } else if after.status == Status::ForcedStop {
                 Some(format!(
-                    "{tag} {}: no valid report, using the fallback report{}",
+                    "{closing} {}: no valid report, using the fallback report{}",
                     paint(ui, "1;31", "pm"),
                     if by_budget(after) {
                         " (token budget)"
@@ -585,7 +660,7 @@ pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<Strin
                 ))
             } else if after.status == Status::Finishing {
                 Some(format!(
-                    "{tag} {}: round failed ({}), closing the meeting",
+                    "{closing} {}: round failed ({}), closing the meeting",
                     paint(ui, "1;31", "pm"),
                     // Whole: the telling part of a reason ("dns error") is often at its end.
                     one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX)
@@ -661,7 +736,12 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 run.path.display()
             )));
         }
-        if ui.step && !confirm_step(stage, &board) {
+        let next_input = || -> Result<PathBuf> {
+            let file = run.file(step, stage, "in");
+            run.write(&file, to_json_line(&board, false).as_bytes())?;
+            Ok(file)
+        };
+        if ui.step && !confirm_step(stage, &board, &next_input)? {
             // A clean stop: the run folder holds the last complete board, ready to resume.
             crate::note!(
                 "stopped before {stage}; continue with: meeting --resume {}",
@@ -800,8 +880,10 @@ pub struct Run {
 /// What `meeting` was asked to start.
 pub struct NewMeeting {
     pub source: MeetingSource,
-    pub allow_sensitive: bool,
-    pub no_redact: bool,
+    /// collect-context's flags, passed on.
+    pub context: crate::cli::ContextArgs,
+    /// render-report's `--template`.
+    pub template: Option<PathBuf>,
     pub board: BoardArgs,
     pub llm: LlmArgs,
     /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
@@ -809,6 +891,9 @@ pub struct NewMeeting {
     /// The folder holding run folders.
     pub run_dir: PathBuf,
     pub stage_overrides: BTreeMap<Stage, String>,
+    /// The environment variables that set an LLM flag (`AGENT_MEETING_PROVIDER`,
+    /// `MEETING_CASSETTE`, ...): the start line names them, and warns when they chose replay.
+    pub llm_from_env: Vec<String>,
 }
 
 /// How a start ended: a run ready to drive, or (`--dry-run`) the PM's first input.
@@ -827,7 +912,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     }
     let now = crate::events::clock_from_env().now();
     let mut board_args = new.board;
-    board_args.agents_dir = absolute(&board_args.agents_dir);
+    board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
     let source = match new.source {
         MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),
         topic => topic,
@@ -855,8 +940,13 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     let mut settings = RunSettings {
         settings_version: SETTINGS_VERSION,
         source,
-        allow_sensitive: new.allow_sensitive,
-        no_redact: new.no_redact,
+        allow_sensitive: new.context.allow_sensitive,
+        no_redact: new.context.no_redact,
+        context_root: new.context.context_root.as_deref().map(absolute),
+        max_context_chars: (new.context.max_context_chars
+            != crate::context::DEFAULT_MAX_CONTEXT_CHARS)
+            .then_some(new.context.max_context_chars),
+        template: new.template.as_deref().map(absolute),
         board: board_args,
         llm,
         report_file,
@@ -889,6 +979,10 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     let board: Board = crate::io::parse_board("init-board output", &board_text)?;
     // A missing key or a broken cassette is found now, before any run folder exists.
     check_llm_config(&settings.llm, &board)?;
+    let models = models_line(&settings.llm, &board)?;
+    if let Some(w) = replay_from_env_warning(&settings.llm, &new.llm_from_env) {
+        crate::note!("{w}");
+    }
     let dir = RunDir {
         path: new.run_dir.join(&board.trace_id),
     };
@@ -952,6 +1046,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
             board.max_loops,
             dir.path.display()
         );
+        crate::note!("{models}");
     }
     Ok(Started::Run(Box::new(Run {
         dir,
@@ -975,6 +1070,67 @@ fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<()> {
         crate::llm::client_for_caller(llm, &board.llm, &agent.name, &agent.metadata, 0)?;
     }
     Ok(())
+}
+
+/// The callers of a meeting, PM first, with their metadata.
+fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
+    let pm_meta = board
+        .pm
+        .as_ref()
+        .map(|p| p.metadata.clone())
+        .unwrap_or_default();
+    let mut out = vec![(crate::model::PM_CALLER.to_string(), pm_meta)];
+    for name in &board.participants {
+        let meta = board
+            .agents
+            .get(name)
+            .map(|a| a.metadata.clone())
+            .unwrap_or_default();
+        out.push((name.clone(), meta));
+    }
+    out
+}
+
+/// The start line's second line: which provider and model each caller uses, callers that
+/// share both named together (`models: openai gpt-4o-mini: pm, arch; anthropic ...: biz`);
+/// a replayed meeting names its cassette instead of a model.
+pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, meta) in callers(board) {
+        let (provider, model) = crate::llm::args::provider_and_model(llm, &board.llm, &meta)?;
+        let what = if provider == "replay" {
+            let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
+            format!("replay of {}", cassette.display())
+        } else {
+            format!("{provider} {model}")
+        };
+        match groups.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((what, vec![name])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .into_iter()
+        .map(|(what, names)| format!("{what} ({})", names.join(", ")))
+        .collect();
+    Ok(format!("models: {}", parts.join("; ")))
+}
+
+/// A visible warning when the environment, not a flag, made this meeting a replay: a variable
+/// left over from the README's offline example must not pass for a real meeting.
+pub(crate) fn replay_from_env_warning(llm: &LlmArgs, from_env: &[String]) -> Option<String> {
+    let replay = llm.provider.as_deref().map(str::trim) == Some("replay");
+    let var = from_env.iter().find(|v| *v == "AGENT_MEETING_PROVIDER")?;
+    replay.then(|| {
+        format!(
+            "meeting: warning: replaying a recording, no model is asked: {var}=replay is set in the environment{}; unset it (or pass --provider) for a real meeting",
+            if from_env.iter().any(|v| v == "MEETING_CASSETTE") {
+                " (and the cassette comes from MEETING_CASSETTE)"
+            } else {
+                ""
+            }
+        )
+    })
 }
 
 fn absolute(p: &Path) -> PathBuf {
@@ -1035,13 +1191,18 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
     let mut inputs: Vec<(&str, PathBuf)> = Vec::new();
     if let MeetingSource::MeetingFile(f) = &settings.source {
         inputs.push(("meeting file", f.clone()));
-        // collect-context's default context root, where the document paths start.
-        let root = crate::context::default_context_root(f.parent().unwrap_or(Path::new("/")));
+        // collect-context's context root, where the document paths start.
+        let root = settings.context_root.clone().unwrap_or_else(|| {
+            crate::context::default_context_root(f.parent().unwrap_or(Path::new("/")))
+        });
         for doc in &board.context_bundle.documents {
             inputs.push(("collected document", root.join(&doc.source_path)));
         }
     }
-    let agents_dir = &settings.board.agents_dir;
+    let search = crate::loader::AgentSearch::new(
+        settings.board.agents_dir.as_deref(),
+        crate::config::user_agents_dir(),
+    );
     let pm = board
         .pm
         .as_ref()
@@ -1052,13 +1213,17 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
         .map(|n| ("agent config", n.clone()))
         .chain(pm.map(|n| ("PM config", n)));
     for (what, name) in configs {
-        // Every extension: a second file for a name would break the next meeting.
-        for ext in ["yaml", "yml", "json"] {
-            inputs.push((what, agents_dir.join(format!("{name}.{ext}"))));
+        // Every folder of the lookup order and every extension: a file there would change
+        // which config the next meeting finds.
+        for dir in search.places.iter().filter_map(|p| p.dir()) {
+            for ext in ["yaml", "yml", "json"] {
+                inputs.push((what, dir.join(format!("{name}.{ext}"))));
+            }
         }
     }
     let llm = &settings.llm;
     inputs.extend(llm.cassette.clone().map(|c| ("cassette", c)));
+    inputs.extend(settings.template.clone().map(|t| ("report template", t)));
     inputs.extend(llm.record.clone().map(|c| ("recording (--record)", c)));
     inputs.extend(
         settings
@@ -1302,7 +1467,8 @@ pub(crate) fn result_of(
             board.status
         },
         report_file: finished.then(|| settings.report_file.display().to_string()),
-        run_dir: Some(run.path.display().to_string()),
+        // Both paths absolute (one rule), whatever folder the meeting was started from.
+        run_dir: Some(absolute(&run.path).display().to_string()),
         trace_id: board.trace_id.clone(),
         loops: board.loop_count,
         forced: board.process_note.is_some(),
@@ -1337,6 +1503,42 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
         answers.attempts,
         result.report_file.as_deref().unwrap_or("-")
     )
+}
+
+/// What `meeting --list-agents` prints: the lookup order, then one line per agent (name, role,
+/// where it is found; the PM too, the built-in PM prompt when no place defines `pm`).
+pub fn list_agents(search: &crate::loader::AgentSearch) -> String {
+    let mut out = String::from("# lookup order (first wins):");
+    for (i, place) in search.places.iter().enumerate() {
+        out.push_str(&format!(" {}. {}", i + 1, place.label()));
+    }
+    out.push('\n');
+    let mut rows: Vec<[String; 3]> = vec![["NAME".into(), "ROLE".into(), "FOUND IN".into()]];
+    let listed = search.list();
+    for a in &listed {
+        let role = match &a.role {
+            Ok(r) => r.clone(),
+            Err(e) => format!("(invalid: {})", one_line(e, 60)),
+        };
+        let mut place = a.place.label();
+        if a.shadows > 0 {
+            place.push_str(&format!(" (hides {} more)", a.shadows));
+        }
+        rows.push([a.name.clone(), role, place]);
+    }
+    if !listed.iter().any(|a| a.name == "pm") {
+        rows.push([
+            "pm".into(),
+            "Meeting PM".into(),
+            "built-in (PM prompt)".into(),
+        ]);
+    }
+    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
+    for [name, role, place] in rows {
+        out.push_str(&format!("{name:w0$}  {role:w1$}  {place}\n"));
+    }
+    out
 }
 
 /// The report path when none is given: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
@@ -1541,9 +1743,12 @@ mod tests {
             source: MeetingSource::MeetingFile("/m/demo.yaml".into()),
             allow_sensitive: true,
             no_redact: true,
+            context_root: Some("/m".into()),
+            max_context_chars: Some(900),
+            template: Some("/m/t.md.j2".into()),
             board: BoardArgs {
                 agents: vec!["arch".into(), "biz".into()],
-                agents_dir: "/m/agents".into(),
+                agents_dir: Some("/m/agents".into()),
                 pm: None,
                 max_loops: 4,
                 max_total_tokens: None,
@@ -1591,6 +1796,10 @@ mod tests {
             [
                 "--meeting-file",
                 "/m/demo.yaml",
+                "--context-root",
+                "/m",
+                "--max-context-chars",
+                "900",
                 "--allow-sensitive",
                 "--no-redact"
             ]
@@ -1624,7 +1833,7 @@ mod tests {
         assert!(s.stage_args(Stage::MergeBoard).is_empty());
         assert_eq!(
             s.stage_args(Stage::RenderReport),
-            ["--report-file", "/m/report.md"]
+            ["--report-file", "/m/report.md", "--template", "/m/t.md.j2"]
         );
     }
 

@@ -9,6 +9,7 @@
 pub(crate) mod ask;
 pub mod budget;
 pub mod cli;
+pub mod config;
 pub mod context;
 pub mod driver;
 pub mod error;

@@ -193,21 +193,41 @@ pub(crate) fn decision_packet(board: &Board) -> serde_json::Value {
     })
 }
 
-/// The whiteboard as every caller sees it, after the meeting's block: the append-only lists
-/// first (items in arrival order, so a call extends the previous call's prefix), then the
-/// latest answer (the summary without what the header already says).
-pub(crate) fn whiteboard(board: &Board) -> Result<String> {
+/// Who reads the whiteboard: the PM sees all of it; an agent sees the first
+/// `AGENT_LIST_ITEMS` of each list and not the latest answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reader {
+    Pm,
+    Agent,
+}
+
+/// The whiteboard as a caller sees it, after the meeting's block: the append-only lists first
+/// (items in arrival order, so a call extends the previous call's prefix), then, for the PM,
+/// the latest answer (the summary without what the header already says). An agent answers the
+/// PM's question, which carries what it needs of the answer before, and needs less of the
+/// lists than the PM that routes by them: the first items, which the PM's most important
+/// questions produced (DESIGN.md#prompt-layout).
+pub(crate) fn whiteboard(board: &Board, reader: Reader) -> Result<String> {
+    let items = match reader {
+        Reader::Pm => LIST_CAP,
+        Reader::Agent => AGENT_LIST_ITEMS,
+    };
+    let list = |l: &[String]| cut_list(&l[..l.len().min(items)]);
     render(
         "whiteboard.j2",
         &json!({
+            "latest": reader == Reader::Pm,
             "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
-            "key_points": cut_list(&board.key_points),
-            "open_questions": cut_list(&board.open_questions),
-            "decisions": cut_list(&board.decisions),
-            "risks": cut_list(&board.risks),
+            "key_points": list(&board.key_points),
+            "open_questions": list(&board.open_questions),
+            "decisions": list(&board.decisions),
+            "risks": list(&board.risks),
         }),
     )
 }
+
+/// How many items of each whiteboard list an agent sees (the PM sees all `LIST_CAP`).
+pub(crate) const AGENT_LIST_ITEMS: usize = 10;
 
 pub(crate) fn cut_list(items: &[String]) -> Vec<String> {
     items

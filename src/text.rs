@@ -29,6 +29,15 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
 
 /// The first sentence of an answer, whitespace folded: up to the first `.`, `!`, `?` followed
 /// by whitespace or the end, or the first `。`, `！`, `？` ("Version 2.1 is out." stays whole).
+/// Longest headline of an answer ([`headline`]).
+pub(crate) const HEADLINE_CHARS: usize = 300;
+
+/// What the whiteboard and the events keep of an answer: its first sentence, cut to
+/// `HEADLINE_CHARS` (a first sentence that runs on is not a headline).
+pub(crate) fn headline(text: &str) -> String {
+    cut(&first_sentence(text), HEADLINE_CHARS)
+}
+
 pub(crate) fn first_sentence(text: &str) -> String {
     let text = text.trim();
     let mut end = text.len();
@@ -85,6 +94,10 @@ mod tests {
             "Version 2.1 is fine!"
         );
         assert_eq!(first_sentence("no stop at all"), "no stop at all");
+        assert_eq!(headline("Go with B. It is cheaper."), "Go with B.");
+        let long = headline(&format!("{}. Next.", "x".repeat(400)));
+        assert_eq!(long.chars().count(), HEADLINE_CHARS);
+        assert!(long.ends_with('…'));
     }
 
     #[test]

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_meeting::cli::{self, OutputArgs};
-use agent_meeting::context::{self, CollectOptions, DEFAULT_MAX_CONTEXT_CHARS};
+use agent_meeting::cli::{self, ContextArgs, OutputArgs};
+use agent_meeting::context::{self, CollectOptions};
 use agent_meeting::io::{self, Format};
 use agent_meeting::model::{MeetingInput, MeetingPacket, PACKET_VERSION};
 use agent_meeting::Error;
@@ -38,23 +38,8 @@ struct Args {
     #[arg(long, value_name = "DIR")]
     base_dir: Option<PathBuf>,
 
-    /// Only collect below DIR [default: nearest ancestor of the base folder holding .git, else the base folder]
-    #[arg(long, value_name = "DIR")]
-    context_root: Option<PathBuf>,
-
-    /// Also collect files whose names say they hold secrets (.env*, id_rsa, *.pem, *.key, .netrc, .ssh/, credentials*, ...)
-    #[arg(long)]
-    allow_sensitive: bool,
-
-    /// DANGEROUS: send secrets found inside documents (private keys, API tokens, passwords) to
-    /// the model as they are, instead of replacing each with [REDACTED:<kind>]
-    #[arg(long)]
-    no_redact: bool,
-
-    /// Upper bound of the context summary, in characters
-    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CONTEXT_CHARS,
-          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    max_context_chars: usize,
+    #[command(flatten)]
+    context: ContextArgs,
 
     #[command(flatten)]
     output: OutputArgs,
@@ -108,10 +93,10 @@ fn run(args: Args) -> anyhow::Result<()> {
     };
     let opts = CollectOptions {
         base_dir,
-        context_root: args.context_root.clone(),
-        allow_sensitive: args.allow_sensitive,
-        max_context_chars: args.max_context_chars,
-        redact: !args.no_redact,
+        context_root: args.context.context_root.clone(),
+        allow_sensitive: args.context.allow_sensitive,
+        max_context_chars: args.context.max_context_chars,
+        redact: !args.context.no_redact,
     };
     let (bundle, notes) = context::collect_with_notes(&input, &opts)?;
     // Best effort: a closed stderr must not stop the packet.

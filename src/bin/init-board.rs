@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use agent_meeting::cli::{self, BoardArgs, OutputArgs};
 use agent_meeting::model::{LlmSettings, MeetingPacket, PACKET_VERSION};
 use agent_meeting::stage::init_board::{self as board, InitOptions};
-use agent_meeting::{events, io, loader};
+use agent_meeting::{config, events, io, loader};
 use clap::Parser;
 
 /// Create the meeting's whiteboard from a collected MeetingPacket.
@@ -46,8 +46,9 @@ fn main() -> ExitCode {
             .map_err(|e| e.under("meeting_input").in_file("<stdin>"))?;
         let b = &args.board;
         let pm_name = b.pm.as_deref().unwrap_or("pm");
+        let search = loader::AgentSearch::new(b.agents_dir.as_deref(), config::user_agents_dir());
         let (agents, pm) =
-            loader::load_meeting_agents(&b.agents_dir, &b.agents, pm_name, b.pm.is_some())?;
+            loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
         let clock = events::clock_from_env();
         let now = clock.now();
         let trace_id = b

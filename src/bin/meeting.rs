@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_meeting::cli::{self, BoardArgs, OutputArgs};
+use agent_meeting::cli::{self, BoardArgs, ContextArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, ResumeChanges, Started, Ui};
 use agent_meeting::llm::LlmArgs;
 use agent_meeting::model::Status;
 use agent_meeting::stage::Stage;
-use agent_meeting::{io, Error};
+use agent_meeting::{io, loader, Error};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
 
@@ -49,17 +49,19 @@ struct Args {
     /// No progress on stderr
     #[arg(long, short)]
     quiet: bool,
+    /// List the agents a meeting can use, with their role and where each is found, and exit
+    #[arg(long)]
+    list_agents: bool,
     /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable;
     /// NAME= restores the built-in program, e.g. with --resume)
     #[arg(long = "stage", value_name = "NAME=COMMAND")]
     stages: Vec<String>,
-    /// Collect-context: allow likely secrets (.env, *.pem, ...)
-    #[arg(long)]
-    allow_sensitive: bool,
-    /// Collect-context: DANGEROUS — send secrets found inside documents (keys, tokens,
-    /// passwords) to the model unredacted
-    #[arg(long)]
-    no_redact: bool,
+    #[command(flatten)]
+    context: ContextArgs,
+    /// Render the report with this minijinja template instead of the built-in one (see
+    /// render-report --help)
+    #[arg(long, value_name = "FILE")]
+    template: Option<PathBuf>,
     #[command(flatten)]
     llm: LlmArgs,
     #[command(flatten)]
@@ -113,6 +115,15 @@ fn given<T: Clone + Send + Sync + 'static>(matches: &ArgMatches, id: &str) -> Op
         .flatten()
 }
 
+/// The environment variables that gave a flag its value (clap's value source).
+fn from_env(matches: &ArgMatches) -> Vec<String> {
+    let cmd = Args::command();
+    cmd.get_arguments()
+        .filter(|a| matches.value_source(a.get_id().as_str()) == Some(ValueSource::EnvVariable))
+        .filter_map(|a| a.get_env().map(|v| v.to_string_lossy().into_owned()))
+        .collect()
+}
+
 fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> {
     let mut map = BTreeMap::new();
     for s in stages {
@@ -144,6 +155,13 @@ fn main() -> ExitCode {
 
 fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
+    if args.list_agents {
+        let search = loader::AgentSearch::new(
+            args.board.agents_dir.as_deref(),
+            agent_meeting::config::user_agents_dir(),
+        );
+        return cli::write_stdout(&driver::list_agents(&search));
+    }
     let ui = Ui {
         quiet: args.quiet,
         step: args.step,
@@ -177,13 +195,14 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             stage_overrides.retain(|_, cmd| !cmd.trim().is_empty());
             let new = NewMeeting {
                 source,
-                allow_sensitive: args.allow_sensitive,
-                no_redact: args.no_redact,
+                context: args.context,
+                template: args.template,
                 board: args.board,
                 llm: args.llm,
                 report_file: args.report_file,
                 run_dir: args.run_dir,
                 stage_overrides,
+                llm_from_env: from_env(&matches),
             };
             match driver::start(new, args.dry_run, ui)? {
                 Started::Run(run) => *run,

@@ -215,59 +215,11 @@ pub fn client_for_caller(
     metadata: &Map<String, Value>,
     calls: u64,
 ) -> Result<(Client, Options), Error> {
-    let meta_str = |k: &str| non_empty(metadata.get(k).and_then(Value::as_str));
-    let flag_provider = non_empty(args.provider.as_deref()).map(|p| p.to_lowercase());
-    let (provider, source) = if flag_provider.as_deref() == Some("replay") {
-        ("replay".to_string(), ProviderSource::Flags)
-    } else if let Some(p) = meta_str("provider") {
-        (p, ProviderSource::Metadata(caller.to_string()))
-    } else if let Some(p) = non_empty(Some(&board_llm.provider)) {
-        (p, ProviderSource::Board)
-    } else {
-        let p = flag_provider
-            .or_else(|| env_non_empty("OPENAI_API_KEY").map(|_| "openai".to_string()))
-            .or_else(|| env_non_empty("ANTHROPIC_API_KEY").map(|_| "anthropic".to_string()))
-            .or_else(|| env_non_empty("OPENAI_BASE_URL").map(|_| "openai".to_string()))
-            .ok_or_else(|| Error::Runtime(NO_PROVIDER.to_string()))?;
-        (p, ProviderSource::Flags)
-    };
-    let provider = provider.to_lowercase();
-    let default_model = match provider.as_str() {
-        "openai" => super::openai::DEFAULT_MODEL,
-        "anthropic" => super::anthropic::DEFAULT_MODEL,
-        _ => "replay",
-    };
-    let model = meta_str("model")
-        .or_else(|| non_empty(board_llm.model.as_deref()))
-        .or_else(|| non_empty(args.model.as_deref()))
-        .or_else(|| {
-            (provider == "openai")
-                .then(|| env_non_empty("OPENAI_MODEL"))
-                .flatten()
-        })
-        .or_else(|| {
-            (provider == "anthropic")
-                .then(|| env_non_empty("ANTHROPIC_MODEL"))
-                .flatten()
-        })
-        .unwrap_or_else(|| default_model.to_string());
-    let temperature = metadata
-        .get("temperature")
-        .and_then(Value::as_f64)
-        .or(board_llm.temperature)
-        .or(args.temperature);
-    let max_tokens = metadata
-        .get("max_tokens")
-        .and_then(Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok())
-        .or(board_llm.max_tokens)
-        .or(args.max_tokens);
-    let options = Options {
-        model,
-        temperature,
-        max_tokens,
-    };
-
+    let Resolved {
+        provider,
+        source,
+        options,
+    } = resolve(args, board_llm, caller, metadata)?;
     let timeouts = Timeouts {
         connect: seconds("--connect-timeout", args.connect_timeout)?,
         read: seconds("--read-timeout", args.read_timeout)?,
@@ -354,6 +306,93 @@ to run offline, use --provider replay --cassette FILE"
         .with_policy(policy)
         .with_log(args.llm_log.clone());
     Ok((client, options))
+}
+
+/// Which provider, model and options one caller gets, and what chose the provider: the
+/// precedence of [`client_for_caller`], without building a client (the start line and
+/// `--dry-run` show it).
+fn resolve(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    caller: &str,
+    metadata: &Map<String, Value>,
+) -> Result<Resolved, Error> {
+    let meta_str = |k: &str| non_empty(metadata.get(k).and_then(Value::as_str));
+    let flag_provider = non_empty(args.provider.as_deref()).map(|p| p.to_lowercase());
+    let (provider, source) = if flag_provider.as_deref() == Some("replay") {
+        ("replay".to_string(), ProviderSource::Flags)
+    } else if let Some(p) = meta_str("provider") {
+        (p, ProviderSource::Metadata(caller.to_string()))
+    } else if let Some(p) = non_empty(Some(&board_llm.provider)) {
+        (p, ProviderSource::Board)
+    } else {
+        let p = flag_provider
+            .or_else(|| env_non_empty("OPENAI_API_KEY").map(|_| "openai".to_string()))
+            .or_else(|| env_non_empty("ANTHROPIC_API_KEY").map(|_| "anthropic".to_string()))
+            .or_else(|| env_non_empty("OPENAI_BASE_URL").map(|_| "openai".to_string()))
+            .ok_or_else(|| Error::Runtime(NO_PROVIDER.to_string()))?;
+        (p, ProviderSource::Flags)
+    };
+    let provider = provider.to_lowercase();
+    let default_model = match provider.as_str() {
+        "openai" => super::openai::DEFAULT_MODEL,
+        "anthropic" => super::anthropic::DEFAULT_MODEL,
+        _ => "replay",
+    };
+    let model = meta_str("model")
+        .or_else(|| non_empty(board_llm.model.as_deref()))
+        .or_else(|| non_empty(args.model.as_deref()))
+        .or_else(|| {
+            (provider == "openai")
+                .then(|| env_non_empty("OPENAI_MODEL"))
+                .flatten()
+        })
+        .or_else(|| {
+            (provider == "anthropic")
+                .then(|| env_non_empty("ANTHROPIC_MODEL"))
+                .flatten()
+        })
+        .unwrap_or_else(|| default_model.to_string());
+    let temperature = metadata
+        .get("temperature")
+        .and_then(Value::as_f64)
+        .or(board_llm.temperature)
+        .or(args.temperature);
+    let max_tokens = metadata
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .or(board_llm.max_tokens)
+        .or(args.max_tokens);
+    let options = Options {
+        model,
+        temperature,
+        max_tokens,
+    };
+
+    Ok(Resolved {
+        provider,
+        source,
+        options,
+    })
+}
+
+/// A caller's resolved provider, its source and options.
+struct Resolved {
+    provider: String,
+    source: ProviderSource,
+    options: Options,
+}
+
+/// The provider and model one caller will use (`replay` answers from the cassette: its model
+/// is the one recorded). Fails as [`client_for_caller`] would when no provider is chosen.
+pub fn provider_and_model(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    metadata: &Map<String, Value>,
+) -> Result<(String, String), Error> {
+    let r = resolve(args, board_llm, "", metadata)?;
+    Ok((r.provider, r.options.model))
 }
 
 /// With `--reuse-log`, calls that completed in an earlier (killed) run come from the log.

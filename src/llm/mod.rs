@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 pub mod anthropic;
 pub mod args;
+mod notation;
 pub mod openai;
 pub mod parse;
 pub mod replay;
@@ -675,17 +676,20 @@ pub(crate) fn system_text(req: &Request, describe_schema: bool) -> String {
     system
 }
 
-/// The schema spelled out in the system prompt, for servers without native structured output.
-/// Compact (one line): the one place the format is stated in full, so it is said once and
-/// costs no indentation.
+/// The schema spelled out in the system prompt, for servers without native structured output:
+/// one compact block, the one place the format is stated in full, as a type where the notation
+/// says all of it (`notation`), else as the JSON Schema on one line.
 pub(crate) fn schema_in_words(schema: &Value) -> String {
-    format!("\n\n{SCHEMA_BLOCK_HEAD}\n{schema}")
+    match notation::type_notation(schema) {
+        Some(t) => format!("\n{SCHEMA_BLOCK_HEAD} this type:\n{t}"),
+        None => format!("\n{SCHEMA_BLOCK_HEAD} this JSON Schema:\n{schema}"),
+    }
 }
 
-/// The line that opens the schema block (tests count it: at most one per request). The
+/// The words that open the schema block (tests count them: at most one per request). The
 /// system message it follows already asks for one JSON object only (the meeting's, the
 /// builder's), so the head says only what the block is.
-pub const SCHEMA_BLOCK_HEAD: &str = "The JSON object must match this JSON Schema:";
+pub const SCHEMA_BLOCK_HEAD: &str = "The JSON object must match";
 
 #[cfg(test)]
 mod tests {

@@ -14,13 +14,10 @@ use crate::model::{
     AGENT_TURN_FIELDS,
 };
 use crate::model::{EventType, MessageKind};
-use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard};
+use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard, Reader};
 use crate::schema;
 use crate::stage::Stage;
-use crate::text::{cut, verify_quote};
-
-/// Longest first sentence carried in an `agent_result` event.
-const SENTENCE_CHARS: usize = 300;
+use crate::text::verify_quote;
 
 /// Refuse a board that is not `agent-turn`'s turn, naming the stage that should run (exit 2).
 pub fn check_turn(board: &Board) -> Result<()> {
@@ -50,10 +47,9 @@ pub fn check_turn(board: &Board) -> Result<()> {
     Ok(())
 }
 
-/// The whiteboard as the agent sees it (the same text the PM sees, see
-/// [`crate::prompts::whiteboard`]).
+/// The whiteboard as the agent sees it (see [`crate::prompts::whiteboard`]).
 pub fn meeting_summary(board: &Board) -> String {
-    crate::prompts::whiteboard(board)
+    whiteboard(board, Reader::Agent)
         .map(|s| {
             s.trim()
                 .trim_start_matches("# Whiteboard")
@@ -101,18 +97,13 @@ pub fn agent_user_message(
     )?;
     Ok(Message::user_with_stable_prefix(
         meeting_brief(board)?,
-        &(whiteboard(board)? + &rest),
+        &(whiteboard(board, Reader::Agent)? + &rest),
     ))
 }
 
 /// The agent's user message as text, with native structured output (see [`agent_user_message`]).
 pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
     Ok(agent_user_message(board, call, false)?.content)
-}
-
-/// What an `agent_result` event says of an answer: its first sentence, cut to 300 characters.
-pub(crate) fn event_sentence(text: &str) -> String {
-    cut(&crate::text::first_sentence(text), SENTENCE_CHARS)
 }
 
 /// Check one parsed answer of `agent`: its `output_schema`, the AgentTurnResult structure
@@ -366,7 +357,7 @@ pub fn agent_turn(
                 MessageKind::Result,
             );
             ev.status = Some(TurnStatus::Ok);
-            ev.message = Some(event_sentence(&result.response));
+            ev.message = Some(crate::text::headline(&result.response));
             events::push(&mut board, clock, ev);
             board.last_turn = Some(LastTurn {
                 agent_name: name,
@@ -492,17 +483,5 @@ mod tests {
             agent_expected_json(&agent, &[]).schema,
             Value::Object(agent.output_schema.clone())
         );
-    }
-
-    #[test]
-    fn event_sentences() {
-        assert_eq!(event_sentence("Go with B. It is cheaper."), "Go with B.");
-        assert_eq!(
-            event_sentence("Version 2.1 is fine! Yes"),
-            "Version 2.1 is fine!"
-        );
-        assert_eq!(event_sentence("选择方案B。因为更便宜"), "选择方案B。");
-        assert_eq!(event_sentence("no stop at all"), "no stop at all");
-        assert_eq!(event_sentence(&"x".repeat(400)).chars().count(), 300);
     }
 }

@@ -7,7 +7,7 @@ use crate::events;
 use crate::model::EventType;
 use crate::model::{AgentTurnResult, Board, Event, Evidence, LastTurn, TurnStatus, EVIDENCE_CAP};
 use crate::stage::Stage;
-use crate::text::first_sentence;
+use crate::text::headline;
 use crate::whiteboard::{append_unique, summary_lines, RECENT_ERRORS_CAP};
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
@@ -95,11 +95,7 @@ fn merge_result(board: &mut Board, result: &AgentTurnResult) {
         .open_questions
         .retain(|q| !result.recommendations.contains(q));
     keep_evidence(board, result);
-    let speaker = format!(
-        "{}: {}",
-        result.agent_name,
-        first_sentence(&result.response)
-    );
+    let speaker = format!("{}: {}", result.agent_name, headline(&result.response));
     board.summary = summary_lines(board, &speaker);
 }
 
@@ -289,9 +285,16 @@ mod tests {
         assert_eq!(b.summary, "Topic: Adopt a warehouse?\narch: We should pilot.\nKey points: 2, open questions: 1, candidate decisions: 1");
         ok_turn(&mut b, "biz", result(&"x".repeat(5000), &[], &[], &[]));
         b = merge(b, NOW).unwrap();
-        assert_eq!(b.summary.chars().count(), SUMMARY_MAX_CHARS);
-        assert!(b.summary.starts_with("Topic: Adopt a warehouse?\nbiz: xxx"));
+        let speaker = b.summary.lines().nth(1).unwrap();
+        assert_eq!(
+            speaker,
+            format!("biz: {}", crate::text::headline(&"x".repeat(5000)))
+        );
         assert!(!b.summary.contains("arch"), "rewritten, not appended");
+        b.topic = "t".repeat(5000);
+        ok_turn(&mut b, "arch", result("Short.", &[], &[], &[]));
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.summary.chars().count(), SUMMARY_MAX_CHARS);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, PM_DECISI
 use crate::model::{EventType, MessageKind, PM_CALLER};
 use crate::prompts::{
     cut_list, decision_packet, meeting_brief, meeting_system, render, retry_message, whiteboard,
-    ITEM_CHARS,
+    Reader, ITEM_CHARS,
 };
 use crate::schema;
 use crate::stage::Stage;
@@ -116,7 +116,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     input["schema_in_prompt"] = json!(schema_in_prompt);
     Ok(Message::user_with_stable_prefix(
         meeting_brief(board)?,
-        &(whiteboard(board)? + &render("pm_user.j2", &input)?),
+        &(whiteboard(board, Reader::Pm)? + &render("pm_user.j2", &input)?),
     ))
 }
 

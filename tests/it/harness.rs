@@ -52,7 +52,15 @@ pub fn clean_env(cmd: &mut Command) -> &mut Command {
             cmd.env_remove(&*k);
         }
     }
-    cmd.env("NO_COLOR", "1")
+    // The user's own config file and agents folder must not leak into a test: the config
+    // folder is one that does not exist (a test that needs one sets its own).
+    cmd.env("XDG_CONFIG_HOME", no_config_home())
+        .env("NO_COLOR", "1")
+}
+
+/// A config folder that does not exist.
+pub fn no_config_home() -> PathBuf {
+    std::env::temp_dir().join("agent-meeting-tests-no-config-home")
 }
 
 /// A temporary work folder, removed when dropped.

@@ -9,6 +9,7 @@ use agent_meeting::llm::openai::OpenAi;
 use agent_meeting::llm::replay::Recorder;
 use agent_meeting::llm::{
     Client, ExpectedJson, LlmError, Message, Options, Provider, Request, RetryPolicy, Timeouts,
+    SCHEMA_BLOCK_HEAD,
 };
 use agent_meeting::schema::validate;
 use serde_json::{json, Value};
@@ -238,7 +239,7 @@ fn anthropic_plain_mode_has_no_tools() {
     assert!(body["system"][0]["text"]
         .as_str()
         .unwrap()
-        .contains("JSON Schema"));
+        .contains(SCHEMA_BLOCK_HEAD));
 }
 
 fn success(kind: Kind) {
@@ -622,7 +623,7 @@ fn logged_system_is_the_one_sent(kind: Kind) {
             serde_json::from_str(std::fs::read_to_string(&log).unwrap().trim()).unwrap();
         assert_eq!(line["system"], sent, "native {native}");
         assert_eq!(
-            sent.as_str().unwrap().contains("JSON Schema"),
+            sent.as_str().unwrap().contains(SCHEMA_BLOCK_HEAD),
             !native,
             "{sent}"
         );

@@ -446,7 +446,7 @@ fn a_stage_can_be_replaced_by_a_users_command() {
 fn bad_input_exits_2_with_one_line_and_no_run_folder() {
     let cases: [(&[&str], &str); 5] = [
         (&["--pm", "nobody"], "--pm: no nobody.yaml"),
-        (&["--agents-dir", "meetings"], "unknown agent \"arch\""),
+        (&["--agents", "nosuch"], "unknown agent \"nosuch\""),
         (&["--topic", "x"], "cannot be used with"),
         (&["--stage", "nope=cat"], "unknown stage \"nope\""),
         (&["--trace-id", "../x"], "--trace-id"),
@@ -558,7 +558,7 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
     out.exit(0);
     let err = out.stderr();
     assert!(
-        err.contains("next: pm-step (loop 0/6, status running)"),
+        err.contains("next: pm-step (after 0/6 loops, status running)"),
         "{err}"
     );
     assert!(

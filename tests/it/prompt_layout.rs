@@ -75,16 +75,34 @@ fn the_stable_prefix_is_the_same_bytes_in_every_call_of_a_meeting() {
         let sent = format!("{s}{}", line["messages"][0]["content"].as_str().unwrap());
         assert!(sent.starts_with(&format!("{system}{stable}")));
     }
-    // An agent call sees the whiteboard the PM call before it saw: the shared prefix runs on
-    // through the whiteboard to the caller's own part.
+    // An agent call sees the whiteboard the PM call before it saw, without the latest answer
+    // (the demo's lists are short of the agents' cut): the shared prefix runs on through the
+    // lists.
+    let mut pairs = 0;
     for pair in log.windows(2) {
         if pair[0]["caller"] == "pm" && pair[1]["caller"] != "pm" {
             let (_, _, pm_rest) = parts(&pair[0]);
             let (_, _, agent_rest) = parts(&pair[1]);
             let board_of = |r: &str| r[..r.find("\n# Your").unwrap()].to_string();
-            assert_eq!(board_of(pm_rest), board_of(agent_rest));
+            let (pm_board, agent_board) = (board_of(pm_rest), board_of(agent_rest));
+            let lists = pm_board
+                .split("\nLatest: ")
+                .next()
+                .unwrap()
+                .trim_end()
+                .to_string();
+            if lists.ends_with("# Whiteboard") {
+                assert_eq!(agent_board.trim_end(), "\n# Whiteboard\nNothing on it yet.");
+            } else {
+                pairs += 1;
+                assert_eq!(agent_board.trim_end(), lists, "the PM's lists, no latest");
+            }
         }
     }
+    assert!(
+        pairs >= 2,
+        "the demo has agent calls after a filled whiteboard"
+    );
     // The retry appends to the unchanged prompt.
     let retried: Vec<&&Value> = agents
         .iter()
@@ -250,11 +268,16 @@ fn the_reply_format_is_said_once() {
                 assert!(body["response_format"]["json_schema"].is_object());
             } else {
                 assert_eq!(blocks, 1, "{stage}: one schema block: {text}");
-                assert_eq!(
-                    text.matches("\"properties\":{").count(),
-                    1,
-                    "{stage}: compact, once"
-                );
+                let (field, short) = if stage == "pm-step" {
+                    (
+                        "\"next_action\"",
+                        "\"next_action\": \"CALL_AGENT\" | \"FINISH\"",
+                    )
+                } else {
+                    ("\"key_points\"", "string[]")
+                };
+                assert_eq!(text.matches(field).count(), 1, "{stage}: once: {text}");
+                assert!(text.contains(short), "{stage}: compact: {text}");
                 assert_eq!(body["response_format"], json!({"type": "json_object"}));
             }
         }
@@ -285,14 +308,19 @@ fn empty_lists_and_sections_are_left_out() {
         ] {
             assert!(!t.contains(header), "{who}: an empty {header}: {t}");
         }
-        assert!(t.contains("No participant has spoken yet."), "{who}: {t}");
+        let first = if who == "pm" {
+            "\nNo participant has spoken yet.\n"
+        } else {
+            "# Whiteboard\nNothing on it yet.\n"
+        };
+        assert!(t.contains(first), "{who}: {t}");
         assert!(
             !t.contains("\n\n\n"),
             "{who}: no empty section left behind: {t:?}"
         );
     }
     assert!(!agent.contains("Documents you may cite"), "{agent}");
-    assert!(agent.contains("No documents were collected: leave citations empty."));
+    assert!(agent.contains("There are no documents: leave citations empty."));
     // The summary's topic and counts lines are not repeated under the header.
     b.summary = format!(
         "Topic: {}\narch: Five months.\nKey points: 0, open questions: 0, candidate decisions: 0",
@@ -302,4 +330,22 @@ fn empty_lists_and_sections_are_left_out() {
     assert_eq!(text.matches(&b.topic).count(), 1, "{text}");
     assert!(text.contains("\nLatest: arch: Five months.\n"), "{text}");
     assert!(!text.contains("open questions: 0"), "{text}");
+}
+
+#[test]
+fn an_agent_sees_the_first_items_of_each_list_and_no_latest_answer() {
+    let mut call = board_with_call("arch");
+    call.key_points = (1..=15).map(|i| format!("point {i}")).collect();
+    call.risks = vec!["risk 1".into()];
+    call.summary = "arch: Five months.".into();
+    let pm = pm::render_pm_user(&call).unwrap();
+    let agent = turn::render_agent_user(&call, call.pending_call.as_ref().unwrap()).unwrap();
+    assert!(pm.contains("- point 15\n") && pm.contains("Latest: arch: Five months."));
+    assert!(agent.contains("- point 10\n"), "{agent}");
+    assert!(!agent.contains("- point 11\n"), "{agent}");
+    assert!(
+        agent.contains("Risks:\n- risk 1\n"),
+        "every list, cut: {agent}"
+    );
+    assert!(!agent.contains("Five months"), "{agent}");
 }

@@ -1,0 +1,90 @@
+//! `meeting` passes its stages' options on (issue 13 item 7): collect-context's
+//! `--context-root` and `--max-context-chars`, render-report's `--template`; each reaches the
+//! stage and is kept in `meeting.json`.
+
+use serde_json::Value;
+
+use crate::harness::Workdir;
+use crate::meeting::{demo_cassette, meeting_cmd};
+
+fn packet(work: &Workdir) -> Value {
+    let text = work.read("runs/demo-test/0001-collect-context.out.json");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[test]
+fn context_options_reach_collect_context() {
+    // A context root that holds none of the demo's documents: every source is outside it.
+    let work = Workdir::new();
+    let elsewhere = work.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", "pm-step=exit 1"],
+    )
+    .arg("--context-root")
+    .arg(&elsewhere)
+    .run()
+    .exit(1);
+    let p = packet(&work);
+    assert_eq!(p["context_bundle"]["documents"], serde_json::json!([]));
+    assert!(!p["context_bundle"]["skipped_paths"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let settings: Value = serde_json::from_str(&work.read("runs/demo-test/meeting.json")).unwrap();
+    assert_eq!(settings["context_root"], elsewhere.display().to_string());
+
+    // A smaller summary bound.
+    let work = Workdir::new();
+    meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", "pm-step=exit 1"],
+    )
+    .args(["--max-context-chars", "300"])
+    .run()
+    .exit(1);
+    let summary = packet(&work)["context_bundle"]["summary"]
+        .as_str()
+        .unwrap()
+        .chars()
+        .count();
+    assert!(summary <= 300, "summary of {summary} characters");
+}
+
+#[test]
+fn template_reaches_render_report_and_is_not_overwritten() {
+    let work = Workdir::new();
+    let template = work.write("mine.md.j2", "# Custom {{ kind }} report\n");
+    meeting_cmd(work.path(), &demo_cassette(), &["--quiet"])
+        .arg("--template")
+        .arg(&template)
+        .run()
+        .success();
+    assert_eq!(work.read("report.md"), "# Custom normal report\n");
+    // The template is an input of the meeting: the report may not land on it.
+    let work = Workdir::new();
+    let template = work.write("mine.md.j2", "x");
+    let mut cmd = crate::harness::cli("meeting");
+    cmd.args([
+        "--meeting-file",
+        "meetings/demo.yaml",
+        "--agents",
+        "arch,biz",
+    ])
+    .args(["--provider", "replay", "--quiet"])
+    .arg("--cassette")
+    .arg(demo_cassette())
+    .arg("--run-dir")
+    .arg(work.join("runs"))
+    .arg("--template")
+    .arg(&template)
+    .arg("--report-file")
+    .arg(&template);
+    cmd.run()
+        .exit(2)
+        .stderr_has("is the meeting's report template");
+    assert_eq!(std::fs::read_to_string(&template).unwrap(), "x");
+}
