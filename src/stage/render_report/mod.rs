@@ -198,6 +198,23 @@ pub fn run(
     finish(board, rendered, report_file)
 }
 
+/// [`run`] with the diagram drawn from `flow` (`--events FILE`: the whole meeting) instead of
+/// the board's last loops; the board printed is the board read (DESIGN.md#report).
+pub fn run_with_flow(
+    mut board: Board,
+    flow: crate::model::Flow,
+    template: Option<&UserTemplate>,
+    report_file: Option<&Path>,
+) -> Result<ReportResult> {
+    crate::events::start_stage(&mut board);
+    let drawn = Board {
+        flow,
+        ..board.clone()
+    };
+    let rendered = render(&drawn, template)?;
+    finish(board, rendered, report_file)
+}
+
 fn template_error(e: &minijinja::Error) -> String {
     let mut s = e.to_string();
     let mut source = std::error::Error::source(e);
