@@ -120,6 +120,9 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     };
     input["role"] = json!(role);
     input["schema_in_prompt"] = json!(schema_in_prompt);
+    let offer = Offered::of(board);
+    input["offer_answered"] = json!(offer.answered_questions);
+    input["offer_assessments"] = json!(offer.option_assessments);
     Ok(Message::user_with_stable_prefix(
         meeting_brief(board)?,
         &(whiteboard(board, Reader::Pm)? + &render("pm_user.j2", &input)?),
@@ -129,6 +132,25 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
 /// The PM's user message as text, with native structured output (see [`pm_user_message`]).
 pub fn render_pm_user(board: &Board) -> Result<String> {
     Ok(pm_user_message(board, false)?.content)
+}
+
+/// The optional PMDecision fields the PM is offered, in its prompt and its schema: answered
+/// questions while the whiteboard has open ones, the options × dimensions assessment when the
+/// meeting file names both. An answer may carry either anyway; it is used.
+#[derive(Debug, Clone, Copy)]
+struct Offered {
+    answered_questions: bool,
+    option_assessments: bool,
+}
+
+impl Offered {
+    fn of(board: &Board) -> Offered {
+        let dp = &board.meeting_input.decision_packet;
+        Offered {
+            answered_questions: !board.open_questions.is_empty(),
+            option_assessments: !dp.options.is_empty() && !dp.evaluation_dimensions.is_empty(),
+        }
+    }
 }
 
 /// The JSON the PM must return, sent to providers with native structured output: the
@@ -176,25 +198,34 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         "revisit_if": string})), {"type": "null"}]});
     let assessments = json!({"type": "array", "items": object(json!({
         "option": string, "dimension": string, "assessment": string}))});
-    let required: Vec<&str> = PM_DECISION_FIELDS
-        .iter()
-        .chain(PM_DECISION_EXTRA_FIELDS.iter())
-        .copied()
-        .collect();
+    let mut properties = json!({
+        "analysis": {"type": "string"},
+        "next_action": {"type": "string", "enum": actions},
+        "target_agent": target,
+        "prompt_for_agent": prompt,
+        "final_report": report,
+    });
+    // Offered only where they apply (DESIGN.md#prompt-layout): every field is paid for on
+    // every call, and a field with nothing to say invites filler.
+    let offer = Offered::of(board);
+    let extra = [
+        ("answered_questions", answered, offer.answered_questions),
+        ("decision", decision, true),
+        ("option_assessments", assessments, offer.option_assessments),
+    ];
+    for (name, schema, offered) in extra {
+        if offered {
+            properties[name] = schema;
+        }
+    }
+    let required: Vec<String> = properties
+        .as_object()
+        .map_or(Vec::new(), |m| m.keys().cloned().collect());
     ExpectedJson {
         name: "pm_decision".into(),
         schema: json!({
             "type": "object",
-            "properties": {
-                "analysis": {"type": "string"},
-                "next_action": {"type": "string", "enum": actions},
-                "target_agent": target,
-                "prompt_for_agent": prompt,
-                "final_report": report,
-                "answered_questions": answered,
-                "decision": decision,
-                "option_assessments": assessments,
-            },
+            "properties": properties,
             "required": required,
             "additionalProperties": false,
         }),
@@ -672,7 +703,10 @@ mod tests {
     /// keeps the enums, and both forms compile as JSON Schema (Anthropic's tool input).
     #[test]
     fn the_schema_sent_names_the_participants_and_the_mode() {
-        let board = crate::stage::fixtures::board(&[]);
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        let dp = &mut board.meeting_input.decision_packet;
+        dp.options = vec!["A".into(), "B".into()];
+        dp.evaluation_dimensions = vec!["Cost".into()];
         let normal = pm_expected_json(&board, Mode::Normal).schema;
         assert_eq!(
             normal["properties"]["target_agent"],
@@ -722,5 +756,54 @@ mod tests {
                 assert!(!v.is_valid(&misrouted));
             }
         }
+    }
+
+    /// The optional fields are offered where they apply, in the schema and the rules alike.
+    #[test]
+    fn answered_questions_and_assessments_are_offered_where_they_apply() {
+        let fields = |b: &Board| -> Vec<String> {
+            let s = pm_expected_json(b, Mode::Normal).schema;
+            let keys: Vec<String> = s["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            assert_eq!(
+                s["required"],
+                json!(keys),
+                "strict: every property required"
+            );
+            keys
+        };
+        let bare = crate::stage::fixtures::board(&[]);
+        assert_eq!(
+            fields(&bare),
+            [
+                "analysis",
+                "next_action",
+                "target_agent",
+                "prompt_for_agent",
+                "final_report",
+                "decision"
+            ]
+        );
+        let text = render_pm_user(&bare).unwrap();
+        assert!(!text.contains("answered_questions") && !text.contains("option_assessments"));
+        assert!(text.contains("A FINISH adds decision."), "{text}");
+        let mut full = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        full.meeting_input.decision_packet.options = vec!["A".into(), "B".into()];
+        let dims_only = fields(&full);
+        assert!(dims_only.contains(&"answered_questions".to_string()));
+        assert!(
+            !dims_only.contains(&"option_assessments".to_string()),
+            "options need dimensions"
+        );
+        full.meeting_input.decision_packet.evaluation_dimensions = vec!["Cost".into()];
+        assert!(fields(&full).contains(&"option_assessments".to_string()));
+        let text = render_pm_user(&full).unwrap();
+        assert!(
+            text.contains("In answered_questions put") && text.contains("option_assessments (each")
+        );
     }
 }
