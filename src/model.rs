@@ -996,7 +996,22 @@ pub struct Finding {
 pub struct ProcessEntry {
     #[serde(rename = "loop")]
     pub loop_no: u32,
+    pub kind: ProcessKind,
     pub text: String,
+}
+
+/// What a Process Note entry tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessKind {
+    /// An unusable answer (an agent's or the PM's) was asked again.
+    Retried,
+    /// An agent turn ended without a usable answer.
+    TurnFailed,
+    /// A PM round ended without a usable decision.
+    RoundFailed,
+    /// The PM marked answered a question that is not on the whiteboard.
+    UnknownQuestion,
 }
 
 /// Who answered for a caller: the provider and model of its last call, and the cassette's
