@@ -1334,6 +1334,30 @@ mod tests {
         }
     }
 
+    /// A decision's confidence is one of three words; a model's capitalised spelling is read,
+    /// anything else is an invalid answer.
+    #[test]
+    fn confidence_is_a_closed_set() {
+        for (word, c) in [
+            ("low", Confidence::Low),
+            ("Medium", Confidence::Medium),
+            ("HIGH", Confidence::High),
+        ] {
+            let d: Decision =
+                serde_json::from_value(json!({"choice": "B", "confidence": word})).unwrap();
+            assert_eq!(d.confidence, c);
+            assert_eq!(d.revisit_if, "");
+        }
+        assert!(serde_json::from_value::<Decision>(
+            json!({"choice": "B", "confidence": "certain"})
+        )
+        .is_err());
+        let d: PmDecision = serde_json::from_value(json!({"next_action": "FINISH",
+            "final_report": "r", "answered_questions": [{"question": "Q1", "answer": "Yes."}]}))
+        .unwrap();
+        assert_eq!(d.answered_questions[0].by, Vec::<String>::new());
+    }
+
     #[test]
     fn report_kinds_serialise_as_their_names() {
         for (kind, name) in [
