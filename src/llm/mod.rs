@@ -28,7 +28,7 @@ pub mod replay;
 pub mod resume;
 pub mod transport;
 
-pub use args::{client_for, client_for_caller, LlmArgs};
+pub use args::{client_for, client_for_caller, ConfigDefaults, LlmArgs};
 pub use parse::parse_json_reply;
 pub use transport::Timeouts;
 

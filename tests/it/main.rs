@@ -23,6 +23,7 @@ mod bad_inputs_foundation;
 mod bounded_board;
 mod budget;
 mod closed_stderr;
+mod config;
 mod context;
 mod context_ignore;
 mod decision_record;
