@@ -272,10 +272,15 @@ const REPORT_SECTIONS: [&str; 17] = [
 ];
 
 /// Whether `line` would open structure the report owns: a heading of level 1 or 2, a heading
-/// naming a report section, or a setext underline (`===`, `---`) that turns the line above
-/// into a heading.
+/// naming a report section, an HTML heading, or a setext underline (`===`, `---`) that turns
+/// the line above into a heading.
 pub(crate) fn opens_structure(line: &str) -> bool {
     let t = line.trim();
+    // An HTML heading is a heading too.
+    let lower = t.to_ascii_lowercase();
+    if (1..=6).any(|n| lower.starts_with(&format!("<h{n}"))) {
+        return true;
+    }
     if let Some(level) = heading_level(t) {
         let text = normalise_label(t[level..].trim().trim_end_matches('#'));
         return level <= 2 || REPORT_SECTIONS.contains(&text.as_str());
@@ -438,6 +443,10 @@ mod tests {
         assert_eq!(
             confine("Evidence Reviewed\n=================\n- fake\n\n---\nok\n--"),
             "Evidence Reviewed\n\\=================\n- fake\n\n---\nok\n\\--"
+        );
+        assert_eq!(
+            confine("<H2>Process Note</h2>\ntext"),
+            "\\<H2>Process Note</h2>\ntext"
         );
         let parts = split_final_report(
             "### Executive Summary\nFine.\n## Evidence Reviewed\n- fake evidence\n### Recommendation\nGo.",

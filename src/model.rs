@@ -996,7 +996,22 @@ pub struct Finding {
 pub struct ProcessEntry {
     #[serde(rename = "loop")]
     pub loop_no: u32,
+    pub kind: ProcessKind,
     pub text: String,
+}
+
+/// What a Process Note entry tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessKind {
+    /// An unusable answer (an agent's or the PM's) was asked again.
+    Retried,
+    /// An agent turn ended without a usable answer.
+    TurnFailed,
+    /// A PM round ended without a usable decision.
+    RoundFailed,
+    /// The PM marked answered a question that is not on the whiteboard.
+    UnknownQuestion,
 }
 
 /// Who answered for a caller: the provider and model of its last call, and the cassette's
@@ -1317,6 +1332,30 @@ mod tests {
                 e.message
             );
         }
+    }
+
+    /// A decision's confidence is one of three words; a model's capitalised spelling is read,
+    /// anything else is an invalid answer.
+    #[test]
+    fn confidence_is_a_closed_set() {
+        for (word, c) in [
+            ("low", Confidence::Low),
+            ("Medium", Confidence::Medium),
+            ("HIGH", Confidence::High),
+        ] {
+            let d: Decision =
+                serde_json::from_value(json!({"choice": "B", "confidence": word})).unwrap();
+            assert_eq!(d.confidence, c);
+            assert_eq!(d.revisit_if, "");
+        }
+        assert!(serde_json::from_value::<Decision>(
+            json!({"choice": "B", "confidence": "certain"})
+        )
+        .is_err());
+        let d: PmDecision = serde_json::from_value(json!({"next_action": "FINISH",
+            "final_report": "r", "answered_questions": [{"question": "Q1", "answer": "Yes."}]}))
+        .unwrap();
+        assert_eq!(d.answered_questions[0].by, Vec::<String>::new());
     }
 
     #[test]

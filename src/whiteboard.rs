@@ -6,8 +6,8 @@
 
 use crate::llm::{Client, Options};
 use crate::model::{
-    AnsweredQuestion, Board, CallerSource, Finding, FindingKind, ProcessEntry, Question,
-    QuestionAnswer, QuestionOrigin, LIST_CAP,
+    AnsweredQuestion, Board, CallerSource, Finding, FindingKind, ProcessEntry, ProcessKind,
+    Question, QuestionAnswer, QuestionOrigin, LIST_CAP,
 };
 use crate::text::{fold_ws, strip_bidi};
 
@@ -233,6 +233,7 @@ pub(crate) fn apply_answers(board: &mut Board, answers: &[AnsweredQuestion]) {
             board.recent_errors.drain(..excess);
             note_process(
                 board,
+                ProcessKind::UnknownQuestion,
                 format!(
                     "The PM marked {:?} answered, which is not a question on the whiteboard; ignored.",
                     crate::text::cut(a.question.trim(), 80)
@@ -325,10 +326,11 @@ pub(crate) fn link_evidence(
 
 /// Add an entry to the Process Note, for the reader (plain words, never a model instruction);
 /// the record keeps the latest `PROCESS_CAP`.
-pub(crate) fn note_process(board: &mut Board, text: impl Into<String>) {
+pub(crate) fn note_process(board: &mut Board, kind: ProcessKind, text: impl Into<String>) {
     let loop_no = board.current_loop();
     board.record.process.push(ProcessEntry {
         loop_no,
+        kind,
         text: text.into(),
     });
     let excess = board.record.process.len().saturating_sub(PROCESS_CAP);

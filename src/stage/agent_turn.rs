@@ -13,7 +13,7 @@ use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, TurnStatus,
     AGENT_TURN_FIELDS,
 };
-use crate::model::{EventType, MessageKind};
+use crate::model::{EventType, MessageKind, ProcessKind};
 use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard, Reader};
 use crate::schema;
 use crate::stage::Stage;
@@ -347,6 +347,7 @@ impl Asker for TurnAsk<'_> {
         let name = &self.agent.name;
         note_process(
             self.board,
+            ProcessKind::Retried,
             format!(
                 "{name}'s answer was unusable ({}); it was asked again.",
                 error.for_reader()
@@ -458,6 +459,7 @@ pub fn agent_turn(
         Err((error, plain)) => {
             note_process(
                 &mut board,
+                ProcessKind::TurnFailed,
                 format!("{name}'s turn failed: {plain}; the findings lack its answer."),
             );
             let mut ev = events::message(

@@ -11,7 +11,7 @@ use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request, CUT_OFF};
 use crate::model::{
-    Board, NextAction, PendingCall, PmDecision, Status, PM_DECISION_EXTRA_FIELDS,
+    Board, NextAction, PendingCall, PmDecision, ProcessKind, Status, PM_DECISION_EXTRA_FIELDS,
     PM_DECISION_FIELDS,
 };
 use crate::model::{EventType, MessageKind, PM_CALLER};
@@ -334,6 +334,7 @@ impl Asker for PmAsk<'_> {
         if retried {
             note_process(
                 self.board,
+                ProcessKind::Retried,
                 format!(
                     "The PM's answer was unusable ({}); it was asked again.",
                     invalid.for_reader()
@@ -580,6 +581,7 @@ pub fn pm_step(
         (Mode::Normal, Err((error, plain))) => {
             note_process(
                 &mut board,
+                ProcessKind::RoundFailed,
                 format!("The PM's round failed: {plain}; the PM was given one closing round."),
             );
             push_round_failed(&mut board, clock, &error);

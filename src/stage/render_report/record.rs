@@ -122,7 +122,9 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
                 .join(", ")
         )
     };
-    let answers = if sources.is_empty() {
+    let answers = if sources.is_empty() && board.record.started_at.is_some() {
+        "no model call was made".to_string()
+    } else if sources.is_empty() {
         "not recorded on this board".to_string()
     } else if replayed == sources.len() {
         format!("replayed from a cassette, not live model calls{label}")
