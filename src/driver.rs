@@ -78,6 +78,9 @@ pub struct RunSettings {
     /// run folder's `llm.jsonl` is appended here too (DESIGN.md#run-folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_llm_log: Option<PathBuf>,
+    /// agent-turn's `--human-answers` (absolute), when given (DESIGN.md#a-human-at-the-table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human_answers: Option<PathBuf>,
 }
 
 impl RunSettings {
@@ -128,6 +131,12 @@ impl RunSettings {
                 flag("--max-attempts", Some(llm.max_attempts.to_string()));
                 flag("--retry-base-ms", Some(llm.retry_base_ms.to_string()));
                 flag("--retry-max-secs", Some(llm.retry_max_secs.to_string()));
+                if stage == Stage::AgentTurn {
+                    flag(
+                        "--human-answers",
+                        self.human_answers.as_deref().and_then(path),
+                    );
+                }
             }
             Stage::MergeBoard => {}
             Stage::RenderReport => {
@@ -231,6 +240,7 @@ pub(crate) fn run_stage_outcome(
             for var in crate::llm::args::flag_env_vars() {
                 c.env_remove(var);
             }
+            c.env_remove(crate::stage::agent_turn::human::ANSWERS_ENV);
             c
         }
     };
@@ -779,6 +789,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());
+        // The ticker would write over a person answering on the terminal.
+        let ui = Ui {
+            ticker: ui.ticker && !crate::stage::agent_turn::human::is_human_turn(&board),
+            ..ui
+        };
         let outcome = run_stage_outcome(stage, settings, input.as_bytes(), ui);
         // Failed attempts are logged too: copy whatever the stage appended, however it ended.
         if let (Some(log), Some(user)) = (log, settings.user_llm_log.as_deref()) {
@@ -911,6 +926,8 @@ pub struct NewMeeting {
     /// The environment variables that set an LLM flag (`AGENT_MEETING_PROVIDER`,
     /// `MEETING_CASSETTE`, ...): the start line names them, and warns when they chose replay.
     pub llm_from_env: Vec<String>,
+    /// agent-turn's `--human-answers`.
+    pub human_answers: Option<PathBuf>,
 }
 
 /// How a start ended: a run ready to drive, or (`--dry-run`) the PM's first input.
@@ -970,6 +987,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         stage_overrides: new.stage_overrides,
         config_file: crate::config::load()?.file.as_deref().map(absolute),
         user_llm_log,
+        human_answers: new.human_answers.as_deref().map(absolute),
     };
     let quiet_ui = Ui {
         ticker: false,
@@ -1786,6 +1804,7 @@ mod tests {
             stage_overrides: BTreeMap::from([(Stage::MergeBoard, "cat".to_string())]),
             config_file: None,
             user_llm_log: None,
+            human_answers: Some("/m/answers.jsonl".into()),
         }
     }
 
@@ -1842,7 +1861,11 @@ mod tests {
             ]
         );
         let llm = s.stage_args(Stage::PmStep);
-        assert_eq!(llm, s.stage_args(Stage::AgentTurn));
+        let mut turn = s.stage_args(Stage::AgentTurn);
+        assert!(turn.join(" ").contains("--human-answers /m/answers.jsonl"));
+        let at = turn.iter().position(|a| a == "--human-answers").unwrap();
+        turn.drain(at..at + 2);
+        assert_eq!(llm, turn);
         for want in [
             "--cassette /m/c.jsonl",
             "--llm-log /runs/t-1/llm.jsonl",

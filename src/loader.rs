@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Invalid, Result};
 use crate::io::{parse_doc, read_text_file, Format};
-use crate::model::{AgentConfig, AGENT_TURN_FIELDS, PM_DECISION_FIELDS};
+use crate::model::{AgentConfig, ParticipantKind, AGENT_TURN_FIELDS, PM_DECISION_FIELDS};
 
 /// Which contract an agent's output schema must meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,6 +25,18 @@ pub(crate) const RUNTIME_INPUT_FIELDS: [&str; 3] = ["prompt", "meeting_summary",
 /// Every rule that can be checked on one config alone.
 pub(crate) fn validate_agent(cfg: &AgentConfig, kind: AgentKind) -> Result<(), Invalid> {
     cfg.validate()?;
+    if cfg.kind == ParticipantKind::Human {
+        if kind == AgentKind::Pm {
+            return Err(Invalid::at(
+                "kind",
+                "the PM cannot be human (expected llm): it runs the meeting between turns",
+            ));
+        }
+        // A person needs no prompt or schemas; schemas given are held to the same rules.
+        if cfg.input_schema.is_empty() && cfg.output_schema.is_empty() {
+            return Ok(());
+        }
+    }
     let input = Value::Object(cfg.input_schema.clone());
     let output = Value::Object(cfg.output_schema.clone());
     compile(&input).map_err(|m| Invalid::at("input_schema", m))?;
@@ -646,6 +658,44 @@ mod tests {
         let shipped = agent_names_in(&dir);
         let registered: Vec<String> = BUILTIN_AGENTS.iter().map(|(n, _)| n.to_string()).collect();
         assert_eq!(shipped, registered);
+    }
+
+    /// A human needs only name, role and description; an llm agent still needs its prompt and
+    /// schemas; the PM cannot be human; schemas a human config gives are checked.
+    #[test]
+    fn a_human_needs_no_prompt_or_schemas() {
+        let text =
+            "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows the on-call reality.\n";
+        let human =
+            load_agent_text("ana", "ana", text, Format::Yaml, AgentKind::Specialist).unwrap();
+        assert_eq!(human.kind, ParticipantKind::Human);
+        let e = load_agent_text("ana", "ana", text, Format::Yaml, AgentKind::Pm).unwrap_err();
+        assert!(
+            e.to_string().contains("kind: the PM cannot be human"),
+            "{e}"
+        );
+        let llm = text.replace("kind: human\n", "");
+        let e =
+            load_agent_text("ana", "ana", &llm, Format::Yaml, AgentKind::Specialist).unwrap_err();
+        assert!(
+            e.to_string().contains("missing field `system_prompt`"),
+            "{e}"
+        );
+        let mut bad = human.clone();
+        bad.input_schema = json!({"type": "string"}).as_object().unwrap().clone();
+        bad.output_schema = specialist().output_schema;
+        assert!(err(&bad, AgentKind::Specialist).contains("input_schema"));
+        let typo = format!("{text}kind_: x\n");
+        assert!(load_agent_text("ana", "ana", &typo, Format::Yaml, AgentKind::Specialist).is_err());
+        let e = load_agent_text(
+            "ana",
+            "ana",
+            &text.replace("human", "robot"),
+            Format::Yaml,
+            AgentKind::Specialist,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("kind"), "{e}");
     }
 
     #[test]

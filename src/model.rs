@@ -34,19 +34,42 @@ pub struct AgentConfig {
     pub name: String,
     pub role: String,
     pub description: String,
-    /// The role prompt; must not be empty.
+    /// `llm` (the default) or `human`: a person answers at the terminal (DESIGN.md#agent-configs).
+    #[serde(default, skip_serializing_if = "ParticipantKind::is_llm")]
+    pub kind: ParticipantKind,
+    /// The role prompt; must not be empty for an `llm` agent (a human needs none).
+    #[serde(default)]
     pub system_prompt: String,
     #[serde(default)]
     pub input_schema_description: String,
     #[serde(default)]
     pub output_schema_description: String,
-    /// JSON Schema the runtime input `{prompt, meeting_summary, context_summary}` must satisfy.
+    /// JSON Schema the runtime input `{prompt, meeting_summary, context_summary}` must satisfy
+    /// (required for an `llm` agent; optional for a human).
+    #[serde(default)]
     pub input_schema: Map<String, Value>,
-    /// JSON Schema of the agent's answer (compatible with AgentTurnResult, or PMDecision for the PM).
+    /// JSON Schema of the agent's answer (compatible with AgentTurnResult, or PMDecision for the
+    /// PM; required for an `llm` agent, optional for a human).
+    #[serde(default)]
     pub output_schema: Map<String, Value>,
     /// Free-form; recognised keys: `provider`, `model`, `temperature`, `max_tokens`.
     #[serde(default)]
     pub metadata: Map<String, Value>,
+}
+
+/// Who answers for an agent: a model (the default) or a person at the terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ParticipantKind {
+    #[default]
+    Llm,
+    Human,
+}
+
+impl ParticipantKind {
+    fn is_llm(&self) -> bool {
+        *self == ParticipantKind::Llm
+    }
 }
 
 /// Whether `name` is a safe agent name: `[A-Za-z0-9_-]{1,64}`.
@@ -79,8 +102,25 @@ impl AgentConfig {
                 ),
             ));
         }
-        if self.system_prompt.trim().is_empty() {
-            return Err(Invalid::at("system_prompt", "must not be empty"));
+        if self.kind == ParticipantKind::Llm {
+            // Optional in the file only for a human; the words serde would have used.
+            for (field, missing) in [
+                ("system_prompt", self.system_prompt.is_empty()),
+                ("input_schema", self.input_schema.is_empty()),
+                ("output_schema", self.output_schema.is_empty()),
+            ] {
+                if missing {
+                    return Err(Invalid::at(
+                        field,
+                        format!(
+                            "missing field `{field}` (only a `kind: human` agent goes without)"
+                        ),
+                    ));
+                }
+            }
+            if self.system_prompt.trim().is_empty() {
+                return Err(Invalid::at("system_prompt", "must not be empty"));
+            }
         }
         for key in ["temperature"] {
             if let Some(v) = self.metadata.get(key) {

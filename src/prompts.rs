@@ -22,7 +22,7 @@ pub(crate) const ITEM_CHARS: usize = 500;
 /// meeting's stable block shared by the PM and every agent, the whiteboard, each caller's own
 /// part (role, rules, the question or the mode), the PM's built-in role, and the retry
 /// correction.
-pub(crate) const TEMPLATES: [(&str, &str); 7] = [
+pub(crate) const TEMPLATES: [(&str, &str); 8] = [
     (
         "meeting_system.j2",
         include_str!("../share/prompts/meeting_system.j2"),
@@ -45,6 +45,10 @@ pub(crate) const TEMPLATES: [(&str, &str); 7] = [
         include_str!("../share/prompts/agent_user.j2"),
     ),
     ("retry.j2", include_str!("../share/prompts/retry.j2")),
+    (
+        "human_turn.j2",
+        include_str!("../share/prompts/human_turn.j2"),
+    ),
 ];
 
 /// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.

@@ -15,7 +15,8 @@ use serde_json::{Map, Value};
     name = "agent-turn",
     version,
     after_help = "Reads a Board with a pending_call on stdin, writes the Board with last_turn set and\n\
-                  pending_call cleared on stdout.\n\n\
+                  pending_call cleared on stdout. A `kind: human` agent answers in $VISUAL/$EDITOR or\n\
+                  on the terminal, or from --human-answers.\n\n\
                   Example:\n  \
                   agent-turn --provider replay --cassette meetings/demo.cassette.jsonl \\\n    \
                   < runs/<id>/0003-pm-step.out.json | jq .last_turn"
@@ -25,22 +26,31 @@ struct Args {
     output: cli::OutputArgs,
     #[command(flatten)]
     llm: agent_meeting::llm::LlmArgs,
+    /// Answers of the human participants, one JSON object (an AgentTurnResult) per line, used
+    /// in order across the meeting; wins over the editor and the terminal
+    #[arg(long, env = "MEETING_HUMAN_ANSWERS", value_name = "FILE")]
+    human_answers: Option<std::path::PathBuf>,
 }
 
 fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
-        cli::run_llm_stage(
-            &args.llm,
-            &args.output,
-            turn::check_turn,
-            agent_caller,
-            turn::agent_turn,
-        )
+        let board = cli::read_stage_board(turn::check_turn)?;
+        if !turn::human::is_human_turn(&board) {
+            return cli::run_llm_stage_on(
+                board,
+                &args.llm,
+                &args.output,
+                agent_caller,
+                turn::agent_turn,
+            );
+        }
+        let llm = agent_meeting::config::with_config(args.llm.clone())?;
+        let answers = args.human_answers.as_deref();
+        cli::write_stage_board(turn::human::turn(board, answers, &llm), &args.output)
     })
 }
 
-/// The called agent's own provider/model settings.
 /// Who calls the model, and the metadata that may choose its provider and model.
 fn agent_caller(board: &Board) -> (String, Map<String, Value>) {
     let agent = board

@@ -68,6 +68,10 @@ struct Args {
     template: Option<PathBuf>,
     #[command(flatten)]
     llm: LlmArgs,
+    /// Answers of the human participants (kind: human), one JSON object per line, used in
+    /// order; without it a human answers in $VISUAL/$EDITOR or on the terminal
+    #[arg(long, env = "MEETING_HUMAN_ANSWERS", value_name = "FILE")]
+    human_answers: Option<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -367,6 +371,7 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
                 run_dir: run_dir(args.run_dir, loaded),
                 stage_overrides,
                 llm_from_env: from_env(&matches),
+                human_answers: args.human_answers,
             };
             match driver::start(new, args.dry_run, ui)? {
                 Started::Run(run) => *run,

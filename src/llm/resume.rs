@@ -19,35 +19,46 @@ pub(crate) struct FromLog {
 impl FromLog {
     /// Read the log (a missing or partly written log simply reuses less).
     pub fn new(inner: Box<dyn Provider>, log: &Path) -> FromLog {
-        let mut done = HashMap::new();
-        let text = std::fs::read_to_string(log).unwrap_or_default();
-        for line in text.lines() {
-            let Ok(v) = serde_json::from_str::<Value>(line) else {
-                continue;
-            };
-            let (Some(seq), Some(caller), Some(response)) = (
-                v["seq"].as_u64(),
-                v["caller"].as_str(),
-                v["response"].as_str(),
-            ) else {
-                continue;
-            };
-            let usage = TokenUsage::from_json(&v["usage"]);
-            done.entry(seq).or_insert((
-                caller.to_string(),
-                RawReply {
-                    text: response.to_string(),
-                    usage,
-                    truncated: v["truncated"] == true,
-                },
-            ));
-        }
         FromLog {
             inner,
-            done,
+            done: completed(log),
             reused: false,
         }
     }
+}
+
+/// Whether the log holds a successful reply of `caller` for call number `seq` (a person's
+/// turn is then not asked again, even with no one there to ask).
+pub(crate) fn has_reply(log: &Path, seq: u64, caller: &str) -> bool {
+    completed(log).get(&seq).is_some_and(|(c, _)| c == caller)
+}
+
+/// The successful replies in the log, by call number (the first of each).
+fn completed(log: &Path) -> HashMap<u64, (String, RawReply)> {
+    let mut done = HashMap::new();
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    for line in text.lines() {
+        let Ok(v) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        let (Some(seq), Some(caller), Some(response)) = (
+            v["seq"].as_u64(),
+            v["caller"].as_str(),
+            v["response"].as_str(),
+        ) else {
+            continue;
+        };
+        let usage = TokenUsage::from_json(&v["usage"]);
+        done.entry(seq).or_insert((
+            caller.to_string(),
+            RawReply {
+                text: response.to_string(),
+                usage,
+                truncated: v["truncated"] == true,
+            },
+        ));
+    }
+    done
 }
 
 impl Provider for FromLog {

@@ -35,6 +35,7 @@ pub fn agent(name: &str, role: &str) -> AgentConfig {
         name: name.into(),
         role: role.into(),
         description: format!("{role} who answers questions about {name} matters."),
+        kind: Default::default(),
         system_prompt: format!("You are the {role}."),
         input_schema_description: String::new(),
         output_schema_description: String::new(),

@@ -30,6 +30,7 @@ mod decision_record;
 mod faults;
 mod fuzz_regressions;
 mod generate;
+mod human;
 mod llm_http;
 mod llm_replay;
 mod llm_resolve;

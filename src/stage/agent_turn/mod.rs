@@ -1,6 +1,9 @@
 //! The `agent-turn` stage (DESIGN.md#agent-turn): ask the specialist the PM chose through the
 //! ask loop (DESIGN.md#ask-loop), check its answer (its output schema, the AgentTurnResult
-//! structure, the citations), and leave the outcome in `last_turn` for `merge-board`.
+//! structure, the citations), and leave the outcome in `last_turn` for `merge-board`. A
+//! `kind: human` agent is asked the same way, through a person instead of a model (`human`).
+
+pub mod human;
 
 use serde_json::{json, Map, Value};
 
@@ -10,8 +13,8 @@ use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request, CUT_OFF};
 use crate::model::{
-    AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, TurnStatus,
-    AGENT_TURN_FIELDS,
+    AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, ParticipantKind, PendingCall,
+    TurnStatus, AGENT_TURN_FIELDS,
 };
 use crate::model::{EventType, MessageKind, ProcessKind};
 use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard, Reader};
@@ -312,6 +315,12 @@ struct TurnAsk<'a> {
     reserve: u64,
 }
 
+impl TurnAsk<'_> {
+    fn is_human(&self) -> bool {
+        self.agent.kind == ParticipantKind::Human
+    }
+}
+
 impl Asker for TurnAsk<'_> {
     type Answer = AgentTurnResult;
     type Invalid = AnswerError;
@@ -336,6 +345,10 @@ impl Asker for TurnAsk<'_> {
     }
 
     fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
+        // A person's answer costs no tokens.
+        if self.is_human() {
+            return None;
+        }
         crate::budget::refuse(self.board, request, opts, self.reserve)
     }
 
@@ -394,15 +407,19 @@ pub fn agent_turn(
         )
     })?;
 
-    let request = Request {
-        caller: name.clone(),
-        system: agent_system_prompt(client.schema_in_prompt())?,
-        messages: vec![agent_user_message(
-            &board,
-            &call,
-            client.schema_in_prompt(),
-        )?],
-        expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
+    let request = if agent.kind == ParticipantKind::Human {
+        human::request(&board, &call)?
+    } else {
+        Request {
+            caller: name.clone(),
+            system: agent_system_prompt(client.schema_in_prompt())?,
+            messages: vec![agent_user_message(
+                &board,
+                &call,
+                client.schema_in_prompt(),
+            )?],
+            expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
+        }
     };
     let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);
     let mut turn = TurnAsk {
@@ -456,31 +473,49 @@ pub fn agent_turn(
                 error: None,
             });
         }
-        Err((error, plain)) => {
-            note_process(
-                &mut board,
-                ProcessKind::TurnFailed,
-                format!("{name}'s turn failed: {plain}; the findings lack its answer."),
-            );
-            let mut ev = events::message(
-                EventType::AgentError,
-                &name,
-                &name,
-                "pm",
-                MessageKind::Result,
-            );
-            ev.status = Some(TurnStatus::Error);
-            ev.error = Some(error.clone());
-            events::push(&mut board, clock, ev);
-            board.last_turn = Some(LastTurn {
-                agent_name: name,
-                status: TurnStatus::Error,
-                prompt: call.prompt,
-                result: None,
-                error: Some(error),
-            });
-        }
+        Err((error, plain)) => error_turn(&mut board, clock, call, &error, &plain),
     }
+    Ok(board)
+}
+
+/// Record a failed turn of the pending call's agent: `error` for the PM and `last_turn`,
+/// `plain` for the report's reader.
+fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &str, plain: &str) {
+    let name = call.target_agent.clone();
+    note_process(
+        board,
+        ProcessKind::TurnFailed,
+        format!("{name}'s turn failed: {plain}; the findings lack its answer."),
+    );
+    let mut ev = events::message(
+        EventType::AgentError,
+        &name,
+        &name,
+        "pm",
+        MessageKind::Result,
+    );
+    ev.status = Some(TurnStatus::Error);
+    ev.error = Some(error.to_string());
+    events::push(board, clock, ev);
+    board.last_turn = Some(LastTurn {
+        agent_name: name,
+        status: TurnStatus::Error,
+        prompt: call.prompt,
+        result: None,
+        error: Some(error.to_string()),
+    });
+}
+
+/// The turn of a human no one can answer for (`why`: no terminal, no editor, no answers
+/// left): an error turn, and the meeting goes on (DESIGN.md#a-human-at-the-table).
+pub fn no_human(mut board: Board, clock: &dyn Clock, why: &str) -> Result<Board> {
+    check_turn(&board)?;
+    events::start_stage(&mut board);
+    let call = board
+        .pending_call
+        .take()
+        .expect("check_turn ensures a pending_call");
+    error_turn(&mut board, clock, call, why, why);
     Ok(board)
 }
 

@@ -1,0 +1,277 @@
+//! A human participant (`kind: human`, DESIGN.md#a-human-at-the-table): answers from
+//! `--human-answers`, the editor and the terminal; no one there → an error turn and the meeting
+//! goes on; an unusable answer gets one fix; a logged answer is never asked again; the report
+//! names the provider `human`.
+
+use std::path::{Path, PathBuf};
+
+use agent_meeting::model::{Board, ParticipantKind, TurnStatus};
+use serde_json::{json, Value};
+
+use crate::fixtures::{agent, board_with_call};
+use crate::harness::{cli, Workdir};
+use crate::meeting::final_board;
+
+const ANA: &str =
+    "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows how nights on call really go.\n";
+
+/// A cassette with explicit call numbers: a person's answer takes a number too, and is not in
+/// the cassette.
+fn cassette(work: &Workdir, lines: &[(u64, &str, Value)]) -> PathBuf {
+    let text: String = lines
+        .iter()
+        .map(|(seq, caller, reply)| {
+            format!(
+                "{}\n",
+                json!({"seq": seq, "caller": caller, "response": reply.to_string(),
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
+            )
+        })
+        .collect();
+    work.write("c.jsonl", text)
+}
+
+fn ask_ana() -> Value {
+    json!({"analysis": "ops", "next_action": "CALL_AGENT", "target_agent": "ana",
+        "prompt_for_agent": "Who gets paged when the nightly run overruns?", "final_report": null})
+}
+
+fn finish() -> Value {
+    json!({"analysis": "done", "next_action": "FINISH", "target_agent": null,
+        "prompt_for_agent": null,
+        "final_report": "### Executive Summary\nDone.\n### Recommendation\nGo with the replica.",
+        "decision": null, "option_assessments": []})
+}
+
+/// The demo meeting with `ana` (human) beside arch, from the repository root.
+fn meeting(work: &Workdir, cassette: &Path, extra: &[&str]) -> crate::harness::Run {
+    work.write("agents/ana.yaml", ANA);
+    let mut cmd = cli("meeting");
+    cmd.env("AGENT_MEETING_NOW", "2026-11-30T12:00:00Z")
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,ana",
+        ])
+        .args(["--provider", "replay", "--trace-id", "demo-test"])
+        .arg("--cassette")
+        .arg(cassette)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .arg("--agents-dir")
+        .arg(work.join("agents"))
+        .args(extra)
+        .env(
+            agent_meeting::stage::agent_turn::human::TTY_ENV,
+            "/nonexistent/tty",
+        )
+        .env("EDITOR", "")
+        .env("VISUAL", "");
+    cmd.run()
+}
+
+fn log_lines(work: &Workdir) -> Vec<Value> {
+    work.read("runs/demo-test/llm.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
+    let work = Workdir::new();
+    let c = cassette(&work, &[(1, "pm", ask_ana()), (3, "pm", finish())]);
+    let answers = work.write(
+        "answers.jsonl",
+        "{\"response\": \"The on-call DBA, Priya, by phone.\", \"key_points\": [\"Paging goes to one person\"], \"citations\": [{\"document_id\": \"meetings/demo/overview.md\", \"quote\": \"x\"}]}\n",
+    );
+    let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
+    out.check(out.code() == Some(0), "the meeting");
+    let board = final_board(&work.join("runs/demo-test"));
+    let said = &board["latest_agent_outputs"]["ana"];
+    assert!(said.to_string().contains("Priya"), "{said}");
+    // The citation's path was filled in from its document.
+    let ev = board["evidence"].to_string();
+    assert!(ev.contains("meetings/demo/overview.md"), "{ev}");
+    let md = work.read("report.md");
+    assert!(md.contains("ana (Ops lead): human"), "{md}");
+    let log = log_lines(&work);
+    let human: Vec<&Value> = log.iter().filter(|l| l["caller"] == "ana").collect();
+    assert_eq!(human.len(), 1);
+    assert_eq!(
+        (human[0]["seq"].as_u64(), human[0]["provider"].as_str()),
+        (Some(2), Some("human"))
+    );
+    let shown = human[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        shown.contains("Who gets paged when the nightly run overruns?"),
+        "{shown}"
+    );
+    assert!(shown.contains("meetings/demo/overview.md"), "{shown}");
+    // The settings keep the file for a resume.
+    let settings = work.read("runs/demo-test/meeting.json");
+    assert!(settings.contains("answers.jsonl"), "{settings}");
+}
+
+#[test]
+fn with_no_terminal_and_no_file_the_turn_fails_and_the_meeting_goes_on() {
+    let work = Workdir::new();
+    let c = cassette(&work, &[(1, "pm", ask_ana()), (2, "pm", finish())]);
+    let out = meeting(&work, &c, &[]);
+    out.check(out.code() == Some(0), "the meeting");
+    let board = final_board(&work.join("runs/demo-test"));
+    let errors = board["recent_errors"].to_string();
+    assert!(errors.contains("no human available"), "{errors}");
+    let md = work.read("report.md");
+    assert!(md.contains("ana's turn failed: no human available"), "{md}");
+}
+
+#[test]
+fn an_unusable_human_answer_gets_one_fix_from_the_next_line() {
+    let work = Workdir::new();
+    let c = cassette(&work, &[(1, "pm", ask_ana()), (4, "pm", finish())]);
+    let answers = work.write(
+        "answers.jsonl",
+        "{\"response\": \"See the runbook.\", \"citations\": [{\"document_id\": \"docs/runbook.md\", \"quote\": \"page\"}]}\n\
+         \n\
+         {\"response\": \"The on-call DBA, by phone.\", \"citations\": []}\n",
+    );
+    let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
+    out.check(out.code() == Some(0), "the meeting");
+    let log = log_lines(&work);
+    let human: Vec<&Value> = log.iter().filter(|l| l["caller"] == "ana").collect();
+    assert_eq!(human.len(), 2);
+    let fix = human[1]["messages"].as_array().unwrap();
+    assert!(
+        fix.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("\"docs/runbook.md\" is not one of the collected documents"),
+        "{fix:?}"
+    );
+    let board = final_board(&work.join("runs/demo-test"));
+    assert!(board["latest_agent_outputs"]["ana"]
+        .to_string()
+        .contains("on-call DBA"));
+    let md = work.read("report.md");
+    assert!(md.contains("ana's answer was unusable"), "{md}");
+}
+
+/// A board waiting for ana (human) to answer, as JSON for agent-turn's stdin.
+fn human_board() -> String {
+    let mut b: Board = board_with_call("ana");
+    let mut ana = agent("ana", "ops lead");
+    ana.kind = ParticipantKind::Human;
+    ana.system_prompt.clear();
+    ana.input_schema.clear();
+    ana.output_schema.clear();
+    b.agents.insert("ana".into(), ana);
+    b.participants.push("ana".into());
+    serde_json::to_string(&b).unwrap()
+}
+
+fn turn_of(out: &crate::harness::Run) -> Value {
+    let b: Value = out.json();
+    b["last_turn"].clone()
+}
+
+#[test]
+fn a_logged_human_answer_is_not_asked_again() {
+    let work = Workdir::new();
+    let log = work.join("llm.jsonl");
+    let first = work.write("a.jsonl", "{\"response\": \"First answer.\"}\n");
+    let out = cli("agent-turn")
+        .arg("--human-answers")
+        .arg(&first)
+        .arg("--llm-log")
+        .arg(&log)
+        .stdin(human_board())
+        .run();
+    out.check(out.code() == Some(0), "agent-turn");
+    assert_eq!(turn_of(&out)["result"]["response"], "First answer.");
+    // Resumed (the log reused): neither another answers file nor no one at all is asked.
+    let other = work.write("b.jsonl", "{\"response\": \"Second answer.\"}\n");
+    for answers in [Some(&other), None] {
+        let mut cmd = cli("agent-turn");
+        cmd.arg("--llm-log")
+            .arg(&log)
+            .arg("--reuse-log")
+            .env(
+                agent_meeting::stage::agent_turn::human::TTY_ENV,
+                "/nonexistent/tty",
+            )
+            .stdin(human_board());
+        if let Some(a) = answers {
+            cmd.arg("--human-answers").arg(a);
+        }
+        let again = cmd.run();
+        again.check(again.code() == Some(0), "agent-turn resumed");
+        assert_eq!(turn_of(&again)["result"]["response"], "First answer.");
+    }
+    assert_eq!(work.read("llm.jsonl").lines().count(), 1, "asked once");
+}
+
+#[test]
+fn the_editor_fills_the_template() {
+    let work = Workdir::new();
+    let script = work.write(
+        "editor.sh",
+        "cp \"$1\" \"$(dirname \"$0\")/seen.txt\"\n\
+         printf '[response]\\nThe on-call DBA.\\n\\n[key_points]\\n- one pager\\n[proposals]\\nadd a second\\n[citations]\\ndocs/costs.md | The cluster costs $4,000 per month. | one pager\\n# a comment\\n' > \"$1\"\n",
+    );
+    let out = cli("agent-turn")
+        .env("EDITOR", format!("sh {}", script.display()))
+        .env(
+            agent_meeting::stage::agent_turn::human::TTY_ENV,
+            "/nonexistent/tty",
+        )
+        .stdin(human_board())
+        .run();
+    out.check(out.code() == Some(0), "agent-turn");
+    let t = turn_of(&out);
+    assert_eq!(t["status"], "ok", "{t}");
+    let r = &t["result"];
+    assert_eq!(r["response"], "The on-call DBA.");
+    assert_eq!(r["key_points"], json!(["one pager"]));
+    assert_eq!(r["recommendations"], json!(["add a second"]));
+    assert_eq!(r["citations"][0]["source_path"], "docs/costs.md");
+    assert_eq!(r["citations"][0]["verified"], true);
+    let seen = work.read("seen.txt");
+    assert!(seen.starts_with("[response]\n"), "{seen}");
+    assert!(
+        seen.contains("# What does the cluster cost per month?"),
+        "{seen}"
+    );
+    assert!(seen.contains("docs/team.md"), "{seen}");
+}
+
+#[test]
+fn line_by_line_on_the_terminal() {
+    let work = Workdir::new();
+    let tty = work.write("tty", "We pay $4,000.\n\nIt is the cluster\n\n\n\n\n");
+    let out = cli("agent-turn")
+        .env("EDITOR", "")
+        .env(agent_meeting::stage::agent_turn::human::TTY_ENV, &tty)
+        .stdin(human_board())
+        .run();
+    out.check(out.code() == Some(0), "agent-turn");
+    let t = turn_of(&out);
+    assert_eq!(t["status"], TurnStatus::Ok.as_str());
+    assert_eq!(t["result"]["response"], "We pay $4,000.");
+    assert_eq!(t["result"]["key_points"], json!(["It is the cluster"]));
+    out.stderr_has("ana, the PM asks you");
+}
+
+#[test]
+fn an_unreadable_answers_file_is_bad_input() {
+    let out = cli("agent-turn")
+        .args(["--human-answers", "/nonexistent/answers.jsonl"])
+        .stdin(human_board())
+        .run();
+    out.exit(2)
+        .one_stderr_line()
+        .stderr_starts_with("agent-turn: /nonexistent/answers.jsonl");
+}
