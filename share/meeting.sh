@@ -8,7 +8,8 @@
 #        share/meeting.sh meetings/demo.yaml arch,biz reports/demo.md
 # Environment: MAX_LOOPS (default 6), TRACE_ID (optional), BOARD_OUT (keep the final board),
 # EVENTS_OUT (write the meeting's events there, one JSON line each, as `meeting` writes
-# events.jsonl), and the provider variables
+# events.jsonl), MEETING_HUMAN_ANSWERS (the answers of `kind: human` participants, as
+# `meeting --human-answers`: agent-turn reads it), and the provider variables
 # (AGENT_MEETING_PROVIDER, AGENT_MEETING_MODEL, MEETING_CASSETTE, OPENAI_API_KEY, ...).
 set -eu
 

@@ -66,6 +66,9 @@ pub enum ParticipantKind {
     Human,
 }
 
+/// The provider name a person's answers carry in the exchange log, the record and the report.
+pub const HUMAN_PROVIDER: &str = "human";
+
 impl ParticipantKind {
     fn is_llm(&self) -> bool {
         *self == ParticipantKind::Llm

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use crate::fixtures::{agent, board_with_call};
 use crate::harness::{cli, Workdir};
-use crate::meeting::final_board;
+use crate::meeting::{final_board, without_timings};
 
 const ANA: &str =
     "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows how nights on call really go.\n";
@@ -98,6 +98,12 @@ fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
     assert!(ev.contains("meetings/demo/overview.md"), "{ev}");
     let md = work.read("report.md");
     assert!(md.contains("ana (Ops lead): human"), "{md}");
+    assert!(
+        md.contains(
+            "- Answers: replayed from a cassette, not live model calls; ana answered in person\n"
+        ),
+        "{md}"
+    );
     let log = log_lines(&work);
     let human: Vec<&Value> = log.iter().filter(|l| l["caller"] == "ana").collect();
     assert_eq!(human.len(), 1);
@@ -274,4 +280,83 @@ fn an_unreadable_answers_file_is_bad_input() {
     out.exit(2)
         .one_stderr_line()
         .stderr_starts_with("agent-turn: /nonexistent/answers.jsonl");
+}
+
+/// `share/meeting.sh` with MEETING_HUMAN_ANSWERS holds the same meeting as the driver with
+/// `--human-answers` (the variable is the flag's): the same final board and report.
+#[test]
+fn the_shell_loop_takes_the_answers_too() {
+    let work = Workdir::new();
+    // Both find ana in the user's agents folder.
+    work.write("cfg/agent-meeting/agents/ana.yaml", ANA);
+    let c = cassette(&work, &[(1, "pm", ask_ana()), (3, "pm", finish())]);
+    let answers = work.write(
+        "answers.jsonl",
+        "{\"response\": \"The on-call DBA, by phone.\", \"key_points\": [\"One person is paged\"]}\n",
+    );
+    let common = |cmd: &mut crate::harness::Cli| {
+        cmd.env("AGENT_MEETING_NOW", "2026-11-30T12:00:00Z")
+            .env("XDG_CONFIG_HOME", work.join("cfg"))
+            .env("MEETING_HUMAN_ANSWERS", &answers)
+            .env(
+                agent_meeting::stage::agent_turn::human::TTY_ENV,
+                "/nonexistent/tty",
+            )
+            .env("EDITOR", "")
+            .env("VISUAL", "");
+    };
+    let mut cmd = cli("meeting");
+    common(&mut cmd);
+    let out = cmd
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,ana",
+            "--quiet",
+        ])
+        .args(["--provider", "replay", "--trace-id", "demo-test"])
+        .arg("--cassette")
+        .arg(&c)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .run();
+    out.check(out.code() == Some(0), "the meeting");
+    let want = final_board(&work.join("runs/demo-test"));
+    assert!(want["latest_agent_outputs"]["ana"]
+        .to_string()
+        .contains("on-call DBA"));
+
+    let sh_board = work.join("sh-board.json");
+    let path = format!(
+        "{}:{}",
+        crate::harness::bin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut sh = crate::harness::Cli::new(std::process::Command::new("sh"));
+    common(&mut sh);
+    let out = sh
+        .arg("share/meeting.sh")
+        .arg("meetings/demo.yaml")
+        .arg("arch,ana")
+        .arg(work.join("sh-report.md"))
+        .env("PATH", path)
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env("MEETING_CASSETTE", &c)
+        .env("TRACE_ID", "demo-test")
+        .env("BOARD_OUT", &sh_board)
+        .run();
+    out.check(
+        out.code() == Some(0),
+        "the shell loop (jq must be installed)",
+    );
+    let got: Value = serde_json::from_str(&std::fs::read_to_string(&sh_board).unwrap()).unwrap();
+    let (mut got, mut want) = (without_timings(got), without_timings(want));
+    for b in [&mut got, &mut want] {
+        b.as_object_mut().unwrap().remove("report_file");
+    }
+    assert_eq!(got, want, "shell loop and meeting disagree");
+    assert_eq!(work.read("sh-report.md"), work.read("report.md"));
 }

@@ -82,7 +82,7 @@ pub(crate) fn final_board(run_dir: &Path) -> Value {
 }
 
 /// Timings differ between runs; everything else must not.
-fn without_timings(mut v: Value) -> Value {
+pub(crate) fn without_timings(mut v: Value) -> Value {
     fn strip(v: &mut Value) {
         match v {
             Value::Object(m) => {

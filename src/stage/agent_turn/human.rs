@@ -22,8 +22,7 @@ use crate::llm::{AttemptError, Client, Options, Provider, RawReply, Request, Tok
 use crate::model::{Board, ParticipantKind, PendingCall};
 use crate::prompts::render;
 
-/// The provider name a human's answers carry in the log, the record and the report.
-pub const PROVIDER: &str = "human";
+use crate::model::HUMAN_PROVIDER as PROVIDER;
 
 /// The variable behind `--human-answers` (agent-turn and meeting).
 pub const ANSWERS_ENV: &str = "MEETING_HUMAN_ANSWERS";

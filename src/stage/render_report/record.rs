@@ -100,7 +100,13 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
             source: source_of(board, name),
         });
     }
-    let sources = &board.record.callers;
+    // A person's answers are neither live model calls nor replayed ones (DESIGN.md#a-human-at-the-table).
+    let (people, sources): (Vec<_>, Vec<_>) = board
+        .record
+        .callers
+        .iter()
+        .partition(|(_, s)| s.provider == crate::model::HUMAN_PROVIDER);
+    let sources: std::collections::BTreeMap<_, _> = sources.into_iter().collect();
     let replayed = sources.values().filter(|s| s.replayed).count();
     let mut notes: Vec<String> = Vec::new();
     for s in sources.values() {
@@ -132,6 +138,18 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
         "live model calls".to_string()
     } else {
         format!("some live model calls, some replayed from a cassette{label}")
+    };
+    let answers = match people.len() {
+        0 => answers,
+        _ if sources.is_empty() => "given in person".to_string(),
+        _ => format!(
+            "{answers}; {} answered in person",
+            people
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
     };
     RecordHeader {
         date,
