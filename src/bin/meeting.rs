@@ -40,9 +40,14 @@ struct Args {
     /// may be given with it
     #[arg(long, value_name = "RUN_FOLDER")]
     resume: Option<PathBuf>,
-    /// Load and check everything, collect context, print the first PM input; no LLM call
+    /// Check everything that can be checked without a call (a missing key is only a warning),
+    /// say which provider and model each caller would use, print the PM's first prompt as it
+    /// would be sent; no LLM call, no run folder
     #[arg(long)]
     dry_run: bool,
+    /// With --dry-run: print the PM's input document (JSON) instead of its prompt
+    #[arg(long, requires = "dry_run")]
+    json: bool,
     /// Pause before each stage until Enter (q stops, leaving a resumable run folder)
     #[arg(long)]
     step: bool,
@@ -370,8 +375,12 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             };
             match driver::start(new, args.dry_run, ui)? {
                 Started::Run(run) => *run,
-                Started::DryRun(pm_input) => {
-                    return cli::write_stdout(&io::to_json_line(&pm_input, args.output.pretty))
+                Started::DryRun(dry) => {
+                    return cli::write_stdout(&if args.json {
+                        io::to_json_line(&dry.pm_input, args.output.pretty)
+                    } else {
+                        dry.prompt
+                    })
                 }
             }
         }

@@ -26,6 +26,7 @@ mod closed_stderr;
 mod config;
 mod context;
 mod context_ignore;
+mod dry_run;
 mod faults;
 mod fuzz_regressions;
 mod generate;
