@@ -22,57 +22,62 @@ use clap::{ArgMatches, CommandFactory, Parser};
 )]
 struct Args {
     /// Meeting file (.yaml, .yml or .json)
-    #[arg(long, conflicts_with = "topic")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "topic",
+        help_heading = "Input"
+    )]
     meeting_file: Option<PathBuf>,
     /// Minimal mode: the decision to make, no documents
-    #[arg(long)]
+    #[arg(long, value_name = "TOPIC", help_heading = "Input")]
     topic: Option<String>,
-    #[command(flatten)]
-    board: BoardArgs,
-    /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
-    #[arg(long, value_name = "FILE")]
-    report_file: Option<PathBuf>,
-    /// Folder that holds the run folders [default: the config file's run_dir, else runs]
-    #[arg(long, value_name = "DIR")]
-    run_dir: Option<PathBuf>,
     /// Continue a killed or stopped meeting from its run folder; only --report-file,
     /// --connect-timeout, --read-timeout, --max-attempts, --stage, --quiet, --step and --pretty
     /// may be given with it
-    #[arg(long, value_name = "RUN_FOLDER")]
+    #[arg(long, value_name = "DIR", help_heading = "Input")]
     resume: Option<PathBuf>,
+    #[command(flatten)]
+    context: ContextArgs,
+    #[command(flatten)]
+    board: BoardArgs,
     /// Check everything that can be checked without a call (a missing key is only a warning),
     /// say which provider and model each caller would use, print the PM's first prompt as it
     /// would be sent; no LLM call, no run folder
-    #[arg(long)]
+    #[arg(long, help_heading = "Meeting")]
     dry_run: bool,
-    /// With --dry-run: print the PM's input document (JSON) instead of its prompt
-    #[arg(long, requires = "dry_run")]
-    json: bool,
     /// Pause before each stage until Enter (q stops, leaving a resumable run folder)
-    #[arg(long)]
+    #[arg(long, help_heading = "Meeting")]
     step: bool,
-    /// No progress on stderr
-    #[arg(long, short)]
-    quiet: bool,
     /// List the agents a meeting can use, with their role and where each is found, and exit
-    #[arg(long)]
+    #[arg(long, help_heading = "Meeting")]
     list_agents: bool,
     /// Print the resolved settings and where each comes from (flag, environment, config file,
     /// built-in default), and exit; keys are never shown
-    #[arg(long)]
+    #[arg(long, help_heading = "Meeting")]
     show_config: bool,
     /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable;
     /// NAME= restores the built-in program, e.g. with --resume)
-    #[arg(long = "stage", value_name = "NAME=COMMAND")]
+    #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]
     stages: Vec<String>,
     #[command(flatten)]
-    context: ContextArgs,
+    llm: LlmArgs,
+    /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    report_file: Option<PathBuf>,
+    /// Folder that holds the run folders [default: the config file's run_dir, else runs]
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    run_dir: Option<PathBuf>,
     /// Render the report with this minijinja template instead of the built-in one (see
     /// render-report --help)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     template: Option<PathBuf>,
-    #[command(flatten)]
-    llm: LlmArgs,
+    /// With --dry-run: print the PM's input document (JSON) instead of its prompt
+    #[arg(long, requires = "dry_run", help_heading = "Output")]
+    json: bool,
+    /// No progress on stderr
+    #[arg(long, short, help_heading = "Output")]
+    quiet: bool,
     #[command(flatten)]
     output: OutputArgs,
 }

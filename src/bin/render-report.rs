@@ -32,13 +32,13 @@ Example:
 )]
 struct Args {
     /// Write the Markdown report to this file (atomically) and mark the board finished
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     report_file: Option<PathBuf>,
     /// Print the Markdown report on stdout instead of the ReportResult JSON
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     markdown: bool,
     /// Use this minijinja template instead of the built-in one
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     template: Option<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,

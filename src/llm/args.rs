@@ -30,46 +30,66 @@ mod default {
 pub struct LlmArgs {
     /// Provider: openai, anthropic or replay (default: from the board or agent metadata, else
     /// whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` overrides everything.
-    #[arg(long, env = "AGENT_MEETING_PROVIDER", value_name = "NAME")]
+    #[arg(
+        long,
+        env = "AGENT_MEETING_PROVIDER",
+        value_name = "NAME",
+        help_heading = "Model"
+    )]
     pub provider: Option<String>,
     /// Model name (agent metadata and the board's defaults win over this)
-    #[arg(long, env = "AGENT_MEETING_MODEL", value_name = "MODEL")]
+    #[arg(
+        long,
+        env = "AGENT_MEETING_MODEL",
+        value_name = "MODEL",
+        help_heading = "Model"
+    )]
     pub model: Option<String>,
     /// Sampling temperature (agent metadata and the board's defaults win over this)
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", help_heading = "Model")]
     pub temperature: Option<f64>,
     /// Maximum tokens of a reply (default per call: agent turn 1200, PM step 1500, the PM's
     /// closing round 2000, agent-builder 2500; agent metadata and the board's defaults win over
     /// this)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Model")]
     pub max_tokens: Option<u32>,
     /// Cassette to answer from with --provider replay
-    #[arg(long, env = "MEETING_CASSETTE", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "MEETING_CASSETTE",
+        value_name = "FILE",
+        help_heading = "Model"
+    )]
     pub cassette: Option<PathBuf>,
     /// Append every exchange with the real provider to this cassette
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Model")]
     pub record: Option<PathBuf>,
     /// In replay, fail when a request differs from the recorded one (default: warn)
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub strict_replay: bool,
     /// Do not use the provider's native structured output; describe the schema in the prompt
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub no_native_schema: bool,
     /// Send no response_format at all (OpenAI-compatible servers that reject it); implies
     /// --no-native-schema
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub no_response_format: bool,
     /// Seconds to wait for a connection
-    #[arg(long, value_name = "SECS", default_value_t = default::CONNECT_TIMEOUT)]
+    #[arg(long, value_name = "SECS", default_value_t = default::CONNECT_TIMEOUT, help_heading = "Transport")]
     pub connect_timeout: f64,
     /// Seconds to wait for the response (head, then body)
-    #[arg(long, value_name = "SECS", default_value_t = default::READ_TIMEOUT)]
+    #[arg(long, value_name = "SECS", default_value_t = default::READ_TIMEOUT, help_heading = "Transport")]
     pub read_timeout: f64,
     /// Attempts per call on 429, 5xx, timeouts and network errors
-    #[arg(long, value_name = "N", default_value_t = default::MAX_ATTEMPTS, value_parser = clap::value_parser!(u32).range(1..=20))]
+    #[arg(long, value_name = "N", default_value_t = default::MAX_ATTEMPTS, value_parser = clap::value_parser!(u32).range(1..=20), help_heading = "Transport")]
     pub max_attempts: u32,
     /// Append every call's full prompt and raw response to this JSONL file
-    #[arg(long, env = "MEETING_LLM_LOG", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "MEETING_LLM_LOG",
+        value_name = "FILE",
+        help_heading = "Output"
+    )]
     pub llm_log: Option<PathBuf>,
     /// Milliseconds of the first retry backoff (doubles each retry)
     #[arg(

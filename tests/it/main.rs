@@ -30,6 +30,7 @@ mod dry_run;
 mod faults;
 mod fuzz_regressions;
 mod generate;
+mod help;
 mod llm_http;
 mod llm_replay;
 mod llm_resolve;
