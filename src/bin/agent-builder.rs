@@ -22,7 +22,12 @@ enum OutFormat {
 #[command(
     name = "agent-builder",
     version,
-    after_help = "Example:\n  agent-builder --description 'Estimates build and run costs of each option' \\\n      --name cost --output agents/cost.yaml\n\nOffline, from a cassette:\n  agent-builder --provider replay --cassette builder.jsonl --description 'cost analyst' --output agents/cost.yaml"
+    after_help = "Examples:\n  \
+# with a key; then offline, in the repository, from its builder cassette\n  \
+OPENAI_API_KEY=sk-... agent-builder --output agents/cost.yaml \\\n    \
+--description 'Estimates build and run costs of each option'\n  \
+agent-builder --provider replay --cassette meetings/builder.cassette.jsonl \\\n    \
+--output agents/cost.yaml --description 'Estimates build and run costs of each option'"
 )]
 struct Args {
     /// What the agent should do, in plain language (default: read from stdin)

@@ -18,7 +18,14 @@ use clap::{ArgMatches, CommandFactory, Parser};
 #[command(
     name = "meeting",
     version,
-    after_help = "Examples:\n  meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    --provider replay --cassette meetings/demo.cassette.jsonl\n  OPENAI_API_KEY=... meeting --topic \"Adopt Rust for ingest?\" --agents arch,biz --model gpt-4o-mini\n  meeting --resume runs/<trace_id>"
+    after_help = "Examples:\n  \
+# in the repository, offline; then with a key\n  \
+meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    \
+--provider replay --cassette meetings/demo.cassette.jsonl --trace-id demo\n  \
+OPENAI_API_KEY=sk-... meeting --topic \"Adopt Rust for ingest?\" \\\n    \
+--agents arch,biz --model gpt-4o-mini\n  \
+meeting --resume runs/demo      # go on with a stopped meeting\n  \
+meeting --list-agents           # the agents you can name, and where each is"
 )]
 struct Args {
     /// Meeting file (.yaml, .yml or .json)

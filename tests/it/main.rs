@@ -27,6 +27,7 @@ mod config;
 mod context;
 mod context_ignore;
 mod dry_run;
+mod examples;
 mod faults;
 mod fuzz_regressions;
 mod generate;
