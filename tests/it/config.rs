@@ -206,3 +206,39 @@ fn a_meeting_uses_the_config_and_its_stages_read_the_run_folders_copy() {
         .unwrap()
         .contains("cfg-pm-model"));
 }
+
+#[test]
+fn init_board_takes_loops_and_budget_from_the_config_below_flags_and_the_meeting_file() {
+    let work = with_config("max_loops: 3\nbudget: {max_total_tokens: 50000}\n");
+    let board = |flags: &[&str], input: &str| -> Value {
+        let out = work
+            .cli("init-board")
+            .env("XDG_CONFIG_HOME", work.join("cfg"))
+            .args(["--agents", "arch"])
+            .args(flags)
+            .stdin(input.to_string())
+            .run();
+        out.success();
+        out.json()
+    };
+    let packet = work
+        .cli("collect-context")
+        .args(["--topic", "x"])
+        .run()
+        .stdout();
+    let b = board(&[], &packet);
+    assert_eq!(
+        (b["max_loops"].clone(), b["max_total_tokens"].clone()),
+        (3.into(), 50000.into())
+    );
+    let b = board(&["--max-loops", "5", "--max-total-tokens", "9000"], &packet);
+    assert_eq!(
+        (b["max_loops"].clone(), b["max_total_tokens"].clone()),
+        (5.into(), 9000.into())
+    );
+    // The meeting file's budget wins over the config file's.
+    let mut p: Value = serde_json::from_str(&packet).unwrap();
+    p["meeting_input"]["budget"] = serde_json::json!({"max_total_tokens": 7000});
+    let b = board(&[], &p.to_string());
+    assert_eq!(b["max_total_tokens"], 7000);
+}
