@@ -148,6 +148,17 @@ def last_file(run, suffix):
     return os.path.join(run, files[-1])
 
 
+def last_input(run, stage):
+    """The board the last run of `stage` read: the output numbered just before its own (the
+    run folder keeps no inputs; the meetings that need this keep every board)."""
+    files = sorted(f for f in os.listdir(run) if f.endswith(".out.json"))
+    own = max(i for i, f in enumerate(files) if f.endswith(f"-{stage}.out.json"))
+    return os.path.join(run, files[own - 1])
+
+
+KEEP_ALL = dict(os.environ, AGENT_MEETING_KEEP_BOARDS="all")
+
+
 # ------------------------------------------------------------------------------------------
 # Sections
 
@@ -164,13 +175,13 @@ def stage_costs(bindir, work, sizes, runs, out):
         cmd, cas, run = run_meeting(bindir, n, work, trace)
         if os.path.exists(run):
             shutil.rmtree(run)
-        run_once(cmd)
+        run_once(cmd, env=KEEP_ALL)
         llm = ["--provider", "replay", "--cassette", cas]
         cases = [
-            ("pm-step", last_file(run, "-pm-step.in.json"), llm),
-            ("agent-turn", last_file(run, "-agent-turn.in.json"), llm),
-            ("merge-board", last_file(run, "-merge-board.in.json"), []),
-            ("render-report", last_file(run, "-render-report.in.json"), []),
+            ("pm-step", last_input(run, "pm-step"), llm),
+            ("agent-turn", last_input(run, "agent-turn"), llm),
+            ("merge-board", last_input(run, "merge-board"), []),
+            ("render-report", last_input(run, "render-report"), []),
         ]
         if n == sizes[0]:
             cases.insert(0, ("init-board", last_file(run, "-collect-context.out.json"),
@@ -306,7 +317,7 @@ def meetings(bindir, work, sizes, runs, out):
                 rss.append(r)
         w, c, r = statistics.median(walls), statistics.median(cpus), statistics.median(rss)
         procs = 2 + 3 * n + 2  # collect, init, (pm, agent, merge) × n, final pm, render
-        board = last_file(run, "-render-report.in.json")
+        board = last_file(run, "-pm-step.out.json")  # what render-report read
         fl = measure(["sh", "-c", f'for i in $(seq {procs}); do cat "$0" > /dev/null; done', board], None, runs)
         out.append(f"| {n} | {procs} | {ms(w)} | {ms(c)} | {mib(r)} | {ms(w / n)} | {ms(c / n)} | {ms(fl[0])} | {ratio(w, fl[0])} |")
         result[n] = run
@@ -328,7 +339,7 @@ def meetings(bindir, work, sizes, runs, out):
             out.append(f"| {n}, fsync disabled (`eatmydata`) | {procs} | {ms(w2)} | {ms(c2)} | — | {ms(w2 / n)} | "
                        f"{ms(c2 / n)} | {ms(fl[0])} | {ratio(w2, fl[0])} |")
             fsync_note = (f"\nfsync share, {n} loops, runs interleaved: {ms(wa)} ms with the driver's fsyncs "
-                          f"(each stage's input and output and `events.jsonl`, about {3 * procs}) against "
+                          f"(each checkpoint and its events, about {2 * procs}) against "
                           f"{ms(w2)} ms without ({100 * (wa - w2) / wa:+.0f}% of the wall time; within the noise "
                           "of this shared machine when small).\n")
     out.append(fsync_note)
@@ -389,12 +400,12 @@ def before_after(bindir, before, work, loops, meet_loops, runs, out):
     out.append("|---|---|---:|---:|---:|---:|---:|")
     _, cas, run = run_meeting(bindir, loops, work, f"stage-{loops}")
     if not os.path.exists(run):
-        run_once(run_meeting(bindir, loops, work, f"stage-{loops}")[0])
+        run_once(run_meeting(bindir, loops, work, f"stage-{loops}")[0], env=KEEP_ALL)
     llm = ["--provider", "replay", "--cassette", cas]
-    cases = [("pm-step", last_file(run, "-pm-step.in.json"), llm),
-             ("agent-turn", last_file(run, "-agent-turn.in.json"), llm),
-             ("merge-board", last_file(run, "-merge-board.in.json"), []),
-             ("render-report", last_file(run, "-render-report.in.json"), [])]
+    cases = [("pm-step", last_input(run, "pm-step"), llm),
+             ("agent-turn", last_input(run, "agent-turn"), llm),
+             ("merge-board", last_input(run, "merge-board"), []),
+             ("render-report", last_input(run, "render-report"), [])]
     for name, inp, args in cases:
         a, b = [], []
         for i in range(runs + 1):
@@ -632,6 +643,174 @@ def prompt_economy(bindir, before, before_ref, work, quick, out):
     out.append("")
 
 
+# ------------------------------------------------------------------------------------------
+# Bounded board (issue 15): our replayed meeting against AutoGen 0.7.5's, same run
+
+PEER_VENV = os.path.join(ROOT, "target", "autogen-venv")
+PEER_PACKAGES = ["autogen-agentchat==0.7.5", "autogen-ext==0.7.5"]
+PEER_AGENTS = ["arch", "biz", "ops"]
+PEER_TOPIC = "Should the nightly reports move to a read replica?"
+
+
+def peer_python():
+    """The venv's python with AutoGen 0.7.5, made (once) with pip; (None, why) when it cannot be."""
+    py = os.path.join(PEER_VENV, "bin", "python")
+    check = [py, "-c", "import autogen_agentchat, autogen_ext; assert autogen_agentchat.__version__ == '0.7.5'"]
+    if os.path.exists(py) and subprocess.run(check, capture_output=True).returncode == 0:
+        return py, None
+    try:
+        subprocess.run([sys.executable, "-m", "venv", PEER_VENV], check=True, capture_output=True)
+        subprocess.run([py, "-m", "pip", "install", "-q"] + PEER_PACKAGES, check=True, capture_output=True,
+                       timeout=900)
+        subprocess.run(check, check=True, capture_output=True)
+        return py, None
+    except (subprocess.SubprocessError, OSError) as e:
+        return None, f"the AutoGen venv could not be made ({type(e).__name__}: {str(e)[-200:]})"
+
+
+def peer_reply(i):
+    """A 400-character answer, as bench/autogen_peer.py's agents give."""
+    return (f"Answer {i}: " + "".join(f"aspect {i} depends on the replica lag and the job ordering; "
+                                      for _ in range(10)))[:400]
+
+
+def peer_cassette(loops, path):
+    """Our side of the peer's shape: the PM routes to 3 agents in turn, each answers in 400
+    characters with 3 key points, 2 risks and 1 recommendation, then the PM finishes."""
+    seq = 0
+    lines = []
+
+    def add(caller, obj):
+        nonlocal seq
+        seq += 1
+        lines.append({"seq": seq, "caller": caller, "response": json.dumps(obj),
+                      "usage": {"prompt_tokens": 1000, "completion_tokens": 100},
+                      "note": "generated by bench/bench.py (not a model)"})
+
+    for i in range(1, loops + 1):
+        agent = PEER_AGENTS[(i - 1) % len(PEER_AGENTS)]
+        add("pm", {"analysis": f"Loop {i}: the next open point goes to {agent}.", "next_action": "CALL_AGENT",
+                   "target_agent": agent, "final_report": None,
+                   "prompt_for_agent": f"Question {i}: what does the evidence say about aspect {i} of moving the nightly reports?"})
+        add(agent, {"response": peer_reply(i),
+                    "key_points": [f"Finding {i}.{k}: aspect {i} has a measurable effect number {k}." for k in range(1, 4)],
+                    "risks": [f"Risk {i}.{k}: aspect {i} may overrun the deadline in case {k}." for k in range(1, 3)],
+                    "recommendations": [f"Recommendation {i}: trial aspect {i} for two weeks."], "citations": []})
+    add("pm", {"analysis": "Done.", "next_action": "FINISH", "target_agent": None, "prompt_for_agent": None,
+               "final_report": "### Executive Summary\nThe replica is the safer path.\n\n### Recommendation\nTrial the replica."})
+    with open(path, "w") as f:
+        for line in lines:
+            f.write(json.dumps(line) + "\n")
+
+
+def peer_agents_dir(work):
+    """arch, biz and a third specialist, ops (the architect's config under another name)."""
+    d = os.path.join(work, "peer-agents")
+    os.makedirs(d, exist_ok=True)
+    for a in ["arch", "biz"]:
+        shutil.copy(os.path.join(ROOT, "agents", f"{a}.yaml"), d)
+    with open(os.path.join(ROOT, "agents", "arch.yaml")) as f:
+        text = f.read().replace("name: arch", "name: ops", 1)
+    with open(os.path.join(d, "ops.yaml"), "w") as f:
+        f.write(text)
+    return d
+
+
+def folder_bytes(path):
+    return sum(os.path.getsize(os.path.join(path, f)) for f in os.listdir(path))
+
+
+def final_board_bytes(run):
+    """Bytes of the board render-report received (the last board before the report)."""
+    with open(last_file(run, "-render-report.out.json")) as f:
+        board = json.load(f)["board"]
+    board["new_events"] = []  # render-report records none; the board it read had the PM's
+    return len(json.dumps(board, separators=(",", ":"), ensure_ascii=False))
+
+
+def bounded_board(bindir, work, sizes, runs, out):
+    out.append("## Bounded board (issue 15)\n")
+    py, why = peer_python()
+    agents = peer_agents_dir(work)
+    out.append("Our `meeting --topic ... --provider replay` against AutoGen 0.7.5's `SelectorGroupChat` on "
+               "`ReplayChatCompletionClient` (`bench/autogen_peer.py`), same shape: 3 agents, N rounds of one "
+               "routing decision and one 400-character answer (ours: the PM's decision, then the agent's answer "
+               "with 3 key points, 2 risks, 1 recommendation; then the PM's report). Runs interleaved (ours, "
+               f"peer, ours, ...), medians of {runs} after a warm-up; CPU is user + system of the process and "
+               "everything it waited for; peak RSS is the largest single process. Board: the bytes of the last "
+               "board (what render-report reads); run folder: the bytes of every file in it.\n")
+    if py is None:
+        out.append(f"**Peer skipped**: {why}.\n")
+    out.append("| N | ours wall ms | ours CPU ms | ours RSS MiB | AutoGen wall ms | AutoGen CPU ms | AutoGen RSS MiB "
+               "| wall ratio | CPU ratio | board KiB | run folder KiB |")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    run_dir = os.path.join(work, "peer-runs")
+    boards = {}
+    for n in sizes:
+        cas = os.path.join(work, f"peer-{n}.jsonl")
+        peer_cassette(n, cas)
+        trace = f"peer-{n}"
+        run = os.path.join(run_dir, trace)
+        ours_cmd = [os.path.join(bindir, "meeting"), "--topic", PEER_TOPIC, "--agents", ",".join(PEER_AGENTS),
+                    "--agents-dir", agents, "--provider", "replay", "--cassette", cas, "--max-loops", str(n + 1),
+                    "--run-dir", run_dir, "--trace-id", trace, "--quiet",
+                    "--report-file", os.path.join(work, f"{trace}.md")]
+        peer_cmd = [py, os.path.join(ROOT, "bench", "autogen_peer.py"), str(n)] if py else None
+        ours, peer = [], []
+        for i in range(runs + 1):
+            if os.path.exists(run):
+                shutil.rmtree(run)
+            o = run_once(ours_cmd)
+            p = run_once(peer_cmd) if peer_cmd else None
+            if i:
+                ours.append(o)
+                if p:
+                    peer.append(p)
+        med = lambda rs, k: statistics.median(r[k] for r in rs)
+        ow, oc, orss = med(ours, 0), med(ours, 1), med(ours, 2)
+        board = final_board_bytes(run)
+        boards[n] = board
+        folder = folder_bytes(run)
+        if peer:
+            pw, pc, prss = med(peer, 0), med(peer, 1), med(peer, 2)
+            cells = f"{ms(pw)} | {ms(pc)} | {mib(prss)} | {ratio(pw, ow)} | {ratio(pc, oc)}"
+        else:
+            cells = "— | — | — | — | —"
+        out.append(f"| {n} | {ms(ow)} | {ms(oc)} | {mib(orss)} | {cells} | {board / 1024:.1f} | {folder / 1024:.0f} |")
+    out.append("\nRatios are AutoGen ÷ ours: above 1× we use less.\n")
+    # The board's growth, from one meeting that keeps every board.
+    n = max(sizes)
+    cas = os.path.join(work, f"peer-{n}.jsonl")
+    run = os.path.join(run_dir, "peer-growth")
+    if os.path.exists(run):
+        shutil.rmtree(run)
+    env = dict(os.environ, AGENT_MEETING_KEEP_BOARDS="all")
+    run_once([os.path.join(bindir, "meeting"), "--topic", PEER_TOPIC, "--agents", ",".join(PEER_AGENTS),
+              "--agents-dir", agents, "--provider", "replay", "--cassette", cas, "--max-loops", str(n + 1),
+              "--run-dir", run_dir, "--trace-id", "peer-growth", "--quiet",
+              "--report-file", os.path.join(work, "peer-growth.md")], env=env)
+    merges = sorted(f for f in os.listdir(run) if f.endswith("-merge-board.out.json"))
+    at = {k: os.path.getsize(os.path.join(run, merges[k - 1])) for k in (1, 10, 25, 50, n) if k <= len(merges)}
+    out.append("Board after loop k (merge-board's output, bytes): " +
+               ", ".join(f"{k}: {v}" for k, v in at.items()) +
+               (f"; loop {n} ÷ loop 25 = {at[n] / at[25]:.2f} (goal ≤ 1.2)." if 25 in at and n in at else ".") + "\n")
+    out.append(BOUNDED_NOTE)
+
+
+BOUNDED_NOTE = """Before this change (issue 15, measured the same way): the final board was 37.5 KB at 25
+loops, 81.5 KB at 50, 123.6 KB at 100 (82% of it the event log), the run folder 0.5 MB at 5 loops,
+13 MB at 50 and 41 MB at 100; a 50-loop meeting cost 1.58 s wall and 1.41 s CPU against
+AutoGen's 0.68 s / 0.67 s (2.3× slower), the cost of a loop rising with the loop number. Now the
+board carries the state, not the history: only the events of the stage that wrote it
+(`new_events`), a flow record of the last 30 loops for the report's diagram, and bounded
+counters; the history is `events.jsonl`, appended once per stage. The run folder keeps the
+packet, the first board and the last loop's boards, so it grows with `events.jsonl` and the
+exchange log `llm.jsonl` (every prompt and answer, which `--resume` needs) only. Per
+checkpoint: 2 fsyncs (the appended events, the checkpoint) where there were 3 (input, output,
+the rewritten `events.jsonl`).
+"""
+
+
 FINDINGS = """## Findings and changes
 
 - **Slowest stage**: `pm-step` / `agent-turn` on big boards (~10 ms at 200 loops against ~2 ms
@@ -689,7 +868,7 @@ def main():
     ap.add_argument("--quick", action="store_true", default=os.environ.get("QUICK") not in (None, "", "0"))
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release"))
     ap.add_argument("--out", default=os.path.join(ROOT, "BENCHMARKS.md"))
-    ap.add_argument("--only", choices=["stages", "context", "meetings", "economy"], action="append")
+    ap.add_argument("--only", choices=["stages", "context", "meetings", "economy", "bounded"], action="append")
     ap.add_argument("--before", help="folder with the stage programs of a previous build to compare against")
     ap.add_argument("--before-ref", default=os.environ.get("BEFORE_REF") or None,
                     help="git ref whose agents/ files the previous build's meetings use (default: the current ones)")
@@ -703,7 +882,8 @@ def main():
     meet_sizes = [5, 20] if a.quick else [5, 20, 50]
     nfiles = 10_000 if a.quick else 100_000
     big_mb = 10 if a.quick else 100
-    only = set(a.only or ["stages", "context", "meetings", "economy"])
+    only = set(a.only or ["stages", "context", "meetings", "economy", "bounded"])
+    peer_sizes = [5, 20] if a.quick else [5, 20, 50, 100]
     cmdline = "python3 bench/bench.py" + (" --quick" if a.quick else "") + (f" --before {a.before}" if a.before else "")
     out = [f"# Benchmarks\n\nGenerated by `make bench{' QUICK=1' if a.quick else ''}{' BEFORE=' + a.before if a.before else ''}` (`{cmdline}`); "
            "re-run it to refresh this file. The machine is shared by several engineers, so absolute "
@@ -724,15 +904,35 @@ def main():
         if "economy" in only:
             prompt_economy(bindir, os.path.abspath(a.before) if a.before else None, a.before_ref, work, a.quick, out)
             print(f"bench: prompt economy done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        if "bounded" in only:
+            bounded_board(bindir, work, peer_sizes, max(3, runs // 2), out)
+            print(f"bench: bounded board done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if a.before:
             before_after(bindir, os.path.abspath(a.before), work, stage_sizes[-1], meet_sizes[-1], runs, out)
             print(f"bench: before/after done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         out.append(FINDINGS)
         out.append(f"Total benchmark time: {time.perf_counter() - t0:.0f} s.\n")
     text = "\n".join(out)
+    if only == {"bounded"} and os.path.exists(a.out):
+        # Only this section re-measured: put it into the existing file in place of its old one.
+        text = splice_section(open(a.out).read(), "## Bounded board", "\n".join(out[2:-2]) + "\n",
+                              before="## Findings and changes")
     with open(a.out, "w") as f:
         f.write(text)
     print(text)
+
+
+def splice_section(doc, heading, section, before):
+    """`doc` with the section that starts at `heading` replaced by `section` (or inserted
+    before the `before` heading)."""
+    start = doc.find("\n" + heading)
+    if start >= 0:
+        end = doc.find("\n## ", start + 1)
+        end = len(doc) if end < 0 else end
+        return doc[:start + 1] + section + doc[end:]
+    at = doc.find("\n" + before)
+    at = len(doc) if at < 0 else at
+    return doc[:at + 1] + section + "\n" + doc[at + 1:]
 
 
 if __name__ == "__main__":

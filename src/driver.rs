@@ -321,11 +321,16 @@ pub(crate) fn run_stage_outcome(
 #[cfg(target_os = "linux")]
 fn die_with_parent(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    let parent = std::process::id();
+    // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            // The driver died before the line above: no signal will come, so do not start.
+            if libc::getppid() as u32 != parent {
+                return Err(std::io::Error::other("the meeting process is gone"));
             }
             Ok(())
         });
@@ -349,6 +354,9 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
         }
     })
 }
+
+/// How long taking a run folder waits for another process to let go of it.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// The run folder of one meeting: `NNNN-<stage>.out.json` (the packet, the first board and
 /// the last [`KEEP_BOARDS`]), `events.jsonl`, `meeting.json`. Every checkpoint is written
@@ -380,12 +388,19 @@ impl RunDir {
                     os_error(&e)
                 ))
             })?;
-        file.try_lock().map_err(|_| {
-            Error::Usage(format!(
-                "{} is in use by another meeting process",
-                self.path.display()
-            ))
-        })?;
+        // A meeting killed a moment ago may still hold the lock for a few milliseconds (a
+        // stage it was starting has a copy of the descriptor until its exec closes it), so a
+        // resume right after a kill waits briefly before it calls the folder taken.
+        let start = Instant::now();
+        while file.try_lock().is_err() {
+            if start.elapsed() >= LOCK_WAIT {
+                return Err(Error::Usage(format!(
+                    "{} is in use by another meeting process",
+                    self.path.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         Ok(file)
     }
 

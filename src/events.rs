@@ -213,6 +213,31 @@ pub fn add_to_flow(flow: &mut Flow, step: FlowStep) {
     }
 }
 
+/// The events of an events file (`events.jsonl`, one JSON event a line; blank lines skipped).
+/// A line that is not an event is an input error naming the file, the line and the field.
+pub fn read_events_file(path: &std::path::Path) -> crate::Result<Vec<Event>> {
+    let text = crate::io::read_text_file(path)?;
+    let label = path.display().to_string();
+    let mut events = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let de = &mut serde_json::Deserializer::from_str(line);
+        let ev: Event = serde_path_to_error::deserialize(de).map_err(|e| {
+            let field = e.path().to_string();
+            let at = if field == "." {
+                format!("line {}", i + 1)
+            } else {
+                format!("line {}: {field}", i + 1)
+            };
+            crate::Error::input(&label, at, e.inner().to_string())
+        })?;
+        events.push(ev);
+    }
+    Ok(events)
+}
+
 /// The whole flow of a meeting from its events (`render-report --events FILE`): no loop dropped.
 pub fn full_flow<'a>(events: impl IntoIterator<Item = &'a Event>) -> Flow {
     Flow {

@@ -44,6 +44,10 @@ struct Args {
     /// Use this minijinja template instead of the built-in one
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     template: Option<PathBuf>,
+    /// Draw the diagram of the whole meeting from this events file (a run folder's
+    /// events.jsonl) instead of the board's last 30 loops
+    #[arg(long, value_name = "FILE")]
+    events: Option<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -57,7 +61,15 @@ fn main() -> std::process::ExitCode {
             .map(report::UserTemplate::load)
             .transpose()?;
         let board = io::read_board_stdin()?;
-        let result = report::run(board, template.as_ref(), args.report_file.as_deref())?;
+        let report_file = args.report_file.as_deref();
+        let result = match &args.events {
+            Some(file) => {
+                let events = agent_meeting::events::read_events_file(file)?;
+                let flow = agent_meeting::events::full_flow(&events);
+                report::run_with_flow(board, flow, template.as_ref(), report_file)?
+            }
+            None => report::run(board, template.as_ref(), report_file)?,
+        };
         if args.markdown {
             cli::write_stdout(&result.markdown)?;
         } else {

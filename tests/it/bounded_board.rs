@@ -320,11 +320,13 @@ fn a_long_meeting_keeps_a_bounded_board() {
     let size = |b: &agent_meeting::model::Board| serde_json::to_string(b).unwrap().len();
     let mut sizes = Vec::new();
     let mut events = b.new_events.len() as u64;
+    let mut history = b.new_events.clone();
     for i in 1..=100u32 {
         let (pm, answer) = loop_replies(i, agents[(i as usize - 1) % 3]);
         let (mut c, _) = client(&b, vec![ok_json(pm)]);
         b = pm_step::pm_step(b, &mut c, &opts(), &clock()).unwrap();
         events += b.new_events.len() as u64;
+        history.extend(b.new_events.iter().cloned());
         assert!(
             b.new_events.iter().all(|e| e.loop_no == i),
             "loop {i}: only pm-step's events"
@@ -332,9 +334,11 @@ fn a_long_meeting_keeps_a_bounded_board() {
         let (mut c, _) = client(&b, vec![ok_json(answer)]);
         b = agent_turn::agent_turn(b, &mut c, &opts(), &clock()).unwrap();
         events += b.new_events.len() as u64;
+        history.extend(b.new_events.iter().cloned());
         assert_eq!(b.new_events.len(), 2, "loop {i}: llm_call and agent_result");
         b = merge_board::merge(b, NOW).unwrap();
         events += b.new_events.len() as u64;
+        history.extend(b.new_events.iter().cloned());
         assert_eq!(b.new_events.len(), 1, "loop {i}: board_merged");
         assert_eq!(b.event_count, events);
         sizes.push(size(&b));
@@ -372,4 +376,61 @@ fn a_long_meeting_keeps_a_bounded_board() {
         30,
         "one question per loop shown"
     );
+
+    // The PM finishes; `render-report --events FILE` draws all 100 loops from the history, and
+    // prints the board it read.
+    let finish = serde_json::json!({"analysis": "Done.", "next_action": "FINISH",
+        "final_report": "### Executive Summary\nThe replica.\n\n### Recommendation\nTrial it."});
+    let (mut c, _) = client(&b, vec![ok_json(finish)]);
+    b = pm_step::pm_step(b, &mut c, &opts(), &clock()).unwrap();
+    history.extend(b.new_events.iter().cloned());
+    assert_eq!(b.event_count, history.len() as u64);
+    let work = Workdir::new();
+    let lines: String = history
+        .iter()
+        .map(|e| serde_json::to_string(e).unwrap() + "\n")
+        .collect();
+    let events_file = work.write("events.jsonl", &lines);
+    let board_json = serde_json::to_string(&b).unwrap();
+    let out = crate::harness::cli("render-report")
+        .arg("--events")
+        .arg(&events_file)
+        .stdin(board_json.clone())
+        .run();
+    out.success();
+    let result: Value = out.json();
+    let md = result["markdown"].as_str().unwrap();
+    assert_eq!(
+        md.lines().filter(|l| l.starts_with("    PM->>")).count(),
+        100
+    );
+    assert!(md.contains("    PM->>arch: L1 Question 1: "), "{md}");
+    assert!(!md.contains("earlier loop"), "{md}");
+    assert!(md.contains("    Note over PM: L101 FINISH"), "{md}");
+    assert_eq!(
+        result["board"]["flow"]["loops_before"], 71,
+        "the board is not changed"
+    );
+    // Without it, the board's last 30 loops.
+    let out = crate::harness::cli("render-report")
+        .arg("--markdown")
+        .stdin(board_json.clone())
+        .run();
+    out.success();
+    assert!(out
+        .stdout()
+        .contains("    Note over PM: 71 earlier loops not shown\n"));
+    // A broken events file: exit 2 naming the file, the line and the field.
+    let first = lines.lines().next().unwrap();
+    let bad = work.write("bad.jsonl", format!("{first}\n{{\"ts\": 1}}\n"));
+    let out = crate::harness::cli("render-report")
+        .arg("--events")
+        .arg(&bad)
+        .stdin(board_json)
+        .run();
+    out.exit(2);
+    out.stderr_has(&format!(
+        "render-report: {}: line 2: ts: invalid type",
+        bad.display()
+    ));
 }

@@ -26,6 +26,7 @@ mod closed_stderr;
 mod config;
 mod context;
 mod context_ignore;
+mod decision_record;
 mod dry_run;
 mod examples;
 mod faults;
