@@ -1292,7 +1292,10 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
     }
     let search = crate::loader::AgentSearch::new(
         settings.board.agents_dir.as_deref(),
-        crate::config::user_agents_dir()?,
+        // On --resume the user's config file is not the meeting's: a broken one must not stop
+        // it, the default folder is guarded then.
+        crate::config::user_agents_dir()
+            .unwrap_or_else(|_| crate::config::config_dir().map(|d| d.join("agents"))),
     );
     let pm = board
         .pm
@@ -1413,8 +1416,12 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
         path: dir.to_path_buf(),
     };
     let lock = run.lock()?;
-    // The exchange log is the one of this run folder, wherever it has been moved or copied.
+    // The exchange log is the one of this run folder, wherever it has been moved or copied;
+    // so is the config copy.
     settings.llm.llm_log = Some(absolute(&dir.join("llm.jsonl")));
+    if settings.config_file.is_some() {
+        settings.config_file = Some(absolute(&dir.join("config.yaml")));
+    }
     let Some((step, stage, path)) = run.last_output()? else {
         return Err(Error::Usage(format!(
             "--resume: {} holds no stage output to continue from",

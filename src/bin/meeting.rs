@@ -328,9 +328,8 @@ fn main() -> ExitCode {
 
 fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
-    let loaded = config::load()?;
     if args.show_config {
-        return cli::write_stdout(&show_config(&args, &matches, loaded)?);
+        return cli::write_stdout(&show_config(&args, &matches, config::load()?)?);
     }
     if args.list_agents {
         let search =
@@ -366,6 +365,8 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
                     .into())
                 }
             };
+            // A resumed meeting reads its run folder's copy of the config, not the user's.
+            let loaded = config::load()?;
             let mut stage_overrides = parse_overrides(&args.stages)?;
             stage_overrides.retain(|_, cmd| !cmd.trim().is_empty());
             let new = NewMeeting {

@@ -242,3 +242,48 @@ fn init_board_takes_loops_and_budget_from_the_config_below_flags_and_the_meeting
     let b = board(&[], &p.to_string());
     assert_eq!(b["max_total_tokens"], 7000);
 }
+
+#[test]
+fn a_resumed_meeting_reads_its_own_folders_config_not_the_users() {
+    let work = with_config("max_loops: 4\n");
+    let cassette = crate::meeting::demo_cassette();
+    // Stop before the first pm-step, then change the user's file and move the run folder.
+    let out = work
+        .cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .arg("--meeting-file")
+        .arg(crate::harness::root().join("meetings/demo.yaml"))
+        .args([
+            "--agents",
+            "arch,biz",
+            "--provider",
+            "replay",
+            "--trace-id",
+            "t",
+        ])
+        .arg("--cassette")
+        .arg(&cassette)
+        .arg("--step")
+        .stdin("q\n")
+        .run();
+    out.success();
+    std::fs::write(
+        work.join("cfg/agent-meeting/config.yaml"),
+        "modle: broken\n",
+    )
+    .unwrap();
+    std::fs::rename(work.join("runs/t"), work.join("moved")).unwrap();
+    let out = work
+        .cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .args(["--resume", "moved", "--quiet"])
+        .args([
+            "--stage",
+            "pm-step=echo \"config: $AGENT_MEETING_CONFIG\" >&2; exit 1",
+        ])
+        .run();
+    out.exit(1).stderr_has(&format!(
+        "config: {}",
+        work.join("moved/config.yaml").display()
+    ));
+}
