@@ -17,8 +17,10 @@ use serde_json::{Map, Value};
     after_help = "Reads a Board with a pending_call on stdin, writes the Board with last_turn set and\n\
                   pending_call cleared on stdout.\n\n\
                   Example:\n  \
-                  agent-turn --provider replay --cassette meetings/demo.cassette.jsonl \\\n    \
-                  < runs/<id>/0003-pm-step.out.json | jq .last_turn"
+# in the repository; the stages take the replay settings from the environment\n  \
+                  export AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl\n  \
+                  collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz \\\n    \
+                  | pm-step | agent-turn | jq .last_turn"
 )]
 struct Args {
     #[command(flatten)]
