@@ -259,8 +259,9 @@ pub fn run_llm_stage(
     let board = crate::io::read_board_stdin()?;
     check(&board).map_err(|e| e.or_file("<stdin>"))?;
     let (name, metadata) = caller(&board);
+    let llm = crate::config::with_config(llm.clone())?;
     let (mut client, opts) =
-        crate::llm::client_for_caller(llm, &board.llm, &name, &metadata, board.usage.calls)?;
+        crate::llm::client_for_caller(&llm, &board.llm, &name, &metadata, board.usage.calls)?;
     let clock = crate::events::clock_from_env();
     let board =
         stage(board, &mut client, &opts, clock.as_ref()).map_err(|e| e.or_file("<stdin>"))?;

@@ -69,6 +69,11 @@ pub struct RunSettings {
     /// Stages replaced by a user command run with `sh -c`.
     #[serde(default)]
     pub stage_overrides: BTreeMap<Stage, String>,
+    /// The config file the stages read (`AGENT_MEETING_CONFIG`): the user's while the meeting
+    /// starts, then the run folder's `config.yaml`, a copy, so a later edit of the user's file
+    /// does not change a resumed meeting (DESIGN.md#config). None: no config file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<PathBuf>,
     /// The user's own `--llm-log` / `MEETING_LLM_LOG`: every line the stages append to the
     /// run folder's `llm.jsonl` is appended here too (DESIGN.md#run-folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -192,12 +197,11 @@ pub(crate) struct StageOutput {
 /// own message and exit code.
 pub(crate) fn run_stage(
     stage: Stage,
-    args: &[String],
-    overrides: &BTreeMap<Stage, String>,
+    settings: &RunSettings,
     input: &[u8],
     ui: Ui,
 ) -> Result<StageOutput> {
-    let (out, failure) = run_stage_outcome(stage, args, overrides, input, ui)?;
+    let (out, failure) = run_stage_outcome(stage, settings, input, ui)?;
     match failure {
         Some(e) => Err(e),
         None => Ok(out),
@@ -208,13 +212,12 @@ pub(crate) fn run_stage(
 /// render-report that could not save the report prints the `failed` board).
 pub(crate) fn run_stage_outcome(
     stage: Stage,
-    args: &[String],
-    overrides: &BTreeMap<Stage, String>,
+    settings: &RunSettings,
     input: &[u8],
     ui: Ui,
 ) -> Result<(StageOutput, Option<Error>)> {
     let name = stage.program();
-    let mut cmd = match overrides.get(&stage) {
+    let mut cmd = match settings.stage_overrides.get(&stage) {
         Some(user) => {
             let mut c = Command::new("sh");
             c.arg("-c").arg(user);
@@ -222,7 +225,7 @@ pub(crate) fn run_stage_outcome(
         }
         None => {
             let mut c = Command::new(stage_program(name));
-            c.args(args);
+            c.args(settings.stage_args(stage));
             // The settings travel as flags; the variables behind the same flags must not
             // change a resumed meeting (DESIGN.md#resume).
             for var in crate::llm::args::flag_env_vars() {
@@ -231,6 +234,11 @@ pub(crate) fn run_stage_outcome(
             c
         }
     };
+    // The meeting's config file, pinned; empty: none (DESIGN.md#config).
+    cmd.env(
+        crate::config::CONFIG_ENV,
+        settings.config_file.as_deref().unwrap_or(Path::new("")),
+    );
     cmd.stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -313,11 +321,16 @@ pub(crate) fn run_stage_outcome(
 #[cfg(target_os = "linux")]
 fn die_with_parent(cmd: &mut Command) {
     use std::os::unix::process::CommandExt;
-    // SAFETY: prctl is async-signal-safe and touches no memory of the parent.
+    let parent = std::process::id();
+    // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            // The driver died before the line above: no signal will come, so do not start.
+            if libc::getppid() as u32 != parent {
+                return Err(std::io::Error::other("the meeting process is gone"));
             }
             Ok(())
         });
@@ -341,6 +354,9 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
         }
     })
 }
+
+/// How long taking a run folder waits for another process to let go of it.
+const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// The run folder of one meeting: `NNNN-<stage>.out.json` (the packet, the first board and
 /// the last [`KEEP_BOARDS`]), `events.jsonl`, `meeting.json`. Every checkpoint is written
@@ -372,12 +388,19 @@ impl RunDir {
                     os_error(&e)
                 ))
             })?;
-        file.try_lock().map_err(|_| {
-            Error::Usage(format!(
-                "{} is in use by another meeting process",
-                self.path.display()
-            ))
-        })?;
+        // A meeting killed a moment ago may still hold the lock for a few milliseconds (a
+        // stage it was starting has a copy of the descriptor until its exec closes it), so a
+        // resume right after a kill waits briefly before it calls the folder taken.
+        let start = Instant::now();
+        while file.try_lock().is_err() {
+            if start.elapsed() >= LOCK_WAIT {
+                return Err(Error::Usage(format!(
+                    "{} is in use by another meeting process",
+                    self.path.display()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         Ok(file)
     }
 
@@ -555,8 +578,8 @@ fn loop_tag(board: &Board, in_a_loop: bool) -> String {
 }
 
 /// Ask before a stage in `--step` mode: Enter runs it, `q` (or end of input) stops, `p` prints
-/// the board's summary and writes the stage's input file (`next_input`), naming it. `false`
-/// means the user chose to stop.
+/// the board's summary and the path of the stage's input (`next_input`: the last output in the
+/// run folder). `false` means the user chose to stop.
 fn confirm_step(
     stage: Stage,
     board: &Board,
@@ -736,10 +759,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 run.path.display()
             )));
         }
+        // The stage's input is the last output in the folder (DESIGN.md#run-folder).
         let next_input = || -> Result<PathBuf> {
-            let file = run.file(step, stage, "in");
-            run.write(&file, to_json_line(&board, false).as_bytes())?;
-            Ok(file)
+            Ok(run
+                .last_output()?
+                .map_or_else(|| run.path.clone(), |(_, _, path)| path))
         };
         if ui.step && !confirm_step(stage, &board, &next_input)? {
             // A clean stop: the run folder holds the last complete board, ready to resume.
@@ -751,18 +775,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         }
         // The stage's input is the last output in the folder (DESIGN.md#run-folder).
         let input = to_json_line(&board, false);
-        let args = settings.stage_args(stage);
         let log = settings.llm.llm_log.as_deref();
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());
-        let outcome = run_stage_outcome(
-            stage,
-            &args,
-            &settings.stage_overrides,
-            input.as_bytes(),
-            ui,
-        );
+        let outcome = run_stage_outcome(stage, settings, input.as_bytes(), ui);
         // Failed attempts are logged too: copy whatever the stage appended, however it ended.
         if let (Some(log), Some(user)) = (log, settings.user_llm_log.as_deref()) {
             copy_log_tail(log, log_len, user)?;
@@ -951,6 +968,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         llm,
         report_file,
         stage_overrides: new.stage_overrides,
+        config_file: crate::config::load()?.file.as_deref().map(absolute),
         user_llm_log,
     };
     let quiet_ui = Ui {
@@ -958,13 +976,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         ..ui
     };
     let run_first = |stage: Stage, input: &[u8]| -> Result<String> {
-        let out = run_stage(
-            stage,
-            &settings.stage_args(stage),
-            &settings.stage_overrides,
-            input,
-            quiet_ui,
-        )?;
+        let out = run_stage(stage, &settings, input, quiet_ui)?;
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     };
     let packet_text = run_first(Stage::CollectContext, b"")?;
@@ -1016,6 +1028,14 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     llm.reuse_log = true;
     llm.cassette = llm.cassette.as_deref().map(absolute);
     llm.record = llm.record.as_deref().map(absolute);
+    if settings.config_file.is_some() {
+        // The stages of this run read the settings as they were at its start.
+        let copy = dir.path.join("config.yaml");
+        let text = serde_yaml::to_string(&crate::config::load()?.config)
+            .map_err(|e| Error::Runtime(format!("config.yaml: {e}")))?;
+        dir.write(&copy, text.as_bytes())?;
+        settings.config_file = Some(absolute(&copy));
+    }
     dir.write(
         &dir.path.join("meeting.json"),
         to_json_line(&settings, true).as_bytes(),
@@ -1097,7 +1117,8 @@ fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Va
 pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for (name, meta) in callers(board) {
-        let (provider, model) = crate::llm::args::provider_and_model(llm, &board.llm, &meta)?;
+        let (provider, model) =
+            crate::llm::args::provider_and_model(llm, &board.llm, &name, &meta)?;
         let what = if provider == "replay" {
             let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
             format!("replay of {}", cassette.display())
@@ -1201,7 +1222,7 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
     }
     let search = crate::loader::AgentSearch::new(
         settings.board.agents_dir.as_deref(),
-        crate::config::user_agents_dir(),
+        crate::config::user_agents_dir()?,
     );
     let pm = board
         .pm
@@ -1763,6 +1784,7 @@ mod tests {
             },
             report_file: "/m/report.md".into(),
             stage_overrides: BTreeMap::from([(Stage::MergeBoard, "cat".to_string())]),
+            config_file: None,
             user_llm_log: None,
         }
     }

@@ -4,8 +4,9 @@
 //! stages, so it lives beside them.
 //!
 //! A small line-based reader, not a Markdown parser: it only needs headings, emphasis, labels
-//! and code fences, and it must accept whatever a model writes without failing. Headings are
-//! demoted so model text cannot open a report section.
+//! and code fences, and it must accept whatever a model writes without failing. The PM's text
+//! is confined to its two parts: a heading of level 1 or 2, or one naming a report section, is
+//! escaped and shows as text, so model text cannot open or forge a report section.
 
 /// What the Recommendation says when the PM's report has no recognisable recommendation part.
 pub const SEE_SUMMARY: &str = "See the executive summary.";
@@ -85,8 +86,8 @@ fn read_labels(report: &str) -> Option<Labelled> {
         .into_iter()
         .filter(|l| !matches!(heading_level(l), Some(lvl) if lvl <= 2))
         .collect();
-    let mut exec = demote_headings(&preamble.join("\n"));
-    let body = demote_headings(&summary.join("\n"));
+    let mut exec = confine(&preamble.join("\n"));
+    let body = confine(&summary.join("\n"));
     if !body.is_empty() {
         if !exec.is_empty() {
             exec.push_str("\n\n");
@@ -95,7 +96,7 @@ fn read_labels(report: &str) -> Option<Labelled> {
     }
     Some(Labelled {
         summary: exec,
-        recommendation: demote_headings(&rec.join("\n")),
+        recommendation: confine(&rec.join("\n")),
     })
 }
 
@@ -107,7 +108,7 @@ fn read_labels(report: &str) -> Option<Labelled> {
 /// the whole report is the summary and the recommendation points to it.
 pub fn split_final_report(report: &str) -> ReportParts {
     let Some(parts) = read_labels(report) else {
-        let whole = demote_headings(report);
+        let whole = confine(report);
         return ReportParts {
             executive_summary: if whole.is_empty() {
                 SEE_SUMMARY.to_string()
@@ -137,7 +138,7 @@ pub fn split_final_report(report: &str) -> ReportParts {
 pub(crate) fn labelled_parts(report: &str) -> (String, String) {
     match read_labels(report) {
         Some(p) => (p.summary, p.recommendation),
-        None => (demote_headings(report), String::new()),
+        None => (confine(report), String::new()),
     }
 }
 
@@ -248,44 +249,82 @@ fn normalise_label(s: &str) -> String {
     s.to_lowercase()
 }
 
-/// Trim blank lines and shift headings so the shallowest is `###`: the report's own sections
-/// are `##`, and a PM heading must not end them early.
-fn demote_headings(text: &str) -> String {
+/// The report's own section headings (and the title), lower-case: a PM heading naming one is
+/// escaped whatever its level.
+const REPORT_SECTIONS: [&str; 17] = [
+    "meeting report",
+    "topic",
+    "executive summary",
+    "recommendation",
+    "decision",
+    "options assessed",
+    "required questions",
+    "answered questions",
+    "open questions",
+    "key findings",
+    "risks",
+    "proposals made during the meeting",
+    "evidence reviewed",
+    "process note",
+    "appendix",
+    "current summary",
+    "candidate decisions",
+];
+
+/// Whether `line` would open structure the report owns: a heading of level 1 or 2, a heading
+/// naming a report section, an HTML heading, or a setext underline (`===`, `---`) that turns
+/// the line above into a heading.
+pub(crate) fn opens_structure(line: &str) -> bool {
+    let t = line.trim();
+    // An HTML heading is a heading too.
+    let lower = t.to_ascii_lowercase();
+    if (1..=6).any(|n| lower.starts_with(&format!("<h{n}"))) {
+        return true;
+    }
+    if let Some(level) = heading_level(t) {
+        let text = normalise_label(t[level..].trim().trim_end_matches('#'));
+        return level <= 2 || REPORT_SECTIONS.contains(&text.as_str());
+    }
+    is_setext_underline(t)
+}
+
+fn is_setext_underline(t: &str) -> bool {
+    !t.is_empty() && (t.chars().all(|c| c == '=') || (t.len() >= 2 && t.chars().all(|c| c == '-')))
+}
+
+/// Trim blank lines and escape every line that would open report structure
+/// ([`opens_structure`]; a setext underline only under a text line), so the PM's Markdown
+/// stays inside its part. Code fences are left alone.
+fn confine(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     let start = lines.iter().position(|l| !l.trim().is_empty());
     let end = lines.iter().rposition(|l| !l.trim().is_empty());
     let (Some(start), Some(end)) = (start, end) else {
         return String::new();
     };
-    let lines = &lines[start..=end];
+    let mut out: Vec<String> = Vec::with_capacity(end - start + 1);
     let mut in_fence = false;
-    let mut min_level = usize::MAX;
-    for l in lines {
-        if is_fence(l) {
-            in_fence = !in_fence;
-        } else if !in_fence {
-            if let Some(lvl) = heading_level(l) {
-                min_level = min_level.min(lvl);
-            }
-        }
-    }
-    let shift = 3_usize.saturating_sub(min_level);
-    let mut out = Vec::with_capacity(lines.len());
-    in_fence = false;
-    for l in lines {
+    let mut previous_text = false;
+    for l in &lines[start..=end] {
         if is_fence(l) {
             in_fence = !in_fence;
             out.push(l.trim_end().to_string());
+            previous_text = false;
             continue;
         }
-        match heading_level(l) {
-            Some(lvl) if !in_fence && shift > 0 => {
-                let t = l.trim_start();
-                let new_level = (lvl + shift).min(6);
-                out.push(format!("{}{}", "#".repeat(new_level), t[lvl..].trim_end()));
-            }
-            _ => out.push(l.trim_end().to_string()),
+        let t = l.trim();
+        let escape = !in_fence
+            && if is_setext_underline(t) {
+                previous_text
+            } else {
+                opens_structure(l)
+            };
+        if escape {
+            out.push(format!("\\{}", l.trim()));
+        } else {
+            out.push(l.trim_end().to_string());
         }
+        previous_text = !in_fence && !t.is_empty() && heading_level(t).is_none();
     }
     out.join("\n")
 }
@@ -387,10 +426,34 @@ mod tests {
         assert_eq!(heading_level("## a"), Some(2));
         assert_eq!(heading_level("#hashtag"), None);
         assert_eq!(heading_level("####### seven"), None);
-        assert_eq!(demote_headings("# A\ntext\n## B"), "### A\ntext\n#### B");
         assert_eq!(
-            demote_headings("```\n# not a heading\n```"),
+            confine("```\n# not a heading\n```"),
             "```\n# not a heading\n```"
+        );
+    }
+
+    /// The PM's text cannot open a report section: level 1-2 headings, headings naming a
+    /// section at any level, and setext underlines are escaped; other headings stay.
+    #[test]
+    fn pm_markdown_is_confined() {
+        assert_eq!(
+            confine("# A\ntext\n## B\n### Details\n#### Evidence Reviewed:"),
+            "\\# A\ntext\n\\## B\n### Details\n\\#### Evidence Reviewed:"
+        );
+        assert_eq!(
+            confine("Evidence Reviewed\n=================\n- fake\n\n---\nok\n--"),
+            "Evidence Reviewed\n\\=================\n- fake\n\n---\nok\n\\--"
+        );
+        assert_eq!(
+            confine("<H2>Process Note</h2>\ntext"),
+            "\\<H2>Process Note</h2>\ntext"
+        );
+        let parts = split_final_report(
+            "### Executive Summary\nFine.\n## Evidence Reviewed\n- fake evidence\n### Recommendation\nGo.",
+        );
+        assert_eq!(
+            parts.executive_summary,
+            "Fine.\n\\## Evidence Reviewed\n- fake evidence"
         );
     }
 }

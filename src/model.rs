@@ -349,6 +349,10 @@ pub struct DocumentCitation {
     pub source_path: String,
     #[serde(default)]
     pub quote: String,
+    /// The exact text of the key point, risk or recommendation of the same answer that this
+    /// quote backs (DESIGN.md#findings-and-evidence).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supports: Option<String>,
     /// Set by the runtime: whether `quote` was found in the document's excerpt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verified: Option<bool>,
@@ -376,6 +380,10 @@ pub struct AgentTurnResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
+    /// `E1`, `E2`, … in the order the board kept them; never reused (boards from before the
+    /// numbering have none: their position is their number).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
     pub agent: String,
     #[serde(rename = "loop")]
     pub loop_no: u32,
@@ -419,7 +427,77 @@ pub struct PmDecision {
     pub prompt_for_agent: Option<String>,
     #[serde(default)]
     pub final_report: Option<String>,
+    /// Questions of the whiteboard this step's PM marks answered (any step).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub answered_questions: Vec<AnsweredQuestion>,
+    /// With FINISH: the decision itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    /// With FINISH: a short verdict per option and evaluation dimension.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub option_assessments: Vec<OptionAssessment>,
 }
+
+/// One question the PM marks answered (DESIGN.md#questions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnsweredQuestion {
+    /// The question's id (`Q2`) or its exact text.
+    pub question: String,
+    /// One or two sentences.
+    pub answer: String,
+    /// The participants whose answers settle it.
+    #[serde(default)]
+    pub by: Vec<String>,
+}
+
+/// How sure the PM is of its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Confidence {
+    #[serde(alias = "Low", alias = "LOW")]
+    Low,
+    #[serde(alias = "Medium", alias = "MEDIUM")]
+    Medium,
+    #[serde(alias = "High", alias = "HIGH")]
+    High,
+}
+
+impl Confidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Confidence::Low => "low",
+            Confidence::Medium => "medium",
+            Confidence::High => "high",
+        }
+    }
+}
+
+/// The PM's decision on FINISH (DESIGN.md#report).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Decision {
+    pub choice: String,
+    pub confidence: Confidence,
+    /// What would make the meeting reconsider.
+    #[serde(default)]
+    pub revisit_if: String,
+}
+
+/// One cell of the options × evaluation-dimensions table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct OptionAssessment {
+    pub option: String,
+    pub dimension: String,
+    /// A short verdict.
+    pub assessment: String,
+}
+
+/// The optional structured fields of PMDecision (not strings: outside the PM config's
+/// string-field rule).
+pub(crate) const PM_DECISION_EXTRA_FIELDS: [&str; 3] =
+    ["answered_questions", "decision", "option_assessments"];
 
 /// The fields of PMDecision, for the PM config compatibility rule.
 pub(crate) const PM_DECISION_FIELDS: [&str; 5] = [
@@ -847,6 +925,149 @@ fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
 
+/// Where a question on the whiteboard came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionOrigin {
+    /// The meeting file's `required_questions`.
+    Required,
+    /// Raised by an agent (or found on a board from before question tracking).
+    Raised,
+}
+
+/// Who answered a question, with what, and when (DESIGN.md#questions).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QuestionAnswer {
+    pub text: String,
+    #[serde(default)]
+    pub by: Vec<String>,
+    /// Loops completed when it was answered.
+    #[serde(rename = "loop")]
+    pub loop_no: u32,
+}
+
+/// A tracked question: a stable id, where it came from, and its answer once it has one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
+    /// `Q1`, `Q2`, … in order of first appearance, never reused.
+    pub id: String,
+    pub text: String,
+    pub origin: QuestionOrigin,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raised_by: Option<String>,
+    #[serde(rename = "loop", default, skip_serializing_if = "Option::is_none")]
+    pub loop_no: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<QuestionAnswer>,
+}
+
+/// Which whiteboard list a finding is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FindingKind {
+    KeyPoint,
+    Risk,
+    /// An agent's recommendation (`decisions`).
+    Proposal,
+}
+
+/// Where a key point, risk or proposal came from and which evidence supports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Finding {
+    pub kind: FindingKind,
+    pub text: String,
+    /// The agents who said it, first one first.
+    pub by: Vec<String>,
+    /// The loop it first appeared in.
+    #[serde(rename = "loop")]
+    pub loop_no: u32,
+    /// Ids of the evidence (`E3`) whose citation names it in `supports`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+}
+
+/// Something the reader of the report should know about how the meeting went, in plain words
+/// (a retried or failed turn, a routing error, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProcessEntry {
+    #[serde(rename = "loop")]
+    pub loop_no: u32,
+    pub kind: ProcessKind,
+    pub text: String,
+}
+
+/// What a Process Note entry tells.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ProcessKind {
+    /// An unusable answer (an agent's or the PM's) was asked again.
+    Retried,
+    /// An agent turn ended without a usable answer.
+    TurnFailed,
+    /// A PM round ended without a usable decision.
+    RoundFailed,
+    /// The PM marked answered a question that is not on the whiteboard.
+    UnknownQuestion,
+}
+
+/// Who answered for a caller: the provider and model of its last call, and the cassette's
+/// `note` when it was replayed.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CallerSource {
+    pub provider: String,
+    /// Answered from a cassette, not by a live model.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub replayed: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The decision record kept beside the whiteboard for the report (DESIGN.md#report): every
+/// part bounded. All of it optional, so a board from before it reads with it empty.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingRecord {
+    /// When the first PM round ran, and when the PM closed the meeting (RFC 3339, UTC).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub closed_at: Option<String>,
+    /// Every question the whiteboard has had, open or answered (at most 40).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub questions: Vec<Question>,
+    /// Provenance of the key points, risks and proposals (at most one per list item).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// The PM's decision and option assessments, from its FINISH.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub option_assessments: Vec<OptionAssessment>,
+    /// The `answered_questions` of the PM's last CALL_AGENT, applied by `merge-board` after the
+    /// agent's turn, so the agent sees the whiteboard the PM saw (DESIGN.md#questions).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_answers: Vec<AnsweredQuestion>,
+    /// Notes for the report's Process Note (the last 30).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub process: Vec<ProcessEntry>,
+    /// Per caller (`pm`, agent names): who answered.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub callers: BTreeMap<String, CallerSource>,
+}
+
+impl MeetingRecord {
+    fn is_empty(&self) -> bool {
+        self == &MeetingRecord::default()
+    }
+}
+
 /// The whiteboard: the whole state of a meeting, passed from stage to stage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -883,6 +1104,9 @@ pub struct Board {
     pub recent_errors: Vec<String>,
     pub final_report: Option<String>,
     pub process_note: Option<String>,
+    /// The decision record for the report: questions, provenance, decision, process notes.
+    #[serde(default, skip_serializing_if = "MeetingRecord::is_empty")]
+    pub record: MeetingRecord,
     /// The events the stage that wrote this board produced, in order; the next stage replaces
     /// them. The whole history is the run folder's `events.jsonl` (DESIGN.md#events).
     pub new_events: Vec<Event>,
@@ -1009,6 +1233,9 @@ mod tests {
             target_agent: t.map(str::to_string),
             prompt_for_agent: p.map(str::to_string),
             final_report: None,
+            answered_questions: vec![],
+            decision: None,
+            option_assessments: vec![],
         };
         assert!(call(Some("arch"), Some("How long?")).validate().is_ok());
         assert_eq!(
@@ -1025,6 +1252,9 @@ mod tests {
             target_agent: None,
             prompt_for_agent: None,
             final_report: r.map(str::to_string),
+            answered_questions: vec![],
+            decision: None,
+            option_assessments: vec![],
         };
         let report =
             "### Executive Summary\nKeep Python.\n\n### Recommendation\nRevisit in 6 months.";
@@ -1102,6 +1332,30 @@ mod tests {
                 e.message
             );
         }
+    }
+
+    /// A decision's confidence is one of three words; a model's capitalised spelling is read,
+    /// anything else is an invalid answer.
+    #[test]
+    fn confidence_is_a_closed_set() {
+        for (word, c) in [
+            ("low", Confidence::Low),
+            ("Medium", Confidence::Medium),
+            ("HIGH", Confidence::High),
+        ] {
+            let d: Decision =
+                serde_json::from_value(json!({"choice": "B", "confidence": word})).unwrap();
+            assert_eq!(d.confidence, c);
+            assert_eq!(d.revisit_if, "");
+        }
+        assert!(serde_json::from_value::<Decision>(
+            json!({"choice": "B", "confidence": "certain"})
+        )
+        .is_err());
+        let d: PmDecision = serde_json::from_value(json!({"next_action": "FINISH",
+            "final_report": "r", "answered_questions": [{"question": "Q1", "answer": "Yes."}]}))
+        .unwrap();
+        assert_eq!(d.answered_questions[0].by, Vec::<String>::new());
     }
 
     #[test]

@@ -219,7 +219,7 @@ pub(crate) fn whiteboard(board: &Board, reader: Reader) -> Result<String> {
             "latest": reader == Reader::Pm,
             "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
             "key_points": list(&board.key_points),
-            "open_questions": list(&board.open_questions),
+            "open_questions": list(&crate::whiteboard::numbered_open_questions(board)),
             "decisions": list(&board.decisions),
             "risks": list(&board.risks),
         }),

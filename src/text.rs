@@ -65,9 +65,28 @@ pub(crate) fn verify_quote(excerpt: &str, quote: &str) -> bool {
     !q.trim().is_empty() && fold_ws(excerpt).contains(q.trim())
 }
 
+/// Whether `c` is a bidirectional embedding, override or isolate control (U+202A–U+202E,
+/// U+2066–U+2069): text carrying one can display differently from what it says.
+pub(crate) fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+}
+
+/// `s` without bidirectional controls (DESIGN.md#report: nothing a model or a user wrote may
+/// reorder what the report or the whiteboard summary displays).
+pub(crate) fn strip_bidi(s: &str) -> String {
+    s.chars().filter(|&c| !is_bidi_control(c)).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bidi_controls_are_stripped() {
+        let s = "a\u{202E}b\u{202A}c\u{2066}d\u{2069}e\u{200F}";
+        assert_eq!(strip_bidi(s), "abcde\u{200F}");
+        assert!(!is_bidi_control('\u{2029}') && !is_bidi_control('\u{206A}'));
+    }
 
     #[test]
     fn cut_counts_characters_and_marks_the_cut() {

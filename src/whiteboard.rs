@@ -1,7 +1,22 @@
-//! The whiteboard's bounds, shared by the stages that write it (`init-board`, `merge-board`):
-//! lists de-duplicated and capped, the three-line summary (DESIGN.md#merge-rules).
+//! The whiteboard's bounds and the decision record's rules, shared by the stages that write
+//! them (`init-board`, `pm-step`, `merge-board`): lists de-duplicated and capped, the
+//! three-line summary (DESIGN.md#merge-rules); questions with stable ids and their answers
+//! (DESIGN.md#questions); where each finding came from and the evidence that backs it, and the
+//! Process Note's entries (DESIGN.md#findings-and-evidence).
 
-use crate::model::{Board, LIST_CAP};
+use crate::llm::{Client, Options};
+use crate::model::{
+    AnsweredQuestion, Board, CallerSource, Finding, FindingKind, ProcessEntry, ProcessKind,
+    Question, QuestionAnswer, QuestionOrigin, LIST_CAP,
+};
+use crate::text::{fold_ws, strip_bidi};
+
+/// Most questions the record keeps, open and answered together (ids are never reused).
+pub(crate) const QUESTIONS_CAP: usize = 2 * LIST_CAP;
+/// Most Process Note entries the record keeps (the latest).
+pub(crate) const PROCESS_CAP: usize = 30;
+/// Most findings the record keeps: one per item of the three lists.
+pub(crate) const FINDINGS_CAP: usize = 3 * LIST_CAP;
 
 /// Longest summary kept on the board (merge rule 4).
 pub(crate) const SUMMARY_MAX_CHARS: usize = 1200;
@@ -42,13 +57,305 @@ pub(crate) fn summary_for_prompt(board: &Board) -> String {
 
 /// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
 pub(crate) fn summary_lines(board: &Board, speaker_line: &str) -> String {
-    let text = format!(
+    let text = strip_bidi(&format!(
         "Topic: {}\n{}\nKey points: {}, open questions: {}, candidate decisions: {}",
         board.topic.trim().replace('\n', " "),
         speaker_line.replace('\n', " "),
         board.key_points.len(),
         board.open_questions.len(),
         board.decisions.len()
-    );
+    ));
     text.chars().take(SUMMARY_MAX_CHARS).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Questions (DESIGN.md#questions)
+
+/// The id the next new question gets: one past the highest so far.
+fn next_question_id(questions: &[Question]) -> String {
+    let highest = questions
+        .iter()
+        .filter_map(|q| q.id.strip_prefix('Q')?.parse::<usize>().ok())
+        .max()
+        .unwrap_or(0);
+    format!("Q{}", highest + 1)
+}
+
+fn record_of<'a>(board: &'a Board, text: &str) -> Option<&'a Question> {
+    board.record.questions.iter().find(|q| q.text == text)
+}
+
+/// Give every open question without a record one (a board seeded by `init-board`, or one from
+/// before question tracking): required when the meeting file lists it, else raised.
+pub(crate) fn sync_questions(board: &mut Board) {
+    let required = &board.meeting_input.decision_packet.required_questions;
+    for text in board.open_questions.clone() {
+        if record_of(board, &text).is_some() || board.record.questions.len() >= QUESTIONS_CAP {
+            continue;
+        }
+        let origin = if required.contains(&text) {
+            QuestionOrigin::Required
+        } else {
+            QuestionOrigin::Raised
+        };
+        let id = next_question_id(&board.record.questions);
+        board.record.questions.push(Question {
+            id,
+            text,
+            origin,
+            raised_by: None,
+            loop_no: None,
+            answer: None,
+        });
+    }
+}
+
+/// Questions an agent raised (merge rule 2): appended to `open_questions` with a new id,
+/// unless the record already has the text (open or answered) or a cap is reached.
+pub(crate) fn raise_questions(
+    board: &mut Board,
+    texts: impl IntoIterator<Item = String>,
+    agent: &str,
+    loop_no: u32,
+) {
+    sync_questions(board);
+    for text in texts {
+        if text.trim().is_empty() || board.open_questions.contains(&text) {
+            continue;
+        }
+        if record_of(board, &text).is_some() {
+            continue;
+        }
+        if board.open_questions.len() >= LIST_CAP || board.record.questions.len() >= QUESTIONS_CAP {
+            break;
+        }
+        let id = next_question_id(&board.record.questions);
+        board.open_questions.push(text.clone());
+        board.record.questions.push(Question {
+            id,
+            text,
+            origin: QuestionOrigin::Raised,
+            raised_by: Some(agent.to_string()),
+            loop_no: Some(loop_no),
+            answer: None,
+        });
+    }
+}
+
+/// The open questions as the models see them: `Q2: text`, in whiteboard order.
+pub(crate) fn numbered_open_questions(board: &Board) -> Vec<String> {
+    let mut next = board.record.questions.len();
+    board
+        .open_questions
+        .iter()
+        .map(|text| match record_of(board, text) {
+            Some(q) => format!("{}: {text}", q.id),
+            None => {
+                // Not yet synced (a board straight from init-board): the id it will get.
+                next += 1;
+                format!("Q{next}: {text}")
+            }
+        })
+        .collect()
+}
+
+/// Mark the open question `reference` (its id, or its exact text) answered: it leaves
+/// `open_questions` and keeps its answer, who gave it and the loop. A question answered
+/// before keeps its first answer. `Err` says why the reference names no open question.
+pub(crate) fn answer_question(
+    board: &mut Board,
+    reference: &str,
+    answer: &str,
+    by: &[String],
+    loop_no: u32,
+) -> Result<(), String> {
+    sync_questions(board);
+    let r = reference.trim();
+    let found = board
+        .record
+        .questions
+        .iter()
+        .position(|q| q.id.eq_ignore_ascii_case(r) || q.text.trim() == r);
+    let Some(i) = found else {
+        let open: Vec<&str> = board
+            .record
+            .questions
+            .iter()
+            .filter(|q| q.answer.is_none())
+            .map(|q| q.id.as_str())
+            .collect();
+        return Err(format!(
+            "answered_questions: {:?} is not a question on the whiteboard (open: {})",
+            crate::text::cut(r, 80),
+            if open.is_empty() {
+                "none".to_string()
+            } else {
+                open.join(", ")
+            }
+        ));
+    };
+    if answer.trim().is_empty() {
+        return Err(format!(
+            "answered_questions: {} has no answer text",
+            board.record.questions[i].id
+        ));
+    }
+    let q = &mut board.record.questions[i];
+    if q.answer.is_some() {
+        return Ok(());
+    }
+    let mut who: Vec<String> = Vec::new();
+    for b in by {
+        let b = fold_ws(b);
+        if !b.is_empty() && !who.contains(&b) {
+            who.push(b);
+        }
+    }
+    q.answer = Some(QuestionAnswer {
+        text: answer.trim().to_string(),
+        by: who,
+        loop_no,
+    });
+    let text = q.text.clone();
+    board.open_questions.retain(|t| *t != text);
+    Ok(())
+}
+
+/// Apply the PM's `answered_questions` (DESIGN.md#questions): each names an open question by
+/// id or exact text; one that names none goes to `recent_errors` (the PM sees it next round)
+/// and the Process Note, and the meeting goes on.
+pub(crate) fn apply_answers(board: &mut Board, answers: &[AnsweredQuestion]) {
+    let loop_no = board.loop_count;
+    for a in answers {
+        if let Err(e) = answer_question(board, &a.question, &a.answer, &a.by, loop_no) {
+            board.recent_errors.push(format!("PM {e}"));
+            let excess = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
+            board.recent_errors.drain(..excess);
+            note_process(
+                board,
+                ProcessKind::UnknownQuestion,
+                format!(
+                    "The PM marked {:?} answered, which is not a question on the whiteboard; ignored.",
+                    crate::text::cut(a.question.trim(), 80)
+                ),
+            );
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Findings and the Process Note (DESIGN.md#findings-and-evidence)
+
+/// Record that `agent` said the items `texts` of list `kind` in `loop_no`: a new item (one the
+/// list holds) gets its finding, a known one gains the agent.
+pub(crate) fn record_findings(
+    board: &mut Board,
+    kind: FindingKind,
+    texts: &[String],
+    agent: &str,
+    loop_no: u32,
+) {
+    for text in texts {
+        let in_list = match kind {
+            FindingKind::KeyPoint => &board.key_points,
+            FindingKind::Risk => &board.risks,
+            FindingKind::Proposal => &board.decisions,
+        }
+        .contains(text);
+        if !in_list {
+            continue;
+        }
+        let findings = &mut board.record.findings;
+        if let Some(f) = findings
+            .iter_mut()
+            .find(|f| f.kind == kind && f.text == *text)
+        {
+            if !f.by.iter().any(|b| b == agent) {
+                f.by.push(agent.to_string());
+            }
+        } else if findings.len() < FINDINGS_CAP {
+            findings.push(Finding {
+                kind,
+                text: text.clone(),
+                by: vec![agent.to_string()],
+                loop_no,
+                evidence: Vec::new(),
+            });
+        }
+    }
+}
+
+/// How two texts are compared when a citation names what it `supports`: whitespace folded,
+/// case and a final full stop ignored.
+fn same_item(a: &str, b: &str) -> bool {
+    let norm = |s: &str| {
+        fold_ws(s)
+            .trim_end_matches(['.', '。'])
+            .trim()
+            .to_lowercase()
+    };
+    norm(a) == norm(b)
+}
+
+/// Link evidence `id` to the finding among `candidates` (the answer's own items, by list) that
+/// `supports` names; false when it names none of them.
+pub(crate) fn link_evidence(
+    board: &mut Board,
+    candidates: &[(FindingKind, &[String])],
+    supports: &str,
+    id: &str,
+) -> bool {
+    for (kind, items) in candidates {
+        let Some(text) = items.iter().find(|t| same_item(t, supports)) else {
+            continue;
+        };
+        if let Some(f) = board
+            .record
+            .findings
+            .iter_mut()
+            .find(|f| f.kind == *kind && f.text == *text)
+        {
+            if !f.evidence.iter().any(|e| e == id) {
+                f.evidence.push(id.to_string());
+            }
+            return true;
+        }
+    }
+    false
+}
+
+/// Add an entry to the Process Note, for the reader (plain words, never a model instruction);
+/// the record keeps the latest `PROCESS_CAP`.
+pub(crate) fn note_process(board: &mut Board, kind: ProcessKind, text: impl Into<String>) {
+    let loop_no = board.current_loop();
+    board.record.process.push(ProcessEntry {
+        loop_no,
+        kind,
+        text: text.into(),
+    });
+    let excess = board.record.process.len().saturating_sub(PROCESS_CAP);
+    board.record.process.drain(..excess);
+}
+
+/// The number of the evidence at `index`: its own, or its position on a board from before
+/// the numbering.
+pub(crate) fn evidence_id(board: &Board, index: usize) -> String {
+    let id = &board.evidence[index].id;
+    if id.is_empty() {
+        format!("E{}", index + 1)
+    } else {
+        id.clone()
+    }
+}
+
+/// Record who answered for `caller` (the record header, DESIGN.md#report): the provider and
+/// model of its last call, and the cassette's label when it was replayed.
+pub(crate) fn note_caller(board: &mut Board, caller: &str, client: &Client, opts: &Options) {
+    let source = CallerSource {
+        provider: client.provider_name().to_string(),
+        replayed: client.replayed(),
+        model: Some(opts.model.clone()).filter(|m| !m.trim().is_empty()),
+        note: client.note().filter(|n| !n.trim().is_empty()),
+    };
+    board.record.callers.insert(caller.to_string(), source);
 }

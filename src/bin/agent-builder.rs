@@ -137,12 +137,8 @@ fn run(args: Args) -> anyhow::Result<()> {
         name,
         role: args.role.clone(),
     };
-    let (mut client, opts) = client_for(
-        &args.llm,
-        &LlmSettings::default(),
-        &serde_json::Map::new(),
-        0,
-    )?;
+    let llm = agent_meeting::config::with_config(args.llm.clone())?;
+    let (mut client, opts) = client_for(&llm, &LlmSettings::default(), &serde_json::Map::new(), 0)?;
     let cfg = build_agent(&mut client, &opts, &spec)?;
     let text = match format {
         Format::Json => agent_meeting::io::to_json_line(&cfg, true),

@@ -36,7 +36,8 @@ struct Args {
 
 fn main() -> ExitCode {
     cli::main_with("init-board", || {
-        let args: Args = cli::parse_args("init-board");
+        let (args, matches): (Args, clap::ArgMatches) = cli::parse_args_with_matches("init-board");
+        let config = &config::load()?.config;
         let text = io::read_stdin("<stdin>")?;
         let packet: MeetingPacket =
             io::parse_versioned("<stdin>", &text, "packet_version", PACKET_VERSION)?;
@@ -46,7 +47,7 @@ fn main() -> ExitCode {
             .map_err(|e| e.under("meeting_input").in_file("<stdin>"))?;
         let b = &args.board;
         let pm_name = b.pm.as_deref().unwrap_or("pm");
-        let search = loader::AgentSearch::new(b.agents_dir.as_deref(), config::user_agents_dir());
+        let search = loader::AgentSearch::new(b.agents_dir.as_deref(), config::user_agents_dir()?);
         let (agents, pm) =
             loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
         let clock = events::clock_from_env();
@@ -65,8 +66,20 @@ fn main() -> ExitCode {
             agents,
             pm,
             llm,
-            max_loops: b.max_loops,
-            max_total_tokens: b.max_total_tokens,
+            // Flag > config file > built-in default (DESIGN.md#config); the budget: flag >
+            // meeting file > config file.
+            max_loops: match matches.value_source("max_loops") {
+                Some(clap::parser::ValueSource::CommandLine) => b.max_loops,
+                _ => config.max_loops.unwrap_or(b.max_loops),
+            },
+            max_total_tokens: b.max_total_tokens.or_else(|| {
+                let in_file = packet
+                    .meeting_input
+                    .budget
+                    .as_ref()
+                    .and_then(|b| b.max_total_tokens);
+                in_file.or(config.budget.as_ref().map(|b| b.max_total_tokens))
+            }),
             trace_id,
         };
         let board = board::init(packet, opts, &now)?;

@@ -93,6 +93,22 @@ pub struct LlmArgs {
     /// provider again (the `meeting` driver sets this so a resumed meeting repeats no call)
     #[arg(long, hide = true, env = "MEETING_REUSE_LLM_LOG")]
     pub reuse_log: bool,
+    /// The user's config file's LLM settings, below the flags and the environment; filled by
+    /// the programs (the LLM layer reads no file of its own).
+    #[arg(skip)]
+    #[serde(skip)]
+    pub config: ConfigDefaults,
+}
+
+/// The LLM settings of the user's config file (DESIGN.md#config).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConfigDefaults {
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    /// Model per caller (`pm` or an agent's name).
+    pub models: std::collections::BTreeMap<String, String>,
+    pub openai_base_url: Option<String>,
+    pub anthropic_base_url: Option<String>,
 }
 
 impl Default for LlmArgs {
@@ -114,6 +130,7 @@ impl Default for LlmArgs {
             retry_base_ms: default::RETRY_BASE_MS,
             retry_max_secs: default::RETRY_MAX_SECS,
             reuse_log: false,
+            config: ConfigDefaults::default(),
         }
     }
 }
@@ -254,8 +271,7 @@ to run offline, use --provider replay --cassette FILE"
             return Ok((client, options));
         }
         "openai" => {
-            let base = env_non_empty("OPENAI_BASE_URL")
-                .unwrap_or_else(|| super::openai::DEFAULT_BASE_URL.to_string());
+            let base = base_url(args, "openai");
             // Local OpenAI-compatible servers usually need no key.
             let api_key = if super::transport::is_loopback(&base) {
                 env_non_empty("OPENAI_API_KEY").unwrap_or_default()
@@ -269,8 +285,7 @@ to run offline, use --provider replay --cassette FILE"
             Box::new(openai)
         }
         "anthropic" => {
-            let base = env_non_empty("ANTHROPIC_BASE_URL")
-                .unwrap_or_else(|| super::anthropic::DEFAULT_BASE_URL.to_string());
+            let base = base_url(args, "anthropic");
             Box::new(Anthropic::new(
                 &base,
                 &key("ANTHROPIC_API_KEY")?,
@@ -327,6 +342,7 @@ fn resolve(
         (p, ProviderSource::Board)
     } else {
         let p = flag_provider
+            .or_else(|| non_empty(args.config.provider.as_deref()).map(|p| p.to_lowercase()))
             .or_else(|| env_non_empty("OPENAI_API_KEY").map(|_| "openai".to_string()))
             .or_else(|| env_non_empty("ANTHROPIC_API_KEY").map(|_| "anthropic".to_string()))
             .or_else(|| env_non_empty("OPENAI_BASE_URL").map(|_| "openai".to_string()))
@@ -334,11 +350,7 @@ fn resolve(
         (p, ProviderSource::Flags)
     };
     let provider = provider.to_lowercase();
-    let default_model = match provider.as_str() {
-        "openai" => super::openai::DEFAULT_MODEL,
-        "anthropic" => super::anthropic::DEFAULT_MODEL,
-        _ => "replay",
-    };
+    let default_model = default_model(&provider).unwrap_or("replay");
     let model = meta_str("model")
         .or_else(|| non_empty(board_llm.model.as_deref()))
         .or_else(|| non_empty(args.model.as_deref()))
@@ -352,6 +364,8 @@ fn resolve(
                 .then(|| env_non_empty("ANTHROPIC_MODEL"))
                 .flatten()
         })
+        .or_else(|| non_empty(args.config.models.get(caller).map(String::as_str)))
+        .or_else(|| non_empty(args.config.model.as_deref()))
         .unwrap_or_else(|| default_model.to_string());
     let temperature = metadata
         .get("temperature")
@@ -389,10 +403,40 @@ struct Resolved {
 pub fn provider_and_model(
     args: &LlmArgs,
     board_llm: &LlmSettings,
+    caller: &str,
     metadata: &Map<String, Value>,
 ) -> Result<(String, String), Error> {
-    let r = resolve(args, board_llm, "", metadata)?;
+    let r = resolve(args, board_llm, caller, metadata)?;
     Ok((r.provider, r.options.model))
+}
+
+/// The model a provider gets when nothing names one (`replay` has none: the cassette answers).
+pub fn default_model(provider: &str) -> Option<&'static str> {
+    match provider {
+        "openai" => Some(super::openai::DEFAULT_MODEL),
+        "anthropic" => Some(super::anthropic::DEFAULT_MODEL),
+        _ => None,
+    }
+}
+
+/// A provider's API base URL: its environment variable, else the config file's, else the
+/// provider's own.
+pub fn base_url(args: &LlmArgs, provider: &str) -> String {
+    let (var, config, default) = match provider {
+        "anthropic" => (
+            "ANTHROPIC_BASE_URL",
+            &args.config.anthropic_base_url,
+            super::anthropic::DEFAULT_BASE_URL,
+        ),
+        _ => (
+            "OPENAI_BASE_URL",
+            &args.config.openai_base_url,
+            super::openai::DEFAULT_BASE_URL,
+        ),
+    };
+    env_non_empty(var)
+        .or_else(|| non_empty(config.as_deref()))
+        .unwrap_or_else(|| default.to_string())
 }
 
 /// With `--reuse-log`, calls that completed in an earlier (killed) run come from the log.

@@ -28,7 +28,7 @@ pub mod replay;
 pub mod resume;
 pub mod transport;
 
-pub use args::{client_for, client_for_caller, LlmArgs};
+pub use args::{client_for, client_for_caller, ConfigDefaults, LlmArgs};
 pub use parse::parse_json_reply;
 pub use transport::Timeouts;
 
@@ -294,6 +294,14 @@ pub trait Provider {
     fn wrapped(&self) -> Option<&dyn Provider> {
         None
     }
+    /// Whether answers come from a cassette rather than a live model.
+    fn replayed(&self) -> bool {
+        self.wrapped().is_some_and(|p| p.replayed())
+    }
+    /// A label for people reading the report: the cassette line's `note` when replayed.
+    fn note(&self) -> Option<String> {
+        self.wrapped().and_then(|p| p.note())
+    }
     /// Whether the last attempt was answered from an earlier run's log rather than asked
     /// (such attempts are not logged again).
     fn last_was_reused(&self) -> bool {
@@ -418,6 +426,14 @@ impl Client {
 
     pub fn provider_name(&self) -> &str {
         self.provider.name()
+    }
+
+    /// See [`Provider::replayed`] and [`Provider::note`].
+    pub fn replayed(&self) -> bool {
+        self.provider.replayed()
+    }
+    pub fn note(&self) -> Option<String> {
+        self.provider.note()
     }
 
     /// One logical call: attempts with retries on 429/5xx/timeouts/network errors, then

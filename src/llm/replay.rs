@@ -93,6 +93,8 @@ pub struct Replay {
     path: PathBuf,
     entries: BTreeMap<u64, Entry>,
     strict: bool,
+    /// The call number of the last attempt answered, for its `note`.
+    last_seq: Option<u64>,
 }
 
 impl Replay {
@@ -159,6 +161,7 @@ impl Replay {
             path: path.to_path_buf(),
             entries,
             strict,
+            last_seq: None,
         })
     }
 }
@@ -186,6 +189,17 @@ impl Provider for Replay {
         "replay"
     }
 
+    fn replayed(&self) -> bool {
+        true
+    }
+
+    /// The `note` of the line that answered last, else the cassette's first note.
+    fn note(&self) -> Option<String> {
+        let last = self.last_seq.and_then(|seq| self.entries.get(&seq));
+        last.and_then(|e| e.note.clone())
+            .or_else(|| self.entries.values().find_map(|e| e.note.clone()))
+    }
+
     fn attempt(
         &mut self,
         seq: u64,
@@ -199,6 +213,7 @@ impl Provider for Replay {
                 req.caller
             )));
         };
+        self.last_seq = Some(seq);
         if let Some(ms) = entry.delay_ms {
             std::thread::sleep(std::time::Duration::from_millis(ms.min(600_000)));
         }

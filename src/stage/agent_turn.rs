@@ -13,11 +13,12 @@ use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, PendingCall, TurnStatus,
     AGENT_TURN_FIELDS,
 };
-use crate::model::{EventType, MessageKind};
+use crate::model::{EventType, MessageKind, ProcessKind};
 use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard, Reader};
 use crate::schema;
 use crate::stage::Stage;
-use crate::text::verify_quote;
+use crate::text::{cut, verify_quote};
+use crate::whiteboard::{note_caller, note_process};
 
 /// Refuse a board that is not `agent-turn`'s turn, naming the stage that should run (exit 2).
 pub fn check_turn(board: &Board) -> Result<()> {
@@ -106,6 +107,63 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
     Ok(agent_user_message(board, call, false)?.content)
 }
 
+/// Why an agent's answer cannot be used: said to the model exactly (the retry's correction,
+/// `last_turn.error`) and to the report's reader in plain words.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum AnswerError {
+    /// The reply has no JSON object (the parse error, or the cut-off message).
+    NotJson(String),
+    /// It breaks the agent's own output schema, or the AgentTurnResult structure.
+    Shape(String),
+    /// A citation names a document that was not collected (index, id, the allowed ids).
+    UnknownDocument(usize, String, String),
+    /// A citation's source_path is not its document's (index, path, id, expected path).
+    WrongPath(usize, String, String, String),
+}
+
+impl AnswerError {
+    /// What the model is told (and `last_turn.error` keeps).
+    pub(crate) fn for_model(&self) -> String {
+        match self {
+            AnswerError::NotJson(e) if e.starts_with(CUT_OFF) => format!("the reply was {e}"),
+            AnswerError::NotJson(e) => format!("the reply was not valid JSON ({e})"),
+            AnswerError::Shape(e) => e.clone(),
+            AnswerError::UnknownDocument(i, id, allowed) => format!(
+                "citations[{i}].document_id: {id:?} is not one of the collected documents (allowed: {allowed})"
+            ),
+            AnswerError::WrongPath(i, path, id, expected) => format!(
+                "citations[{i}].source_path: {path:?} does not match document {id:?} (expected {expected:?})"
+            ),
+        }
+    }
+
+    /// What the report's reader is told (DESIGN.md#report: no instruction meant for a model).
+    pub(crate) fn for_reader(&self) -> String {
+        match self {
+            AnswerError::NotJson(e) if e.starts_with(CUT_OFF) => {
+                "it was cut off at the token limit".into()
+            }
+            AnswerError::NotJson(_) => "it was not valid JSON".into(),
+            AnswerError::Shape(e) => {
+                format!("it had the wrong structure: {}", cut(e, 160))
+            }
+            AnswerError::UnknownDocument(_, id, _) => {
+                format!("it cited a document that was not collected, {id}")
+            }
+            AnswerError::WrongPath(_, path, id, _) => {
+                format!("it cited {id} under another path, {path}")
+            }
+        }
+    }
+
+    fn is_citation(&self) -> bool {
+        matches!(
+            self,
+            AnswerError::UnknownDocument(..) | AnswerError::WrongPath(..)
+        )
+    }
+}
+
 /// Check one parsed answer of `agent`: its `output_schema`, the AgentTurnResult structure
 /// (keys outside it dropped, `agent_name` set by the runtime), and every citation against the
 /// collected documents. Quotes are marked verified or not; only unknown ids and mismatched
@@ -114,11 +172,14 @@ pub(crate) fn check_answer(
     board: &Board,
     agent: &AgentConfig,
     value: &Value,
-) -> std::result::Result<AgentTurnResult, String> {
+) -> std::result::Result<AgentTurnResult, AnswerError> {
     schema::validate(value, &Value::Object(agent.output_schema.clone()))
-        .map_err(|e| format!("does not match the output schema: {e}"))?;
+        .map_err(|e| AnswerError::Shape(format!("does not match the output schema: {e}")))?;
     let Value::Object(obj) = value else {
-        return Err(format!("expected a JSON object, got {}", kind_of(value)));
+        return Err(AnswerError::Shape(format!(
+            "expected a JSON object, got {}",
+            kind_of(value)
+        )));
     };
     let obj: Map<String, Value> = obj
         .iter()
@@ -129,29 +190,31 @@ pub(crate) fn check_answer(
         .map_err(|e| {
             let path = e.path().to_string();
             let inner = e.inner().to_string();
-            if path == "." {
+            AnswerError::Shape(if path == "." {
                 inner
             } else {
                 format!("{path}: {inner}")
-            }
+            })
         })?;
     if result.response.trim().is_empty() {
-        return Err("response: must not be empty".into());
+        return Err(AnswerError::Shape("response: must not be empty".into()));
     }
     result.agent_name = agent.name.clone();
     let docs = &board.context_bundle.documents;
     for (i, c) in result.citations.iter_mut().enumerate() {
         let Some(doc) = docs.iter().find(|d| d.document_id == c.document_id) else {
-            return Err(format!(
-                "citations[{i}].document_id: {:?} is not one of the collected documents (allowed: {})",
-                c.document_id,
-                allowed_ids(docs)
+            return Err(AnswerError::UnknownDocument(
+                i,
+                c.document_id.clone(),
+                allowed_ids(docs),
             ));
         };
         if c.source_path != doc.source_path {
-            return Err(format!(
-                "citations[{i}].source_path: {:?} does not match document {:?} (expected {:?})",
-                c.source_path, doc.document_id, doc.source_path
+            return Err(AnswerError::WrongPath(
+                i,
+                c.source_path.clone(),
+                doc.document_id.clone(),
+                doc.source_path.clone(),
             ));
         }
         c.verified = Some(verify_quote(&doc.excerpt, &c.quote));
@@ -183,6 +246,13 @@ pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument])
         if let Some(item) = citation_item_schema(&mut schema, &root) {
             restrict_to(item, "document_id", &ids);
             restrict_to(item, "source_path", &paths);
+            // What the quote backs (DESIGN.md#findings-and-evidence): offered even when the
+            // agent's own schema predates it, so a strict server lets it through.
+            if let Some(props) = item.get_mut("properties").and_then(Value::as_object_mut) {
+                props
+                    .entry("supports")
+                    .or_insert_with(|| json!({"type": "string"}));
+            }
         }
     }
     ExpectedJson {
@@ -244,27 +314,21 @@ struct TurnAsk<'a> {
 
 impl Asker for TurnAsk<'_> {
     type Answer = AgentTurnResult;
-    type Invalid = String;
+    type Invalid = AnswerError;
 
-    fn check(&mut self, json: Result<&Value, &str>) -> Result<AgentTurnResult, String> {
-        let value = json.map_err(|e| {
-            if e.starts_with(CUT_OFF) {
-                format!("the reply was {e}")
-            } else {
-                format!("the reply was not valid JSON ({e})")
-            }
-        })?;
+    fn check(&mut self, json: Result<&Value, &str>) -> Result<AgentTurnResult, AnswerError> {
+        let value = json.map_err(|e| AnswerError::NotJson(e.to_string()))?;
         check_answer(self.board, self.agent, value)
     }
 
-    fn correction(&self, error: &String) -> Result<String> {
-        let ids: Vec<String> = if error.starts_with("citations[") {
+    fn correction(&self, error: &AnswerError) -> Result<String> {
+        let ids: Vec<String> = if error.is_citation() {
             let docs = &self.board.context_bundle.documents;
             docs.iter().map(|d| d.document_id.clone()).collect()
         } else {
             Vec::new()
         };
-        retry_message(error, "document_id", &ids, "")
+        retry_message(&error.for_model(), "document_id", &ids, "")
     }
 
     fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
@@ -275,12 +339,20 @@ impl Asker for TurnAsk<'_> {
         crate::budget::refuse(self.board, request, opts, self.reserve)
     }
 
-    fn rejected(&mut self, attempt: u32, error: &String, retried: bool) {
+    fn rejected(&mut self, attempt: u32, error: &AnswerError, retried: bool) {
         // Only an answer that is asked again is a retry; the last one becomes the error turn.
         if !retried {
             return;
         }
         let name = &self.agent.name;
+        note_process(
+            self.board,
+            ProcessKind::Retried,
+            format!(
+                "{name}'s answer was unusable ({}); it was asked again.",
+                error.for_reader()
+            ),
+        );
         let mut ev = events::message(
             EventType::AgentRetry,
             name,
@@ -289,7 +361,7 @@ impl Asker for TurnAsk<'_> {
             MessageKind::Feedback,
         );
         ev.attempt = Some(attempt);
-        ev.error = Some(error.clone());
+        ev.error = Some(error.for_model());
         events::push(self.board, self.clock, ev);
     }
 }
@@ -339,12 +411,29 @@ pub fn agent_turn(
         agent: &agent,
         reserve: call.reserve_tokens.unwrap_or(0),
     };
+    let calls_before = client.calls();
+    // `Err`: why the turn failed, for the model and `last_turn` and for the report's reader.
     let outcome = match ask(client, opts, request, &mut turn)? {
         Asked::Answer(result) => Ok(result),
-        Asked::Invalid(error) => Err(error),
-        Asked::Failed(e) => Err(format!("LLM call failed: {e}")),
-        Asked::OverBudget(why) => Err(format!("not asked: {why}")),
+        Asked::Invalid(error) => Err((
+            error.for_model(),
+            format!(
+                "its answer was unusable ({}), also when asked again",
+                error.for_reader()
+            ),
+        )),
+        Asked::Failed(e) => Err((
+            format!("LLM call failed: {e}"),
+            format!("the model call failed ({})", cut(&e, 200)),
+        )),
+        Asked::OverBudget(why) => Err((
+            format!("not asked: {why}"),
+            "not asked: the token budget had no room for it".to_string(),
+        )),
     };
+    if client.calls() > calls_before {
+        note_caller(&mut board, &name, client, opts);
+    }
 
     board.pending_call = None;
     match outcome {
@@ -367,7 +456,12 @@ pub fn agent_turn(
                 error: None,
             });
         }
-        Err(error) => {
+        Err((error, plain)) => {
+            note_process(
+                &mut board,
+                ProcessKind::TurnFailed,
+                format!("{name}'s turn failed: {plain}; the findings lack its answer."),
+            );
             let mut ev = events::message(
                 EventType::AgentError,
                 &name,
@@ -452,6 +546,7 @@ mod tests {
             json!(["docs/a.md", "docs/b.md"])
         );
         assert_eq!(item["quote"].get("enum"), None);
+        assert_eq!(item["supports"], json!({"type": "string"}));
         let strict = crate::llm::openai::to_strict(&sent).expect("strict-able");
         assert_eq!(
             strict["properties"]["citations"]["items"]["properties"]["document_id"]["enum"],
@@ -461,7 +556,7 @@ mod tests {
             let v = jsonschema::validator_for(s).unwrap();
             let cited = |id: &str| {
                 json!({"response": "r", "citations": [
-                {"document_id": id, "source_path": id, "quote": "x"}]})
+                {"document_id": id, "source_path": id, "quote": "x", "supports": "r"}]})
             };
             assert!(v.is_valid(&cited("docs/a.md")));
             assert!(!v.is_valid(&cited("docs/invented.md")));

@@ -84,6 +84,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         recent_errors: Vec::new(),
         final_report: None,
         process_note: None,
+        record: Default::default(),
         new_events: Vec::new(),
         event_count: 0,
         flow: Default::default(),

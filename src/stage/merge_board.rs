@@ -5,10 +5,16 @@
 use crate::error::Result;
 use crate::events;
 use crate::model::EventType;
-use crate::model::{AgentTurnResult, Board, Event, Evidence, LastTurn, TurnStatus, EVIDENCE_CAP};
+use crate::model::{
+    AgentTurnResult, Board, Event, Evidence, FindingKind, LastTurn, QuestionAnswer, TurnStatus,
+    EVIDENCE_CAP,
+};
 use crate::stage::Stage;
 use crate::text::headline;
-use crate::whiteboard::{append_unique, summary_lines, RECENT_ERRORS_CAP};
+use crate::whiteboard::{
+    append_unique, apply_answers, evidence_id, link_evidence, raise_questions, record_findings,
+    summary_lines, sync_questions, RECENT_ERRORS_CAP,
+};
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
 pub(crate) fn is_question(item: &str) -> bool {
@@ -41,6 +47,9 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         .last_turn
         .take()
         .expect("merge-board runs only on a board with a last_turn");
+    // The questions the PM marked answered when it made this call (DESIGN.md#questions).
+    let answers = std::mem::take(&mut board.record.pending_answers);
+    apply_answers(&mut board, &answers);
     let message;
     match (&turn.status, &turn.result) {
         (TurnStatus::Ok, Some(result)) => {
@@ -77,6 +86,9 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
 }
 
 fn merge_result(board: &mut Board, result: &AgentTurnResult) {
+    let agent = result.agent_name.as_str();
+    let loop_no = board.current_loop();
+    sync_questions(board);
     let (questions, points): (Vec<String>, Vec<String>) = result
         .key_points
         .iter()
@@ -84,37 +96,75 @@ fn merge_result(board: &mut Board, result: &AgentTurnResult) {
         .partition(|s| is_question(s));
     let (risk_questions, risks): (Vec<String>, Vec<String>) =
         result.risks.iter().cloned().partition(|s| is_question(s));
-    append_unique(&mut board.key_points, points);
-    append_unique(&mut board.risks, risks);
-    append_unique(
-        &mut board.open_questions,
+    append_unique(&mut board.key_points, points.iter().cloned());
+    append_unique(&mut board.risks, risks.iter().cloned());
+    raise_questions(
+        board,
         questions.into_iter().chain(risk_questions),
+        agent,
+        loop_no,
     );
     append_unique(&mut board.decisions, result.recommendations.iter().cloned());
+    record_findings(board, FindingKind::KeyPoint, &points, agent, loop_no);
+    record_findings(board, FindingKind::Risk, &risks, agent, loop_no);
+    record_findings(
+        board,
+        FindingKind::Proposal,
+        &result.recommendations,
+        agent,
+        loop_no,
+    );
+    // Rule 3: a recommendation that is an open question's exact text answers it.
+    for q in board.record.questions.iter_mut() {
+        if q.answer.is_none() && result.recommendations.contains(&q.text) {
+            q.answer = Some(QuestionAnswer {
+                text: q.text.clone(),
+                by: vec![agent.to_string()],
+                loop_no: board.loop_count,
+            });
+        }
+    }
     board
         .open_questions
         .retain(|q| !result.recommendations.contains(q));
-    keep_evidence(board, result);
-    let speaker = format!("{}: {}", result.agent_name, headline(&result.response));
+    keep_evidence(board, result, &points, &risks);
+    let speaker = format!("{agent}: {}", headline(&result.response));
     board.summary = summary_lines(board, &speaker);
 }
 
-/// Keep the turn's citations (validated by agent-turn) for the report's Evidence Reviewed.
-fn keep_evidence(board: &mut Board, result: &AgentTurnResult) {
+/// Keep the turn's citations (validated by agent-turn) for the report's Evidence Reviewed,
+/// each with its number (`E1`, …), and link each to the finding of this answer its `supports`
+/// names (DESIGN.md#findings-and-evidence).
+fn keep_evidence(board: &mut Board, result: &AgentTurnResult, points: &[String], risks: &[String]) {
     let loop_no = board.current_loop();
     for c in &result.citations {
-        let known = board.evidence.iter().any(|e| {
+        let known = board.evidence.iter().position(|e| {
             e.agent == result.agent_name && e.document_id == c.document_id && e.quote == c.quote
         });
-        if !known && board.evidence.len() < EVIDENCE_CAP {
-            board.evidence.push(Evidence {
-                agent: result.agent_name.clone(),
-                loop_no,
-                document_id: c.document_id.clone(),
-                source_path: c.source_path.clone(),
-                quote: c.quote.clone(),
-                verified: c.verified.unwrap_or(false),
-            });
+        let id = match known {
+            Some(i) => evidence_id(board, i),
+            None if board.evidence.len() < EVIDENCE_CAP => {
+                let id = format!("E{}", board.evidence.len() + 1);
+                board.evidence.push(Evidence {
+                    id: id.clone(),
+                    agent: result.agent_name.clone(),
+                    loop_no,
+                    document_id: c.document_id.clone(),
+                    source_path: c.source_path.clone(),
+                    quote: c.quote.clone(),
+                    verified: c.verified.unwrap_or(false),
+                });
+                id
+            }
+            None => continue,
+        };
+        if let Some(supports) = c.supports.as_deref().filter(|s| !s.trim().is_empty()) {
+            let candidates: [(FindingKind, &[String]); 3] = [
+                (FindingKind::KeyPoint, points),
+                (FindingKind::Risk, risks),
+                (FindingKind::Proposal, &result.recommendations),
+            ];
+            link_evidence(board, &candidates, supports, &id);
         }
     }
 }
@@ -128,6 +178,7 @@ fn merge_error(board: &mut Board, turn: &LastTurn) {
     board
         .recent_errors
         .push(format!("Agent {} failed: {reason}", turn.agent_name));
+
     let excess = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
     board.recent_errors.drain(..excess);
 }
@@ -390,6 +441,7 @@ mod tests {
             document_id: doc.into(),
             source_path: doc.into(),
             quote: q.into(),
+            supports: None,
             verified: Some(v),
         };
         let mut r = result("R.", &[], &[], &[]);
@@ -428,6 +480,116 @@ mod tests {
             1,
             "latest output keeps only the latest turn"
         );
+    }
+
+    /// Questions get stable ids in order of first appearance (required ones first), keep who
+    /// raised them, and a question already on the record is never raised again.
+    #[test]
+    fn questions_get_stable_ids_and_provenance() {
+        let mut b = board(&["Cost?"]);
+        ok_turn(
+            &mut b,
+            "arch",
+            result("R.", &["How fast?", "Cost?"], &["Why now?"], &[]),
+        );
+        b = merge(b, NOW).unwrap();
+        let ids: Vec<(&str, &str, Option<&str>, Option<u32>)> = b
+            .record
+            .questions
+            .iter()
+            .map(|q| {
+                (
+                    q.id.as_str(),
+                    q.text.as_str(),
+                    q.raised_by.as_deref(),
+                    q.loop_no,
+                )
+            })
+            .collect();
+        assert_eq!(
+            ids,
+            vec![
+                ("Q1", "Cost?", None, None),
+                ("Q2", "How fast?", Some("arch"), Some(1)),
+                ("Q3", "Why now?", Some("arch"), Some(1)),
+            ]
+        );
+        assert_eq!(b.record.questions[0].origin, QuestionOrigin::Required);
+        assert_eq!(
+            crate::whiteboard::numbered_open_questions(&b),
+            ["Q1: Cost?", "Q2: How fast?", "Q3: Why now?"]
+        );
+        crate::whiteboard::answer_question(&mut b, "q2", "Fast enough.", &["arch".into()], 1)
+            .unwrap();
+        assert_eq!(b.open_questions, ["Cost?", "Why now?"]);
+        // Raised again after its answer: it stays answered, no new id.
+        ok_turn(
+            &mut b,
+            "biz",
+            result("R.", &["How fast?", "Who pays?"], &[], &[]),
+        );
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.open_questions, ["Cost?", "Why now?", "Who pays?"]);
+        assert_eq!(b.record.questions.last().unwrap().id, "Q4");
+        let e = crate::whiteboard::answer_question(&mut b, "Q9", "x", &[], 2).unwrap_err();
+        assert!(
+            e.contains("\"Q9\" is not a question") && e.contains("Q1, Q3, Q4"),
+            "{e}"
+        );
+        // By exact text too.
+        crate::whiteboard::answer_question(&mut b, "Who pays?", "Finance.", &[], 2).unwrap();
+        assert_eq!(b.open_questions, ["Cost?", "Why now?"]);
+    }
+
+    /// Each kept citation gets its number; `supports` links it to the finding it names in the
+    /// same answer (case, spacing and a final full stop aside); findings keep who said them.
+    #[test]
+    fn evidence_is_numbered_and_linked_to_what_it_supports() {
+        let mut b = board(&[]);
+        let cite = |q: &str, supports: Option<&str>| DocumentCitation {
+            document_id: "a.md".into(),
+            source_path: "a.md".into(),
+            quote: q.into(),
+            supports: supports.map(str::to_string),
+            verified: Some(true),
+        };
+        let mut r = result("R.", &["Cost is 40k."], &["Lock-in"], &["Pilot first"]);
+        r.citations = vec![
+            cite("x", Some("cost is  40k")),
+            cite("y", Some("Pilot first.")),
+            cite("z", Some("not an item of this answer")),
+        ];
+        ok_turn(&mut b, "arch", r);
+        b = merge(b, NOW).unwrap();
+        let mut r = result("R.", &["Cost is 40k."], &[], &[]);
+        r.citations = vec![cite("x", Some("Cost is 40k.")), cite("w", None)];
+        ok_turn(&mut b, "biz", r);
+        b = merge(b, NOW).unwrap();
+        let ids: Vec<&str> = b.evidence.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["E1", "E2", "E3", "E4", "E5"]);
+        let f = &b.record.findings;
+        assert_eq!(
+            (f[0].kind, f[0].text.as_str(), &f[0].by, &f[0].evidence),
+            (
+                FindingKind::KeyPoint,
+                "Cost is 40k.",
+                &vec!["arch".to_string(), "biz".to_string()],
+                &vec!["E1".to_string(), "E4".to_string()]
+            )
+        );
+        assert_eq!((f[1].kind, f[1].evidence.len()), (FindingKind::Risk, 0));
+        assert_eq!(
+            (f[2].kind, f[2].evidence.clone()),
+            (FindingKind::Proposal, vec!["E2".to_string()])
+        );
+    }
+
+    #[test]
+    fn summary_has_no_bidi_controls() {
+        let mut b = board(&[]);
+        ok_turn(&mut b, "arch", result("Go \u{202E}with B.", &[], &[], &[]));
+        b = merge(b, NOW).unwrap();
+        assert!(b.summary.contains("arch: Go with B."), "{}", b.summary);
     }
 
     #[test]

@@ -10,7 +10,10 @@ use crate::error::Result;
 use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request, CUT_OFF};
-use crate::model::{Board, NextAction, PendingCall, PmDecision, Status, PM_DECISION_FIELDS};
+use crate::model::{
+    Board, NextAction, PendingCall, PmDecision, ProcessKind, Status, PM_DECISION_EXTRA_FIELDS,
+    PM_DECISION_FIELDS,
+};
 use crate::model::{EventType, MessageKind, PM_CALLER};
 use crate::prompts::{
     cut_list, decision_packet, meeting_brief, meeting_system, render, retry_message, whiteboard,
@@ -19,7 +22,10 @@ use crate::prompts::{
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::cut;
-use crate::whiteboard::{summary_for_prompt, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS};
+use crate::whiteboard::{
+    apply_answers, note_caller, note_process, numbered_open_questions, summary_for_prompt,
+    sync_questions, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS,
+};
 
 /// Whether the PM may still call agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,7 +88,7 @@ pub fn pm_input(board: &Board) -> Value {
         "decision_packet": decision_packet(board),
         "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
         "key_points": cut_list(&board.key_points),
-        "open_questions": cut_list(&board.open_questions),
+        "open_questions": cut_list(&numbered_open_questions(board)),
         "decisions": cut_list(&board.decisions),
         "risks": cut_list(&board.risks),
         "recent_errors": recent,
@@ -114,6 +120,9 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     };
     input["role"] = json!(role);
     input["schema_in_prompt"] = json!(schema_in_prompt);
+    let offer = Offered::of(board);
+    input["offer_answered"] = json!(offer.answered_questions);
+    input["offer_assessments"] = json!(offer.option_assessments);
     Ok(Message::user_with_stable_prefix(
         meeting_brief(board)?,
         &(whiteboard(board, Reader::Pm)? + &render("pm_user.j2", &input)?),
@@ -123,6 +132,25 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
 /// The PM's user message as text, with native structured output (see [`pm_user_message`]).
 pub fn render_pm_user(board: &Board) -> Result<String> {
     Ok(pm_user_message(board, false)?.content)
+}
+
+/// The optional PMDecision fields the PM is offered, in its prompt and its schema: answered
+/// questions while the whiteboard has open ones, the options × dimensions assessment when the
+/// meeting file names both. An answer may carry either anyway; it is used.
+#[derive(Debug, Clone, Copy)]
+struct Offered {
+    answered_questions: bool,
+    option_assessments: bool,
+}
+
+impl Offered {
+    fn of(board: &Board) -> Offered {
+        let dp = &board.meeting_input.decision_packet;
+        Offered {
+            answered_questions: !board.open_questions.is_empty(),
+            option_assessments: !dp.options.is_empty() && !dp.evaluation_dimensions.is_empty(),
+        }
+    }
 }
 
 /// The JSON the PM must return, sent to providers with native structured output: the
@@ -155,18 +183,50 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
             json!({"type": "string"}),
         ),
     };
+    let object = |props: Value| {
+        let required: Vec<&String> = props.as_object().map_or(Vec::new(), |m| m.keys().collect());
+        json!({"type": "object", "properties": props, "required": required,
+            "additionalProperties": false})
+    };
+    let strings = json!({"type": "array", "items": {"type": "string"}});
+    let string = json!({"type": "string"});
+    let answered = json!({"type": "array", "items": object(json!({
+        "question": string, "answer": string, "by": strings}))});
+    let decision = json!({"anyOf": [object(json!({
+        "choice": string,
+        "confidence": {"type": "string", "enum": ["low", "medium", "high"]},
+        "revisit_if": string})), {"type": "null"}]});
+    let assessments = json!({"type": "array", "items": object(json!({
+        "option": string, "dimension": string, "assessment": string}))});
+    let mut properties = json!({
+        "analysis": {"type": "string"},
+        "next_action": {"type": "string", "enum": actions},
+        "target_agent": target,
+        "prompt_for_agent": prompt,
+        "final_report": report,
+    });
+    // Offered only where they apply (DESIGN.md#prompt-layout): every field is paid for on
+    // every call, and a field with nothing to say invites filler.
+    let offer = Offered::of(board);
+    let extra = [
+        ("answered_questions", answered, offer.answered_questions),
+        ("decision", decision, true),
+        ("option_assessments", assessments, offer.option_assessments),
+    ];
+    for (name, schema, offered) in extra {
+        if offered {
+            properties[name] = schema;
+        }
+    }
+    let required: Vec<String> = properties
+        .as_object()
+        .map_or(Vec::new(), |m| m.keys().cloned().collect());
     ExpectedJson {
         name: "pm_decision".into(),
         schema: json!({
             "type": "object",
-            "properties": {
-                "analysis": {"type": "string"},
-                "next_action": {"type": "string", "enum": actions},
-                "target_agent": target,
-                "prompt_for_agent": prompt,
-                "final_report": report,
-            },
-            "required": PM_DECISION_FIELDS,
+            "properties": properties,
+            "required": required,
             "additionalProperties": false,
         }),
     }
@@ -185,7 +245,8 @@ fn pm_max_tokens(mode: Mode) -> u32 {
 #[derive(Debug, Clone, PartialEq)]
 enum Invalid {
     Json(String),
-    Schema(String),
+    /// Not a valid decision: what the model is told, and the same in plain words.
+    Schema(String, String),
     /// An unknown `target_agent` (the name, the error).
     Routing(String, String),
 }
@@ -196,10 +257,33 @@ impl Invalid {
         match self {
             Invalid::Json(e) if e.starts_with(CUT_OFF) => format!("PM output was {e}"),
             Invalid::Json(e) => format!("PM output was not valid JSON: {e}"),
-            Invalid::Schema(e) => format!("PM decision invalid: {e}"),
+            Invalid::Schema(e, _) => format!("PM decision invalid: {e}"),
             Invalid::Routing(_, e) => format!("PM routing failed: {e}"),
         }
     }
+
+    /// The same for the report's reader (DESIGN.md#report: no instruction meant for a model).
+    fn for_reader(&self) -> String {
+        match self {
+            Invalid::Json(e) if e.starts_with(CUT_OFF) => {
+                "it was cut off at the token limit".into()
+            }
+            Invalid::Json(_) => "it was not valid JSON".into(),
+            Invalid::Schema(_, plain) => {
+                format!("it was not a valid decision: {plain}")
+            }
+            Invalid::Routing(target, _) => format!(
+                "it addressed {:?}, who is not a participant",
+                cut(target, 60)
+            ),
+        }
+    }
+}
+
+/// A decision-shape error whose model text is also fit for the reader.
+fn schema_error(e: String) -> Invalid {
+    let plain = cut(&e, 160);
+    Invalid::Schema(e, plain)
 }
 
 /// The PM's side of the ask loop (DESIGN.md#ask-loop): the decision checks, the correction
@@ -225,7 +309,7 @@ impl Asker for PmAsk<'_> {
         let error = match invalid {
             Invalid::Json(e) if e.starts_with(CUT_OFF) => format!("it was {e}"),
             Invalid::Json(e) => format!("it was not valid JSON ({e})"),
-            Invalid::Schema(e) | Invalid::Routing(_, e) => e.clone(),
+            Invalid::Schema(e, _) | Invalid::Routing(_, e) => e.clone(),
         };
         // In forced_finish mode no target is allowed, so no names are offered.
         let (allowed, note): (&[String], &str) = match self.mode {
@@ -246,9 +330,19 @@ impl Asker for PmAsk<'_> {
         budget::refuse(self.board, request, opts, self.reserve)
     }
 
-    fn rejected(&mut self, attempt: u32, invalid: &Invalid, _retried: bool) {
+    fn rejected(&mut self, attempt: u32, invalid: &Invalid, retried: bool) {
+        if retried {
+            note_process(
+                self.board,
+                ProcessKind::Retried,
+                format!(
+                    "The PM's answer was unusable ({}); it was asked again.",
+                    invalid.for_reader()
+                ),
+            );
+        }
         let mut ev = match invalid {
-            Invalid::Json(e) | Invalid::Schema(e) => {
+            Invalid::Json(e) | Invalid::Schema(e, _) => {
                 let mut ev = events::message(
                     EventType::PmInvalidOutput,
                     PM_CALLER,
@@ -280,44 +374,52 @@ impl Asker for PmAsk<'_> {
 /// structure and its conditional rules, the forced-finish rule, then the routing target.
 fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision, Invalid> {
     if let Some(pm) = &board.pm {
-        schema::validate(value, &Value::Object(pm.output_schema.clone()))
-            .map_err(|e| Invalid::Schema(format!("does not match the PM output schema: {e}")))?;
+        schema::validate(value, &Value::Object(pm.output_schema.clone())).map_err(|e| {
+            Invalid::Schema(
+                format!("does not match the PM output schema: {e}"),
+                "it did not match the PM's output schema".into(),
+            )
+        })?;
     }
     let Value::Object(obj) = value else {
-        return Err(Invalid::Schema(format!(
+        return Err(schema_error(format!(
             "expected a JSON object, got {}",
             kind_of(value)
         )));
     };
     // Keys outside PMDecision are dropped rather than refused: the PM config's own schema
     // decides whether extra keys matter, and a retry for a stray key wastes a call.
-    let mut obj: Map<String, Value> = obj
+    // A null optional field is an absent one (structured output sends every field).
+    let obj: Map<String, Value> = obj
         .iter()
-        .filter(|(k, _)| PM_DECISION_FIELDS.contains(&k.as_str()))
+        .filter(|(k, _)| {
+            PM_DECISION_FIELDS.contains(&k.as_str())
+                || PM_DECISION_EXTRA_FIELDS.contains(&k.as_str())
+        })
+        .filter(|(k, v)| !(v.is_null() && k.as_str() != "next_action"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    if obj.get("analysis").is_some_and(Value::is_null) {
-        obj.remove("analysis");
-    }
     let decision: PmDecision =
         serde_path_to_error::deserialize(Value::Object(obj)).map_err(|e| {
             let path = e.path().to_string();
             let inner = e.inner().to_string();
-            Invalid::Schema(if path == "." {
+            schema_error(if path == "." {
                 inner
             } else {
                 format!("{path}: {inner}")
             })
         })?;
-    decision
-        .validate()
-        .map_err(|e| Invalid::Schema(e.to_string()))?;
+    decision.validate().map_err(|e| {
+        let plain = format!("its {} was missing or unusable", e.path);
+        Invalid::Schema(e.to_string(), plain)
+    })?;
     if decision.next_action == NextAction::CallAgent {
         if mode == Mode::ForcedFinish {
             return Err(Invalid::Schema(
                 "next_action CALL_AGENT is not allowed in forced_finish mode: the meeting must end now, \
                  so reply with next_action \"FINISH\" and a final_report"
                     .into(),
+                "it asked for another agent call when no loops were left".into(),
             ));
         }
         let target = decision.target_agent.as_deref().unwrap_or_default();
@@ -347,11 +449,12 @@ fn push_round_failed(board: &mut Board, clock: &dyn Clock, error: &str) {
     events::push(board, clock, ev);
 }
 
-/// Why the meeting is closing, for `process_note` on the forced path.
+/// Why the meeting is closing, for `process_note` on the forced path (for the reader: what
+/// went wrong in the failed round is in the record's process entries).
 fn forced_reason(board: &Board) -> String {
     if board.status == Status::Finishing {
         match &board.last_error {
-            Some(e) => format!("{e}; the meeting was closed early."),
+            Some(_) => "A PM round failed, so the meeting was closed early.".into(),
             None => "The meeting was closed early before full convergence.".into(),
         }
     } else {
@@ -374,6 +477,10 @@ pub fn pm_step(
 ) -> Result<Board> {
     check_turn(&board)?;
     events::start_stage(&mut board);
+    sync_questions(&mut board);
+    if board.record.started_at.is_none() {
+        board.record.started_at = Some(clock.now());
+    }
     let mut mode = mode(&board);
     // Under a token budget: what an agent turn leaves for the closing round, and the Process
     // Note when the budget closes the meeting (DESIGN.md#token-budget).
@@ -406,16 +513,38 @@ pub fn pm_step(
         mode,
         reserve,
     };
-    // `Err`: why the round failed, as `last_error` words it.
-    let outcome: Result<PmDecision, String> = match ask(client, opts, request, &mut pm)? {
+    let calls_before = client.calls();
+    // `Err`: why the round failed, as `last_error` words it and for the reader.
+    let outcome: Result<PmDecision, (String, String)> = match ask(client, opts, request, &mut pm)? {
         Asked::Answer(d) => Ok(d),
-        Asked::Invalid(invalid) => Err(invalid.describe()),
-        Asked::Failed(e) => Err(format!("PM call failed: {e}")),
+        Asked::Invalid(invalid) => Err((
+            invalid.describe(),
+            format!(
+                "its answer was unusable ({}), also when asked again",
+                invalid.for_reader()
+            ),
+        )),
+        Asked::Failed(e) => Err((
+            format!("PM call failed: {e}"),
+            format!("the model call failed ({})", cut(&e, 200)),
+        )),
         Asked::OverBudget(why) => {
             over_budget = true;
-            Err(why)
+            Err((why.clone(), why))
         }
     };
+    if client.calls() > calls_before {
+        note_caller(&mut board, PM_CALLER, client, opts);
+    }
+    // Questions the PM marks answered: merge-board applies them after the agent's turn (the
+    // agent sees the whiteboard the PM saw); a FINISH has no turn after it.
+    if let Ok(d) = &outcome {
+        if d.next_action == NextAction::CallAgent {
+            board.record.pending_answers = d.answered_questions.clone();
+        } else {
+            apply_answers(&mut board, &d.answered_questions);
+        }
+    }
     let forced_reason = |board: &Board| budget_note.clone().unwrap_or_else(|| forced_reason(board));
 
     match (mode, outcome) {
@@ -444,11 +573,17 @@ pub fn pm_step(
                 NextAction::Finish => {
                     push_finish_decision(&mut board, clock);
                     board.status = Status::Finishing;
+                    keep_decision(&mut board, &d, clock);
                     board.final_report = d.final_report;
                 }
             }
         }
-        (Mode::Normal, Err(error)) => {
+        (Mode::Normal, Err((error, plain))) => {
+            note_process(
+                &mut board,
+                ProcessKind::RoundFailed,
+                format!("The PM's round failed: {plain}; the PM was given one closing round."),
+            );
             push_round_failed(&mut board, clock, &error);
             push_forced_finish(&mut board, clock, format!("PM round failed: {error}"));
             board.status = Status::Finishing;
@@ -458,18 +593,20 @@ pub fn pm_step(
             push_finish_decision(&mut board, clock);
             board.process_note = Some(forced_reason(&board));
             board.status = Status::ForcedStop;
+            keep_decision(&mut board, &d, clock);
             board.final_report = d.final_report;
         }
-        (Mode::ForcedFinish, Err(error)) => {
+        (Mode::ForcedFinish, Err((error, plain))) => {
             push_round_failed(&mut board, clock, &error);
+            board.record.closed_at = Some(clock.now());
             let reason = forced_reason(&board);
             board.process_note = Some(if over_budget {
                 format!(
-                    "{reason} The PM was not asked for its closing report ({error}): no valid PM report, fallback report generated."
+                    "{reason} The PM was not asked for its closing report ({plain}): no valid PM report, fallback report generated."
                 )
             } else {
                 format!(
-                    "{reason} The PM's closing answer was unusable ({error}): no valid PM report, fallback report generated."
+                    "{reason} The PM's closing answer was unusable ({plain}): no valid PM report, fallback report generated."
                 )
             });
             board.status = Status::ForcedStop;
@@ -479,6 +616,26 @@ pub fn pm_step(
     }
     Ok(board)
 }
+
+/// Keep a FINISH's decision and option assessments (blank cells dropped) and the closing time.
+fn keep_decision(board: &mut Board, d: &PmDecision, clock: &dyn Clock) {
+    board.record.closed_at = Some(clock.now());
+    board.record.decision = d.decision.clone().filter(|x| !x.choice.trim().is_empty());
+    board.record.option_assessments = d
+        .option_assessments
+        .iter()
+        .filter(|a| {
+            !(a.option.trim().is_empty()
+                || a.dimension.trim().is_empty()
+                || a.assessment.trim().is_empty())
+        })
+        .take(OPTION_ASSESSMENTS_CAP)
+        .cloned()
+        .collect();
+}
+
+/// Most option assessments kept (options × dimensions of any real meeting fit).
+const OPTION_ASSESSMENTS_CAP: usize = 60;
 
 /// The PM's request in `mode` on this board.
 fn pm_request(board: &Board, mode: Mode, schema_in_prompt: bool) -> Result<Request> {
@@ -548,7 +705,10 @@ mod tests {
     /// keeps the enums, and both forms compile as JSON Schema (Anthropic's tool input).
     #[test]
     fn the_schema_sent_names_the_participants_and_the_mode() {
-        let board = crate::stage::fixtures::board(&[]);
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        let dp = &mut board.meeting_input.decision_packet;
+        dp.options = vec!["A".into(), "B".into()];
+        dp.evaluation_dimensions = vec!["Cost".into()];
         let normal = pm_expected_json(&board, Mode::Normal).schema;
         assert_eq!(
             normal["properties"]["target_agent"],
@@ -584,12 +744,68 @@ mod tests {
             for s in [&schema, &strict] {
                 let v = jsonschema::validator_for(s).unwrap();
                 let finish = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
-                    "prompt_for_agent": null, "final_report": "r"});
+                    "prompt_for_agent": null, "final_report": "r",
+                    "answered_questions": [{"question": "Q1", "answer": "Yes.", "by": ["arch"]}],
+                    "decision": {"choice": "B", "confidence": "high", "revisit_if": "x"},
+                    "option_assessments": [{"option": "B", "dimension": "Cost", "assessment": "ok"}]});
                 assert!(v.is_valid(&finish));
+                let mut bad = finish.clone();
+                bad["decision"]["confidence"] = json!("certain");
+                assert!(!v.is_valid(&bad), "confidence is one of low, medium, high");
                 let misrouted = json!({"analysis": "a", "next_action": "CALL_AGENT",
-                    "target_agent": "...", "prompt_for_agent": "q", "final_report": null});
+                    "target_agent": "...", "prompt_for_agent": "q", "final_report": null,
+                    "answered_questions": [], "decision": null, "option_assessments": []});
                 assert!(!v.is_valid(&misrouted));
             }
         }
+    }
+
+    /// The optional fields are offered where they apply, in the schema and the rules alike.
+    #[test]
+    fn answered_questions_and_assessments_are_offered_where_they_apply() {
+        let fields = |b: &Board| -> Vec<String> {
+            let s = pm_expected_json(b, Mode::Normal).schema;
+            let keys: Vec<String> = s["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            assert_eq!(
+                s["required"],
+                json!(keys),
+                "strict: every property required"
+            );
+            keys
+        };
+        let bare = crate::stage::fixtures::board(&[]);
+        assert_eq!(
+            fields(&bare),
+            [
+                "analysis",
+                "next_action",
+                "target_agent",
+                "prompt_for_agent",
+                "final_report",
+                "decision"
+            ]
+        );
+        let text = render_pm_user(&bare).unwrap();
+        assert!(!text.contains("answered_questions") && !text.contains("option_assessments"));
+        assert!(text.contains("A FINISH adds decision."), "{text}");
+        let mut full = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        full.meeting_input.decision_packet.options = vec!["A".into(), "B".into()];
+        let dims_only = fields(&full);
+        assert!(dims_only.contains(&"answered_questions".to_string()));
+        assert!(
+            !dims_only.contains(&"option_assessments".to_string()),
+            "options need dimensions"
+        );
+        full.meeting_input.decision_packet.evaluation_dimensions = vec!["Cost".into()];
+        assert!(fields(&full).contains(&"option_assessments".to_string()));
+        let text = render_pm_user(&full).unwrap();
+        assert!(
+            text.contains("In answered_questions put") && text.contains("option_assessments (each")
+        );
     }
 }

@@ -278,10 +278,11 @@ fn the_report_appendix_lists_documents_used_and_skipped() {
         .collect();
     assert!(!used.is_empty(), "the fixture board has documents");
     let md = render_report::render(&b, None).unwrap().markdown;
-    let appendix = &md[md.find("## Appendix").expect("appendix")..];
+    // The record header lists them (DESIGN.md#report).
+    let appendix = &md[..md.find("## Topic").expect("header")];
     let want = format!(
-        "- Context documents used ({}): {}\n\
-         - Context paths skipped (2; not given to the agents):\n  \
+        "- Documents used ({}): {}\n\
+         - Documents skipped (2; not given to the agents):\n  \
          - `docs/.env`: sensitive\n  - `missing.md`: not found\n",
         used.len(),
         used.join(", ")
@@ -291,5 +292,5 @@ fn the_report_appendix_lists_documents_used_and_skipped() {
     // Nothing skipped: no skipped list.
     b.context_bundle.skipped_paths.clear();
     let md = render_report::render(&b, None).unwrap().markdown;
-    assert!(!md.contains("Context paths skipped"), "{md}");
+    assert!(!md.contains("Documents skipped"), "{md}");
 }

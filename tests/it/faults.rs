@@ -364,6 +364,34 @@ fn agent_reason(fault: Fault) -> &'static str {
     }
 }
 
+/// The same, as the report's Process Note tells the reader (no model instructions).
+fn agent_plain(fault: Fault) -> String {
+    match fault {
+        Fault::SchemaInvalid => "arch's turn failed: its answer was unusable (it had the wrong structure: does not match the output schema".into(),
+        Fault::Empty | Fault::Huge => "arch's turn failed: its answer was unusable (it was not valid JSON), also when asked again".into(),
+        _ => format!(
+            "arch's turn failed: the model call failed ({}",
+            &agent_reason(fault)["LLM call failed: ".len()..]
+        ),
+    }
+}
+
+/// Why the PM round failed, as the report's Process Note tells the reader.
+fn pm_plain(fault: Fault, pos: Position) -> String {
+    match fault {
+        Fault::SchemaInvalid => "its answer was unusable (it was not a valid decision: ".into(),
+        Fault::UnknownAgent if pos == Position::PmForced => {
+            "its answer was unusable (it was not a valid decision: it asked for another agent call when no loops were left), also when asked again".into()
+        }
+        Fault::UnknownAgent => "its answer was unusable (it addressed \"legal\", who is not a participant), also when asked again".into(),
+        Fault::Empty | Fault::Huge => "its answer was unusable (it was not valid JSON), also when asked again".into(),
+        _ => format!(
+            "the model call failed ({}",
+            &pm_reason(fault, pos)["PM call failed: ".len()..]
+        ),
+    }
+}
+
 fn expect(fault: Fault, pos: Position) -> Expect {
     let s = |x: &str| x.to_string();
     let max_loops_note =
@@ -417,7 +445,7 @@ fn expect(fault: Fault, pos: Position) -> Expect {
             Expect {
                 kind: "normal",
                 loops: 1,
-                note: Some(vec![format!("Agent arch failed: {reason}")]),
+                note: Some(vec![agent_plain(fault)]),
                 events,
             }
         }
@@ -444,7 +472,10 @@ fn expect(fault: Fault, pos: Position) -> Expect {
                 Expect {
                     kind: "forced",
                     loops: 0,
-                    note: Some(vec![s(reason), s("the meeting was closed early.")]),
+                    note: Some(vec![
+                        format!("The PM's round failed: {}", pm_plain(fault, pos)),
+                        s("A PM round failed, so the meeting was closed early."),
+                    ]),
                     events,
                 }
             } else {
@@ -454,7 +485,7 @@ fn expect(fault: Fault, pos: Position) -> Expect {
                     loops: 2,
                     note: Some(vec![
                         s("Meeting stopped after reaching max loop limit (2/2) before full convergence."),
-                        format!("The PM's closing answer was unusable ({reason}"),
+                        format!("The PM's closing answer was unusable ({}", pm_plain(fault, pos)),
                         s("fallback report generated."),
                     ]),
                     events,

@@ -121,6 +121,7 @@ pub fn board() -> Board {
         recent_errors: vec![],
         final_report: None,
         process_note: None,
+        record: Default::default(),
         new_events: vec![],
         event_count: 0,
         flow: Default::default(),

@@ -190,10 +190,13 @@ fn every_section_present_per_kind() {
         "# Meeting Report",
         "## Topic",
         "## Executive Summary",
+        "## Recommendation",
+        "## Required Questions",
+        "## Answered Questions",
+        "## Open Questions",
         "## Key Findings",
         "## Risks",
-        "## Open Questions",
-        "## Recommendation",
+        "## Proposals made during the meeting",
         "## Evidence Reviewed",
     ];
     // A normal meeting where a turn failed says so in a Process Note (DESIGN.md#report); one without
@@ -232,7 +235,9 @@ fn every_section_present_per_kind() {
         "## Current Summary",
         "## Key Findings",
         "## Open Questions",
-        "## Candidate Decisions",
+        "## Required Questions",
+        "## Answered Questions",
+        "## Proposals made during the meeting",
         "## Risks",
         "## Evidence Reviewed",
         "## Process Note",
@@ -254,25 +259,29 @@ fn sections_come_from_the_board_lists() {
     assert!(section(&md, "Key Findings")
         .contains("- Team has two Rust engineers\n  and a Go background\n"));
     assert!(section(&md, "Risks").contains("- Hiring is slow"));
-    assert!(section(&md, "Open Questions").contains("- How long is the migration?"));
+    assert!(section(&md, "Open Questions").contains("- Q1: How long is the migration?"));
     let rec = section(&md, "Recommendation");
     assert!(
         rec.starts_with("\nPilot Rust on the invoice exporter first."),
         "{rec}"
     );
-    assert!(rec.contains(
-        "### Candidate decisions from the discussion\n\n- Pilot Rust on the invoice exporter"
-    ));
+    // The agents' recommendations are proposals, never part of the decision.
+    assert!(
+        !rec.contains("Pilot Rust on the invoice exporter\n"),
+        "{rec}"
+    );
+    assert!(section(&md, "Proposals made during the meeting")
+        .contains("\n- Pilot Rust on the invoice exporter\n"));
 
     let mut b = normal_board();
     for k in ["key_points", "risks", "open_questions", "decisions"] {
         b[k] = json!([]);
     }
     let md = render(&b).markdown;
-    for s in ["Key Findings", "Risks", "Open Questions"] {
+    for s in ["Key Findings", "Risks", "Proposals made during the meeting"] {
         assert_eq!(section(&md, s).trim(), "None recorded.", "{s}");
     }
-    assert!(!md.contains("Candidate decisions"));
+    assert_eq!(section(&md, "Open Questions").trim(), "None.");
 }
 
 #[test]
@@ -296,10 +305,10 @@ fn evidence_lists_only_validated_citations() {
         "a citation with a wrong path is invalid"
     );
     assert!(ev.contains("- Purpose: Performance budget"));
-    assert!(ev.contains("  - \"p99 must stay under 50 ms\" (arch, biz)\n"));
-    assert!(ev.contains("  - \"Go GC pauses reach 80 ms\" (unverified quote) (arch)\n"));
+    assert!(ev.contains("\n- \"p99 must stay under 50 ms\" (arch, biz)\n"));
+    assert!(ev.contains("\n- \"Go GC pauses reach 80 ms\" (unverified quote) (arch)\n"));
     // Never checked by agent-turn: checked here against the excerpt, whitespace folded.
-    assert!(ev.contains("  - \"Hosting costs 4k per month\" (biz)\n"));
+    assert!(ev.contains("\n- \"Hosting costs 4k per month\" (biz)\n"));
     assert_eq!(ev.matches("(unverified quote)").count(), 1);
 
     let mut b = normal_board();
@@ -351,14 +360,14 @@ fn summary_and_recommendation_from_many_heading_styles() {
         assert_eq!(parts.recommendation, rec, "{text}");
     }
 
-    // Sub-sections stay with the part they follow, demoted below the report's own `##`.
+    // Sub-sections stay with the part they follow; a level-2 one is text, not structure.
     let parts = report::split_final_report(
-        "# Report\n\n## Executive Summary\nYes.\n\n## Recommendation\nPilot.\n\n## What is still uncertain\n- Time.",
+        "# Report\n\n## Executive Summary\nYes.\n\n## Recommendation\nPilot.\n\n## What is still uncertain\n- Time.\n### Caveats\n- Few.",
     );
     assert_eq!(parts.executive_summary, "Yes.");
     assert_eq!(
         parts.recommendation,
-        "Pilot.\n\n### What is still uncertain\n- Time."
+        "Pilot.\n\n\\## What is still uncertain\n- Time.\n### Caveats\n- Few."
     );
 
     // A heading inside a code block is not a label.
@@ -372,7 +381,7 @@ fn summary_and_recommendation_from_many_heading_styles() {
     let parts = report::split_final_report("We should adopt Rust.\n\n## Notes\nCheap.");
     assert_eq!(
         parts.executive_summary,
-        "We should adopt Rust.\n\n### Notes\nCheap."
+        "We should adopt Rust.\n\n\\## Notes\nCheap."
     );
     assert_eq!(parts.recommendation, report::SEE_SUMMARY);
 
@@ -447,12 +456,15 @@ fn mermaid_has_one_arrow_per_task_and_result() {
 #[test]
 fn appendix_has_counts() {
     let md = render(&normal_board()).markdown;
-    let a = section(&md, "Appendix");
+    let header = &md[..md.find("## Topic").unwrap()];
     assert!(
-        a.contains("- Participants: PM (built-in PM), arch (Architect), biz (Business analyst)\n"),
-        "{a}"
+        header.contains(
+            "- Participants: PM (built-in PM); arch (Architect); biz (Business analyst)\n"
+        ),
+        "{header}"
     );
-    assert!(a.contains("- Loops used: 2 / 6\n"));
+    assert!(header.contains("- Loops used: 2 / 6\n"), "{header}");
+    let a = section(&md, "Appendix");
     assert!(a.contains("- LLM calls: 5\n"));
     assert!(a.contains("- Tokens: 1200 prompt, 340 completion\n"));
     assert!(a.contains("| pm | 2 | 500 | 200 |"));

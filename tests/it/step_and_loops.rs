@@ -40,7 +40,8 @@ fn step_p_prints_the_board_summary_and_the_next_input() {
         .run();
     out.success();
     let err = out.stderr();
-    let input = work.join("runs/demo-test/0003-pm-step.in.json");
+    // The next stage's input is the last output in the run folder.
+    let input = work.join("runs/demo-test/0002-init-board.out.json");
     assert!(
         err.contains("Enter to run, p to print the board, q to stop"),
         "{err}"
@@ -50,7 +51,7 @@ fn step_p_prints_the_board_summary_and_the_next_input() {
         err.contains(&format!("next input: {}\n", input.display())),
         "{err}"
     );
-    // The file is the board the stage would get, and the prompt came back after p.
+    // The file is the board the stage gets, and the prompt came back after p.
     let board: Value = serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
     assert_eq!(board["status"], "running");
     assert_eq!(err.matches("next: pm-step").count(), 2, "{err}");

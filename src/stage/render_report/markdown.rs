@@ -3,8 +3,10 @@
 
 use crate::final_report::is_fence;
 
-/// Collapse runs of blank lines outside code fences, drop trailing spaces, end with one newline.
+/// Collapse runs of blank lines outside code fences, drop trailing spaces, end with one newline;
+/// and remove every bidirectional control character (DESIGN.md#report), whoever wrote it.
 pub(crate) fn tidy_markdown(text: &str) -> String {
+    let text = &crate::text::strip_bidi(text);
     let mut out = String::new();
     let mut blank_run = 0;
     let mut in_fence = false;

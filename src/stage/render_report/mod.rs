@@ -18,12 +18,13 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::io;
 pub use crate::model::ReportKind;
-use crate::model::{Board, DocumentCitation, ReportResult, Status, REPORT_VERSION};
+use crate::model::{Board, DocumentCitation, FindingKind, ReportResult, Status, REPORT_VERSION};
 use crate::stage::Stage;
 use crate::text::fold_ws;
 
 mod markdown;
 mod mermaid;
+mod record;
 
 pub use crate::final_report::{split_final_report, ReportParts, SEE_SUMMARY};
 pub use mermaid::mermaid;
@@ -34,12 +35,35 @@ const NORMAL_TEMPLATE: &str = include_str!("../../../share/templates/report.md.j
 const FORCED_TEMPLATE: &str = include_str!("../../../share/templates/forced.md.j2");
 const FALLBACK_TEMPLATE: &str = include_str!("../../../share/templates/fallback.md.j2");
 const APPENDIX_TEMPLATE: &str = include_str!("../../../share/templates/appendix.md.j2");
+/// The parts every kind includes (and a user template may include).
+const PARTS: [(&str, &str); 5] = [
+    ("appendix.md.j2", APPENDIX_TEMPLATE),
+    (
+        "record.md.j2",
+        include_str!("../../../share/templates/record.md.j2"),
+    ),
+    (
+        "questions.md.j2",
+        include_str!("../../../share/templates/questions.md.j2"),
+    ),
+    (
+        "findings.md.j2",
+        include_str!("../../../share/templates/findings.md.j2"),
+    ),
+    (
+        "evidence.md.j2",
+        include_str!("../../../share/templates/evidence.md.j2"),
+    ),
+];
 
 /// Default process notes, used when the board carries none.
 pub const FORCED_NOTE: &str =
     "Meeting stopped after reaching max loop limit before full convergence.";
 pub(crate) const FORCED_EARLY_NOTE: &str = "Meeting stopped early because the PM could not produce a valid decision; the PM wrote this report in forced-finish mode.";
 pub const NORMAL_WITH_ERRORS_NOTE: &str = "The PM finished the meeting normally, but some turns failed on the way; the findings below lack what those turns would have added.";
+/// A normal report's note when nothing failed but something is worth knowing.
+pub const NORMAL_NOTE: &str =
+    "The PM finished the meeting normally. Worth knowing about how it went:";
 pub const FALLBACK_NOTE: &str =
     "No valid PM report was produced; this report was generated locally from the whiteboard.";
 
@@ -223,7 +247,9 @@ fn render_with(
         let (n, src) = builtin_template(kind);
         env.add_template(n, src)?;
     }
-    env.add_template("appendix.md.j2", APPENDIX_TEMPLATE)?;
+    for (n, src) in PARTS {
+        env.add_template(n, src)?;
+    }
     if let Some(src) = user_source {
         env.add_template(name, src)?;
     }
@@ -245,11 +271,28 @@ pub(crate) struct View {
     /// From the PM's final report (empty in a fallback report).
     pub executive_summary: String,
     pub recommendation: String,
+    /// The record header (date, trace id, who answered, loops, documents).
+    pub record: record::RecordHeader,
+    /// The PM's structured decision and its options × dimensions table (FINISH; absent when
+    /// the PM gave none).
+    pub decision: Option<record::DecisionView>,
+    pub assessments: Option<record::AssessmentTable>,
+    /// Every tracked question with its status; the required ones; answered questions raised
+    /// during the meeting.
+    pub questions: Vec<record::QuestionRow>,
+    pub required_questions: Vec<record::QuestionRow>,
+    pub answered_questions: Vec<record::QuestionRow>,
+    /// The agents' recommendations, each with who proposed it and its evidence.
+    pub proposals: Vec<String>,
     /// The board's `summary` (three lines).
     pub current_summary: String,
+    /// Key findings and risks, each marked with its evidence (`[E3]`) or `(no document
+    /// cited)`, and who said it.
     pub key_findings: Vec<String>,
     pub risks: Vec<String>,
+    /// Only what is really open, each with its id.
     pub open_questions: Vec<String>,
+    /// The agents' recommendations as plain items (kept for older custom templates).
     pub candidate_decisions: Vec<String>,
     pub evidence: Vec<EvidenceDoc>,
     /// Empty for a normal report.
@@ -272,6 +315,8 @@ pub(crate) struct EvidenceDoc {
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub(crate) struct EvidenceQuote {
+    /// The evidence numbers (`E3`) of this quote, one per citing agent.
+    pub ids: Vec<String>,
     pub text: String,
     pub verified: bool,
     pub cited_by: Vec<String>,
@@ -333,19 +378,20 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
         }
         _ => (String::new(), String::new()),
     };
-    let mut problems: Vec<String> = Vec::new();
-    for e in board.recent_errors.iter().chain(board.last_error.iter()) {
-        let e = fold_ws(e);
-        if !e.is_empty() && !problems.contains(&e) {
-            problems.push(e);
-        }
-    }
-    // A normal report still says what went wrong when turns failed on the way (the Process
-    // Note, DESIGN.md#report): otherwise a reader cannot tell that a participant's view is
-    // missing.
+    let questions = record::questions(board);
+    let problems = record::process_entries(board, kind, &questions);
+    let failed_turns = board.recent_errors.iter().any(|e| e.starts_with("Agent "))
+        || board
+            .record
+            .process
+            .iter()
+            .any(|e| e.text.contains("'s turn failed"));
+    // A normal report still says what went wrong or was unusual (the Process Note,
+    // DESIGN.md#report): otherwise a reader cannot tell that a participant's view is missing.
     let process_note = match kind {
         ReportKind::Normal if problems.is_empty() => String::new(),
-        ReportKind::Normal => NORMAL_WITH_ERRORS_NOTE.to_string(),
+        ReportKind::Normal if failed_turns => NORMAL_WITH_ERRORS_NOTE.to_string(),
+        ReportKind::Normal => NORMAL_NOTE.to_string(),
         _ => board
             .process_note
             .clone()
@@ -364,6 +410,26 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
         options: list_items(&board.meeting_input.decision_packet.options),
         executive_summary,
         recommendation,
+        record: record::header(board),
+        decision: record::decision(board, kind),
+        assessments: record::assessments(board, kind),
+        required_questions: questions
+            .iter()
+            .filter(|q| q.origin == "required")
+            .cloned()
+            .collect(),
+        answered_questions: questions
+            .iter()
+            .filter(|q| q.origin != "required" && q.answered)
+            .cloned()
+            .collect(),
+        open_questions: questions
+            .iter()
+            .filter(|q| !q.answered)
+            .map(|q| format!("{}: {}", q.id, q.text))
+            .collect(),
+        questions,
+        proposals: record::marked_items(board, FindingKind::Proposal, &board.decisions),
         // One paragraph per line: the summary's lines are separate facts
         // (DESIGN.md#merge-rules, rule 4).
         current_summary: board
@@ -373,9 +439,8 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
             .filter(|l| !l.is_empty())
             .collect::<Vec<_>>()
             .join("\n\n"),
-        key_findings: list_items(&board.key_points),
-        risks: list_items(&board.risks),
-        open_questions: list_items(&board.open_questions),
+        key_findings: record::marked_items(board, FindingKind::KeyPoint, &board.key_points),
+        risks: record::marked_items(board, FindingKind::Risk, &board.risks),
         candidate_decisions: list_items(&board.decisions),
         evidence: evidence(board),
         process_note,
@@ -402,6 +467,15 @@ fn list_items(items: &[String]) -> Vec<String> {
         .map(|s| {
             s.lines()
                 .map(str::trim_end)
+                .enumerate()
+                .map(|(i, l)| {
+                    // A continuation line must not open a heading inside the item.
+                    if i > 0 && crate::final_report::opens_structure(l) {
+                        format!("\\{}", l.trim_start())
+                    } else {
+                        l.to_string()
+                    }
+                })
                 .collect::<Vec<_>>()
                 .join("\n  ")
         })
@@ -420,17 +494,23 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
     let mut by_doc: BTreeMap<usize, EvidenceDoc> = BTreeMap::new();
     // Every citation merge-board kept (validated by agent-turn), in meeting order; citations
     // still only in latest_agent_outputs (boards merged before `evidence` existed) count too.
-    let mut cited: Vec<(String, DocumentCitation)> = board
+    let mut cited: Vec<(String, DocumentCitation, Option<String>)> = board
         .evidence
         .iter()
-        .map(|e| {
+        .enumerate()
+        .map(|(i, e)| {
             let c = DocumentCitation {
                 document_id: e.document_id.clone(),
                 source_path: e.source_path.clone(),
                 quote: e.quote.clone(),
+                supports: None,
                 verified: Some(e.verified),
             };
-            (e.agent.clone(), c)
+            (
+                e.agent.clone(),
+                c,
+                Some(crate::whiteboard::evidence_id(board, i)),
+            )
         })
         .collect();
     for (agent, result) in &board.latest_agent_outputs {
@@ -440,11 +520,11 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
                 .iter()
                 .any(|e| &e.agent == agent && e.document_id == c.document_id && e.quote == c.quote)
             {
-                cited.push((agent.clone(), c.clone()));
+                cited.push((agent.clone(), c.clone(), None));
             }
         }
     }
-    for (agent, c) in &cited {
+    for (agent, c, id) in &cited {
         {
             let Some(idx) = docs.iter().position(|d| d.document_id == c.document_id) else {
                 continue;
@@ -477,8 +557,10 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
                     if !q.cited_by.contains(agent) {
                         q.cited_by.push(agent.clone());
                     }
+                    q.ids.extend(id.iter().cloned());
                 }
                 None => entry.quotes.push(EvidenceQuote {
+                    ids: id.iter().cloned().collect(),
                     text,
                     verified,
                     cited_by: vec![agent.clone()],

@@ -1,0 +1,414 @@
+//! The decision-record parts of the report's view (DESIGN.md#report): the record header (date,
+//! who answered for each caller, live or replayed, loops, documents), the questions by status,
+//! the findings marked with their evidence, the proposals with who made them, the decision
+//! and its options × dimensions table, and the Process Note's entries. All read from the
+//! board's bounded state (`board.record`), never from the event log.
+
+use serde::Serialize;
+
+use crate::model::{Board, FindingKind, QuestionOrigin, ReportKind, PM_CALLER};
+use crate::text::fold_ws;
+use crate::whiteboard::evidence_id;
+
+/// What a finding without supporting evidence is marked with.
+pub const NO_EVIDENCE: &str = "(no document cited)";
+
+/// The record header: what a decision record needs before its content.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct RecordHeader {
+    /// `2026-11-30 12:00:00 UTC`, when the PM closed the meeting (else when it started).
+    pub date: String,
+    pub trace_id: String,
+    /// How the answers were produced: live model calls, or replayed from a cassette.
+    pub answers: String,
+    /// Each caller (PM first) with its role and who answered for it.
+    pub callers: Vec<CallerLine>,
+    pub loops_used: u32,
+    pub max_loops: u32,
+    pub documents: Vec<String>,
+    pub skipped_paths: Vec<super::SkippedRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct CallerLine {
+    pub name: String,
+    pub role: String,
+    /// `openai gpt-4o-mini`, `replay`, or `not called`.
+    pub source: String,
+}
+
+/// One question with its status, for Required / Answered / Open Questions.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct QuestionRow {
+    pub id: String,
+    pub text: String,
+    pub answered: bool,
+    pub answer: String,
+    /// Who answered (agents named by the PM), joined; empty when not said.
+    pub by: String,
+    /// Loops completed when it was answered.
+    pub answered_loop: u32,
+    /// `required`, or who raised it and when (`raised by arch in loop 1`).
+    pub origin: String,
+}
+
+/// The PM's decision line.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct DecisionView {
+    pub choice: String,
+    pub confidence: String,
+    pub revisit_if: String,
+}
+
+/// The options × evaluation-dimensions table.
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct AssessmentTable {
+    pub dimensions: Vec<String>,
+    pub rows: Vec<AssessmentRow>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct AssessmentRow {
+    pub option: String,
+    /// One per dimension, `—` where the PM gave none.
+    pub cells: Vec<String>,
+}
+
+pub(crate) fn header(board: &Board) -> RecordHeader {
+    let date = board
+        .record
+        .closed_at
+        .as_deref()
+        .or(board.record.started_at.as_deref())
+        .map_or_else(|| "not recorded".to_string(), utc_date);
+    let mut callers = vec![CallerLine {
+        name: "PM".into(),
+        role: board
+            .pm
+            .as_ref()
+            .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role)),
+        source: source_of(board, PM_CALLER),
+    }];
+    for name in &board.participants {
+        callers.push(CallerLine {
+            name: name.clone(),
+            role: board
+                .agents
+                .get(name)
+                .map(|a| fold_ws(&a.role))
+                .unwrap_or_default(),
+            source: source_of(board, name),
+        });
+    }
+    let sources = &board.record.callers;
+    let replayed = sources.values().filter(|s| s.replayed).count();
+    let mut notes: Vec<String> = Vec::new();
+    for s in sources.values() {
+        if let Some(n) = s.note.as_deref().map(fold_ws) {
+            if !notes.contains(&n) {
+                notes.push(n);
+            }
+        }
+    }
+    let label = if notes.is_empty() {
+        String::new()
+    } else {
+        format!(
+            ", labelled {}",
+            notes
+                .iter()
+                .map(|n| format!("\"{n}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
+    let answers = if sources.is_empty() && board.record.started_at.is_some() {
+        "no model call was made".to_string()
+    } else if sources.is_empty() {
+        "not recorded on this board".to_string()
+    } else if replayed == sources.len() {
+        format!("replayed from a cassette, not live model calls{label}")
+    } else if replayed == 0 {
+        "live model calls".to_string()
+    } else {
+        format!("some live model calls, some replayed from a cassette{label}")
+    };
+    RecordHeader {
+        date,
+        trace_id: board.trace_id.clone(),
+        answers,
+        callers,
+        loops_used: board.loop_count,
+        max_loops: board.max_loops,
+        documents: board
+            .context_bundle
+            .documents
+            .iter()
+            .map(|d| d.document_id.clone())
+            .collect(),
+        skipped_paths: board
+            .context_bundle
+            .skipped_paths
+            .iter()
+            .map(|s| super::SkippedRow {
+                path: s.path.clone(),
+                reason: fold_ws(&s.reason),
+            })
+            .collect(),
+    }
+}
+
+/// `2026-11-30T12:00:00.123Z` → `2026-11-30 12:00:00 UTC` (other text is kept as it is).
+fn utc_date(ts: &str) -> String {
+    let t = ts.trim();
+    let Some((date, time)) = t.split_once('T') else {
+        return t.to_string();
+    };
+    let time = time.trim_end_matches('Z');
+    let time = time.split('.').next().unwrap_or(time);
+    format!("{date} {time} UTC")
+}
+
+fn source_of(board: &Board, caller: &str) -> String {
+    match board.record.callers.get(caller) {
+        // A board from before the record does not say.
+        None if board.record.callers.is_empty() => String::new(),
+        None => "not called".to_string(),
+        Some(s) => {
+            let mut out = s.provider.clone();
+            if let Some(m) = s.model.as_ref().filter(|m| **m != s.provider) {
+                out.push_str(&format!(" `{m}`"));
+            }
+            out
+        }
+    }
+}
+
+/// Every tracked question as a row, in id order; questions on the whiteboard that the record
+/// lacks (a board from before question tracking) are added as open.
+pub(crate) fn questions(board: &Board) -> Vec<QuestionRow> {
+    let mut b = board.clone();
+    crate::whiteboard::sync_questions(&mut b);
+    b.record
+        .questions
+        .iter()
+        .map(|q| {
+            let origin = match (q.origin, &q.raised_by, q.loop_no) {
+                (QuestionOrigin::Required, _, _) => "required".to_string(),
+                (_, Some(a), Some(l)) => format!("raised by {a} in loop {l}"),
+                (_, Some(a), None) => format!("raised by {a}"),
+                _ => "raised during the meeting".to_string(),
+            };
+            let (answered, answer, by, answered_loop) = match &q.answer {
+                Some(a) => (true, fold_ws(&a.text), a.by.join(", "), a.loop_no),
+                None => (false, String::new(), String::new(), 0),
+            };
+            QuestionRow {
+                id: q.id.clone(),
+                text: fold_ws(&q.text),
+                answered,
+                answer,
+                by,
+                answered_loop,
+                origin,
+            }
+        })
+        .collect()
+}
+
+/// A list's items marked with their evidence (`[E1, E4]` or the no-evidence marker) and who
+/// said them; for proposals, who proposed them. A board from before the record has no
+/// provenance at all: its items are shown as they are, unmarked.
+pub(crate) fn marked_items(board: &Board, kind: FindingKind, items: &[String]) -> Vec<String> {
+    if board.record.findings.is_empty() {
+        return super::list_items(items);
+    }
+    let known: Vec<String> = (0..board.evidence.len())
+        .map(|i| evidence_id(board, i))
+        .collect();
+    super::list_items(items)
+        .into_iter()
+        .zip(items.iter().filter(|s| !s.trim().is_empty()))
+        .map(|(shown, raw)| {
+            let f = board
+                .record
+                .findings
+                .iter()
+                .find(|f| f.kind == kind && f.text == *raw);
+            let ids: Vec<&str> = f
+                .map(|f| {
+                    f.evidence
+                        .iter()
+                        .filter(|e| known.contains(e))
+                        .map(String::as_str)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let mark = if ids.is_empty() {
+                NO_EVIDENCE.to_string()
+            } else {
+                format!("[{}]", ids.join(", "))
+            };
+            let who = f.map(|f| {
+                let verb = if kind == FindingKind::Proposal {
+                    "proposed by "
+                } else {
+                    ""
+                };
+                format!(" — {verb}{}, loop {}", f.by.join(", "), f.loop_no)
+            });
+            format!("{shown} {mark}{}", who.unwrap_or_default())
+        })
+        .collect()
+}
+
+pub(crate) fn decision(board: &Board, kind: ReportKind) -> Option<DecisionView> {
+    if kind == ReportKind::Fallback {
+        return None;
+    }
+    board.record.decision.as_ref().map(|d| DecisionView {
+        choice: fold_ws(&d.choice),
+        confidence: d.confidence.as_str().to_string(),
+        revisit_if: sentence(&fold_ws(&d.revisit_if)),
+    })
+}
+
+/// The PM's option assessments as a table: every option and dimension of the meeting file in
+/// its order, so a cell the PM left out shows as `—` (an option or dimension the PM named that
+/// the meeting file lacks is added after them); `None` without assessments.
+pub(crate) fn assessments(board: &Board, kind: ReportKind) -> Option<AssessmentTable> {
+    let cells = &board.record.option_assessments;
+    if cells.is_empty() || kind == ReportKind::Fallback {
+        return None;
+    }
+    let packet = &board.meeting_input.decision_packet;
+    let declared = |items: &[String]| -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for i in items.iter().map(|s| fold_ws(s)).filter(|s| !s.is_empty()) {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+        out
+    };
+    let mut options = declared(&packet.options);
+    let mut dimensions = declared(&packet.evaluation_dimensions);
+    let mut placed: Vec<(usize, usize, String)> = Vec::new();
+    for a in cells {
+        let o = place(&mut options, &packet.options, &a.option);
+        let d = place(&mut dimensions, &packet.evaluation_dimensions, &a.dimension);
+        if !placed.iter().any(|(po, pd, _)| (*po, *pd) == (o, d)) {
+            placed.push((o, d, cell(&a.assessment)));
+        }
+    }
+    let rows = options
+        .iter()
+        .enumerate()
+        .map(|(oi, o)| AssessmentRow {
+            option: cell(o),
+            cells: (0..dimensions.len())
+                .map(|di| {
+                    placed
+                        .iter()
+                        .find(|(po, pd, _)| (*po, *pd) == (oi, di))
+                        .map_or_else(|| "—".to_string(), |(_, _, t)| t.clone())
+                })
+                .collect(),
+        })
+        .collect();
+    Some(AssessmentTable {
+        dimensions: dimensions.iter().map(|d| cell(d)).collect(),
+        rows,
+    })
+}
+
+/// The index of `name` among `shown`, adding it in the meeting file's order: the meeting's
+/// own item it names (equal, or one containing the other, case aside), else itself.
+fn place(shown: &mut Vec<String>, declared: &[String], name: &str) -> usize {
+    let norm = |s: &str| fold_ws(s).to_lowercase();
+    let n = norm(name);
+    let target = declared
+        .iter()
+        .find(|d| norm(d) == n)
+        .or_else(|| {
+            declared
+                .iter()
+                .find(|d| !n.is_empty() && (norm(d).contains(&n) || n.contains(&norm(d))))
+        })
+        .map_or_else(|| fold_ws(name), |d| fold_ws(d));
+    if let Some(i) = shown.iter().position(|s| *s == target) {
+        return i;
+    }
+    // Keep the meeting file's order among its own items; others go last.
+    let rank = |s: &str| {
+        declared
+            .iter()
+            .position(|d| fold_ws(d) == s)
+            .unwrap_or(usize::MAX)
+    };
+    let r = rank(&target);
+    let at = shown
+        .iter()
+        .position(|s| rank(s) > r)
+        .unwrap_or(shown.len());
+    shown.insert(at, target);
+    at
+}
+
+/// `s` ending as a sentence does (a full stop added when it has no final punctuation).
+fn sentence(s: &str) -> String {
+    if s.is_empty() || s.ends_with(['.', '!', '?', '。', '！', '？']) {
+        s.to_string()
+    } else {
+        format!("{s}.")
+    }
+}
+
+/// Text fit for a table cell: one line, `|` escaped.
+fn cell(s: &str) -> String {
+    fold_ws(s).replace('|', "\\|")
+}
+
+/// The Process Note's entries for the reader: what the stages recorded (per loop), whether
+/// anyone was consulted, and, when the meeting was closed early, the required questions left
+/// unanswered (a normal report shows them under Required Questions only). A board from before
+/// the record falls back to its recorded errors.
+pub(crate) fn process_entries(
+    board: &Board,
+    kind: ReportKind,
+    questions: &[QuestionRow],
+) -> Vec<String> {
+    let mut out: Vec<String> = board
+        .record
+        .process
+        .iter()
+        .map(|e| format!("Loop {}: {}", e.loop_no, fold_ws(&e.text)))
+        .collect();
+    if board.record.process.is_empty() {
+        for e in board.recent_errors.iter().chain(board.last_error.iter()) {
+            let e = fold_ws(e);
+            if !e.is_empty() && !out.contains(&e) {
+                out.push(e);
+            }
+        }
+    }
+    if board.latest_agent_outputs.is_empty() {
+        out.push(if board.loop_count == 0 {
+            "No participant was consulted: the PM closed the meeting before asking anyone, so the report rests on the brief and the documents alone.".to_string()
+        } else {
+            "No participant gave a usable answer: the report rests on the brief and the documents alone.".to_string()
+        });
+    }
+    let unanswered: Vec<String> = questions
+        .iter()
+        .filter(|q| q.origin == "required" && !q.answered)
+        .map(|q| format!("{} ({})", q.id, q.text))
+        .collect();
+    if !unanswered.is_empty() && kind != ReportKind::Normal {
+        out.push(format!(
+            "Required questions not answered: {}.",
+            unanswered.join("; ")
+        ));
+    }
+    out
+}
