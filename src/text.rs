@@ -30,7 +30,7 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
 /// The first sentence of an answer, whitespace folded: up to the first `.`, `!`, `?` followed
 /// by whitespace or the end, or the first `。`, `！`, `？` ("Version 2.1 is out." stays whole).
 /// Longest headline of an answer ([`headline`]).
-pub(crate) const HEADLINE_CHARS: usize = 300;
+pub(crate) const HEADLINE_CHARS: usize = 240;
 
 /// What the whiteboard and the events keep of an answer: its first sentence, cut to
 /// `HEADLINE_CHARS` (a first sentence that runs on is not a headline).

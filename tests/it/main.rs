@@ -22,6 +22,7 @@ mod bad_inputs;
 mod bad_inputs_foundation;
 mod bounded_board;
 mod budget;
+mod circles;
 mod closed_stderr;
 mod config;
 mod context;
