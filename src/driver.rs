@@ -548,6 +548,17 @@ pub const KEEP_BOARDS: u32 = 3;
 /// `all` keeps every stage output in the run folder.
 pub const KEEP_BOARDS_ENV: &str = "AGENT_MEETING_KEEP_BOARDS";
 
+/// The events a stage added: the last of its board's `new_events`, as many as `event_count`
+/// grew. A user's stage (`--stage`) that hands on the events of the stage before adds none, so
+/// none is recorded twice (DESIGN.md#events).
+fn added_events<'a>(before: &Board, after: &'a Board) -> &'a [Event] {
+    let n = after.event_count.saturating_sub(before.event_count);
+    let events = &after.new_events;
+    &events[events
+        .len()
+        .saturating_sub(usize::try_from(n).unwrap_or(usize::MAX))..]
+}
+
 /// The board a checkpoint (a stage's `.out.json`) holds.
 fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
     let text = crate::io::read_text_file(path)?;
@@ -800,10 +811,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 .flatten()
                 .filter(|r| r.status == Status::Failed);
             let Some(report) = failed else { return Err(e) };
-            run.append_events(&report.board.new_events)?;
+            let added = added_events(&board, &report.board);
+            run.append_events(added)?;
             run.write(&run.file(step, stage, "out"), &out.stdout)?;
             run.prune(step)?;
-            tally.add(&report.board.new_events);
+            tally.add(added);
             return Ok(result_of(&report.board, &tally, settings, run));
         }
         let out_text = String::from_utf8(out.stdout)
@@ -834,10 +846,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         }
         // Events first: a kill between the two leaves them once too many, which `--resume`
         // cuts by the checkpoint's `event_count`; never missing from a synced checkpoint.
-        run.append_events(&next.new_events)?;
+        let added = added_events(&board, &next);
+        run.append_events(added)?;
         run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
         run.prune(step)?;
-        tally.add(&next.new_events);
+        tally.add(added);
         if !ui.quiet {
             if let Some(line) = progress_line(stage, &next, ui) {
                 crate::note!("{line}");
