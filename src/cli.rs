@@ -8,6 +8,7 @@ use crate::error::Error;
 
 /// `--pretty`, on every program that prints JSON.
 #[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Output")]
 pub struct OutputArgs {
     /// Indent the JSON written to stdout
     #[arg(long)]
@@ -17,6 +18,7 @@ pub struct OutputArgs {
 /// What `collect-context` collects: flattened into `collect-context` and `meeting` (which
 /// passes them on).
 #[derive(Debug, Clone, PartialEq, clap::Args)]
+#[command(next_help_heading = "Input")]
 pub struct ContextArgs {
     /// Only collect below DIR [default: nearest ancestor of the base folder holding .git, else
     /// the base folder]
@@ -40,9 +42,10 @@ pub struct ContextArgs {
 /// and kept in a run's `meeting.json`.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
+#[command(next_help_heading = "Meeting")]
 pub struct BoardArgs {
     /// Specialists taking part, in speaking-list order (comma-separated)
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub agents: Vec<String>,
     /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the user's
     /// agents folder, the built-in agents (see --list-agents)
@@ -51,7 +54,7 @@ pub struct BoardArgs {
     pub agents_dir: Option<std::path::PathBuf>,
     /// The PM's config name, looked up like the agents (built-in PM prompt when `pm` is found
     /// nowhere)
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     pub pm: Option<String>,
     /// Hard limit of agent turns before the PM must close the meeting
     #[arg(long, value_name = "N", default_value_t = 6)]
@@ -59,11 +62,11 @@ pub struct BoardArgs {
     /// Token budget of the whole meeting (prompt + completion, every call); the PM closes the
     /// meeting in time to write its report inside it. Wins over the meeting file's
     /// `budget.max_total_tokens`
-    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
     /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
-    #[arg(long, value_parser = crate::model::check_trace_id)]
+    #[arg(long, value_name = "ID", value_parser = crate::model::check_trace_id)]
     pub trace_id: Option<String>,
 }
 
@@ -173,6 +176,28 @@ pub const GENERATE_KINDS: [&str; 5] = [
     "complete-powershell",
 ];
 
+/// The variables every program that calls a model reads, for `--help` (DESIGN.md#llm-layer).
+const ENVIRONMENT: &str = "Environment:
+  OPENAI_API_KEY, ANTHROPIC_API_KEY    API keys (read from the environment only, never written)
+  OPENAI_BASE_URL, ANTHROPIC_BASE_URL  API base URLs (any OpenAI-compatible server)
+  OPENAI_MODEL, ANTHROPIC_MODEL        the model when neither --model nor the board names one
+  AGENT_MEETING_CONFIG                 config file [default: ~/.config/agent-meeting/config.yaml]
+  AGENT_MEETING_PROMPTS                a folder of prompt templates replacing the built-in ones
+  NO_COLOR                             no colour on stderr
+
+";
+
+/// Exit codes of every program but `meeting` (DESIGN.md#exit-codes-and-errors).
+const EXIT_CODES: &str = "Exit codes:
+  0  success          1  runtime failure (provider, disk, ...)
+  2  bad usage or invalid input (one line on stderr: program, file, field, what was expected)";
+
+/// `meeting`'s exit codes: the stages' and the signals that stop it.
+const MEETING_EXIT_CODES: &str = "Exit codes:
+  0  success          1  runtime failure, or no model call returned a usable answer
+  2  bad usage or invalid input, or a stage that exited 2
+  130, 143  stopped by SIGINT / SIGTERM (resume with --resume DIR)";
+
 /// `--version`: the crate version, and the git commit when built from a checkout (build.rs).
 pub const VERSION: &str = concat!(
     env!("CARGO_PKG_VERSION"),
@@ -182,12 +207,40 @@ pub const VERSION: &str = concat!(
 /// A program's command as every program shows it: its own flags, plus `--generate` (so that
 /// `--help`, the man page and the completions list it) and the version with the commit.
 pub fn command<T: clap::CommandFactory>(program: &'static str) -> clap::Command {
-    T::command().name(program).version(VERSION).arg(
+    let cmd = T::command();
+    let llm = cmd.get_arguments().any(|a| a.get_id() == "provider");
+    let mut tail = String::new();
+    if llm {
+        tail.push_str(ENVIRONMENT);
+    }
+    tail.push_str(if program == "meeting" {
+        MEETING_EXIT_CODES
+    } else {
+        EXIT_CODES
+    });
+    let after = match cmd.get_after_help() {
+        Some(text) => format!("{text}\n\n{tail}"),
+        None => tail,
+    };
+    let cmd = if llm {
+        cmd.mut_arg("model", |a| {
+            let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
+            a.help(format!(
+                "{help} [default: {} for openai, {} for anthropic]",
+                crate::llm::args::default_model("openai").unwrap_or("-"),
+                crate::llm::args::default_model("anthropic").unwrap_or("-"),
+            ))
+        })
+    } else {
+        cmd
+    };
+    cmd.name(program).version(VERSION).after_help(after).arg(
         clap::Arg::new("generate")
             .long("generate")
             .value_name("KIND")
             .value_parser(GENERATE_KINDS)
             .action(clap::ArgAction::Set)
+            .help_heading("Output")
             .help("Print a man page or a shell completion script to stdout and exit"),
     )
 }

@@ -196,6 +196,152 @@ impl std::fmt::Display for Source {
     }
 }
 
+/// Where `meeting` keeps run folders, and why: `--run-dir` > the config file's > `runs`.
+pub fn run_dir(flag: Option<PathBuf>, cfg: &Config) -> (PathBuf, Source) {
+    match (flag, &cfg.run_dir) {
+        (Some(d), _) => (d, Source::Flag),
+        (None, Some(d)) => (d.clone(), Source::ConfigFile),
+        (None, None) => (PathBuf::from("runs"), Source::Default),
+    }
+}
+
+/// What the command line (or a flag's variable) gave, for [`show`]: each value with where it
+/// came from; `None` when neither gave it.
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    pub llm: crate::llm::LlmArgs,
+    pub provider: Option<(Source, String)>,
+    pub model: Option<(Source, String)>,
+    pub agents_dir: Option<PathBuf>,
+    pub run_dir: Option<PathBuf>,
+    pub max_loops: Option<u32>,
+    /// The built-in loop limit.
+    pub default_max_loops: u32,
+    pub max_total_tokens: Option<u64>,
+}
+
+/// What `--show-config` prints: each setting, its value and where it came from, in the
+/// precedence flag > environment > config file > built-in default. No key is printed, only
+/// whether it is set.
+pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
+    let cfg = &loaded.config;
+    let mut rows: Vec<(String, String, String)> = Vec::new();
+    let mut row = |name: &str, value: String, source: Source| {
+        rows.push((name.to_string(), value, source.to_string()));
+    };
+    let llm = with_config(given.llm.clone())?;
+    let env = |v: &str| std::env::var(v).ok().filter(|s| !s.trim().is_empty());
+    // provider
+    let (provider, source) = match &given.provider {
+        Some((s, p)) => (p.clone(), s.clone()),
+        None => match &cfg.provider {
+            Some(p) => (p.clone(), Source::ConfigFile),
+            None => match (env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")) {
+                (Some(_), _) => ("openai".into(), Source::Env("OPENAI_API_KEY is set".into())),
+                (None, Some(_)) => (
+                    "anthropic".into(),
+                    Source::Env("ANTHROPIC_API_KEY is set".into()),
+                ),
+                _ => ("none".into(), Source::Default),
+            },
+        },
+    };
+    row("provider", provider.clone(), source);
+    // model: the PM's, as the stages resolve it; then the per-caller ones of the config file.
+    let model = given
+        .model
+        .as_ref()
+        .map(|(s, m)| (m.clone(), s.clone()))
+        .or_else(|| match provider.as_str() {
+            "openai" => env("OPENAI_MODEL").map(|m| (m, Source::Env("OPENAI_MODEL".into()))),
+            "anthropic" => {
+                env("ANTHROPIC_MODEL").map(|m| (m, Source::Env("ANTHROPIC_MODEL".into())))
+            }
+            _ => None,
+        })
+        .or_else(|| cfg.model.clone().map(|m| (m, Source::ConfigFile)))
+        .unwrap_or_else(|| {
+            let m = crate::llm::args::default_model(&provider);
+            (m.unwrap_or("-").to_string(), Source::Default)
+        });
+    row("model", model.0, model.1);
+    for (caller, m) in &cfg.models {
+        // A --model (or AGENT_MEETING_MODEL) wins over the per-caller models too.
+        let shadowed = given.model.is_some();
+        row(
+            &format!("models.{caller}"),
+            if shadowed {
+                format!("{m} (not used: --model wins)")
+            } else {
+                m.clone()
+            },
+            Source::ConfigFile,
+        );
+    }
+    for (p, var) in [
+        ("openai", "OPENAI_BASE_URL"),
+        ("anthropic", "ANTHROPIC_BASE_URL"),
+    ] {
+        let url = crate::llm::args::base_url(&llm, p);
+        let source = if env(var).is_some() {
+            Source::Env(var.into())
+        } else if (p == "openai" && cfg.base_urls.openai.is_some())
+            || (p == "anthropic" && cfg.base_urls.anthropic.is_some())
+        {
+            Source::ConfigFile
+        } else {
+            Source::Default
+        };
+        row(&format!("base_urls.{p}"), url, source);
+    }
+    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+        let set = if env(var).is_some() { "set" } else { "not set" };
+        row(var, set.into(), Source::Env(var.into()));
+    }
+    let (agents_dir, source) = match (&given.agents_dir, &cfg.agents_dir) {
+        (Some(d), _) => (d.display().to_string(), Source::Flag),
+        (None, Some(d)) => (d.display().to_string(), Source::ConfigFile),
+        (None, None) => (
+            user_agents_dir()?.map_or_else(|| "-".into(), |d| d.display().to_string()),
+            Source::Default,
+        ),
+    };
+    let name = if given.agents_dir.is_some() {
+        "agents_dir (--agents-dir)"
+    } else {
+        "agents_dir (user agents folder)"
+    };
+    row(name, agents_dir, source);
+    let (run, source) = run_dir(given.run_dir.clone(), cfg);
+    row("run_dir", run.display().to_string(), source);
+    let (loops, source) = match (given.max_loops, cfg.max_loops) {
+        (Some(n), _) => (n, Source::Flag),
+        (None, Some(n)) => (n, Source::ConfigFile),
+        (None, None) => (given.default_max_loops, Source::Default),
+    };
+    row("max_loops", loops.to_string(), source);
+    let (budget, source) = match (given.max_total_tokens, &cfg.budget) {
+        (Some(n), _) => (n.to_string(), Source::Flag),
+        (None, Some(b)) => (b.max_total_tokens.to_string(), Source::ConfigFile),
+        (None, None) => (
+            "none (or the meeting file's budget)".into(),
+            Source::Default,
+        ),
+    };
+    row("budget.max_total_tokens", budget, source);
+    let mut out = match (&loaded.file, &loaded.looked_at) {
+        (Some(f), _) => format!("# config file: {}\n", f.display()),
+        (None, Some(p)) => format!("# config file: none ({} does not exist)\n", p.display()),
+        (None, None) => format!("# config file: none ({} is empty)\n", CONFIG_ENV),
+    };
+    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
+    for (name, value, source) in rows {
+        out.push_str(&format!("{name:w0$}  {value:w1$}  {source}\n"));
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

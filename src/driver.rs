@@ -558,6 +558,17 @@ pub const KEEP_BOARDS: u32 = 3;
 /// `all` keeps every stage output in the run folder.
 pub const KEEP_BOARDS_ENV: &str = "AGENT_MEETING_KEEP_BOARDS";
 
+/// The events a stage added: the last of its board's `new_events`, as many as `event_count`
+/// grew. A user's stage (`--stage`) that hands on the events of the stage before adds none, so
+/// none is recorded twice (DESIGN.md#events).
+fn added_events<'a>(before: &Board, after: &'a Board) -> &'a [Event] {
+    let n = after.event_count.saturating_sub(before.event_count);
+    let events = &after.new_events;
+    &events[events
+        .len()
+        .saturating_sub(usize::try_from(n).unwrap_or(usize::MAX))..]
+}
+
 /// The board a checkpoint (a stage's `.out.json`) holds.
 fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
     let text = crate::io::read_text_file(path)?;
@@ -815,10 +826,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 .flatten()
                 .filter(|r| r.status == Status::Failed);
             let Some(report) = failed else { return Err(e) };
-            run.append_events(&report.board.new_events)?;
+            let added = added_events(&board, &report.board);
+            run.append_events(added)?;
             run.write(&run.file(step, stage, "out"), &out.stdout)?;
             run.prune(step)?;
-            tally.add(&report.board.new_events);
+            tally.add(added);
             return Ok(result_of(&report.board, &tally, settings, run));
         }
         let out_text = String::from_utf8(out.stdout)
@@ -849,10 +861,11 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         }
         // Events first: a kill between the two leaves them once too many, which `--resume`
         // cuts by the checkpoint's `event_count`; never missing from a synced checkpoint.
-        run.append_events(&next.new_events)?;
+        let added = added_events(&board, &next);
+        run.append_events(added)?;
         run.write(&run.file(step, stage, "out"), out_text.as_bytes())?;
         run.prune(step)?;
-        tally.add(&next.new_events);
+        tally.add(added);
         if !ui.quiet {
             if let Some(line) = progress_line(stage, &next, ui) {
                 crate::note!("{line}");
@@ -930,10 +943,18 @@ pub struct NewMeeting {
     pub human_answers: Option<PathBuf>,
 }
 
+/// What `--dry-run` prints: the PM's first prompt as it would be sent, and its input
+/// document (`--json`).
+pub struct DryRun {
+    pub pm_input: serde_json::Value,
+    /// The system message, then the user message, each under a marker line.
+    pub prompt: String,
+}
+
 /// How a start ended: a run ready to drive, or (`--dry-run`) the PM's first input.
 pub enum Started {
     Run(Box<Run>),
-    DryRun(serde_json::Value),
+    DryRun(Box<DryRun>),
 }
 
 /// Start a new meeting: collect, init (in memory, so bad input leaves no run folder), check
@@ -1007,9 +1028,18 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     )?;
     let board_text = run_first(Stage::InitBoard, packet_text.as_bytes())?;
     let board: Board = crate::io::parse_board("init-board output", &board_text)?;
-    // A missing key or a broken cassette is found now, before any run folder exists.
-    check_llm_config(&settings.llm, &board)?;
+    // A missing key or a broken cassette is found now, before any run folder exists; a dry
+    // run only warns of a missing key (DESIGN.md#run-folder).
+    let missing = check_llm_config(&settings.llm, &board, dry_run)?;
     let models = models_line(&settings.llm, &board)?;
+    if dry_run {
+        if !ui.quiet {
+            crate::note!("{models}");
+        }
+        for m in &missing {
+            crate::note!("meeting: warning: {m}");
+        }
+    }
     if let Some(w) = replay_from_env_warning(&settings.llm, &new.llm_from_env) {
         crate::note!("{w}");
     }
@@ -1018,7 +1048,10 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     };
     check_report_path(&settings, &board, &dir.path)?;
     if dry_run {
-        return Ok(Started::DryRun(crate::stage::pm_step::pm_input(&board)));
+        return Ok(Started::DryRun(Box::new(dry_run_prompt(
+            &settings.llm,
+            &board,
+        )?)));
     }
     // Before any model call: the report's folder exists and takes a file, and the user's
     // exchange log opens (DESIGN.md#run-folder).
@@ -1096,18 +1129,64 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
     })))
 }
 
-/// Resolve the provider of the PM and of every participant once, as the stages will.
-fn check_llm_config(llm: &LlmArgs, board: &Board) -> Result<()> {
+/// Resolve the provider of the PM and of every participant once, as the stages will. With
+/// `allow_missing_keys` (a dry run) a missing key or no provider at all is not an error: what
+/// a real run would stop on is returned, one line each; everything else is still checked.
+fn check_llm_config(llm: &LlmArgs, board: &Board, allow_missing_keys: bool) -> Result<Vec<String>> {
+    let mut missing: Vec<String> = Vec::new();
+    for (name, meta) in callers(board) {
+        if allow_missing_keys {
+            let gap = match crate::llm::args::provider_and_model(llm, &board.llm, &name, &meta) {
+                Err(e) => Some(e.to_string()),
+                Ok((provider, _)) => crate::llm::args::missing_key(llm, &provider).map(|var| {
+                    format!(
+                        "{var} is not set: a real meeting would stop here ({provider} needs it)"
+                    )
+                }),
+            };
+            if let Some(gap) = gap {
+                if !missing.contains(&gap) {
+                    missing.push(gap);
+                }
+                continue;
+            }
+        }
+        crate::llm::client_for_caller(llm, &board.llm, &name, &meta, 0)?;
+    }
+    Ok(missing)
+}
+
+/// The PM's first prompt exactly as the PM's provider would be sent it (the reply schema in
+/// the prompt or not, as that provider takes it), and its input document.
+fn dry_run_prompt(llm: &LlmArgs, board: &Board) -> Result<DryRun> {
     let pm_meta = board
         .pm
         .as_ref()
         .map(|p| p.metadata.clone())
         .unwrap_or_default();
-    crate::llm::client_for_caller(llm, &board.llm, crate::model::PM_CALLER, &pm_meta, 0)?;
-    for agent in board.agents.values() {
-        crate::llm::client_for_caller(llm, &board.llm, &agent.name, &agent.metadata, 0)?;
-    }
-    Ok(())
+    let in_prompt =
+        crate::llm::args::provider_and_model(llm, &board.llm, crate::model::PM_CALLER, &pm_meta)
+            .map(|(provider, _)| crate::llm::args::schema_in_prompt(llm, &provider))
+            .unwrap_or(false);
+    use crate::stage::pm_step;
+    let request = crate::llm::Request {
+        caller: crate::model::PM_CALLER.into(),
+        system: pm_step::pm_system_prompt(board, in_prompt)?,
+        messages: vec![pm_step::pm_user_message(board, in_prompt)?],
+        expect: Some(pm_step::pm_expected_json(board, pm_step::mode(board))),
+    };
+    // The system message as the provider sends it: with the schema in words when it is not
+    // sent natively.
+    let system = crate::llm::system_text(&request, in_prompt);
+    let user = &request.messages[0];
+    Ok(DryRun {
+        pm_input: crate::stage::pm_step::pm_input(board),
+        prompt: format!(
+            "----- system -----\n{}\n----- user -----\n{}\n",
+            system.trim_end(),
+            user.content.trim_end()
+        ),
+    })
 }
 
 /// The callers of a meeting, PM first, with their metadata.
@@ -1135,8 +1214,12 @@ fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Va
 pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for (name, meta) in callers(board) {
-        let (provider, model) =
-            crate::llm::args::provider_and_model(llm, &board.llm, &name, &meta)?;
+        let Ok((provider, model)) =
+            crate::llm::args::provider_and_model(llm, &board.llm, &name, &meta)
+        else {
+            // No provider at all: only a dry run gets this far.
+            return Ok("models: none (no provider configured)".to_string());
+        };
         let what = if provider == "replay" {
             let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
             format!("replay of {}", cassette.display())
@@ -1240,7 +1323,10 @@ fn check_report_path(settings: &RunSettings, board: &Board, run_dir: &Path) -> R
     }
     let search = crate::loader::AgentSearch::new(
         settings.board.agents_dir.as_deref(),
-        crate::config::user_agents_dir()?,
+        // On --resume the user's config file is not the meeting's: a broken one must not stop
+        // it, the default folder is guarded then.
+        crate::config::user_agents_dir()
+            .unwrap_or_else(|_| crate::config::config_dir().map(|d| d.join("agents"))),
     );
     let pm = board
         .pm
@@ -1361,8 +1447,12 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
         path: dir.to_path_buf(),
     };
     let lock = run.lock()?;
-    // The exchange log is the one of this run folder, wherever it has been moved or copied.
+    // The exchange log is the one of this run folder, wherever it has been moved or copied;
+    // so is the config copy.
     settings.llm.llm_log = Some(absolute(&dir.join("llm.jsonl")));
+    if settings.config_file.is_some() {
+        settings.config_file = Some(absolute(&dir.join("config.yaml")));
+    }
     let Some((step, stage, path)) = run.last_output()? else {
         return Err(Error::Usage(format!(
             "--resume: {} holds no stage output to continue from",

@@ -313,6 +313,41 @@ mod tests {
         assert_eq!(rfc3339_utc(-1, 0), "1969-12-31T23:59:59.000Z");
     }
 
+    /// The flow keeps the steps of the last FLOW_LOOPS loops and counts the loops it dropped.
+    #[test]
+    fn the_flow_keeps_the_last_loops() {
+        let mut flow = Flow::default();
+        let ask = |loop_no: u32| FlowStep {
+            loop_no,
+            kind: FlowKind::Ask,
+            agent: Some("arch".into()),
+            text: format!("q{loop_no}"),
+        };
+        for l in 1..=FLOW_LOOPS {
+            add_to_flow(&mut flow, ask(l));
+            add_to_flow(&mut flow, ask(l));
+        }
+        assert_eq!(
+            (flow.loops_before, flow.steps.len()),
+            (0, 2 * FLOW_LOOPS as usize)
+        );
+        add_to_flow(&mut flow, ask(FLOW_LOOPS + 1));
+        assert_eq!(flow.loops_before, 1);
+        assert_eq!(flow.steps[0].loop_no, 2);
+        assert_eq!(flow.steps.len(), 2 * FLOW_LOOPS as usize - 1);
+    }
+
+    /// What a step keeps of a message is what the diagram shows: cutting again changes nothing.
+    #[test]
+    fn flow_text_is_cut_once() {
+        let long = "word ".repeat(40);
+        let cut = flow_text(&long, FLOW_TEXT_CHARS);
+        assert_eq!(cut.chars().count(), FLOW_TEXT_CHARS);
+        assert!(cut.ends_with("..."));
+        assert_eq!(flow_text(&cut, FLOW_TEXT_CHARS), cut);
+        assert_eq!(flow_text("a\n  b", FLOW_TEXT_CHARS), "a b");
+    }
+
     #[test]
     fn system_clock_looks_like_rfc3339() {
         let s = SystemClock.now();

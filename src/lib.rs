@@ -8,6 +8,7 @@
 
 pub(crate) mod ask;
 pub mod budget;
+pub mod circles;
 pub mod cli;
 pub mod config;
 pub mod context;

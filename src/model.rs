@@ -789,6 +789,10 @@ pub enum EventType {
     AgentResult,
     /// An agent turn ended without one.
     AgentError,
+    /// The PM asked a participant nearly what it had asked it before (DESIGN.md#circles).
+    PmRepeatedQuestion,
+    /// Two agent turns in a row added nothing new to the whiteboard (DESIGN.md#circles).
+    MeetingStalled,
 }
 
 impl EventType {
@@ -805,6 +809,8 @@ impl EventType {
             EventType::AgentRetry => "agent_retry",
             EventType::AgentResult => "agent_result",
             EventType::AgentError => "agent_error",
+            EventType::PmRepeatedQuestion => "pm_repeated_question",
+            EventType::MeetingStalled => "meeting_stalled",
         }
     }
 }
@@ -1055,6 +1061,8 @@ pub enum ProcessKind {
     RoundFailed,
     /// The PM marked answered a question that is not on the whiteboard.
     UnknownQuestion,
+    /// The PM repeated a question, or answers stopped adding anything (DESIGN.md#circles).
+    Circles,
 }
 
 /// Who answered for a caller: the provider and model of its last call, and the cassette's
@@ -1103,6 +1111,25 @@ pub struct MeetingRecord {
     /// Per caller (`pm`, agent names): who answered.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub callers: BTreeMap<String, CallerSource>,
+    /// The PM's latest questions, with the answer each got (`circles::ASKED_CAP`): what a
+    /// repeated question is compared with (DESIGN.md#circles).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<AskedQuestion>,
+    /// Agent turns in a row that added nothing new to the whiteboard (DESIGN.md#circles).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub quiet_turns: u32,
+}
+
+/// A question the PM asked a participant, and the headline of the answer it got.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AskedQuestion {
+    pub agent: String,
+    pub question: String,
+    #[serde(rename = "loop")]
+    pub loop_no: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
 }
 
 impl MeetingRecord {

@@ -22,26 +22,31 @@ enum OutFormat {
 #[command(
     name = "agent-builder",
     version,
-    after_help = "Example:\n  agent-builder --description 'Estimates build and run costs of each option' \\\n      --name cost --output agents/cost.yaml\n\nOffline, from a cassette:\n  agent-builder --provider replay --cassette builder.jsonl --description 'cost analyst' --output agents/cost.yaml"
+    after_help = "Examples:\n  \
+# with a key; then offline, in the repository, from its builder cassette\n  \
+OPENAI_API_KEY=sk-... agent-builder --output agents/cost.yaml \\\n    \
+--description 'Estimates build and run costs of each option'\n  \
+agent-builder --provider replay --cassette meetings/builder.cassette.jsonl \\\n    \
+--output agents/cost.yaml --description 'Estimates build and run costs of each option'"
 )]
 struct Args {
     /// What the agent should do, in plain language (default: read from stdin)
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", help_heading = "Input")]
     description: Option<String>,
     /// Agent name (wins over the model's; default: the output file's stem)
-    #[arg(long)]
+    #[arg(long, value_name = "NAME", help_heading = "Input")]
     name: Option<String>,
     /// Agent role (wins over the model's)
-    #[arg(long)]
+    #[arg(long, value_name = "ROLE", help_heading = "Input")]
     role: Option<String>,
     /// Output format (default: from the output file's extension, else json)
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, value_name = "FORMAT", help_heading = "Output")]
     format: Option<OutFormat>,
     /// File to write (default: stdout); written atomically, never half-written
-    #[arg(long, short, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE", help_heading = "Output")]
     output: Option<PathBuf>,
     /// Overwrite an existing output file
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     force: bool,
     #[command(flatten)]
     llm: LlmArgs,

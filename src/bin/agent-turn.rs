@@ -18,8 +18,10 @@ use serde_json::{Map, Value};
                   pending_call cleared on stdout. A `kind: human` agent answers in $VISUAL/$EDITOR or\n\
                   on the terminal, or from --human-answers.\n\n\
                   Example:\n  \
-                  agent-turn --provider replay --cassette meetings/demo.cassette.jsonl \\\n    \
-                  < runs/<id>/0003-pm-step.out.json | jq .last_turn"
+# in the repository; the stages take the replay settings from the environment\n  \
+                  export AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl\n  \
+                  collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz \\\n    \
+                  | pm-step | agent-turn | jq .last_turn"
 )]
 struct Args {
     #[command(flatten)]
@@ -28,7 +30,12 @@ struct Args {
     llm: agent_meeting::llm::LlmArgs,
     /// Answers of the human participants, one JSON object (an AgentTurnResult) per line, used
     /// in order across the meeting; wins over the editor and the terminal
-    #[arg(long, env = "MEETING_HUMAN_ANSWERS", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "MEETING_HUMAN_ANSWERS",
+        value_name = "FILE",
+        help_heading = "Input"
+    )]
     human_answers: Option<std::path::PathBuf>,
 }
 

@@ -27,15 +27,15 @@ collect-context --topic 'Adopt Rust for the CLI?' --pretty"
 )]
 struct Args {
     /// Meeting file (.json, .yaml or .yml) to read instead of stdin
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Input")]
     meeting_file: Option<PathBuf>,
 
     /// Build a minimal meeting whose decision is TOPIC (no context sources)
-    #[arg(long, value_name = "TOPIC")]
+    #[arg(long, value_name = "TOPIC", help_heading = "Input")]
     topic: Option<String>,
 
     /// Folder that source paths of stdin input resolve against [default: working directory]
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = "Input")]
     base_dir: Option<PathBuf>,
 
     #[command(flatten)]

@@ -19,16 +19,26 @@ struct Args {
     #[command(flatten)]
     board: BoardArgs,
     /// Default provider for the meeting: openai, anthropic or replay
-    #[arg(long, env = "AGENT_MEETING_PROVIDER")]
+    #[arg(
+        long,
+        env = "AGENT_MEETING_PROVIDER",
+        value_name = "NAME",
+        help_heading = "Model"
+    )]
     provider: Option<String>,
     /// Default model for the meeting
-    #[arg(long, env = "AGENT_MEETING_MODEL")]
+    #[arg(
+        long,
+        env = "AGENT_MEETING_MODEL",
+        value_name = "MODEL",
+        help_heading = "Model"
+    )]
     model: Option<String>,
     /// Default sampling temperature
-    #[arg(long)]
+    #[arg(long, value_name = "T", help_heading = "Model")]
     temperature: Option<f64>,
     /// Default completion token limit per call
-    #[arg(long)]
+    #[arg(long, value_name = "N", help_heading = "Model")]
     max_tokens: Option<u32>,
     #[command(flatten)]
     output: OutputArgs,

@@ -18,59 +18,81 @@ use clap::{ArgMatches, CommandFactory, Parser};
 #[command(
     name = "meeting",
     version,
-    after_help = "Examples:\n  meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    --provider replay --cassette meetings/demo.cassette.jsonl\n  OPENAI_API_KEY=... meeting --topic \"Adopt Rust for ingest?\" --agents arch,biz --model gpt-4o-mini\n  meeting --resume runs/<trace_id>"
+    after_help = "Examples:\n  \
+# in the repository, offline; then with a key\n  \
+meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    \
+--provider replay --cassette meetings/demo.cassette.jsonl --trace-id demo\n  \
+OPENAI_API_KEY=sk-... meeting --topic \"Adopt Rust for ingest?\" \\\n    \
+--agents arch,biz --model gpt-4o-mini\n  \
+meeting --resume runs/demo      # go on with a stopped meeting\n  \
+meeting --list-agents           # the agents you can name, and where each is"
 )]
 struct Args {
     /// Meeting file (.yaml, .yml or .json)
-    #[arg(long, conflicts_with = "topic")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        conflicts_with = "topic",
+        help_heading = "Input"
+    )]
     meeting_file: Option<PathBuf>,
     /// Minimal mode: the decision to make, no documents
-    #[arg(long)]
+    #[arg(long, value_name = "TOPIC", help_heading = "Input")]
     topic: Option<String>,
-    #[command(flatten)]
-    board: BoardArgs,
-    /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
-    #[arg(long, value_name = "FILE")]
-    report_file: Option<PathBuf>,
-    /// Folder that holds the run folders [default: the config file's run_dir, else runs]
-    #[arg(long, value_name = "DIR")]
-    run_dir: Option<PathBuf>,
     /// Continue a killed or stopped meeting from its run folder; only --report-file,
     /// --connect-timeout, --read-timeout, --max-attempts, --stage, --quiet, --step and --pretty
     /// may be given with it
-    #[arg(long, value_name = "RUN_FOLDER")]
+    #[arg(long, value_name = "DIR", help_heading = "Input")]
     resume: Option<PathBuf>,
-    /// Load and check everything, collect context, print the first PM input; no LLM call
-    #[arg(long)]
+    #[command(flatten)]
+    context: ContextArgs,
+    #[command(flatten)]
+    board: BoardArgs,
+    /// Check everything that can be checked without a call (a missing key is only a warning),
+    /// say which provider and model each caller would use, print the PM's first prompt as it
+    /// would be sent; no LLM call, no run folder
+    #[arg(long, help_heading = "Meeting")]
     dry_run: bool,
     /// Pause before each stage until Enter (q stops, leaving a resumable run folder)
-    #[arg(long)]
+    #[arg(long, help_heading = "Meeting")]
     step: bool,
-    /// No progress on stderr
-    #[arg(long, short)]
-    quiet: bool,
     /// List the agents a meeting can use, with their role and where each is found, and exit
-    #[arg(long)]
+    #[arg(long, help_heading = "Meeting")]
     list_agents: bool,
     /// Print the resolved settings and where each comes from (flag, environment, config file,
     /// built-in default), and exit; keys are never shown
-    #[arg(long)]
+    #[arg(long, help_heading = "Meeting")]
     show_config: bool,
     /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable;
     /// NAME= restores the built-in program, e.g. with --resume)
-    #[arg(long = "stage", value_name = "NAME=COMMAND")]
+    #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]
     stages: Vec<String>,
     #[command(flatten)]
-    context: ContextArgs,
+    llm: LlmArgs,
+    /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    report_file: Option<PathBuf>,
+    /// Folder that holds the run folders [default: the config file's run_dir, else runs]
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    run_dir: Option<PathBuf>,
     /// Render the report with this minijinja template instead of the built-in one (see
     /// render-report --help)
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     template: Option<PathBuf>,
-    #[command(flatten)]
-    llm: LlmArgs,
+    /// With --dry-run: print the PM's input document (JSON) instead of its prompt
+    #[arg(long, requires = "dry_run", help_heading = "Output")]
+    json: bool,
+    /// No progress on stderr
+    #[arg(long, short, help_heading = "Output")]
+    quiet: bool,
     /// Answers of the human participants (kind: human), one JSON object per line, used in
     /// order; without it a human answers in $VISUAL/$EDITOR or on the terminal
-    #[arg(long, env = "MEETING_HUMAN_ANSWERS", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "MEETING_HUMAN_ANSWERS",
+        value_name = "FILE",
+        help_heading = "Input"
+    )]
     human_answers: Option<PathBuf>,
     #[command(flatten)]
     output: OutputArgs,
@@ -132,12 +154,6 @@ fn from_env(matches: &ArgMatches) -> Vec<String> {
         .collect()
 }
 
-/// Where run folders go: flag > config file > `runs`.
-fn run_dir(flag: Option<PathBuf>, loaded: &config::Loaded) -> PathBuf {
-    flag.or_else(|| loaded.config.run_dir.clone())
-        .unwrap_or_else(|| PathBuf::from("runs"))
-}
-
 /// Where a flag's value came from: the command line, its environment variable, else `None`.
 fn flag_source(matches: &ArgMatches, id: &str) -> Option<config::Source> {
     let cmd = Args::command();
@@ -150,138 +166,6 @@ fn flag_source(matches: &ArgMatches, id: &str) -> Option<config::Source> {
         }
         _ => None,
     }
-}
-
-/// What `--show-config` prints: each setting, its value and where it came from, in the
-/// precedence flag > environment > config file > built-in default. No key is printed, only
-/// whether it is set.
-fn show_config(
-    args: &Args,
-    matches: &ArgMatches,
-    loaded: &config::Loaded,
-) -> anyhow::Result<String> {
-    use config::Source;
-    let cfg = &loaded.config;
-    let mut rows: Vec<(String, String, String)> = Vec::new();
-    let mut row = |name: &str, value: String, source: Source| {
-        rows.push((name.to_string(), value, source.to_string()));
-    };
-    let llm = config::with_config(args.llm.clone())?;
-    let env = |v: &str| std::env::var(v).ok().filter(|s| !s.trim().is_empty());
-    // provider
-    let (provider, source) = match (flag_source(matches, "provider"), &args.llm.provider) {
-        (Some(s), Some(p)) => (p.clone(), s),
-        _ => match &cfg.provider {
-            Some(p) => (p.clone(), Source::ConfigFile),
-            None => match (env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")) {
-                (Some(_), _) => ("openai".into(), Source::Env("OPENAI_API_KEY is set".into())),
-                (None, Some(_)) => (
-                    "anthropic".into(),
-                    Source::Env("ANTHROPIC_API_KEY is set".into()),
-                ),
-                _ => ("none".into(), Source::Default),
-            },
-        },
-    };
-    row("provider", provider.clone(), source);
-    // model: the PM's, as the stages resolve it; then the per-caller ones of the config file.
-    let model = match (flag_source(matches, "model"), &args.llm.model) {
-        (Some(s), Some(m)) => Some((m.clone(), s)),
-        _ => None,
-    };
-    let model = model
-        .or_else(|| match provider.as_str() {
-            "openai" => env("OPENAI_MODEL").map(|m| (m, Source::Env("OPENAI_MODEL".into()))),
-            "anthropic" => {
-                env("ANTHROPIC_MODEL").map(|m| (m, Source::Env("ANTHROPIC_MODEL".into())))
-            }
-            _ => None,
-        })
-        .or_else(|| cfg.model.clone().map(|m| (m, Source::ConfigFile)))
-        .unwrap_or_else(|| {
-            let m = agent_meeting::llm::args::default_model(&provider);
-            (m.unwrap_or("-").to_string(), Source::Default)
-        });
-    row("model", model.0, model.1);
-    for (caller, m) in &cfg.models {
-        // A --model (or AGENT_MEETING_MODEL) wins over the per-caller models too.
-        let shadowed = flag_source(matches, "model").is_some();
-        row(
-            &format!("models.{caller}"),
-            if shadowed {
-                format!("{m} (not used: --model wins)")
-            } else {
-                m.clone()
-            },
-            Source::ConfigFile,
-        );
-    }
-    for (p, var) in [
-        ("openai", "OPENAI_BASE_URL"),
-        ("anthropic", "ANTHROPIC_BASE_URL"),
-    ] {
-        let url = agent_meeting::llm::args::base_url(&llm, p);
-        let source = if env(var).is_some() {
-            Source::Env(var.into())
-        } else if (p == "openai" && cfg.base_urls.openai.is_some())
-            || (p == "anthropic" && cfg.base_urls.anthropic.is_some())
-        {
-            Source::ConfigFile
-        } else {
-            Source::Default
-        };
-        row(&format!("base_urls.{p}"), url, source);
-    }
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
-        let set = if env(var).is_some() { "set" } else { "not set" };
-        row(var, set.into(), Source::Env(var.into()));
-    }
-    let (agents_dir, source) = match (&args.board.agents_dir, &cfg.agents_dir) {
-        (Some(d), _) => (d.display().to_string(), Source::Flag),
-        (None, Some(d)) => (d.display().to_string(), Source::ConfigFile),
-        (None, None) => (
-            config::user_agents_dir()?.map_or_else(|| "-".into(), |d| d.display().to_string()),
-            Source::Default,
-        ),
-    };
-    let name = if args.board.agents_dir.is_some() {
-        "agents_dir (--agents-dir)"
-    } else {
-        "agents_dir (user agents folder)"
-    };
-    row(name, agents_dir, source);
-    let (run, source) = match (&args.run_dir, &cfg.run_dir) {
-        (Some(d), _) => (d.clone(), Source::Flag),
-        (None, Some(d)) => (d.clone(), Source::ConfigFile),
-        (None, None) => (PathBuf::from("runs"), Source::Default),
-    };
-    row("run_dir", run.display().to_string(), source);
-    let (loops, source) = match (given::<u32>(matches, "max_loops"), cfg.max_loops) {
-        (Some(n), _) => (n, Source::Flag),
-        (None, Some(n)) => (n, Source::ConfigFile),
-        (None, None) => (args.board.max_loops, Source::Default),
-    };
-    row("max_loops", loops.to_string(), source);
-    let (budget, source) = match (args.board.max_total_tokens, &cfg.budget) {
-        (Some(n), _) => (n.to_string(), Source::Flag),
-        (None, Some(b)) => (b.max_total_tokens.to_string(), Source::ConfigFile),
-        (None, None) => (
-            "none (or the meeting file's budget)".into(),
-            Source::Default,
-        ),
-    };
-    row("budget.max_total_tokens", budget, source);
-    let mut out = match (&loaded.file, &loaded.looked_at) {
-        (Some(f), _) => format!("# config file: {}\n", f.display()),
-        (None, Some(p)) => format!("# config file: none ({} does not exist)\n", p.display()),
-        (None, None) => format!("# config file: none ({} is empty)\n", config::CONFIG_ENV),
-    };
-    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
-    let w1 = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
-    for (name, value, source) in rows {
-        out.push_str(&format!("{name:w0$}  {value:w1$}  {source}\n"));
-    }
-    Ok(out)
 }
 
 fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> {
@@ -315,9 +199,18 @@ fn main() -> ExitCode {
 
 fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
-    let loaded = config::load()?;
     if args.show_config {
-        return cli::write_stdout(&show_config(&args, &matches, loaded)?);
+        let given = config::Given {
+            llm: args.llm.clone(),
+            provider: flag_source(&matches, "provider").zip(args.llm.provider.clone()),
+            model: flag_source(&matches, "model").zip(args.llm.model.clone()),
+            agents_dir: args.board.agents_dir.clone(),
+            run_dir: args.run_dir.clone(),
+            max_loops: given(&matches, "max_loops"),
+            default_max_loops: args.board.max_loops,
+            max_total_tokens: args.board.max_total_tokens,
+        };
+        return cli::write_stdout(&config::show(&given, config::load()?)?);
     }
     if args.list_agents {
         let search =
@@ -353,6 +246,8 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
                     .into())
                 }
             };
+            // A resumed meeting reads its run folder's copy of the config, not the user's.
+            let loaded = config::load()?;
             let mut stage_overrides = parse_overrides(&args.stages)?;
             stage_overrides.retain(|_, cmd| !cmd.trim().is_empty());
             let new = NewMeeting {
@@ -368,15 +263,19 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
                 },
                 llm: config::with_config(args.llm)?,
                 report_file: args.report_file,
-                run_dir: run_dir(args.run_dir, loaded),
+                run_dir: config::run_dir(args.run_dir, &loaded.config).0,
                 stage_overrides,
                 llm_from_env: from_env(&matches),
                 human_answers: args.human_answers,
             };
             match driver::start(new, args.dry_run, ui)? {
                 Started::Run(run) => *run,
-                Started::DryRun(pm_input) => {
-                    return cli::write_stdout(&io::to_json_line(&pm_input, args.output.pretty))
+                Started::DryRun(dry) => {
+                    return cli::write_stdout(&if args.json {
+                        io::to_json_line(&dry.pm_input, args.output.pretty)
+                    } else {
+                        dry.prompt
+                    })
                 }
             }
         }

@@ -12,7 +12,11 @@ use clap::Parser;
 #[command(
     name = "merge-board",
     version,
-    after_help = "Example:\n  merge-board < runs/<id>/0004-agent-turn.out.json | jq '{loop_count, key_points, open_questions}'"
+    after_help = "Example:\n  \
+# in the repository\n  \
+export AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl\n  \
+collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz \\\n    \
+| pm-step | agent-turn | merge-board | jq '{loop_count, key_points, open_questions}'"
 )]
 struct Args {
     #[command(flatten)]

@@ -15,7 +15,8 @@ use clap::Parser;
                   over: status finished). A failed board (its report could not be saved) prints\n\
                   render-report, which tries again.\n\n\
                   Example:\n  \
-                  while stage=$(next-stage < board.json) && [ \"$stage\" != none ]; do ...; done"
+# share/meeting.sh runs a whole meeting this way\n  \
+                  collect-context --topic 'Adopt Rust?' | init-board --agents arch,biz | next-stage"
 )]
 struct Args {}
 

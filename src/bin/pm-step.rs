@@ -16,8 +16,9 @@ use serde_json::{Map, Value};
     after_help = "Reads a Board on stdin, writes the Board with the PM's decision applied (pending_call,\n\
                   final_report, or the forced-finish outcome) on stdout.\n\n\
                   Example:\n  \
-                  pm-step --provider replay --cassette meetings/demo.cassette.jsonl \\\n    \
-                  < runs/<id>/0002-init-board.out.json | jq .pending_call"
+# in the repository\n  \
+                  collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz \\\n    \
+                  | pm-step --provider replay --cassette meetings/demo.cassette.jsonl | jq .pending_call"
 )]
 struct Args {
     #[command(flatten)]

@@ -27,18 +27,22 @@ the variable `kind` (normal|forced|fallback) lets one template handle all three,
 the built-in parts. Variables: share/templates/README.md.
 
 Example:
-  render-report --report-file reports/demo.md < runs/<id>/0012-pm-step.out.json | jq .status
-  render-report --markdown < runs/<id>/0012-pm-step.out.json | less"
+  # in the repository: a finished meeting's board, rendered again
+  meeting --meeting-file meetings/demo.yaml --agents arch,biz --provider replay \\
+    --cassette meetings/demo.cassette.jsonl --trace-id demo --quiet > /dev/null
+  jq .board runs/demo/*-render-report.out.json | render-report --markdown | head -20
+  jq .board runs/demo/*-render-report.out.json \\
+    | render-report --report-file reports/demo.md | jq .status"
 )]
 struct Args {
     /// Write the Markdown report to this file (atomically) and mark the board finished
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     report_file: Option<PathBuf>,
     /// Print the Markdown report on stdout instead of the ReportResult JSON
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     markdown: bool,
     /// Use this minijinja template instead of the built-in one
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
     template: Option<PathBuf>,
     /// Draw the diagram of the whole meeting from this events file (a run folder's
     /// events.jsonl) instead of the board's last 30 loops

@@ -30,46 +30,66 @@ mod default {
 pub struct LlmArgs {
     /// Provider: openai, anthropic or replay (default: from the board or agent metadata, else
     /// whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` overrides everything.
-    #[arg(long, env = "AGENT_MEETING_PROVIDER", value_name = "NAME")]
+    #[arg(
+        long,
+        env = "AGENT_MEETING_PROVIDER",
+        value_name = "NAME",
+        help_heading = "Model"
+    )]
     pub provider: Option<String>,
     /// Model name (agent metadata and the board's defaults win over this)
-    #[arg(long, env = "AGENT_MEETING_MODEL", value_name = "MODEL")]
+    #[arg(
+        long,
+        env = "AGENT_MEETING_MODEL",
+        value_name = "MODEL",
+        help_heading = "Model"
+    )]
     pub model: Option<String>,
     /// Sampling temperature (agent metadata and the board's defaults win over this)
-    #[arg(long, value_name = "T")]
+    #[arg(long, value_name = "T", help_heading = "Model")]
     pub temperature: Option<f64>,
     /// Maximum tokens of a reply (default per call: agent turn 1200, PM step 1500, the PM's
     /// closing round 2000, agent-builder 2500; agent metadata and the board's defaults win over
     /// this)
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = "Model")]
     pub max_tokens: Option<u32>,
     /// Cassette to answer from with --provider replay
-    #[arg(long, env = "MEETING_CASSETTE", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "MEETING_CASSETTE",
+        value_name = "FILE",
+        help_heading = "Model"
+    )]
     pub cassette: Option<PathBuf>,
     /// Append every exchange with the real provider to this cassette
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", help_heading = "Model")]
     pub record: Option<PathBuf>,
     /// In replay, fail when a request differs from the recorded one (default: warn)
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub strict_replay: bool,
     /// Do not use the provider's native structured output; describe the schema in the prompt
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub no_native_schema: bool,
     /// Send no response_format at all (OpenAI-compatible servers that reject it); implies
     /// --no-native-schema
-    #[arg(long)]
+    #[arg(long, help_heading = "Model")]
     pub no_response_format: bool,
     /// Seconds to wait for a connection
-    #[arg(long, value_name = "SECS", default_value_t = default::CONNECT_TIMEOUT)]
+    #[arg(long, value_name = "SECS", default_value_t = default::CONNECT_TIMEOUT, help_heading = "Transport")]
     pub connect_timeout: f64,
     /// Seconds to wait for the response (head, then body)
-    #[arg(long, value_name = "SECS", default_value_t = default::READ_TIMEOUT)]
+    #[arg(long, value_name = "SECS", default_value_t = default::READ_TIMEOUT, help_heading = "Transport")]
     pub read_timeout: f64,
     /// Attempts per call on 429, 5xx, timeouts and network errors
-    #[arg(long, value_name = "N", default_value_t = default::MAX_ATTEMPTS, value_parser = clap::value_parser!(u32).range(1..=20))]
+    #[arg(long, value_name = "N", default_value_t = default::MAX_ATTEMPTS, value_parser = clap::value_parser!(u32).range(1..=20), help_heading = "Transport")]
     pub max_attempts: u32,
     /// Append every call's full prompt and raw response to this JSONL file
-    #[arg(long, env = "MEETING_LLM_LOG", value_name = "FILE")]
+    #[arg(
+        long,
+        env = "MEETING_LLM_LOG",
+        value_name = "FILE",
+        help_heading = "Output"
+    )]
     pub llm_log: Option<PathBuf>,
     /// Milliseconds of the first retry backoff (doubles each retry)
     #[arg(
@@ -242,20 +262,19 @@ pub fn client_for_caller(
         read: seconds("--read-timeout", args.read_timeout)?,
     };
     let native = !args.no_native_schema && !args.no_response_format;
-    let key = |var: &str| -> Result<String, Error> {
-        env_non_empty(var).ok_or_else(|| {
-            Error::Runtime(match source {
-                ProviderSource::Flags => format!(
-                    "provider {provider} needs {var} in the environment (or choose another with --provider); \
+    if let Some(var) = missing_key(args, &provider) {
+        return Err(Error::Runtime(match source {
+            ProviderSource::Flags => format!(
+                "provider {provider} needs {var} in the environment (or choose another with --provider); \
 to run offline, use --provider replay --cassette FILE"
-                ),
-                _ => format!(
-                    "{}, or set {var} in the environment; to run offline, use --provider replay --cassette FILE",
-                    source.explain(&provider)
-                ),
-            })
-        })
-    };
+            ),
+            _ => format!(
+                "{}, or set {var} in the environment; to run offline, use --provider replay --cassette FILE",
+                source.explain(&provider)
+            ),
+        }));
+    }
+    let key = |var: &str| env_non_empty(var).unwrap_or_default();
     let real: Box<dyn Provider> = match provider.as_str() {
         "replay" => {
             let Some(path) = &args.cassette else {
@@ -270,29 +289,13 @@ to run offline, use --provider replay --cassette FILE"
                 .with_log(args.llm_log.clone());
             return Ok((client, options));
         }
-        "openai" => {
-            let base = base_url(args, "openai");
-            // Local OpenAI-compatible servers usually need no key.
-            let api_key = if super::transport::is_loopback(&base) {
-                env_non_empty("OPENAI_API_KEY").unwrap_or_default()
-            } else {
-                key("OPENAI_API_KEY")?
-            };
-            let mut openai = OpenAi::new(&base, &api_key, native, timeouts);
-            if args.no_response_format {
-                openai = openai.with_mode(super::openai::JsonMode::Prompt);
-            }
-            Box::new(openai)
-        }
-        "anthropic" => {
-            let base = base_url(args, "anthropic");
-            Box::new(Anthropic::new(
-                &base,
-                &key("ANTHROPIC_API_KEY")?,
-                native,
-                timeouts,
-            ))
-        }
+        "openai" => Box::new(openai(args, &key("OPENAI_API_KEY"), timeouts)),
+        "anthropic" => Box::new(Anthropic::new(
+            &base_url(args, "anthropic"),
+            &key("ANTHROPIC_API_KEY"),
+            native,
+            timeouts,
+        )),
         other => {
             let why = match source {
                 ProviderSource::Flags => String::new(),
@@ -408,6 +411,46 @@ pub fn provider_and_model(
 ) -> Result<(String, String), Error> {
     let r = resolve(args, board_llm, caller, metadata)?;
     Ok((r.provider, r.options.model))
+}
+
+/// The OpenAI provider as the flags configure it.
+fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+    let native = !args.no_native_schema && !args.no_response_format;
+    let openai = OpenAi::new(&base_url(args, "openai"), api_key, native, timeouts);
+    if args.no_response_format {
+        openai.with_mode(super::openai::JsonMode::Prompt)
+    } else {
+        openai
+    }
+}
+
+/// The variable holding `provider`'s API key when a call would need it and it is not set. A
+/// local OpenAI-compatible server (loopback base URL) needs none.
+pub fn missing_key(args: &LlmArgs, provider: &str) -> Option<&'static str> {
+    let var = match provider {
+        "openai" if !super::transport::is_loopback(&base_url(args, "openai")) => "OPENAI_API_KEY",
+        "anthropic" => "ANTHROPIC_API_KEY",
+        _ => return None,
+    };
+    env_non_empty(var).is_none().then_some(var)
+}
+
+/// Whether `provider`, as the flags configure it, wants the reply schema described in the
+/// prompt (no native structured output): asked of the provider itself, built without a key
+/// (`--dry-run` shows the prompt exactly as it would be sent).
+pub fn schema_in_prompt(args: &LlmArgs, provider: &str) -> bool {
+    let timeouts = Timeouts {
+        connect: Duration::from_secs(1),
+        read: Duration::from_secs(1),
+    };
+    let native = !args.no_native_schema && !args.no_response_format;
+    match provider {
+        "openai" => openai(args, "", timeouts).schema_in_prompt(),
+        "anthropic" => {
+            Anthropic::new(&base_url(args, "anthropic"), "", native, timeouts).schema_in_prompt()
+        }
+        _ => false,
+    }
 }
 
 /// The model a provider gets when nothing names one (`replay` has none: the cassette answers).

@@ -113,18 +113,12 @@ impl Replay {
             if !line.trim_start().starts_with('{') {
                 return Err(Error::input(&label, &at, "expected a JSON object"));
             }
-            let de = &mut serde_json::Deserializer::from_str(line);
-            let entry: Entry = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
-                let field = e.path().to_string();
-                let at = if field == "." {
-                    at.clone()
-                } else {
-                    format!("{at}: {field}")
-                };
-                Error::input(&label, at, e.into_inner().to_string())
-            })?;
-            de.end()
-                .map_err(|e| Error::input(&label, &at, e.to_string()))?;
+            // Every stage of a meeting reads the whole cassette: the plain parse first, the one
+            // that tracks the field path only to word an error.
+            let entry: Entry = match serde_json::from_str(line) {
+                Ok(entry) => entry,
+                Err(_) => entry_error(&label, &at, line)?,
+            };
             if entry.response.is_some() == entry.error.is_some() {
                 return Err(Error::input(
                     &label,
@@ -170,6 +164,24 @@ impl Replay {
             last_seq: None,
         })
     }
+}
+
+/// The error of a cassette line the plain parse refused, naming the field (or, should the
+/// checked parse accept it after all, the entry).
+fn entry_error(label: &str, at: &str, line: &str) -> Result<Entry, Error> {
+    let de = &mut serde_json::Deserializer::from_str(line);
+    let entry: Entry = serde_path_to_error::deserialize(&mut *de).map_err(|e| {
+        let field = e.path().to_string();
+        let at = if field == "." {
+            at.to_string()
+        } else {
+            format!("{at}: {field}")
+        };
+        Error::input(label, at, e.into_inner().to_string())
+    })?;
+    de.end()
+        .map_err(|e| Error::input(label, at, e.to_string()))?;
+    Ok(entry)
 }
 
 impl Provider for Replay {

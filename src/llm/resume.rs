@@ -38,27 +38,40 @@ fn completed(log: &Path) -> HashMap<u64, (String, RawReply)> {
     let mut done = HashMap::new();
     let text = std::fs::read_to_string(log).unwrap_or_default();
     for line in text.lines() {
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
+        // Only the fields a reply needs: the prompt (most of each line) is skipped, not
+        // built into a tree; every stage of a meeting reads the whole log
+        // (DESIGN.md#resume, BENCHMARKS.md#bounded-board-issue-15).
+        let Ok(logged) = serde_json::from_str::<Logged>(line) else {
             continue;
         };
-        let (Some(seq), Some(caller), Some(response)) = (
-            v["seq"].as_u64(),
-            v["caller"].as_str(),
-            v["response"].as_str(),
-        ) else {
+        let (Some(seq), Some(caller), Some(response)) =
+            (logged.seq, logged.caller, logged.response)
+        else {
             continue;
         };
-        let usage = TokenUsage::from_json(&v["usage"]);
+        let usage = TokenUsage::from_json(&logged.usage);
         done.entry(seq).or_insert((
-            caller.to_string(),
+            caller,
             RawReply {
-                text: response.to_string(),
+                text: response,
                 usage,
-                truncated: v["truncated"] == true,
+                truncated: logged.truncated == Value::Bool(true),
             },
         ));
     }
     done
+}
+
+/// The fields of an exchange-log line a reused reply needs; any other is skipped.
+#[derive(serde::Deserialize)]
+struct Logged {
+    seq: Option<u64>,
+    caller: Option<String>,
+    response: Option<String>,
+    #[serde(default)]
+    usage: Value,
+    #[serde(default)]
+    truncated: Value,
 }
 
 impl Provider for FromLog {

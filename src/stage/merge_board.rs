@@ -2,18 +2,19 @@
 //! rules 1–7, DESIGN.md#merge-rules). No LLM, no clock: the caller passes the timestamp, so
 //! every function here is pure.
 
+use crate::circles;
 use crate::error::Result;
 use crate::events;
 use crate::model::EventType;
 use crate::model::{
-    AgentTurnResult, Board, Event, Evidence, FindingKind, LastTurn, QuestionAnswer, TurnStatus,
-    EVIDENCE_CAP,
+    AgentTurnResult, Board, Event, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer,
+    TurnStatus, EVIDENCE_CAP,
 };
 use crate::stage::Stage;
 use crate::text::headline;
 use crate::whiteboard::{
-    append_unique, apply_answers, evidence_id, link_evidence, raise_questions, record_findings,
-    summary_lines, sync_questions, RECENT_ERRORS_CAP,
+    append_unique, apply_answers, evidence_id, link_evidence, note_process, raise_questions,
+    record_findings, summary_lines, sync_questions, RECENT_ERRORS_CAP,
 };
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
@@ -47,6 +48,14 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         .last_turn
         .take()
         .expect("merge-board runs only on a board with a last_turn");
+    let answered = |b: &Board| {
+        b.record
+            .questions
+            .iter()
+            .filter(|q| q.answer.is_some())
+            .count()
+    };
+    let answered_before = answered(&board);
     // The questions the PM marked answered when it made this call (DESIGN.md#questions).
     let answers = std::mem::take(&mut board.record.pending_answers);
     apply_answers(&mut board, &answers);
@@ -55,7 +64,15 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         (TurnStatus::Ok, Some(result)) => {
             let mut result = result.clone();
             result.agent_name = turn.agent_name.clone();
+            let adds = circles::adds_something(&board, &result);
             merge_result(&mut board, &result);
+            circles::record_answer(
+                &mut board,
+                &turn.agent_name,
+                Some(headline(&result.response)),
+            );
+            let quiet = !adds && answered(&board) == answered_before;
+            note_quiet_turn(&mut board, now, quiet);
             message = format!(
                 "{}: {} key points, {} risks, {} recommendations",
                 turn.agent_name,
@@ -68,6 +85,8 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
                 .insert(turn.agent_name.clone(), result);
         }
         _ => {
+            // A failed turn answered nothing: asking it again is a retry, not a circle.
+            circles::record_answer(&mut board, &turn.agent_name, None);
             merge_error(&mut board, &turn);
             message = format!("{}: error turn recorded", turn.agent_name);
         }
@@ -83,6 +102,36 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     // forced finish and runs in forced_finish mode (DESIGN.md#pm-round).
     board.loop_count += 1;
     Ok(board)
+}
+
+/// Count an answered turn that added nothing new (DESIGN.md#circles); the second in a row
+/// leaves a `meeting_stalled` event and a Process Note entry, and the PM is told.
+fn note_quiet_turn(board: &mut Board, now: &str, quiet: bool) {
+    if !quiet {
+        board.record.quiet_turns = 0;
+        return;
+    }
+    board.record.quiet_turns += 1;
+    if board.record.quiet_turns == circles::STALL_TURNS {
+        let ev = Event {
+            event_type: EventType::MeetingStalled,
+            caller: "merge-board".into(),
+            message: Some(format!(
+                "{} answers in a row added nothing new to the whiteboard",
+                circles::STALL_TURNS
+            )),
+            ..Event::default()
+        };
+        events::push_at(board, now, ev);
+        note_process(
+            board,
+            ProcessKind::Circles,
+            format!(
+                "The last {} answers added nothing new to the whiteboard; the PM was told to finish unless a required question was open.",
+                circles::STALL_TURNS
+            ),
+        );
+    }
 }
 
 fn merge_result(board: &mut Board, result: &AgentTurnResult) {

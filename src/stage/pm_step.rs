@@ -6,13 +6,14 @@ use serde_json::{json, Map, Value};
 
 use crate::ask::{ask, Asked, Asker};
 use crate::budget;
+use crate::circles::{self, GOING_IN_CIRCLES};
 use crate::error::Result;
 use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request, CUT_OFF};
 use crate::model::{
-    Board, NextAction, PendingCall, PmDecision, ProcessKind, Status, PM_DECISION_EXTRA_FIELDS,
-    PM_DECISION_FIELDS,
+    AskedQuestion, Board, NextAction, PendingCall, PmDecision, ProcessKind, Status,
+    PM_DECISION_EXTRA_FIELDS, PM_DECISION_FIELDS,
 };
 use crate::model::{EventType, MessageKind, PM_CALLER};
 use crate::prompts::{
@@ -96,6 +97,7 @@ pub fn pm_input(board: &Board) -> Value {
         "mode": mode(board).as_str(),
         "remaining_loops": board.max_loops.saturating_sub(board.loop_count),
         "last_error": board.last_error.as_deref().map(|e| cut(e, ITEM_CHARS)),
+        "stalled": circles::stalled(board),
     })
 }
 
@@ -249,6 +251,8 @@ enum Invalid {
     Schema(String, String),
     /// An unknown `target_agent` (the name, the error).
     Routing(String, String),
+    /// A question that nearly repeats one already asked of the same participant.
+    Repeat(AskedQuestion),
 }
 
 impl Invalid {
@@ -259,6 +263,26 @@ impl Invalid {
             Invalid::Json(e) => format!("PM output was not valid JSON: {e}"),
             Invalid::Schema(e, _) => format!("PM decision invalid: {e}"),
             Invalid::Routing(_, e) => format!("PM routing failed: {e}"),
+            Invalid::Repeat(a) => format!(
+                "PM repeated its loop {} question to {}: {GOING_IN_CIRCLES}",
+                a.loop_no, a.agent
+            ),
+        }
+    }
+
+    /// What the model is told when it is asked again.
+    fn for_model(&self) -> String {
+        match self {
+            Invalid::Json(e) if e.starts_with(CUT_OFF) => format!("it was {e}"),
+            Invalid::Json(e) => format!("it was not valid JSON ({e})"),
+            Invalid::Schema(e, _) | Invalid::Routing(_, e) => e.clone(),
+            Invalid::Repeat(a) => format!(
+                "you asked {} nearly the same in loop {}: {:?}; the answer was: {:?}. Ask something new, or someone else, or FINISH",
+                a.agent,
+                a.loop_no,
+                a.question,
+                a.answer.as_deref().unwrap_or("(not answered yet)")
+            ),
         }
     }
 
@@ -275,6 +299,10 @@ impl Invalid {
             Invalid::Routing(target, _) => format!(
                 "it addressed {:?}, who is not a participant",
                 cut(target, 60)
+            ),
+            Invalid::Repeat(a) => format!(
+                "it asked {} nearly what it had asked in loop {}",
+                a.agent, a.loop_no
             ),
         }
     }
@@ -306,11 +334,7 @@ impl Asker for PmAsk<'_> {
     }
 
     fn correction(&self, invalid: &Invalid) -> Result<String> {
-        let error = match invalid {
-            Invalid::Json(e) if e.starts_with(CUT_OFF) => format!("it was {e}"),
-            Invalid::Json(e) => format!("it was not valid JSON ({e})"),
-            Invalid::Schema(e, _) | Invalid::Routing(_, e) => e.clone(),
-        };
+        let error = invalid.for_model();
         // In forced_finish mode no target is allowed, so no names are offered.
         let (allowed, note): (&[String], &str) = match self.mode {
             Mode::Normal => (&self.board.participants, ""),
@@ -331,7 +355,22 @@ impl Asker for PmAsk<'_> {
     }
 
     fn rejected(&mut self, attempt: u32, invalid: &Invalid, retried: bool) {
-        if retried {
+        if let Invalid::Repeat(a) = invalid {
+            note_process(
+                self.board,
+                ProcessKind::Circles,
+                format!(
+                    "The PM asked {} nearly what it had asked in loop {}; {}.",
+                    a.agent,
+                    a.loop_no,
+                    if retried {
+                        "it was shown the earlier question and answer and asked again"
+                    } else {
+                        "it did so again after seeing the earlier answer"
+                    }
+                ),
+            );
+        } else if retried {
             note_process(
                 self.board,
                 ProcessKind::Retried,
@@ -351,6 +390,17 @@ impl Asker for PmAsk<'_> {
                     MessageKind::Feedback,
                 );
                 ev.error = Some(e.clone());
+                ev
+            }
+            Invalid::Repeat(a) => {
+                let mut ev = events::message(
+                    EventType::PmRepeatedQuestion,
+                    PM_CALLER,
+                    "pm",
+                    &a.agent,
+                    MessageKind::Feedback,
+                );
+                ev.error = Some(invalid.describe());
                 ev
             }
             Invalid::Routing(target, e) => {
@@ -432,6 +482,10 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
                 ),
             ));
         }
+        let question = decision.prompt_for_agent.as_deref().unwrap_or_default();
+        if let Some(earlier) = circles::earlier_ask(board, target, question) {
+            return Err(Invalid::Repeat(earlier.clone()));
+        }
     }
     Ok(decision)
 }
@@ -454,6 +508,9 @@ fn push_round_failed(board: &mut Board, clock: &dyn Clock, error: &str) {
 fn forced_reason(board: &Board) -> String {
     if board.status == Status::Finishing {
         match &board.last_error {
+            Some(e) if e.ends_with(GOING_IN_CIRCLES) => format!(
+                "The PM kept asking what it had asked before: {GOING_IN_CIRCLES}, so it was closed early."
+            ),
             Some(_) => "A PM round failed, so the meeting was closed early.".into(),
             None => "The meeting was closed early before full convergence.".into(),
         }
@@ -515,8 +572,13 @@ pub fn pm_step(
     };
     let calls_before = client.calls();
     // `Err`: why the round failed, as `last_error` words it and for the reader.
+    let mut circling = false;
     let outcome: Result<PmDecision, (String, String)> = match ask(client, opts, request, &mut pm)? {
         Asked::Answer(d) => Ok(d),
+        Asked::Invalid(invalid @ Invalid::Repeat(_)) => {
+            circling = true;
+            Err((invalid.describe(), invalid.for_reader()))
+        }
         Asked::Invalid(invalid) => Err((
             invalid.describe(),
             format!(
@@ -563,6 +625,7 @@ pub fn pm_step(
                     );
                     ev.message = Some(prompt.clone());
                     events::push(&mut board, clock, ev);
+                    circles::record_ask(&mut board, &target, &prompt);
                     board.pending_call = Some(PendingCall {
                         target_agent: target,
                         prompt,
@@ -577,6 +640,17 @@ pub fn pm_step(
                     board.final_report = d.final_report;
                 }
             }
+        }
+        (Mode::Normal, Err((error, _))) if circling => {
+            note_process(
+                &mut board,
+                ProcessKind::Circles,
+                format!("The meeting was closed early: {GOING_IN_CIRCLES}."),
+            );
+            push_round_failed(&mut board, clock, &error);
+            push_forced_finish(&mut board, clock, GOING_IN_CIRCLES.to_string());
+            board.status = Status::Finishing;
+            board.last_error = Some(error);
         }
         (Mode::Normal, Err((error, plain))) => {
             note_process(

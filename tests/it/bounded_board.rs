@@ -434,3 +434,37 @@ fn a_long_meeting_keeps_a_bounded_board() {
         bad.display()
     ));
 }
+
+/// A user's stage that hands on the board's events instead of replacing them adds none: the
+/// driver records only the events by which `event_count` grew, so none lands twice.
+#[test]
+fn a_users_stage_that_keeps_the_events_records_none_twice() {
+    let work = Workdir::new();
+    // merge-board replaced by a pass-through: the turn is dropped, agent-turn's events stay.
+    let stage = "merge-board=jq -c '.last_turn = null | .loop_count += 1'";
+    meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", stage],
+    )
+    .run()
+    .exit(0);
+    let run_dir = work.join("runs/demo-test");
+    let events = run_events(&run_dir);
+    let last: Value =
+        serde_json::from_str(&std::fs::read_to_string(outputs(&run_dir).last().unwrap()).unwrap())
+            .unwrap();
+    assert_eq!(last["board"]["event_count"], events.len());
+    let count = |t: &str| events.iter().filter(|e| e["type"] == t).count();
+    assert_eq!(count("board_merged"), 0);
+    assert_eq!(
+        count("agent_result"),
+        count("pm_decision") - 1,
+        "one answer per question"
+    );
+    let lines: Vec<String> = events.iter().map(Value::to_string).collect();
+    let mut unique = lines.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), lines.len(), "an event recorded twice");
+}

@@ -206,3 +206,84 @@ fn a_meeting_uses_the_config_and_its_stages_read_the_run_folders_copy() {
         .unwrap()
         .contains("cfg-pm-model"));
 }
+
+#[test]
+fn init_board_takes_loops_and_budget_from_the_config_below_flags_and_the_meeting_file() {
+    let work = with_config("max_loops: 3\nbudget: {max_total_tokens: 50000}\n");
+    let board = |flags: &[&str], input: &str| -> Value {
+        let out = work
+            .cli("init-board")
+            .env("XDG_CONFIG_HOME", work.join("cfg"))
+            .args(["--agents", "arch"])
+            .args(flags)
+            .stdin(input.to_string())
+            .run();
+        out.success();
+        out.json()
+    };
+    let packet = work
+        .cli("collect-context")
+        .args(["--topic", "x"])
+        .run()
+        .stdout();
+    let b = board(&[], &packet);
+    assert_eq!(
+        (b["max_loops"].clone(), b["max_total_tokens"].clone()),
+        (3.into(), 50000.into())
+    );
+    let b = board(&["--max-loops", "5", "--max-total-tokens", "9000"], &packet);
+    assert_eq!(
+        (b["max_loops"].clone(), b["max_total_tokens"].clone()),
+        (5.into(), 9000.into())
+    );
+    // The meeting file's budget wins over the config file's.
+    let mut p: Value = serde_json::from_str(&packet).unwrap();
+    p["meeting_input"]["budget"] = serde_json::json!({"max_total_tokens": 7000});
+    let b = board(&[], &p.to_string());
+    assert_eq!(b["max_total_tokens"], 7000);
+}
+
+#[test]
+fn a_resumed_meeting_reads_its_own_folders_config_not_the_users() {
+    let work = with_config("max_loops: 4\n");
+    let cassette = crate::meeting::demo_cassette();
+    // Stop before the first pm-step, then change the user's file and move the run folder.
+    let out = work
+        .cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .arg("--meeting-file")
+        .arg(crate::harness::root().join("meetings/demo.yaml"))
+        .args([
+            "--agents",
+            "arch,biz",
+            "--provider",
+            "replay",
+            "--trace-id",
+            "t",
+        ])
+        .arg("--cassette")
+        .arg(&cassette)
+        .arg("--step")
+        .stdin("q\n")
+        .run();
+    out.success();
+    std::fs::write(
+        work.join("cfg/agent-meeting/config.yaml"),
+        "modle: broken\n",
+    )
+    .unwrap();
+    std::fs::rename(work.join("runs/t"), work.join("moved")).unwrap();
+    let out = work
+        .cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .args(["--resume", "moved", "--quiet"])
+        .args([
+            "--stage",
+            "pm-step=echo \"config: $AGENT_MEETING_CONFIG\" >&2; exit 1",
+        ])
+        .run();
+    out.exit(1).stderr_has(&format!(
+        "config: {}",
+        work.join("moved/config.yaml").display()
+    ));
+}

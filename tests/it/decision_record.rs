@@ -18,7 +18,7 @@ fn sections(md: &str) -> Vec<&str> {
 }
 
 /// The text of section `title` (up to the next `## `).
-fn section<'a>(md: &'a str, title: &str) -> &'a str {
+pub(crate) fn section<'a>(md: &'a str, title: &str) -> &'a str {
     let head = format!("\n## {title}\n");
     let start = md
         .find(&head)
@@ -136,7 +136,7 @@ fn the_forced_demo_speaks_only_of_its_two_loops() {
 }
 
 /// A cassette of its own (one line per call), each reply a JSON value.
-fn cassette(work: &Workdir, replies: &[(&str, Value)]) -> std::path::PathBuf {
+pub(crate) fn cassette(work: &Workdir, replies: &[(&str, Value)]) -> std::path::PathBuf {
     let text: String = replies
         .iter()
         .enumerate()

@@ -516,7 +516,7 @@ fn dry_run_prints_the_first_pm_input_and_calls_no_model() {
     // An empty cassette: any LLM call would fail ("no entry for call 1").
     let empty = work.join("empty.jsonl");
     std::fs::write(&empty, "").unwrap();
-    let out = meeting_cmd(work.path(), &empty, &["--dry-run"]).run();
+    let out = meeting_cmd(work.path(), &empty, &["--dry-run", "--json"]).run();
     out.exit(0);
     let input: Value = out.json();
     assert_eq!(input["mode"], "normal");

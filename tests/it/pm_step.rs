@@ -573,6 +573,7 @@ fn pm_input_is_exactly_the_summary_layer() {
             "recent_errors",
             "remaining_loops",
             "risks",
+            "stalled",
             "summary",
             "topic"
         ]

@@ -1,0 +1,206 @@
+//! A meeting that notices it is going in circles (issue 14, docs/DESIGN.md#circles), driven by
+//! cassettes on the demo meeting: a repeated question is refused once with the earlier question,
+//! its loop and its answer; repeated again, the meeting closes ("the meeting is going in
+//! circles"); two answers in a row that add nothing new put a stall note in the PM's prompt.
+
+use serde_json::{json, Value};
+
+use crate::decision_record::{cassette, section};
+use crate::harness::Workdir;
+use crate::meeting::meeting_cmd;
+
+fn ask(target: &str, question: &str) -> (&'static str, Value) {
+    (
+        "pm",
+        json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": target,
+            "prompt_for_agent": question, "final_report": null}),
+    )
+}
+
+fn answer(agent: &'static str, response: &str, points: &[&str]) -> (&'static str, Value) {
+    (
+        agent,
+        json!({"response": response, "key_points": points, "risks": [], "recommendations": [],
+            "citations": []}),
+    )
+}
+
+fn finish() -> (&'static str, Value) {
+    (
+        "pm",
+        json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
+            "prompt_for_agent": null,
+            "final_report": "### Executive Summary\nDone.\n### Recommendation\nGo with the replica."}),
+    )
+}
+
+const Q: &str = "How long does the nightly run take on the primary today?";
+
+/// The lines of the run's exchange log and events file.
+fn logs(work: &Workdir) -> (Vec<Value>, Vec<Value>) {
+    let read = |name: &str| -> Vec<Value> {
+        work.read(format!("runs/demo-test/{name}"))
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    (read("llm.jsonl"), read("events.jsonl"))
+}
+
+fn last_user_text(call: &Value) -> String {
+    let messages = call["messages"].as_array().unwrap();
+    messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_repeated_question_is_refused_once_with_the_earlier_answer() {
+    let work = Workdir::new();
+    let c = cassette(
+        &work,
+        &[
+            ask("arch", Q),
+            answer("arch", "About 3h40m on average.", &["Run takes 3h40m."]),
+            // Nearly the same question to the same participant: refused, asked again.
+            ask(
+                "arch",
+                "How long does the nightly run take on the primary, today?",
+            ),
+            ask("biz", "What does a replica cost per month?"),
+            answer("biz", "About 1,240 USD.", &["A replica costs 1,240 USD."]),
+            finish(),
+        ],
+    );
+    let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    let (calls, events) = logs(&work);
+    let retry = last_user_text(&calls[3]);
+    for part in [
+        "you asked arch nearly the same in loop 1",
+        Q,
+        "the answer was: \"About 3h40m on average.\"",
+    ] {
+        assert!(retry.contains(part), "{part}: {retry}");
+    }
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "pm_repeated_question")
+            .count(),
+        1
+    );
+    let md = work.read("report.md");
+    let note = section(&md, "Process Note");
+    assert!(
+        note.contains("The PM asked arch nearly what it had asked in loop 1; it was shown the earlier question and answer and asked again."),
+        "{note}"
+    );
+    assert!(!md.contains("going in circles"), "{md}");
+}
+
+#[test]
+fn a_question_repeated_twice_closes_the_meeting_as_going_in_circles() {
+    let work = Workdir::new();
+    let c = cassette(
+        &work,
+        &[
+            ask("arch", Q),
+            answer("arch", "About 3h40m on average.", &["Run takes 3h40m."]),
+            ask("arch", Q),
+            ask("arch", &Q.to_lowercase()),
+            // The closing round.
+            finish(),
+        ],
+    );
+    let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
+    out.check(out.code() == Some(0), "the meeting ends with a report");
+    let (calls, events) = logs(&work);
+    assert_eq!(calls.len(), 5, "no agent was asked the repeated question");
+    let forced: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["type"] == "forced_finish")
+        .collect();
+    assert_eq!(forced.len(), 1);
+    assert_eq!(forced[0]["message"], "the meeting is going in circles");
+    let md = work.read("report.md");
+    let note = section(&md, "Process Note");
+    assert!(note.contains("going in circles"), "{note}");
+    assert!(
+        note.contains("it did so again after seeing the earlier answer"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_failed_turn_may_be_asked_again() {
+    let work = Workdir::new();
+    let broken = ("arch", json!("not an answer"));
+    let c = cassette(
+        &work,
+        &[
+            ask("arch", Q),
+            broken.clone(),
+            broken,
+            ask("arch", Q),
+            answer("arch", "About 3h40m on average.", &["Run takes 3h40m."]),
+            finish(),
+        ],
+    );
+    let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    let (calls, events) = logs(&work);
+    assert_eq!(calls.len(), 6, "arch was asked again");
+    assert!(
+        !events.iter().any(|e| e["type"] == "pm_repeated_question"),
+        "a retry after a failed turn is not a circle"
+    );
+    assert!(events.iter().any(|e| e["type"] == "agent_error"));
+}
+
+#[test]
+fn two_answers_that_add_nothing_new_put_a_stall_note_in_the_pm_prompt() {
+    let work = Workdir::new();
+    let c = cassette(
+        &work,
+        &[
+            ask("arch", Q),
+            answer("arch", "About 3h40m.", &["Run takes 3h40m."]),
+            ask("biz", "What does a replica cost per month?"),
+            // Nothing new: a key point already on the whiteboard.
+            answer(
+                "biz",
+                "As said, the run takes 3h40m.",
+                &["Run takes 3h40m."],
+            ),
+            ask("arch", "Is there anything else the decision depends on?"),
+            answer("arch", "Nothing more.", &[]),
+            finish(),
+        ],
+    );
+    let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    let (calls, events) = logs(&work);
+    let pm_prompts: Vec<String> = calls
+        .iter()
+        .filter(|c| c["caller"] == "pm")
+        .map(last_user_text)
+        .collect();
+    let stall = "Stalled: the last two answers added nothing new to the whiteboard.";
+    assert!(
+        !pm_prompts[2].contains(stall),
+        "one quiet answer is not a stall"
+    );
+    assert!(pm_prompts[3].contains(stall), "{}", pm_prompts[3]);
+    assert_eq!(
+        events
+            .iter()
+            .filter(|e| e["type"] == "meeting_stalled")
+            .count(),
+        1
+    );
+    let md = work.read("report.md");
+    assert!(section(&md, "Process Note")
+        .contains("The last 2 answers added nothing new to the whiteboard"));
+}
