@@ -1189,7 +1189,8 @@ fn dry_run_prompt(llm: &LlmArgs, board: &Board) -> Result<DryRun> {
     })
 }
 
-/// The callers of a meeting, PM first, with their metadata.
+/// The model callers of a meeting, PM first, with their metadata (a `kind: human` participant
+/// calls no model: it needs no provider or key).
 fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
     let pm_meta = board
         .pm
@@ -1197,7 +1198,7 @@ fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Va
         .map(|p| p.metadata.clone())
         .unwrap_or_default();
     let mut out = vec![(crate::model::PM_CALLER.to_string(), pm_meta)];
-    for name in &board.participants {
+    for name in board.participants.iter().filter(|n| !is_human(board, n)) {
         let meta = board
             .agents
             .get(name)
@@ -1206,6 +1207,13 @@ fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Va
         out.push((name.clone(), meta));
     }
     out
+}
+
+fn is_human(board: &Board, name: &str) -> bool {
+    board
+        .agents
+        .get(name)
+        .is_some_and(|a| a.kind == crate::model::ParticipantKind::Human)
 }
 
 /// The start line's second line: which provider and model each caller uses, callers that
@@ -1230,6 +1238,15 @@ pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
             Some((_, names)) => names.push(name),
             None => groups.push((what, vec![name])),
         }
+    }
+    let people: Vec<String> = board
+        .participants
+        .iter()
+        .filter(|n| is_human(board, n))
+        .cloned()
+        .collect();
+    if !people.is_empty() {
+        groups.push((crate::model::HUMAN_PROVIDER.to_string(), people));
     }
     let parts: Vec<String> = groups
         .into_iter()

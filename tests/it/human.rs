@@ -90,6 +90,11 @@ fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
     );
     let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
     out.check(out.code() == Some(0), "the meeting");
+    // The start line: ana calls no model.
+    out.stderr_has(&format!(
+        "models: replay of {} (pm, arch); human (ana)",
+        c.display()
+    ));
     let board = final_board(&work.join("runs/demo-test"));
     let said = &board["latest_agent_outputs"]["ana"];
     assert!(said.to_string().contains("Priya"), "{said}");
