@@ -365,3 +365,39 @@ fn the_shell_loop_takes_the_answers_too() {
     assert_eq!(got, want, "shell loop and meeting disagree");
     assert_eq!(work.read("sh-report.md"), work.read("report.md"));
 }
+
+/// An unusable answer in the editor is reopened with the problem and the answer as given, once.
+#[test]
+fn the_editor_reopens_an_unusable_answer_once() {
+    let work = Workdir::new();
+    let script = work.write(
+        "editor.sh",
+        "n=$(ls \"$(dirname \"$0\")\" | grep -c '^seen')\n\
+         cp \"$1\" \"$(dirname \"$0\")/seen$n.txt\"\n\
+         if [ \"$n\" = 0 ]; then\n\
+           printf '[response]\\nSee the runbook.\\n[citations]\\ndocs/runbook.md | page the DBA\\n' > \"$1\"\n\
+         else\n\
+           sed -i 's/^docs.runbook.md.*$//' \"$1\"\n\
+         fi\n",
+    );
+    let out = cli("agent-turn")
+        .env("EDITOR", format!("sh {}", script.display()))
+        .env(
+            agent_meeting::stage::agent_turn::human::TTY_ENV,
+            "/nonexistent/tty",
+        )
+        .stdin(human_board())
+        .run();
+    out.check(out.code() == Some(0), "agent-turn");
+    let t = turn_of(&out);
+    assert_eq!(t["status"], "ok", "{t}");
+    assert_eq!(t["result"]["response"], "See the runbook.");
+    assert_eq!(t["result"]["citations"], json!([]));
+    let again = work.read("seen1.txt");
+    assert!(
+        again.starts_with("# Your previous reply could not be used: citations[0].document_id: \"docs/runbook.md\" is not one of the collected documents"),
+        "{again}"
+    );
+    assert!(again.contains("[response]\nSee the runbook.\n"), "{again}");
+    assert!(again.contains("docs/runbook.md | page the DBA"), "{again}");
+}
