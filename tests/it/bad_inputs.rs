@@ -511,7 +511,9 @@ fn run_case(case: &Case) -> Outcome {
     if out_dir.exists() && std::fs::read_dir(&out_dir).unwrap().next().is_some() {
         problems.push("wrote a file".into());
     }
-    if elapsed > Duration::from_secs(10) {
+    // A hang, not a speed bound: a loaded machine (2 cores shared by several builds) has taken
+    // over 10 s to start a debug binary.
+    if elapsed > Duration::from_secs(60) {
         problems.push(format!("took {elapsed:?}"));
     }
     let mut line = line;
