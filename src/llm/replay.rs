@@ -184,6 +184,14 @@ fn entry_error(label: &str, at: &str, line: &str) -> Result<Entry, Error> {
     Ok(entry)
 }
 
+impl Replay {
+    /// Whether the cassette holds a line of `caller` for call number `seq` (a person's
+    /// recorded answer: replayed, not asked).
+    pub(crate) fn has_entry(&self, seq: u64, caller: &str) -> bool {
+        self.entries.get(&seq).is_some_and(|e| e.caller == caller)
+    }
+}
+
 impl Provider for Replay {
     fn name(&self) -> &str {
         "replay"

@@ -401,3 +401,59 @@ fn the_editor_reopens_an_unusable_answer_once() {
     assert!(again.contains("[response]\nSee the runbook.\n"), "{again}");
     assert!(again.contains("docs/runbook.md | page the DBA"), "{again}");
 }
+
+/// A cassette that holds the person's answer (a recorded meeting) replays it: no one is asked.
+#[test]
+fn a_recorded_human_answer_replays_without_asking() {
+    let work = Workdir::new();
+    let said = json!({"response": "The on-call DBA, by phone.", "key_points": [], "risks": [],
+        "recommendations": [], "citations": []});
+    let c = cassette(
+        &work,
+        &[(1, "pm", ask_ana()), (2, "ana", said), (3, "pm", finish())],
+    );
+    let out = meeting(&work, &c, &[]);
+    out.check(out.code() == Some(0), "the meeting");
+    let board = final_board(&work.join("runs/demo-test"));
+    assert!(
+        board["latest_agent_outputs"]["ana"]
+            .to_string()
+            .contains("on-call DBA"),
+        "{board}"
+    );
+    assert_eq!(board["recent_errors"], json!([]));
+    let log = log_lines(&work);
+    assert_eq!(log[1]["provider"], "human");
+}
+
+/// `--record` keeps the person's answer in the cassette like a model's, and replaying that
+/// cassette answers the turn with no one asked.
+#[test]
+fn a_human_answer_is_recorded_and_replayed() {
+    let work = Workdir::new();
+    let answers = work.write("a.jsonl", "{\"response\": \"Recorded answer.\"}\n");
+    let rec = work.join("rec.jsonl");
+    let out = cli("agent-turn")
+        .args(["--provider", "openai"])
+        .arg("--record")
+        .arg(&rec)
+        .arg("--human-answers")
+        .arg(&answers)
+        .stdin(human_board())
+        .run();
+    out.check(out.code() == Some(0), "agent-turn recording");
+    let recorded = work.read("rec.jsonl");
+    assert!(recorded.contains("\"caller\":\"ana\""), "{recorded}");
+    let again = cli("agent-turn")
+        .args(["--provider", "replay"])
+        .arg("--cassette")
+        .arg(&rec)
+        .env(
+            agent_meeting::stage::agent_turn::human::TTY_ENV,
+            "/nonexistent/tty",
+        )
+        .stdin(human_board())
+        .run();
+    again.check(again.code() == Some(0), "agent-turn replaying");
+    assert_eq!(turn_of(&again), turn_of(&out));
+}

@@ -44,6 +44,8 @@ pub enum Source {
     Terminal { path: PathBuf },
     /// No one to ask, but the answer is in the exchange log (a resumed meeting).
     Logged,
+    /// `--provider replay` and the cassette holds this person's answer (a recorded meeting).
+    Cassette(Box<crate::llm::replay::Replay>),
 }
 
 /// Whether the board's pending call is addressed to a human.
@@ -129,13 +131,42 @@ pub fn turn(board: Board, answers: Option<&Path>, llm: &crate::llm::LlmArgs) -> 
             _ => Err(why),
         }
     };
-    match source(&board, answers)?.or_else(logged) {
+    let source = match from_cassette(&board, llm)? {
+        Some(replay) => Ok(Source::Cassette(Box::new(replay))),
+        None => source(&board, answers)?.or_else(logged),
+    };
+    match source {
         Ok(source) => {
             let (mut client, opts) = client(&board, source, llm);
             super::agent_turn(board, &mut client, &opts, clock.as_ref())
         }
         Err(why) => super::no_human(board, clock.as_ref(), &why),
     }
+}
+
+/// With `--provider replay`, the cassette when it holds the person's answer to this call: a
+/// recorded meeting replays without asking anyone.
+fn from_cassette(
+    board: &Board,
+    llm: &crate::llm::LlmArgs,
+) -> Result<Option<crate::llm::replay::Replay>> {
+    let Some(agent) = board
+        .pending_call
+        .as_ref()
+        .and_then(|c| board.agents.get(&c.target_agent))
+    else {
+        return Ok(None);
+    };
+    let replaying =
+        crate::llm::args::provider_and_model(llm, &board.llm, &agent.name, &agent.metadata)
+            .is_ok_and(|(p, _)| p == "replay");
+    let (true, Some(path)) = (replaying, &llm.cassette) else {
+        return Ok(None);
+    };
+    let replay = crate::llm::replay::Replay::open(path, llm.strict_replay)?;
+    Ok(replay
+        .has_entry(board.usage.calls + 1, &agent.name)
+        .then_some(replay))
 }
 
 /// A client that asks the person through `source`; with `--reuse-log` (a resumed meeting) an
@@ -153,6 +184,10 @@ pub fn client(board: &Board, source: Source, llm: &crate::llm::LlmArgs) -> (Clie
         docs,
         terminal: None,
     });
+    // `--record`: the person's answers go into the cassette like a model's.
+    if let Some(path) = &llm.record {
+        provider = Box::new(crate::llm::replay::Recorder::new(provider, path));
+    }
     if let (Some(log), true) = (&llm.llm_log, llm.reuse_log) {
         provider = Box::new(crate::llm::resume::FromLog::new(provider, log));
     }
@@ -211,7 +246,12 @@ impl Provider for Human {
         PROVIDER
     }
 
-    fn attempt(&mut self, _seq: u64, req: &Request, _: &Options) -> Result<RawReply, AttemptError> {
+    fn attempt(
+        &mut self,
+        seq: u64,
+        req: &Request,
+        opts: &Options,
+    ) -> Result<RawReply, AttemptError> {
         let screen = req.messages.first().map_or("", |m| m.content.as_str());
         // After an unusable answer the ask loop appends it and the correction: show the
         // correction's first line (the rest speaks to a model).
@@ -238,6 +278,7 @@ impl Provider for Human {
             }
             // Only a fix after a logged answer gets here: no answer, an error turn.
             Source::Logged => String::new(),
+            Source::Cassette(replay) => return replay.attempt(seq, req, opts),
         };
         Ok(RawReply {
             text: self.complete(&text),
