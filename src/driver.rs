@@ -184,6 +184,17 @@ pub struct Ui {
     pub ticker: bool,
 }
 
+impl Ui {
+    /// The UI while the stage `board` is waiting for runs: no ticker during a human's turn,
+    /// which would write over the person answering on the terminal.
+    fn for_stage(self, board: &Board) -> Ui {
+        Ui {
+            ticker: self.ticker && !crate::stage::agent_turn::human::is_human_turn(board),
+            ..self
+        }
+    }
+}
+
 /// Where the stage programs are: beside the driver's own executable, else on PATH.
 pub(crate) fn stage_program(name: &str) -> PathBuf {
     if let Ok(exe) = std::env::current_exe() {
@@ -800,12 +811,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());
-        // The ticker would write over a person answering on the terminal.
-        let ui = Ui {
-            ticker: ui.ticker && !crate::stage::agent_turn::human::is_human_turn(&board),
-            ..ui
-        };
-        let outcome = run_stage_outcome(stage, settings, input.as_bytes(), ui);
+        let outcome = run_stage_outcome(stage, settings, input.as_bytes(), ui.for_stage(&board));
         // Failed attempts are logged too: copy whatever the stage appended, however it ended.
         if let (Some(log), Some(user)) = (log, settings.user_llm_log.as_deref()) {
             copy_log_tail(log, log_len, user)?;
@@ -1881,6 +1887,26 @@ pub use stop::hint as resume_hint;
 
 #[cfg(test)]
 mod tests {
+    /// The ticker pauses while a human answers (DESIGN.md#a-human-at-the-table).
+    #[test]
+    fn no_ticker_during_a_humans_turn() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        let ui = Ui {
+            ticker: true,
+            ..Ui::default()
+        };
+        board.pending_call = Some(crate::model::PendingCall {
+            target_agent: "arch".into(),
+            prompt: "q".into(),
+            analysis: String::new(),
+            reserve_tokens: None,
+        });
+        assert!(ui.for_stage(&board).ticker);
+        board.agents.get_mut("arch").unwrap().kind = crate::model::ParticipantKind::Human;
+        assert!(!ui.for_stage(&board).ticker);
+        assert!(!Ui::default().for_stage(&board).ticker);
+    }
+
     use super::*;
 
     fn settings() -> RunSettings {

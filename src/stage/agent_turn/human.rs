@@ -4,7 +4,8 @@
 //! provider `human`), and so the same resume from the log (a logged answer is never asked
 //! again).
 //!
-//! Where the answer comes from, in this order: `--human-answers FILE` (JSONL, one answer per
+//! Where the answer comes from, in this order: the cassette when replaying one that holds it
+//! (`--record` writes it there), `--human-answers FILE` (JSONL, one answer per
 //! line, consumed in order across the meeting), `$VISUAL`/`$EDITOR` (a template to fill, like
 //! `git commit`), the terminal line by line. stdin carries the board and stdout the new board,
 //! so the person is reached on the terminal itself (`/dev/tty`, or the file `MEETING_HUMAN_TTY`
