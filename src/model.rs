@@ -598,8 +598,8 @@ pub(crate) fn is_placeholder(text: &str) -> bool {
 impl PmDecision {
     /// The conditional rules (DESIGN.md#pm-round): CALL_AGENT needs a target and a real
     /// question; FINISH needs a report with both its parts (Executive Summary and
-    /// Recommendation, read as the report reads them) and carries no target or question. A
-    /// placeholder (`"..."`, `"TBD"`) is not content.
+    /// Recommendation, read as the report reads them); a target or question beside it is
+    /// ignored. A placeholder (`"..."`, `"TBD"`) is not content.
     pub fn validate(&self) -> Result<(), Invalid> {
         match self.next_action {
             NextAction::CallAgent => {
@@ -626,20 +626,9 @@ impl PmDecision {
                 }
             }
             NextAction::Finish => {
-                for (field, value) in [
-                    ("target_agent", &self.target_agent),
-                    ("prompt_for_agent", &self.prompt_for_agent),
-                ] {
-                    if !blank(value) {
-                        return Err(Invalid::at(
-                            field,
-                            format!(
-                                "must be null when next_action is FINISH (got {:?})",
-                                value.as_deref().unwrap_or_default()
-                            ),
-                        ));
-                    }
-                }
+                // A target or question beside a FINISH is ignored, not refused: small models
+                // fill every field, and the report says what was meant (a retry would only
+                // cost a call).
                 if blank(&self.final_report) {
                     return Err(Invalid::at(
                         "final_report",
@@ -1373,12 +1362,13 @@ mod tests {
             "prompt_for_agent": "...", "final_report": "..."}))
         .validate()
         .unwrap_err();
-        assert_eq!(e.path, "target_agent");
-        let e = decision(json!({"next_action": "FINISH", "prompt_for_agent": "Why?",
-            "final_report": "### Executive Summary\nA.\n### Recommendation\nB."}))
+        assert_eq!(e.path, "final_report");
+        // A stray target or question beside a FINISH with its report is ignored.
+        decision(json!({"next_action": "FINISH", "target_agent": "arch",
+            "prompt_for_agent": "Why?",
+            "final_report": "### Executive Summary\nKeep it.\n### Recommendation\nTune it."}))
         .validate()
-        .unwrap_err();
-        assert_eq!(e.path, "prompt_for_agent");
+        .unwrap();
         for (report, lacks) in [
             ("...", "### Recommendation"),
             ("We should keep Python for now.", "### Recommendation"),

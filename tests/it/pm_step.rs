@@ -731,14 +731,14 @@ fn placeholder_answers_are_retried_with_the_reason() {
     assert_eq!(reqs.len(), 2);
     let fb = last_user(&reqs[1]);
     assert!(
-        fb.contains("target_agent: must be null when next_action is FINISH"),
+        fb.contains("final_report: lacks its \"### Executive Summary\" part"),
         "{fb}"
     );
     assert_eq!(b.status, Status::Finishing);
     assert_eq!(b.final_report, None, "no report made of placeholders");
     let err = b.last_error.as_deref().unwrap();
     assert!(
-        err.starts_with("PM decision invalid: target_agent"),
+        err.starts_with("PM decision invalid: final_report"),
         "{err}"
     );
 
@@ -772,4 +772,18 @@ fn placeholder_answers_are_retried_with_the_reason() {
         "{fb}"
     );
     assert_eq!(b.final_report.as_deref(), Some(REPORT));
+}
+
+/// A small model fills every field: a FINISH with its report and a stray target and question
+/// is taken as the FINISH it says, in one call (seen with SmolLM2-135M under a JSON grammar).
+#[test]
+fn a_finish_with_a_stray_target_is_taken_without_a_retry() {
+    let finish = json!({"analysis": "Enough.", "next_action": "FINISH", "target_agent": "arch",
+        "prompt_for_agent": "Anything else?",
+        "final_report": "### Executive Summary\nKeep Python.\n### Recommendation\nTune the jobs."});
+    let (b, reqs) = run(board(), vec![ok_json(finish)]);
+    assert_eq!(reqs.len(), 1, "no retry");
+    assert_eq!(b.status, Status::Finishing);
+    assert!(b.pending_call.is_none());
+    assert!(b.final_report.unwrap().contains("Tune the jobs."));
 }
