@@ -29,7 +29,14 @@ collect-context --meeting-file "$meeting_file" \
   > "$board"
 # A board carries only the events of the stage that wrote it (`new_events`, DESIGN.md#events):
 # appending each board's keeps every event exactly once, in order.
-events() { if [ -n "${EVENTS_OUT:-}" ]; then jq -c '.new_events[]' "$board" >> "$EVENTS_OUT"; fi; }
+# The driver's tally (DESIGN.md#statuses): model calls made, and answers a stage accepted.
+calls=0; usable=0
+events() {
+  if [ -n "${EVENTS_OUT:-}" ]; then jq -c '.new_events[]' "$board" >> "$EVENTS_OUT"; fi
+  set -- $(jq -r '([.new_events[] | select(.type == "llm_call")] | length),
+    ([.new_events[] | select(.type == "pm_decision" or .type == "agent_result")] | length)' "$board")
+  calls=$((calls + $1)); usable=$((usable + $2))
+}
 if [ -n "${EVENTS_OUT:-}" ]; then : > "$EVENTS_OUT"; fi
 events
 
@@ -51,4 +58,14 @@ while :; do
 done
 
 if [ -n "${BOARD_OUT:-}" ]; then cp "$board" "$BOARD_OUT"; fi
-jq -c --arg report "$report" '{status, loops: .loop_count, report_file: $report, usage: {calls: .usage.calls}}' "$board"
+# A saved report no model contributed to is a failed meeting, as `meeting` says (exit 1).
+failed=false
+if [ "$usable" -eq 0 ] && { [ "$calls" -gt 0 ] || [ "$(jq '.final_report // "" | test("\\S")' "$board")" = false ]; }; then
+  failed=true
+fi
+jq -c --arg report "$report" --argjson failed "$failed" \
+  '{status: (if $failed then "failed" else .status end), loops: .loop_count, report_file: $report, usage: {calls: .usage.calls}}' "$board"
+if $failed; then
+  echo "meeting.sh: the meeting failed: no model call returned a usable answer; the fallback report is $report" >&2
+  exit 1
+fi

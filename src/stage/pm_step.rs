@@ -680,7 +680,7 @@ pub fn pm_step(
                 )
             } else {
                 format!(
-                    "{reason} The PM's closing answer was unusable ({plain}): no valid PM report, fallback report generated."
+                    "{reason} The PM's closing round failed: {plain}; no valid PM report, fallback report generated."
                 )
             });
             board.status = Status::ForcedStop;

@@ -485,7 +485,7 @@ fn expect(fault: Fault, pos: Position) -> Expect {
                     loops: 2,
                     note: Some(vec![
                         s("Meeting stopped after reaching max loop limit (2/2) before full convergence."),
-                        format!("The PM's closing answer was unusable ({}", pm_plain(fault, pos)),
+                        format!("The PM's closing round failed: {}", pm_plain(fault, pos)),
                         s("fallback report generated."),
                     ]),
                     events,

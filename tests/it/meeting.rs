@@ -770,3 +770,45 @@ fn a_resume_waits_a_moment_for_a_process_letting_go_of_the_folder() {
     holder.join().unwrap();
     out.exit(0);
 }
+
+/// A meeting no model contributed to fails in the shell loop as in the driver: the fallback
+/// report is saved, the status is `failed`, the exit code 1.
+#[test]
+fn shell_loop_fails_like_the_driver_when_no_model_answered() {
+    let work = Workdir::new();
+    let junk = (1..=4)
+        .map(|i| format!("{{\"seq\": {i}, \"caller\": \"pm\", \"response\": \"not json\"}}\n"))
+        .collect::<String>();
+    let cassette = work.write("junk.jsonl", junk);
+    let out = meeting_cmd(work.path(), &cassette, &["--quiet"]).run();
+    out.exit(1);
+    let driver: Value = serde_json::from_slice(&out.output.stdout).unwrap();
+    assert_eq!(driver["status"], "failed");
+
+    let sh_report = work.join("sh-report.md");
+    let path = format!(
+        "{}:{}",
+        bin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Cli::new(Command::new("sh"))
+        .arg("share/meeting.sh")
+        .arg("meetings/demo.yaml")
+        .arg("arch,biz")
+        .arg(&sh_report)
+        .env("PATH", path)
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env("MEETING_CASSETTE", &cassette)
+        .env("TRACE_ID", "demo-test")
+        .run();
+    out.exit(1);
+    out.stderr_has("no model call returned a usable answer");
+    let sh: Value = serde_json::from_slice(&out.output.stdout).unwrap();
+    assert_eq!(sh["status"], "failed");
+    assert_eq!(
+        std::fs::read_to_string(&sh_report).unwrap(),
+        work.read("report.md"),
+        "the same fallback report"
+    );
+}
