@@ -219,6 +219,15 @@ fn the_shell_loop_cleans_up_on_ctrl_c_and_sigterm() {
             .env("AGENT_MEETING_PROVIDER", "replay")
             .env("MEETING_CASSETTE", &slow)
             .process_group(0);
+        // As a terminal's foreground job has it: a test run started in the background (`cmd &`
+        // in a script) inherits SIGINT ignored, and a shell cannot trap a signal ignored on entry.
+        // SAFETY: signal(2) is async-signal-safe; nothing else runs between fork and exec.
+        unsafe {
+            sh.pre_exec(|| {
+                libc::signal(libc::SIGINT, libc::SIG_DFL);
+                Ok(())
+            });
+        }
         let mut child = Cli::new(sh).spawn();
         // Wait until the loop is running (its boards exist), then signal the group.
         let start = std::time::Instant::now();
