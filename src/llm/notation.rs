@@ -117,10 +117,6 @@ fn write_one(t: &str, map: &Map<String, Value>, keys: &[&str], out: &mut String)
             }
             Some(())
         }
-        "integer" => {
-            out.push_str("integer");
-            Some(())
-        }
         other => {
             out.push_str(other);
             Some(())

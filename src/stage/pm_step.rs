@@ -575,17 +575,16 @@ pub fn pm_step(
     let mut circling = false;
     let outcome: Result<PmDecision, (String, String)> = match ask(client, opts, request, &mut pm)? {
         Asked::Answer(d) => Ok(d),
-        Asked::Invalid(invalid @ Invalid::Repeat(_)) => {
-            circling = true;
-            Err((invalid.describe(), invalid.for_reader()))
+        Asked::Invalid(invalid) => {
+            circling = matches!(invalid, Invalid::Repeat(_));
+            Err((
+                invalid.describe(),
+                format!(
+                    "its answer was unusable ({}), also when asked again",
+                    invalid.for_reader()
+                ),
+            ))
         }
-        Asked::Invalid(invalid) => Err((
-            invalid.describe(),
-            format!(
-                "its answer was unusable ({}), also when asked again",
-                invalid.for_reader()
-            ),
-        )),
         Asked::Failed(e) => Err((
             format!("PM call failed: {e}"),
             format!("the model call failed ({})", cut(&e, 200)),

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::harness::{bin_dir, root, Cli, Workdir};
-use crate::meeting::{demo_cassette, meeting_cmd, resume_cmd, NOW};
+use crate::harness::{root, Workdir};
+use crate::meeting::{demo_cassette, meeting_cmd, resume_cmd, shell_loop};
 
 /// Every event of a meeting, from its run folder's `events.jsonl`.
 pub(crate) fn run_events(run_dir: &Path) -> Vec<Value> {
@@ -150,21 +150,7 @@ fn the_shell_loop_records_the_same_events() {
     let events_out = work.join("sh-events.jsonl");
     // A stale file from an earlier run is replaced, not appended to.
     std::fs::write(&events_out, "{\"stale\": true}\n").unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Cli::new(std::process::Command::new("sh"))
-        .arg("share/meeting.sh")
-        .arg("meetings/demo.yaml")
-        .arg("arch,biz")
-        .arg(work.join("sh-report.md"))
-        .env("PATH", path)
-        .env("AGENT_MEETING_NOW", NOW)
-        .env("AGENT_MEETING_PROVIDER", "replay")
-        .env("MEETING_CASSETTE", demo_cassette())
-        .env("TRACE_ID", "demo-test")
+    let out = shell_loop(&demo_cassette(), &work.join("sh-report.md"))
         .env("EVENTS_OUT", &events_out)
         .run();
     out.check(out.code() == Some(0), "the shell loop failed (needs jq)");

@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::harness::{bin_dir, root, Cli, Workdir};
+use crate::harness::{root, Cli, Workdir};
 
 /// A scratch folder holding what the examples read, links resolved, like a checkout.
 fn scratch() -> Workdir {
@@ -50,11 +50,7 @@ fn runnable(lines: &[&str]) -> String {
 }
 
 fn run_script(work: &Path, script: &str, what: &str) {
-    let path = format!(
-        "{}:{}",
-        bin_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = crate::harness::programs_path();
     let out = Cli::new(Command::new("sh"))
         .args(["-e", "-c", script])
         .current_dir(work)

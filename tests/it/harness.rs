@@ -38,6 +38,16 @@ pub fn bin_dir() -> PathBuf {
     bin("meeting").parent().unwrap().to_path_buf()
 }
 
+/// `PATH` with the built programs first: what a script (the shell loop, the README's examples)
+/// finds them by.
+pub fn programs_path() -> String {
+    format!(
+        "{}:{}",
+        bin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// Prefixes of variables the programs read (provider, keys, model, cassette, retry timing,
 /// prompts, clock, blessing): a developer's shell must not change what a test sees.
 const SCRUBBED_PREFIXES: [&str; 4] = ["AGENT_MEETING_", "MEETING_", "OPENAI_", "ANTHROPIC_"];

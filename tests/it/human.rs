@@ -335,11 +335,7 @@ fn the_shell_loop_takes_the_answers_too() {
         .contains("on-call DBA"));
 
     let sh_board = work.join("sh-board.json");
-    let path = format!(
-        "{}:{}",
-        crate::harness::bin_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = crate::harness::programs_path();
     let mut sh = crate::harness::Cli::new(std::process::Command::new("sh"));
     common(&mut sh);
     let out = sh

@@ -12,6 +12,22 @@ use crate::harness::{bin_dir, cli, par_map, root, Cli, Workdir};
 
 pub(crate) const NOW: &str = "2026-11-30T12:00:00Z";
 
+/// `share/meeting.sh` on the same meeting as [`meeting_cmd`] (demo file, arch and biz, replay of
+/// `cassette`, the clock and trace id pinned), its report to `report`.
+pub(crate) fn shell_loop(cassette: &Path, report: &Path) -> Cli {
+    let mut cmd = Cli::new(Command::new("sh"));
+    cmd.arg("share/meeting.sh")
+        .arg("meetings/demo.yaml")
+        .arg("arch,biz")
+        .arg(report)
+        .env("PATH", crate::harness::programs_path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env("MEETING_CASSETTE", cassette)
+        .env("TRACE_ID", "demo-test");
+    cmd
+}
+
 /// `meeting` on the demo, offline, with a fixed clock and trace id, writing into `work`.
 pub(crate) fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
     let mut cmd = cli("meeting");
@@ -213,21 +229,7 @@ fn shell_loop_gives_the_same_board_and_report() {
 
     let sh_report = work.join("sh-report.md");
     let sh_board = work.join("sh-board.json");
-    let path = format!(
-        "{}:{}",
-        bin_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Cli::new(Command::new("sh"))
-        .arg("share/meeting.sh")
-        .arg("meetings/demo.yaml")
-        .arg("arch,biz")
-        .arg(&sh_report)
-        .env("PATH", path)
-        .env("AGENT_MEETING_NOW", NOW)
-        .env("AGENT_MEETING_PROVIDER", "replay")
-        .env("MEETING_CASSETTE", demo_cassette())
-        .env("TRACE_ID", "demo-test")
+    let out = shell_loop(&demo_cassette(), &sh_report)
         .env("BOARD_OUT", &sh_board)
         .run();
     out.check(
@@ -786,22 +788,7 @@ fn shell_loop_fails_like_the_driver_when_no_model_answered() {
     assert_eq!(driver["status"], "failed");
 
     let sh_report = work.join("sh-report.md");
-    let path = format!(
-        "{}:{}",
-        bin_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Cli::new(Command::new("sh"))
-        .arg("share/meeting.sh")
-        .arg("meetings/demo.yaml")
-        .arg("arch,biz")
-        .arg(&sh_report)
-        .env("PATH", path)
-        .env("AGENT_MEETING_NOW", NOW)
-        .env("AGENT_MEETING_PROVIDER", "replay")
-        .env("MEETING_CASSETTE", &cassette)
-        .env("TRACE_ID", "demo-test")
-        .run();
+    let out = shell_loop(&cassette, &sh_report).run();
     out.exit(1);
     out.stderr_has("no model call returned a usable answer");
     let sh: Value = serde_json::from_slice(&out.output.stdout).unwrap();

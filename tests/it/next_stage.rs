@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{bin_dir, cli, root, Cli};
+use crate::harness::{cli, root, Cli};
 use crate::meeting::slow_demo_cassette;
 
 fn program(name: &str) -> Cli {
@@ -169,11 +169,7 @@ fn a_finished_board_is_over_for_every_stage_but_a_re_render() {
 #[test]
 fn the_shell_loop_stops_when_the_report_cannot_be_saved() {
     let dir = tempfile::tempdir().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir().display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
+    let path = crate::harness::programs_path();
     let mut sh = std::process::Command::new("sh");
     sh.arg("share/meeting.sh")
         .arg("meetings/demo.yaml")
@@ -204,11 +200,7 @@ fn the_shell_loop_cleans_up_on_ctrl_c_and_sigterm() {
         let slow = slow_demo_cassette(tmp.path(), 400);
         let temp = tmp.path().join("t");
         std::fs::create_dir(&temp).unwrap();
-        let path = format!(
-            "{}:{}",
-            bin_dir().display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
+        let path = crate::harness::programs_path();
         let mut sh = std::process::Command::new("sh");
         sh.arg("share/meeting.sh")
             .arg("meetings/demo.yaml")
