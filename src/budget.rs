@@ -217,6 +217,40 @@ pub fn closing_reserve(board: &Board, closing_cost: u64, closing_max_tokens: u32
     closing_cost.max(observed) + growth
 }
 
+/// What each call of a fan-out beyond the first keeps aside (DESIGN.md#fan-out): its calls
+/// run at once, so none sees what the others spend; each is charged, in the others' reserve,
+/// two agent calls (the ask loop's retry included) and what its answer adds to the closing
+/// prompt.
+pub fn fan_out_share(board: &Board) -> u64 {
+    let growth = board
+        .participants
+        .iter()
+        .map(|n| agent_max_tokens(board, n))
+        .max()
+        .unwrap_or(0)
+        + MERGE_OVERHEAD_TOKENS;
+    agent_turn_estimate(board)
+        .saturating_mul(2)
+        .saturating_add(growth)
+}
+
+/// The reserve of each call of a fan-out of `n`: the closing round's, and the other calls'
+/// shares ([`fan_out_share`]).
+pub fn fan_out_reserve(board: &Board, reserve: u64, n: usize) -> u64 {
+    reserve.saturating_add(fan_out_share(board).saturating_mul(n.saturating_sub(1) as u64))
+}
+
+/// Whether a fan-out of `n` calls fits the budget now (after the PM's round): one agent turn,
+/// and the others' shares, beside the reserve. Always without a budget.
+pub fn fan_out_fits(board: &Board, reserve: u64, n: usize) -> bool {
+    Budget::of(board).is_none_or(|b| {
+        b.fits(
+            agent_turn_estimate(board),
+            fan_out_reserve(board, reserve, n),
+        )
+    })
+}
+
 /// The outcome of [`next_round`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NextRound {

@@ -114,6 +114,7 @@ impl RunSettings {
                 flag("--agents", Some(b.agents.join(",")));
                 flag("--agents-dir", b.agents_dir.as_deref().and_then(path));
                 flag("--max-loops", Some(b.max_loops.to_string()));
+                flag("--max-parallel", Some(b.max_parallel.to_string()));
                 flag(
                     "--max-total-tokens",
                     b.max_total_tokens.map(|n| n.to_string()),
@@ -1923,6 +1924,7 @@ mod tests {
                 agents_dir: Some("/m/agents".into()),
                 pm: None,
                 max_loops: 4,
+                max_parallel: 3,
                 max_total_tokens: None,
                 trace_id: Some("t-1".into()),
             },
@@ -1987,6 +1989,8 @@ mod tests {
                 "/m/agents",
                 "--max-loops",
                 "4",
+                "--max-parallel",
+                "3",
                 "--trace-id",
                 "t-1",
                 "--provider",

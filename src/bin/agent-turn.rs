@@ -43,6 +43,14 @@ fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
         let board = cli::read_stage_board(turn::check_turn)?;
+        if turn::is_fan_out(&board) {
+            let llm = agent_meeting::config::with_config(args.llm.clone())?;
+            let clock = agent_meeting::events::clock_from_env();
+            return cli::write_stage_board(
+                turn::fan_out(board, &llm, clock.as_ref()),
+                &args.output,
+            );
+        }
         if !turn::human::is_human_turn(&board) {
             return cli::run_llm_stage_on(
                 board,

@@ -82,6 +82,7 @@ fn main() -> ExitCode {
                 Some(clap::parser::ValueSource::CommandLine) => b.max_loops,
                 _ => config.max_loops.unwrap_or(b.max_loops),
             },
+            max_parallel: b.max_parallel,
             max_total_tokens: b.max_total_tokens.or_else(|| {
                 let in_file = packet
                     .meeting_input

@@ -381,6 +381,9 @@ pub struct Client {
     calls: u64,
     policy: RetryPolicy,
     log: Option<PathBuf>,
+    /// One call of a fan-out (DESIGN.md#fan-out): `(base, index, of)`; `calls` then counts this
+    /// client's attempts and attempt k (1-based) has call number `base + (k-1)*of + index + 1`.
+    fan_out: Option<(u64, u64, u64)>,
 }
 
 impl Client {
@@ -393,6 +396,36 @@ impl Client {
             calls,
             policy: RetryPolicy::immediate(1),
             log: None,
+            fan_out: None,
+        }
+    }
+
+    /// Number this client's attempts as call `index` (0-based) of a fan-out of `of` calls that
+    /// starts after call number `base` (DESIGN.md#fan-out): every call's numbers are fixed
+    /// before any is sent, whatever order the answers arrive in — without retries the calls
+    /// take `base+1 ..= base+of` in call order, the numbers a sequential meeting would give
+    /// them. [`Client::calls`] then counts this client's attempts (from 0) and
+    /// [`Client::last_seq`] is the highest number it used.
+    pub fn in_fan_out(mut self, base: u64, index: u64, of: u64) -> Client {
+        self.fan_out = Some((base, index, of.max(1)));
+        self.calls = 0;
+        self
+    }
+
+    /// The call number of attempt `k` (1-based counter value).
+    fn seq_of(&self, k: u64) -> u64 {
+        match self.fan_out {
+            None => k,
+            Some((base, index, of)) => base + (k - 1) * of + index + 1,
+        }
+    }
+
+    /// The highest call number this client used (the counter itself outside a fan-out; the
+    /// fan-out's base when a fan-out client made no attempt).
+    pub fn last_seq(&self) -> u64 {
+        match self.fan_out {
+            Some((base, _, _)) if self.calls == 0 => base,
+            _ => self.seq_of(self.calls),
         }
     }
 
@@ -445,7 +478,7 @@ impl Client {
         loop {
             attempt += 1;
             self.calls += 1;
-            let seq = self.calls;
+            let seq = self.seq_of(self.calls);
             let t0 = Instant::now();
             let result = self.provider.attempt(seq, req, opts);
             let attempt_ms = t0.elapsed().as_millis() as u64;

@@ -2,7 +2,8 @@
 //! never repeats an LLM call that had already completed before it was killed.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
@@ -33,10 +34,76 @@ pub(crate) fn has_reply(log: &Path, seq: u64, caller: &str) -> bool {
     completed(log).get(&seq).is_some_and(|(c, _)| c == caller)
 }
 
-/// The successful replies in the log, by call number (the first of each).
+/// The side file beside `file` (the exchange log, or a `--record` cassette) that the fan-out
+/// call whose first call number is `first_seq` writes its lines to while the calls run
+/// concurrently (DESIGN.md#fan-out): `llm.jsonl.12.part`. The stage appends the side files to
+/// `file` in call order when the fan-out ends; a fan-out killed half-way leaves them, and
+/// [`FromLog`] reads them too, so its finished calls are answered from them.
+pub fn part_path(file: &Path, first_seq: u64) -> PathBuf {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.with_file_name(format!("{name}.{first_seq}.part"))
+}
+
+/// Append the side file `part` to `file` and remove it (nothing when there is none).
+pub fn absorb_part(file: &Path, part: &Path) -> std::io::Result<()> {
+    let bytes = match std::fs::read(part) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    if !bytes.is_empty() {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)?;
+        f.write_all(&bytes)?;
+        f.sync_data()?;
+    }
+    std::fs::remove_file(part)
+}
+
+/// The side files left beside `log` ([`part_path`]), by call number.
+fn parts(log: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (log.parent(), log.file_name()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{}.", name.to_string_lossy());
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let seq = n
+                .strip_prefix(&prefix)?
+                .strip_suffix(".part")?
+                .parse()
+                .ok()?;
+            Some((seq, e.path()))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// The successful replies in the log and its side files, by call number (the first of each).
 fn completed(log: &Path) -> HashMap<u64, (String, RawReply)> {
     let mut done = HashMap::new();
-    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let mut text = std::fs::read_to_string(log).unwrap_or_default();
+    for part in parts(log) {
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&std::fs::read_to_string(part).unwrap_or_default());
+    }
     for line in text.lines() {
         // Only the fields a reply needs: the prompt (most of each line) is skipped, not
         // built into a tree; every stage of a meeting reads the whole log

@@ -1,0 +1,392 @@
+//! Parallel fan-out (issue 14 item 1, docs/DESIGN.md#fan-out), driven by cassettes on the demo
+//! meeting with three participants: a CALL_AGENTS runs its calls concurrently and merges them
+//! in call order whatever order the answers arrive in; `--max-parallel 1` never offers it;
+//! routing errors inside a fan-out are refused like a single call's.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Value};
+
+use crate::harness::{cli, Cli, Workdir};
+use crate::meeting::NOW;
+
+pub(crate) const AGENTS: &str = "arch,biz,sre";
+
+/// One cassette line: who answers, the reply, and a simulated latency.
+pub(crate) struct Line {
+    caller: &'static str,
+    reply: Value,
+    delay_ms: u64,
+}
+
+pub(crate) fn fan(calls: &[(&str, &str)]) -> Line {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(t, q)| json!({"target_agent": t, "prompt_for_agent": q}))
+        .collect();
+    Line {
+        caller: "pm",
+        reply: json!({"analysis": "three views", "next_action": "CALL_AGENTS",
+            "target_agent": null, "prompt_for_agent": null, "final_report": null,
+            "calls": calls}),
+        delay_ms: 0,
+    }
+}
+
+pub(crate) fn ask(target: &str, question: &str) -> Line {
+    Line {
+        caller: "pm",
+        reply: json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": target,
+            "prompt_for_agent": question, "final_report": null}),
+        delay_ms: 0,
+    }
+}
+
+pub(crate) fn answer(agent: &'static str, point: &str) -> Line {
+    Line {
+        caller: agent,
+        reply: json!({"response": format!("{agent} says: {point}."), "key_points": [point],
+            "risks": [], "recommendations": [], "citations": []}),
+        delay_ms: 0,
+    }
+}
+
+pub(crate) fn finish() -> Line {
+    Line {
+        caller: "pm",
+        reply: json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
+            "prompt_for_agent": null,
+            "final_report": "### Executive Summary\nDone.\n### Recommendation\nGo with the replica."}),
+        delay_ms: 0,
+    }
+}
+
+impl Line {
+    pub(crate) fn slow(mut self, ms: u64) -> Line {
+        self.delay_ms = ms;
+        self
+    }
+}
+
+/// The cassette of `lines`, numbered 1, 2, ... in order.
+pub(crate) fn cassette(work: &Workdir, lines: Vec<Line>) -> PathBuf {
+    let text: String = lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            let mut v = json!({"seq": i + 1, "caller": l.caller, "response": l.reply.to_string(),
+                "usage": {"prompt_tokens": 100, "completion_tokens": 10}});
+            if l.delay_ms > 0 {
+                v["delay_ms"] = json!(l.delay_ms);
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    work.write("c.jsonl", text)
+}
+
+/// `meeting` on the demo with arch, biz and sre (the built-in agents, and the built-in PM: the
+/// demo's `agents/pm.yaml` predates fan-outs), offline, clock and trace id pinned, run in
+/// `work`.
+pub(crate) fn fan_meeting(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
+    let mut cmd = cli("meeting");
+    cmd.current_dir(work)
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--meeting-file")
+        .arg(crate::harness::root().join("meetings/demo.yaml"))
+        .args(["--agents", AGENTS])
+        .args(["--provider", "replay", "--quiet"])
+        .arg("--cassette")
+        .arg(cassette)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .args(["--trace-id", "fan-test"])
+        .args(extra);
+    cmd
+}
+
+/// The JSON lines of a file of the run folder.
+pub(crate) fn lines(work: &Workdir, name: &str) -> Vec<Value> {
+    work.read(format!("runs/fan-test/{name}"))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == t).collect()
+}
+
+/// The last board the run kept.
+pub(crate) fn final_board(work: &Workdir) -> Value {
+    let dir = work.join("runs/fan-test");
+    let mut outs: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.to_string_lossy().ends_with("-render-report.out.json"))
+        .collect();
+    outs.sort();
+    let result: Value =
+        serde_json::from_str(&std::fs::read_to_string(outs.last().unwrap()).unwrap()).unwrap();
+    result["board"].clone()
+}
+
+pub(crate) const QA: &str = "What does the nightly run cost us in engineering hours per month?";
+pub(crate) const QB: &str = "What would a read replica cost per month at list price?";
+pub(crate) const QC: &str = "How often did the nightly run miss its deadline last quarter?";
+
+/// A fan-out to arch, biz and sre, the first answer the slowest, then FINISH.
+pub(crate) fn three_way(arch_ms: u64) -> Vec<Line> {
+    vec![
+        fan(&[("arch", QA), ("biz", QB), ("sre", QC)]),
+        answer("arch", "Forty engineering hours a month").slow(arch_ms),
+        answer("biz", "A replica costs 1,240 USD a month"),
+        answer("sre", "The run missed its deadline 9 times"),
+        finish(),
+    ]
+}
+
+#[test]
+fn a_fan_out_merges_in_call_order_whatever_order_the_answers_arrive_in() {
+    let work = Workdir::new();
+    let c = cassette(&work, three_way(700));
+    let out = fan_meeting(work.path(), &c, &[]).run();
+    out.check(out.code() == Some(0), "the meeting");
+
+    // The exchange log is in call order, though arch's answer arrived last.
+    let log = lines(&work, "llm.jsonl");
+    let seqs: Vec<(u64, &str)> = log
+        .iter()
+        .map(|l| (l["seq"].as_u64().unwrap(), l["caller"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        seqs,
+        [(1, "pm"), (2, "arch"), (3, "biz"), (4, "sre"), (5, "pm")]
+    );
+    let ts = |i: usize| log[i]["ts_ms"].as_u64().unwrap();
+    assert!(
+        ts(1) > ts(2) && ts(1) > ts(3),
+        "arch's answer (delayed) arrived after biz's and sre's: {} {} {}",
+        ts(1),
+        ts(2),
+        ts(3)
+    );
+    let dir = work.join("runs/fan-test");
+    let parts: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".part"))
+        .collect();
+    assert!(parts.is_empty(), "side files left: {parts:?}");
+
+    // Events in call order, each call in its own loop, as if one by one.
+    let events = lines(&work, "events.jsonl");
+    let loops_of = |t: &str| -> Vec<(String, u64)> {
+        of_type(&events, t)
+            .iter()
+            .filter(|e| e["kind"] == "task" || t != "pm_decision")
+            .map(|e| {
+                let who = if t == "pm_decision" {
+                    &e["to"]
+                } else {
+                    &e["caller"]
+                };
+                (
+                    who.as_str().unwrap().to_string(),
+                    e["loop"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let want = vec![
+        ("arch".to_string(), 1),
+        ("biz".to_string(), 2),
+        ("sre".to_string(), 3),
+    ];
+    assert_eq!(loops_of("pm_decision"), want);
+    assert_eq!(loops_of("agent_result"), want);
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    let first_result = types.iter().position(|t| *t == "agent_result").unwrap();
+    assert_eq!(
+        &types[first_result - 1..first_result + 5],
+        [
+            "llm_call",
+            "agent_result",
+            "llm_call",
+            "agent_result",
+            "llm_call",
+            "agent_result"
+        ]
+    );
+    assert_eq!(of_type(&events, "board_merged").len(), 3);
+
+    // The whiteboard in call order; three loops used; every call counted once.
+    let board = final_board(&work);
+    assert_eq!(
+        board["key_points"],
+        json!([
+            "Forty engineering hours a month",
+            "A replica costs 1,240 USD a month",
+            "The run missed its deadline 9 times"
+        ])
+    );
+    assert_eq!(board["loop_count"], 3);
+    assert_eq!(board["usage"]["calls"], 5);
+    for (caller, n) in [("pm", 2), ("arch", 1), ("biz", 1), ("sre", 1)] {
+        assert_eq!(board["usage"]["by_caller"][caller]["calls"], n, "{caller}");
+    }
+    assert_eq!(board["usage"]["prompt_tokens"], 500);
+    let md = work.read("report.md");
+    assert!(md.contains("- Loops used: 3 / 6\n"), "{md}");
+}
+
+/// The first PM request of a meeting: its schema and its user message.
+fn first_pm_request(work: &Workdir) -> (Value, String) {
+    let log = lines(work, "llm.jsonl");
+    let pm = &log[0];
+    assert_eq!(pm["caller"], "pm");
+    let text = pm["messages"][0]["content"].as_str().unwrap().to_string();
+    (pm["schema"]["schema"].clone(), text)
+}
+
+#[test]
+fn max_parallel_1_never_offers_call_agents() {
+    let offered = |extra: &[&str]| {
+        let work = Workdir::new();
+        let c = cassette(&work, vec![finish()]);
+        fan_meeting(work.path(), &c, extra).run().success();
+        first_pm_request(&work)
+    };
+    let (schema, text) = offered(&[]);
+    assert_eq!(
+        schema["properties"]["next_action"]["enum"],
+        json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"])
+    );
+    assert!(schema["properties"]["calls"].is_object(), "{schema}");
+    assert!(
+        text.contains("CALL_AGENTS asks 2-3 different participants at once"),
+        "{text}"
+    );
+    let (schema, text) = offered(&["--max-parallel", "1"]);
+    assert_eq!(
+        schema["properties"]["next_action"]["enum"],
+        json!(["CALL_AGENT", "FINISH"])
+    );
+    assert!(schema["properties"].get("calls").is_none(), "{schema}");
+    assert!(!text.contains("CALL_AGENTS"), "{text}");
+    // Two loops left offer at most two calls.
+    let (_, text) = offered(&["--max-loops", "2"]);
+    assert!(text.contains("CALL_AGENTS asks 2-2 different"), "{text}");
+}
+
+#[test]
+fn a_call_agents_where_it_is_not_offered_is_refused_and_asked_again() {
+    let work = Workdir::new();
+    let c = cassette(
+        &work,
+        vec![
+            fan(&[("arch", QA), ("biz", QB)]),
+            ask("arch", QA),
+            answer("arch", "Forty engineering hours a month"),
+            finish(),
+        ],
+    );
+    let out = fan_meeting(work.path(), &c, &["--max-parallel", "1"]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    let events = lines(&work, "events.jsonl");
+    let invalid = of_type(&events, "pm_invalid_output");
+    assert_eq!(invalid.len(), 1, "{events:?}");
+    assert!(
+        invalid[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("CALL_AGENTS is not available in this meeting"),
+        "{}",
+        invalid[0]
+    );
+    assert_eq!(final_board(&work)["loop_count"], 1);
+}
+
+#[test]
+fn routing_errors_in_a_fan_out_are_refused_like_a_single_calls() {
+    // (the PM's bad fan-out, the event it leaves, a part of the error the PM is shown)
+    let cases: Vec<(Line, &str, &str)> = vec![
+        (
+            fan(&[("arch", QA), ("ops", QB)]),
+            "pm_routing_error",
+            "calls[1].target_agent \"ops\" is not a participant (allowed: arch, biz, sre)",
+        ),
+        (
+            fan(&[("arch", QA), ("arch", QB)]),
+            "pm_routing_error",
+            "calls[1].target_agent \"arch\" is asked twice",
+        ),
+        (
+            fan(&[("arch", QA), ("biz", QB), ("sre", QC), ("arch", QB)]),
+            "pm_invalid_output",
+            "calls: 4 calls, but at most 3 are allowed now",
+        ),
+        (
+            fan(&[("arch", "..."), ("biz", QB)]),
+            "pm_invalid_output",
+            "calls[0].prompt_for_agent",
+        ),
+    ];
+    for (bad, event, error) in cases {
+        let work = Workdir::new();
+        let c = cassette(
+            &work,
+            vec![
+                bad,
+                ask("arch", QA),
+                answer("arch", "Forty engineering hours a month"),
+                finish(),
+            ],
+        );
+        let out = fan_meeting(work.path(), &c, &[]).run();
+        out.check(out.code() == Some(0), error);
+        let events = lines(&work, "events.jsonl");
+        let refused = of_type(&events, event);
+        assert_eq!(refused.len(), 1, "{error}: {events:?}");
+        assert!(
+            refused[0]["error"].as_str().unwrap().contains(error),
+            "{error}: {}",
+            refused[0]
+        );
+        let log = lines(&work, "llm.jsonl");
+        let retry = log[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(retry.contains(error), "the PM is told: {retry}");
+        assert_eq!(final_board(&work)["loop_count"], 1, "{error}");
+        let md = work.read("report.md");
+        assert!(md.contains("it was asked again"), "{md}");
+    }
+}
+
+#[test]
+fn a_repeated_question_inside_a_fan_out_is_refused() {
+    let work = Workdir::new();
+    let c = cassette(
+        &work,
+        vec![
+            ask("arch", QA),
+            answer("arch", "Forty engineering hours a month"),
+            fan(&[("biz", QB), ("arch", QA)]),
+            fan(&[("biz", QB), ("sre", QC)]),
+            answer("biz", "A replica costs 1,240 USD a month"),
+            answer("sre", "The run missed its deadline 9 times"),
+            finish(),
+        ],
+    );
+    let out = fan_meeting(work.path(), &c, &[]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    let events = lines(&work, "events.jsonl");
+    assert_eq!(of_type(&events, "pm_repeated_question").len(), 1);
+    assert_eq!(final_board(&work)["loop_count"], 3);
+}
