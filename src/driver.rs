@@ -599,7 +599,16 @@ fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
 /// closing it, `render-report`) stands `after N/M loops`, the count the final line, the
 /// MeetingResult and the report's "Loops used" give.
 fn loop_tag(board: &Board, in_a_loop: bool) -> String {
-    if in_a_loop {
+    let fan_out = board.pending_calls.len().max(board.last_turns.len()) as u32;
+    if in_a_loop && fan_out > 1 {
+        // A fan-out's calls count one loop each (DESIGN.md#fan-out).
+        let first = board.loop_count + 1;
+        format!(
+            "loops {first}-{}/{}",
+            (first + fan_out - 1).min(board.max_loops),
+            board.max_loops
+        )
+    } else if in_a_loop {
         format!(
             "loop {}/{}",
             (board.loop_count + 1).min(board.max_loops),
@@ -687,7 +696,27 @@ pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<Strin
     let closing = paint(ui, "2", &format!("[{}]", loop_tag(after, false)));
     match stage {
         Stage::PmStep => {
-            if let Some(call) = &after.pending_call {
+            if !after.pending_calls.is_empty() {
+                // A fan-out: its calls together, one line each under the header.
+                let names: Vec<&str> = after
+                    .pending_calls
+                    .iter()
+                    .map(|c| c.target_agent.as_str())
+                    .collect();
+                let mut text = format!(
+                    "{tag} {} → {} at once",
+                    paint(ui, "1;36", "pm"),
+                    paint(ui, "1;33", &names.join(", "))
+                );
+                for call in &after.pending_calls {
+                    text.push_str(&format!(
+                        "\n    → {}: {}",
+                        paint(ui, "1;33", &call.target_agent),
+                        one_line(&call.prompt, 81)
+                    ));
+                }
+                Some(text)
+            } else if let Some(call) = &after.pending_call {
                 Some(format!(
                     "{tag} {} → {}: {}",
                     paint(ui, "1;36", "pm"),
@@ -725,46 +754,64 @@ pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<Strin
                 None
             }
         }
+        Stage::AgentTurn if !after.last_turns.is_empty() => {
+            let lines: Vec<String> = after
+                .last_turns
+                .iter()
+                .map(|turn| turn_line(turn, after, "    ", ui))
+                .collect();
+            Some(format!("{tag} answers\n{}", lines.join("\n")))
+        }
         Stage::AgentTurn => {
             let turn = after.last_turn.as_ref()?;
-            let new_events = &after.new_events;
-            let (ms, tokens) = new_events
-                .iter()
-                .filter(|e| e.event_type == EventType::LlmCall)
-                .fold((0, 0), |(ms, t), e| {
-                    (
-                        ms + e.duration_ms.unwrap_or(0),
-                        t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
-                    )
-                });
-            let retries = new_events
-                .iter()
-                .filter(|e| e.event_type == EventType::AgentRetry)
-                .count();
-            let retry_note = match retries {
-                0 => String::new(),
-                1 => ", 1 retry".to_string(),
-                n => format!(", {n} retries"),
-            };
-            let stats = format!("({:.1} s, {tokens} tokens{retry_note})", ms as f64 / 1000.0);
-            let name = paint(ui, "1;33", &turn.agent_name);
-            Some(match &turn.result {
-                Some(r) => format!(
-                    "{tag} {name}: {} key points, {} risk{}, {} citation{} {stats}",
-                    r.key_points.len(),
-                    r.risks.len(),
-                    if r.risks.len() == 1 { "" } else { "s" },
-                    r.citations.len(),
-                    if r.citations.len() == 1 { "" } else { "s" },
-                ),
-                None => format!(
-                    "{tag} {name}: {} {}",
-                    paint(ui, "1;31", "failed:"),
-                    one_line(turn.error.as_deref().unwrap_or("?"), usize::MAX)
-                ),
-            })
+            Some(turn_line(turn, after, &format!("{tag} "), ui))
         }
         _ => None,
+    }
+}
+
+/// One agent turn's progress line (`lead` before the name): its findings, or why it failed,
+/// with the time, tokens and retries of its own calls.
+fn turn_line(turn: &crate::model::LastTurn, after: &Board, lead: &str, ui: Ui) -> String {
+    let new_events: Vec<&crate::model::Event> = after
+        .new_events
+        .iter()
+        .filter(|e| e.caller == turn.agent_name)
+        .collect();
+    let (ms, tokens) = new_events
+        .iter()
+        .filter(|e| e.event_type == EventType::LlmCall)
+        .fold((0, 0), |(ms, t), e| {
+            (
+                ms + e.duration_ms.unwrap_or(0),
+                t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
+            )
+        });
+    let retries = new_events
+        .iter()
+        .filter(|e| e.event_type == EventType::AgentRetry)
+        .count();
+    let retry_note = match retries {
+        0 => String::new(),
+        1 => ", 1 retry".to_string(),
+        n => format!(", {n} retries"),
+    };
+    let stats = format!("({:.1} s, {tokens} tokens{retry_note})", ms as f64 / 1000.0);
+    let name = paint(ui, "1;33", &turn.agent_name);
+    match &turn.result {
+        Some(r) => format!(
+            "{lead}{name}: {} key points, {} risk{}, {} citation{} {stats}",
+            r.key_points.len(),
+            r.risks.len(),
+            if r.risks.len() == 1 { "" } else { "s" },
+            r.citations.len(),
+            if r.citations.len() == 1 { "" } else { "s" },
+        ),
+        None => format!(
+            "{lead}{name}: {} {}",
+            paint(ui, "1;31", "failed:"),
+            one_line(turn.error.as_deref().unwrap_or("?"), usize::MAX)
+        ),
     }
 }
 

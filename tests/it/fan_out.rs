@@ -390,3 +390,149 @@ fn a_repeated_question_inside_a_fan_out_is_refused() {
     assert_eq!(of_type(&events, "pm_repeated_question").len(), 1);
     assert_eq!(final_board(&work)["loop_count"], 3);
 }
+
+/// A meeting killed (SIGKILL) while a fan-out waits for its slowest call resumes to the same
+/// report as the uninterrupted run, and no call is asked twice: the calls that had answered
+/// are taken from their side files.
+#[test]
+fn a_fan_out_killed_half_way_resumes_without_asking_twice() {
+    use std::os::unix::process::ExitStatusExt;
+    use std::time::{Duration, Instant};
+
+    let plain = Workdir::new();
+    let c = cassette(&plain, three_way(0));
+    fan_meeting(plain.path(), &c, &[]).run().success();
+    let want = plain.read("report.md");
+
+    let work = Workdir::new();
+    let mut slow = three_way(0);
+    slow[3].delay_ms = 1500; // sre, the last call, is still thinking at the kill.
+    let c = cassette(&work, slow);
+    let run = work.join("runs/fan-test");
+    let mut child = fan_meeting(work.path(), &c, &[]).spawn();
+    let start = Instant::now();
+    let answered = |seq: u64| {
+        std::fs::read_to_string(run.join(format!("llm.jsonl.{seq}.part")))
+            .is_ok_and(|t| t.ends_with('\n'))
+    };
+    while !(answered(2) && answered(3)) {
+        assert!(start.elapsed() < Duration::from_secs(30), "no side files");
+        assert!(child.try_wait().unwrap().is_none(), "the meeting ended");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL), "killed mid-fan-out");
+    assert!(!work.join("report.md").exists());
+
+    let out = crate::meeting::resume_cmd(work.path(), &run).run();
+    out.check(out.code() == Some(0), "the resumed meeting");
+    assert_eq!(work.read("report.md"), want);
+    let seqs: Vec<u64> = lines(&work, "llm.jsonl")
+        .iter()
+        .map(|l| l["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, [1, 2, 3, 4, 5], "each call asked once, in call order");
+    assert!(!run.join("llm.jsonl.2.part").exists());
+}
+
+/// The report's flow diagram draws a fan-out as one `par` block, a branch per call with its
+/// answer, and so does `render-report --events` from the whole events file.
+#[test]
+fn the_flow_diagram_draws_a_fan_out_as_par() {
+    let work = Workdir::new();
+    let c = cassette(&work, three_way(0));
+    fan_meeting(work.path(), &c, &[]).run().success();
+    let want = "    par L1-L3 at once
+        PM->>arch: L1 What does the nightly run cost us in engineering hours pe...
+        arch-->>PM: L1 arch says: Forty engineering hours a month.
+    and
+        PM->>biz: L2 What would a read replica cost per month at list price?
+        biz-->>PM: L2 biz says: A replica costs 1,240 USD a month.
+    and
+        PM->>sre: L3 How often did the nightly run miss its deadline last quar...
+        sre-->>PM: L3 sre says: The run missed its deadline 9 times.
+    end
+    Note over PM: L4 FINISH";
+    let md = work.read("report.md");
+    assert!(md.contains(want), "{md}");
+    let board = final_board(&work);
+    let out = cli("render-report")
+        .arg("--events")
+        .arg(work.join("runs/fan-test/events.jsonl"))
+        .args(["--markdown"])
+        .stdin(board.to_string())
+        .run();
+    out.success().stdout_has(want);
+}
+
+/// Progress shows a fan-out's calls together: the PM's calls under one header, the answers
+/// under another, each loop counted.
+#[test]
+fn progress_shows_a_fan_outs_calls_together() {
+    let work = Workdir::new();
+    let c = cassette(&work, three_way(0));
+    let mut cmd = cli("meeting");
+    cmd.current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--meeting-file")
+        .arg(crate::harness::root().join("meetings/demo.yaml"))
+        .args([
+            "--agents",
+            AGENTS,
+            "--provider",
+            "replay",
+            "--trace-id",
+            "fan-test",
+        ])
+        .arg("--cassette")
+        .arg(&c)
+        .arg("--report-file")
+        .arg(work.join("report.md"));
+    let out = cmd.run();
+    out.success();
+    let err = out.stderr();
+    eprintln!("{err}");
+    for part in [
+        "[loops 1-3/6] pm → arch, biz, sre at once\n    → arch: What does the nightly run cost",
+        "\n    → sre: How often did the nightly run miss",
+        "[loops 1-3/6] answers\n    arch: 1 key points, 0 risks, 0 citations (0.0 s, 110 tokens)\n    biz: 1 key points",
+        "[after 3/6 loops] pm: FINISH",
+    ] {
+        assert!(err.contains(part), "{part}\n{err}");
+    }
+}
+
+/// `share/meeting.sh` gives the same board and report as the driver on a fan-out meeting.
+#[test]
+fn the_shell_loop_equals_the_driver_on_a_fan_out_meeting() {
+    let work = Workdir::new();
+    let c = cassette(&work, three_way(300));
+    fan_meeting(work.path(), &c, &[]).run().success();
+    let mut want = crate::meeting::without_timings(final_board(&work));
+    let want_report = work.read("report.md");
+
+    let root = crate::harness::root();
+    let (sh_report, sh_board) = (work.join("sh-report.md"), work.join("sh-board.json"));
+    let mut sh = Cli::new(std::process::Command::new("sh"));
+    sh.current_dir(work.path())
+        .arg(root.join("share/meeting.sh"))
+        .arg(root.join("meetings/demo.yaml"))
+        .arg(AGENTS)
+        .arg(&sh_report)
+        .env("PATH", crate::harness::programs_path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env("MEETING_CASSETTE", &c)
+        .env("TRACE_ID", "fan-test")
+        .env("BOARD_OUT", &sh_board);
+    let out = sh.run();
+    out.check(out.code() == Some(0), "the shell loop (needs jq)");
+    let got: Value = serde_json::from_str(&std::fs::read_to_string(&sh_board).unwrap()).unwrap();
+    let mut got = crate::meeting::without_timings(got);
+    for b in [&mut got, &mut want] {
+        b.as_object_mut().unwrap().remove("report_file");
+    }
+    assert_eq!(got, want, "shell loop and meeting disagree");
+    assert_eq!(std::fs::read_to_string(&sh_report).unwrap(), want_report);
+}
