@@ -340,6 +340,23 @@ mod tests {
         assert_eq!(b.used_of(), "used 40 of 100 tokens");
     }
 
+    /// Each call of a fan-out keeps the other calls' shares aside, so the calls together (each
+    /// asked twice) still leave the closing round's reserve; a fan-out that does not fit is
+    /// refused before any call.
+    #[test]
+    fn a_fan_out_reserves_for_all_its_calls() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        assert!(fan_out_fits(&board, 0, 3), "no budget");
+        let share = fan_out_share(&board);
+        assert!(share > 2 * agent_turn_estimate(&board));
+        assert_eq!(fan_out_reserve(&board, 100, 1), 100);
+        assert_eq!(fan_out_reserve(&board, 100, 3), 100 + 2 * share);
+        let one = agent_turn_estimate(&board);
+        board.max_total_tokens = Some(100 + one + share);
+        assert!(fan_out_fits(&board, 100, 2));
+        assert!(!fan_out_fits(&board, 100, 3));
+    }
+
     #[test]
     fn no_budget_never_stops() {
         let board = crate::stage::fixtures::board(&[]);

@@ -769,6 +769,56 @@ mod tests {
         assert_eq!(p.delay(1, Some(Duration::ZERO)), Duration::ZERO);
     }
 
+    /// Records the call number of every attempt; fails all but every third with a 503.
+    struct Seqs(std::rc::Rc<std::cell::RefCell<Vec<u64>>>);
+
+    impl Provider for Seqs {
+        fn name(&self) -> &str {
+            "seqs"
+        }
+        fn attempt(
+            &mut self,
+            seq: u64,
+            _: &Request,
+            _: &Options,
+        ) -> Result<RawReply, AttemptError> {
+            self.0.borrow_mut().push(seq);
+            Err(AttemptError::Http {
+                status: 503,
+                message: "busy".into(),
+                retry_after: None,
+            })
+        }
+    }
+
+    /// A fan-out client's attempts take `base + k*of + index + 1` (DESIGN.md#fan-out), transport
+    /// retries included; `calls()` counts its own attempts and `last_seq()` the highest number.
+    #[test]
+    fn fan_out_call_numbers_are_fixed_in_advance() {
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut c = Client::new(Box::new(Seqs(seen.clone())), 99)
+            .with_policy(RetryPolicy::immediate(3))
+            .in_fan_out(10, 1, 3);
+        assert_eq!((c.calls(), c.last_seq()), (0, 10), "nothing used yet");
+        let req = Request {
+            caller: "a".into(),
+            system: String::new(),
+            messages: vec![],
+            expect: None,
+        };
+        let opts = Options {
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+        };
+        assert!(c.call(&req, &opts).is_err());
+        assert_eq!(*seen.borrow(), [12, 15, 18]);
+        assert_eq!((c.calls(), c.last_seq()), (3, 18));
+        let mut plain = Client::new(Box::new(Seqs(seen.clone())), 4);
+        assert!(plain.call(&req, &opts).is_err());
+        assert_eq!((plain.calls(), plain.last_seq()), (5, 5));
+    }
+
     /// Fails every attempt with the same error, counting the attempts.
     struct Always(AttemptError, std::rc::Rc<std::cell::Cell<u32>>);
 

@@ -272,7 +272,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     // every call, and a field with nothing to say invites filler.
     let offer = Offered::of(board);
     let extra = [
-        ("calls", calls, offer.fan_out > 0),
+        ("calls", calls, offer.fan_out > 0 && mode == Mode::Normal),
         ("answered_questions", answered, offer.answered_questions),
         ("decision", decision, true),
         ("option_assessments", assessments, offer.option_assessments),
@@ -1011,6 +1011,48 @@ mod tests {
                 assert!(!v.is_valid(&misrouted));
             }
         }
+    }
+
+    /// A fan-out is offered with 2 or more participants who are models, `max_parallel` of 2
+    /// or more and 2 or more loops left; its schema stays strict-able and takes a CALL_AGENTS.
+    #[test]
+    fn call_agents_is_offered_where_it_can_run() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        let offered = |b: &Board| Offered::of(b).fan_out;
+        assert_eq!(offered(&board), 0, "max_parallel 1");
+        board.max_parallel = 3;
+        assert_eq!(offered(&board), 2, "two participants");
+        board.loop_count = 5;
+        assert_eq!(offered(&board), 0, "one loop left");
+        board.loop_count = 0;
+        board.agents.get_mut("biz").unwrap().kind = crate::model::ParticipantKind::Human;
+        assert_eq!(offered(&board), 0, "one model: biz is a person");
+        board.agents.get_mut("biz").unwrap().kind = crate::model::ParticipantKind::Llm;
+        let mut pm = crate::stage::fixtures::agent("pm");
+        pm.output_schema = json!({"type": "object", "properties": {"next_action":
+            {"type": "string", "enum": ["CALL_AGENT", "FINISH"]}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        board.pm = Some(pm);
+        assert_eq!(offered(&board), 0, "the PM config predates fan-outs");
+        board.pm = None;
+        let schema = pm_expected_json(&board, Mode::Normal).schema;
+        let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
+        let fan = json!({"analysis": "a", "next_action": "CALL_AGENTS", "target_agent": null,
+            "prompt_for_agent": null, "final_report": null, "decision": null,
+            "calls": [{"target_agent": "arch", "prompt_for_agent": "Cost?"},
+                      {"target_agent": "biz", "prompt_for_agent": "Risk?"}]});
+        for s in [&schema, &strict] {
+            assert!(jsonschema::validator_for(s).unwrap().is_valid(&fan), "{s}");
+        }
+        let d = check_decision(&board, Mode::Normal, &fan).unwrap();
+        assert_eq!(d.calls.len(), 2);
+        assert!(
+            pm_expected_json(&board, Mode::ForcedFinish).schema["properties"]
+                .get("calls")
+                .is_none()
+        );
     }
 
     /// The optional fields are offered where they apply, in the schema and the rules alike.

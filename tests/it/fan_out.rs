@@ -70,11 +70,15 @@ impl Line {
 
 /// The cassette of `lines`, numbered 1, 2, ... in order.
 pub(crate) fn cassette(work: &Workdir, lines: Vec<Line>) -> PathBuf {
+    cassette_at(work, (1..).zip(lines).collect())
+}
+
+/// The cassette of `lines` with their call numbers.
+pub(crate) fn cassette_at(work: &Workdir, lines: Vec<(u64, Line)>) -> PathBuf {
     let text: String = lines
         .iter()
-        .enumerate()
-        .map(|(i, l)| {
-            let mut v = json!({"seq": i + 1, "caller": l.caller, "response": l.reply.to_string(),
+        .map(|(seq, l)| {
+            let mut v = json!({"seq": seq, "caller": l.caller, "response": l.reply.to_string(),
                 "usage": {"prompt_tokens": 100, "completion_tokens": 10}});
             if l.delay_ms > 0 {
                 v["delay_ms"] = json!(l.delay_ms);
@@ -89,21 +93,27 @@ pub(crate) fn cassette(work: &Workdir, lines: Vec<Line>) -> PathBuf {
 /// demo's `agents/pm.yaml` predates fan-outs), offline, clock and trace id pinned, run in
 /// `work`.
 pub(crate) fn fan_meeting(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
+    let mut cmd = fan_base(work);
+    cmd.args(["--agents", AGENTS, "--provider", "replay"])
+        .arg("--cassette")
+        .arg(cassette)
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .args(extra);
+    cmd
+}
+
+/// [`fan_meeting`] without the agents, a provider or a report file.
+fn fan_base(work: &Path) -> Cli {
     let mut cmd = cli("meeting");
     cmd.current_dir(work)
         .env("AGENT_MEETING_NOW", NOW)
         .arg("--meeting-file")
         .arg(crate::harness::root().join("meetings/demo.yaml"))
-        .args(["--agents", AGENTS])
-        .args(["--provider", "replay", "--quiet"])
-        .arg("--cassette")
-        .arg(cassette)
+        .arg("--quiet")
         .arg("--run-dir")
         .arg(work.join("runs"))
-        .arg("--report-file")
-        .arg(work.join("report.md"))
-        .args(["--trace-id", "fan-test"])
-        .args(extra);
+        .args(["--trace-id", "fan-test"]);
     cmd
 }
 
@@ -535,4 +545,173 @@ fn the_shell_loop_equals_the_driver_on_a_fan_out_meeting() {
     }
     assert_eq!(got, want, "shell loop and meeting disagree");
     assert_eq!(std::fs::read_to_string(&sh_report).unwrap(), want_report);
+}
+
+/// A fan-out recorded from a live (fake) server, its answers arriving out of order, replays
+/// from the recording to the same meeting, with `--strict-replay`: the recording's lines are in
+/// call order, and every call's number is the one the replay gives it.
+#[test]
+fn a_recorded_fan_out_meeting_replays_identically() {
+    use crate::fake_http::{json as http, openai_ok, Action, FakeServer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    let pm_rounds = AtomicUsize::new(0);
+    let server = FakeServer::answering(move |req| {
+        let body = req.body.as_str();
+        let reply = |l: Line| http(200, &openai_ok(&l.reply.to_string(), Some((100, 10))));
+        if body.contains("pm_decision") {
+            return match pm_rounds.fetch_add(1, Ordering::SeqCst) {
+                0 => reply(fan(&[("arch", QA), ("biz", QB), ("sre", QC)])),
+                _ => reply(finish()),
+            };
+        }
+        let [a, b, c] = [QA, QB, QC].map(|q| body.contains(q));
+        match (a, b, c) {
+            (true, _, _) => Action::Sleep(
+                std::time::Duration::from_millis(400),
+                Box::new(reply(answer("arch", "Forty engineering hours a month"))),
+            ),
+            (_, true, _) => reply(answer("biz", "A replica costs 1,240 USD a month")),
+            _ => reply(answer("sre", "The run missed its deadline 9 times")),
+        }
+    });
+    let work = Workdir::new();
+    let rec = work.join("rec.jsonl");
+    let mut live = fan_base(work.path());
+    live.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .args(["--agents", AGENTS, "--provider", "openai", "--record"])
+        .arg(&rec)
+        .arg("--report-file")
+        .arg(work.join("live.md"));
+    let out = live.run();
+    out.check(out.code() == Some(0), "the live meeting");
+    let recorded: Vec<(u64, String)> = std::fs::read_to_string(&rec)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["seq"].as_u64().unwrap(),
+                v["caller"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let callers = ["pm", "arch", "biz", "sre", "pm"];
+    let want: Vec<(u64, String)> = (1..=5).zip(callers.map(String::from)).collect();
+    assert_eq!(recorded, want, "the recording is in call order");
+    let live_board = crate::meeting::without_timings(final_board(&work));
+    let live_md = work.read("live.md");
+    std::fs::remove_dir_all(work.join("runs")).unwrap();
+
+    let out = fan_meeting(work.path(), &rec, &["--strict-replay"]).run();
+    out.check(out.code() == Some(0), "the replay");
+    let replay_board = crate::meeting::without_timings(final_board(&work));
+    for key in [
+        "key_points",
+        "flow",
+        "loop_count",
+        "latest_agent_outputs",
+        "evidence",
+    ] {
+        assert_eq!(replay_board[key], live_board[key], "{key}");
+    }
+    assert_eq!(replay_board["usage"]["calls"], live_board["usage"]["calls"]);
+    let body =
+        |md: &str| md[md.find("## Topic").unwrap()..md.find("## Appendix").unwrap()].to_string();
+    assert_eq!(body(&work.read("report.md")), body(&live_md));
+}
+
+/// An unusable answer of one call is asked again without holding back the others, at the call
+/// number fixed for it before the fan-out started (attempt 2 of call 2 of 3 after call 1:
+/// 1 + 3 + 1 + 1 = 6); number 5, fixed for call 1's retry, stays unused, and the PM goes on
+/// from the highest number used.
+#[test]
+fn a_retry_inside_a_fan_out_takes_its_fixed_call_number() {
+    let work = Workdir::new();
+    let mut empty = answer("biz", "x");
+    empty.reply["response"] = json!("");
+    let c = cassette_at(
+        &work,
+        vec![
+            (1, fan(&[("arch", QA), ("biz", QB), ("sre", QC)])),
+            (2, answer("arch", "Forty engineering hours a month")),
+            (3, empty),
+            (4, answer("sre", "The run missed its deadline 9 times")),
+            (6, answer("biz", "A replica costs 1,240 USD a month")),
+            (7, finish()),
+        ],
+    );
+    let out = fan_meeting(work.path(), &c, &[]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    let seqs: Vec<(u64, String)> = lines(&work, "llm.jsonl")
+        .iter()
+        .map(|l| {
+            (
+                l["seq"].as_u64().unwrap(),
+                l["caller"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let want: Vec<(u64, String)> = [
+        (1, "pm"),
+        (2, "arch"),
+        (3, "biz"),
+        (6, "biz"),
+        (4, "sre"),
+        (7, "pm"),
+    ]
+    .map(|(s, c)| (s, c.to_string()))
+    .to_vec();
+    assert_eq!(seqs, want, "in call order, each call's attempts together");
+    let board = final_board(&work);
+    assert_eq!(board["usage"]["calls"], 7);
+    assert_eq!(board["usage"]["by_caller"]["biz"]["calls"], 2);
+    assert_eq!(board["key_points"][1], "A replica costs 1,240 USD a month");
+    let events = lines(&work, "events.jsonl");
+    let retry = of_type(&events, "agent_retry");
+    assert_eq!((retry.len(), &retry[0]["loop"]), (1, &json!(2)));
+}
+
+/// A person cannot be one of a fan-out's calls: the PM is not offered them there, and a
+/// CALL_AGENTS naming one is refused like a routing error.
+#[test]
+fn a_person_in_a_fan_out_is_a_routing_error() {
+    let work = Workdir::new();
+    work.write(
+        "agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows the nights on call.\n",
+    );
+    let c = cassette(
+        &work,
+        vec![
+            fan(&[("arch", QA), ("ana", QB)]),
+            ask("arch", QA),
+            answer("arch", "Forty engineering hours a month"),
+            finish(),
+        ],
+    );
+    let mut cmd = fan_base(work.path());
+    cmd.args(["--agents", "arch,biz,ana", "--provider", "replay"])
+        .arg("--cassette")
+        .arg(&c)
+        .arg("--report-file")
+        .arg(work.join("report.md"));
+    let out = cmd.run();
+    out.check(out.code() == Some(0), "the meeting");
+    let (schema, _) = first_pm_request(&work);
+    assert_eq!(
+        schema["properties"]["calls"]["anyOf"][0]["items"]["properties"]["target_agent"]["enum"],
+        json!(["arch", "biz"])
+    );
+    let events = lines(&work, "events.jsonl");
+    let refused = of_type(&events, "pm_routing_error");
+    assert_eq!(refused.len(), 1, "{events:?}");
+    assert!(
+        refused[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("\"ana\" is a person"),
+        "{}",
+        refused[0]
+    );
 }
