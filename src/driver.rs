@@ -1,10 +1,11 @@
-//! The `meeting` driver (DESIGN.md#run-folder): pipes the board through the stage programs until the
+//! The `meeting` driver (DESIGN.md#run-folder): takes the board through the stages (the loop's
+//! in-process, `in_process`; the first two and any `--stage` override as programs) until the
 //! meeting ends, keeps the run folder (the latest stage outputs, `events.jsonl` appended with
 //! each stage's events, `llm.jsonl`), resumes a killed meeting from its last complete board,
 //! and reports progress.
 //!
 //! It owns nothing but the loop, the run folder and progress: every rule of the meeting lives in
-//! the stage programs, which is why a user can swap any of them (`--stage NAME=COMMAND`).
+//! the stages, which is why a user can swap any of them (`--stage NAME=COMMAND`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Read, Write};
