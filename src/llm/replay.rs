@@ -89,10 +89,13 @@ pub fn request_sha256(req: &Request) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A cassette's lines by call number.
+type Entries = Arc<BTreeMap<u64, Entry>>;
+
 /// The `replay` provider.
 pub struct Replay {
     path: PathBuf,
-    entries: Arc<BTreeMap<u64, Entry>>,
+    entries: Entries,
     strict: bool,
     /// The call number of the last attempt answered, for its `note`.
     last_seq: Option<u64>,
@@ -113,10 +116,10 @@ impl Replay {
 /// The cassette's lines by call number. A meeting driven in one process opens its cassette
 /// once per LLM stage: the lines are parsed once and kept while the file is unchanged (same
 /// file, size and modification time).
-fn entries(path: &Path) -> Result<Arc<BTreeMap<u64, Entry>>, Error> {
+fn entries(path: &Path) -> Result<Entries, Error> {
+    /// Device, inode, size, modification time.
     type Stamp = (u64, u64, u64, Option<std::time::SystemTime>);
-    static PARSED: Mutex<BTreeMap<PathBuf, (Stamp, Arc<BTreeMap<u64, Entry>>)>> =
-        Mutex::new(BTreeMap::new());
+    static PARSED: Mutex<BTreeMap<PathBuf, (Stamp, Entries)>> = Mutex::new(BTreeMap::new());
     let stamp = std::fs::metadata(path).ok().map(|m| -> Stamp {
         #[cfg(unix)]
         let (dev, ino) = {
