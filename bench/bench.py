@@ -784,8 +784,11 @@ def bounded_board(bindir, work, sizes, runs, out, before=None):
         boards[n] = board
         folder = folder_bytes(run)
         if prev:
-            with open(last_file(before_run, "-render-report.in.json")) as f:
-                before_board = len(f.read().strip())
+            if any(f.endswith("-render-report.in.json") for f in os.listdir(before_run)):
+                with open(last_file(before_run, "-render-report.in.json")) as f:
+                    before_board = len(f.read().strip())
+            else:  # a build that keeps no stage inputs
+                before_board = final_board_bytes(before_run)
             then.append((n, med(prev, 0), med(prev, 1), before_board, folder_bytes(before_run), oc, board, folder))
         if peer:
             pw, pc, prss = med(peer, 0), med(peer, 1), med(peer, 2)

@@ -305,36 +305,6 @@ pub fn generate(cmd: &mut clap::Command, program: &str, kind: &str) -> Result<St
     String::from_utf8(out).map_err(|e| e.to_string())
 }
 
-/// The body shared by the two LLM stages (`pm-step`, `agent-turn`): read the board, check it is
-/// this stage's turn, build the client for the caller the board names, run the stage, print.
-pub fn run_llm_stage(
-    llm: &crate::llm::LlmArgs,
-    output: &OutputArgs,
-    check: fn(&crate::model::Board) -> crate::Result<()>,
-    caller: fn(&crate::model::Board) -> (String, serde_json::Map<String, serde_json::Value>),
-    stage: LlmStage,
-) -> anyhow::Result<()> {
-    let board = read_stage_board(check)?;
-    run_llm_stage_on(board, llm, output, caller, stage)
-}
-
-/// A stage that calls a model.
-pub type LlmStage = fn(
-    crate::model::Board,
-    &mut crate::llm::Client,
-    &crate::llm::Options,
-    &dyn crate::events::Clock,
-) -> crate::Result<crate::model::Board>;
-
-/// The board on stdin, checked to be this stage's turn.
-pub fn read_stage_board(
-    check: fn(&crate::model::Board) -> crate::Result<()>,
-) -> anyhow::Result<crate::model::Board> {
-    let board = crate::io::read_board_stdin()?;
-    check(&board).map_err(|e| e.or_file("<stdin>"))?;
-    Ok(board)
-}
-
 /// Print the board a stage made from stdin's (its error names `<stdin>`).
 pub fn write_stage_board(
     board: crate::Result<crate::model::Board>,
@@ -342,21 +312,4 @@ pub fn write_stage_board(
 ) -> anyhow::Result<()> {
     let board = board.map_err(|e| e.or_file("<stdin>"))?;
     write_stdout(&crate::io::to_json_line(&board, output.pretty))
-}
-
-/// [`run_llm_stage`] on a board already read and checked (`agent-turn` looks at it first: a
-/// human's turn needs no model).
-pub fn run_llm_stage_on(
-    board: crate::model::Board,
-    llm: &crate::llm::LlmArgs,
-    output: &OutputArgs,
-    caller: fn(&crate::model::Board) -> (String, serde_json::Map<String, serde_json::Value>),
-    stage: LlmStage,
-) -> anyhow::Result<()> {
-    let (name, metadata) = caller(&board);
-    let llm = crate::config::with_config(llm.clone())?;
-    let (mut client, opts) =
-        crate::llm::client_for_caller(&llm, &board.llm, &name, &metadata, board.usage.calls)?;
-    let clock = crate::events::clock_from_env();
-    write_stage_board(stage(board, &mut client, &opts, clock.as_ref()), output)
 }

@@ -123,6 +123,11 @@ pub fn load() -> Result<&'static Loaded> {
         .map_err(Clone::clone)
 }
 
+/// The config of a run: the file its settings pinned (DESIGN.md#config), or none.
+pub fn load_file(path: Option<&std::path::Path>) -> Result<Loaded> {
+    load_from(path.map(std::path::Path::to_path_buf), true)
+}
+
 fn load_from(path: Option<PathBuf>, named: bool) -> Result<Loaded> {
     let Some(path) = path else {
         return Ok(Loaded::default());

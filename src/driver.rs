@@ -1,10 +1,11 @@
-//! The `meeting` driver (DESIGN.md#run-folder): pipes the board through the stage programs until the
+//! The `meeting` driver (DESIGN.md#run-folder): takes the board through the stages (the loop's
+//! in-process, `in_process`; the first two and any `--stage` override as programs) until the
 //! meeting ends, keeps the run folder (the latest stage outputs, `events.jsonl` appended with
 //! each stage's events, `llm.jsonl`), resumes a killed meeting from its last complete board,
 //! and reports progress.
 //!
 //! It owns nothing but the loop, the run folder and progress: every rule of the meeting lives in
-//! the stage programs, which is why a user can swap any of them (`--stage NAME=COMMAND`).
+//! the stages, which is why a user can swap any of them (`--stage NAME=COMMAND`).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, IsTerminal, Read, Write};
@@ -18,6 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::BoardArgs;
 use crate::error::{Error, Result};
+use crate::in_process::{Made, Stages};
 use crate::io::{os_error, to_json_line, write_atomic};
 use crate::llm::LlmArgs;
 use crate::model::{
@@ -336,6 +338,67 @@ pub(crate) fn run_stage_outcome(
         err_lines.iter().for_each(|l| crate::note!("{l}"));
     }
     Ok((StageOutput { stdout }, None))
+}
+
+/// What a stage handed over: its output line (the checkpoint) and that output read.
+type Handed = Option<(String, Made)>;
+
+/// Run one stage of the loop on `board`: in this process when it is a built-in stage, else its
+/// command with the board on stdin, its output read back (a user's stage prints the
+/// pipeline's own data: output that is not a board is a runtime failure of that stage, exit 1,
+/// not bad input from the user).
+fn run_loop_stage(
+    stages: &Stages,
+    stage: Stage,
+    board: &Board,
+    ui: Ui,
+) -> Result<(Handed, Option<Error>)> {
+    if stages.runs(stage) {
+        let done = Arc::new(AtomicBool::new(false));
+        let ticker = ui
+            .ticker
+            .then(|| spawn_ticker(stage.program().to_string(), done.clone()));
+        let (made, failure) = stages.run(stage, board);
+        done.store(true, Ordering::Relaxed);
+        if let Some(t) = ticker {
+            let _ = t.join();
+        }
+        let handed = made.map(|m| {
+            let text = match &m {
+                Made::Board(b) => to_json_line(b, false),
+                Made::Report(r) => to_json_line(r, false),
+            };
+            (text, m)
+        });
+        return Ok((handed, failure));
+    }
+    let input = to_json_line(board, false);
+    let (out, failure) = run_stage_outcome(stage, stages.settings(), input.as_bytes(), ui)?;
+    let label = format!("{stage} output");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let unreadable =
+        |e: Error| Error::Runtime(format!("stage {stage} wrote an unusable board: {e}"));
+    if let Some(e) = failure {
+        // A render-report that could not save the report still prints the `failed` result.
+        let report = (stage == Stage::RenderReport)
+            .then(|| crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json))
+            .and_then(|r| r.ok())
+            .map(|r| (text.clone(), Made::Report(r)));
+        return Ok((report, Some(e)));
+    }
+    if std::str::from_utf8(&out.stdout).is_err() {
+        return Err(Error::Runtime(format!(
+            "stage {stage} wrote output that is not UTF-8"
+        )));
+    }
+    let made = if stage == Stage::RenderReport {
+        Made::Report(
+            crate::io::parse_doc(&label, &text, crate::io::Format::Json).map_err(unreadable)?,
+        )
+    } else {
+        Made::Board(crate::io::parse_board(&label, &text).map_err(unreadable)?)
+    };
+    Ok((Some((text, made)), None))
 }
 
 /// A stage must not outlive a killed driver: an orphan could still write to the run folder
@@ -825,6 +888,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = step + 4 * board.max_loops.min(100_000) + 20;
+    let stages = Stages::new(settings);
     loop {
         let Some(stage) = board.next_stage() else {
             let result = result_of(&board, &tally, settings, run);
@@ -853,53 +917,37 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
             );
             return Ok(result_of(&board, &tally, settings, run));
         }
-        // The stage's input is the last output in the folder (DESIGN.md#run-folder).
-        let input = to_json_line(&board, false);
         let log = settings.llm.llm_log.as_deref();
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());
-        let outcome = run_stage_outcome(stage, settings, input.as_bytes(), ui.for_stage(&board));
+        let outcome = run_loop_stage(&stages, stage, &board, ui.for_stage(&board));
         // Failed attempts are logged too: copy whatever the stage appended, however it ended.
         if let (Some(log), Some(user)) = (log, settings.user_llm_log.as_deref()) {
             copy_log_tail(log, log_len, user)?;
         }
-        let (out, failure) = outcome?;
-        let label = format!("{stage} output");
+        let (handed, failure) = outcome?;
         if let Some(e) = failure {
             // Even the report could not be saved: keep the `failed` board, end the meeting.
-            let failed = (stage == Stage::RenderReport)
-                .then(|| {
-                    crate::io::parse_doc::<ReportResult>(
-                        &label,
-                        &String::from_utf8_lossy(&out.stdout),
-                        crate::io::Format::Json,
-                    )
-                    .ok()
-                })
-                .flatten()
-                .filter(|r| r.status == Status::Failed);
-            let Some(report) = failed else { return Err(e) };
+            let Some((text, Made::Report(report))) = handed else {
+                return Err(e);
+            };
+            if report.status != Status::Failed {
+                return Err(e);
+            }
             let added = added_events(&board, &report.board);
             run.append_events(added)?;
-            run.write(&run.file(step, stage, "out"), &out.stdout)?;
+            run.write(&run.file(step, stage, "out"), text.as_bytes())?;
             run.prune(step)?;
             tally.add(added);
             return Ok(result_of(&report.board, &tally, settings, run));
         }
-        let out_text = String::from_utf8(out.stdout)
-            .map_err(|_| Error::Runtime(format!("stage {stage} wrote output that is not UTF-8")))?;
-        // What a stage prints is the pipeline's own data: unreadable output is a runtime
-        // failure of that stage (exit 1), not bad input from the user.
-        let unreadable =
-            |e: Error| Error::Runtime(format!("stage {stage} wrote an unusable board: {e}"));
-        let next: Board = if stage == Stage::RenderReport {
-            let report: ReportResult =
-                crate::io::parse_doc(&label, &out_text, crate::io::Format::Json)
-                    .map_err(unreadable)?;
-            report.board
-        } else {
-            crate::io::parse_board(&label, &out_text).map_err(unreadable)?
+        let Some((out_text, made)) = handed else {
+            unreachable!("a stage that did not fail handed its output over")
+        };
+        let next = match made {
+            Made::Board(b) => b,
+            Made::Report(r) => r.board,
         };
         if stage != Stage::RenderReport && matches!(next.status, Status::Finished | Status::Failed)
         {

@@ -4,10 +4,8 @@
 use std::process::ExitCode;
 
 use agent_meeting::cli;
-use agent_meeting::model::Board;
 use agent_meeting::stage::agent_turn as turn;
 use clap::Parser;
-use serde_json::{Map, Value};
 
 /// Ask the agent the PM chose and record its checked answer (or its failure) in last_turn.
 #[derive(Parser)]
@@ -42,38 +40,9 @@ struct Args {
 fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
-        let board = cli::read_stage_board(turn::check_turn)?;
-        if turn::is_fan_out(&board) {
-            let llm = agent_meeting::config::with_config(args.llm.clone())?;
-            let clock = agent_meeting::events::clock_from_env();
-            return cli::write_stage_board(
-                turn::fan_out(board, &llm, clock.as_ref()),
-                &args.output,
-            );
-        }
-        if !turn::human::is_human_turn(&board) {
-            return cli::run_llm_stage_on(
-                board,
-                &args.llm,
-                &args.output,
-                agent_caller,
-                turn::agent_turn,
-            );
-        }
-        let llm = agent_meeting::config::with_config(args.llm.clone())?;
+        let llm = agent_meeting::config::with_config(args.llm)?;
+        let board = agent_meeting::io::read_board_stdin()?;
         let answers = args.human_answers.as_deref();
-        cli::write_stage_board(turn::human::turn(board, answers, &llm), &args.output)
+        cli::write_stage_board(turn::run(board, &llm, answers), &args.output)
     })
-}
-
-/// Who calls the model, and the metadata that may choose its provider and model.
-fn agent_caller(board: &Board) -> (String, Map<String, Value>) {
-    let agent = board
-        .pending_call
-        .as_ref()
-        .and_then(|c| board.agents.get(&c.target_agent));
-    match agent {
-        Some(a) => (a.name.clone(), a.metadata.clone()),
-        None => (String::new(), Map::new()),
-    }
 }

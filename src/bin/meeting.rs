@@ -1,4 +1,4 @@
-//! `meeting`: run a whole meeting by piping the board through the stage programs.
+//! `meeting`: run a whole meeting: the board through every stage, the run folder, the report.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

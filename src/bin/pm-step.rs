@@ -3,10 +3,8 @@
 use std::process::ExitCode;
 
 use agent_meeting::cli;
-use agent_meeting::model::Board;
 use agent_meeting::stage::pm_step as pm;
 use clap::Parser;
-use serde_json::{Map, Value};
 
 /// Ask the PM for the next step of the meeting and apply its decision to the board.
 #[derive(Parser)]
@@ -30,22 +28,8 @@ struct Args {
 fn main() -> ExitCode {
     cli::main_with("pm-step", || {
         let args: Args = cli::parse_args("pm-step");
-        cli::run_llm_stage(
-            &args.llm,
-            &args.output,
-            pm::check_turn,
-            pm_caller,
-            pm::pm_step,
-        )
+        let llm = agent_meeting::config::with_config(args.llm)?;
+        let board = agent_meeting::io::read_board_stdin()?;
+        cli::write_stage_board(pm::run(board, &llm), &args.output)
     })
-}
-
-/// The PM's own provider/model settings, if it has a config.
-/// Who calls the model, and the metadata that may choose its provider and model.
-fn pm_caller(board: &Board) -> (String, Map<String, Value>) {
-    let metadata = board.pm.as_ref().map(|p| p.metadata.clone());
-    (
-        agent_meeting::model::PM_CALLER.to_string(),
-        metadata.unwrap_or_default(),
-    )
 }

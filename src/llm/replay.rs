@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -88,10 +89,13 @@ pub fn request_sha256(req: &Request) -> String {
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// A cassette's lines by call number.
+type Entries = Arc<BTreeMap<u64, Entry>>;
+
 /// The `replay` provider.
 pub struct Replay {
     path: PathBuf,
-    entries: BTreeMap<u64, Entry>,
+    entries: Entries,
     strict: bool,
     /// The call number of the last attempt answered, for its `note`.
     last_seq: Option<u64>,
@@ -100,70 +104,108 @@ pub struct Replay {
 impl Replay {
     /// Load a cassette; a missing or malformed file is bad input (exit 2) naming file and line.
     pub fn open(path: &Path, strict: bool) -> Result<Replay, Error> {
-        let label = path.display().to_string();
-        let text = crate::io::read_text_file(path)?;
-        crate::io::refuse_bom(&label, &text)?;
-        let mut entries = BTreeMap::new();
-        for (i, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            let at = format!("line {}", i + 1);
-            // serde would also build an entry from an array (`[1, "pm", "{}"]`).
-            if !line.trim_start().starts_with('{') {
-                return Err(Error::input(&label, &at, "expected a JSON object"));
-            }
-            // Every stage of a meeting reads the whole cassette: the plain parse first, the one
-            // that tracks the field path only to word an error.
-            let entry: Entry = match serde_json::from_str(line) {
-                Ok(entry) => entry,
-                Err(_) => entry_error(&label, &at, line)?,
-            };
-            if entry.response.is_some() == entry.error.is_some() {
-                return Err(Error::input(
-                    &label,
-                    &at,
-                    "expected exactly one of `response` or `error`",
-                ));
-            }
-            if let Some(f) = &entry.error {
-                if !matches!(
-                    f.kind.as_str(),
-                    "timeout" | "http" | "network" | "unreachable"
-                ) {
-                    return Err(Error::input(
-                        &label,
-                        format!("{at}: error.kind"),
-                        format!(
-                            "unknown fault kind {:?} (expected timeout, http, network or unreachable)",
-                            f.kind
-                        ),
-                    ));
-                }
-                if f.kind == "http" && f.status.is_none() {
-                    return Err(Error::input(
-                        &label,
-                        format!("{at}: error.status"),
-                        "an http fault needs a status",
-                    ));
-                }
-            }
-            let seq = entry.seq;
-            if entries.insert(seq, entry).is_some() {
-                return Err(Error::input(
-                    &label,
-                    &at,
-                    format!("call {seq} appears twice"),
-                ));
-            }
-        }
         Ok(Replay {
             path: path.to_path_buf(),
-            entries,
+            entries: entries(path)?,
             strict,
             last_seq: None,
         })
     }
+}
+
+/// The cassette's lines by call number. A meeting driven in one process opens its cassette
+/// once per LLM stage: the lines are parsed once and kept while the file is unchanged (same
+/// file, size and modification time).
+fn entries(path: &Path) -> Result<Entries, Error> {
+    /// Device, inode, size, modification time.
+    type Stamp = (u64, u64, u64, Option<std::time::SystemTime>);
+    static PARSED: Mutex<BTreeMap<PathBuf, (Stamp, Entries)>> = Mutex::new(BTreeMap::new());
+    let stamp = std::fs::metadata(path).ok().map(|m| -> Stamp {
+        #[cfg(unix)]
+        let (dev, ino) = {
+            use std::os::unix::fs::MetadataExt;
+            (m.dev(), m.ino())
+        };
+        #[cfg(not(unix))]
+        let (dev, ino) = (0, 0);
+        (dev, ino, m.len(), m.modified().ok())
+    });
+    let cache = || PARSED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(stamp) = stamp {
+        if let Some((at, entries)) = cache().get(path) {
+            if *at == stamp {
+                return Ok(entries.clone());
+            }
+        }
+    }
+    let entries = Arc::new(parse_cassette(path)?);
+    if let Some(stamp) = stamp {
+        cache().insert(path.to_path_buf(), (stamp, entries.clone()));
+    }
+    Ok(entries)
+}
+
+/// Read and check a cassette; a missing or malformed file is bad input (exit 2) naming file
+/// and line.
+fn parse_cassette(path: &Path) -> Result<BTreeMap<u64, Entry>, Error> {
+    let label = path.display().to_string();
+    let text = crate::io::read_text_file(path)?;
+    crate::io::refuse_bom(&label, &text)?;
+    let mut entries = BTreeMap::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = format!("line {}", i + 1);
+        // serde would also build an entry from an array (`[1, "pm", "{}"]`).
+        if !line.trim_start().starts_with('{') {
+            return Err(Error::input(&label, &at, "expected a JSON object"));
+        }
+        // Every stage of a meeting reads the whole cassette: the plain parse first, the one
+        // that tracks the field path only to word an error.
+        let entry: Entry = match serde_json::from_str(line) {
+            Ok(entry) => entry,
+            Err(_) => entry_error(&label, &at, line)?,
+        };
+        if entry.response.is_some() == entry.error.is_some() {
+            return Err(Error::input(
+                &label,
+                &at,
+                "expected exactly one of `response` or `error`",
+            ));
+        }
+        if let Some(f) = &entry.error {
+            if !matches!(
+                f.kind.as_str(),
+                "timeout" | "http" | "network" | "unreachable"
+            ) {
+                return Err(Error::input(
+                    &label,
+                    format!("{at}: error.kind"),
+                    format!(
+                        "unknown fault kind {:?} (expected timeout, http, network or unreachable)",
+                        f.kind
+                    ),
+                ));
+            }
+            if f.kind == "http" && f.status.is_none() {
+                return Err(Error::input(
+                    &label,
+                    format!("{at}: error.status"),
+                    "an http fault needs a status",
+                ));
+            }
+        }
+        let seq = entry.seq;
+        if entries.insert(seq, entry).is_some() {
+            return Err(Error::input(
+                &label,
+                &at,
+                format!("call {seq} appears twice"),
+            ));
+        }
+    }
+    Ok(entries)
 }
 
 /// The error of a cassette line the plain parse refused, naming the field (or, should the
@@ -394,4 +436,30 @@ pub(crate) fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
     let mut buf = line.to_string();
     buf.push('\n');
     f.write_all(buf.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cassette is parsed once per process while unchanged, and read again once it changes.
+    #[test]
+    fn a_changed_cassette_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.jsonl");
+        let line =
+            |seq: u64| format!("{{\"seq\":{seq},\"caller\":\"pm\",\"response\":\"r{seq}\"}}\n");
+        std::fs::write(&path, line(1)).unwrap();
+        let first = Replay::open(&path, false).unwrap();
+        let again = Replay::open(&path, false).unwrap();
+        assert!(Arc::ptr_eq(&first.entries, &again.entries), "parsed once");
+        std::fs::write(&path, line(1) + &line(2)).unwrap();
+        let changed = Replay::open(&path, false).unwrap();
+        assert!(changed.has_entry(2, "pm"));
+        std::fs::write(&path, "[1]\n").unwrap();
+        assert!(
+            Replay::open(&path, false).is_err(),
+            "a broken cassette is still refused"
+        );
+    }
 }

@@ -1,9 +1,10 @@
 //! Reusing completed calls from a run's exchange log (`llm.jsonl`), so that a resumed meeting
 //! never repeats an LLM call that had already completed before it was killed.
 
-use std::collections::HashMap;
-use std::io::Write;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -13,16 +14,22 @@ use super::{AttemptError, Options, Provider, RawReply, Request, TokenUsage};
 /// caller for it; otherwise asks the real provider.
 pub(crate) struct FromLog {
     inner: Box<dyn Provider>,
-    done: HashMap<u64, (String, RawReply)>,
+    done: Arc<Done>,
+    /// Call numbers answered from the log already: each is used once.
+    used: HashSet<u64>,
     reused: bool,
 }
+
+/// The successful replies of a log, by call number (the first of each).
+type Done = HashMap<u64, (String, RawReply)>;
 
 impl FromLog {
     /// Read the log (a missing or partly written log simply reuses less).
     pub fn new(inner: Box<dyn Provider>, log: &Path) -> FromLog {
         FromLog {
             inner,
-            done: completed(log),
+            done: with_parts(completed(log), log),
+            used: HashSet::new(),
             reused: false,
         }
     }
@@ -31,7 +38,9 @@ impl FromLog {
 /// Whether the log holds a successful reply of `caller` for call number `seq` (a person's
 /// turn is then not asked again, even with no one there to ask).
 pub(crate) fn has_reply(log: &Path, seq: u64, caller: &str) -> bool {
-    completed(log).get(&seq).is_some_and(|(c, _)| c == caller)
+    with_parts(completed(log), log)
+        .get(&seq)
+        .is_some_and(|(c, _)| c == caller)
 }
 
 /// The side file beside `file` (the exchange log, or a `--record` cassette) that the fan-out
@@ -94,39 +103,98 @@ fn parts(log: &Path) -> Vec<PathBuf> {
     found.into_iter().map(|(_, p)| p).collect()
 }
 
-/// The successful replies in the log and its side files, by call number (the first of each).
-fn completed(log: &Path) -> HashMap<u64, (String, RawReply)> {
-    let mut done = HashMap::new();
-    let mut text = std::fs::read_to_string(log).unwrap_or_default();
-    for part in parts(log) {
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
+/// The replies of the log and those of the side files a killed fan-out left beside it (read
+/// whole: they exist only until that fan-out ends).
+fn with_parts(done: Arc<Done>, log: &Path) -> Arc<Done> {
+    let parts = parts(log);
+    if parts.is_empty() {
+        return done;
+    }
+    let mut all = (*done).clone();
+    for part in parts {
+        let text = std::fs::read(part).unwrap_or_default();
+        for line in text.split(|&b| b == b'\n') {
+            take_line(&mut all, line);
         }
-        text.push_str(&std::fs::read_to_string(part).unwrap_or_default());
     }
-    for line in text.lines() {
-        // Only the fields a reply needs: the prompt (most of each line) is skipped, not
-        // built into a tree; every stage of a meeting reads the whole log
-        // (DESIGN.md#resume, BENCHMARKS.md#bounded-board-issue-15).
-        let Ok(logged) = serde_json::from_str::<Logged>(line) else {
-            continue;
+    Arc::new(all)
+}
+
+/// What this process has read of a log: every LLM stage of a meeting driven in one process
+/// reads only the lines appended since the stage before, not the whole log again (its cost
+/// grew with the meeting; DESIGN.md#resume).
+#[derive(Default)]
+struct ReadSoFar {
+    /// The file read (device, inode): another file at the same path is read afresh.
+    file: (u64, u64),
+    /// Bytes read: up to the end of the last whole line.
+    offset: u64,
+    done: Arc<Done>,
+}
+
+/// The successful replies in the log, by call number (the first of each); a torn last line is
+/// left until it ends.
+fn completed(log: &Path) -> Arc<Done> {
+    static READ: Mutex<BTreeMap<PathBuf, ReadSoFar>> = Mutex::new(BTreeMap::new());
+    let Ok(mut f) = std::fs::File::open(log) else {
+        return Arc::default();
+    };
+    let Ok(meta) = f.metadata() else {
+        return Arc::default();
+    };
+    let mut cache = READ.lock().unwrap_or_else(|e| e.into_inner());
+    let read = cache.entry(log.to_path_buf()).or_default();
+    let file = file_id(&meta);
+    if read.file != file || meta.len() < read.offset {
+        *read = ReadSoFar {
+            file,
+            ..ReadSoFar::default()
         };
-        let (Some(seq), Some(caller), Some(response)) =
-            (logged.seq, logged.caller, logged.response)
-        else {
-            continue;
-        };
-        let usage = TokenUsage::from_json(&logged.usage);
-        done.entry(seq).or_insert((
-            caller,
-            RawReply {
-                text: response,
-                usage,
-                truncated: logged.truncated == Value::Bool(true),
-            },
-        ));
     }
-    done
+    let mut tail = Vec::new();
+    if f.seek(SeekFrom::Start(read.offset)).is_err() || f.read_to_end(&mut tail).is_err() {
+        return read.done.clone();
+    }
+    let whole = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let done = Arc::make_mut(&mut read.done);
+    for line in tail[..whole].split(|&b| b == b'\n') {
+        take_line(done, line);
+    }
+    read.offset += whole as u64;
+    read.done.clone()
+}
+
+/// Keep the reply of one log line, when it is a successful one (the first of its number).
+fn take_line(done: &mut Done, line: &[u8]) {
+    // Only the fields a reply needs: the prompt (most of each line) is skipped, not
+    // built into a tree (BENCHMARKS.md#bounded-board-issue-15).
+    let Ok(logged) = serde_json::from_slice::<Logged>(line) else {
+        return;
+    };
+    let (Some(seq), Some(caller), Some(response)) = (logged.seq, logged.caller, logged.response)
+    else {
+        return;
+    };
+    let usage = TokenUsage::from_json(&logged.usage);
+    done.entry(seq).or_insert((
+        caller,
+        RawReply {
+            text: response,
+            usage,
+            truncated: logged.truncated == Value::Bool(true),
+        },
+    ));
+}
+
+#[cfg(unix)]
+fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.dev(), meta.ino())
+}
+
+#[cfg(not(unix))]
+fn file_id(_meta: &std::fs::Metadata) -> (u64, u64) {
+    (0, 0)
 }
 
 /// The fields of an exchange-log line a reused reply needs; any other is skipped.
@@ -156,10 +224,10 @@ impl Provider for FromLog {
         req: &Request,
         opts: &Options,
     ) -> Result<RawReply, AttemptError> {
-        match self.done.remove(&seq) {
-            Some((caller, reply)) if caller == req.caller => {
+        match self.done.get(&seq) {
+            Some((caller, reply)) if *caller == req.caller && self.used.insert(seq) => {
                 self.reused = true;
-                Ok(reply)
+                Ok(reply.clone())
             }
             _ => {
                 self.reused = false;
@@ -231,5 +299,40 @@ mod tests {
             "fresh",
             "used once"
         );
+    }
+
+    /// The log is read incrementally (one process drives many stages): what was appended since,
+    /// a torn line once it is whole, and another file put at the same path are all seen.
+    #[test]
+    fn a_growing_log_is_read_from_where_the_last_read_stopped() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("llm.jsonl");
+        let line = |seq: u64, text: &str| {
+            format!("{{\"seq\":{seq},\"caller\":\"pm\",\"response\":\"{text}\"}}\n")
+        };
+        std::fs::write(&log, line(1, "one") + "{\"seq\":2,\"caller\":\"pm\",\"resp").unwrap();
+        assert_eq!(completed(&log).len(), 1);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        f.write_all(b"onse\":\"two\"}\n").unwrap();
+        f.write_all(line(3, "three").as_bytes()).unwrap();
+        let done = completed(&log);
+        assert_eq!(
+            done.get(&2).unwrap().1.text,
+            "two",
+            "the torn line, once whole"
+        );
+        assert_eq!(done.get(&3).unwrap().1.text, "three");
+        // Another file at the same path (a copied run folder): read from its start.
+        let other = dir.path().join("other.jsonl");
+        std::fs::write(
+            &other,
+            line(7, "seven") + &line(8, "eight") + &line(9, "nine"),
+        )
+        .unwrap();
+        std::fs::rename(&other, &log).unwrap();
+        let done = completed(&log);
+        assert_eq!(done.len(), 3);
+        assert!(done.contains_key(&7) && !done.contains_key(&1));
     }
 }

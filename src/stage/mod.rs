@@ -110,6 +110,34 @@ impl Board {
     }
 }
 
+/// Who calls the model, and the metadata that may choose its provider and model.
+pub type Caller = (String, serde_json::Map<String, serde_json::Value>);
+
+/// A stage that calls a model.
+pub type LlmStage = fn(
+    Board,
+    &mut crate::llm::Client,
+    &crate::llm::Options,
+    &dyn crate::events::Clock,
+) -> Result<Board>;
+
+/// Run a stage that calls a model: the client for `caller` (`llm` holds the flags and the
+/// config file's defaults), the clock from the environment. The programs and the `meeting`
+/// driver, which runs the built-in stages in its own process, both come here
+/// (DESIGN.md#run-folder).
+pub(crate) fn run_llm(
+    board: Board,
+    llm: &crate::llm::LlmArgs,
+    caller: Caller,
+    stage: LlmStage,
+) -> Result<Board> {
+    let (name, metadata) = caller;
+    let (mut client, opts) =
+        crate::llm::client_for_caller(llm, &board.llm, &name, &metadata, board.usage.calls)?;
+    let clock = crate::events::clock_from_env();
+    stage(board, &mut client, &opts, clock.as_ref())
+}
+
 /// Boards for the stages' unit tests, built the way `init-board` builds them.
 #[cfg(test)]
 pub(crate) mod fixtures {

@@ -64,6 +64,15 @@ pub fn check_turn(board: &Board) -> Result<()> {
     Ok(())
 }
 
+/// The `pm-step` program on a board: check it is the PM's turn, then ask the PM with its own
+/// provider settings (its config's metadata); `llm` holds the flags and config defaults.
+pub fn run(board: Board, llm: &crate::llm::LlmArgs) -> Result<Board> {
+    check_turn(&board)?;
+    let metadata = board.pm.as_ref().map(|p| p.metadata.clone());
+    let caller = (PM_CALLER.to_string(), metadata.unwrap_or_default());
+    super::run_llm(board, llm, caller, pm_step)
+}
+
 /// Everything the PM sees (DESIGN.md#pm-round), and nothing else: never the event log or raw agent
 /// outputs; every list item cut to 500 characters so the prompt stays flat over many loops.
 pub fn pm_input(board: &Board) -> Value {

@@ -799,3 +799,65 @@ fn shell_loop_fails_like_the_driver_when_no_model_answered() {
         "the same fallback report"
     );
 }
+
+/// The processes under `pid` right now: every thread's children (Linux `/proc`).
+#[cfg(target_os = "linux")]
+fn children_of(pid: u32) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return Vec::new(); // the process is gone
+    };
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("children")).ok())
+        .flat_map(|c| c.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .collect()
+}
+
+/// The loop's built-in stages run inside `meeting` (DESIGN.md#run-folder): while its model calls
+/// are under way no stage process exists; a `--stage` override still runs as one.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_loop_runs_in_the_meeting_process_and_an_override_as_a_process() {
+    let watch = |overriden: bool| -> (usize, usize) {
+        let work = Workdir::new();
+        let slow = slow_demo_cassette(work.path(), 300);
+        let run_dir = work.join("runs/demo-test");
+        // agent-turn replaced by the program itself, run by `sh -c`.
+        let agent_turn = format!(
+            "agent-turn=exec '{}' --provider replay --cassette '{}'",
+            bin_dir().join("agent-turn").display(),
+            slow.display()
+        );
+        let extra: &[&str] = if overriden {
+            &["--quiet", "--stage", &agent_turn]
+        } else {
+            &["--quiet"]
+        };
+        let mut child = meeting_cmd(work.path(), &slow, extra).spawn();
+        let (mut samples, mut with_children) = (0, 0);
+        while child.try_wait().unwrap().is_none() {
+            // From the first board on, the loop runs (collect-context and init-board are
+            // programs, run once before).
+            if run_dir.join("0002-init-board.out.json").exists() {
+                samples += 1;
+                if !children_of(child.id()).is_empty() {
+                    with_children += 1;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        assert!(child.wait().unwrap().success());
+        (samples, with_children)
+    };
+    let (samples, with_children) = watch(false);
+    assert!(
+        samples > 20,
+        "the slow meeting was watched ({samples} samples)"
+    );
+    assert_eq!(with_children, 0, "a stage process ran during the loop");
+    // 3 of the meeting's 8 calls are agent turns.
+    let (samples, with_children) = watch(true);
+    assert!(
+        with_children * 5 > samples,
+        "the override ran as a process ({with_children} of {samples} samples)"
+    );
+}

@@ -26,6 +26,29 @@ use crate::stage::Stage;
 use crate::text::{cut, verify_quote};
 use crate::whiteboard::{note_caller, note_process};
 
+/// The `agent-turn` program on a board: check it is this stage's turn, then ask the agent the
+/// PM chose with its own provider settings, or the person (`kind: human`, from
+/// `human_answers` when given); `llm` holds the flags and config defaults.
+pub fn run(
+    board: Board,
+    llm: &crate::llm::LlmArgs,
+    human_answers: Option<&std::path::Path>,
+) -> Result<Board> {
+    check_turn(&board)?;
+    if is_fan_out(&board) {
+        return fan_out(board, llm, crate::events::clock_from_env().as_ref());
+    }
+    if human::is_human_turn(&board) {
+        return human::turn(board, human_answers, llm);
+    }
+    let agent = board
+        .pending_call
+        .as_ref()
+        .and_then(|c| board.agents.get(&c.target_agent));
+    let caller = agent.map_or_else(Default::default, |a| (a.name.clone(), a.metadata.clone()));
+    crate::stage::run_llm(board, llm, caller, agent_turn)
+}
+
 /// Refuse a board that is not `agent-turn`'s turn, naming the stage that should run (exit 2).
 pub fn check_turn(board: &Board) -> Result<()> {
     board.expect_stage(Stage::AgentTurn)?;
