@@ -650,6 +650,91 @@ def prompt_economy(bindir, before, before_ref, work, quick, out):
 
 
 # ------------------------------------------------------------------------------------------
+# Parallel fan-out (issue 14): the time of one call for several perspectives
+
+FAN_AGENTS = ["arch", "biz", "sre"]
+FAN_DELAY_MS = 2000
+
+
+def fan_cassette(parallel, path):
+    """2 rounds of 3 questions to arch, biz and sre: as 2 CALL_AGENTS (`parallel`) or
+    as 6 CALL_AGENTs one by one; every call answers after FAN_DELAY_MS. Returns the number of
+    model calls on the critical path (a fan-out's calls count once)."""
+    lines = []
+    add = cassette_adder(lines)
+    # Each round asks something new (a near-repeat would be refused: DESIGN.md#circles).
+    question = lambda r, a: (f"What does the evidence say about the {a} side of moving the nightly reports?"
+                             if r == 1 else f"Which {a} risk would you trial first, for how long, and why?")
+
+    def answer(r, i, a):
+        doc, quote = CITES[(r * 3 + i) % len(CITES)]
+        add(a, {"response": f"Round {r}, {a}: a measured trial before any commitment.",
+                "key_points": [f"Round {r}: the {a} side has a measurable effect on the nightly run."],
+                "risks": [f"Round {r}: the {a} side may overrun the 06:00 UTC deadline."],
+                "recommendations": [f"Round {r}: trial the {a} side for two weeks."],
+                "citations": [{"document_id": doc, "source_path": doc, "quote": quote}]})
+
+    for r in (1, 2):
+        if parallel:
+            add("pm", {"analysis": f"Round {r}: three independent views.", "next_action": "CALL_AGENTS",
+                       "target_agent": None, "prompt_for_agent": None, "final_report": None,
+                       "calls": [{"target_agent": a, "prompt_for_agent": question(r, a)} for a in FAN_AGENTS]})
+            for i, a in enumerate(FAN_AGENTS):
+                answer(r, i, a)
+        else:
+            for i, a in enumerate(FAN_AGENTS):
+                add("pm", {"analysis": f"Round {r}: {a} next.", "next_action": "CALL_AGENT", "target_agent": a,
+                           "prompt_for_agent": question(r, a), "final_report": None})
+                answer(r, i, a)
+    add("pm", {"analysis": "Enough is known.", "next_action": "FINISH", "target_agent": None,
+               "prompt_for_agent": None,
+               "final_report": "### Executive Summary\nThe replica is the safer path.\n\n"
+                               "### Recommendation\nTrial the replica for two weeks."})
+    for line in lines:
+        line["delay_ms"] = FAN_DELAY_MS
+    write_jsonl(path, lines)
+    return 5 if parallel else len(lines)
+
+
+def fan_out(bindir, work, runs, out):
+    """Wall time of the same 6 agent turns as 2 fan-outs of 3 and one by one, against the sum
+    of the model delays on the critical path (the rest is orchestration)."""
+    out.append("## Parallel fan-out (issue 14)\n")
+    out.append(f"The demo meeting file with arch, biz and sre, replayed from a generated cassette whose every "
+               f"call answers after `delay_ms` {FAN_DELAY_MS} ms (a stand-in for a model's latency): the same 6 "
+               "agent turns (2 rounds of 3 questions) as **2 fan-outs** (`CALL_AGENTS` of 3: the PM, "
+               "3 concurrent calls, the PM, 3 concurrent calls, the PM's FINISH) and **one by one** "
+               "(`--max-parallel 1`: 6 × (PM, agent), then FINISH). The critical path is the model calls one "
+               "must wait for in turn (a fan-out's calls count once); **orchestration** is the wall time beyond "
+               f"it: every stage, the board's checkpoints, the logs, the threads. Median of {runs} runs, release "
+               "build, the built-in PM (run outside the repository's `agents/`, whose demo PM predates "
+               "fan-outs).\n")
+    out.append("| meeting | model calls | critical path | wall time | orchestration | orchestration / critical path |")
+    out.append("|---|---:|---:|---:|---:|---:|")
+    walls = {}
+    for label, parallel in (("2 fan-outs of 3", True), ("6 turns one by one", False)):
+        cas = os.path.join(work, f"fan-{parallel}.jsonl")
+        crit = fan_cassette(parallel, cas) * FAN_DELAY_MS / 1000
+        calls = sum(1 for _ in open(cas))
+        results = []
+        for k in range(runs):
+            run_dir = os.path.join(work, "fan-runs")
+            trace = f"fan-{parallel}-{k}"
+            cmd = [os.path.join(bindir, "meeting"), "--meeting-file", os.path.join(ROOT, MEETING_FILE),
+                   "--agents", ",".join(FAN_AGENTS), "--provider", "replay", "--cassette", cas,
+                   "--max-parallel", "3" if parallel else "1", "--max-loops", "6",
+                   "--run-dir", run_dir, "--trace-id", trace, "--quiet",
+                   "--report-file", os.path.join(work, f"{trace}.md")]
+            results.append(run_once(cmd, cwd=work)[0])
+        wall = statistics.median(results)
+        walls[parallel] = wall
+        over = wall - crit
+        out.append(f"| {label} | {calls} | {crit:.1f} s | {wall:.2f} s | {over * 1000:.0f} ms | {100 * over / crit:.2f}% |")
+    out.append(f"\nThe fan-out meeting takes {walls[True]:.1f} s against {walls[False]:.1f} s one by one "
+               f"({walls[False] / walls[True]:.2f}× faster). Run: `python3 bench/bench.py --only fanout`.\n")
+
+
+# ------------------------------------------------------------------------------------------
 # Bounded board (issue 15): our replayed meeting against AutoGen 0.7.5's, same run
 
 PEER_VENV = os.path.join(ROOT, "target", "autogen-venv")
@@ -907,7 +992,8 @@ def main():
     ap.add_argument("--quick", action="store_true", default=os.environ.get("QUICK") not in (None, "", "0"))
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release"))
     ap.add_argument("--out", default=os.path.join(ROOT, "BENCHMARKS.md"))
-    ap.add_argument("--only", choices=["stages", "context", "meetings", "economy", "bounded"], action="append")
+    ap.add_argument("--only", choices=["stages", "context", "meetings", "economy", "bounded", "fanout"],
+                    action="append")
     ap.add_argument("--before", help="folder with the stage programs of a previous build to compare against")
     ap.add_argument("--before-ref", default=os.environ.get("BEFORE_REF") or None,
                     help="git ref whose agents/ files the previous build's meetings use (default: the current ones)")
@@ -921,7 +1007,7 @@ def main():
     meet_sizes = [5, 20] if a.quick else [5, 20, 50]
     nfiles = 10_000 if a.quick else 100_000
     big_mb = 10 if a.quick else 100
-    only = set(a.only or ["stages", "context", "meetings", "economy", "bounded"])
+    only = set(a.only or ["stages", "context", "meetings", "economy", "bounded", "fanout"])
     peer_sizes = [5, 20] if a.quick else [5, 20, 50, 100]
     cmdline = "python3 bench/bench.py" + (" --quick" if a.quick else "") + (f" --before {a.before}" if a.before else "")
     out = [f"# Benchmarks\n\nGenerated by `make bench{' QUICK=1' if a.quick else ''}{' BEFORE=' + a.before if a.before else ''}` (`{cmdline}`); "
@@ -947,15 +1033,19 @@ def main():
             bounded_board(bindir, work, peer_sizes, max(3, runs // 2), out,
                           os.path.abspath(a.before) if a.before else None)
             print(f"bench: bounded board done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        if "fanout" in only:
+            fan_out(bindir, work, 1 if a.quick else 3, out)
+            print(f"bench: fan-out done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if a.before and only != {"bounded"}:
             before_after(bindir, os.path.abspath(a.before), work, stage_sizes[-1], meet_sizes[-1], runs, out)
             print(f"bench: before/after done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         out.append(FINDINGS)
         out.append(f"Total benchmark time: {time.perf_counter() - t0:.0f} s.\n")
     text = "\n".join(out)
-    if only == {"bounded"} and os.path.exists(a.out):
+    spliced = {"bounded": "## Bounded board", "fanout": "## Parallel fan-out"}
+    if len(only) == 1 and next(iter(only)) in spliced and os.path.exists(a.out):
         # Only this section re-measured: put it into the existing file in place of its old one.
-        text = splice_section(open(a.out).read(), "## Bounded board", "\n".join(out[2:-2]) + "\n",
+        text = splice_section(open(a.out).read(), spliced[next(iter(only))], "\n".join(out[2:-2]) + "\n",
                               before="## Findings and changes")
     with open(a.out, "w") as f:
         f.write(text)
