@@ -56,14 +56,20 @@ pub fn part_path(file: &Path, first_seq: u64) -> PathBuf {
     file.with_file_name(format!("{name}.{first_seq}.part"))
 }
 
-/// Append the side file `part` to `file` and remove it (nothing when there is none).
-pub fn absorb_part(file: &Path, part: &Path) -> std::io::Result<()> {
-    let bytes = match std::fs::read(part) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    if !bytes.is_empty() {
+/// Append the side files `parts` (those that exist) to `file` in the order given, in one
+/// write, then remove them. When `file` already ends with exactly those bytes — a kill landed
+/// after the append and before the removal, and the resumed fan-out asked nothing new — they
+/// are not appended twice.
+pub fn absorb_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()> {
+    let mut bytes = Vec::new();
+    for part in parts {
+        match std::fs::read(part) {
+            Ok(b) => bytes.extend(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !bytes.is_empty() && !ends_with(file, &bytes)? {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -72,7 +78,31 @@ pub fn absorb_part(file: &Path, part: &Path) -> std::io::Result<()> {
         // is removed only once its lines are in the log).
         f.write_all(&bytes)?;
     }
-    std::fs::remove_file(part)
+    for part in parts {
+        match std::fs::remove_file(part) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Whether `file` ends with `tail` (a missing file ends with nothing).
+fn ends_with(file: &Path, tail: &[u8]) -> std::io::Result<bool> {
+    let mut f = match std::fs::File::open(file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let len = f.metadata()?.len();
+    let n = tail.len() as u64;
+    if len < n {
+        return Ok(false);
+    }
+    f.seek(SeekFrom::Start(len - n))?;
+    let mut end = Vec::with_capacity(tail.len());
+    f.read_to_end(&mut end)?;
+    Ok(end == tail)
 }
 
 /// The side files left beside `log` ([`part_path`]), by call number.
@@ -259,6 +289,37 @@ mod tests {
                 truncated: false,
             })
         }
+    }
+
+    /// Side files are appended in the order given and removed; the resume reader sees them
+    /// until then; appended once even when a kill left them after the append.
+    #[test]
+    fn side_files_join_the_log_in_call_order_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("llm.jsonl");
+        std::fs::write(&log, "{\"seq\":1,\"caller\":\"pm\",\"response\":\"p\"}\n").unwrap();
+        let (a, b) = (part_path(&log, 2), part_path(&log, 3));
+        assert_eq!(b.file_name().unwrap(), "llm.jsonl.3.part");
+        let line = |seq: u64, who: &str| {
+            format!("{{\"seq\":{seq},\"caller\":\"{who}\",\"response\":\"r\"}}\n")
+        };
+        std::fs::write(&b, line(3, "biz")).unwrap();
+        std::fs::write(&a, line(2, "arch")).unwrap();
+        assert!(has_reply(&log, 3, "biz"), "read from its side file");
+        absorb_parts(&log, &[a.clone(), b.clone()]).unwrap();
+        let want = format!(
+            "{{\"seq\":1,\"caller\":\"pm\",\"response\":\"p\"}}\n{}{}",
+            line(2, "arch"),
+            line(3, "biz")
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), want);
+        assert!(!a.exists() && !b.exists());
+        // A kill after the append, before the removal: the same side files again.
+        std::fs::write(&a, line(2, "arch")).unwrap();
+        std::fs::write(&b, line(3, "biz")).unwrap();
+        absorb_parts(&log, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), want, "not twice");
+        absorb_parts(&log, &[a, b]).unwrap();
     }
 
     #[test]

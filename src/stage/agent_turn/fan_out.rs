@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::events::{self, Clock};
-use crate::llm::resume::{absorb_part, part_path};
+use crate::llm::resume::{absorb_parts, part_path};
 use crate::llm::{client_for_caller, LlmArgs};
 use crate::model::{Board, PendingCall, Usage};
 use crate::whiteboard::append_process;
@@ -62,10 +62,8 @@ pub fn fan_out(mut board: Board, llm: &LlmArgs, clock: &dyn Clock) -> Result<Boa
             .collect()
     });
     // The side files, in call order, whatever happened (the log keeps what was asked).
-    for i in 0..n {
-        for file in [&llm.llm_log, &llm.record].into_iter().flatten() {
-            absorb(file, base + i + 1)?;
-        }
+    for file in [&llm.llm_log, &llm.record].into_iter().flatten() {
+        absorb(file, base, n)?;
     }
     let before = board.usage.clone();
     let mut last_seq = base;
@@ -78,13 +76,13 @@ pub fn fan_out(mut board: Board, llm: &LlmArgs, clock: &dyn Clock) -> Result<Boa
     Ok(board)
 }
 
-/// Append a call's side file to `file` (the exchange log or the recording).
-fn absorb(file: &Path, first_seq: u64) -> Result<()> {
-    let part = part_path(file, first_seq);
-    absorb_part(file, &part).map_err(|e| {
+/// Append the `n` calls' side files to `file` (the exchange log or the recording), in call
+/// order.
+fn absorb(file: &Path, base: u64, n: u64) -> Result<()> {
+    let parts: Vec<_> = (1..=n).map(|i| part_path(file, base + i)).collect();
+    absorb_parts(file, &parts).map_err(|e| {
         Error::Runtime(format!(
-            "cannot append {} to {}: {}",
-            part.display(),
+            "cannot append the fan-out's side files to {}: {}",
             file.display(),
             crate::io::os_error(&e)
         ))

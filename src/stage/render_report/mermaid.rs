@@ -218,4 +218,60 @@ mod tests {
         let long = "x".repeat(100);
         assert_eq!(mermaid_text(&long, 10).chars().count(), 10);
     }
+
+    /// Questions asked with no answer between them are a fan-out: one `par` branch per call,
+    /// each with its own answer whatever order the answers are in; a fan-out whose answers are
+    /// missing (the meeting stopped) still draws its questions in parallel; single calls stay
+    /// plain arrows.
+    #[test]
+    fn a_fan_out_is_a_par_block() {
+        let step = |loop_no, kind, agent: &str, text: &str| FlowStep {
+            loop_no,
+            kind,
+            agent: Some(agent.into()),
+            text: text.into(),
+        };
+        let flow = |steps| Flow {
+            loops_before: 0,
+            steps,
+        };
+        let names = ["a".to_string(), "b".to_string()];
+        let drawn = mermaid_of(
+            &names,
+            &flow(vec![
+                step(1, FlowKind::Ask, "a", "q1"),
+                step(1, FlowKind::Answer, "a", "r1"),
+                step(2, FlowKind::Ask, "a", "q2"),
+                step(3, FlowKind::Ask, "b", "q3"),
+                step(3, FlowKind::Failed, "b", "timeout"),
+                step(2, FlowKind::Answer, "a", "r2"),
+            ]),
+        );
+        let body: Vec<&str> = drawn.lines().skip(4).collect();
+        assert_eq!(
+            body,
+            [
+                "    PM->>a: L1 q1",
+                "    a-->>PM: L1 r1",
+                "    par L2-L3 at once",
+                "        PM->>a: L2 q2",
+                "        a-->>PM: L2 r2",
+                "    and",
+                "        PM->>b: L3 q3",
+                "        b--xPM: L3 failed (timeout)",
+                "    end",
+            ]
+        );
+        let stopped = mermaid_of(
+            &names,
+            &flow(vec![
+                step(1, FlowKind::Ask, "a", "q1"),
+                step(2, FlowKind::Ask, "b", "q2"),
+            ]),
+        );
+        assert!(
+            stopped.ends_with("    par L1-L2 at once\n        PM->>a: L1 q1\n    and\n        PM->>b: L2 q2\n    end"),
+            "{stopped}"
+        );
+    }
 }
