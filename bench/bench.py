@@ -825,28 +825,25 @@ def bounded_board(bindir, work, sizes, runs, out, before=None):
     out.append(BOUNDED_NOTE)
 
 
-BOUNDED_NOTE = """Before this change (the issue's own measurement): the final board was 37.5 KB at 25
+BOUNDED_NOTE = """The issue's own measurement before any of this: the final board was 37.5 KB at 25
 loops, 81.5 KB at 50, 123.6 KB at 100 (82% of it the event log), the run folder 0.5 MB at 5 loops,
 13 MB at 50 and 41 MB at 100; a 50-loop meeting cost 1.58 s wall and 1.41 s CPU against
-AutoGen's 0.68 s / 0.67 s (2.3× slower), the cost of a loop rising with the loop number. Now the
-board carries the state, not the history: only the events of the stage that wrote it
-(`new_events`), a flow record of the last 30 loops for the report's diagram, and bounded
-counters; the history is `events.jsonl`, appended once per stage. The run folder keeps the
-packet, the first board and the last loop's boards, so it grows with `events.jsonl` and the
-exchange log `llm.jsonl` (every prompt and answer, which `--resume` needs) only. Per
-checkpoint: 2 fsyncs (the appended events, the checkpoint) where there were 3 (input, output,
-the rewritten `events.jsonl`). An LLM stage reads the exchange log's replies without building
-its prompts into a JSON tree (every stage of a meeting reads the whole log: about 4 ms less per
-stage at 100 loops).
+AutoGen's 0.68 s / 0.67 s (2.3× slower), the cost of a loop rising with the loop number.
 
-Goals: board at 100 loops ≤ 1.2× the board at 25 — met (see the line above); run folder at
-100 loops ≤ 4 MB — met. CPU against AutoGen — **not met**: our cost per loop is now flat (about
-19 ms of CPU a loop at 20, 50 and 100 loops on this loaded machine, where it rose to 30 ms
-before), but AutoGen's SelectorGroupChat costs a few ms a round after its ~0.4 s start-up. Our
-floor is three processes a loop: exec, dynamic loading and the page faults of a 14 MB binary, the
-JSON Schema compile of each LLM stage, and reading the cassette and the exchange log, each
-O(meeting) but small. Beating AutoGen at 50 loops needs fewer processes a loop (e.g. `meeting`
-running its built-in stages in process, keeping the programs for `--stage` and by-hand use).
+What changed, in two steps. (1) The board carries the state, not the history: only the events
+of the stage that wrote it (`new_events`), a flow record of the last 30 loops for the report's
+diagram, and bounded counters; the history is `events.jsonl`, appended once per stage. The run
+folder keeps the packet, the first board and the last loop's boards, so it grows with
+`events.jsonl` and the exchange log `llm.jsonl` (every prompt and answer, which `--resume`
+needs) only. Per checkpoint: 2 fsyncs (the appended events, the checkpoint) where there were 3.
+That made a loop's cost flat (about 19 ms of CPU), but three processes a loop stayed: exec,
+dynamic loading and the page faults of a 14 MB binary, each stage compiling its JSON Schema and
+reading the whole cassette and exchange log again. (2) `meeting` runs the loop's stages in its
+own process, through the same library functions as the programs (a `--stage` override still
+runs as a process); the exchange log is read from where the last stage's read stopped, a
+cassette is parsed once while unchanged, a compiled schema is kept. "Before" above is step (1);
+what is left per loop is mostly the two fsyncs of each of its three checkpoints (kernel time),
+then serialising the board and the prompts.
 """
 
 
