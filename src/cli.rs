@@ -38,6 +38,19 @@ pub struct ContextArgs {
     pub max_context_chars: usize,
 }
 
+impl ContextArgs {
+    /// collect-context's options, with the folder relative source paths resolve against.
+    pub fn options(&self, base_dir: std::path::PathBuf) -> crate::context::CollectOptions {
+        crate::context::CollectOptions {
+            base_dir,
+            context_root: self.context_root.clone(),
+            allow_sensitive: self.allow_sensitive,
+            max_context_chars: self.max_context_chars,
+            redact: !self.no_redact,
+        }
+    }
+}
+
 /// Who takes part and how long the meeting may run: flattened into `init-board` and `meeting`,
 /// and kept in a run's `meeting.json`.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]

@@ -1,6 +1,5 @@
-//! The `meeting` driver (DESIGN.md#run-folder): takes the board through the stages (the loop's
-//! in-process, `in_process`; the first two and any `--stage` override as programs) until the
-//! meeting ends, keeps the run folder (the latest stage outputs, `events.jsonl` appended with
+//! The `meeting` driver (DESIGN.md#run-folder): takes the board through the stages (in-process,
+//! `in_process`; a `--stage` override as a program) until the meeting ends, keeps the run folder (the latest stage outputs, `events.jsonl` appended with
 //! each stage's events, `llm.jsonl`), resumes a killed meeting from its last complete board,
 //! and reports progress.
 //!
@@ -1112,24 +1111,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         user_llm_log,
         human_answers: new.human_answers.as_deref().map(absolute),
     };
-    let quiet_ui = Ui {
-        ticker: false,
-        ..ui
-    };
-    let run_first = |stage: Stage, input: &[u8]| -> Result<String> {
-        let out = run_stage(stage, &settings, input, quiet_ui)?;
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-    };
-    let packet_text = run_first(Stage::CollectContext, b"")?;
-    // collect-context may be a user's command: what it printed must be a packet.
-    let _: MeetingPacket = crate::io::parse_versioned(
-        "collect-context output",
-        &packet_text,
-        "packet_version",
-        PACKET_VERSION,
-    )?;
-    let board_text = run_first(Stage::InitBoard, packet_text.as_bytes())?;
-    let board: Board = crate::io::parse_board("init-board output", &board_text)?;
+    let (packet_text, board_text, board) = first_board(&settings, ui)?;
     // A missing key or a broken cassette is found now, before any run folder exists; a dry
     // run only warns of a missing key (DESIGN.md#run-folder).
     let missing = check_llm_config(&settings.llm, &board, dry_run)?;
@@ -1229,6 +1211,47 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
         tally,
         _lock: lock,
     })))
+}
+
+/// collect-context, then init-board, in memory (nothing is written yet): the packet and the
+/// first board as their checkpoints will hold them, and the board.
+fn first_board(settings: &RunSettings, ui: Ui) -> Result<(String, String, Board)> {
+    let stages = Stages::new(settings);
+    let quiet_ui = Ui {
+        ticker: false,
+        ..ui
+    };
+    let run_program = |stage: Stage, input: &[u8]| -> Result<String> {
+        let out = run_stage(stage, settings, input, quiet_ui)?;
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    };
+    let (packet, packet_text) = if stages.runs(Stage::CollectContext) {
+        let (packet, notes) = stages.collect()?;
+        if !ui.quiet {
+            notes.iter().for_each(|l| crate::note!("{l}"));
+        }
+        let text = to_json_line(&packet, false);
+        (packet, text)
+    } else {
+        // A user's command: what it printed must be a packet.
+        let text = run_program(Stage::CollectContext, b"")?;
+        let packet: MeetingPacket = crate::io::parse_versioned(
+            "collect-context output",
+            &text,
+            "packet_version",
+            PACKET_VERSION,
+        )?;
+        (packet, text)
+    };
+    let (board, board_text) = if stages.runs(Stage::InitBoard) {
+        let board = stages.init(packet)?;
+        let text = to_json_line(&board, false);
+        (board, text)
+    } else {
+        let text = run_program(Stage::InitBoard, packet_text.as_bytes())?;
+        (crate::io::parse_board("init-board output", &text)?, text)
+    };
+    Ok((packet_text, board_text, board))
 }
 
 /// Resolve the provider of the PM and of every participant once, as the stages will. With

@@ -4,9 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_meeting::cli::{self, ContextArgs, OutputArgs};
-use agent_meeting::context::{self, CollectOptions};
-use agent_meeting::io::{self, Format};
-use agent_meeting::model::{MeetingInput, MeetingPacket, PACKET_VERSION};
+use agent_meeting::context::{self, InputFrom};
+use agent_meeting::io;
 use agent_meeting::Error;
 use clap::Parser;
 
@@ -64,52 +63,18 @@ fn run(args: Args) -> anyhow::Result<()> {
         )
         .into());
     }
-    let cwd = || PathBuf::from(".");
-    let (input, base_dir) = if let Some(topic) = &args.topic {
-        let input = MeetingInput::from_topic(topic);
-        input
-            .validate()
-            .map_err(|e| Error::Usage(format!("--topic: {}", e.message)))?;
-        (input, args.base_dir.clone().unwrap_or_else(cwd))
-    } else if let Some(file) = &args.meeting_file {
-        let input = context::load_meeting_file(file)?;
-        let dir = match file.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => cwd(),
-        };
-        (input, dir)
-    } else {
-        let label = "<stdin>";
-        let text = io::read_stdin(label)?;
-        // JSON is tried as JSON so its errors read like JSON errors; anything else is YAML.
-        let format = if text.trim_start().starts_with('{') {
-            Format::Json
-        } else {
-            Format::Yaml
-        };
-        let input: MeetingInput = io::parse_doc(label, &text, format)?;
-        input.validate().map_err(|e| e.in_file(label))?;
-        (input, args.base_dir.clone().unwrap_or_else(cwd))
+    let from = match (args.topic, args.meeting_file) {
+        (Some(topic), _) => InputFrom::Topic(topic),
+        (None, Some(file)) => InputFrom::MeetingFile(file),
+        (None, None) => InputFrom::Document {
+            label: "<stdin>".into(),
+            text: io::read_stdin("<stdin>")?,
+        },
     };
-    let opts = CollectOptions {
-        base_dir,
-        context_root: args.context.context_root.clone(),
-        allow_sensitive: args.context.allow_sensitive,
-        max_context_chars: args.context.max_context_chars,
-        redact: !args.context.no_redact,
-    };
-    let (bundle, notes) = context::collect_with_notes(&input, &opts)?;
+    let (packet, notes) = context::packet(from, args.base_dir, |base| args.context.options(base))?;
     // Best effort: a closed stderr must not stop the packet.
-    for line in &notes.skipped {
+    for line in &notes {
         agent_meeting::note!("{PROGRAM}: {line}");
     }
-    for r in &notes.redactions {
-        agent_meeting::note!("{PROGRAM}: {}: {}", r.document_id, r.describe());
-    }
-    let packet = MeetingPacket {
-        packet_version: PACKET_VERSION,
-        meeting_input: input,
-        context_bundle: bundle,
-    };
     cli::write_stdout(&io::to_json_line(&packet, args.output.pretty))
 }

@@ -84,6 +84,68 @@ impl CollectOptions {
     }
 }
 
+/// Where a meeting's input comes from: collect-context's `--topic`, `--meeting-file`, or a
+/// MeetingInput document (stdin, JSON or YAML).
+pub enum InputFrom {
+    Topic(String),
+    MeetingFile(PathBuf),
+    Document { label: String, text: String },
+}
+
+/// The `collect-context` program: the meeting input, validated, its documents collected into
+/// a packet; and one line for the user per skipped path and per document with secrets
+/// redacted. Relative source paths resolve against a meeting file's folder, else against
+/// `base_dir` (default: the working directory).
+pub fn packet(
+    from: InputFrom,
+    base_dir: Option<PathBuf>,
+    opts: impl FnOnce(PathBuf) -> CollectOptions,
+) -> Result<(crate::model::MeetingPacket, Vec<String>)> {
+    let cwd = || PathBuf::from(".");
+    let base_dir = || base_dir.unwrap_or_else(cwd);
+    let (input, base_dir) = match from {
+        InputFrom::Topic(topic) => {
+            let input = MeetingInput::from_topic(&topic);
+            input
+                .validate()
+                .map_err(|e| Error::Usage(format!("--topic: {}", e.message)))?;
+            (input, base_dir())
+        }
+        InputFrom::MeetingFile(file) => {
+            let input = load_meeting_file(&file)?;
+            let dir = match file.parent() {
+                Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+                _ => cwd(),
+            };
+            (input, dir)
+        }
+        InputFrom::Document { label, text } => {
+            // JSON is tried as JSON so its errors read like JSON errors; anything else is YAML.
+            let format = if text.trim_start().starts_with('{') {
+                Format::Json
+            } else {
+                Format::Yaml
+            };
+            let input: MeetingInput = parse_doc(&label, &text, format)?;
+            input.validate().map_err(|e| e.in_file(&label))?;
+            (input, base_dir())
+        }
+    };
+    let (bundle, notes) = collect_with_notes(&input, &opts(base_dir))?;
+    let lines = notes.skipped.into_iter().chain(
+        notes
+            .redactions
+            .iter()
+            .map(|r| format!("{}: {}", r.document_id, r.describe())),
+    );
+    let packet = crate::model::MeetingPacket {
+        packet_version: crate::model::PACKET_VERSION,
+        meeting_input: input,
+        context_bundle: bundle,
+    };
+    Ok((packet, lines.collect()))
+}
+
 /// Load and validate a meeting file (`.json`, `.yaml` or `.yml`); every error names the file
 /// and, where there is one, the field path (exit 2).
 pub fn load_meeting_file(path: &Path) -> Result<MeetingInput> {

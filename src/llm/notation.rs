@@ -93,7 +93,7 @@ fn union(alternatives: impl Iterator<Item = Option<String>>, out: &mut String) -
 fn write_one(t: &str, map: &Map<String, Value>, keys: &[&str], out: &mut String) -> Option<()> {
     let allowed: &[&str] = match t {
         "object" => &["type", "properties", "required", "additionalProperties"],
-        "array" => &["type", "items"],
+        "array" => &["type", "items", "maxItems"],
         "string" | "number" | "integer" | "boolean" | "null" => &["type"],
         _ => return None,
     };
@@ -103,6 +103,16 @@ fn write_one(t: &str, map: &Map<String, Value>, keys: &[&str], out: &mut String)
     match t {
         "object" => write_object(map, out),
         "array" => {
+            // An array that must stay empty is the empty tuple; another length limit is not
+            // said by the notation.
+            match map.get("maxItems") {
+                None => {}
+                Some(n) if n.as_u64() == Some(0) => {
+                    out.push_str("[]");
+                    return Some(());
+                }
+                Some(_) => return None,
+            }
             let mut item = String::new();
             match map.get("items") {
                 Some(items) => write_type(items, &mut item)?,
@@ -188,11 +198,12 @@ mod tests {
             "key_points": {"type": "array", "items": {"type": "string"}},
             "citations": {"type": "array", "items": {"type": "object", "properties": {
                 "quote": {"type": "string", "description": "verbatim"}}, "required": ["quote"]}},
-            "mixed": {"type": "array", "items": {"type": ["string", "integer"]}}},
-            "required": ["key_points", "citations", "mixed"]});
+            "mixed": {"type": "array", "items": {"type": ["string", "integer"]}},
+            "none": {"type": "array", "items": {"type": "string"}, "maxItems": 0}},
+            "required": ["key_points", "citations", "mixed", "none"]});
         assert_eq!(
             type_notation(&agent).unwrap(),
-            r#"{"key_points": string[], "citations": {"quote": string}[], "mixed": (string | integer)[]}"#
+            r#"{"key_points": string[], "citations": {"quote": string}[], "mixed": (string | integer)[], "none": []}"#
         );
     }
 

@@ -1,5 +1,6 @@
 //! The `init-board` stage: a MeetingPacket and the participants' configs → a fresh board.
-//! Pure: the caller passes the timestamp and the trace id.
+//! [`init`] is pure (the caller passes the timestamp and the trace id); [`run`], the program,
+//! loads the configs and reads the clock first.
 
 use std::collections::BTreeMap;
 
@@ -23,6 +24,55 @@ pub struct InitOptions {
     /// `--max-total-tokens`: wins over the meeting file's `budget.max_total_tokens`.
     pub max_total_tokens: Option<u64>,
     pub trace_id: String,
+}
+
+/// What `init-board` is told besides the packet: its flags, the config file's settings.
+pub struct InitArgs<'a> {
+    pub board: &'a crate::cli::BoardArgs,
+    /// The meeting's default provider and model settings (`--provider`, `--model`, ...).
+    pub llm: LlmSettings,
+    /// Whether `--max-loops` was given: a flag wins over the config file's `max_loops`.
+    pub max_loops_given: bool,
+    pub config: &'a crate::config::Config,
+}
+
+/// The `init-board` program on a packet (`label` names where it came from in errors): the
+/// participants' and the PM's configs looked up, the trace id settled, a fresh board.
+pub fn run(packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> {
+    packet
+        .meeting_input
+        .validate()
+        .map_err(|e| e.under("meeting_input").in_file(label))?;
+    let (b, config) = (args.board, args.config);
+    let pm_name = b.pm.as_deref().unwrap_or("pm");
+    let search =
+        crate::loader::AgentSearch::new(b.agents_dir.as_deref(), crate::config::user_agents_dir()?);
+    let (agents, pm) =
+        crate::loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
+    let now = events::clock_from_env().now();
+    let trace_id = b.trace_id.clone().unwrap_or_else(|| new_trace_id(&now));
+    let opts = InitOptions {
+        agents,
+        pm,
+        llm: args.llm,
+        // Flag > config file > built-in default (DESIGN.md#config); the budget: flag >
+        // meeting file > config file.
+        max_loops: match args.max_loops_given {
+            true => b.max_loops,
+            false => config.max_loops.unwrap_or(b.max_loops),
+        },
+        max_parallel: b.max_parallel,
+        max_total_tokens: b.max_total_tokens.or_else(|| {
+            let in_file = packet
+                .meeting_input
+                .budget
+                .as_ref()
+                .and_then(|b| b.max_total_tokens);
+            in_file.or(config.budget.as_ref().map(|b| b.max_total_tokens))
+        }),
+        trace_id,
+    };
+    init(packet, opts, &now)
 }
 
 /// A fresh board: status `running`, loop 0, `required_questions` seeding `open_questions`.

@@ -812,8 +812,8 @@ fn children_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
-/// The loop's built-in stages run inside `meeting` (DESIGN.md#run-folder): while its model calls
-/// are under way no stage process exists; a `--stage` override still runs as one.
+/// The built-in stages run inside `meeting` (DESIGN.md#run-folder): while its model calls are
+/// under way no stage process exists; a `--stage` override still runs as one.
 #[cfg(target_os = "linux")]
 #[test]
 fn the_loop_runs_in_the_meeting_process_and_an_override_as_a_process() {
@@ -835,9 +835,7 @@ fn the_loop_runs_in_the_meeting_process_and_an_override_as_a_process() {
         let mut child = meeting_cmd(work.path(), &slow, extra).spawn();
         let (mut samples, mut with_children) = (0, 0);
         while child.try_wait().unwrap().is_none() {
-            // From the first board on, the loop runs (collect-context and init-board are
-            // programs, run once before).
-            if run_dir.join("0002-init-board.out.json").exists() {
+            if run_dir.exists() {
                 samples += 1;
                 if !children_of(child.id()).is_empty() {
                     with_children += 1;

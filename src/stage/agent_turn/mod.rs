@@ -288,12 +288,21 @@ fn allowed_ids(docs: &[ContextDocument]) -> String {
 }
 
 /// The JSON the agent must return: its own `output_schema`, with `citations[].document_id` and
-/// `citations[].source_path` kept to the collected documents' values when there are any
-/// (DESIGN.md#structured-output), so a schema-constrained server cannot invent a source. The
-/// answer is still checked against the agent's own schema and the documents (`check_answer`).
+/// `citations[].source_path` kept to the collected documents' values when there are any, and
+/// `citations` kept empty when there are none (DESIGN.md#structured-output), so a
+/// schema-constrained server cannot invent a source. The answer is still checked against the
+/// agent's own schema and the documents (`check_answer`).
 pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument]) -> ExpectedJson {
     let mut schema = Value::Object(agent.output_schema.clone());
-    if !docs.is_empty() {
+    if docs.is_empty() {
+        let citations = schema
+            .pointer_mut("/properties/citations")
+            .and_then(Value::as_object_mut)
+            .filter(|c| c.get("type") == Some(&json!("array")));
+        if let Some(c) = citations {
+            c.insert("maxItems".into(), json!(0));
+        }
+    } else {
         let ids: Vec<&str> = docs.iter().map(|d| d.document_id.as_str()).collect();
         let paths: Vec<&str> = docs.iter().map(|d| d.source_path.as_str()).collect();
         let root = schema.clone();
@@ -646,7 +655,8 @@ mod tests {
             assert!(v.is_valid(&cited("docs/a.md")));
             assert!(!v.is_valid(&cited("docs/invented.md")));
         }
-        // Through a $ref, and not at all without documents.
+        // Through a $ref; without documents no citation at all, also for a strict server (the
+        // notation without native structured output says `[]`: llm::notation's tests).
         let mut by_ref = agent.clone();
         by_ref.output_schema = json!({"type": "object", "$defs": {"C": cite},
             "properties": {"response": {"type": "string"},
@@ -659,9 +669,25 @@ mod tests {
             sent["$defs"]["C"]["properties"]["document_id"]["enum"],
             json!(["docs/a.md", "docs/b.md"])
         );
-        assert_eq!(
-            agent_expected_json(&agent, &[]).schema,
-            Value::Object(agent.output_schema.clone())
-        );
+        let none = agent_expected_json(&agent, &[]).schema;
+        assert_eq!(none["properties"]["citations"]["maxItems"], json!(0));
+        let strict = crate::llm::openai::to_strict(&none).expect("strict-able");
+        for s in [&none, &strict] {
+            let v = jsonschema::validator_for(s).unwrap();
+            assert!(v.is_valid(&json!({"response": "r", "citations": []})));
+            assert!(!v.is_valid(&cited_of(s)));
+        }
+    }
+
+    /// An answer with one citation, shaped for `schema` (strict schemas require `supports`).
+    fn cited_of(schema: &Value) -> Value {
+        let mut c = json!({"document_id": "d", "source_path": "d", "quote": "x"});
+        if schema
+            .pointer("/properties/citations/items/properties/supports")
+            .is_some()
+        {
+            c["supports"] = json!(null);
+        }
+        json!({"response": "r", "citations": [c]})
     }
 }
