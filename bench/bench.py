@@ -654,12 +654,12 @@ def prompt_economy(bindir, before, before_ref, work, quick, out):
 # Parallel fan-out (issue 14): the time of one call for several perspectives
 
 FAN_AGENTS = ["arch", "biz", "sre"]
-FAN_DELAY_MS = 2000
+FAN_DELAY_MS = 2000  # per call; 500 with --quick
 
 
-def fan_cassette(parallel, path):
+def fan_cassette(parallel, path, delay_ms=FAN_DELAY_MS):
     """2 rounds of 3 questions to arch, biz and sre: as 2 CALL_AGENTS (`parallel`) or
-    as 6 CALL_AGENTs one by one; every call answers after FAN_DELAY_MS. Returns the number of
+    as 6 CALL_AGENTs one by one; every call answers after `delay_ms`. Returns the number of
     model calls on the critical path (a fan-out's calls count once)."""
     lines = []
     add = cassette_adder(lines)
@@ -692,17 +692,17 @@ def fan_cassette(parallel, path):
                "final_report": "### Executive Summary\nThe replica is the safer path.\n\n"
                                "### Recommendation\nTrial the replica for two weeks."})
     for line in lines:
-        line["delay_ms"] = FAN_DELAY_MS
+        line["delay_ms"] = delay_ms
     write_jsonl(path, lines)
     return 5 if parallel else len(lines)
 
 
-def fan_out(bindir, work, runs, out):
+def fan_out(bindir, work, runs, out, delay_ms=FAN_DELAY_MS):
     """Wall time of the same 6 agent turns as 2 fan-outs of 3 and one by one, against the sum
     of the model delays on the critical path (the rest is orchestration)."""
     out.append("## Parallel fan-out (issue 14)\n")
     out.append(f"The demo meeting file with arch, biz and sre, replayed from a generated cassette whose every "
-               f"call answers after `delay_ms` {FAN_DELAY_MS} ms (a stand-in for a model's latency): the same 6 "
+               f"call answers after `delay_ms` {delay_ms} ms (a stand-in for a model's latency): the same 6 "
                "agent turns (2 rounds of 3 questions) as **2 fan-outs** (`CALL_AGENTS` of 3: the PM, "
                "3 concurrent calls, the PM, 3 concurrent calls, the PM's FINISH) and **one by one** "
                "(`--max-parallel 1`: 6 × (PM, agent), then FINISH). The critical path is the model calls one "
@@ -715,7 +715,7 @@ def fan_out(bindir, work, runs, out):
     walls = {}
     for label, parallel in (("2 fan-outs of 3", True), ("6 turns one by one", False)):
         cas = os.path.join(work, f"fan-{parallel}.jsonl")
-        crit = fan_cassette(parallel, cas) * FAN_DELAY_MS / 1000
+        crit = fan_cassette(parallel, cas, delay_ms) * delay_ms / 1000
         calls = sum(1 for _ in open(cas))
         results = []
         for k in range(runs):
@@ -732,10 +732,13 @@ def fan_out(bindir, work, runs, out):
         over = wall - crit
         out.append(f"| {label} | {calls} | {crit:.1f} s | {wall:.2f} s | {over * 1000:.0f} ms | {100 * over / crit:.2f}% |")
     load = os.getloadavg()[0]
-    share = (walls[True] - 5 * FAN_DELAY_MS / 1000) / (5 * FAN_DELAY_MS / 1000)
+    share = (walls[True] - 5 * delay_ms / 1000) / (5 * delay_ms / 1000)
     out.append(f"\nThe fan-out meeting takes {walls[True]:.1f} s against {walls[False]:.1f} s one by one "
                f"({walls[False] / walls[True]:.2f}× faster). Goal of issue 14, orchestration ≤ 1% of the "
-               f"critical path: **{'met' if share <= 0.01 else 'missed'}** ({100 * share:.2f}%). Orchestration "
+               f"critical path with 2,000 ms calls: "
+               + (f"**{'met' if share <= 0.01 else 'missed'}** ({100 * share:.2f}%). " if delay_ms == FAN_DELAY_MS
+                  else "not judged by this quick run (its calls are shorter). ")
+               + "Orchestration "
                "is mostly waking up after the sleeps and grows with the machine's load (load average "
                f"{load:.1f} at the end of this run; 2 cores shared): compare the ratio when it is low. "
                "Run: `python3 bench/bench.py --only fanout`.\n")
@@ -1072,7 +1075,7 @@ def main():
                           os.path.abspath(a.before) if a.before else None)
             print(f"bench: bounded board done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if "fanout" in only:
-            fan_out(bindir, work, 1 if a.quick else 3, out)
+            fan_out(bindir, work, 1 if a.quick else 3, out, 500 if a.quick else FAN_DELAY_MS)
             print(f"bench: fan-out done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if a.before and only != {"bounded"}:
             before_after(bindir, os.path.abspath(a.before), work, stage_sizes[-1], meet_sizes[-1], runs, out)
