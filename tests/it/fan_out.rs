@@ -715,3 +715,39 @@ fn a_person_in_a_fan_out_is_a_routing_error() {
         refused[0]
     );
 }
+
+/// Under a token budget a fan-out must leave room for all its calls and the closing report: one
+/// that does not fit is refused before any call (the PM asks fewer), and the meeting still ends
+/// with its report inside the budget.
+#[test]
+fn a_fan_out_the_token_budget_cannot_hold_is_refused() {
+    let work = Workdir::new();
+    let c = cassette(
+        &work,
+        vec![
+            fan(&[("arch", QA), ("biz", QB), ("sre", QC)]),
+            ask("arch", QA),
+            answer("arch", "Forty engineering hours a month"),
+            finish(),
+        ],
+    );
+    // Room for a loop of one call and the closing round, not for three calls at once.
+    let out = fan_meeting(work.path(), &c, &["--max-total-tokens", "28000"]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    let events = lines(&work, "events.jsonl");
+    let invalid = of_type(&events, "pm_invalid_output");
+    assert_eq!(invalid.len(), 1, "{events:?}");
+    assert!(
+        invalid[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("the token budget has no room for 3 calls at once"),
+        "{}",
+        invalid[0]
+    );
+    let board = final_board(&work);
+    assert_eq!(board["loop_count"], 1);
+    assert!(board["pending_calls"].is_null() && board["last_turns"].is_null());
+    let md = work.read("report.md");
+    assert!(md.contains("Token budget: "), "{md}");
+}
