@@ -226,17 +226,12 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         // `anyOf` rather than `"type": ["string", "null"]` with the enum: grammar-constrained
         // local servers (llama.cpp's schema-to-grammar) read a type list before an enum and
         // would let any string through; OpenAI strict mode takes both forms.
-        Mode::Normal if Offered::of(board).fan_out > 0 => (
-            json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"]),
-            json!({"anyOf": [
-                {"type": "string", "enum": board.participants},
-                {"type": "null"},
-            ]}),
-            nullable.clone(),
-            nullable,
-        ),
         Mode::Normal => (
-            json!(["CALL_AGENT", "FINISH"]),
+            if Offered::of(board).fan_out > 0 {
+                json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"])
+            } else {
+                json!(["CALL_AGENT", "FINISH"])
+            },
             json!({"anyOf": [
                 {"type": "string", "enum": board.participants},
                 {"type": "null"},
@@ -542,21 +537,24 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
         let plain = format!("its {} was missing or unusable", e.path);
         Invalid::Schema(e.to_string(), plain)
     })?;
-    if decision.next_action == NextAction::CallAgent {
-        if mode == Mode::ForcedFinish {
-            return Err(Invalid::Schema(
-                "next_action CALL_AGENT is not allowed in forced_finish mode: the meeting must end now, \
+    let action = match decision.next_action {
+        NextAction::Finish => return Ok(decision),
+        NextAction::CallAgent => "CALL_AGENT",
+        NextAction::CallAgents => "CALL_AGENTS",
+    };
+    if mode == Mode::ForcedFinish {
+        return Err(Invalid::Schema(
+            format!(
+                "next_action {action} is not allowed in forced_finish mode: the meeting must end now, \
                  so reply with next_action \"FINISH\" and a final_report"
-                    .into(),
-                "it asked for another agent call when no loops were left".into(),
-            ));
-        }
-        return check_call(board, decision);
+            ),
+            "it asked for another agent call when no loops were left".into(),
+        ));
     }
-    if decision.next_action == NextAction::CallAgents {
-        return check_fan_out(board, mode, decision);
+    match decision.next_action {
+        NextAction::CallAgents => check_fan_out(board, decision),
+        _ => check_call(board, decision),
     }
-    Ok(decision)
 }
 
 /// A `target_agent` must name a participant (else a routing error).
@@ -577,15 +575,7 @@ fn check_target(board: &Board, at: &str, target: &str) -> Result<(), Invalid> {
 /// The fan-out rules (DESIGN.md#fan-out): CALL_AGENTS only where it is offered, at most the
 /// offered number of calls, each to a different participant who is a model, none repeating an
 /// earlier question. One call is taken as the CALL_AGENT it is.
-fn check_fan_out(board: &Board, mode: Mode, mut d: PmDecision) -> Result<PmDecision, Invalid> {
-    if mode == Mode::ForcedFinish {
-        return Err(Invalid::Schema(
-            "next_action CALL_AGENTS is not allowed in forced_finish mode: the meeting must end now, \
-             so reply with next_action \"FINISH\" and a final_report"
-                .into(),
-            "it asked for more agent calls when no loops were left".into(),
-        ));
-    }
+fn check_fan_out(board: &Board, mut d: PmDecision) -> Result<PmDecision, Invalid> {
     let most = Offered::of(board).fan_out;
     if most == 0 {
         return Err(Invalid::Schema(
