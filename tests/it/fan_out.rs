@@ -1,7 +1,9 @@
 //! Parallel fan-out (issue 14 item 1, docs/DESIGN.md#fan-out), driven by cassettes on the demo
 //! meeting with three participants: a CALL_AGENTS runs its calls concurrently and merges them
 //! in call order whatever order the answers arrive in; `--max-parallel 1` never offers it;
-//! routing errors inside a fan-out are refused like a single call's.
+//! routing errors inside a fan-out are refused like a single call's; a retry keeps its fixed
+//! call number; a killed fan-out resumes without asking twice; a recorded one replays the same;
+//! `share/meeting.sh` equals the driver; progress and the report's `par` block; the budget.
 
 use std::path::{Path, PathBuf};
 
@@ -750,4 +752,22 @@ fn a_fan_out_the_token_budget_cannot_hold_is_refused() {
     assert!(board["pending_calls"].is_null() && board["last_turns"].is_null());
     let md = work.read("report.md");
     assert!(md.contains("Token budget: "), "{md}");
+}
+
+/// The calls of a fan-out run at once: three answers of 400 ms each take about 400 ms, not
+/// the 1,200 ms of one after another.
+#[test]
+fn a_fan_outs_calls_run_concurrently() {
+    let work = Workdir::new();
+    let mut lines = three_way(400);
+    lines[2].delay_ms = 400;
+    lines[3].delay_ms = 400;
+    let c = cassette(&work, lines);
+    let start = std::time::Instant::now();
+    fan_meeting(work.path(), &c, &[]).run().success();
+    let took = start.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(1100),
+        "the whole meeting took {took:?}; its three 400 ms calls one after another take 1200 ms"
+    );
 }
