@@ -1669,7 +1669,9 @@ impl Tally {
 /// answer was usable (DESIGN.md#failure-policy).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answers {
-    /// HTTP attempts, retries included (`usage.calls`, the global call counter).
+    /// HTTP attempts, retries included: the attempts charged to the callers (`usage.calls`,
+    /// the global call counter, but for the numbers a fan-out fixed for retries it did not
+    /// need: DESIGN.md#fan-out).
     pub attempts: u64,
     /// Logical calls (`llm_call` events).
     pub calls: usize,
@@ -1686,7 +1688,11 @@ pub struct Answers {
 impl Answers {
     pub fn of(board: &Board, tally: &Tally) -> Answers {
         Answers {
-            attempts: board.usage.calls,
+            attempts: match board.usage.by_caller.values().map(|u| u.calls).sum() {
+                // A board whose callers were not counted (a user's stage): the counter.
+                0 => board.usage.calls,
+                charged => charged,
+            },
             calls: tally.calls,
             answered: tally.answered,
             usable: tally.usable,

@@ -96,7 +96,7 @@ pub(crate) fn cassette_at(work: &Workdir, lines: Vec<(u64, Line)>) -> PathBuf {
 /// `work`.
 pub(crate) fn fan_meeting(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
     let mut cmd = fan_base(work);
-    cmd.args(["--agents", AGENTS, "--provider", "replay"])
+    cmd.args(["--agents", AGENTS, "--provider", "replay", "--quiet"])
         .arg("--cassette")
         .arg(cassette)
         .arg("--report-file")
@@ -112,7 +112,6 @@ fn fan_base(work: &Path) -> Cli {
         .env("AGENT_MEETING_NOW", NOW)
         .arg("--meeting-file")
         .arg(crate::harness::root().join("meetings/demo.yaml"))
-        .arg("--quiet")
         .arg("--run-dir")
         .arg(work.join("runs"))
         .args(["--trace-id", "fan-test"]);
@@ -581,7 +580,14 @@ fn a_recorded_fan_out_meeting_replays_identically() {
     let rec = work.join("rec.jsonl");
     let mut live = fan_base(work.path());
     live.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
-        .args(["--agents", AGENTS, "--provider", "openai", "--record"])
+        .args([
+            "--agents",
+            AGENTS,
+            "--provider",
+            "openai",
+            "--quiet",
+            "--record",
+        ])
         .arg(&rec)
         .arg("--report-file")
         .arg(work.join("live.md"));
@@ -643,8 +649,16 @@ fn a_retry_inside_a_fan_out_takes_its_fixed_call_number() {
             (7, finish()),
         ],
     );
-    let out = fan_meeting(work.path(), &c, &[]).run();
+    let mut cmd = fan_base(work.path());
+    cmd.args(["--agents", AGENTS, "--provider", "replay"])
+        .arg("--cassette")
+        .arg(&c)
+        .arg("--report-file")
+        .arg(work.join("report.md"));
+    let out = cmd.run();
     out.check(out.code() == Some(0), "the meeting");
+    // The number left unused is no attempt.
+    out.stderr_has("6 LLM calls, 6 of 6 attempts answered");
     let seqs: Vec<(u64, String)> = lines(&work, "llm.jsonl")
         .iter()
         .map(|l| {
@@ -693,11 +707,17 @@ fn a_person_in_a_fan_out_is_a_routing_error() {
         ],
     );
     let mut cmd = fan_base(work.path());
-    cmd.args(["--agents", "arch,biz,ana", "--provider", "replay"])
-        .arg("--cassette")
-        .arg(&c)
-        .arg("--report-file")
-        .arg(work.join("report.md"));
+    cmd.args([
+        "--agents",
+        "arch,biz,ana",
+        "--provider",
+        "replay",
+        "--quiet",
+    ])
+    .arg("--cassette")
+    .arg(&c)
+    .arg("--report-file")
+    .arg(work.join("report.md"));
     let out = cmd.run();
     out.check(out.code() == Some(0), "the meeting");
     let (schema, _) = first_pm_request(&work);
