@@ -651,6 +651,125 @@ def prompt_economy(bindir, before, before_ref, work, quick, out):
 
 
 # ------------------------------------------------------------------------------------------
+# Parallel fan-out (issue 14): the time of one call for several perspectives
+
+FAN_AGENTS = ["arch", "biz", "sre"]
+FAN_DELAY_MS = 2000  # per call; 500 with --quick
+
+
+def fan_cassette(parallel, path, delay_ms=FAN_DELAY_MS):
+    """2 rounds of 3 questions to arch, biz and sre: as 2 CALL_AGENTS (`parallel`) or
+    as 6 CALL_AGENTs one by one; every call answers after `delay_ms`. Returns the number of
+    model calls on the critical path (a fan-out's calls count once)."""
+    lines = []
+    add = cassette_adder(lines)
+    # Each round asks something new (a near-repeat would be refused: DESIGN.md#circles).
+    question = lambda r, a: (f"What does the evidence say about the {a} side of moving the nightly reports?"
+                             if r == 1 else f"Which {a} risk would you trial first, for how long, and why?")
+
+    def answer(r, i, a):
+        doc, quote = CITES[(r * 3 + i) % len(CITES)]
+        add(a, {"response": f"Round {r}, {a}: a measured trial before any commitment.",
+                "key_points": [f"Round {r}: the {a} side has a measurable effect on the nightly run."],
+                "risks": [f"Round {r}: the {a} side may overrun the 06:00 UTC deadline."],
+                "recommendations": [f"Round {r}: trial the {a} side for two weeks."],
+                "citations": [{"document_id": doc, "source_path": doc, "quote": quote}]})
+
+    for r in (1, 2):
+        if parallel:
+            add("pm", {"analysis": f"Round {r}: three independent views.", "next_action": "CALL_AGENTS",
+                       "target_agent": None, "prompt_for_agent": None, "final_report": None,
+                       "calls": [{"target_agent": a, "prompt_for_agent": question(r, a)} for a in FAN_AGENTS]})
+            for i, a in enumerate(FAN_AGENTS):
+                answer(r, i, a)
+        else:
+            for i, a in enumerate(FAN_AGENTS):
+                add("pm", {"analysis": f"Round {r}: {a} next.", "next_action": "CALL_AGENT", "target_agent": a,
+                           "prompt_for_agent": question(r, a), "final_report": None})
+                answer(r, i, a)
+    add("pm", {"analysis": "Enough is known.", "next_action": "FINISH", "target_agent": None,
+               "prompt_for_agent": None,
+               "final_report": "### Executive Summary\nThe replica is the safer path.\n\n"
+                               "### Recommendation\nTrial the replica for two weeks."})
+    for line in lines:
+        line["delay_ms"] = delay_ms
+    write_jsonl(path, lines)
+    return 5 if parallel else len(lines)
+
+
+def fan_out(bindir, work, runs, out, delay_ms=FAN_DELAY_MS):
+    """Wall time of the same 6 agent turns as 2 fan-outs of 3 and one by one, against the sum
+    of the model delays on the critical path (the rest is orchestration)."""
+    out.append("## Parallel fan-out (issue 14)\n")
+    out.append(f"The demo meeting file with arch, biz and sre, replayed from a generated cassette whose every "
+               f"call answers after `delay_ms` {delay_ms} ms (a stand-in for a model's latency): the same 6 "
+               "agent turns (2 rounds of 3 questions) as **2 fan-outs** (`CALL_AGENTS` of 3: the PM, "
+               "3 concurrent calls, the PM, 3 concurrent calls, the PM's FINISH) and **one by one** "
+               "(`--max-parallel 1`: 6 × (PM, agent), then FINISH). The critical path is the model calls one "
+               "must wait for in turn (a fan-out's calls count once); **orchestration** is the wall time beyond "
+               f"it: every stage, the board's checkpoints, the logs, the threads. Median of {runs} runs, release "
+               "build, the built-in PM (run outside the repository's `agents/`, whose demo PM predates "
+               "fan-outs).\n")
+    out.append("| meeting | model calls | critical path | wall time | orchestration | orchestration / critical path |")
+    out.append("|---|---:|---:|---:|---:|---:|")
+    walls = {}
+    for label, parallel in (("2 fan-outs of 3", True), ("6 turns one by one", False)):
+        cas = os.path.join(work, f"fan-{parallel}.jsonl")
+        crit = fan_cassette(parallel, cas, delay_ms) * delay_ms / 1000
+        calls = sum(1 for _ in open(cas))
+        results = []
+        for k in range(runs):
+            run_dir = os.path.join(work, "fan-runs")
+            trace = f"fan-{parallel}-{k}"
+            cmd = [os.path.join(bindir, "meeting"), "--meeting-file", os.path.join(ROOT, MEETING_FILE),
+                   "--agents", ",".join(FAN_AGENTS), "--provider", "replay", "--cassette", cas,
+                   "--max-parallel", "3" if parallel else "1", "--max-loops", "6",
+                   "--run-dir", run_dir, "--trace-id", trace, "--quiet",
+                   "--report-file", os.path.join(work, f"{trace}.md")]
+            results.append(run_once(cmd, cwd=work)[0])
+        wall = statistics.median(results)
+        walls[parallel] = wall
+        over = wall - crit
+        out.append(f"| {label} | {calls} | {crit:.1f} s | {wall:.2f} s | {over * 1000:.0f} ms | {100 * over / crit:.2f}% |")
+    load = os.getloadavg()[0]
+    share = (walls[True] - 5 * delay_ms / 1000) / (5 * delay_ms / 1000)
+    out.append(f"\nThe fan-out meeting takes {walls[True]:.1f} s against {walls[False]:.1f} s one by one "
+               f"({walls[False] / walls[True]:.2f}× faster). Goal of issue 14, orchestration ≤ 1% of the "
+               f"critical path with 2,000 ms calls: "
+               + (f"**{'met' if share <= 0.01 else 'missed'}** ({100 * share:.2f}%). " if delay_ms == FAN_DELAY_MS
+                  else "not judged by this quick run (its calls are shorter). ")
+               + "Orchestration "
+               "is mostly waking up after the sleeps and grows with the machine's load (load average "
+               f"{load:.1f} at the end of this run; 2 cores shared): compare the ratio when it is low. "
+               "Run: `python3 bench/bench.py --only fanout`.\n")
+    sizes = {}
+    for parallel in ("1", "3"):
+        for native in (True, False):
+            cmd = [os.path.join(bindir, "meeting"), "--meeting-file", os.path.join(ROOT, MEETING_FILE),
+                   "--agents", ",".join(FAN_AGENTS), "--provider", "openai", "--dry-run",
+                   "--max-parallel", parallel] + ([] if native else ["--no-native-schema"])
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI", "AGENT_MEETING"))}
+            p = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True, check=True)
+            sizes[parallel, native] = len(p.stdout)
+    grow = lambda native: sizes["3", native] - sizes["1", native]
+    out.append("**What the offer costs** (prompts are product): the PM's first prompt of this meeting as "
+               "`meeting --dry-run --provider openai` prints it (system and user message), characters, "
+               "`--max-parallel 1` → 3: "
+               f"{sizes['1', True]:,} → {sizes['3', True]:,} (+{grow(True)}, "
+               f"+{100 * grow(True) / sizes['1', True]:.1f}%) with native output (the rule line and the field "
+               "guide's \"calls only with CALL_AGENTS\"; the `calls` field travels in the request's schema), "
+               f"{sizes['1', False]:,} → {sizes['3', False]:,} (+{grow(False)}, "
+               f"+{100 * grow(False) / sizes['1', False]:.1f}%) without (the rule line and the `calls` type in the "
+               "schema block). The offer is left out where it cannot be used: fewer than two loops left, fewer "
+               "than two participants that are models, or a PM config whose schema predates fan-outs — so issue "
+               "12's economy baseline, which uses the repository's `agents/pm.yaml`, sends the same bytes as "
+               "before (re-run on this branch: 247,953 / 260,603 characters at 50 rounds, as in its table). With "
+               f"the built-in PM the baseline's 50 PM calls would pay about +{50 * grow(True):,} characters with "
+               f"native output and +{50 * grow(False):,} without (estimated; the latter crosses that goal's "
+               "262,000): `--max-parallel 1` removes it.\n")
+
+
+# ------------------------------------------------------------------------------------------
 # Bounded board (issue 15): our replayed meeting against AutoGen 0.7.5's, same run
 
 PEER_VENV = os.path.join(ROOT, "target", "autogen-venv")
@@ -907,12 +1026,15 @@ def machine():
             f"- build: {rustc}, release profile, commit {commit}\n")
 
 
+SECTIONS = ["stages", "context", "meetings", "economy", "bounded", "fanout"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", default=os.environ.get("QUICK") not in (None, "", "0"))
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release"))
     ap.add_argument("--out", default=os.path.join(ROOT, "BENCHMARKS.md"))
-    ap.add_argument("--only", choices=["stages", "context", "meetings", "economy", "bounded"], action="append")
+    ap.add_argument("--only", choices=SECTIONS, action="append")
     ap.add_argument("--before", help="folder with the stage programs of a previous build to compare against")
     ap.add_argument("--before-ref", default=os.environ.get("BEFORE_REF") or None,
                     help="git ref whose agents/ files the previous build's meetings use (default: the current ones)")
@@ -926,7 +1048,7 @@ def main():
     meet_sizes = [5, 20] if a.quick else [5, 20, 50]
     nfiles = 10_000 if a.quick else 100_000
     big_mb = 10 if a.quick else 100
-    only = set(a.only or ["stages", "context", "meetings", "economy", "bounded"])
+    only = set(a.only or SECTIONS)
     peer_sizes = [5, 20] if a.quick else [5, 20, 50, 100]
     cmdline = "python3 bench/bench.py" + (" --quick" if a.quick else "") + (f" --before {a.before}" if a.before else "")
     out = [f"# Benchmarks\n\nGenerated by `make bench{' QUICK=1' if a.quick else ''}{' BEFORE=' + a.before if a.before else ''}` (`{cmdline}`); "
@@ -952,13 +1074,16 @@ def main():
             bounded_board(bindir, work, peer_sizes, max(3, runs // 2), out,
                           os.path.abspath(a.before) if a.before else None)
             print(f"bench: bounded board done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        if "fanout" in only:
+            fan_out(bindir, work, 1 if a.quick else 3, out, 500 if a.quick else FAN_DELAY_MS)
+            print(f"bench: fan-out done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if a.before and only != {"bounded"}:
             before_after(bindir, os.path.abspath(a.before), work, stage_sizes[-1], meet_sizes[-1], runs, out)
             print(f"bench: before/after done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         out.append(FINDINGS)
         out.append(f"Total benchmark time: {time.perf_counter() - t0:.0f} s.\n")
     text = "\n".join(out)
-    if len(only) < 5 and os.path.exists(a.out):
+    if len(only) < len(SECTIONS) and os.path.exists(a.out):
         # Some sections re-measured: each replaces its old one in the existing file.
         text = open(a.out).read()
         for section in ("\n" + "\n".join(out[2:-2]) + "\n").split("\n## ")[1:]:

@@ -217,6 +217,40 @@ pub fn closing_reserve(board: &Board, closing_cost: u64, closing_max_tokens: u32
     closing_cost.max(observed) + growth
 }
 
+/// What each call of a fan-out beyond the first keeps aside (DESIGN.md#fan-out): its calls
+/// run at once, so none sees what the others spend; each is charged, in the others' reserve,
+/// two agent calls (the ask loop's retry included) and what its answer adds to the closing
+/// prompt.
+pub fn fan_out_share(board: &Board) -> u64 {
+    let growth = board
+        .participants
+        .iter()
+        .map(|n| agent_max_tokens(board, n))
+        .max()
+        .unwrap_or(0)
+        + MERGE_OVERHEAD_TOKENS;
+    agent_turn_estimate(board)
+        .saturating_mul(2)
+        .saturating_add(growth)
+}
+
+/// The reserve of each call of a fan-out of `n`: the closing round's, and the other calls'
+/// shares ([`fan_out_share`]).
+pub fn fan_out_reserve(board: &Board, reserve: u64, n: usize) -> u64 {
+    reserve.saturating_add(fan_out_share(board).saturating_mul(n.saturating_sub(1) as u64))
+}
+
+/// Whether a fan-out of `n` calls fits the budget now (after the PM's round): one agent turn,
+/// and the others' shares, beside the reserve. Always without a budget.
+pub fn fan_out_fits(board: &Board, reserve: u64, n: usize) -> bool {
+    Budget::of(board).is_none_or(|b| {
+        b.fits(
+            agent_turn_estimate(board),
+            fan_out_reserve(board, reserve, n),
+        )
+    })
+}
+
 /// The outcome of [`next_round`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NextRound {
@@ -304,6 +338,23 @@ mod tests {
         assert!(b.fits(50, 10));
         assert!(!b.fits(50, 11));
         assert_eq!(b.used_of(), "used 40 of 100 tokens");
+    }
+
+    /// Each call of a fan-out keeps the other calls' shares aside, so the calls together (each
+    /// asked twice) still leave the closing round's reserve; a fan-out that does not fit is
+    /// refused before any call.
+    #[test]
+    fn a_fan_out_reserves_for_all_its_calls() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        assert!(fan_out_fits(&board, 0, 3), "no budget");
+        let share = fan_out_share(&board);
+        assert!(share > 2 * agent_turn_estimate(&board));
+        assert_eq!(fan_out_reserve(&board, 100, 1), 100);
+        assert_eq!(fan_out_reserve(&board, 100, 3), 100 + 2 * share);
+        let one = agent_turn_estimate(&board);
+        board.max_total_tokens = Some(100 + one + share);
+        assert!(fan_out_fits(&board, 100, 2));
+        assert!(!fan_out_fits(&board, 100, 3));
     }
 
     #[test]

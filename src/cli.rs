@@ -72,6 +72,12 @@ pub struct BoardArgs {
     /// Hard limit of agent turns before the PM must close the meeting
     #[arg(long, value_name = "N", default_value_t = 6)]
     pub max_loops: u32,
+    /// Most participants the PM may ask at once (CALL_AGENTS, answered concurrently, one loop
+    /// each); 1: one at a time
+    #[arg(long, value_name = "N", default_value_t = 3,
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::model::MAX_PARALLEL)))]
+    #[serde(default = "default_max_parallel")]
+    pub max_parallel: u32,
     /// Token budget of the whole meeting (prompt + completion, every call); the PM closes the
     /// meeting in time to write its report inside it. Wins over the meeting file's
     /// `budget.max_total_tokens`
@@ -81,6 +87,10 @@ pub struct BoardArgs {
     /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
     #[arg(long, value_name = "ID", value_parser = crate::model::check_trace_id)]
     pub trace_id: Option<String>,
+}
+
+fn default_max_parallel() -> u32 {
+    3
 }
 
 /// Run a program's body and turn its outcome into the documented exit code: 0 success, 2 bad

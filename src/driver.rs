@@ -115,6 +115,7 @@ impl RunSettings {
                 flag("--agents", Some(b.agents.join(",")));
                 flag("--agents-dir", b.agents_dir.as_deref().and_then(path));
                 flag("--max-loops", Some(b.max_loops.to_string()));
+                flag("--max-parallel", Some(b.max_parallel.to_string()));
                 flag(
                     "--max-total-tokens",
                     b.max_total_tokens.map(|n| n.to_string()),
@@ -660,7 +661,16 @@ fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
 /// closing it, `render-report`) stands `after N/M loops`, the count the final line, the
 /// MeetingResult and the report's "Loops used" give.
 fn loop_tag(board: &Board, in_a_loop: bool) -> String {
-    if in_a_loop {
+    let fan_out = board.pending_calls.len().max(board.last_turns.len()) as u32;
+    if in_a_loop && fan_out > 1 {
+        // A fan-out's calls count one loop each (DESIGN.md#fan-out).
+        let first = board.loop_count + 1;
+        format!(
+            "loops {first}-{}/{}",
+            (first + fan_out - 1).min(board.max_loops),
+            board.max_loops
+        )
+    } else if in_a_loop {
         format!(
             "loop {}/{}",
             (board.loop_count + 1).min(board.max_loops),
@@ -748,7 +758,27 @@ pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<Strin
     let closing = paint(ui, "2", &format!("[{}]", loop_tag(after, false)));
     match stage {
         Stage::PmStep => {
-            if let Some(call) = &after.pending_call {
+            if !after.pending_calls.is_empty() {
+                // A fan-out: its calls together, one line each under the header.
+                let names: Vec<&str> = after
+                    .pending_calls
+                    .iter()
+                    .map(|c| c.target_agent.as_str())
+                    .collect();
+                let mut text = format!(
+                    "{tag} {} → {} at once",
+                    paint(ui, "1;36", "pm"),
+                    paint(ui, "1;33", &names.join(", "))
+                );
+                for call in &after.pending_calls {
+                    text.push_str(&format!(
+                        "\n    → {}: {}",
+                        paint(ui, "1;33", &call.target_agent),
+                        one_line(&call.prompt, 81)
+                    ));
+                }
+                Some(text)
+            } else if let Some(call) = &after.pending_call {
                 Some(format!(
                     "{tag} {} → {}: {}",
                     paint(ui, "1;36", "pm"),
@@ -786,46 +816,64 @@ pub(crate) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<Strin
                 None
             }
         }
+        Stage::AgentTurn if !after.last_turns.is_empty() => {
+            let lines: Vec<String> = after
+                .last_turns
+                .iter()
+                .map(|turn| turn_line(turn, after, "    ", ui))
+                .collect();
+            Some(format!("{tag} answers\n{}", lines.join("\n")))
+        }
         Stage::AgentTurn => {
             let turn = after.last_turn.as_ref()?;
-            let new_events = &after.new_events;
-            let (ms, tokens) = new_events
-                .iter()
-                .filter(|e| e.event_type == EventType::LlmCall)
-                .fold((0, 0), |(ms, t), e| {
-                    (
-                        ms + e.duration_ms.unwrap_or(0),
-                        t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
-                    )
-                });
-            let retries = new_events
-                .iter()
-                .filter(|e| e.event_type == EventType::AgentRetry)
-                .count();
-            let retry_note = match retries {
-                0 => String::new(),
-                1 => ", 1 retry".to_string(),
-                n => format!(", {n} retries"),
-            };
-            let stats = format!("({:.1} s, {tokens} tokens{retry_note})", ms as f64 / 1000.0);
-            let name = paint(ui, "1;33", &turn.agent_name);
-            Some(match &turn.result {
-                Some(r) => format!(
-                    "{tag} {name}: {} key points, {} risk{}, {} citation{} {stats}",
-                    r.key_points.len(),
-                    r.risks.len(),
-                    if r.risks.len() == 1 { "" } else { "s" },
-                    r.citations.len(),
-                    if r.citations.len() == 1 { "" } else { "s" },
-                ),
-                None => format!(
-                    "{tag} {name}: {} {}",
-                    paint(ui, "1;31", "failed:"),
-                    one_line(turn.error.as_deref().unwrap_or("?"), usize::MAX)
-                ),
-            })
+            Some(turn_line(turn, after, &format!("{tag} "), ui))
         }
         _ => None,
+    }
+}
+
+/// One agent turn's progress line (`lead` before the name): its findings, or why it failed,
+/// with the time, tokens and retries of its own calls.
+fn turn_line(turn: &crate::model::LastTurn, after: &Board, lead: &str, ui: Ui) -> String {
+    let new_events: Vec<&crate::model::Event> = after
+        .new_events
+        .iter()
+        .filter(|e| e.caller == turn.agent_name)
+        .collect();
+    let (ms, tokens) = new_events
+        .iter()
+        .filter(|e| e.event_type == EventType::LlmCall)
+        .fold((0, 0), |(ms, t), e| {
+            (
+                ms + e.duration_ms.unwrap_or(0),
+                t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
+            )
+        });
+    let retries = new_events
+        .iter()
+        .filter(|e| e.event_type == EventType::AgentRetry)
+        .count();
+    let retry_note = match retries {
+        0 => String::new(),
+        1 => ", 1 retry".to_string(),
+        n => format!(", {n} retries"),
+    };
+    let stats = format!("({:.1} s, {tokens} tokens{retry_note})", ms as f64 / 1000.0);
+    let name = paint(ui, "1;33", &turn.agent_name);
+    match &turn.result {
+        Some(r) => format!(
+            "{lead}{name}: {} key points, {} risk{}, {} citation{} {stats}",
+            r.key_points.len(),
+            r.risks.len(),
+            if r.risks.len() == 1 { "" } else { "s" },
+            r.citations.len(),
+            if r.citations.len() == 1 { "" } else { "s" },
+        ),
+        None => format!(
+            "{lead}{name}: {} {}",
+            paint(ui, "1;31", "failed:"),
+            one_line(turn.error.as_deref().unwrap_or("?"), usize::MAX)
+        ),
     }
 }
 
@@ -1621,7 +1669,9 @@ impl Tally {
 /// answer was usable (DESIGN.md#failure-policy).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answers {
-    /// HTTP attempts, retries included (`usage.calls`, the global call counter).
+    /// HTTP attempts, retries included: the attempts charged to the callers (`usage.calls`,
+    /// the global call counter, but for the numbers a fan-out fixed for retries it did not
+    /// need: DESIGN.md#fan-out).
     pub attempts: u64,
     /// Logical calls (`llm_call` events).
     pub calls: usize,
@@ -1638,7 +1688,11 @@ pub struct Answers {
 impl Answers {
     pub fn of(board: &Board, tally: &Tally) -> Answers {
         Answers {
-            attempts: board.usage.calls,
+            attempts: match board.usage.by_caller.values().map(|u| u.calls).sum() {
+                // A board whose callers were not counted (a user's stage): the counter.
+                0 => board.usage.calls,
+                charged => charged,
+            },
             calls: tally.calls,
             answered: tally.answered,
             usable: tally.usable,
@@ -1994,6 +2048,7 @@ mod tests {
                 agents_dir: Some("/m/agents".into()),
                 pm: None,
                 max_loops: 4,
+                max_parallel: 3,
                 max_total_tokens: None,
                 trace_id: Some("t-1".into()),
             },
@@ -2058,6 +2113,8 @@ mod tests {
                 "/m/agents",
                 "--max-loops",
                 "4",
+                "--max-parallel",
+                "3",
                 "--trace-id",
                 "t-1",
                 "--provider",

@@ -18,7 +18,7 @@ use crate::model::{
 pub(crate) const NOW_ENV: &str = "AGENT_MEETING_NOW";
 
 /// Where timestamps come from: RFC 3339, UTC.
-pub trait Clock {
+pub trait Clock: Sync {
     fn now(&self) -> String;
 }
 
@@ -126,6 +126,20 @@ pub(crate) fn push_at(board: &mut Board, now: &str, mut ev: Event) {
     }
     board.event_count += 1;
     board.new_events.push(ev);
+}
+
+/// Run `f` with the board's loop numbering moved `offset` loops on: call `offset` of a fan-out
+/// counts the loop it would have had if the calls had run one by one (DESIGN.md#fan-out), for
+/// its events and its records.
+pub(crate) fn in_later_loop<R>(
+    board: &mut Board,
+    offset: u32,
+    f: impl FnOnce(&mut Board) -> R,
+) -> R {
+    board.loop_count += offset;
+    let r = f(board);
+    board.loop_count -= offset;
+    r
 }
 
 /// Longest text on a flow step: a question or an answer's first sentence.

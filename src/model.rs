@@ -453,8 +453,20 @@ pub(crate) const AGENT_TURN_FIELDS: [&str; 6] = [
 pub enum NextAction {
     #[serde(rename = "CALL_AGENT")]
     CallAgent,
+    // A fan-out (DESIGN.md#fan-out): several participants asked at once, one loop each (a
+    // plain comment: a documented variant would make the schema a `oneOf`).
+    #[serde(rename = "CALL_AGENTS")]
+    CallAgents,
     #[serde(rename = "FINISH")]
     Finish,
+}
+
+/// One call of a CALL_AGENTS fan-out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentCall {
+    pub target_agent: String,
+    pub prompt_for_agent: String,
 }
 
 /// The PM's only valid output.
@@ -470,6 +482,9 @@ pub struct PmDecision {
     pub prompt_for_agent: Option<String>,
     #[serde(default)]
     pub final_report: Option<String>,
+    /// With CALL_AGENTS: the calls, in the order they are merged (DESIGN.md#fan-out).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<AgentCall>,
     /// Questions of the whiteboard this step's PM marks answered (any step).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub answered_questions: Vec<AnsweredQuestion>,
@@ -539,8 +554,12 @@ pub struct OptionAssessment {
 
 /// The optional structured fields of PMDecision (not strings: outside the PM config's
 /// string-field rule).
-pub(crate) const PM_DECISION_EXTRA_FIELDS: [&str; 3] =
-    ["answered_questions", "decision", "option_assessments"];
+pub(crate) const PM_DECISION_EXTRA_FIELDS: [&str; 4] = [
+    "answered_questions",
+    "decision",
+    "option_assessments",
+    "calls",
+];
 
 /// The fields of PMDecision, for the PM config compatibility rule.
 pub(crate) const PM_DECISION_FIELDS: [&str; 5] = [
@@ -623,6 +642,31 @@ impl PmDecision {
                             "{prompt:?} is a placeholder, not a question: write the specific question for the participant"
                         ),
                     ));
+                }
+            }
+            NextAction::CallAgents => {
+                if self.calls.is_empty() {
+                    return Err(Invalid::at(
+                        "calls",
+                        "is required (2 or more {target_agent, prompt_for_agent}) when next_action is CALL_AGENTS",
+                    ));
+                }
+                for (i, call) in self.calls.iter().enumerate() {
+                    if call.target_agent.trim().is_empty() {
+                        return Err(Invalid::at(
+                            format!("calls[{i}].target_agent"),
+                            "is required (a participant name)",
+                        ));
+                    }
+                    let prompt = &call.prompt_for_agent;
+                    if is_placeholder(prompt) {
+                        return Err(Invalid::at(
+                            format!("calls[{i}].prompt_for_agent"),
+                            format!(
+                                "{prompt:?} is a placeholder, not a question: write the specific question for the participant"
+                            ),
+                        ));
+                    }
                 }
             }
             NextAction::Finish => {
@@ -1143,6 +1187,10 @@ pub struct Board {
     pub llm: LlmSettings,
     pub loop_count: u32,
     pub max_loops: u32,
+    /// Most participants one CALL_AGENTS may ask at once (`--max-parallel`, DESIGN.md#fan-out);
+    /// 1 (also a board from before fan-outs): the PM is not offered CALL_AGENTS.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub max_parallel: u32,
     /// The meeting's token budget (DESIGN.md#token-budget): prompt and completion tokens
     /// of every call together stay within it; absent: no budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1159,6 +1207,13 @@ pub struct Board {
     pub evidence: Vec<Evidence>,
     pub pending_call: Option<PendingCall>,
     pub last_turn: Option<LastTurn>,
+    /// A fan-out's calls waiting for `agent-turn`, in call order (DESIGN.md#fan-out); a
+    /// single call stays in `pending_call`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_calls: Vec<PendingCall>,
+    /// A fan-out's turns waiting for `merge-board`, in call order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_turns: Vec<LastTurn>,
     pub last_error: Option<String>,
     pub recent_errors: Vec<String>,
     pub final_report: Option<String>,
@@ -1181,7 +1236,35 @@ pub struct Board {
     pub context_bundle: ContextBundle,
 }
 
+fn one() -> u32 {
+    1
+}
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// Largest `--max-parallel`: each call is a thread and a loop.
+pub const MAX_PARALLEL: u32 = 8;
+
 impl Board {
+    /// Whether an agent turn is waiting to be run: a single call or a fan-out.
+    pub fn has_pending_calls(&self) -> bool {
+        self.pending_call.is_some() || !self.pending_calls.is_empty()
+    }
+
+    /// Whether a turn (or a fan-out's turns) is waiting to be merged.
+    pub fn has_turns(&self) -> bool {
+        self.last_turn.is_some() || !self.last_turns.is_empty()
+    }
+
+    /// The calls waiting for `agent-turn`, in call order (one, or a fan-out's).
+    pub fn pending(&self) -> Vec<&PendingCall> {
+        self.pending_call
+            .iter()
+            .chain(&self.pending_calls)
+            .collect()
+    }
+
     /// Whether the PM's report is there (a blank one counts as none), the one test every
     /// stage uses to decide whether render-report or the forced pm-step runs next.
     pub(crate) fn has_final_report(&self) -> bool {
@@ -1292,6 +1375,7 @@ mod tests {
             target_agent: t.map(str::to_string),
             prompt_for_agent: p.map(str::to_string),
             final_report: None,
+            calls: vec![],
             answered_questions: vec![],
             decision: None,
             option_assessments: vec![],
@@ -1311,6 +1395,7 @@ mod tests {
             target_agent: None,
             prompt_for_agent: None,
             final_report: r.map(str::to_string),
+            calls: vec![],
             answered_questions: vec![],
             decision: None,
             option_assessments: vec![],

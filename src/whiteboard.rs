@@ -337,6 +337,14 @@ pub(crate) fn note_process(board: &mut Board, kind: ProcessKind, text: impl Into
     board.record.process.drain(..excess);
 }
 
+/// Append Process Note entries already made (a fan-out call's, with their loops), keeping the
+/// latest `PROCESS_CAP`.
+pub(crate) fn append_process(board: &mut Board, entries: Vec<ProcessEntry>) {
+    board.record.process.extend(entries);
+    let excess = board.record.process.len().saturating_sub(PROCESS_CAP);
+    board.record.process.drain(..excess);
+}
+
 /// The number of the evidence at `index`: its own, or its position on a board from before
 /// the numbering.
 pub(crate) fn evidence_id(board: &Board, index: usize) -> String {

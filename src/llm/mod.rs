@@ -381,6 +381,9 @@ pub struct Client {
     calls: u64,
     policy: RetryPolicy,
     log: Option<PathBuf>,
+    /// One call of a fan-out (DESIGN.md#fan-out): `(base, index, of)`; `calls` then counts this
+    /// client's attempts and attempt k (1-based) has call number `base + (k-1)*of + index + 1`.
+    fan_out: Option<(u64, u64, u64)>,
 }
 
 impl Client {
@@ -393,6 +396,36 @@ impl Client {
             calls,
             policy: RetryPolicy::immediate(1),
             log: None,
+            fan_out: None,
+        }
+    }
+
+    /// Number this client's attempts as call `index` (0-based) of a fan-out of `of` calls that
+    /// starts after call number `base` (DESIGN.md#fan-out): every call's numbers are fixed
+    /// before any is sent, whatever order the answers arrive in — without retries the calls
+    /// take `base+1 ..= base+of` in call order, the numbers a sequential meeting would give
+    /// them. [`Client::calls`] then counts this client's attempts (from 0) and
+    /// [`Client::last_seq`] is the highest number it used.
+    pub fn in_fan_out(mut self, base: u64, index: u64, of: u64) -> Client {
+        self.fan_out = Some((base, index, of.max(1)));
+        self.calls = 0;
+        self
+    }
+
+    /// The call number of attempt `k` (1-based counter value).
+    fn seq_of(&self, k: u64) -> u64 {
+        match self.fan_out {
+            None => k,
+            Some((base, index, of)) => base + (k - 1) * of + index + 1,
+        }
+    }
+
+    /// The highest call number this client used (the counter itself outside a fan-out; the
+    /// fan-out's base when a fan-out client made no attempt).
+    pub fn last_seq(&self) -> u64 {
+        match self.fan_out {
+            Some((base, _, _)) if self.calls == 0 => base,
+            _ => self.seq_of(self.calls),
         }
     }
 
@@ -445,7 +478,7 @@ impl Client {
         loop {
             attempt += 1;
             self.calls += 1;
-            let seq = self.calls;
+            let seq = self.seq_of(self.calls);
             let t0 = Instant::now();
             let result = self.provider.attempt(seq, req, opts);
             let attempt_ms = t0.elapsed().as_millis() as u64;
@@ -734,6 +767,56 @@ mod tests {
             Duration::from_millis(350)
         );
         assert_eq!(p.delay(1, Some(Duration::ZERO)), Duration::ZERO);
+    }
+
+    /// Records the call number of every attempt; fails all but every third with a 503.
+    struct Seqs(std::rc::Rc<std::cell::RefCell<Vec<u64>>>);
+
+    impl Provider for Seqs {
+        fn name(&self) -> &str {
+            "seqs"
+        }
+        fn attempt(
+            &mut self,
+            seq: u64,
+            _: &Request,
+            _: &Options,
+        ) -> Result<RawReply, AttemptError> {
+            self.0.borrow_mut().push(seq);
+            Err(AttemptError::Http {
+                status: 503,
+                message: "busy".into(),
+                retry_after: None,
+            })
+        }
+    }
+
+    /// A fan-out client's attempts take `base + k*of + index + 1` (DESIGN.md#fan-out), transport
+    /// retries included; `calls()` counts its own attempts and `last_seq()` the highest number.
+    #[test]
+    fn fan_out_call_numbers_are_fixed_in_advance() {
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut c = Client::new(Box::new(Seqs(seen.clone())), 99)
+            .with_policy(RetryPolicy::immediate(3))
+            .in_fan_out(10, 1, 3);
+        assert_eq!((c.calls(), c.last_seq()), (0, 10), "nothing used yet");
+        let req = Request {
+            caller: "a".into(),
+            system: String::new(),
+            messages: vec![],
+            expect: None,
+        };
+        let opts = Options {
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+        };
+        assert!(c.call(&req, &opts).is_err());
+        assert_eq!(*seen.borrow(), [12, 15, 18]);
+        assert_eq!((c.calls(), c.last_seq()), (3, 18));
+        let mut plain = Client::new(Box::new(Seqs(seen.clone())), 4);
+        assert!(plain.call(&req, &opts).is_err());
+        assert_eq!((plain.calls(), plain.last_seq()), (5, 5));
     }
 
     /// Fails every attempt with the same error, counting the attempts.

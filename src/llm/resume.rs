@@ -2,7 +2,7 @@
 //! never repeats an LLM call that had already completed before it was killed.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::io::{Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -28,7 +28,7 @@ impl FromLog {
     pub fn new(inner: Box<dyn Provider>, log: &Path) -> FromLog {
         FromLog {
             inner,
-            done: completed(log),
+            done: with_parts(completed(log), log),
             used: HashSet::new(),
             reused: false,
         }
@@ -38,7 +38,117 @@ impl FromLog {
 /// Whether the log holds a successful reply of `caller` for call number `seq` (a person's
 /// turn is then not asked again, even with no one there to ask).
 pub(crate) fn has_reply(log: &Path, seq: u64, caller: &str) -> bool {
-    completed(log).get(&seq).is_some_and(|(c, _)| c == caller)
+    with_parts(completed(log), log)
+        .get(&seq)
+        .is_some_and(|(c, _)| c == caller)
+}
+
+/// The side file beside `file` (the exchange log, or a `--record` cassette) that the fan-out
+/// call whose first call number is `first_seq` writes its lines to while the calls run
+/// concurrently (DESIGN.md#fan-out): `llm.jsonl.12.part`. The stage appends the side files to
+/// `file` in call order when the fan-out ends; a fan-out killed half-way leaves them, and
+/// [`FromLog`] reads them too, so its finished calls are answered from them.
+pub fn part_path(file: &Path, first_seq: u64) -> PathBuf {
+    let name = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    file.with_file_name(format!("{name}.{first_seq}.part"))
+}
+
+/// Append the side files `parts` (those that exist) to `file` in the order given, in one
+/// write, then remove them. When `file` already ends with exactly those bytes — a kill landed
+/// after the append and before the removal, and the resumed fan-out asked nothing new — they
+/// are not appended twice.
+pub fn absorb_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()> {
+    let mut bytes = Vec::new();
+    for part in parts {
+        match std::fs::read(part) {
+            Ok(b) => bytes.extend(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    if !bytes.is_empty() && !ends_with(file, &bytes)? {
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(file)?;
+        // Not synced: like every line of the log (a kill loses nothing written; a side file
+        // is removed only once its lines are in the log).
+        f.write_all(&bytes)?;
+    }
+    for part in parts {
+        match std::fs::remove_file(part) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// Whether `file` ends with `tail` (a missing file ends with nothing).
+fn ends_with(file: &Path, tail: &[u8]) -> std::io::Result<bool> {
+    let mut f = match std::fs::File::open(file) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let len = f.metadata()?.len();
+    let n = tail.len() as u64;
+    if len < n {
+        return Ok(false);
+    }
+    f.seek(SeekFrom::Start(len - n))?;
+    let mut end = Vec::with_capacity(tail.len());
+    f.read_to_end(&mut end)?;
+    Ok(end == tail)
+}
+
+/// The side files left beside `log` ([`part_path`]), by call number.
+fn parts(log: &Path) -> Vec<PathBuf> {
+    let (Some(dir), Some(name)) = (log.parent(), log.file_name()) else {
+        return Vec::new();
+    };
+    let prefix = format!("{}.", name.to_string_lossy());
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let mut found: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            let seq = n
+                .strip_prefix(&prefix)?
+                .strip_suffix(".part")?
+                .parse()
+                .ok()?;
+            Some((seq, e.path()))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, p)| p).collect()
+}
+
+/// The replies of the log and those of the side files a killed fan-out left beside it (read
+/// whole: they exist only until that fan-out ends).
+fn with_parts(done: Arc<Done>, log: &Path) -> Arc<Done> {
+    let parts = parts(log);
+    if parts.is_empty() {
+        return done;
+    }
+    let mut all = (*done).clone();
+    for part in parts {
+        let text = std::fs::read(part).unwrap_or_default();
+        for line in text.split(|&b| b == b'\n') {
+            take_line(&mut all, line);
+        }
+    }
+    Arc::new(all)
 }
 
 /// What this process has read of a log: every LLM stage of a meeting driven in one process
@@ -79,28 +189,32 @@ fn completed(log: &Path) -> Arc<Done> {
     let whole = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     let done = Arc::make_mut(&mut read.done);
     for line in tail[..whole].split(|&b| b == b'\n') {
-        // Only the fields a reply needs: the prompt (most of each line) is skipped, not
-        // built into a tree (BENCHMARKS.md#bounded-board-issue-15).
-        let Ok(logged) = serde_json::from_slice::<Logged>(line) else {
-            continue;
-        };
-        let (Some(seq), Some(caller), Some(response)) =
-            (logged.seq, logged.caller, logged.response)
-        else {
-            continue;
-        };
-        let usage = TokenUsage::from_json(&logged.usage);
-        done.entry(seq).or_insert((
-            caller,
-            RawReply {
-                text: response,
-                usage,
-                truncated: logged.truncated == Value::Bool(true),
-            },
-        ));
+        take_line(done, line);
     }
     read.offset += whole as u64;
     read.done.clone()
+}
+
+/// Keep the reply of one log line, when it is a successful one (the first of its number).
+fn take_line(done: &mut Done, line: &[u8]) {
+    // Only the fields a reply needs: the prompt (most of each line) is skipped, not
+    // built into a tree (BENCHMARKS.md#bounded-board-issue-15).
+    let Ok(logged) = serde_json::from_slice::<Logged>(line) else {
+        return;
+    };
+    let (Some(seq), Some(caller), Some(response)) = (logged.seq, logged.caller, logged.response)
+    else {
+        return;
+    };
+    let usage = TokenUsage::from_json(&logged.usage);
+    done.entry(seq).or_insert((
+        caller,
+        RawReply {
+            text: response,
+            usage,
+            truncated: logged.truncated == Value::Bool(true),
+        },
+    ));
 }
 
 #[cfg(unix)]
@@ -175,6 +289,37 @@ mod tests {
                 truncated: false,
             })
         }
+    }
+
+    /// Side files are appended in the order given and removed; the resume reader sees them
+    /// until then; appended once even when a kill left them after the append.
+    #[test]
+    fn side_files_join_the_log_in_call_order_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("llm.jsonl");
+        std::fs::write(&log, "{\"seq\":1,\"caller\":\"pm\",\"response\":\"p\"}\n").unwrap();
+        let (a, b) = (part_path(&log, 2), part_path(&log, 3));
+        assert_eq!(b.file_name().unwrap(), "llm.jsonl.3.part");
+        let line = |seq: u64, who: &str| {
+            format!("{{\"seq\":{seq},\"caller\":\"{who}\",\"response\":\"r\"}}\n")
+        };
+        std::fs::write(&b, line(3, "biz")).unwrap();
+        std::fs::write(&a, line(2, "arch")).unwrap();
+        assert!(has_reply(&log, 3, "biz"), "read from its side file");
+        absorb_parts(&log, &[a.clone(), b.clone()]).unwrap();
+        let want = format!(
+            "{{\"seq\":1,\"caller\":\"pm\",\"response\":\"p\"}}\n{}{}",
+            line(2, "arch"),
+            line(3, "biz")
+        );
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), want);
+        assert!(!a.exists() && !b.exists());
+        // A kill after the append, before the removal: the same side files again.
+        std::fs::write(&a, line(2, "arch")).unwrap();
+        std::fs::write(&b, line(3, "biz")).unwrap();
+        absorb_parts(&log, &[a.clone(), b.clone()]).unwrap();
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), want, "not twice");
+        absorb_parts(&log, &[a, b]).unwrap();
     }
 
     #[test]

@@ -19,6 +19,8 @@ pub struct InitOptions {
     pub pm: Option<AgentConfig>,
     pub llm: LlmSettings,
     pub max_loops: u32,
+    /// `--max-parallel`: most participants one CALL_AGENTS asks at once (DESIGN.md#fan-out).
+    pub max_parallel: u32,
     /// `--max-total-tokens`: wins over the meeting file's `budget.max_total_tokens`.
     pub max_total_tokens: Option<u64>,
     pub trace_id: String,
@@ -59,6 +61,7 @@ pub fn run(packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> 
             true => b.max_loops,
             false => config.max_loops.unwrap_or(b.max_loops),
         },
+        max_parallel: b.max_parallel,
         max_total_tokens: b.max_total_tokens.or_else(|| {
             let in_file = packet
                 .meeting_input
@@ -118,6 +121,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         llm: opts.llm,
         loop_count: 0,
         max_loops: opts.max_loops,
+        max_parallel: opts.max_parallel,
         max_total_tokens,
         status: Status::Running,
         summary: String::new(),
@@ -129,6 +133,8 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         evidence: Vec::new(),
         pending_call: None,
         last_turn: None,
+        pending_calls: Vec::new(),
+        last_turns: Vec::new(),
         last_error: None,
         recent_errors: Vec::new(),
         final_report: None,

@@ -40,14 +40,27 @@ pub(crate) fn is_question(item: &str) -> bool {
     })
 }
 
-/// `merge-board`: fold `last_turn` into the whiteboard (merge rules 1–7, DESIGN.md#merge-rules).
+/// `merge-board`: fold `last_turn` into the whiteboard (merge rules 1–7, DESIGN.md#merge-rules),
+/// or a fan-out's `last_turns` one after another in call order, each counting one loop, exactly
+/// as if they had run one by one (DESIGN.md#fan-out).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     board.expect_stage(Stage::MergeBoard)?;
     events::start_stage(&mut board);
-    let turn = board
-        .last_turn
-        .take()
-        .expect("merge-board runs only on a board with a last_turn");
+    let turns: Vec<LastTurn> = match board.last_turn.take() {
+        Some(turn) => vec![turn],
+        None => std::mem::take(&mut board.last_turns),
+    };
+    // The questions the PM marked answered when it made this call (DESIGN.md#questions).
+    let answers = std::mem::take(&mut board.record.pending_answers);
+    apply_answers(&mut board, &answers);
+    for turn in turns {
+        merge_turn(&mut board, turn, now);
+    }
+    Ok(board)
+}
+
+/// Merge one turn (rules 1–7): `loop_count` + 1.
+fn merge_turn(board: &mut Board, turn: LastTurn, now: &str) {
     let answered = |b: &Board| {
         b.record
             .questions
@@ -55,24 +68,17 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
             .filter(|q| q.answer.is_some())
             .count()
     };
-    let answered_before = answered(&board);
-    // The questions the PM marked answered when it made this call (DESIGN.md#questions).
-    let answers = std::mem::take(&mut board.record.pending_answers);
-    apply_answers(&mut board, &answers);
+    let answered_before = answered(board);
     let message;
     match (&turn.status, &turn.result) {
         (TurnStatus::Ok, Some(result)) => {
             let mut result = result.clone();
             result.agent_name = turn.agent_name.clone();
-            let adds = circles::adds_something(&board, &result);
-            merge_result(&mut board, &result);
-            circles::record_answer(
-                &mut board,
-                &turn.agent_name,
-                Some(headline(&result.response)),
-            );
-            let quiet = !adds && answered(&board) == answered_before;
-            note_quiet_turn(&mut board, now, quiet);
+            let adds = circles::adds_something(board, &result);
+            merge_result(board, &result);
+            circles::record_answer(board, &turn.agent_name, Some(headline(&result.response)));
+            let quiet = !adds && answered(board) == answered_before;
+            note_quiet_turn(board, now, quiet);
             message = format!(
                 "{}: {} key points, {} risks, {} recommendations",
                 turn.agent_name,
@@ -86,8 +92,8 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         }
         _ => {
             // A failed turn answered nothing: asking it again is a retry, not a circle.
-            circles::record_answer(&mut board, &turn.agent_name, None);
-            merge_error(&mut board, &turn);
+            circles::record_answer(board, &turn.agent_name, None);
+            merge_error(board, &turn);
             message = format!("{}: error turn recorded", turn.agent_name);
         }
     }
@@ -97,11 +103,10 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         message: Some(message),
         ..Event::default()
     };
-    events::push_at(&mut board, now, ev);
+    events::push_at(board, now, ev);
     // At max_loops the board stays `running`: pm-step sees the spent budget, records the
     // forced finish and runs in forced_finish mode (DESIGN.md#pm-round).
     board.loop_count += 1;
-    Ok(board)
 }
 
 /// Count an answered turn that added nothing new (DESIGN.md#circles); the second in a row

@@ -75,8 +75,8 @@ impl Board {
             // `failed` means the report could not be saved: render-report tries again.
             Status::Failed | Status::ForcedStop => Some(Stage::RenderReport),
             Status::Finishing if self.has_final_report() => Some(Stage::RenderReport),
-            _ if self.last_turn.is_some() => Some(Stage::MergeBoard),
-            _ if self.pending_call.is_some() => Some(Stage::AgentTurn),
+            _ if self.has_turns() => Some(Stage::MergeBoard),
+            _ if self.has_pending_calls() => Some(Stage::AgentTurn),
             // Also `finishing` without a report and a spent loop budget: the PM's forced
             // finish round.
             _ => Some(Stage::PmStep),
@@ -170,6 +170,7 @@ pub(crate) mod fixtures {
                 ..Default::default()
             },
             max_loops: 6,
+            max_parallel: 1,
             max_total_tokens: None,
             trace_id: "t1".into(),
         };

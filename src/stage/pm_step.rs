@@ -134,6 +134,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     let offer = Offered::of(board);
     input["offer_answered"] = json!(offer.answered_questions);
     input["offer_assessments"] = json!(offer.option_assessments);
+    input["max_calls"] = json!(offer.fan_out);
     Ok(Message::user_with_stable_prefix(
         meeting_brief(board)?,
         &(whiteboard(board, Reader::Pm)? + &render("pm_user.j2", &input)?),
@@ -152,16 +153,64 @@ pub fn render_pm_user(board: &Board) -> Result<String> {
 struct Offered {
     answered_questions: bool,
     option_assessments: bool,
+    /// Most calls a CALL_AGENTS may make (DESIGN.md#fan-out), 0 when it is not offered: the
+    /// board's `max_parallel`, the loops left and the participants who can answer
+    /// concurrently (people answer one at a time) all allow 2 or more.
+    fan_out: u32,
 }
 
 impl Offered {
     fn of(board: &Board) -> Offered {
         let dp = &board.meeting_input.decision_packet;
+        let most = if !pm_config_allows_fan_out(board) {
+            0
+        } else {
+            board.max_parallel
+        }
+        .min(board.max_loops.saturating_sub(board.loop_count))
+        .min(fan_out_targets(board).len() as u32);
         Offered {
             answered_questions: !board.open_questions.is_empty(),
             option_assessments: !dp.options.is_empty() && !dp.evaluation_dimensions.is_empty(),
+            fan_out: if most >= 2 && mode(board) == Mode::Normal {
+                most
+            } else {
+                0
+            },
         }
     }
+}
+
+/// Whether the PM config (when there is one) lets a CALL_AGENTS answer through its own
+/// `output_schema`: `next_action` allows it, and `calls` is not an unknown key of a closed
+/// object. A config written before fan-outs keeps its meeting one call at a time.
+fn pm_config_allows_fan_out(board: &Board) -> bool {
+    let Some(pm) = &board.pm else { return true };
+    let schema = &pm.output_schema;
+    let props = schema.get("properties").and_then(Value::as_object);
+    let action_ok = props
+        .and_then(|p| p.get("next_action"))
+        .and_then(|a| a.get("enum"))
+        .and_then(Value::as_array)
+        .is_none_or(|e| e.iter().any(|v| v == "CALL_AGENTS"));
+    let calls_ok = schema.get("additionalProperties") != Some(&Value::Bool(false))
+        || props.is_some_and(|p| p.contains_key("calls"));
+    action_ok && calls_ok
+}
+
+/// The participants a fan-out may ask: the models (a person answers one call at a time, at
+/// the terminal; DESIGN.md#fan-out).
+fn fan_out_targets(board: &Board) -> Vec<&String> {
+    board
+        .participants
+        .iter()
+        .filter(|p| {
+            board
+                .agents
+                .get(*p)
+                .is_none_or(|a| a.kind != crate::model::ParticipantKind::Human)
+        })
+        .collect()
 }
 
 /// The JSON the PM must return, sent to providers with native structured output: the
@@ -178,7 +227,11 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         // local servers (llama.cpp's schema-to-grammar) read a type list before an enum and
         // would let any string through; OpenAI strict mode takes both forms.
         Mode::Normal => (
-            json!(["CALL_AGENT", "FINISH"]),
+            if Offered::of(board).fan_out > 0 {
+                json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"])
+            } else {
+                json!(["CALL_AGENT", "FINISH"])
+            },
             json!({"anyOf": [
                 {"type": "string", "enum": board.participants},
                 {"type": "null"},
@@ -209,6 +262,9 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         "revisit_if": string})), {"type": "null"}]});
     let assessments = json!({"type": "array", "items": object(json!({
         "option": string, "dimension": string, "assessment": string}))});
+    let calls = json!({"anyOf": [{"type": "array", "items": object(json!({
+        "target_agent": {"type": "string", "enum": fan_out_targets(board)},
+        "prompt_for_agent": string}))}, {"type": "null"}]});
     let mut properties = json!({
         "analysis": {"type": "string"},
         "next_action": {"type": "string", "enum": actions},
@@ -220,6 +276,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     // every call, and a field with nothing to say invites filler.
     let offer = Offered::of(board);
     let extra = [
+        ("calls", calls, offer.fan_out > 0 && mode == Mode::Normal),
         ("answered_questions", answered, offer.answered_questions),
         ("decision", decision, true),
         ("option_assessments", assessments, offer.option_assessments),
@@ -258,8 +315,9 @@ enum Invalid {
     Json(String),
     /// Not a valid decision: what the model is told, and the same in plain words.
     Schema(String, String),
-    /// An unknown `target_agent` (the name, the error).
-    Routing(String, String),
+    /// A target that cannot be asked: not a participant, or in a fan-out asked twice or a
+    /// person (the name, the error, the same in plain words).
+    Routing(String, String, String),
     /// A question that nearly repeats one already asked of the same participant.
     Repeat(AskedQuestion),
 }
@@ -271,7 +329,7 @@ impl Invalid {
             Invalid::Json(e) if e.starts_with(CUT_OFF) => format!("PM output was {e}"),
             Invalid::Json(e) => format!("PM output was not valid JSON: {e}"),
             Invalid::Schema(e, _) => format!("PM decision invalid: {e}"),
-            Invalid::Routing(_, e) => format!("PM routing failed: {e}"),
+            Invalid::Routing(_, e, _) => format!("PM routing failed: {e}"),
             Invalid::Repeat(a) => format!(
                 "PM repeated its loop {} question to {}: {GOING_IN_CIRCLES}",
                 a.loop_no, a.agent
@@ -284,7 +342,7 @@ impl Invalid {
         match self {
             Invalid::Json(e) if e.starts_with(CUT_OFF) => format!("it was {e}"),
             Invalid::Json(e) => format!("it was not valid JSON ({e})"),
-            Invalid::Schema(e, _) | Invalid::Routing(_, e) => e.clone(),
+            Invalid::Schema(e, _) | Invalid::Routing(_, e, _) => e.clone(),
             Invalid::Repeat(a) => format!(
                 "you asked {} nearly the same in loop {}: {:?}; the answer was: {:?}. Ask something new, or someone else, or FINISH",
                 a.agent,
@@ -305,10 +363,7 @@ impl Invalid {
             Invalid::Schema(_, plain) => {
                 format!("it was not a valid decision: {plain}")
             }
-            Invalid::Routing(target, _) => format!(
-                "it addressed {:?}, who is not a participant",
-                cut(target, 60)
-            ),
+            Invalid::Routing(_, _, plain) => format!("it addressed {plain}"),
             Invalid::Repeat(a) => format!(
                 "it asked {} nearly what it had asked in loop {}",
                 a.agent, a.loop_no
@@ -339,7 +394,17 @@ impl Asker for PmAsk<'_> {
 
     fn check(&mut self, json: Result<&Value, &str>) -> Result<PmDecision, Invalid> {
         let value = json.map_err(|e| Invalid::Json(e.to_string()))?;
-        check_decision(self.board, self.mode, value)
+        let d = check_decision(self.board, self.mode, value)?;
+        let n = d.calls.len();
+        if d.next_action == NextAction::CallAgents
+            && !budget::fan_out_fits(self.board, self.reserve, n)
+        {
+            return Err(Invalid::Schema(
+                format!("calls: the token budget has no room for {n} calls at once: ask fewer participants"),
+                format!("its {n} calls at once did not fit the token budget"),
+            ));
+        }
+        Ok(d)
     }
 
     fn correction(&self, invalid: &Invalid) -> Result<String> {
@@ -412,7 +477,7 @@ impl Asker for PmAsk<'_> {
                 ev.error = Some(invalid.describe());
                 ev
             }
-            Invalid::Routing(target, e) => {
+            Invalid::Routing(target, e, _) => {
                 let mut ev = events::message(
                     EventType::PmRoutingError,
                     PM_CALLER,
@@ -472,31 +537,104 @@ fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision
         let plain = format!("its {} was missing or unusable", e.path);
         Invalid::Schema(e.to_string(), plain)
     })?;
-    if decision.next_action == NextAction::CallAgent {
-        if mode == Mode::ForcedFinish {
-            return Err(Invalid::Schema(
-                "next_action CALL_AGENT is not allowed in forced_finish mode: the meeting must end now, \
+    let action = match decision.next_action {
+        NextAction::Finish => return Ok(decision),
+        NextAction::CallAgent => "CALL_AGENT",
+        NextAction::CallAgents => "CALL_AGENTS",
+    };
+    if mode == Mode::ForcedFinish {
+        return Err(Invalid::Schema(
+            format!(
+                "next_action {action} is not allowed in forced_finish mode: the meeting must end now, \
                  so reply with next_action \"FINISH\" and a final_report"
-                    .into(),
-                "it asked for another agent call when no loops were left".into(),
-            ));
-        }
-        let target = decision.target_agent.as_deref().unwrap_or_default();
-        if !board.participants.iter().any(|p| p == target) {
+            ),
+            "it asked for another agent call when no loops were left".into(),
+        ));
+    }
+    match decision.next_action {
+        NextAction::CallAgents => check_fan_out(board, decision),
+        _ => check_call(board, decision),
+    }
+}
+
+/// A `target_agent` must name a participant (else a routing error).
+fn check_target(board: &Board, at: &str, target: &str) -> Result<(), Invalid> {
+    if board.participants.iter().any(|p| p == target) {
+        return Ok(());
+    }
+    Err(Invalid::Routing(
+        target.to_string(),
+        format!(
+            "{at} {target:?} is not a participant (allowed: {})",
+            board.participants.join(", ")
+        ),
+        format!("{:?}, who is not a participant", cut(target, 60)),
+    ))
+}
+
+/// The fan-out rules (DESIGN.md#fan-out): CALL_AGENTS only where it is offered, at most the
+/// offered number of calls, each to a different participant who is a model, none repeating an
+/// earlier question. One call is taken as the CALL_AGENT it is.
+fn check_fan_out(board: &Board, mut d: PmDecision) -> Result<PmDecision, Invalid> {
+    let most = Offered::of(board).fan_out;
+    if most == 0 {
+        return Err(Invalid::Schema(
+            "next_action CALL_AGENTS is not available in this meeting: ask one participant with CALL_AGENT".into(),
+            "it asked several participants at once, which this meeting does not allow".into(),
+        ));
+    }
+    if d.calls.len() == 1 {
+        let call = d.calls.remove(0);
+        d.next_action = NextAction::CallAgent;
+        d.target_agent = Some(call.target_agent);
+        d.prompt_for_agent = Some(call.prompt_for_agent);
+        return check_call(board, d);
+    }
+    if d.calls.len() > most as usize {
+        return Err(Invalid::Schema(
+            format!(
+                "calls: {} calls, but at most {most} are allowed now (each call uses one loop)",
+                d.calls.len()
+            ),
+            format!("it made {} calls where {most} were allowed", d.calls.len()),
+        ));
+    }
+    for (i, call) in d.calls.iter().enumerate() {
+        let at = format!("calls[{i}].target_agent");
+        let target = call.target_agent.as_str();
+        check_target(board, &at, target)?;
+        if d.calls[..i].iter().any(|c| c.target_agent == target) {
             return Err(Invalid::Routing(
                 target.to_string(),
                 format!(
-                    "target_agent {target:?} is not a participant (allowed: {})",
-                    board.participants.join(", ")
+                    "{at} {target:?} is asked twice: each call goes to a different participant"
                 ),
+                format!("{target} twice in one round"),
             ));
         }
-        let question = decision.prompt_for_agent.as_deref().unwrap_or_default();
-        if let Some(earlier) = circles::earlier_ask(board, target, question) {
+        if !fan_out_targets(board).iter().any(|p| *p == target) {
+            return Err(Invalid::Routing(
+                target.to_string(),
+                format!("{at} {target:?} is a person, who answers one question at a time: ask them with CALL_AGENT"),
+                format!("{target}, a person, among parallel calls"),
+            ));
+        }
+        if let Some(earlier) = circles::earlier_ask(board, target, &call.prompt_for_agent) {
             return Err(Invalid::Repeat(earlier.clone()));
         }
     }
-    Ok(decision)
+    Ok(d)
+}
+
+/// A CALL_AGENT's routing: a participant, and not a question asked of them before.
+fn check_call(board: &Board, d: PmDecision) -> Result<PmDecision, Invalid> {
+    let target = d.target_agent.as_deref().unwrap_or_default();
+    check_target(board, "target_agent", target)?;
+    let question = d.prompt_for_agent.as_deref().unwrap_or_default();
+    if let Some(earlier) = circles::earlier_ask(board, target, question) {
+        return Err(Invalid::Repeat(earlier.clone()));
+    }
+    Ok(d)
 }
 
 /// The `pm_round_failed` control event: the round's retries are used up.
@@ -609,7 +747,7 @@ pub fn pm_step(
     // Questions the PM marks answered: merge-board applies them after the agent's turn (the
     // agent sees the whiteboard the PM saw); a FINISH has no turn after it.
     if let Ok(d) = &outcome {
-        if d.next_action == NextAction::CallAgent {
+        if d.next_action != NextAction::Finish {
             board.record.pending_answers = d.answered_questions.clone();
         } else {
             apply_answers(&mut board, &d.answered_questions);
@@ -640,6 +778,38 @@ pub fn pm_step(
                         analysis: d.analysis,
                         reserve_tokens: board.max_total_tokens.map(|_| reserve),
                     });
+                }
+                NextAction::CallAgents => {
+                    let n = d.calls.len();
+                    let reserve_tokens = board
+                        .max_total_tokens
+                        .map(|_| budget::fan_out_reserve(&board, reserve, n));
+                    for (i, call) in d.calls.into_iter().enumerate() {
+                        // Call i of the fan-out counts loop L+i, as if the calls ran one by
+                        // one (DESIGN.md#fan-out).
+                        events::in_later_loop(&mut board, i as u32, |board| {
+                            let mut ev = events::message(
+                                EventType::PmDecision,
+                                PM_CALLER,
+                                "pm",
+                                &call.target_agent,
+                                MessageKind::Task,
+                            );
+                            ev.message = Some(call.prompt_for_agent.clone());
+                            events::push(board, clock, ev);
+                            circles::record_ask(board, &call.target_agent, &call.prompt_for_agent);
+                        });
+                        board.pending_calls.push(PendingCall {
+                            target_agent: call.target_agent,
+                            prompt: call.prompt_for_agent,
+                            analysis: if i == 0 {
+                                d.analysis.clone()
+                            } else {
+                                String::new()
+                            },
+                            reserve_tokens,
+                        });
+                    }
                 }
                 NextAction::Finish => {
                     push_finish_decision(&mut board, clock);
@@ -840,6 +1010,48 @@ mod tests {
                 assert!(!v.is_valid(&misrouted));
             }
         }
+    }
+
+    /// A fan-out is offered with 2 or more participants who are models, `max_parallel` of 2
+    /// or more and 2 or more loops left; its schema stays strict-able and takes a CALL_AGENTS.
+    #[test]
+    fn call_agents_is_offered_where_it_can_run() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        let offered = |b: &Board| Offered::of(b).fan_out;
+        assert_eq!(offered(&board), 0, "max_parallel 1");
+        board.max_parallel = 3;
+        assert_eq!(offered(&board), 2, "two participants");
+        board.loop_count = 5;
+        assert_eq!(offered(&board), 0, "one loop left");
+        board.loop_count = 0;
+        board.agents.get_mut("biz").unwrap().kind = crate::model::ParticipantKind::Human;
+        assert_eq!(offered(&board), 0, "one model: biz is a person");
+        board.agents.get_mut("biz").unwrap().kind = crate::model::ParticipantKind::Llm;
+        let mut pm = crate::stage::fixtures::agent("pm");
+        pm.output_schema = json!({"type": "object", "properties": {"next_action":
+            {"type": "string", "enum": ["CALL_AGENT", "FINISH"]}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        board.pm = Some(pm);
+        assert_eq!(offered(&board), 0, "the PM config predates fan-outs");
+        board.pm = None;
+        let schema = pm_expected_json(&board, Mode::Normal).schema;
+        let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
+        let fan = json!({"analysis": "a", "next_action": "CALL_AGENTS", "target_agent": null,
+            "prompt_for_agent": null, "final_report": null, "decision": null,
+            "calls": [{"target_agent": "arch", "prompt_for_agent": "Cost?"},
+                      {"target_agent": "biz", "prompt_for_agent": "Risk?"}]});
+        for s in [&schema, &strict] {
+            assert!(jsonschema::validator_for(s).unwrap().is_valid(&fan), "{s}");
+        }
+        let d = check_decision(&board, Mode::Normal, &fan).unwrap();
+        assert_eq!(d.calls.len(), 2);
+        assert!(
+            pm_expected_json(&board, Mode::ForcedFinish).schema["properties"]
+                .get("calls")
+                .is_none()
+        );
     }
 
     /// The optional fields are offered where they apply, in the schema and the rules alike.

@@ -85,6 +85,31 @@ impl FakeServer {
         FakeServer { url, requests }
     }
 
+    /// A server that answers each request by what it asks (`answer` sees the request), for
+    /// requests that arrive concurrently in no fixed order (a fan-out's calls).
+    pub fn answering(answer: impl Fn(&Recorded) -> Action + Send + Sync + 'static) -> FakeServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let reqs = requests.clone();
+        let answer = Arc::new(answer);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(stream) = stream else { continue };
+                let (reqs, answer) = (reqs.clone(), answer.clone());
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().unwrap());
+                    if let Some(req) = read_request(&mut reader) {
+                        let action = answer(&req);
+                        reqs.lock().unwrap().push(req);
+                        respond(stream, action);
+                    }
+                });
+            }
+        });
+        FakeServer { url, requests }
+    }
+
     pub fn count(&self) -> usize {
         self.requests.lock().unwrap().len()
     }
@@ -96,9 +121,18 @@ impl FakeServer {
 
 fn serve(stream: TcpStream, action: Action, reqs: Arc<Mutex<Vec<Recorded>>>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let Some(req) = read_request(&mut reader) else {
+        return;
+    };
+    reqs.lock().unwrap().push(req);
+    respond(stream, action);
+}
+
+/// One HTTP request: method, path, headers, the body its content-length announces.
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
+        return None;
     }
     let mut parts = line.split_whitespace();
     let method = parts.next().unwrap_or("").to_string();
@@ -124,13 +158,12 @@ fn serve(stream: TcpStream, action: Action, reqs: Arc<Mutex<Vec<Recorded>>>) {
     }
     let mut body = vec![0u8; len];
     let _ = reader.read_exact(&mut body);
-    reqs.lock().unwrap().push(Recorded {
+    Some(Recorded {
         method,
         path,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
-    });
-    respond(stream, action);
+    })
 }
 
 fn respond(mut stream: TcpStream, action: Action) {

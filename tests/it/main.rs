@@ -30,6 +30,7 @@ mod context_ignore;
 mod decision_record;
 mod dry_run;
 mod examples;
+mod fan_out;
 mod faults;
 mod fuzz_regressions;
 mod generate;

@@ -3,7 +3,10 @@
 //! structure, the citations), and leave the outcome in `last_turn` for `merge-board`. A
 //! `kind: human` agent is asked the same way, through a person instead of a model (`human`).
 
+pub mod fan_out;
 pub mod human;
+
+pub use fan_out::{fan_out, is_fan_out};
 
 use serde_json::{json, Map, Value};
 
@@ -32,6 +35,9 @@ pub fn run(
     human_answers: Option<&std::path::Path>,
 ) -> Result<Board> {
     check_turn(&board)?;
+    if is_fan_out(&board) {
+        return fan_out(board, llm, crate::events::clock_from_env().as_ref());
+    }
     if human::is_human_turn(&board) {
         return human::turn(board, human_answers, llm);
     }
@@ -46,29 +52,54 @@ pub fn run(
 /// Refuse a board that is not `agent-turn`'s turn, naming the stage that should run (exit 2).
 pub fn check_turn(board: &Board) -> Result<()> {
     board.expect_stage(Stage::AgentTurn)?;
-    let call = board
-        .pending_call
-        .as_ref()
-        .expect("agent-turn runs only on a board with a pending_call");
-    if !board.agents.contains_key(&call.target_agent) {
-        let mut known: Vec<&str> = board.agents.keys().map(String::as_str).collect();
-        known.sort_unstable();
-        return Err(Error::input(
-            "",
-            "pending_call.target_agent",
-            format!(
-                "{:?} has no config in agents (known: {})",
-                call.target_agent,
-                known.join(", ")
-            ),
-        ));
+    for (i, call) in board.pending().into_iter().enumerate() {
+        let at = if board.pending_call.is_some() {
+            "pending_call".to_string()
+        } else {
+            format!("pending_calls[{i}]")
+        };
+        if !board.agents.contains_key(&call.target_agent) {
+            let mut known: Vec<&str> = board.agents.keys().map(String::as_str).collect();
+            known.sort_unstable();
+            return Err(Error::input(
+                "",
+                format!("{at}.target_agent"),
+                format!(
+                    "{:?} has no config in agents (known: {})",
+                    call.target_agent,
+                    known.join(", ")
+                ),
+            ));
+        }
+        // A hand-edited board can carry a config the loader would have refused; calling the
+        // model with it would only waste the turn's attempts.
+        let name = &call.target_agent;
+        let agent = &board.agents[name];
+        crate::loader::validate_agent(agent, crate::loader::AgentKind::Specialist)
+            .map_err(|e| e.under(&format!("agents.{name}")).in_file(""))?;
+        if !board.pending_calls.is_empty() && agent.kind == ParticipantKind::Human {
+            return Err(Error::input(
+                "",
+                format!("{at}.target_agent"),
+                format!("{name:?} is a person, who cannot answer in a fan-out (pm-step never asks one there)"),
+            ));
+        }
+        check_input(board, agent, call)?;
     }
-    // A hand-edited board can carry a config the loader would have refused; calling the
-    // model with it would only waste the turn's attempts.
-    let name = &call.target_agent;
-    crate::loader::validate_agent(&board.agents[name], crate::loader::AgentKind::Specialist)
-        .map_err(|e| e.under(&format!("agents.{name}")).in_file(""))?;
     Ok(())
+}
+
+/// The runtime input must satisfy the agent's `input_schema` (a failure is the config's, exit 2).
+fn check_input(board: &Board, agent: &AgentConfig, call: &PendingCall) -> Result<()> {
+    let name = &agent.name;
+    let input = agent_input(board, call);
+    schema::validate(&input, &Value::Object(agent.input_schema.clone())).map_err(|e| {
+        Error::input(
+            "",
+            format!("agents.{name}.input_schema"),
+            format!("the runtime input {{prompt, meeting_summary, context_summary}} of agent {name} does not satisfy it: {e}"),
+        )
+    })
 }
 
 /// The whiteboard as the agent sees it (see [`crate::prompts::whiteboard`]).
@@ -423,36 +454,36 @@ pub fn agent_turn(
     events::start_stage(&mut board);
     let call = board
         .pending_call
-        .clone()
-        .expect("check_turn ensures a pending_call");
+        .take()
+        .expect("check_turn ensures a pending_call (a fan-out runs in fan_out)");
+    run_call(&mut board, call, client, opts, clock)?;
+    Ok(board)
+}
+
+/// Ask `call`'s agent and leave the outcome in `last_turn` (the body of [`agent_turn`], and of
+/// each call of a fan-out, on its own copy of the board).
+fn run_call(
+    board: &mut Board,
+    call: PendingCall,
+    client: &mut Client,
+    opts: &Options,
+    clock: &dyn Clock,
+) -> Result<()> {
     let agent = board.agents[&call.target_agent].clone();
     let name = agent.name.clone();
-    let input = agent_input(&board, &call);
-    schema::validate(&input, &Value::Object(agent.input_schema.clone())).map_err(|e| {
-        Error::input(
-            "",
-            format!("agents.{name}.input_schema"),
-            format!("the runtime input {{prompt, meeting_summary, context_summary}} of agent {name} does not satisfy it: {e}"),
-        )
-    })?;
-
     let request = if agent.kind == ParticipantKind::Human {
-        human::request(&board, &call)?
+        human::request(board, &call)?
     } else {
         Request {
             caller: name.clone(),
             system: agent_system_prompt(client.schema_in_prompt())?,
-            messages: vec![agent_user_message(
-                &board,
-                &call,
-                client.schema_in_prompt(),
-            )?],
+            messages: vec![agent_user_message(board, &call, client.schema_in_prompt())?],
             expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
         }
     };
     let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);
     let mut turn = TurnAsk {
-        board: &mut board,
+        board: &mut *board,
         clock,
         agent: &agent,
         reserve: call.reserve_tokens.unwrap_or(0),
@@ -478,10 +509,9 @@ pub fn agent_turn(
         )),
     };
     if client.calls() > calls_before {
-        note_caller(&mut board, &name, client, opts);
+        note_caller(board, &name, client, opts);
     }
 
-    board.pending_call = None;
     match outcome {
         Ok(result) => {
             let mut ev = events::message(
@@ -493,7 +523,7 @@ pub fn agent_turn(
             );
             ev.status = Some(TurnStatus::Ok);
             ev.message = Some(crate::text::headline(&result.response));
-            events::push(&mut board, clock, ev);
+            events::push(board, clock, ev);
             board.last_turn = Some(LastTurn {
                 agent_name: name,
                 status: TurnStatus::Ok,
@@ -502,9 +532,9 @@ pub fn agent_turn(
                 error: None,
             });
         }
-        Err((error, plain)) => error_turn(&mut board, clock, call, &error, &plain),
+        Err((error, plain)) => error_turn(board, clock, call, &error, &plain),
     }
-    Ok(board)
+    Ok(())
 }
 
 /// Record a failed turn of the pending call's agent: `error` for the PM and `last_turn`,

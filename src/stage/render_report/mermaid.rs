@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 
 use crate::events::{flow_text, FLOW_REASON_CHARS, FLOW_TEXT_CHARS};
-use crate::model::{Board, Flow, FlowKind};
+use crate::model::{Board, Flow, FlowKind, FlowStep};
 
 /// The loop number shown for a step: stages stamp events with the 1-based loop in progress
 /// (`Board::current_loop`), so it is shown as is.
@@ -64,45 +64,83 @@ pub fn mermaid_of(participants: &[String], flow: &Flow) -> String {
             if n == 1 { "" } else { "s" }
         ));
     }
-    for s in &flow.steps {
-        let l = shown_loop(s.loop_no);
-        let agent = s.agent.as_deref().unwrap_or("");
-        let text = s.text.as_str();
-        match s.kind {
-            FlowKind::Ask => lines.push(format!(
-                "    PM->>{}: L{l} {}",
-                id(agent),
-                mermaid_text(text, FLOW_TEXT_CHARS)
-            )),
-            FlowKind::Failed => {
-                let text = if text.trim().is_empty() {
-                    "failed".to_string()
-                } else {
-                    format!("failed ({})", mermaid_text(text, FLOW_REASON_CHARS))
-                };
-                lines.push(format!("    {}--xPM: L{l} {text}", id(agent)));
+    let steps = &flow.steps;
+    let mut i = 0;
+    while i < steps.len() {
+        // A fan-out (DESIGN.md#fan-out): questions asked one after another with no answer
+        // between them, then their answers: a `par` block, one branch per call.
+        let asks = steps[i..]
+            .iter()
+            .take_while(|s| s.kind == FlowKind::Ask)
+            .count();
+        if asks >= 2 {
+            let answers = steps[i + asks..]
+                .iter()
+                .take(asks)
+                .take_while(|s| matches!(s.kind, FlowKind::Answer | FlowKind::Failed))
+                .count();
+            let (ask, got) = (&steps[i..i + asks], &steps[i + asks..i + asks + answers]);
+            let first = shown_loop(ask[0].loop_no);
+            let last = shown_loop(ask[asks - 1].loop_no);
+            lines.push(format!("    par L{first}-L{last} at once"));
+            for (k, a) in ask.iter().enumerate() {
+                if k > 0 {
+                    lines.push("    and".to_string());
+                }
+                let mut branch = vec![a];
+                branch.extend(got.iter().filter(|g| g.agent == a.agent));
+                for s in branch {
+                    lines.push(format!("    {}", step_line(s, &id)));
+                }
             }
-            FlowKind::Answer => {
-                let text = if text.trim().is_empty() {
-                    "answered".to_string()
-                } else {
-                    mermaid_text(text, FLOW_TEXT_CHARS)
-                };
-                lines.push(format!("    {}-->>PM: L{l} {text}", id(agent)));
-            }
-            FlowKind::ForcedFinish => {
-                let why = if text.trim().is_empty() {
-                    String::new()
-                } else {
-                    format!(" ({})", mermaid_text(text, FLOW_REASON_CHARS))
-                };
-                lines.push(format!("    Note over PM: L{l} forced finish{why}"));
-            }
-            FlowKind::Finish => lines.push(format!("    Note over PM: L{l} FINISH")),
-            FlowKind::RoundFailed => lines.push(format!("    Note over PM: L{l} PM round failed")),
+            lines.push("    end".to_string());
+            i += asks + answers;
+            continue;
         }
+        lines.push(step_line(&steps[i], &id));
+        i += 1;
     }
     lines.join("\n")
+}
+
+/// The diagram line of one step.
+fn step_line(s: &FlowStep, id: &dyn Fn(&str) -> String) -> String {
+    let l = shown_loop(s.loop_no);
+    let agent = s.agent.as_deref().unwrap_or("");
+    let text = s.text.as_str();
+    match s.kind {
+        FlowKind::Ask => format!(
+            "    PM->>{}: L{l} {}",
+            id(agent),
+            mermaid_text(text, FLOW_TEXT_CHARS)
+        ),
+        FlowKind::Failed => {
+            let text = if text.trim().is_empty() {
+                "failed".to_string()
+            } else {
+                format!("failed ({})", mermaid_text(text, FLOW_REASON_CHARS))
+            };
+            format!("    {}--xPM: L{l} {text}", id(agent))
+        }
+        FlowKind::Answer => {
+            let text = if text.trim().is_empty() {
+                "answered".to_string()
+            } else {
+                mermaid_text(text, FLOW_TEXT_CHARS)
+            };
+            format!("    {}-->>PM: L{l} {text}", id(agent))
+        }
+        FlowKind::ForcedFinish => {
+            let why = if text.trim().is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", mermaid_text(text, FLOW_REASON_CHARS))
+            };
+            format!("    Note over PM: L{l} forced finish{why}")
+        }
+        FlowKind::Finish => format!("    Note over PM: L{l} FINISH"),
+        FlowKind::RoundFailed => format!("    Note over PM: L{l} PM round failed"),
+    }
 }
 
 fn is_pm(name: &str) -> bool {
@@ -179,5 +217,61 @@ mod tests {
         );
         let long = "x".repeat(100);
         assert_eq!(mermaid_text(&long, 10).chars().count(), 10);
+    }
+
+    /// Questions asked with no answer between them are a fan-out: one `par` branch per call,
+    /// each with its own answer whatever order the answers are in; a fan-out whose answers are
+    /// missing (the meeting stopped) still draws its questions in parallel; single calls stay
+    /// plain arrows.
+    #[test]
+    fn a_fan_out_is_a_par_block() {
+        let step = |loop_no, kind, agent: &str, text: &str| FlowStep {
+            loop_no,
+            kind,
+            agent: Some(agent.into()),
+            text: text.into(),
+        };
+        let flow = |steps| Flow {
+            loops_before: 0,
+            steps,
+        };
+        let names = ["a".to_string(), "b".to_string()];
+        let drawn = mermaid_of(
+            &names,
+            &flow(vec![
+                step(1, FlowKind::Ask, "a", "q1"),
+                step(1, FlowKind::Answer, "a", "r1"),
+                step(2, FlowKind::Ask, "a", "q2"),
+                step(3, FlowKind::Ask, "b", "q3"),
+                step(3, FlowKind::Failed, "b", "timeout"),
+                step(2, FlowKind::Answer, "a", "r2"),
+            ]),
+        );
+        let body: Vec<&str> = drawn.lines().skip(4).collect();
+        assert_eq!(
+            body,
+            [
+                "    PM->>a: L1 q1",
+                "    a-->>PM: L1 r1",
+                "    par L2-L3 at once",
+                "        PM->>a: L2 q2",
+                "        a-->>PM: L2 r2",
+                "    and",
+                "        PM->>b: L3 q3",
+                "        b--xPM: L3 failed (timeout)",
+                "    end",
+            ]
+        );
+        let stopped = mermaid_of(
+            &names,
+            &flow(vec![
+                step(1, FlowKind::Ask, "a", "q1"),
+                step(2, FlowKind::Ask, "b", "q2"),
+            ]),
+        );
+        assert!(
+            stopped.ends_with("    par L1-L2 at once\n        PM->>a: L1 q1\n    and\n        PM->>b: L2 q2\n    end"),
+            "{stopped}"
+        );
     }
 }
