@@ -720,10 +720,10 @@ fn board_summary(board: &Board) -> String {
         board.status.as_str(),
         board.loop_count,
         board.max_loops,
-        board.usage.calls,
+        board.usage.attempts(),
         board.usage.prompt_tokens + board.usage.completion_tokens
     ));
-    if let Some(call) = &board.pending_call {
+    for call in board.pending_call.iter().chain(&board.pending_calls) {
         out.push_str(&format!(
             "\npending: pm → {}: {}",
             call.target_agent,
@@ -1688,11 +1688,7 @@ pub struct Answers {
 impl Answers {
     pub fn of(board: &Board, tally: &Tally) -> Answers {
         Answers {
-            attempts: match board.usage.by_caller.values().map(|u| u.calls).sum() {
-                // A board whose callers were not counted (a user's stage): the counter.
-                0 => board.usage.calls,
-                charged => charged,
-            },
+            attempts: board.usage.attempts(),
             calls: tally.calls,
             answered: tally.answered,
             usable: tally.usable,

@@ -1003,6 +1003,19 @@ pub struct Usage {
     pub by_caller: BTreeMap<String, CallerUsage>,
 }
 
+impl Usage {
+    /// The model requests made, retries included: what the callers were charged. `calls`, the
+    /// call counter, can be higher: a fan-out fixes its calls' numbers before sending and
+    /// leaves the numbers a retry did not need unused (DESIGN.md#fan-out). A board whose
+    /// callers were not counted (a user's stage): the counter.
+    pub fn attempts(&self) -> u64 {
+        match self.by_caller.values().map(|u| u.calls).sum() {
+            0 => self.calls,
+            charged => charged,
+        }
+    }
+}
+
 fn is_zero_u64(n: &u64) -> bool {
     *n == 0
 }
@@ -1355,6 +1368,24 @@ pub fn schemas() -> Vec<(&'static str, Value)> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The requests made are what the callers were charged, not the call counter.
+    #[test]
+    fn attempts_are_the_callers_charges() {
+        let mut usage = Usage {
+            calls: 7,
+            ..Usage::default()
+        };
+        assert_eq!(usage.attempts(), 7, "no caller counted: the counter");
+        for (caller, calls) in [("pm", 2), ("biz", 4)] {
+            let u = CallerUsage {
+                calls,
+                ..CallerUsage::default()
+            };
+            usage.by_caller.insert(caller.into(), u);
+        }
+        assert_eq!(usage.attempts(), 6);
+    }
 
     #[test]
     fn safe_names() {

@@ -683,6 +683,11 @@ fn a_retry_inside_a_fan_out_takes_its_fixed_call_number() {
     assert_eq!(board["usage"]["calls"], 7);
     assert_eq!(board["usage"]["by_caller"]["biz"]["calls"], 2);
     assert_eq!(board["key_points"][1], "A replica costs 1,240 USD a month");
+    let report = std::fs::read_to_string(work.join("report.md")).unwrap();
+    assert!(
+        report.contains("- LLM calls: 6\n"),
+        "the report counts requests made"
+    );
     let events = lines(&work, "events.jsonl");
     let retry = of_type(&events, "agent_retry");
     assert_eq!((retry.len(), &retry[0]["loop"]), (1, &json!(2)));

@@ -598,7 +598,7 @@ fn appendix(board: &Board) -> Appendix {
         participants,
         loops_used: board.loop_count,
         max_loops: board.max_loops,
-        llm_calls: board.usage.calls,
+        llm_calls: board.usage.attempts(),
         prompt_tokens: board.usage.prompt_tokens,
         completion_tokens: board.usage.completion_tokens,
         cached_tokens: board.usage.cached_tokens,
