@@ -116,7 +116,7 @@ pub fn refuse(board: &Board, req: &Request, opts: &Options, reserve: u64) -> Opt
     }
     Some(if reserve > 0 {
         format!(
-            "token budget: {}; this call needs up to {cost} and the PM's closing report up to {reserve}",
+            "token budget: {}; this call needs up to {cost} and must leave up to {reserve} for the PM's closing report (and a fan-out's other calls)",
             budget.used_of()
         )
     } else {

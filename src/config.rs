@@ -172,12 +172,17 @@ fn resolve_path(base: &Path, p: &Path) -> PathBuf {
 
 /// The user's agents folder: the config file's `agents_dir`, else `<config dir>/agents`.
 pub fn user_agents_dir() -> Result<Option<PathBuf>> {
-    let loaded = load()?;
-    Ok(loaded
-        .config
-        .agents_dir
-        .clone()
-        .or_else(|| config_dir().map(|d| d.join("agents"))))
+    Ok(load()?.config.user_agents_dir())
+}
+
+impl Config {
+    /// The user's agents folder by this config: its `agents_dir`, else
+    /// `<config dir>/agents`.
+    pub fn user_agents_dir(&self) -> Option<PathBuf> {
+        self.agents_dir
+            .clone()
+            .or_else(|| config_dir().map(|d| d.join("agents")))
+    }
 }
 
 /// Where one setting's value came from, in precedence order.

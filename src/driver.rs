@@ -881,6 +881,7 @@ fn turn_line(turn: &crate::model::LastTurn, after: &Board, lead: &str, ui: Ui) -
 /// user stops it).
 pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     let _signals = stop::watch(&run.dir.path);
+    crate::io::hold_stage_warnings(ui.quiet);
     let (settings, mut board, mut step) = (&run.settings, run.board.clone(), run.step);
     let mut tally = run.tally.clone();
     let run = &run.dir;
@@ -1216,6 +1217,7 @@ pub fn start(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Started> {
 /// collect-context, then init-board, in memory (nothing is written yet): the packet and the
 /// first board as their checkpoints will hold them, and the board.
 fn first_board(settings: &RunSettings, ui: Ui) -> Result<(String, String, Board)> {
+    crate::io::hold_stage_warnings(ui.quiet);
     let stages = Stages::new(settings);
     let quiet_ui = Ui {
         ticker: false,

@@ -121,3 +121,27 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a caught panic said (its `&str` or `String` payload), for the error that replaces it.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_panic_says_what_it_said() {
+        let hook = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let said =
+            |f: fn()| super::panic_message(std::panic::catch_unwind(f).unwrap_err().as_ref());
+        let formatted = said(|| panic!("boom {}", 1));
+        let plain = said(|| panic!("plain"));
+        std::panic::set_hook(hook);
+        assert_eq!((formatted.as_str(), plain.as_str()), ("boom 1", "plain"));
+    }
+}

@@ -216,12 +216,12 @@ pub(crate) fn flow_text(text: &str, max: usize) -> String {
 pub fn add_to_flow(flow: &mut Flow, step: FlowStep) {
     flow.steps.push(step);
     loop {
-        let mut loops: Vec<u32> = flow.steps.iter().map(|s| s.loop_no).collect();
-        loops.dedup();
+        // A fan-out's steps interleave its loops (questions L..L+n, then answers L..L+n).
+        let loops: std::collections::BTreeSet<u32> = flow.steps.iter().map(|s| s.loop_no).collect();
         if loops.len() as u32 <= FLOW_LOOPS {
             return;
         }
-        let oldest = flow.steps[0].loop_no;
+        let oldest = *loops.first().expect("more loops than kept");
         flow.steps.retain(|s| s.loop_no != oldest);
         flow.loops_before += 1;
     }
@@ -271,8 +271,8 @@ pub(crate) fn record_llm_call(
     attempt: u32,
     outcome: Result<&Reply, &LlmError>,
 ) {
-    // Charging the counter's delta keeps sum(by_caller.calls) == usage.calls even when the
-    // transport retried inside one logical call.
+    // Charging the counter's delta charges every attempt, also when the transport retried
+    // inside one logical call (a fan-out charges its calls' own attempts: Usage::attempts).
     let delta = calls_after.saturating_sub(board.usage.calls);
     board.usage.calls = board.usage.calls.max(calls_after);
     let mut ev = event(EventType::LlmCall, caller);
@@ -349,6 +349,19 @@ mod tests {
         assert_eq!(flow.loops_before, 1);
         assert_eq!(flow.steps[0].loop_no, 2);
         assert_eq!(flow.steps.len(), 2 * FLOW_LOOPS as usize - 1);
+        // Fan-outs of 3 (questions of loops L..L+2, then their answers) keep 30 loops too.
+        let mut flow = Flow::default();
+        for first in (1..=FLOW_LOOPS).step_by(3) {
+            for l in (first..first + 3).chain(first..first + 3) {
+                add_to_flow(&mut flow, ask(l));
+            }
+        }
+        assert_eq!((flow.loops_before, flow.steps.len()), (0, 60));
+        for l in (31..34).chain(31..34) {
+            add_to_flow(&mut flow, ask(l));
+        }
+        assert_eq!(flow.loops_before, 3);
+        assert_eq!(flow.steps.iter().map(|s| s.loop_no).min(), Some(4));
     }
 
     /// What a step keeps of a message is what the diagram shows: cutting again changes nothing.

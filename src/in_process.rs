@@ -150,11 +150,7 @@ fn guarded<T>(stage: Stage, body: impl FnOnce() -> Result<T>) -> Result<T> {
         Ok(Ok(made)) => Ok(made),
         Ok(Err(e)) => Err(failed(stage, e.or_file("<stdin>"))),
         Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let what = crate::error::panic_message(panic.as_ref());
             let e = Error::Runtime(format!("panicked: {what}"));
             Err(with_code(stage, 101, &e))
         }

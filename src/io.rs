@@ -24,6 +24,31 @@ macro_rules! note {
     }};
 }
 
+/// A stage's warning (a replay drift, an exchange log it cannot write): [`note!`] unless
+/// `meeting --quiet` runs the stage in its own process, as it held back a stage program's
+/// stderr ([`hold_stage_warnings`]).
+#[macro_export]
+macro_rules! stage_warning {
+    ($($arg:tt)*) => {{
+        if !$crate::io::stage_warnings_held() {
+            $crate::note!($($arg)*);
+        }
+    }};
+}
+
+static HOLD_STAGE_WARNINGS: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// Whether [`stage_warning!`] stays silent in this process (`meeting --quiet`).
+pub fn hold_stage_warnings(hold: bool) {
+    HOLD_STAGE_WARNINGS.store(hold, std::sync::atomic::Ordering::Relaxed);
+}
+
+#[doc(hidden)]
+pub fn stage_warnings_held() -> bool {
+    HOLD_STAGE_WARNINGS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// [`note!`] without the newline, flushed: a line redrawn in place (the elapsed-time ticker,
 /// a `--step` question).
 #[macro_export]

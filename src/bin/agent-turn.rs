@@ -13,8 +13,9 @@ use clap::Parser;
     name = "agent-turn",
     version,
     after_help = "Reads a Board with a pending_call on stdin, writes the Board with last_turn set and\n\
-                  pending_call cleared on stdout. A `kind: human` agent answers in $VISUAL/$EDITOR or\n\
-                  on the terminal, or from --human-answers.\n\n\
+                  pending_call cleared on stdout; a fan-out's pending_calls run concurrently and\n\
+                  become last_turns, in call order. A `kind: human` agent answers in\n\
+                  $VISUAL/$EDITOR or on the terminal, or from --human-answers.\n\n\
                   Example:\n  \
 # in the repository; the stages take the replay settings from the environment\n  \
                   export AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl\n  \

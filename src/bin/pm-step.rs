@@ -12,7 +12,7 @@ use clap::Parser;
     name = "pm-step",
     version,
     after_help = "Reads a Board on stdin, writes the Board with the PM's decision applied (pending_call,\n\
-                  final_report, or the forced-finish outcome) on stdout.\n\n\
+                  a fan-out's pending_calls, final_report, or the forced-finish outcome) on stdout.\n\n\
                   Example:\n  \
 # in the repository\n  \
                   collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz \\\n    \

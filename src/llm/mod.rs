@@ -587,7 +587,7 @@ impl Client {
             duration_ms,
         );
         if let Err(e) = replay::append_line(path, &line.to_string()) {
-            crate::note!(
+            crate::stage_warning!(
                 "llm: warning: cannot write the exchange log {}: {}",
                 path.display(),
                 crate::io::os_error(&e)

@@ -282,7 +282,7 @@ impl Provider for Replay {
                 if self.strict {
                     return Err(AttemptError::Fatal(format!("{what} (--strict-replay)")));
                 }
-                crate::note!("replay: warning: {what}");
+                crate::stage_warning!("replay: warning: {what}");
             }
         }
         if let Some(f) = &entry.error {

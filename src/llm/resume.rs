@@ -61,14 +61,7 @@ pub fn part_path(file: &Path, first_seq: u64) -> PathBuf {
 /// after the append and before the removal, and the resumed fan-out asked nothing new — they
 /// are not appended twice.
 pub fn absorb_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()> {
-    let mut bytes = Vec::new();
-    for part in parts {
-        match std::fs::read(part) {
-            Ok(b) => bytes.extend(b),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-    }
+    let bytes = read_parts(parts)?;
     if !bytes.is_empty() && !ends_with(file, &bytes)? {
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -85,6 +78,38 @@ pub fn absorb_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Before a fan-out starts: remove side files a killed run had appended to `file` already (it
+/// was killed before it removed them), while they are still exactly those lines — once the
+/// resumed fan-out writes to one, the check in [`absorb_parts`] could no longer tell, and
+/// they would be appended twice. Side files not yet appended stay: the fan-out's finished
+/// calls are answered from them, and they are appended in call order when it ends.
+pub fn drop_absorbed_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()> {
+    let bytes = read_parts(parts)?;
+    if bytes.is_empty() || !ends_with(file, &bytes)? {
+        return Ok(());
+    }
+    for part in parts {
+        match std::fs::remove_file(part) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The side files that exist, one after another.
+fn read_parts(parts: &[PathBuf]) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    for part in parts {
+        match std::fs::read(part) {
+            Ok(b) => bytes.extend(b),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(bytes)
 }
 
 /// Whether `file` ends with `tail` (a missing file ends with nothing).
@@ -396,5 +421,23 @@ mod tests {
         let done = completed(&log);
         assert_eq!(done.len(), 3);
         assert!(done.contains_key(&7) && !done.contains_key(&1));
+    }
+
+    /// A killed fan-out's side files already in the log are dropped before the resumed fan-out
+    /// writes to them; side files not yet appended are kept.
+    #[test]
+    fn side_files_already_appended_are_dropped_before_a_fan_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("llm.jsonl");
+        let parts = [part_path(&log, 4), part_path(&log, 5)];
+        std::fs::write(&parts[0], "a\n").unwrap();
+        std::fs::write(&parts[1], "b\n").unwrap();
+        std::fs::write(&log, "x\n").unwrap();
+        drop_absorbed_parts(&log, &parts).unwrap();
+        assert!(parts.iter().all(|p| p.exists()), "not in the log yet: kept");
+        std::fs::write(&log, "x\na\nb\n").unwrap();
+        drop_absorbed_parts(&log, &parts).unwrap();
+        assert!(parts.iter().all(|p| !p.exists()), "in the log: dropped");
+        assert_eq!(std::fs::read_to_string(&log).unwrap(), "x\na\nb\n");
     }
 }

@@ -45,8 +45,7 @@ pub fn run(packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> 
         .map_err(|e| e.under("meeting_input").in_file(label))?;
     let (b, config) = (args.board, args.config);
     let pm_name = b.pm.as_deref().unwrap_or("pm");
-    let search =
-        crate::loader::AgentSearch::new(b.agents_dir.as_deref(), crate::config::user_agents_dir()?);
+    let search = crate::loader::AgentSearch::new(b.agents_dir.as_deref(), config.user_agents_dir());
     let (agents, pm) =
         crate::loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
     let now = events::clock_from_env().now();

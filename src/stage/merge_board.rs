@@ -51,24 +51,26 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         None => std::mem::take(&mut board.last_turns),
     };
     // The questions the PM marked answered when it made this call (DESIGN.md#questions).
+    // A question they answer counts for the (first) turn: it was not a quiet one.
+    let mut answered_before = answered(&board);
     let answers = std::mem::take(&mut board.record.pending_answers);
     apply_answers(&mut board, &answers);
     for turn in turns {
-        merge_turn(&mut board, turn, now);
+        merge_turn(&mut board, turn, now, answered_before);
+        answered_before = answered(&board);
     }
     Ok(board)
 }
 
-/// Merge one turn (rules 1–7): `loop_count` + 1.
-fn merge_turn(board: &mut Board, turn: LastTurn, now: &str) {
-    let answered = |b: &Board| {
-        b.record
-            .questions
-            .iter()
-            .filter(|q| q.answer.is_some())
-            .count()
-    };
-    let answered_before = answered(board);
+/// How many of the meeting's questions are answered.
+fn answered(board: &Board) -> usize {
+    let questions = &board.record.questions;
+    questions.iter().filter(|q| q.answer.is_some()).count()
+}
+
+/// Merge one turn (rules 1–7): `loop_count` + 1. `answered_before`: the questions answered
+/// before it (DESIGN.md#circles: a turn that answered one was not quiet).
+fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usize) {
     let message;
     match (&turn.status, &turn.result) {
         (TurnStatus::Ok, Some(result)) => {
@@ -265,6 +267,29 @@ mod tests {
             recommendations: v(recs),
             citations: vec![],
         }
+    }
+
+    /// A turn after which the PM marked a question answered is not a quiet one, even when the
+    /// answer itself repeats the whiteboard (DESIGN.md#circles).
+    #[test]
+    fn a_question_marked_answered_makes_a_turn_not_quiet() {
+        let mut b = board(&[]);
+        let same = || result("R.", &["Cost is 40k", "What does it cost?"], &[], &[]);
+        ok_turn(&mut b, "arch", same());
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.record.questions[0].id, "Q1");
+        ok_turn(&mut b, "arch", same());
+        b = merge(b, NOW).unwrap();
+        assert_eq!(b.record.quiet_turns, 1, "nothing new");
+        b.record.pending_answers = vec![AnsweredQuestion {
+            question: "Q1".into(),
+            answer: "40k a year.".into(),
+            by: vec!["arch".into()],
+        }];
+        ok_turn(&mut b, "arch", same());
+        b = merge(b, NOW).unwrap();
+        assert!(b.record.questions[0].answer.is_some());
+        assert_eq!(b.record.quiet_turns, 0, "a question was answered");
     }
 
     #[test]

@@ -217,6 +217,30 @@ fn quiet_is_silent_and_forced_demo_has_a_process_note() {
     );
     let report = work.read("report.md");
     assert!(report.contains("## Process Note\n\nMeeting stopped after reaching max loop limit (2/2) before full convergence."), "{report}");
+    // A stage's warning (here a prompt that drifted from the recorded one) is held back by
+    // --quiet and shown without it, as a stage program's stderr was.
+    let drifted = work.join("drifted.jsonl");
+    let text = std::fs::read_to_string(demo_cassette()).unwrap();
+    let mut lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    lines[0]["request_sha256"] = "0".repeat(64).into();
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(&drifted, text).unwrap();
+    for (quiet, shown) in [(true, false), (false, true)] {
+        let work = Workdir::new();
+        let extra: &[&str] = if quiet { &["--quiet"] } else { &[] };
+        let out = meeting_cmd(work.path(), &drifted, extra).run();
+        out.exit(0);
+        assert_eq!(
+            out.stderr()
+                .contains("replay: warning: request drift at call 1"),
+            shown,
+            "--quiet {quiet}: {}",
+            out.stderr()
+        );
+    }
 }
 
 #[test]

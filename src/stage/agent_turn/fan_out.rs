@@ -14,12 +14,12 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::events::{self, Clock};
-use crate::llm::resume::{absorb_parts, part_path};
+use crate::llm::resume::{absorb_parts, drop_absorbed_parts, part_path};
 use crate::llm::{client_for_caller, LlmArgs};
 use crate::model::{Board, PendingCall, Usage};
 use crate::whiteboard::append_process;
 
-use super::{check_turn, run_call};
+use super::run_call;
 
 /// Whether the board waits for a fan-out's turn.
 pub fn is_fan_out(board: &Board) -> bool {
@@ -33,16 +33,18 @@ struct Done {
     last_seq: u64,
 }
 
-/// Run the fan-out in `pending_calls` and return the board with `last_turns` in call order
+/// Run the fan-out in `pending_calls` (a board `check_turn` accepted) and return the board with `last_turns` in call order
 /// and `pending_calls` cleared. Each call is asked like a single turn (`agent_turn`); a fatal
 /// provider error in any call is `Error::Runtime` (the calls that finished are in the log, so
 /// a resumed meeting does not ask them again).
 pub fn fan_out(mut board: Board, llm: &LlmArgs, clock: &dyn Clock) -> Result<Board> {
-    check_turn(&board)?;
     events::start_stage(&mut board);
     let calls = std::mem::take(&mut board.pending_calls);
     let n = calls.len() as u64;
     let base = board.usage.calls;
+    for file in [&llm.llm_log, &llm.record].into_iter().flatten() {
+        side_files(file, base, n, drop_absorbed_parts)?;
+    }
     let results: Vec<Result<Done>> = std::thread::scope(|scope| {
         let handles: Vec<_> = calls
             .into_iter()
@@ -55,15 +57,16 @@ pub fn fan_out(mut board: Board, llm: &LlmArgs, clock: &dyn Clock) -> Result<Boa
         handles
             .into_iter()
             .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::Runtime("a fan-out call's thread panicked".into()))
+                h.join().unwrap_or_else(|panic| {
+                    let what = crate::error::panic_message(panic.as_ref());
+                    Err(Error::Runtime(format!("a fan-out call panicked: {what}")))
                 })
             })
             .collect()
     });
     // The side files, in call order, whatever happened (the log keeps what was asked).
     for file in [&llm.llm_log, &llm.record].into_iter().flatten() {
-        absorb(file, base, n)?;
+        side_files(file, base, n, absorb_parts)?;
     }
     let before = board.usage.clone();
     let mut last_seq = base;
@@ -77,12 +80,17 @@ pub fn fan_out(mut board: Board, llm: &LlmArgs, clock: &dyn Clock) -> Result<Boa
 }
 
 /// Append the `n` calls' side files to `file` (the exchange log or the recording), in call
-/// order.
-fn absorb(file: &Path, base: u64, n: u64) -> Result<()> {
+/// order (`absorb_parts`), or drop those a killed run had appended (`drop_absorbed_parts`).
+fn side_files(
+    file: &Path,
+    base: u64,
+    n: u64,
+    act: fn(&Path, &[std::path::PathBuf]) -> std::io::Result<()>,
+) -> Result<()> {
     let parts: Vec<_> = (1..=n).map(|i| part_path(file, base + i)).collect();
-    absorb_parts(file, &parts).map_err(|e| {
+    act(file, &parts).map_err(|e| {
         Error::Runtime(format!(
-            "cannot append the fan-out's side files to {}: {}",
+            "the fan-out's side files beside {}: {}",
             file.display(),
             crate::io::os_error(&e)
         ))

@@ -52,6 +52,25 @@ pub fn run(
 /// Refuse a board that is not `agent-turn`'s turn, naming the stage that should run (exit 2).
 pub fn check_turn(board: &Board) -> Result<()> {
     board.expect_stage(Stage::AgentTurn)?;
+    // A hand-edited board: one kind of turn at a time, and no more calls than pm-step allows.
+    if board.pending_call.is_some() && !board.pending_calls.is_empty() {
+        return Err(Error::input(
+            "",
+            "pending_calls",
+            "expected either pending_call or pending_calls, not both",
+        ));
+    }
+    let most = crate::model::MAX_PARALLEL as usize;
+    if board.pending_calls.len() > most {
+        return Err(Error::input(
+            "",
+            "pending_calls",
+            format!(
+                "{} calls; a fan-out has at most {most}",
+                board.pending_calls.len()
+            ),
+        ));
+    }
     for (i, call) in board.pending().into_iter().enumerate() {
         let at = if board.pending_call.is_some() {
             "pending_call".to_string()
@@ -607,6 +626,26 @@ mod tests {
     /// The schema sent keeps citations to the collected documents (an enum of their ids and
     /// paths); without documents it is the agent's own. OpenAI's strict conversion keeps the
     /// enums, and the schema compiles as JSON Schema (Anthropic's tool input).
+    /// A hand-edited board cannot hold both kinds of turn, nor more calls than a fan-out may.
+    #[test]
+    fn a_board_with_too_many_or_both_kinds_of_call_is_refused() {
+        let mut b = crate::stage::fixtures::board(&[]);
+        let call = |agent: &str| crate::model::PendingCall {
+            target_agent: agent.into(),
+            prompt: "What does it cost?".into(),
+            analysis: String::new(),
+            reserve_tokens: None,
+        };
+        b.pending_calls = vec![call("arch"), call("biz")];
+        b.pending_call = Some(call("arch"));
+        let e = check_turn(&b).unwrap_err().to_string();
+        assert!(e.contains("pending_calls: expected either"), "{e}");
+        b.pending_call = None;
+        b.pending_calls = (0..9).map(|_| call("arch")).collect();
+        let e = check_turn(&b).unwrap_err().to_string();
+        assert!(e.contains("9 calls; a fan-out has at most 8"), "{e}");
+    }
+
     #[test]
     fn the_schema_sent_keeps_citations_to_the_documents() {
         let mut agent = crate::stage::fixtures::agent("arch");
