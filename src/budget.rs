@@ -206,15 +206,19 @@ pub fn agent_turn_estimate(board: &Board) -> u64 {
 /// request priced on the current board), at least the largest PM prompt so far plus the
 /// closing `max_tokens`, and what one more agent answer can add to the whiteboard.
 pub fn closing_reserve(board: &Board, closing_cost: u64, closing_max_tokens: u32) -> u64 {
-    let growth = board
+    let observed = largest_prompt(board, true) + u64::from(closing_max_tokens);
+    closing_cost.max(observed) + answer_growth(board)
+}
+
+/// What one more agent answer can add to the whiteboard, and so to the PM's next prompt.
+fn answer_growth(board: &Board) -> u64 {
+    board
         .participants
         .iter()
         .map(|n| agent_max_tokens(board, n))
         .max()
         .unwrap_or(0)
-        + MERGE_OVERHEAD_TOKENS;
-    let observed = largest_prompt(board, true) + u64::from(closing_max_tokens);
-    closing_cost.max(observed) + growth
+        + MERGE_OVERHEAD_TOKENS
 }
 
 /// What each call of a fan-out beyond the first keeps aside (DESIGN.md#fan-out): its calls
@@ -222,16 +226,9 @@ pub fn closing_reserve(board: &Board, closing_cost: u64, closing_max_tokens: u32
 /// two agent calls (the ask loop's retry included) and what its answer adds to the closing
 /// prompt.
 pub fn fan_out_share(board: &Board) -> u64 {
-    let growth = board
-        .participants
-        .iter()
-        .map(|n| agent_max_tokens(board, n))
-        .max()
-        .unwrap_or(0)
-        + MERGE_OVERHEAD_TOKENS;
     agent_turn_estimate(board)
         .saturating_mul(2)
-        .saturating_add(growth)
+        .saturating_add(answer_growth(board))
 }
 
 /// The reserve of each call of a fan-out of `n`: the closing round's, and the other calls'
