@@ -250,11 +250,12 @@ fn check_pm_output(schema: &Map<String, Value>) -> Result<(), Invalid> {
                 ));
             }
             if let Some(Value::Array(allowed)) = p.get("enum") {
+                let names = crate::model::NextAction::NAMES;
                 for v in allowed {
-                    if !matches!(v.as_str(), Some("CALL_AGENT") | Some("FINISH")) {
+                    if !v.as_str().is_some_and(|v| names.contains(&v)) {
                         return Err(Invalid::at(
                             "properties.next_action.enum",
-                            format!("{v} is not a PMDecision action (CALL_AGENT or FINISH)"),
+                            format!("{v} is not a PMDecision action ({})", names.join(", ")),
                         ));
                     }
                 }
@@ -827,6 +828,13 @@ mod tests {
             json!(["CALL_AGENT", "STOP"]),
         );
         assert!(err(&bad, AgentKind::Pm).contains("\"STOP\" is not a PMDecision action"));
+        // A PM config may allow a fan-out (DESIGN.md#fan-out).
+        let fan = with(
+            pm.clone(),
+            "/output_schema/properties/next_action/enum",
+            json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"]),
+        );
+        validate_agent(&fan, AgentKind::Pm).unwrap();
         let bad = with(
             pm,
             "/output_schema/required",

@@ -461,6 +461,11 @@ pub enum NextAction {
     Finish,
 }
 
+impl NextAction {
+    /// Every action's name as the PM writes it (what a PM config's `next_action` enum may hold).
+    pub const NAMES: [&'static str; 3] = ["CALL_AGENT", "CALL_AGENTS", "FINISH"];
+}
+
 /// One call of a CALL_AGENTS fan-out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
