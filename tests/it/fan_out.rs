@@ -131,6 +131,15 @@ fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
 }
 
 /// The last board the run kept.
+/// The meeting refused one PM answer, for `why`.
+fn refused_once(work: &Workdir, why: &str) {
+    let events = lines(work, "events.jsonl");
+    let invalid = of_type(&events, "pm_invalid_output");
+    assert_eq!(invalid.len(), 1, "{events:?}");
+    let error = invalid[0]["error"].as_str().unwrap();
+    assert!(error.contains(why), "{error}");
+}
+
 pub(crate) fn final_board(work: &Workdir) -> Value {
     let dir = work.join("runs/fan-test");
     let mut outs: Vec<PathBuf> = std::fs::read_dir(&dir)
@@ -308,17 +317,7 @@ fn a_call_agents_where_it_is_not_offered_is_refused_and_asked_again() {
     );
     let out = fan_meeting(work.path(), &c, &["--max-parallel", "1"]).run();
     out.check(out.code() == Some(0), "the meeting");
-    let events = lines(&work, "events.jsonl");
-    let invalid = of_type(&events, "pm_invalid_output");
-    assert_eq!(invalid.len(), 1, "{events:?}");
-    assert!(
-        invalid[0]["error"]
-            .as_str()
-            .unwrap()
-            .contains("CALL_AGENTS is not available in this meeting"),
-        "{}",
-        invalid[0]
-    );
+    refused_once(&work, "CALL_AGENTS is not available in this meeting");
     assert_eq!(final_board(&work)["loop_count"], 1);
 }
 
@@ -761,17 +760,7 @@ fn a_fan_out_the_token_budget_cannot_hold_is_refused() {
     // Room for a loop of one call and the closing round, not for three calls at once.
     let out = fan_meeting(work.path(), &c, &["--max-total-tokens", "28000"]).run();
     out.check(out.code() == Some(0), "the meeting");
-    let events = lines(&work, "events.jsonl");
-    let invalid = of_type(&events, "pm_invalid_output");
-    assert_eq!(invalid.len(), 1, "{events:?}");
-    assert!(
-        invalid[0]["error"]
-            .as_str()
-            .unwrap()
-            .contains("the token budget has no room for 3 calls at once"),
-        "{}",
-        invalid[0]
-    );
+    refused_once(&work, "the token budget has no room for 3 calls at once");
     let board = final_board(&work);
     assert_eq!(board["loop_count"], 1);
     assert!(board["pending_calls"].is_null() && board["last_turns"].is_null());
