@@ -116,7 +116,7 @@ pub fn refuse(board: &Board, req: &Request, opts: &Options, reserve: u64) -> Opt
     }
     Some(if reserve > 0 {
         format!(
-            "token budget: {}; this call needs up to {cost} and must leave up to {reserve} for the PM's closing report (and a fan-out's other calls)",
+            "token budget: {}; this call needs up to {cost} and {reserve} must stay for the calls after it",
             budget.used_of()
         )
     } else {

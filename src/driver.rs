@@ -723,7 +723,7 @@ fn board_summary(board: &Board) -> String {
         board.usage.attempts(),
         board.usage.prompt_tokens + board.usage.completion_tokens
     ));
-    for call in board.pending_call.iter().chain(&board.pending_calls) {
+    for call in board.pending() {
         out.push_str(&format!(
             "\npending: pm → {}: {}",
             call.target_agent,

@@ -45,6 +45,14 @@ pub(crate) fn is_question(item: &str) -> bool {
 /// as if they had run one by one (DESIGN.md#fan-out).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     board.expect_stage(Stage::MergeBoard)?;
+    // A hand-edited board: one kind of turn at a time, as agent-turn requires of its calls.
+    if board.last_turn.is_some() && !board.last_turns.is_empty() {
+        return Err(crate::error::Error::input(
+            "",
+            "last_turns",
+            "expected either last_turn or last_turns, not both",
+        ));
+    }
     events::start_stage(&mut board);
     let turns: Vec<LastTurn> = match board.last_turn.take() {
         Some(turn) => vec![turn],
@@ -290,6 +298,15 @@ mod tests {
         b = merge(b, NOW).unwrap();
         assert!(b.record.questions[0].answer.is_some());
         assert_eq!(b.record.quiet_turns, 0, "a question was answered");
+    }
+
+    #[test]
+    fn a_board_with_both_kinds_of_turn_is_refused() {
+        let mut b = board(&[]);
+        ok_turn(&mut b, "arch", result("R.", &[], &[], &[]));
+        b.last_turns = vec![b.last_turn.clone().unwrap()];
+        let e = merge(b, NOW).unwrap_err().to_string();
+        assert!(e.contains("last_turns: expected either"), "{e}");
     }
 
     #[test]

@@ -167,6 +167,7 @@ impl Offered {
         } else {
             board.max_parallel
         }
+        .min(crate::model::MAX_PARALLEL)
         .min(board.max_loops.saturating_sub(board.loop_count))
         .min(fan_out_targets(board).len() as u32);
         Offered {
@@ -498,7 +499,24 @@ impl Asker for PmAsk<'_> {
 /// structure and its conditional rules, the forced-finish rule, then the routing target.
 fn check_decision(board: &Board, mode: Mode, value: &Value) -> Result<PmDecision, Invalid> {
     if let Some(pm) = &board.pm {
-        schema::validate(value, &Value::Object(pm.output_schema.clone())).map_err(|e| {
+        // The meeting's schema has every field, null when unused (strict structured output
+        // sends them all): a null field the config does not require is an absent one to it,
+        // so a config that leaves out `decision` or types `calls` as an array still takes a
+        // CALL_AGENT.
+        let required = |k: &str| {
+            let req = pm.output_schema.get("required").and_then(Value::as_array);
+            req.is_some_and(|r| r.iter().any(|f| f == k))
+        };
+        let value = match value {
+            Value::Object(obj) => Value::Object(
+                obj.iter()
+                    .filter(|(k, v)| !v.is_null() || required(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
+        schema::validate(&value, &Value::Object(pm.output_schema.clone())).map_err(|e| {
             Invalid::Schema(
                 format!("does not match the PM output schema: {e}"),
                 "it did not match the PM's output schema".into(),
@@ -1012,6 +1030,32 @@ mod tests {
         }
     }
 
+    /// A PM config closed to extra keys takes the null fields the meeting's own schema adds
+    /// (`calls`, `decision`), as long as it does not require them; a null it requires as a
+    /// string is still refused.
+    #[test]
+    fn a_closed_pm_config_takes_the_null_fields_the_meeting_adds() {
+        let mut b = crate::stage::fixtures::board(&[]);
+        let mut pm = crate::stage::fixtures::agent("pm");
+        let maybe = json!({"type": ["string", "null"]});
+        pm.output_schema = json!({"type": "object", "additionalProperties": false,
+            "properties": {"analysis": {"type": "string"},
+                "next_action": {"type": "string", "enum": ["CALL_AGENT", "CALL_AGENTS", "FINISH"]},
+                "target_agent": maybe, "prompt_for_agent": maybe, "final_report": maybe,
+                "calls": {"type": "array", "items": {"type": "object"}}},
+            "required": ["analysis", "next_action", "target_agent", "prompt_for_agent", "final_report"]})
+        .as_object()
+        .unwrap()
+        .clone();
+        b.pm = Some(pm);
+        let mut answer = json!({"analysis": "a", "next_action": "CALL_AGENT",
+            "target_agent": "arch", "prompt_for_agent": "What does the nightly run cost?",
+            "final_report": null, "calls": null, "decision": null});
+        assert!(check_decision(&b, Mode::Normal, &answer).is_ok());
+        answer["analysis"] = Value::Null;
+        assert!(check_decision(&b, Mode::Normal, &answer).is_err());
+    }
+
     /// A fan-out is offered with 2 or more participants who are models, `max_parallel` of 2
     /// or more and 2 or more loops left; its schema stays strict-able and takes a CALL_AGENTS.
     #[test]
@@ -1024,6 +1068,19 @@ mod tests {
         board.loop_count = 5;
         assert_eq!(offered(&board), 0, "one loop left");
         board.loop_count = 0;
+        let mut many = board.clone();
+        (many.max_parallel, many.max_loops) = (50, 50);
+        for i in 0..10 {
+            let name = format!("a{i}");
+            many.agents
+                .insert(name.clone(), crate::stage::fixtures::agent(&name));
+            many.participants.push(name);
+        }
+        assert_eq!(
+            offered(&many),
+            crate::model::MAX_PARALLEL,
+            "a hand-edited max_parallel"
+        );
         board.agents.get_mut("biz").unwrap().kind = crate::model::ParticipantKind::Human;
         assert_eq!(offered(&board), 0, "one model: biz is a person");
         board.agents.get_mut("biz").unwrap().kind = crate::model::ParticipantKind::Llm;

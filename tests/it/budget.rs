@@ -260,7 +260,7 @@ fn an_agent_turn_keeps_the_closing_reserve() {
             assert!(
                 error.starts_with(
                     "not asked: token budget: used 0 of 6000 tokens; this call needs up to "
-                ) && error.ends_with("and must leave up to 5000 for the PM's closing report (and a fan-out's other calls)"),
+                ) && error.ends_with("and 5000 must stay for the calls after it"),
                 "{error}"
             );
             assert_eq!(b.usage.calls, 0);
