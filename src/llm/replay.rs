@@ -121,13 +121,7 @@ fn entries(path: &Path) -> Result<Entries, Error> {
     type Stamp = (u64, u64, u64, Option<std::time::SystemTime>);
     static PARSED: Mutex<BTreeMap<PathBuf, (Stamp, Entries)>> = Mutex::new(BTreeMap::new());
     let stamp = std::fs::metadata(path).ok().map(|m| -> Stamp {
-        #[cfg(unix)]
-        let (dev, ino) = {
-            use std::os::unix::fs::MetadataExt;
-            (m.dev(), m.ino())
-        };
-        #[cfg(not(unix))]
-        let (dev, ino) = (0, 0);
+        let (dev, ino) = super::resume::file_id(&m);
         (dev, ino, m.len(), m.modified().ok())
     });
     let cache = || PARSED.lock().unwrap_or_else(|e| e.into_inner());

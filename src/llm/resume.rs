@@ -71,13 +71,7 @@ pub fn absorb_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()> {
         // is removed only once its lines are in the log).
         f.write_all(&bytes)?;
     }
-    for part in parts {
-        match std::fs::remove_file(part) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(())
+    remove_parts(parts)
 }
 
 /// Before a fan-out starts: remove side files a killed run had appended to `file` already (it
@@ -90,6 +84,11 @@ pub fn drop_absorbed_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()
     if bytes.is_empty() || !ends_with(file, &bytes)? {
         return Ok(());
     }
+    remove_parts(parts)
+}
+
+/// Remove the side files (those that exist).
+fn remove_parts(parts: &[PathBuf]) -> std::io::Result<()> {
     for part in parts {
         match std::fs::remove_file(part) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -242,14 +241,15 @@ fn take_line(done: &mut Done, line: &[u8]) {
     ));
 }
 
+/// Which file this is (device, inode): another file put at the same path differs.
 #[cfg(unix)]
-fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
+pub(crate) fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
     use std::os::unix::fs::MetadataExt;
     (meta.dev(), meta.ino())
 }
 
 #[cfg(not(unix))]
-fn file_id(_meta: &std::fs::Metadata) -> (u64, u64) {
+pub(crate) fn file_id(_meta: &std::fs::Metadata) -> (u64, u64) {
     (0, 0)
 }
 

@@ -228,10 +228,12 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         // local servers (llama.cpp's schema-to-grammar) read a type list before an enum and
         // would let any string through; OpenAI strict mode takes both forms.
         Mode::Normal => (
-            if Offered::of(board).fan_out > 0 {
-                json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"])
-            } else {
-                json!(["CALL_AGENT", "FINISH"])
+            {
+                let fan_out = Offered::of(board).fan_out > 0;
+                let names = NextAction::NAMES.iter();
+                json!(names
+                    .filter(|a| fan_out || **a != "CALL_AGENTS")
+                    .collect::<Vec<_>>())
             },
             json!({"anyOf": [
                 {"type": "string", "enum": board.participants},

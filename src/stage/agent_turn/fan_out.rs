@@ -110,7 +110,6 @@ fn one_call(
     clock: &dyn Clock,
 ) -> Result<Done> {
     let mut own = board.clone();
-    own.loop_count += index as u32;
     own.record.process.clear();
     own.flow = Default::default();
     own.usage.calls = 0;
@@ -121,8 +120,9 @@ fn one_call(
     let (client, opts) = client_for_caller(&args, &board.llm, &agent.name, &agent.metadata, 0)?;
     let log = llm.llm_log.as_deref().map(|l| part_path(l, first_seq));
     let mut client = client.with_log(log).in_fan_out(base, index, n);
-    run_call(&mut own, call, &mut client, &opts, clock)?;
-    own.loop_count -= index as u32;
+    events::in_later_loop(&mut own, index as u32, |own| {
+        run_call(own, call, &mut client, &opts, clock)
+    })?;
     Ok(Done {
         last_seq: client.last_seq(),
         board: own,
