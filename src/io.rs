@@ -39,9 +39,21 @@ macro_rules! stage_warning {
 static HOLD_STAGE_WARNINGS: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
 
-/// Whether [`stage_warning!`] stays silent in this process (`meeting --quiet`).
+/// Whether [`stage_warning!`] stays silent in this process (`meeting --quiet`); so does the
+/// report of a panic in a stage (its message still ends the driver's error line).
 pub fn hold_stage_warnings(hold: bool) {
     HOLD_STAGE_WARNINGS.store(hold, std::sync::atomic::Ordering::Relaxed);
+    static QUIET_PANICS: std::sync::Once = std::sync::Once::new();
+    if hold {
+        QUIET_PANICS.call_once(|| {
+            let report = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                if !stage_warnings_held() {
+                    report(info);
+                }
+            }));
+        });
+    }
 }
 
 #[doc(hidden)]
