@@ -68,6 +68,16 @@ pub(crate) enum Asked<A, I> {
     OverBudget(String),
 }
 
+/// The report's words for an ask whose answer stayed unusable (`why`, for the reader).
+pub(crate) fn unusable_for_reader(why: &str) -> String {
+    format!("its answer was unusable ({why}), also when asked again")
+}
+
+/// The report's words for an ask whose model call failed (the client's message, cut).
+pub(crate) fn failed_for_reader(message: &str) -> String {
+    format!("the model call failed ({})", crate::text::cut(message, 200))
+}
+
 /// Ask until the answer is valid, within the ask loop's one retry (DESIGN.md#ask-loop).
 /// A fatal provider error (401/403/404, other non-retryable 4xx, a missing key, a broken
 /// cassette) is `Error::Runtime` with the provider's own message (exit 1).

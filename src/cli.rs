@@ -51,6 +51,20 @@ impl ContextArgs {
     }
 }
 
+/// `--human-answers`: flattened into `agent-turn` and `meeting` (which passes it on).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct HumanArgs {
+    /// Answers of the human participants (kind: human), one JSON object (an AgentTurnResult)
+    /// per line, used in order across the meeting; wins over the editor and the terminal
+    #[arg(
+        long,
+        env = crate::stage::agent_turn::human::ANSWERS_ENV,
+        value_name = "FILE",
+        help_heading = "Input"
+    )]
+    pub human_answers: Option<std::path::PathBuf>,
+}
+
 /// Who takes part and how long the meeting may run: flattened into `init-board` and `meeting`,
 /// and kept in a run's `meeting.json`.
 #[derive(Debug, Clone, Default, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]

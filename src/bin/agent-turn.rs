@@ -27,15 +27,8 @@ struct Args {
     output: cli::OutputArgs,
     #[command(flatten)]
     llm: agent_meeting::llm::LlmArgs,
-    /// Answers of the human participants, one JSON object (an AgentTurnResult) per line, used
-    /// in order across the meeting; wins over the editor and the terminal
-    #[arg(
-        long,
-        env = "MEETING_HUMAN_ANSWERS",
-        value_name = "FILE",
-        help_heading = "Input"
-    )]
-    human_answers: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    human: cli::HumanArgs,
 }
 
 fn main() -> ExitCode {
@@ -43,7 +36,7 @@ fn main() -> ExitCode {
         let args: Args = cli::parse_args("agent-turn");
         let llm = agent_meeting::config::with_config(args.llm)?;
         let board = agent_meeting::io::read_board_stdin()?;
-        let answers = args.human_answers.as_deref();
+        let answers = args.human.human_answers.as_deref();
         cli::write_stage_board(turn::run(board, &llm, answers), &args.output)
     })
 }

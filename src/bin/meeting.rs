@@ -85,15 +85,8 @@ struct Args {
     /// No progress on stderr
     #[arg(long, short, help_heading = "Output")]
     quiet: bool,
-    /// Answers of the human participants (kind: human), one JSON object per line, used in
-    /// order; without it a human answers in $VISUAL/$EDITOR or on the terminal
-    #[arg(
-        long,
-        env = "MEETING_HUMAN_ANSWERS",
-        value_name = "FILE",
-        help_heading = "Input"
-    )]
-    human_answers: Option<PathBuf>,
+    #[command(flatten)]
+    human: cli::HumanArgs,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -266,7 +259,7 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
                 run_dir: config::run_dir(args.run_dir, &loaded.config).0,
                 stage_overrides,
                 llm_from_env: from_env(&matches),
-                human_answers: args.human_answers,
+                human_answers: args.human.human_answers,
             };
             match driver::start(new, args.dry_run, ui)? {
                 Started::Run(run) => *run,

@@ -746,15 +746,12 @@ pub fn pm_step(
             circling = matches!(invalid, Invalid::Repeat(_));
             Err((
                 invalid.describe(),
-                format!(
-                    "its answer was unusable ({}), also when asked again",
-                    invalid.for_reader()
-                ),
+                crate::ask::unusable_for_reader(&invalid.for_reader()),
             ))
         }
         Asked::Failed(e) => Err((
             format!("PM call failed: {e}"),
-            format!("the model call failed ({})", cut(&e, 200)),
+            crate::ask::failed_for_reader(&e),
         )),
         Asked::OverBudget(why) => {
             over_budget = true;

@@ -513,14 +513,11 @@ fn run_call(
         Asked::Answer(result) => Ok(result),
         Asked::Invalid(error) => Err((
             error.for_model(),
-            format!(
-                "its answer was unusable ({}), also when asked again",
-                error.for_reader()
-            ),
+            crate::ask::unusable_for_reader(&error.for_reader()),
         )),
         Asked::Failed(e) => Err((
             format!("LLM call failed: {e}"),
-            format!("the model call failed ({})", cut(&e, 200)),
+            crate::ask::failed_for_reader(&e),
         )),
         Asked::OverBudget(why) => Err((
             format!("not asked: {why}"),
