@@ -264,8 +264,12 @@ pub fn command<T: clap::CommandFactory>(program: &'static str) -> clap::Command 
             let help = a.get_help().map(|h| h.to_string()).unwrap_or_default();
             a.help(format!(
                 "{help} [default: {} for openai, {} for anthropic]",
-                crate::llm::args::default_model("openai").unwrap_or("-"),
-                crate::llm::args::default_model("anthropic").unwrap_or("-"),
+                crate::llm::ProviderName::OpenAi
+                    .default_model()
+                    .unwrap_or("-"),
+                crate::llm::ProviderName::Anthropic
+                    .default_model()
+                    .unwrap_or("-"),
             ))
         })
     } else {

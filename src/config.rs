@@ -185,132 +185,107 @@ impl Config {
     }
 }
 
-/// Where one setting's value came from, in precedence order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
-    Flag,
-    /// The environment variable that set it.
-    Env(String),
-    ConfigFile,
-    Default,
-}
-
-impl std::fmt::Display for Source {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Source::Flag => write!(f, "flag"),
-            Source::Env(v) => write!(f, "environment ({v})"),
-            Source::ConfigFile => write!(f, "config file"),
-            Source::Default => write!(f, "built-in default"),
-        }
-    }
-}
+pub use crate::llm::Source;
 
 /// Where `meeting` keeps run folders, and why: `--run-dir` > the config file's > `runs`.
 pub fn run_dir(flag: Option<PathBuf>, cfg: &Config) -> (PathBuf, Source) {
     match (flag, &cfg.run_dir) {
         (Some(d), _) => (d, Source::Flag),
-        (None, Some(d)) => (d.clone(), Source::ConfigFile),
+        (None, Some(d)) => (d.clone(), Source::ConfigFile(None)),
         (None, None) => (PathBuf::from("runs"), Source::Default),
     }
 }
 
-/// What the command line (or a flag's variable) gave, for [`show`]: each value with where it
-/// came from; `None` when neither gave it.
+/// What the command line (or a flag's variable) gave, for [`show`].
 #[derive(Debug, Clone, Default)]
 pub struct Given {
+    /// The LLM flags, their `from_env` filled.
     pub llm: crate::llm::LlmArgs,
-    pub provider: Option<(Source, String)>,
-    pub model: Option<(Source, String)>,
     pub agents_dir: Option<PathBuf>,
     pub run_dir: Option<PathBuf>,
     pub max_loops: Option<u32>,
     /// The built-in loop limit.
     pub default_max_loops: u32,
     pub max_total_tokens: Option<u64>,
+    /// The meeting's model callers with their config metadata, PM first (empty without
+    /// `--agents`): each gets rows of its own.
+    pub callers: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
 }
 
+/// One row of [`show`]: a setting, its value, where it came from.
+type Row = (String, String, String);
+
 /// What `--show-config` prints: each setting, its value and where it came from, in the
-/// precedence flag > environment > config file > built-in default. No key is printed, only
-/// whether it is set.
+/// precedence flag > environment > config file > built-in default; the provider, model and
+/// `max_tokens` of each caller as a run would resolve them (`crate::llm::resolve`, the
+/// resolver the clients use). No key is printed, only whether it is set.
 pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
     let cfg = &loaded.config;
-    let mut rows: Vec<(String, String, String)> = Vec::new();
+    let mut rows: Vec<Row> = Vec::new();
     let mut row = |name: &str, value: String, source: Source| {
         rows.push((name.to_string(), value, source.to_string()));
     };
-    let llm = with_config(given.llm.clone())?;
-    let env = |v: &str| std::env::var(v).ok().filter(|s| !s.trim().is_empty());
-    // provider
-    let (provider, source) = match &given.provider {
-        Some((s, p)) => (p.clone(), s.clone()),
-        None => match &cfg.provider {
-            Some(p) => (p.clone(), Source::ConfigFile),
-            None => match (env("OPENAI_API_KEY"), env("ANTHROPIC_API_KEY")) {
-                (Some(_), _) => ("openai".into(), Source::Env("OPENAI_API_KEY is set".into())),
-                (None, Some(_)) => (
-                    "anthropic".into(),
-                    Source::Env("ANTHROPIC_API_KEY is set".into()),
-                ),
-                _ => ("none".into(), Source::Default),
-            },
-        },
-    };
-    row("provider", provider.clone(), source);
-    // model: the PM's, as the stages resolve it; then the per-caller ones of the config file.
-    let model = given
-        .model
-        .as_ref()
-        .map(|(s, m)| (m.clone(), s.clone()))
-        .or_else(|| match provider.as_str() {
-            "openai" => env("OPENAI_MODEL").map(|m| (m, Source::Env("OPENAI_MODEL".into()))),
-            "anthropic" => {
-                env("ANTHROPIC_MODEL").map(|m| (m, Source::Env("ANTHROPIC_MODEL".into())))
+    let mut llm = given.llm.clone();
+    llm.config = cfg.llm_defaults();
+    let board_llm = crate::model::LlmSettings::from_flags(&llm);
+    let no_meta = serde_json::Map::new();
+    let mut callers = vec![(String::new(), &no_meta)];
+    callers.extend(given.callers.iter().map(|(n, m)| (n.clone(), m)));
+    for (caller, meta) in callers {
+        let prefix = if caller.is_empty() {
+            String::new()
+        } else {
+            format!("{caller}.")
+        };
+        match crate::llm::resolve(&llm, &board_llm, &caller, meta) {
+            Ok(r) => {
+                row(
+                    &format!("{prefix}provider"),
+                    r.provider.value.to_string(),
+                    r.provider.source,
+                );
+                row(&format!("{prefix}model"), r.model.value, r.model.source);
+                if !caller.is_empty() {
+                    let (n, source) = match r.max_tokens.value {
+                        Some(n) => (n, r.max_tokens.source),
+                        None => (
+                            crate::llm::default_max_tokens::of_caller(&caller),
+                            Source::Default,
+                        ),
+                    };
+                    row(&format!("{prefix}max_tokens"), n.to_string(), source);
+                }
             }
-            _ => None,
-        })
-        .or_else(|| cfg.model.clone().map(|m| (m, Source::ConfigFile)))
-        .unwrap_or_else(|| {
-            let m = crate::llm::args::default_model(&provider);
-            (m.unwrap_or("-").to_string(), Source::Default)
-        });
-    row("model", model.0, model.1);
+            Err(Error::Runtime(_)) => {
+                row(&format!("{prefix}provider"), "none".into(), Source::Default)
+            }
+            Err(e) => return Err(e),
+        }
+    }
     for (caller, m) in &cfg.models {
-        // A --model (or AGENT_MEETING_MODEL) wins over the per-caller models too.
-        let shadowed = given.model.is_some();
         row(
             &format!("models.{caller}"),
-            if shadowed {
-                format!("{m} (not used: --model wins)")
-            } else {
-                m.clone()
-            },
-            Source::ConfigFile,
+            m.clone(),
+            Source::ConfigFile(None),
         );
     }
-    for (p, var) in [
-        ("openai", "OPENAI_BASE_URL"),
-        ("anthropic", "ANTHROPIC_BASE_URL"),
+    for p in [
+        crate::llm::ProviderName::OpenAi,
+        crate::llm::ProviderName::Anthropic,
     ] {
         let url = crate::llm::args::base_url(&llm, p);
-        let source = if env(var).is_some() {
-            Source::Env(var.into())
-        } else if (p == "openai" && cfg.base_urls.openai.is_some())
-            || (p == "anthropic" && cfg.base_urls.anthropic.is_some())
-        {
-            Source::ConfigFile
-        } else {
-            Source::Default
-        };
-        row(&format!("base_urls.{p}"), url, source);
+        row(&format!("base_urls.{p}"), url.value, url.source);
     }
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
-        let set = if env(var).is_some() { "set" } else { "not set" };
+        let set = match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => "set",
+            _ => "not set",
+        };
         row(var, set.into(), Source::Env(var.into()));
     }
     let (agents_dir, source) = match (&given.agents_dir, &cfg.agents_dir) {
         (Some(d), _) => (d.display().to_string(), Source::Flag),
-        (None, Some(d)) => (d.display().to_string(), Source::ConfigFile),
+        (None, Some(d)) => (d.display().to_string(), Source::ConfigFile(None)),
         (None, None) => (
             user_agents_dir()?.map_or_else(|| "-".into(), |d| d.display().to_string()),
             Source::Default,
@@ -326,13 +301,13 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
     row("run_dir", run.display().to_string(), source);
     let (loops, source) = match (given.max_loops, cfg.max_loops) {
         (Some(n), _) => (n, Source::Flag),
-        (None, Some(n)) => (n, Source::ConfigFile),
+        (None, Some(n)) => (n, Source::ConfigFile(None)),
         (None, None) => (given.default_max_loops, Source::Default),
     };
     row("max_loops", loops.to_string(), source);
     let (budget, source) = match (given.max_total_tokens, &cfg.budget) {
         (Some(n), _) => (n.to_string(), Source::Flag),
-        (None, Some(b)) => (b.max_total_tokens.to_string(), Source::ConfigFile),
+        (None, Some(b)) => (b.max_total_tokens.to_string(), Source::ConfigFile(None)),
         (None, None) => (
             "none (or the meeting file's budget)".into(),
             Source::Default,

@@ -1264,8 +1264,10 @@ fn check_llm_config(llm: &LlmArgs, board: &Board, allow_missing_keys: bool) -> R
     for (name, meta) in callers(board) {
         if allow_missing_keys {
             let gap = match crate::llm::args::provider_and_model(llm, &board.llm, &name, &meta) {
-                Err(e) => Some(e.to_string()),
-                Ok((provider, _)) => crate::llm::args::missing_key(llm, &provider).map(|var| {
+                // No provider at all; a name that is no provider is refused below.
+                Err(e @ Error::Runtime(_)) => Some(e.to_string()),
+                Err(_) => None,
+                Ok((provider, _)) => crate::llm::args::missing_key(llm, provider).map(|var| {
                     format!(
                         "{var} is not set: a real meeting would stop here ({provider} needs it)"
                     )
@@ -1293,7 +1295,7 @@ fn dry_run_prompt(llm: &LlmArgs, board: &Board) -> Result<DryRun> {
         .unwrap_or_default();
     let in_prompt =
         crate::llm::args::provider_and_model(llm, &board.llm, crate::model::PM_CALLER, &pm_meta)
-            .map(|(provider, _)| crate::llm::args::schema_in_prompt(llm, &provider))
+            .map(|(provider, _)| crate::llm::args::schema_in_prompt(llm, provider))
             .unwrap_or(false);
     use crate::stage::pm_step;
     let request = crate::llm::Request {
@@ -1319,21 +1321,50 @@ fn dry_run_prompt(llm: &LlmArgs, board: &Board) -> Result<DryRun> {
 /// The model callers of a meeting, PM first, with their metadata (a `kind: human` participant
 /// calls no model: it needs no provider or key).
 fn callers(board: &Board) -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
-    let pm_meta = board
-        .pm
-        .as_ref()
-        .map(|p| p.metadata.clone())
-        .unwrap_or_default();
-    let mut out = vec![(crate::model::PM_CALLER.to_string(), pm_meta)];
-    for name in board.participants.iter().filter(|n| !is_human(board, n)) {
-        let meta = board
-            .agents
-            .get(name)
-            .map(|a| a.metadata.clone())
-            .unwrap_or_default();
-        out.push((name.clone(), meta));
+    let agents = board.participants.iter().map(|n| (n, board.agents.get(n)));
+    callers_of(board.pm.as_ref(), agents)
+}
+
+/// [`callers`] of a PM config and the participants' names with their configs.
+fn callers_of<'a>(
+    pm: Option<&crate::model::AgentConfig>,
+    agents: impl Iterator<Item = (&'a String, Option<&'a crate::model::AgentConfig>)>,
+) -> Vec<(String, serde_json::Map<String, serde_json::Value>)> {
+    let mut out = vec![(
+        crate::model::PM_CALLER.to_string(),
+        pm.map(|p| p.metadata.clone()).unwrap_or_default(),
+    )];
+    for (name, config) in agents {
+        if config.is_some_and(|a| a.kind == crate::model::ParticipantKind::Human) {
+            continue;
+        }
+        out.push((
+            name.clone(),
+            config.map(|a| a.metadata.clone()).unwrap_or_default(),
+        ));
     }
     out
+}
+
+/// The model callers `--agents` (and `--pm`) name, as [`callers`] lists them from the board,
+/// for `--show-config`; none without `--agents`.
+pub fn callers_of_agents(
+    b: &crate::cli::BoardArgs,
+) -> Result<Vec<(String, serde_json::Map<String, serde_json::Value>)>> {
+    if b.agents.iter().all(|a| a.trim().is_empty()) {
+        return Ok(Vec::new());
+    }
+    let search = crate::loader::AgentSearch::new(
+        b.agents_dir.as_deref(),
+        crate::config::load()?.config.user_agents_dir(),
+    );
+    let pm_name = b.pm.as_deref().unwrap_or(crate::model::PM_CALLER);
+    let (agents, pm) =
+        crate::loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
+    Ok(callers_of(
+        pm.as_ref(),
+        agents.iter().map(|a| (&a.name, Some(a))),
+    ))
 }
 
 fn is_human(board: &Board, name: &str) -> bool {
@@ -1355,7 +1386,7 @@ pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
             // No provider at all: only a dry run gets this far.
             return Ok("models: none (no provider configured)".to_string());
         };
-        let what = if provider == "replay" {
+        let what = if provider == crate::llm::ProviderName::Replay {
             let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
             format!("replay of {}", cassette.display())
         } else {

@@ -147,20 +147,6 @@ fn from_env(matches: &ArgMatches) -> Vec<String> {
         .collect()
 }
 
-/// Where a flag's value came from: the command line, its environment variable, else `None`.
-fn flag_source(matches: &ArgMatches, id: &str) -> Option<config::Source> {
-    let cmd = Args::command();
-    match matches.value_source(id)? {
-        ValueSource::CommandLine => Some(config::Source::Flag),
-        ValueSource::EnvVariable => {
-            let arg = cmd.get_arguments().find(|a| a.get_id() == id)?;
-            let var = arg.get_env()?.to_string_lossy().into_owned();
-            Some(config::Source::Env(var))
-        }
-        _ => None,
-    }
-}
-
 fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> {
     let mut map = BTreeMap::new();
     for s in stages {
@@ -193,10 +179,11 @@ fn main() -> ExitCode {
 fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
     if args.show_config {
+        let mut llm = args.llm.clone();
+        llm.from_env = from_env(&matches);
         let given = config::Given {
-            llm: args.llm.clone(),
-            provider: flag_source(&matches, "provider").zip(args.llm.provider.clone()),
-            model: flag_source(&matches, "model").zip(args.llm.model.clone()),
+            callers: driver::callers_of_agents(&args.board)?,
+            llm,
             agents_dir: args.board.agents_dir.clone(),
             run_dir: args.run_dir.clone(),
             max_loops: given(&matches, "max_loops"),

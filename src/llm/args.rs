@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use super::anthropic::Anthropic;
 use super::openai::OpenAi;
 use super::replay::{Recorder, Replay};
+use super::resolve::{env_non_empty, non_empty, resolve, ProviderName, Setting, Source};
 use super::transport::Timeouts;
 use super::{Client, Options, Provider, RetryPolicy};
 use crate::error::Error;
@@ -118,6 +119,12 @@ pub struct LlmArgs {
     #[arg(skip)]
     #[serde(skip)]
     pub config: ConfigDefaults,
+    /// The environment variables that gave these flags their values (`AGENT_MEETING_MODEL`,
+    /// ...), filled by the programs that name sources (`meeting`): a setting's source names
+    /// the variable, not the flag.
+    #[arg(skip)]
+    #[serde(skip)]
+    pub from_env: Vec<String>,
 }
 
 /// The LLM settings of the user's config file (DESIGN.md#config).
@@ -151,6 +158,19 @@ impl Default for LlmArgs {
             retry_max_secs: default::RETRY_MAX_SECS,
             reuse_log: false,
             config: ConfigDefaults::default(),
+            from_env: Vec::new(),
+        }
+    }
+}
+
+impl LlmSettings {
+    /// The meeting's defaults as `meeting` puts them on its board: its LLM flags.
+    pub fn from_flags(args: &LlmArgs) -> LlmSettings {
+        LlmSettings {
+            provider: args.provider.clone().unwrap_or_default(),
+            model: args.model.clone(),
+            temperature: args.temperature,
+            max_tokens: args.max_tokens,
         }
     }
 }
@@ -170,16 +190,6 @@ pub fn flag_env_vars() -> &'static [std::ffi::OsString] {
     })
 }
 
-fn non_empty(s: Option<&str>) -> Option<String> {
-    s.map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-}
-
-fn env_non_empty(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
-}
-
 fn seconds(flag: &str, v: f64) -> Result<Duration, Error> {
     if v.is_finite() && v > 0.0 && v <= 86_400.0 {
         Ok(Duration::from_secs_f64(v))
@@ -187,43 +197,6 @@ fn seconds(flag: &str, v: f64) -> Result<Duration, Error> {
         Err(Error::Usage(format!(
             "{flag}: expected a number of seconds above 0, got {v}"
         )))
-    }
-}
-
-const NO_PROVIDER: &str = "no LLM provider configured: set OPENAI_API_KEY (for --provider openai) or \
-ANTHROPIC_API_KEY (for --provider anthropic), or choose one with --provider / AGENT_MEETING_PROVIDER; \
-to run offline, use --provider replay --cassette FILE";
-
-/// Where a caller's provider was chosen, for the errors about it: only a provider the flags or
-/// the environment chose can be changed with `--provider`.
-enum ProviderSource {
-    /// The agent's (or PM's) `metadata.provider`; the name of the agent when known.
-    Metadata(String),
-    /// The board's `llm.provider` (`init-board --provider`).
-    Board,
-    /// `--provider` / `AGENT_MEETING_PROVIDER`, or the first key found in the environment.
-    Flags,
-}
-
-impl ProviderSource {
-    /// What chose the provider, and what to change instead of a flag that cannot override it.
-    fn explain(&self, provider: &str) -> String {
-        match self {
-            ProviderSource::Metadata(who) => {
-                let who = if who.is_empty() {
-                    "the caller".to_string()
-                } else {
-                    format!("agent {who:?}")
-                };
-                format!(
-                    "provider {provider} is set by {who} in its config's metadata.provider, which --provider cannot override; change or remove that metadata.provider"
-                )
-            }
-            ProviderSource::Board => format!(
-                "provider {provider} is the board's llm.provider (init-board --provider), which --provider cannot override; start the meeting with another provider"
-            ),
-            ProviderSource::Flags => format!("provider {provider}"),
-        }
     }
 }
 
@@ -238,12 +211,9 @@ pub fn client_for(
 }
 
 /// Build the client and options for one caller (`caller` names the agent or PM whose
-/// `metadata` this is, for errors). Precedence: the agent's `metadata`
-/// (`provider`, `model`, `temperature`, `max_tokens`), then the meeting's defaults
-/// (`board_llm`), then the flags/env. Exception: `replay` chosen by flag/env wins over
-/// everything, so a whole meeting runs offline. `calls` is the board's `usage.calls`.
-/// A missing key is a runtime error (exit 1); bad flags are usage errors (exit 2). A
-/// `max_tokens` nobody set stays `None`: each stage then sends its own default
+/// `metadata` this is, for errors), as [`super::resolve`] resolves it. `calls` is the board's
+/// `usage.calls`. A missing key is a runtime error (exit 1); bad flags are usage errors (exit
+/// 2). A `max_tokens` nobody set stays `None`: each stage then sends its own default
 /// ([`super::default_max_tokens`]).
 pub fn client_for_caller(
     args: &LlmArgs,
@@ -252,31 +222,28 @@ pub fn client_for_caller(
     metadata: &Map<String, Value>,
     calls: u64,
 ) -> Result<(Client, Options), Error> {
-    let Resolved {
-        provider,
-        source,
-        options,
-    } = resolve(args, board_llm, caller, metadata)?;
+    let resolved = resolve(args, board_llm, caller, metadata)?;
+    let provider = resolved.provider.value;
+    let options = resolved.options();
     let timeouts = Timeouts {
         connect: seconds("--connect-timeout", args.connect_timeout)?,
         read: seconds("--read-timeout", args.read_timeout)?,
     };
-    let native = !args.no_native_schema && !args.no_response_format;
-    if let Some(var) = missing_key(args, &provider) {
-        return Err(Error::Runtime(match source {
-            ProviderSource::Flags => format!(
-                "provider {provider} needs {var} in the environment (or choose another with --provider); \
-to run offline, use --provider replay --cassette FILE"
+    if let Some(var) = missing_key(args, provider) {
+        return Err(Error::Runtime(match resolved.provider.source {
+            Source::Metadata(_) | Source::Board => format!(
+                "{}, or set {var} in the environment; to run offline, use --provider replay --cassette FILE",
+                resolved.explain_provider(provider.as_str())
             ),
             _ => format!(
-                "{}, or set {var} in the environment; to run offline, use --provider replay --cassette FILE",
-                source.explain(&provider)
+                "provider {provider} needs {var} in the environment (or choose another with --provider); \
+to run offline, use --provider replay --cassette FILE"
             ),
         }));
     }
     let key = |var: &str| env_non_empty(var).unwrap_or_default();
-    let real: Box<dyn Provider> = match provider.as_str() {
-        "replay" => {
+    let real: Box<dyn Provider> = match provider {
+        ProviderName::Replay => {
             let Some(path) = &args.cassette else {
                 return Err(Error::Usage(
                     "--provider replay needs a cassette: --cassette FILE (or MEETING_CASSETTE)"
@@ -289,22 +256,8 @@ to run offline, use --provider replay --cassette FILE"
                 .with_log(args.llm_log.clone());
             return Ok((client, options));
         }
-        "openai" => Box::new(openai(args, &key("OPENAI_API_KEY"), timeouts)),
-        "anthropic" => Box::new(Anthropic::new(
-            &base_url(args, "anthropic"),
-            &key("ANTHROPIC_API_KEY"),
-            native,
-            timeouts,
-        )),
-        other => {
-            let why = match source {
-                ProviderSource::Flags => String::new(),
-                _ => format!("; {}", source.explain(other)),
-            };
-            return Err(Error::Usage(format!(
-                "unknown provider {other:?} (expected openai, anthropic or replay){why}"
-            )));
-        }
+        ProviderName::OpenAi => Box::new(openai(args, &key("OPENAI_API_KEY"), timeouts)),
+        ProviderName::Anthropic => Box::new(anthropic(args, &key("ANTHROPIC_API_KEY"), timeouts)),
     };
     let provider_box: Box<dyn Provider> = match &args.record {
         Some(path) => Box::new(Recorder::new(real, path)),
@@ -326,81 +279,6 @@ to run offline, use --provider replay --cassette FILE"
     Ok((client, options))
 }
 
-/// Which provider, model and options one caller gets, and what chose the provider: the
-/// precedence of [`client_for_caller`], without building a client (the start line and
-/// `--dry-run` show it).
-fn resolve(
-    args: &LlmArgs,
-    board_llm: &LlmSettings,
-    caller: &str,
-    metadata: &Map<String, Value>,
-) -> Result<Resolved, Error> {
-    let meta_str = |k: &str| non_empty(metadata.get(k).and_then(Value::as_str));
-    let flag_provider = non_empty(args.provider.as_deref()).map(|p| p.to_lowercase());
-    let (provider, source) = if flag_provider.as_deref() == Some("replay") {
-        ("replay".to_string(), ProviderSource::Flags)
-    } else if let Some(p) = meta_str("provider") {
-        (p, ProviderSource::Metadata(caller.to_string()))
-    } else if let Some(p) = non_empty(Some(&board_llm.provider)) {
-        (p, ProviderSource::Board)
-    } else {
-        let p = flag_provider
-            .or_else(|| non_empty(args.config.provider.as_deref()).map(|p| p.to_lowercase()))
-            .or_else(|| env_non_empty("OPENAI_API_KEY").map(|_| "openai".to_string()))
-            .or_else(|| env_non_empty("ANTHROPIC_API_KEY").map(|_| "anthropic".to_string()))
-            .or_else(|| env_non_empty("OPENAI_BASE_URL").map(|_| "openai".to_string()))
-            .ok_or_else(|| Error::Runtime(NO_PROVIDER.to_string()))?;
-        (p, ProviderSource::Flags)
-    };
-    let provider = provider.to_lowercase();
-    let default_model = default_model(&provider).unwrap_or("replay");
-    let model = meta_str("model")
-        .or_else(|| non_empty(board_llm.model.as_deref()))
-        .or_else(|| non_empty(args.model.as_deref()))
-        .or_else(|| {
-            (provider == "openai")
-                .then(|| env_non_empty("OPENAI_MODEL"))
-                .flatten()
-        })
-        .or_else(|| {
-            (provider == "anthropic")
-                .then(|| env_non_empty("ANTHROPIC_MODEL"))
-                .flatten()
-        })
-        .or_else(|| non_empty(args.config.models.get(caller).map(String::as_str)))
-        .or_else(|| non_empty(args.config.model.as_deref()))
-        .unwrap_or_else(|| default_model.to_string());
-    let temperature = metadata
-        .get("temperature")
-        .and_then(Value::as_f64)
-        .or(board_llm.temperature)
-        .or(args.temperature);
-    let max_tokens = metadata
-        .get("max_tokens")
-        .and_then(Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok())
-        .or(board_llm.max_tokens)
-        .or(args.max_tokens);
-    let options = Options {
-        model,
-        temperature,
-        max_tokens,
-    };
-
-    Ok(Resolved {
-        provider,
-        source,
-        options,
-    })
-}
-
-/// A caller's resolved provider, its source and options.
-struct Resolved {
-    provider: String,
-    source: ProviderSource,
-    options: Options,
-}
-
 /// The provider and model one caller will use (`replay` answers from the cassette: its model
 /// is the one recorded). Fails as [`client_for_caller`] would when no provider is chosen.
 pub fn provider_and_model(
@@ -408,15 +286,24 @@ pub fn provider_and_model(
     board_llm: &LlmSettings,
     caller: &str,
     metadata: &Map<String, Value>,
-) -> Result<(String, String), Error> {
+) -> Result<(ProviderName, String), Error> {
     let r = resolve(args, board_llm, caller, metadata)?;
-    Ok((r.provider, r.options.model))
+    Ok((r.provider.value, r.model.value))
+}
+
+/// Whether the flags ask for the provider's native structured output.
+fn native(args: &LlmArgs) -> bool {
+    !args.no_native_schema && !args.no_response_format
 }
 
 /// The OpenAI provider as the flags configure it.
 fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
-    let native = !args.no_native_schema && !args.no_response_format;
-    let openai = OpenAi::new(&base_url(args, "openai"), api_key, native, timeouts);
+    let openai = OpenAi::new(
+        &base_url(args, ProviderName::OpenAi).value,
+        api_key,
+        native(args),
+        timeouts,
+    );
     if args.no_response_format {
         openai.with_mode(super::openai::JsonMode::Prompt)
     } else {
@@ -424,62 +311,74 @@ fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
     }
 }
 
+/// The Anthropic provider as the flags configure it.
+fn anthropic(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> Anthropic {
+    Anthropic::new(
+        &base_url(args, ProviderName::Anthropic).value,
+        api_key,
+        native(args),
+        timeouts,
+    )
+}
+
 /// The variable holding `provider`'s API key when a call would need it and it is not set. A
 /// local OpenAI-compatible server (loopback base URL) needs none.
-pub fn missing_key(args: &LlmArgs, provider: &str) -> Option<&'static str> {
-    let var = match provider {
-        "openai" if !super::transport::is_loopback(&base_url(args, "openai")) => "OPENAI_API_KEY",
-        "anthropic" => "ANTHROPIC_API_KEY",
-        _ => return None,
-    };
+pub fn missing_key(args: &LlmArgs, provider: ProviderName) -> Option<&'static str> {
+    if provider == ProviderName::OpenAi
+        && super::transport::is_loopback(&base_url(args, provider).value)
+    {
+        return None;
+    }
+    let var = provider.key_var()?;
     env_non_empty(var).is_none().then_some(var)
 }
 
 /// Whether `provider`, as the flags configure it, wants the reply schema described in the
 /// prompt (no native structured output): asked of the provider itself, built without a key
 /// (`--dry-run` shows the prompt exactly as it would be sent).
-pub fn schema_in_prompt(args: &LlmArgs, provider: &str) -> bool {
+pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
     let timeouts = Timeouts {
         connect: Duration::from_secs(1),
         read: Duration::from_secs(1),
     };
-    let native = !args.no_native_schema && !args.no_response_format;
     match provider {
-        "openai" => openai(args, "", timeouts).schema_in_prompt(),
-        "anthropic" => {
-            Anthropic::new(&base_url(args, "anthropic"), "", native, timeouts).schema_in_prompt()
-        }
-        _ => false,
+        ProviderName::OpenAi => openai(args, "", timeouts).schema_in_prompt(),
+        ProviderName::Anthropic => anthropic(args, "", timeouts).schema_in_prompt(),
+        ProviderName::Replay => false,
     }
 }
 
-/// The model a provider gets when nothing names one (`replay` has none: the cassette answers).
-pub fn default_model(provider: &str) -> Option<&'static str> {
-    match provider {
-        "openai" => Some(super::openai::DEFAULT_MODEL),
-        "anthropic" => Some(super::anthropic::DEFAULT_MODEL),
-        _ => None,
-    }
-}
-
-/// A provider's API base URL: its environment variable, else the config file's, else the
-/// provider's own.
-pub fn base_url(args: &LlmArgs, provider: &str) -> String {
+/// A provider's API base URL and its source: its environment variable, else the config
+/// file's, else the provider's own (`replay` has none: the OpenAI one is shown).
+pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
     let (var, config, default) = match provider {
-        "anthropic" => (
+        ProviderName::Anthropic => (
             "ANTHROPIC_BASE_URL",
             &args.config.anthropic_base_url,
             super::anthropic::DEFAULT_BASE_URL,
         ),
-        _ => (
+        ProviderName::OpenAi | ProviderName::Replay => (
             "OPENAI_BASE_URL",
             &args.config.openai_base_url,
             super::openai::DEFAULT_BASE_URL,
         ),
     };
-    env_non_empty(var)
-        .or_else(|| non_empty(config.as_deref()))
-        .unwrap_or_else(|| default.to_string())
+    if let Some(url) = env_non_empty(var) {
+        Setting {
+            value: url,
+            source: Source::Env(var.to_string()),
+        }
+    } else if let Some(url) = non_empty(config.as_deref()) {
+        Setting {
+            value: url,
+            source: Source::ConfigFile(None),
+        }
+    } else {
+        Setting {
+            value: default.to_string(),
+            source: Source::Default,
+        }
+    }
 }
 
 /// With `--reuse-log`, calls that completed in an earlier (killed) run come from the log.

@@ -25,11 +25,13 @@ mod notation;
 pub mod openai;
 pub mod parse;
 pub mod replay;
+pub mod resolve;
 pub mod resume;
 pub mod transport;
 
 pub use args::{client_for, client_for_caller, ConfigDefaults, LlmArgs};
 pub use parse::parse_json_reply;
+pub use resolve::{resolve, ProviderName, Resolved, Setting, Source};
 pub use transport::Timeouts;
 
 /// Who speaks a message in the conversation sent to the model.
@@ -139,6 +141,15 @@ pub mod default_max_tokens {
     pub const PM_CLOSING: u32 = 2000;
     /// agent-builder: a whole AgentConfig, role prompt and both schemas.
     pub const BUILDER: u32 = 2500;
+
+    /// A caller's default in a meeting round: the PM's step or an agent's turn.
+    pub fn of_caller(caller: &str) -> u32 {
+        if caller == crate::model::PM_CALLER {
+            PM_STEP
+        } else {
+            AGENT_TURN
+        }
+    }
 }
 
 impl Options {

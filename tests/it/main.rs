@@ -48,6 +48,7 @@ mod prompt_layout;
 mod report;
 mod schemas;
 mod secrets;
+mod settings_agree;
 mod start_line;
 mod step_and_loops;
 mod terminal;

@@ -160,7 +160,7 @@ fn from_cassette(
     };
     let replaying =
         crate::llm::args::provider_and_model(llm, &board.llm, &agent.name, &agent.metadata)
-            .is_ok_and(|(p, _)| p == "replay");
+            .is_ok_and(|(p, _)| p == crate::llm::ProviderName::Replay);
     let (true, Some(path)) = (replaying, &llm.cassette) else {
         return Ok(None);
     };
