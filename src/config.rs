@@ -274,7 +274,8 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
         crate::llm::ProviderName::Anthropic,
     ] {
         let url = crate::llm::args::base_url(&llm, p);
-        row(&format!("base_urls.{p}"), url.value, url.source);
+        let shown = crate::llm::transport::masked_url(&url.value);
+        row(&format!("base_urls.{p}"), shown, url.source);
     }
     for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
         let set = match std::env::var(var) {

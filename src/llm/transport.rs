@@ -33,6 +33,8 @@ impl Default for Timeouts {
 pub struct Http {
     agent: ureq::Agent,
     secret: String,
+    /// The base URL's `user:password@`, shown nowhere (see [`masked_url`]).
+    userinfo: Option<String>,
     read_timeout: Duration,
     local: bool,
 }
@@ -57,6 +59,7 @@ impl Http {
         Http {
             agent: ureq::Agent::new_with_config(config),
             secret: secret.to_string(),
+            userinfo: userinfo(base_url).map(str::to_string),
             read_timeout: timeouts.read,
             local,
         }
@@ -67,9 +70,14 @@ impl Http {
         self.local
     }
 
-    /// Replace the secret wherever it appears (short values would match by accident).
+    /// Replace the secret wherever it appears (short values would match by accident), and the
+    /// base URL's password.
     pub(crate) fn redact(&self, text: &str) -> String {
-        redact(text, &self.secret)
+        let text = redact(text, &self.secret);
+        match &self.userinfo {
+            Some(info) => text.replace(info.as_str(), &masked_userinfo(info)),
+            None => text,
+        }
     }
 
     /// POST `body` to `url`; a 2xx JSON body is returned, anything else becomes an attempt error.
@@ -117,10 +125,10 @@ impl Http {
     fn map_error(&self, e: ureq::Error, url: &str) -> AttemptError {
         // A slow server (a local model on a CPU) needs a longer wait, not more attempts.
         let timeout = |why: String| {
-            AttemptError::Timeout(format!(
+            AttemptError::Timeout(self.redact(&format!(
                 "no answer from {url} within {} s ({why}); a slow server needs a longer --read-timeout",
                 self.read_timeout.as_secs_f64()
-            ))
+            )))
         };
         match e {
             ureq::Error::Timeout(t) => timeout(t.to_string()),
@@ -178,6 +186,31 @@ pub(crate) fn is_loopback(url: &str) -> bool {
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A URL's `user:password@` part, when it has a password (`redis://:pw@host` too).
+fn userinfo(url: &str) -> Option<&str> {
+    let start = url.find("://")? + 3;
+    let rest = &url[start..];
+    // A password may hold a `/`: the userinfo ends at the last `@` before any query.
+    let end = rest.find(['?', '#', ' ', '\n']).unwrap_or(rest.len());
+    let at = rest[..end].rfind('@')?;
+    let info = &rest[..=at];
+    info.contains(':').then_some(info)
+}
+
+/// `user:password@` as shown: `user:***@`.
+fn masked_userinfo(info: &str) -> String {
+    let user = info.split(':').next().unwrap_or("");
+    format!("{user}:***@")
+}
+
+/// A URL as it may be shown (errors, `--show-config`): a password in it becomes `***`.
+pub fn masked_url(url: &str) -> String {
+    match userinfo(url) {
+        Some(info) => url.replacen(info, &masked_userinfo(info), 1),
+        None => url.to_string(),
+    }
 }
 
 pub(crate) fn redact(text: &str, secret: &str) -> String {
@@ -251,6 +284,33 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_base_urls_password_is_never_shown() {
+        for (url, shown) in [
+            ("http://user:pw@host/v1", "http://user:***@host/v1"),
+            ("redis://:pw@host:6379", "redis://:***@host:6379"),
+            (
+                "https://u:p/a@ss@gw.example/v1",
+                "https://u:***@gw.example/v1",
+            ),
+            ("http://user@host/v1", "http://user@host/v1"),
+            ("http://127.0.0.1:8080/v1", "http://127.0.0.1:8080/v1"),
+        ] {
+            assert_eq!(masked_url(url), shown, "{url}");
+        }
+        let http = Http::new(
+            Timeouts {
+                connect: Duration::from_secs(1),
+                read: Duration::from_secs(1),
+            },
+            "",
+            "http://alice:s3cret/pw@127.0.0.1:9/v1",
+        );
+        let said = http.redact("http://alice:s3cret/pw@127.0.0.1:9/v1/chat/completions: refused");
+        assert!(!said.contains("s3cret"), "{said}");
+        assert!(said.contains("alice:***@127.0.0.1:9"), "{said}");
+    }
 
     #[test]
     fn a_failed_name_lookup_is_recognised() {

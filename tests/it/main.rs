@@ -52,4 +52,5 @@ mod settings_agree;
 mod start_line;
 mod step_and_loops;
 mod terminal;
+mod url_password;
 mod usage;
