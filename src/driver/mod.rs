@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::cli::BoardArgs;
 use crate::error::{Error, Result};
-use crate::in_process::{Made, Stages};
+mod stages;
+
 use crate::io::{os_error, to_json_line, write_atomic};
 use crate::llm::LlmArgs;
 use crate::model::{
@@ -27,6 +28,7 @@ use crate::model::{
 };
 use crate::stage::Stage;
 use crate::text::one_line;
+use stages::{Made, Stages};
 
 /// Version of `meeting.json`; a run folder of another version cannot be resumed.
 pub const SETTINGS_VERSION: u32 = 2;

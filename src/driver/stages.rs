@@ -7,9 +7,9 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use super::{MeetingSource, RunSettings};
 use crate::cli::ContextArgs;
 use crate::context::InputFrom;
-use crate::driver::{MeetingSource, RunSettings};
 use crate::error::{Error, Result};
 use crate::llm::LlmArgs;
 use crate::model::{Board, LlmSettings, MeetingPacket, ReportResult, Status};
