@@ -59,13 +59,15 @@ struct Position<'a> {
 impl Position<'_> {
     /// The stage's events appended to `events.jsonl`, then its output written as checkpoint
     /// `step`, the boards before the last few removed. Events first: a kill between the two
-    /// leaves them once too many, which `--resume` cuts by the checkpoint's `event_count`;
-    /// never missing from a synced checkpoint.
+    /// leaves them once too many, which `--resume` cuts by the checkpoint's `event_count`.
+    /// Neither is synced: what must survive a crash of the machine is the model's answers,
+    /// synced in `llm.jsonl` as they come; `--resume` derives lost boards from them
+    /// (DESIGN.md#resume).
     fn checkpoint(&mut self, stage: Stage, next: &Board, text: &str) -> Result<()> {
         let run = self.run;
         let added = added_events(&self.board, next);
-        run.append_events(added)?;
-        run.write(&run.file(self.step, stage, "out"), text.as_bytes())?;
+        run.append_events(added, false)?;
+        run.write_checkpoint(self.step, stage, text)?;
         run.prune(self.step)?;
         self.tally.add(added);
         Ok(())

@@ -6,9 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::drive::Run;
 use super::report_path::{check_report_path, prove_writable};
-use super::run_dir::read_checkpoint;
 use super::{absolute, RunDir, RunSettings, SETTINGS_VERSION};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::io::to_json_line;
 use crate::stage::Stage;
 
@@ -67,19 +66,7 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     if settings.config_file.is_some() {
         settings.config_file = Some(absolute(&dir.join("config.yaml")));
     }
-    let Some((step, stage, path)) = run.last_output()? else {
-        return Err(Error::Usage(format!(
-            "--resume: {} holds no stage output to continue from",
-            dir.display()
-        )));
-    };
-    if stage == Stage::CollectContext {
-        return Err(Error::Usage(format!(
-            "--resume: {} stopped before init-board; start the meeting again",
-            dir.display()
-        )));
-    }
-    let board = read_checkpoint(stage, &path)?;
+    let (step, _, board) = run.resume_point()?;
     let changed = changes.apply(&mut settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.
@@ -89,6 +76,7 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     if changed {
         run.write(&file, to_json_line(&settings, true).as_bytes())?;
     }
+    run.discard_after(step)?;
     let tally = run.resume_events(&board)?;
     Ok(Run::new(run, settings, board, step + 1, tally, lock))
 }

@@ -100,9 +100,11 @@ impl RunDir {
         Ok(found)
     }
 
-    /// Append a stage's `new_events` to `events.jsonl` (DESIGN.md#events), synced: the boards
-    /// before the last few are removed ([`RunDir::prune`]), so this file is the history.
-    pub(super) fn append_events(&self, events: &[Event]) -> Result<()> {
+    /// Append a stage's `new_events` to `events.jsonl` (DESIGN.md#events): the boards before
+    /// the last few are removed ([`RunDir::prune`]), so this file is the history. Synced only
+    /// with `sync` (the start): what a crash of the machine loses of it, `--resume` writes again
+    /// as it derives the lost boards (DESIGN.md#resume).
+    pub(super) fn append_events(&self, events: &[Event], sync: bool) -> Result<()> {
         if events.is_empty() {
             return Ok(());
         }
@@ -110,11 +112,14 @@ impl RunDir {
         for ev in events {
             text.push_str(&to_json_line(ev, false));
         }
-        let path = self.path.join("events.jsonl");
+        let path = self.events_file();
         open_append(&path)
             .and_then(|mut f| {
                 f.write_all(text.as_bytes())?;
-                f.sync_data()
+                if sync {
+                    f.sync_data()?;
+                }
+                Ok(())
             })
             .map_err(|e| {
                 Error::Runtime(format!(
@@ -125,13 +130,22 @@ impl RunDir {
             })
     }
 
-    /// Make `events.jsonl` hold exactly the events up to `board`, the checkpoint `--resume`
-    /// goes on from: its first `event_count - new_events` lines, then the board's
-    /// `new_events`. A kill can leave the last stage's events missing, half written or (when
-    /// it struck between the append and the checkpoint) once too many; this repairs all three.
-    /// Returns the tally of the events kept.
-    pub(super) fn resume_events(&self, board: &Board) -> Result<Tally> {
-        let path = self.path.join("events.jsonl");
+    /// Write a stage's output as checkpoint `step`, atomically but not synced: a killed
+    /// meeting never leaves half a checkpoint, and one a crash of the machine loses is derived
+    /// again from the synced exchange log by `--resume` (DESIGN.md#resume).
+    pub(super) fn write_checkpoint(&self, step: u32, stage: Stage, text: &str) -> Result<()> {
+        crate::io::write_atomic_unsynced(&self.file(step, stage, "out"), text.as_bytes())
+    }
+
+    fn events_file(&self) -> PathBuf {
+        self.path.join("events.jsonl")
+    }
+
+    /// The whole lines at the head of `events.jsonl`, in order, each with its event when it
+    /// reads as one: the lines up to the first that is cut short or is not JSON (a kill
+    /// mid-append, or a crash that lost the file's tail).
+    fn whole_events(&self) -> Result<Vec<(String, Option<Event>)>> {
+        let path = self.events_file();
         let text = match std::fs::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -143,35 +157,108 @@ impl RunDir {
                 )))
             }
         };
+        Ok(text
+            .split_inclusive('\n')
+            .take_while(|line| {
+                line.ends_with('\n') && serde_json::from_str::<serde::de::IgnoredAny>(line).is_ok()
+            })
+            .map(|line| (line.to_string(), serde_json::from_str::<Event>(line).ok()))
+            .collect())
+    }
+
+    /// The checkpoint `--resume` goes on from (DESIGN.md#resume): the newest that is whole and
+    /// whose earlier events are all in `events.jsonl`. Checkpoints are not synced, so a crash
+    /// of the machine can lose the newest or leave them empty: an older one is taken then, at
+    /// worst init-board's (synced at the start), and the stages after it run again, their
+    /// model calls answered from `llm.jsonl`. A checkpoint that is JSON but not a board of
+    /// this release is refused, naming it.
+    pub(super) fn resume_point(&self) -> Result<(u32, Stage, Board)> {
+        let mut outputs = self.outputs()?;
+        if outputs.is_empty() {
+            return Err(Error::Usage(format!(
+                "--resume: {} holds no stage output to continue from",
+                self.path.display()
+            )));
+        }
+        outputs.sort_by_key(|(n, _, _)| std::cmp::Reverse(*n));
+        let events = self.whole_events()?.len() as u64;
+        for (step, stage, path) in outputs {
+            if stage == Stage::CollectContext {
+                return Err(Error::Usage(format!(
+                    "--resume: {} stopped before init-board; start the meeting again",
+                    self.path.display()
+                )));
+            }
+            let text = crate::io::read_text_file(&path)?;
+            if serde_json::from_str::<serde::de::IgnoredAny>(&text).is_err() {
+                crate::note!(
+                    "{}: not a whole checkpoint (lost in a crash); going on from an earlier one",
+                    path.display()
+                );
+                continue;
+            }
+            let board = read_checkpoint(stage, &path, &text)?;
+            let before = board
+                .event_count
+                .saturating_sub(board.new_events.len() as u64);
+            if events < before {
+                crate::note!(
+                    "{}: {} of the events before it are missing (lost in a crash); going on from an earlier checkpoint",
+                    path.display(),
+                    before - events
+                );
+                continue;
+            }
+            return Ok((step, stage, board));
+        }
+        Err(Error::Usage(format!(
+            "--resume: {} holds no whole checkpoint to continue from",
+            self.path.display()
+        )))
+    }
+
+    /// Remove the checkpoints after `step`, the one `--resume` goes on from: those a crash
+    /// left unusable, which the stages run again will write anew.
+    pub(super) fn discard_after(&self, step: u32) -> Result<()> {
+        for (n, _, path) in self.outputs()? {
+            if n > step {
+                remove(&path)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Make `events.jsonl` hold exactly the events up to `board`, the checkpoint `--resume`
+    /// goes on from: its first `event_count - new_events` lines, then the board's
+    /// `new_events`. A kill can leave the last stage's events missing, half written or (when
+    /// it struck between the append and the checkpoint) once too many; this repairs all three.
+    /// Returns the tally of the events kept.
+    pub(super) fn resume_events(&self, board: &Board) -> Result<Tally> {
         let before = board
             .event_count
             .saturating_sub(board.new_events.len() as u64);
         let mut kept = String::new();
         let mut tally = Tally::default();
-        let mut n = 0u64;
-        // Only complete lines count: a kill mid-append leaves a line without its newline.
-        for line in text.split_inclusive('\n').filter(|l| l.ends_with('\n')) {
-            if n == before {
-                break;
-            }
-            if let Ok(ev) = serde_json::from_str::<Event>(line) {
-                tally.add(std::slice::from_ref(&ev));
-            }
+        let whole = self.whole_events()?;
+        for (line, ev) in whole
+            .iter()
+            .take(usize::try_from(before).unwrap_or(usize::MAX))
+        {
+            tally.add(ev.as_slice());
             kept.push_str(line);
-            n += 1;
         }
-        if n < before {
+        if (whole.len() as u64) < before {
             crate::note!(
                 "{}: {} events before the last checkpoint are missing (lost in a crash)",
-                path.display(),
-                before - n
+                self.events_file().display(),
+                before - whole.len() as u64
             );
         }
         for ev in &board.new_events {
             kept.push_str(&to_json_line(ev, false));
         }
         tally.add(&board.new_events);
-        write_atomic(&path, kept.as_bytes())?;
+        write_atomic(&self.events_file(), kept.as_bytes())?;
         Ok(tally)
     }
 
@@ -185,13 +272,7 @@ impl RunDir {
         }
         for (n, _, path) in self.outputs()? {
             if n > 2 && n + KEEP_BOARDS <= step {
-                std::fs::remove_file(&path).map_err(|e| {
-                    Error::Runtime(format!(
-                        "{}: cannot remove: {}",
-                        path.display(),
-                        os_error(&e)
-                    ))
-                })?;
+                remove(&path)?;
             }
         }
         Ok(())
@@ -216,15 +297,24 @@ pub(super) fn added_events<'a>(before: &Board, after: &'a Board) -> &'a [Event] 
         .saturating_sub(usize::try_from(n).unwrap_or(usize::MAX))..]
 }
 
-/// The board a checkpoint (a stage's `.out.json`) holds.
-pub(super) fn read_checkpoint(stage: Stage, path: &Path) -> Result<Board> {
-    let text = crate::io::read_text_file(path)?;
+fn remove(path: &Path) -> Result<()> {
+    std::fs::remove_file(path).map_err(|e| {
+        Error::Runtime(format!(
+            "{}: cannot remove: {}",
+            path.display(),
+            os_error(&e)
+        ))
+    })
+}
+
+/// The board a checkpoint (a stage's `.out.json`, its `text` read) holds.
+fn read_checkpoint(stage: Stage, path: &Path, text: &str) -> Result<Board> {
     let label = path.display().to_string();
     match stage {
         Stage::RenderReport => {
-            Ok(crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json)?.board)
+            Ok(crate::io::parse_doc::<ReportResult>(&label, text, crate::io::Format::Json)?.board)
         }
-        _ => crate::io::parse_board(&label, &text),
+        _ => crate::io::parse_board(&label, text),
     }
 }
 

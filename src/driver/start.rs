@@ -238,7 +238,9 @@ fn create(checked: Checked, ui: Ui) -> Result<Run> {
     dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
     // A folder that held a meeting had a meeting.json (refused above): this file is new.
     let _ = std::fs::remove_file(dir.path.join("events.jsonl"));
-    dir.append_events(&board.new_events)?;
+    // Synced, with the checkpoints above: init-board's is where `--resume` can always go on
+    // from (DESIGN.md#resume).
+    dir.append_events(&board.new_events, true)?;
     let mut tally = Tally::default();
     tally.add(&board.new_events);
     if let (Some(kept), false) = (&numbered_from, ui.quiet) {
