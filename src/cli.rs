@@ -154,6 +154,44 @@ pub fn parse_args<T: clap::Parser>(program: &'static str) -> T {
     parse_args_with_matches(program).0
 }
 
+/// A value given on the command line (clap's value source: not a default, not from the
+/// environment).
+pub fn given<T: Clone + Send + Sync + 'static>(matches: &clap::ArgMatches, id: &str) -> Option<T> {
+    (matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
+        .then(|| matches.get_one::<T>(id).cloned())
+        .flatten()
+}
+
+/// The environment variables that gave a flag of `cmd` its value (clap's value source).
+pub fn env_sources(cmd: &clap::Command, matches: &clap::ArgMatches) -> Vec<String> {
+    cmd.get_arguments()
+        .filter(|a| {
+            matches.value_source(a.get_id().as_str())
+                == Some(clap::parser::ValueSource::EnvVariable)
+        })
+        .filter_map(|a| a.get_env().map(|v| v.to_string_lossy().into_owned()))
+        .collect()
+}
+
+/// The first flag of `cmd` given on the command line whose clap id is not in `allowed`, as it
+/// is spelled (`--model`). Defaults and environment variables are not given flags.
+pub fn given_outside(
+    cmd: &clap::Command,
+    matches: &clap::ArgMatches,
+    allowed: &[&str],
+) -> Option<String> {
+    matches.ids().find_map(|id| {
+        // A group of flags is not a flag.
+        let arg = cmd.get_arguments().find(|a| a.get_id() == id)?;
+        let given =
+            matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine);
+        (given && !allowed.contains(&id.as_str())).then(|| {
+            arg.get_long()
+                .map_or_else(|| id.to_string(), |l| format!("--{l}"))
+        })
+    })
+}
+
 /// [`parse_args`], also returning clap's matches: they tell a flag given on the command line
 /// from a default or an environment variable (`meeting --resume` needs to know).
 pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, clap::ArgMatches) {

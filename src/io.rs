@@ -730,6 +730,17 @@ pub fn to_json_line<T: Serialize>(value: &T, pretty: bool) -> String {
 
 /// Write `contents` to `path` through a temporary file in the same folder and a rename.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
+    write_replacing(path, contents, true)
+}
+
+/// [`write_atomic`] without the sync: a killed process still never leaves half a file, but a
+/// crash of the machine may lose the file. For what can be derived again: the run folder's
+/// boards, which `--resume` rebuilds from the synced exchange log (DESIGN.md#resume).
+pub fn write_atomic_unsynced(path: &Path, contents: &[u8]) -> Result<()> {
+    write_replacing(path, contents, false)
+}
+
+fn write_replacing(path: &Path, contents: &[u8], sync: bool) -> Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -752,7 +763,13 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
     let mut tmp = builder.tempfile_in(&dir).map_err(|e| fail("write", e))?;
     tmp.write_all(contents)
-        .and_then(|()| tmp.as_file().sync_all())
+        .and_then(|()| {
+            if sync {
+                tmp.as_file().sync_all()
+            } else {
+                Ok(())
+            }
+        })
         .map_err(|e| fail("write", e))?;
     tmp.persist(path).map_err(|e| fail("write", e.error))?;
     Ok(())

@@ -16,7 +16,6 @@ pub mod driver;
 pub mod error;
 pub mod events;
 pub(crate) mod final_report;
-mod in_process;
 pub mod io;
 pub mod llm;
 pub mod loader;

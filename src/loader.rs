@@ -9,6 +9,11 @@ use serde_json::{json, Map, Value};
 use crate::error::{Error, Invalid, Result};
 use crate::io::{parse_doc, read_text_file, Format};
 use crate::model::{AgentConfig, ParticipantKind, AGENT_TURN_FIELDS, PM_DECISION_FIELDS};
+use crate::text::one_line;
+
+mod files;
+pub use files::{agent_config_text, check_agent_output};
+use files::{agent_names_in, find_agent_file};
 
 /// Which contract an agent's output schema must meet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -509,27 +514,6 @@ impl AgentSearch {
     }
 }
 
-/// The config file of agent `name` in `dir`, if any; two files for one name are refused.
-pub(crate) fn find_agent_file(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
-    let found: Vec<PathBuf> = ["json", "yaml", "yml"]
-        .iter()
-        .map(|ext| dir.join(format!("{name}.{ext}")))
-        .filter(|p| p.is_file())
-        .collect();
-    match found.len() {
-        0 => Ok(None),
-        1 => Ok(found.into_iter().next()),
-        _ => Err(Error::input(
-            found[1].display().to_string(),
-            "name",
-            format!(
-                "duplicate agent name {name:?}: also defined in {}",
-                found[0].display()
-            ),
-        )),
-    }
-}
-
 /// Names of the agent configs a place defines, sorted.
 fn names_at(place: &AgentPlace) -> Vec<String> {
     match place.dir() {
@@ -538,20 +522,40 @@ fn names_at(place: &AgentPlace) -> Vec<String> {
     }
 }
 
-/// Names of the agent configs in `dir`, sorted.
-fn agent_names_in(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| Format::from_path(p).is_some() && p.is_file())
-        .filter_map(|p| p.file_stem().and_then(|s| s.to_str()).map(str::to_string))
-        .filter(|n| crate::model::is_safe_name(n))
-        .collect();
-    names.sort();
-    names.dedup();
-    names
+/// What `meeting --list-agents` prints: the lookup order, then one line per agent (name, role,
+/// where it is found; the PM too, the built-in PM prompt when no place defines `pm`).
+pub fn list_agents(search: &AgentSearch) -> String {
+    let mut out = String::from("# lookup order (first wins):");
+    for (i, place) in search.places.iter().enumerate() {
+        out.push_str(&format!(" {}. {}", i + 1, place.label()));
+    }
+    out.push('\n');
+    let mut rows: Vec<[String; 3]> = vec![["NAME".into(), "ROLE".into(), "FOUND IN".into()]];
+    let listed = search.list();
+    for a in &listed {
+        let role = match &a.role {
+            Ok(r) => r.clone(),
+            Err(e) => format!("(invalid: {})", one_line(e, 60)),
+        };
+        let mut place = a.place.label();
+        if a.shadows > 0 {
+            place.push_str(&format!(" (hides {} more)", a.shadows));
+        }
+        rows.push([a.name.clone(), role, place]);
+    }
+    if !listed.iter().any(|a| a.name == "pm") {
+        rows.push([
+            "pm".into(),
+            "Meeting PM".into(),
+            "built-in (PM prompt)".into(),
+        ]);
+    }
+    let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
+    for [name, role, place] in rows {
+        out.push_str(&format!("{name:w0$}  {role:w1$}  {place}\n"));
+    }
+    out
 }
 
 /// Load the named specialists and the PM along `search` (DESIGN.md#agent-lookup). A missing

@@ -1,5 +1,5 @@
 //! Text helpers with one meaning each: cutting to a length, folding whitespace, the first
-//! sentence of an answer. Everything counts characters, never bytes, so no helper here can
+//! sentence of an answer, a file-name slug. Everything counts characters, never bytes, so no helper here can
 //! split a multi-byte character.
 
 /// `s` cut to at most `max` characters; when something was cut, the last kept character is an
@@ -77,6 +77,28 @@ pub(crate) fn strip_bidi(s: &str) -> String {
     s.chars().filter(|&c| !is_bidi_control(c)).collect()
 }
 
+/// A filename-safe slug: lowercase letters and digits (any script) joined by `-`, at most 60
+/// characters, so topics in other languages get reports of their own.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+        if out.chars().count() >= 60 {
+            break;
+        }
+    }
+    let out = out.trim_end_matches('-').to_string();
+    if out.is_empty() {
+        "meeting".to_string()
+    } else {
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,5 +153,13 @@ mod tests {
         assert!(!verify_quote(ex, "Costs: … More text"));
         assert!(!verify_quote(ex, "the cluster costs $5,000"));
         assert!(!verify_quote(ex, "  "));
+    }
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("Should we adopt Rust?"), "should-we-adopt-rust");
+        assert_eq!(slug("是否迁移到云端?"), "是否迁移到云端");
+        assert_eq!(slug("Нужно ли Rust?"), "нужно-ли-rust");
+        assert_eq!(slug("?!"), "meeting");
     }
 }

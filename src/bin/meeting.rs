@@ -1,16 +1,12 @@
 //! `meeting`: run a whole meeting: the board through every stage, the run folder, the report.
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_meeting::cli::{self, BoardArgs, ContextArgs, OutputArgs};
-use agent_meeting::driver::{self, MeetingSource, NewMeeting, ResumeChanges, Started, Ui};
+use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, OutputArgs};
+use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
 use agent_meeting::llm::LlmArgs;
-use agent_meeting::model::Status;
-use agent_meeting::stage::Stage;
 use agent_meeting::{config, io, loader, Error};
-use clap::parser::ValueSource;
 use clap::{ArgMatches, CommandFactory, Parser};
 
 /// Run a decision meeting between LLM agents and write its Markdown report.
@@ -105,64 +101,60 @@ const RESUME_TAKES: [&str; 9] = [
     "pretty",
 ];
 
-/// Refuse, naming it, a flag given on the command line with `--resume` that it does not take.
-/// Defaults and environment variables (AGENT_MEETING_PROVIDER, MEETING_CASSETTE, ...) are not
-/// given flags: the saved settings win over them silently.
-fn refuse_with_resume(matches: &ArgMatches) -> Result<(), Error> {
-    let cmd = Args::command();
-    for id in matches.ids() {
-        let Some(arg) = cmd.get_arguments().find(|a| a.get_id() == id) else {
-            continue; // a group of flags, not a flag
-        };
-        if RESUME_TAKES.contains(&id.as_str())
-            || matches.value_source(id.as_str()) != Some(ValueSource::CommandLine)
-        {
-            continue;
-        }
-        let flag = arg
-            .get_long()
-            .map_or_else(|| id.to_string(), |l| format!("--{l}"));
-        return Err(Error::Usage(format!(
-            "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
-             (--resume takes --report-file, --connect-timeout, --read-timeout, --max-attempts, \
-             --stage, --quiet, --step, --pretty)"
-        )));
-    }
-    Ok(())
-}
-
-/// A value given on the command line (not a default, not from the environment).
-fn given<T: Clone + Send + Sync + 'static>(matches: &ArgMatches, id: &str) -> Option<T> {
-    (matches.value_source(id) == Some(ValueSource::CommandLine))
-        .then(|| matches.get_one::<T>(id).cloned())
-        .flatten()
-}
-
-/// The environment variables that gave a flag its value (clap's value source).
-fn from_env(matches: &ArgMatches) -> Vec<String> {
-    let cmd = Args::command();
-    cmd.get_arguments()
-        .filter(|a| matches.value_source(a.get_id().as_str()) == Some(ValueSource::EnvVariable))
-        .filter_map(|a| a.get_env().map(|v| v.to_string_lossy().into_owned()))
-        .collect()
-}
-
-fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> {
-    let mut map = BTreeMap::new();
-    for s in stages {
-        let Some((name, cmd)) = s.split_once('=') else {
-            return Err(Error::Usage(format!("--stage: {s:?} is not NAME=COMMAND")));
-        };
-        let Some(stage) = Stage::from_program(name) else {
-            let all: Vec<&str> = Stage::ALL.iter().map(|s| s.program()).collect();
+/// What the flags ask: resume a run folder, or start (or dry-run) a meeting. With `--resume`,
+/// a flag given on the command line that it does not take is refused, naming it; defaults and
+/// environment variables (AGENT_MEETING_PROVIDER, MEETING_CASSETTE, ...) are not given flags:
+/// the saved settings win over them silently.
+fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
+    if let Some(dir) = args.resume {
+        if let Some(flag) = cli::given_outside(&Args::command(), matches, &RESUME_TAKES) {
             return Err(Error::Usage(format!(
-                "--stage: unknown stage {name:?} (one of {})",
-                all.join(", ")
+                "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
+                 (--resume takes --report-file, --connect-timeout, --read-timeout, --max-attempts, \
+                 --stage, --quiet, --step, --pretty)"
             )));
+        }
+        let changes = ResumeChanges {
+            report_file: given(matches, "report_file"),
+            connect_timeout: given(matches, "connect_timeout"),
+            read_timeout: given(matches, "read_timeout"),
+            max_attempts: given(matches, "max_attempts"),
+            stage_overrides: driver::parse_stage_overrides(&args.stages)?,
         };
-        map.insert(stage, cmd.to_string());
+        return Ok(Request::Resume { dir, changes });
     }
-    Ok(map)
+    let source = match (args.meeting_file, args.topic) {
+        (Some(f), None) => MeetingSource::MeetingFile(f),
+        (None, Some(t)) => MeetingSource::Topic(t),
+        _ => {
+            return Err(Error::Usage(
+                "one of --meeting-file F or --topic T is required (or --resume DIR)".into(),
+            ))
+        }
+    };
+    let new = NewMeeting {
+        source,
+        context: args.context,
+        template: args.template,
+        board: args.board,
+        max_loops_given: given::<u32>(matches, "max_loops").is_some(),
+        llm: LlmArgs {
+            from_env: cli::env_sources(&Args::command(), matches),
+            ..args.llm
+        },
+        report_file: args.report_file,
+        run_dir: args.run_dir,
+        stage_overrides: driver::parse_stage_overrides(&args.stages)?
+            .into_iter()
+            .filter(|(_, cmd)| !cmd.trim().is_empty())
+            .collect(),
+        human_answers: args.human.human_answers,
+    };
+    Ok(if args.dry_run {
+        Request::DryRun(new)
+    } else {
+        Request::Start(new)
+    })
 }
 
 fn main() -> ExitCode {
@@ -179,11 +171,12 @@ fn main() -> ExitCode {
 fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
     if args.show_config {
-        let mut llm = args.llm.clone();
-        llm.from_env = from_env(&matches);
         let given = config::Given {
             callers: driver::callers_of_agents(&args.board)?,
-            llm,
+            llm: LlmArgs {
+                from_env: cli::env_sources(&Args::command(), &matches),
+                ..args.llm.clone()
+            },
             agents_dir: args.board.agents_dir.clone(),
             run_dir: args.run_dir.clone(),
             max_loops: given(&matches, "max_loops"),
@@ -195,95 +188,23 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     if args.list_agents {
         let search =
             loader::AgentSearch::new(args.board.agents_dir.as_deref(), config::user_agents_dir()?);
-        return cli::write_stdout(&driver::list_agents(&search));
+        return cli::write_stdout(&loader::list_agents(&search));
     }
-    let ui = Ui {
-        quiet: args.quiet,
-        step: args.step,
-        color: cli::stderr_color(),
-        ticker: !args.quiet && driver::stderr_is_tty(),
-    };
-    let run = match args.resume {
-        Some(dir) => {
-            refuse_with_resume(&matches)?;
-            let changes = ResumeChanges {
-                report_file: given(&matches, "report_file"),
-                connect_timeout: given(&matches, "connect_timeout"),
-                read_timeout: given(&matches, "read_timeout"),
-                max_attempts: given(&matches, "max_attempts"),
-                stage_overrides: parse_overrides(&args.stages)?,
-            };
-            driver::resume(&dir, changes)?
+    let ui = Ui::new(args.quiet, args.step);
+    let (json, pretty) = (args.json, args.output.pretty);
+    match driver::meeting(request(args, &matches)?, ui)? {
+        Outcome::DryRun(dry) => cli::write_stdout(&if json {
+            io::to_json_line(&dry.pm_input, pretty)
+        } else {
+            dry.prompt
+        }),
+        Outcome::Ended { result, failure } => {
+            cli::write_stdout(&io::to_json_line(&result, pretty))?;
+            failure.map_or(Ok(()), |e| Err(e.into()))
         }
-        None => {
-            let source = match (args.meeting_file, args.topic) {
-                (Some(f), None) => MeetingSource::MeetingFile(f),
-                (None, Some(t)) => MeetingSource::Topic(t),
-                _ => {
-                    return Err(Error::Usage(
-                        "one of --meeting-file F or --topic T is required (or --resume DIR)".into(),
-                    )
-                    .into())
-                }
-            };
-            // A resumed meeting reads its run folder's copy of the config, not the user's.
-            let loaded = config::load()?;
-            let mut stage_overrides = parse_overrides(&args.stages)?;
-            stage_overrides.retain(|_, cmd| !cmd.trim().is_empty());
-            let new = NewMeeting {
-                source,
-                context: args.context,
-                template: args.template,
-                board: BoardArgs {
-                    // Flag > config file > built-in default (DESIGN.md#config).
-                    max_loops: given(&matches, "max_loops")
-                        .or(loaded.config.max_loops)
-                        .unwrap_or(args.board.max_loops),
-                    ..args.board
-                },
-                llm: config::with_config(args.llm)?,
-                report_file: args.report_file,
-                run_dir: config::run_dir(args.run_dir, &loaded.config).0,
-                stage_overrides,
-                llm_from_env: from_env(&matches),
-                human_answers: args.human.human_answers,
-            };
-            match driver::start(new, args.dry_run, ui)? {
-                Started::Run(run) => *run,
-                Started::DryRun(dry) => {
-                    return cli::write_stdout(&if args.json {
-                        io::to_json_line(&dry.pm_input, args.output.pretty)
-                    } else {
-                        dry.prompt
-                    })
-                }
-            }
+        Outcome::Stopped { error, run_dir } => {
+            *stopped_in = Some(run_dir);
+            Err(error.into())
         }
-    };
-    let result = match driver::drive(&run, ui) {
-        Ok(result) => result,
-        Err(e) => {
-            *stopped_in = Some(run.dir.path.clone());
-            return Err(e.into());
-        }
-    };
-    cli::write_stdout(&io::to_json_line(&result, args.output.pretty))?;
-    if result.status != Status::Failed {
-        return Ok(());
     }
-    let why = result.last_error.as_deref();
-    Err(Error::Runtime(match &result.report_file {
-        // Saved, but no model contributed to it (DESIGN.md#failure-policy).
-        Some(report) => format!(
-            "the meeting failed: {}; the fallback report is {report}",
-            why.unwrap_or("no model call returned a usable answer")
-        ),
-        None => format!(
-            "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
-            why.unwrap_or("its report could not be saved"),
-            run.settings.report_file.display(),
-            run.dir.path.display()
-        ),
-    })
-    .into())
 }

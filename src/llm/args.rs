@@ -175,21 +175,6 @@ impl LlmSettings {
     }
 }
 
-/// The environment variables behind the LLM flags (`AGENT_MEETING_MODEL`, `MEETING_CASSETTE`,
-/// ...), read off the flag definitions themselves. The `meeting` driver removes them from a
-/// built-in stage's environment: its settings are passed as flags (the saved ones on
-/// `--resume`), and a variable set later must not change a meeting half-way.
-pub fn flag_env_vars() -> &'static [std::ffi::OsString] {
-    use clap::Args as _;
-    static VARS: std::sync::OnceLock<Vec<std::ffi::OsString>> = std::sync::OnceLock::new();
-    VARS.get_or_init(|| {
-        LlmArgs::augment_args(clap::Command::new("llm"))
-            .get_arguments()
-            .filter_map(|a| a.get_env().map(std::ffi::OsStr::to_os_string))
-            .collect()
-    })
-}
-
 fn seconds(flag: &str, v: f64) -> Result<Duration, Error> {
     if v.is_finite() && v > 0.0 && v <= 86_400.0 {
         Ok(Duration::from_secs_f64(v))

@@ -597,7 +597,11 @@ impl Client {
             result,
             duration_ms,
         );
-        if let Err(e) = replay::append_line(path, &line.to_string()) {
+        // A model's answer is what a crash must not lose: it is paid for, and every board is
+        // derived from it (DESIGN.md#resume). A replayed one is in its cassette already, and a
+        // failed attempt is asked again anyway.
+        let paid = result.is_ok() && !self.provider.replayed();
+        if let Err(e) = replay::append_line(path, &line.to_string(), paid) {
             crate::stage_warning!(
                 "llm: warning: cannot write the exchange log {}: {}",
                 path.display(),

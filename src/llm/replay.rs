@@ -407,6 +407,7 @@ impl Provider for Recorder {
         if let Err(e) = append_line(
             &self.path,
             &serde_json::to_string(&entry).expect("entries serialise"),
+            false,
         ) {
             return Err(AttemptError::Fatal(format!(
                 "cannot record to {}: {e}",
@@ -418,8 +419,9 @@ impl Provider for Recorder {
 }
 
 /// Append one line to a JSONL file (created when missing), in one write so that lines of
-/// consecutive processes never interleave.
-pub(crate) fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
+/// consecutive processes never interleave; with `sync`, on disk before it returns (a paid
+/// answer in the exchange log: DESIGN.md#resume).
+pub(crate) fn append_line(path: &Path, line: &str, sync: bool) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;
     }
@@ -429,7 +431,11 @@ pub(crate) fn append_line(path: &Path, line: &str) -> std::io::Result<()> {
         .open(path)?;
     let mut buf = line.to_string();
     buf.push('\n');
-    f.write_all(buf.as_bytes())
+    f.write_all(buf.as_bytes())?;
+    if sync {
+        f.sync_data()?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -67,9 +67,10 @@ pub fn absorb_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()> {
             .create(true)
             .append(true)
             .open(file)?;
-        // Not synced: like every line of the log (a kill loses nothing written; a side file
-        // is removed only once its lines are in the log).
+        // Synced before the side files go: a crash must not lose the answers they hold
+        // (DESIGN.md#resume).
         f.write_all(&bytes)?;
+        f.sync_data()?;
     }
     remove_parts(parts)
 }

@@ -27,6 +27,7 @@ mod closed_stderr;
 mod config;
 mod context;
 mod context_ignore;
+mod crash_resume;
 mod decision_record;
 mod dry_run;
 mod examples;

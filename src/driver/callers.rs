@@ -1,0 +1,161 @@
+//! Which provider and model each caller of a meeting gets, said before anything runs: the
+//! key check, the start line's `models:` line, `--show-config`'s callers and the warning for a
+//! replay the environment chose (DESIGN.md#run-folder, DESIGN.md#config). Every answer comes
+//! from the one resolver, `llm::resolve`.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::llm::{LlmArgs, ProviderName};
+use crate::model::{AgentConfig, Board, ParticipantKind};
+
+/// A model caller: its name (`pm` or the agent's) and its config's metadata.
+pub type Caller = (String, Map<String, Value>);
+
+/// Resolve the provider of the PM and of every participant once, as the stages will. With
+/// `allow_missing_keys` (a dry run) a missing key or no provider at all is not an error: what
+/// a real run would stop on is returned, one line each; everything else is still checked.
+pub(crate) fn check_llm_config(
+    llm: &LlmArgs,
+    board: &Board,
+    allow_missing_keys: bool,
+) -> Result<Vec<String>> {
+    let mut missing: Vec<String> = Vec::new();
+    for (name, meta) in callers(board) {
+        if allow_missing_keys {
+            let gap = match crate::llm::resolve(llm, &board.llm, &name, &meta) {
+                // No provider at all; a name that is no provider is refused below.
+                Err(e @ Error::Runtime(_)) => Some(e.to_string()),
+                Err(_) => None,
+                Ok(r) => {
+                    let provider = r.provider.value;
+                    crate::llm::args::missing_key(llm, provider).map(|var| {
+                        format!(
+                            "{var} is not set: a real meeting would stop here ({provider} needs it)"
+                        )
+                    })
+                }
+            };
+            if let Some(gap) = gap {
+                if !missing.contains(&gap) {
+                    missing.push(gap);
+                }
+                continue;
+            }
+        }
+        crate::llm::client_for_caller(llm, &board.llm, &name, &meta, 0)?;
+    }
+    Ok(missing)
+}
+
+/// The model callers of a meeting, PM first, with their metadata (a `kind: human` participant
+/// calls no model: it needs no provider or key).
+pub(crate) fn callers(board: &Board) -> Vec<Caller> {
+    let agents = board.participants.iter().map(|n| (n, board.agents.get(n)));
+    callers_of(board.pm.as_ref(), agents)
+}
+
+/// [`callers`] of a PM config and the participants' names with their configs.
+fn callers_of<'a>(
+    pm: Option<&AgentConfig>,
+    agents: impl Iterator<Item = (&'a String, Option<&'a AgentConfig>)>,
+) -> Vec<Caller> {
+    let mut out = vec![(
+        crate::model::PM_CALLER.to_string(),
+        pm.map(|p| p.metadata.clone()).unwrap_or_default(),
+    )];
+    for (name, config) in agents {
+        if config.is_some_and(|a| a.kind == ParticipantKind::Human) {
+            continue;
+        }
+        out.push((
+            name.clone(),
+            config.map(|a| a.metadata.clone()).unwrap_or_default(),
+        ));
+    }
+    out
+}
+
+/// The model callers `--agents` (and `--pm`) name, as [`callers`] lists them from the board,
+/// for `--show-config`; none without `--agents`.
+pub fn callers_of_agents(b: &crate::cli::BoardArgs) -> Result<Vec<Caller>> {
+    if b.agents.iter().all(|a| a.trim().is_empty()) {
+        return Ok(Vec::new());
+    }
+    let search = crate::loader::AgentSearch::new(
+        b.agents_dir.as_deref(),
+        crate::config::load()?.config.user_agents_dir(),
+    );
+    let pm_name = b.pm.as_deref().unwrap_or(crate::model::PM_CALLER);
+    let (agents, pm) =
+        crate::loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
+    Ok(callers_of(
+        pm.as_ref(),
+        agents.iter().map(|a| (&a.name, Some(a))),
+    ))
+}
+
+fn is_human(board: &Board, name: &str) -> bool {
+    board
+        .agents
+        .get(name)
+        .is_some_and(|a| a.kind == ParticipantKind::Human)
+}
+
+/// The start line's second line: which provider and model each caller uses, callers that
+/// share both named together (`models: openai gpt-4o-mini: pm, arch; anthropic ...: biz`);
+/// a replayed meeting names its cassette instead of a model.
+pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, meta) in callers(board) {
+        let Ok(r) = crate::llm::resolve(llm, &board.llm, &name, &meta) else {
+            // No provider at all: only a dry run gets this far.
+            return Ok("models: none (no provider configured)".to_string());
+        };
+        let what = if r.provider.value == ProviderName::Replay {
+            let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
+            format!("replay of {}", cassette.display())
+        } else {
+            format!("{} {}", r.provider.value, r.model.value)
+        };
+        match groups.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((what, vec![name])),
+        }
+    }
+    let people: Vec<String> = board
+        .participants
+        .iter()
+        .filter(|n| is_human(board, n))
+        .cloned()
+        .collect();
+    if !people.is_empty() {
+        groups.push((crate::model::HUMAN_PROVIDER.to_string(), people));
+    }
+    let parts: Vec<String> = groups
+        .into_iter()
+        .map(|(what, names)| format!("{what} ({})", names.join(", ")))
+        .collect();
+    Ok(format!("models: {}", parts.join("; ")))
+}
+
+/// A visible warning when the environment, not a flag, made this meeting a replay: a variable
+/// left over from the README's offline example must not pass for a real meeting.
+pub(crate) fn replay_from_env_warning(llm: &LlmArgs) -> Option<String> {
+    let from_env = &llm.from_env;
+    let replay =
+        llm.provider.as_deref().and_then(ProviderName::parse) == Some(ProviderName::Replay);
+    let var = from_env.iter().find(|v| *v == "AGENT_MEETING_PROVIDER")?;
+    replay.then(|| {
+        format!(
+            "meeting: warning: replaying a recording, no model is asked: {var}=replay is set in the environment{}; unset it (or pass --provider) for a real meeting",
+            if from_env.iter().any(|v| v == "MEETING_CASSETTE") {
+                " (and the cassette comes from MEETING_CASSETTE)"
+            } else {
+                ""
+            }
+        )
+    })
+}

@@ -1,0 +1,194 @@
+//! The loop (DESIGN.md#run-folder): a started or resumed meeting taken through its stages,
+//! each stage's output checked and checkpointed before the next starts, until the report is
+//! saved or a `--step` user stops it.
+
+use std::path::PathBuf;
+
+use super::outcome::{final_line, result_of, Answers, Tally};
+use super::progress::{confirm_step, progress_line, Ui};
+use super::run_dir::{added_events, copy_log_tail};
+use super::stages::{run_loop_stage, Made, Stages};
+use super::stop::Watch;
+use super::{RunDir, RunSettings};
+use crate::error::{Error, Result};
+use crate::model::{Board, MeetingResult, Status};
+use crate::stage::Stage;
+
+/// A run ready to drive: its folder (locked for this process), settings, the board to go on
+/// from and the number of the next stage file.
+pub struct Run {
+    pub dir: RunDir,
+    pub settings: RunSettings,
+    pub board: Board,
+    pub step: u32,
+    /// The answers of the meeting so far (from `events.jsonl`), kept up by the driver.
+    pub tally: Tally,
+    /// Held until the process ends: one meeting process at a time writes a run folder.
+    _lock: std::fs::File,
+}
+
+impl Run {
+    pub(super) fn new(
+        dir: RunDir,
+        settings: RunSettings,
+        board: Board,
+        step: u32,
+        tally: Tally,
+        lock: std::fs::File,
+    ) -> Run {
+        Run {
+            dir,
+            settings,
+            board,
+            step,
+            tally,
+            _lock: lock,
+        }
+    }
+}
+
+/// Where the loop stands: the last board, the number of the next stage file, the tally.
+struct Position<'a> {
+    run: &'a RunDir,
+    settings: &'a RunSettings,
+    board: Board,
+    step: u32,
+    tally: Tally,
+}
+
+impl Position<'_> {
+    /// The stage's events appended to `events.jsonl`, then its output written as checkpoint
+    /// `step`, the boards before the last few removed. Events first: a kill between the two
+    /// leaves them once too many, which `--resume` cuts by the checkpoint's `event_count`.
+    /// Neither is synced: what must survive a crash of the machine is the model's answers,
+    /// synced in `llm.jsonl` as they come; `--resume` derives lost boards from them
+    /// (DESIGN.md#resume).
+    fn checkpoint(&mut self, stage: Stage, next: &Board, text: &str) -> Result<()> {
+        let run = self.run;
+        let added = added_events(&self.board, next);
+        run.append_events(added, false)?;
+        run.write_checkpoint(self.step, stage, text)?;
+        run.prune(self.step)?;
+        self.tally.add(added);
+        Ok(())
+    }
+
+    fn result(&self, board: &Board) -> MeetingResult {
+        result_of(board, &self.tally, self.settings, self.run)
+    }
+}
+
+/// Drive a started or resumed meeting from its board until the report is saved (or a `--step`
+/// user stops it).
+pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
+    let watch = Watch::start(&run.dir.path);
+    crate::io::hold_stage_warnings(ui.quiet);
+    let settings = &run.settings;
+    let mut at = Position {
+        run: &run.dir,
+        settings,
+        board: run.board.clone(),
+        step: run.step,
+        tally: run.tally.clone(),
+    };
+    // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
+    // far fewer stages than this, unless a (user's) stage keeps handing the board back.
+    let max_steps = at.step + 4 * at.board.max_loops.min(100_000) + 20;
+    let stages = Stages::new(settings);
+    loop {
+        let Some(stage) = at.board.next_stage() else {
+            let result = at.result(&at.board);
+            if !ui.quiet {
+                let answers = Answers::of(&at.board, &at.tally);
+                crate::note!("{}", final_line(&result, &answers, ui));
+            }
+            return Ok(result);
+        };
+        if at.step > max_steps {
+            return Err(Error::Runtime(format!(
+                "the meeting made no progress after {} stages (last: {stage}); see {}",
+                at.step,
+                at.run.path.display()
+            )));
+        }
+        if ui.step && !confirm_step(stage, &at.board, &|| next_input(at.run))? {
+            // A clean stop: the run folder holds the last complete board, ready to resume.
+            crate::note!(
+                "stopped before {stage}; continue with: meeting --resume {}",
+                at.run.path.display()
+            );
+            return Ok(at.result(&at.board));
+        }
+        let log = settings.llm.llm_log.as_deref();
+        let log_len = log
+            .and_then(|l| std::fs::metadata(l).ok())
+            .map_or(0, |m| m.len());
+        let outcome = run_loop_stage(&stages, stage, &at.board, ui.for_stage(&at.board), &watch);
+        // Failed attempts are logged too: copy whatever the stage appended, however it ended.
+        if let (Some(log), Some(user)) = (log, settings.user_llm_log.as_deref()) {
+            copy_log_tail(log, log_len, user)?;
+        }
+        let (handed, failure) = outcome?;
+        if let Some(e) = failure {
+            return failed_stage(&mut at, stage, handed, e);
+        }
+        let Some((out_text, made)) = handed else {
+            unreachable!("a stage that did not fail handed its output over")
+        };
+        let next = checked_output(stage, made, &at.board)?;
+        at.checkpoint(stage, &next, &out_text)?;
+        if !ui.quiet {
+            if let Some(line) = progress_line(stage, &next, ui) {
+                crate::note!("{line}");
+            }
+        }
+        at.board = next;
+        at.step += 1;
+    }
+}
+
+/// The input of the next stage: the last output in the folder (DESIGN.md#run-folder).
+fn next_input(run: &RunDir) -> Result<PathBuf> {
+    Ok(run
+        .last_output()?
+        .map_or_else(|| run.path.clone(), |(_, _, path)| path))
+}
+
+/// A stage failed: the meeting stops with its error — unless it is render-report handing over
+/// the `failed` result of a report it could not save, which is kept and ends the meeting.
+fn failed_stage(
+    at: &mut Position,
+    stage: Stage,
+    handed: super::stages::Handed,
+    e: Error,
+) -> Result<MeetingResult> {
+    let Some((text, Made::Report(report))) = handed else {
+        return Err(e);
+    };
+    if report.status != Status::Failed {
+        return Err(e);
+    }
+    at.checkpoint(stage, &report.board, &text)?;
+    Ok(at.result(&report.board))
+}
+
+/// The board a stage made, refused when it breaks the driver's rules: only render-report may
+/// end the meeting, and a stage must change the board.
+fn checked_output(stage: Stage, made: Made, board: &Board) -> Result<Board> {
+    let next = match made {
+        Made::Board(b) => b,
+        Made::Report(r) => r.board,
+    };
+    if stage != Stage::RenderReport && matches!(next.status, Status::Finished | Status::Failed) {
+        return Err(Error::Runtime(format!(
+            "stage {stage} set status {} but only render-report may (the report is not saved)",
+            next.status.as_str()
+        )));
+    }
+    if next == *board {
+        return Err(Error::Runtime(format!(
+            "stage {stage} made no progress: its output board is its input"
+        )));
+    }
+    Ok(next)
+}

@@ -1,0 +1,93 @@
+//! The `meeting` driver (DESIGN.md#run-folder): takes the board through the stages until the
+//! meeting ends, keeps the run folder, resumes a killed meeting from its last complete board,
+//! and reports progress. It holds no rule of the meeting itself: those live in the stages,
+//! which is why a user can swap any of them (`--stage NAME=COMMAND`).
+//!
+//! One file per concern:
+//! - `settings`: what `meeting.json` holds (`RunSettings`, `MeetingSource`), `--stage` values
+//! - `start`: a new meeting and `--dry-run`; how each caller's provider and model resolve
+//! - `report_path`: where the report goes and what it must not overwrite
+//! - `run_dir`: the run folder: lock, checkpoints, `events.jsonl`, the user's log copy
+//! - `stages`: the stages run in-process, and a `--stage` command run as a process
+//! - `drive`: the loop
+//! - `resume`: `--resume`
+//! - `progress`: what stderr shows, and `--step`'s prompt
+//! - `outcome`: the tally of the events, the MeetingResult, a failed meeting's error
+//! - `stop`: Ctrl-C and SIGTERM while a meeting drives its folder
+
+mod callers;
+mod drive;
+mod outcome;
+mod progress;
+mod report_path;
+mod resume;
+mod run_dir;
+mod settings;
+mod stages;
+mod start;
+mod stop;
+
+use std::path::{Path, PathBuf};
+
+pub use callers::callers_of_agents;
+pub use drive::{drive, Run};
+pub use outcome::{final_line, Answers, Tally};
+pub use progress::{stderr_is_tty, Ui};
+pub use resume::{resume, ResumeChanges};
+pub use run_dir::{RunDir, KEEP_BOARDS, KEEP_BOARDS_ENV};
+pub use settings::{parse_stage_overrides, MeetingSource, RunSettings, SETTINGS_VERSION};
+pub use start::{dry_run, start, DryRun, NewMeeting};
+pub use stop::hint as resume_hint;
+
+use crate::error::{Error, Result};
+use crate::model::MeetingResult;
+
+/// What `meeting` was asked to do.
+pub enum Request {
+    Start(NewMeeting),
+    DryRun(NewMeeting),
+    Resume {
+        dir: PathBuf,
+        changes: ResumeChanges,
+    },
+}
+
+/// How `meeting` ended.
+pub enum Outcome {
+    /// `--dry-run`: what it prints.
+    DryRun(Box<DryRun>),
+    /// The meeting ended (or a `--step` user stopped it): the MeetingResult to print, and the
+    /// error the program then exits with when the meeting failed (DESIGN.md#failure-policy).
+    Ended {
+        result: MeetingResult,
+        failure: Option<Error>,
+    },
+    /// A stage failed with the run folder resumable: the error, then the hint
+    /// ([`resume_hint`]) on how to go on (DESIGN.md#resume).
+    Stopped { error: Error, run_dir: PathBuf },
+}
+
+/// Run what `meeting` was asked: start, resume or dry-run, then drive the meeting to its end.
+pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
+    let run = match request {
+        Request::DryRun(new) => return Ok(Outcome::DryRun(Box::new(dry_run(new, ui)?))),
+        Request::Start(new) => start(new, ui)?,
+        Request::Resume { dir, changes } => resume(&dir, changes)?,
+    };
+    match drive(&run, ui) {
+        Ok(result) => {
+            let failure = outcome::failure(&result, &run.settings, &run.dir);
+            Ok(Outcome::Ended { result, failure })
+        }
+        Err(error) => Ok(Outcome::Stopped {
+            error,
+            run_dir: run.dir.path.clone(),
+        }),
+    }
+}
+
+/// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
+/// so `--resume` works from any folder.
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}

@@ -1,0 +1,228 @@
+//! The meeting's outcome (DESIGN.md#failure-policy): the tally of its events, whether any
+//! model answer was usable (`Answers`), the MeetingResult, the final progress line and the
+//! error a failed meeting exits with.
+
+use super::progress::{paint, Ui};
+use super::{absolute, RunDir, RunSettings};
+use crate::error::Error;
+use crate::model::{Board, Event, EventType, MeetingResult, Status, TurnStatus};
+
+/// What the meeting's events say about its model calls, counted as the events go by (the
+/// board keeps no history, DESIGN.md#events): constant work per stage, and rebuilt from
+/// `events.jsonl` on `--resume`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tally {
+    /// Logical calls (`llm_call` events).
+    pub calls: usize,
+    /// Of those, the ones that brought a reply back.
+    pub answered: usize,
+    /// Answers a stage accepted: PM decisions and agent results.
+    pub usable: usize,
+    /// The last failed call's error.
+    pub last_call_error: Option<String>,
+}
+
+impl Tally {
+    /// Count a stage's `new_events`.
+    pub fn add(&mut self, events: &[Event]) {
+        for e in events {
+            match e.event_type {
+                EventType::LlmCall => {
+                    self.calls += 1;
+                    if e.status == Some(TurnStatus::Ok) {
+                        self.answered += 1;
+                    }
+                    if let Some(err) = &e.error {
+                        self.last_call_error = Some(err.clone());
+                    }
+                }
+                EventType::PmDecision | EventType::AgentResult => self.usable += 1,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// How the models answered over a whole meeting, from the board and the tally of its events
+/// (its `llm_call` events, accepted answers and usage): the one place that knows whether any
+/// answer was usable (DESIGN.md#failure-policy).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Answers {
+    /// HTTP attempts, retries included: the attempts charged to the callers (`usage.calls`,
+    /// the global call counter, but for the numbers a fan-out fixed for retries it did not
+    /// need: DESIGN.md#fan-out).
+    pub attempts: u64,
+    /// Logical calls (`llm_call` events).
+    pub calls: usize,
+    /// Attempts that brought a reply back (each logical call that did ends on one).
+    pub answered: usize,
+    /// Answers a stage accepted: PM decisions and agent results.
+    pub usable: usize,
+    /// The last failed call's error, else the board's `last_error`.
+    pub last_error: Option<String>,
+    /// The PM's own report is on the board (not the fallback built without it).
+    pub pm_report: bool,
+}
+
+impl Answers {
+    pub fn of(board: &Board, tally: &Tally) -> Answers {
+        Answers {
+            attempts: board.usage.attempts(),
+            calls: tally.calls,
+            answered: tally.answered,
+            usable: tally.usable,
+            last_error: tally
+                .last_call_error
+                .clone()
+                .or_else(|| board.last_error.clone()),
+            pm_report: board.has_final_report(),
+        }
+    }
+
+    /// Why a meeting whose report is saved still failed: not one model call returned a usable
+    /// answer, so the report holds nothing a model said. A meeting with no call at all fails
+    /// too when its report is the fallback (e.g. a token budget too small for any call); a
+    /// user's own stage that wrote the PM's report without a model call does not.
+    pub fn failure(&self) -> Option<String> {
+        if self.usable > 0 || (self.calls == 0 && self.pm_report) {
+            return None;
+        }
+        let last = self.last_error.as_deref().unwrap_or("none recorded");
+        Some(if self.calls == 0 {
+            format!("no model call was made; {last}")
+        } else {
+            format!(
+                "no model call returned a usable answer ({} of {} attempts answered); last error: {last}",
+                self.answered, self.attempts
+            )
+        })
+    }
+}
+
+/// The MeetingResult printed on stdout. Its status is the board's, except that a saved report
+/// no model contributed to is `failed` too (DESIGN.md#statuses); `report_file` is set whenever
+/// the report is on disk.
+pub(super) fn result_of(
+    board: &Board,
+    tally: &Tally,
+    settings: &RunSettings,
+    run: &RunDir,
+) -> MeetingResult {
+    let finished = board.status == Status::Finished;
+    let no_answer = finished
+        .then(|| Answers::of(board, tally).failure())
+        .flatten();
+    MeetingResult {
+        status: if no_answer.is_some() {
+            Status::Failed
+        } else {
+            board.status
+        },
+        report_file: finished.then(|| settings.report_file.display().to_string()),
+        // Both paths absolute (one rule), whatever folder the meeting was started from.
+        run_dir: Some(absolute(&run.path).display().to_string()),
+        trace_id: board.trace_id.clone(),
+        loops: board.loop_count,
+        forced: board.process_note.is_some(),
+        usage: board.usage.clone(),
+        last_error: match board.status {
+            Status::Failed => board.last_error.clone(),
+            _ => no_answer,
+        },
+    }
+}
+
+/// The final progress line: logical calls and HTTP attempts counted apart.
+pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
+    let mut tokens = format!(
+        "{} tokens",
+        result.usage.prompt_tokens + result.usage.completion_tokens
+    );
+    if result.usage.cached_tokens > 0 {
+        tokens.push_str(&format!(" ({} cached)", result.usage.cached_tokens));
+    }
+    let (status, colour) = match (result.status, result.forced) {
+        (Status::Failed, _) => ("failed", "1;31"),
+        (_, true) => ("finished (forced)", "1;32"),
+        _ => ("finished", "1;32"),
+    };
+    format!(
+        "{} {} loops, {} LLM calls, {} of {} attempts answered, {tokens} → {}",
+        paint(ui, colour, &format!("{status}:")),
+        result.loops,
+        answers.calls,
+        answers.answered,
+        answers.attempts,
+        result.report_file.as_deref().unwrap_or("-")
+    )
+}
+
+/// The error `meeting`'s exit status follows once it has printed a `failed` MeetingResult: the
+/// report is saved but no model contributed to it, or it could not be saved
+/// (DESIGN.md#failure-policy). None when the meeting did not fail.
+pub(super) fn failure(
+    result: &MeetingResult,
+    settings: &RunSettings,
+    run: &RunDir,
+) -> Option<Error> {
+    if result.status != Status::Failed {
+        return None;
+    }
+    let why = result.last_error.as_deref();
+    Some(Error::Runtime(match &result.report_file {
+        Some(report) => format!(
+            "the meeting failed: {}; the fallback report is {report}",
+            why.unwrap_or("no model call returned a usable answer")
+        ),
+        None => format!(
+            "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
+            why.unwrap_or("its report could not be saved"),
+            settings.report_file.display(),
+            run.path.display()
+        ),
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_meeting_needs_one_usable_answer() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        board.usage.calls = 3;
+        let call = |status: TurnStatus, error: Option<&str>| crate::model::Event {
+            event_type: EventType::LlmCall,
+            status: Some(status),
+            error: error.map(str::to_string),
+            ..crate::events::event(EventType::LlmCall, "pm")
+        };
+        let mut tally = Tally::default();
+        tally.add(&[call(TurnStatus::Error, Some("HTTP 500: down"))]);
+        let a = Answers::of(&board, &tally);
+        assert_eq!((a.attempts, a.calls, a.answered, a.usable), (3, 1, 0, 0));
+        let why = a.failure().unwrap();
+        assert!(
+            why.contains("(0 of 3 attempts answered); last error: HTTP 500: down"),
+            "{why}"
+        );
+        // A reply that was not usable is answered, not usable.
+        tally.add(&[call(TurnStatus::Ok, None)]);
+        assert_eq!(Answers::of(&board, &tally).answered, 1);
+        assert!(Answers::of(&board, &tally).failure().is_some());
+        tally.add(&[crate::events::event(EventType::PmDecision, "pm")]);
+        assert_eq!(Answers::of(&board, &tally).failure(), None);
+        // No call at all: failed when the report is the fallback (a budget too small for any
+        // call), not when a user's own stage wrote the PM's report without a model.
+        let tally = Tally::default();
+        board.usage.calls = 0;
+        board.last_error = Some("token budget: used 0 of 900 tokens".into());
+        let why = Answers::of(&board, &tally).failure().unwrap();
+        assert_eq!(
+            why,
+            "no model call was made; token budget: used 0 of 900 tokens"
+        );
+        board.final_report = Some("### Executive Summary\nGo.\n### Recommendation\nGo.".into());
+        assert_eq!(Answers::of(&board, &tally).failure(), None);
+    }
+}

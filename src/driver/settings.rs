@@ -1,0 +1,148 @@
+//! The run settings (DESIGN.md#run-folder): what `meeting.json` holds, typed and versioned,
+//! and the `--stage NAME=COMMAND` overrides they carry.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use crate::cli::BoardArgs;
+use crate::error::{Error, Result};
+use crate::llm::LlmArgs;
+use crate::stage::Stage;
+
+/// Version of `meeting.json`; a run folder of another version cannot be resumed.
+pub const SETTINGS_VERSION: u32 = 2;
+
+/// Where a meeting's input comes from: `--meeting-file F` or `--topic T`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeetingSource {
+    MeetingFile(PathBuf),
+    Topic(String),
+}
+
+/// Everything a meeting run needs to go on after a restart, saved as `meeting.json` in the run
+/// folder (DESIGN.md#run-folder): typed, versioned, absolute paths, no secrets (keys stay in
+/// the environment). The in-process stages are given from it what their programs would get
+/// as flags (`driver::stages`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    pub settings_version: u32,
+    pub source: MeetingSource,
+    /// collect-context's `--allow-sensitive`.
+    pub allow_sensitive: bool,
+    /// collect-context's `--no-redact` (absent in older run folders: redaction on).
+    #[serde(default)]
+    pub no_redact: bool,
+    /// collect-context's `--context-root` (absolute), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_root: Option<PathBuf>,
+    /// collect-context's `--max-context-chars`, when not the default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context_chars: Option<usize>,
+    /// render-report's `--template` (absolute), when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<PathBuf>,
+    /// Participants, PM, loop limit and the (settled) trace id.
+    pub board: BoardArgs,
+    /// The LLM flags of the stages; `llm_log` is this run folder's `llm.jsonl`.
+    pub llm: LlmArgs,
+    pub report_file: PathBuf,
+    /// Stages replaced by a user command run with `sh -c`.
+    #[serde(default)]
+    pub stage_overrides: BTreeMap<Stage, String>,
+    /// The config file the stages read (`AGENT_MEETING_CONFIG`): the user's while the meeting
+    /// starts, then the run folder's `config.yaml`, a copy, so a later edit of the user's file
+    /// does not change a resumed meeting (DESIGN.md#config). None: no config file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<PathBuf>,
+    /// The user's own `--llm-log` / `MEETING_LLM_LOG`: every line the stages append to the
+    /// run folder's `llm.jsonl` is appended here too (DESIGN.md#run-folder).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_llm_log: Option<PathBuf>,
+    /// agent-turn's `--human-answers` (absolute), when given (DESIGN.md#a-human-at-the-table).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub human_answers: Option<PathBuf>,
+}
+
+/// `--stage NAME=COMMAND` values (repeatable) as a map; an empty COMMAND is kept, as it
+/// restores the built-in stage on `--resume` (DESIGN.md#resume).
+pub fn parse_stage_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>> {
+    let mut map = BTreeMap::new();
+    for s in stages {
+        let Some((name, cmd)) = s.split_once('=') else {
+            return Err(Error::Usage(format!("--stage: {s:?} is not NAME=COMMAND")));
+        };
+        let Some(stage) = Stage::from_program(name) else {
+            let all: Vec<&str> = Stage::ALL.iter().map(|s| s.program()).collect();
+            return Err(Error::Usage(format!(
+                "--stage: unknown stage {name:?} (one of {})",
+                all.join(", ")
+            )));
+        };
+        map.insert(stage, cmd.to_string());
+    }
+    Ok(map)
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use crate::io::to_json_line;
+
+    pub(in crate::driver) fn settings() -> RunSettings {
+        RunSettings {
+            settings_version: SETTINGS_VERSION,
+            source: MeetingSource::MeetingFile("/m/demo.yaml".into()),
+            allow_sensitive: true,
+            no_redact: true,
+            context_root: Some("/m".into()),
+            max_context_chars: Some(900),
+            template: Some("/m/t.md.j2".into()),
+            board: BoardArgs {
+                agents: vec!["arch".into(), "biz".into()],
+                agents_dir: Some("/m/agents".into()),
+                pm: None,
+                max_loops: 4,
+                max_parallel: 3,
+                max_total_tokens: None,
+                trace_id: Some("t-1".into()),
+            },
+            llm: LlmArgs {
+                provider: Some("replay".into()),
+                cassette: Some("/m/c.jsonl".into()),
+                llm_log: Some("/runs/t-1/llm.jsonl".into()),
+                reuse_log: true,
+                ..LlmArgs::default()
+            },
+            report_file: "/m/report.md".into(),
+            stage_overrides: BTreeMap::from([(Stage::MergeBoard, "cat".to_string())]),
+            config_file: None,
+            user_llm_log: None,
+            human_answers: Some("/m/answers.jsonl".into()),
+        }
+    }
+
+    #[test]
+    fn meeting_json_is_typed_and_versioned() {
+        let s = settings();
+        let text = to_json_line(&s, true);
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["settings_version"], 2);
+        assert_eq!(v["source"]["meeting_file"], "/m/demo.yaml");
+        assert_eq!(v["stage_overrides"]["merge-board"], "cat");
+        assert_eq!(v["llm"]["max_attempts"], 3);
+        let back: RunSettings =
+            crate::io::parse_versioned("meeting.json", &text, "settings_version", 2).unwrap();
+        assert_eq!(back, s);
+        // A run folder of the first version kept argv strings: refused, naming the version.
+        let old = r#"{"trace_id": "t", "report_file": "r", "collect_args": [], "init_args": [], "llm_args": []}"#;
+        let e =
+            crate::io::parse_versioned::<RunSettings>("meeting.json", old, "settings_version", 2)
+                .unwrap_err()
+                .to_string();
+        assert!(e.contains("settings_version"), "{e}");
+    }
+}

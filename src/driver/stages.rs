@@ -1,0 +1,388 @@
+//! The stages of a meeting as the driver runs them (DESIGN.md#run-folder). A built-in stage
+//! runs inside the `meeting` process: the same library function each program's `main` calls,
+//! given the settings the program would get as flags. A stage process costs about a
+//! millisecond of CPU to start (exec, dynamic linking, page faults), several times what a
+//! replayed loop's own work costs, and the board no longer crosses a pipe twice per stage. A
+//! stage replaced with `--stage NAME=COMMAND` runs as `sh -c COMMAND`, with the board on its
+//! stdin and its output read back.
+
+use std::io::{Read, Write};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+
+use super::progress::{Ticker, Ui};
+use super::stop::Watch;
+use super::{MeetingSource, RunSettings};
+use crate::cli::ContextArgs;
+use crate::context::InputFrom;
+use crate::error::{Error, Result};
+use crate::io::{os_error, to_json_line};
+use crate::llm::LlmArgs;
+use crate::model::{Board, LlmSettings, MeetingPacket, ReportResult, Status, PACKET_VERSION};
+use crate::stage::init_board::{self, InitArgs};
+use crate::stage::{agent_turn, merge_board, pm_step, render_report, Stage};
+
+/// What a stage of the loop run in-process made: a board, or render-report's result.
+pub(super) enum Made {
+    Board(Board),
+    Report(ReportResult),
+}
+
+/// The settings every in-process stage of one run shares, read once: the run's pinned config
+/// file (DESIGN.md#config), the LLM flags over it, and render-report's template.
+pub(super) struct Stages<'a> {
+    settings: &'a RunSettings,
+    /// An unreadable file fails the stage that needs it, as it would fail the program.
+    config: Result<crate::config::Config>,
+    llm: Result<LlmArgs>,
+    template: Result<Option<render_report::UserTemplate>>,
+}
+
+impl<'a> Stages<'a> {
+    /// Read the run's config file and template once.
+    pub fn new(settings: &'a RunSettings) -> Stages<'a> {
+        let config = crate::config::load_file(settings.config_file.as_deref()).map(|l| l.config);
+        let llm = config.as_ref().map_err(Clone::clone).map(|config| LlmArgs {
+            config: config.llm_defaults(),
+            ..settings.llm.clone()
+        });
+        let template = settings
+            .template
+            .as_deref()
+            .map(render_report::UserTemplate::load)
+            .transpose();
+        Stages {
+            settings,
+            config,
+            llm,
+            template,
+        }
+    }
+
+    /// collect-context: the packet, and the lines it has for the user (skipped paths,
+    /// redactions), each prefixed with the program's name as the program prints them.
+    pub fn collect(&self) -> Result<(MeetingPacket, Vec<String>)> {
+        let s = self.settings;
+        let from = match &s.source {
+            MeetingSource::MeetingFile(f) => InputFrom::MeetingFile(f.clone()),
+            MeetingSource::Topic(t) => InputFrom::Topic(t.clone()),
+        };
+        let context = ContextArgs {
+            context_root: s.context_root.clone(),
+            allow_sensitive: s.allow_sensitive,
+            no_redact: s.no_redact,
+            max_context_chars: s
+                .max_context_chars
+                .unwrap_or(crate::context::DEFAULT_MAX_CONTEXT_CHARS),
+        };
+        let stage = Stage::CollectContext;
+        let (packet, notes) = guarded(stage, || {
+            crate::context::packet(from, None, |base| context.options(base))
+        })?;
+        let notes = notes.iter().map(|l| format!("{stage}: {l}")).collect();
+        Ok((packet, notes))
+    }
+
+    /// init-board on the packet: the first board.
+    pub fn init(&self, packet: MeetingPacket) -> Result<Board> {
+        let s = self.settings;
+        guarded(Stage::InitBoard, || {
+            let args = InitArgs {
+                board: &s.board,
+                llm: LlmSettings::from_flags(&s.llm),
+                // `meeting` settles the loop limit itself (flag > config file > default).
+                max_loops_given: true,
+                config: self.config.as_ref().map_err(Clone::clone)?,
+            };
+            init_board::run(packet, "<stdin>", args)
+        })
+    }
+
+    /// Run a stage of the loop on `board`. Like a program that prints its board and exits
+    /// non-zero, render-report hands over its `failed` result together with the error.
+    pub fn run(&self, stage: Stage, board: &Board) -> (Option<Made>, Option<Error>) {
+        match guarded(stage, || self.body(stage, board.clone())) {
+            Ok(Made::Report(r)) if r.status == Status::Failed => {
+                let why = r.board.last_error.clone().unwrap_or_default();
+                let e = failed(stage, Error::Runtime(why));
+                (Some(Made::Report(r)), Some(e))
+            }
+            Ok(made) => (Some(made), None),
+            Err(e) => (None, Some(e)),
+        }
+    }
+
+    fn body(&self, stage: Stage, board: Board) -> Result<Made> {
+        let s = self.settings;
+        let llm = || self.llm.as_ref().map_err(Clone::clone);
+        Ok(match stage {
+            Stage::PmStep => Made::Board(pm_step::run(board, llm()?)?),
+            Stage::AgentTurn => {
+                Made::Board(agent_turn::run(board, llm()?, s.human_answers.as_deref())?)
+            }
+            Stage::MergeBoard => {
+                let now = crate::events::clock_from_env().now();
+                Made::Board(merge_board::merge(board, &now)?)
+            }
+            Stage::RenderReport => Made::Report(render_report::run(
+                board,
+                self.template.as_ref().map_err(Clone::clone)?.as_ref(),
+                Some(&s.report_file),
+            )?),
+            Stage::CollectContext | Stage::InitBoard => {
+                unreachable!("{stage} runs once, before the loop (Stages::collect, init)")
+            }
+        })
+    }
+}
+
+/// Run a stage's body: its error, or a panic in it, as the driver's message for a failed stage.
+fn guarded<T>(stage: Stage, body: impl FnOnce() -> Result<T>) -> Result<T> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(made)) => Ok(made),
+        Ok(Err(e)) => Err(failed(stage, e.or_file("<stdin>"))),
+        Err(panic) => {
+            let what = crate::error::panic_message(panic.as_ref());
+            let e = Error::Runtime(format!("panicked: {what}"));
+            Err(with_code(stage, 101, &e))
+        }
+    }
+}
+
+/// The driver's message for a stage that failed, worded as for a stage process that exited
+/// with the error's code and printed `<program>: <message>`.
+fn failed(stage: Stage, e: Error) -> Error {
+    with_code(stage, e.exit_code(), &e)
+}
+
+fn with_code(stage: Stage, code: u8, e: &Error) -> Error {
+    let name = stage.program();
+    let msg = format!("stage {name} failed (exit {code}): {name}: {e}");
+    if code == 2 {
+        Error::Usage(msg)
+    } else {
+        Error::Runtime(msg)
+    }
+}
+
+/// What a stage of the loop handed over: its output line (the checkpoint) and that output read.
+pub(super) type Handed = Option<(String, Made)>;
+
+/// Run one stage of the loop on `board`: in this process when it is a built-in stage, else its
+/// command with the board on stdin, its output read back (a user's stage prints the
+/// pipeline's own data: output that is not a board is a runtime failure of that stage, exit 1,
+/// not bad input from the user).
+pub(super) fn run_loop_stage(
+    stages: &Stages,
+    stage: Stage,
+    board: &Board,
+    ui: Ui,
+    watch: &Watch,
+) -> Result<(Handed, Option<Error>)> {
+    let Some(command) = stages.settings.stage_overrides.get(&stage) else {
+        let (made, failure) = {
+            let _ticker = Ticker::start(ui, stage.program());
+            stages.run(stage, board)
+        };
+        let handed = made.map(|m| {
+            let text = match &m {
+                Made::Board(b) => to_json_line(b, false),
+                Made::Report(r) => to_json_line(r, false),
+            };
+            (text, m)
+        });
+        return Ok((handed, failure));
+    };
+    let input = to_json_line(board, false);
+    let settings = stages.settings;
+    let (stdout, failure) =
+        run_command(stage, command, settings, input.as_bytes(), ui, Some(watch))?;
+    let label = format!("{stage} output");
+    let text = String::from_utf8_lossy(&stdout).into_owned();
+    let unreadable =
+        |e: Error| Error::Runtime(format!("stage {stage} wrote an unusable board: {e}"));
+    if let Some(e) = failure {
+        // A render-report that could not save the report still prints the `failed` result.
+        let report = (stage == Stage::RenderReport)
+            .then(|| crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json))
+            .and_then(|r| r.ok())
+            .map(|r| (text.clone(), Made::Report(r)));
+        return Ok((report, Some(e)));
+    }
+    if std::str::from_utf8(&stdout).is_err() {
+        return Err(Error::Runtime(format!(
+            "stage {stage} wrote output that is not UTF-8"
+        )));
+    }
+    let made = if stage == Stage::RenderReport {
+        Made::Report(
+            crate::io::parse_doc(&label, &text, crate::io::Format::Json).map_err(unreadable)?,
+        )
+    } else {
+        Made::Board(crate::io::parse_board(&label, &text).map_err(unreadable)?)
+    };
+    Ok((Some((text, made)), None))
+}
+
+/// collect-context or init-board replaced by the user's `command`, before the run folder
+/// exists: what it printed, or its failure.
+pub(super) fn run_first_command(
+    stage: Stage,
+    command: &str,
+    settings: &RunSettings,
+    input: &[u8],
+    ui: Ui,
+) -> Result<String> {
+    let (stdout, failure) = run_command(stage, command, settings, input, ui, None)?;
+    match failure {
+        Some(e) => Err(e),
+        None => Ok(String::from_utf8_lossy(&stdout).into_owned()),
+    }
+}
+
+/// A collect-context replaced by the user's command: what it printed must be a packet.
+pub(super) fn parse_packet(text: &str) -> Result<MeetingPacket> {
+    crate::io::parse_versioned(
+        "collect-context output",
+        text,
+        "packet_version",
+        PACKET_VERSION,
+    )
+}
+
+/// Run the user's `command` for `stage` (`sh -c`, DESIGN.md#run-folder) with `input` on stdin.
+/// A non-zero exit still hands over what it printed (a render-report that could not save the
+/// report prints the `failed` board), with an error carrying its own message and exit code.
+fn run_command(
+    stage: Stage,
+    command: &str,
+    settings: &RunSettings,
+    input: &[u8],
+    ui: Ui,
+    watch: Option<&Watch>,
+) -> Result<(Vec<u8>, Option<Error>)> {
+    let name = stage.program();
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(command);
+    // The meeting's config file, pinned; empty: none (DESIGN.md#config).
+    cmd.env(
+        crate::config::CONFIG_ENV,
+        settings.config_file.as_deref().unwrap_or(Path::new("")),
+    );
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    die_with_parent(&mut cmd);
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::Runtime(format!(
+            "cannot start {name}: {} (install the programs with `cargo install --path .` or put them on PATH)",
+            os_error(&e)
+        ))
+    })?;
+    let (status, stdout, err_lines) = {
+        let _running = watch.map(|w| w.running(&child));
+        let _ticker = Ticker::start(ui, name);
+        exchange(&mut child, input)
+    };
+    let status = status.map_err(|e| Error::Runtime(format!("{name}: {}", os_error(&e))))?;
+    let stdout = stdout
+        .map_err(|e| Error::Runtime(format!("{name}: cannot read its output: {}", os_error(&e))))?;
+    let mut err_lines: Vec<String> = err_lines
+        .into_iter()
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    if status.success() {
+        if !ui.quiet {
+            err_lines.iter().for_each(|l| crate::note!("{l}"));
+        }
+        return Ok((stdout, None));
+    }
+    // A stage that died with the driver's Ctrl-C or SIGTERM did not fail: the meeting stops.
+    if let Some(w) = watch {
+        w.after_child(&status);
+    }
+    let e = command_failure(name, &status, &mut err_lines);
+    if !ui.quiet {
+        err_lines.iter().for_each(|l| crate::note!("{l}"));
+    }
+    Ok((stdout, Some(e)))
+}
+
+/// Give `child` its input and read what it prints: its exit status, its stdout and its stderr
+/// lines. Its stderr is held until it ends: on success its warnings are shown, on failure its
+/// last line becomes the driver's one-line message.
+fn exchange(
+    child: &mut Child,
+    input: &[u8],
+) -> (
+    std::io::Result<ExitStatus>,
+    std::io::Result<Vec<u8>>,
+    Vec<String>,
+) {
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        // A stage may exit without reading all of stdin; its exit status tells what happened.
+        let _ = stdin.write_all(&input);
+    });
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let err_reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text.lines().map(str::to_string).collect::<Vec<String>>()
+    });
+    let mut stdout = Vec::new();
+    let read = child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_end(&mut stdout);
+    let status = child.wait();
+    let _ = writer.join();
+    let err_lines = err_reader.join().unwrap_or_default();
+    (status, read.map(|_| stdout), err_lines)
+}
+
+/// The driver's error for a command that exited non-zero: its last stderr line (taken from
+/// `err_lines`), or a panic's own message, with its exit code (2: usage, else runtime).
+fn command_failure(name: &str, status: &ExitStatus, err_lines: &mut Vec<String>) -> Error {
+    let code = status.code().unwrap_or(1);
+    // A panic (exit 101) ends with a backtrace hint: its own message is what tells.
+    let panic = (code == 101)
+        .then(|| err_lines.iter().position(|l| l.contains("panicked at")))
+        .flatten()
+        .map(|i| err_lines[i..(i + 2).min(err_lines.len())].join(" "));
+    let last = err_lines.pop().unwrap_or_else(|| "no message".to_string());
+    let last = panic.unwrap_or(last);
+    let msg = format!("stage {name} failed (exit {code}): {last}");
+    if code == 2 {
+        Error::Usage(msg)
+    } else {
+        Error::Runtime(msg)
+    }
+}
+
+/// A stage must not outlive a killed driver: an orphan could still write to the run folder
+/// (its exchange log) while a resumed meeting runs the same stage again.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: prctl and getppid are async-signal-safe and touch no memory of the parent.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The driver died before the line above: no signal will come, so do not start.
+            if libc::getppid() as u32 != parent {
+                return Err(std::io::Error::other("the meeting process is gone"));
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}

@@ -1,0 +1,336 @@
+//! Starting a meeting (DESIGN.md#run-folder): the run settings from the flags and the config
+//! file, collect-context and init-board in memory, every check a real start makes before the
+//! first model call, then the run folder — or, for `--dry-run`, the PM's first prompt.
+//!
+//! Beside them, grouped at the end: how each caller's provider and model are resolved for the
+//! start line, the key check and the dry run's prompt.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use super::callers::{check_llm_config, models_line, replay_from_env_warning};
+use super::drive::Run;
+use super::outcome::Tally;
+use super::progress::Ui;
+use super::report_path::{
+    check_report_path, default_report_file, free_report_name, prove_writable,
+};
+use super::run_dir::open_append;
+use super::stages::{self, Stages};
+use super::{absolute, MeetingSource, RunDir, RunSettings, SETTINGS_VERSION};
+use crate::cli::BoardArgs;
+use crate::error::{Error, Result};
+use crate::io::{os_error, to_json_line};
+use crate::llm::LlmArgs;
+use crate::model::Board;
+use crate::stage::Stage;
+
+/// What `meeting` was asked to start: its flags, before the config file fills the gaps.
+pub struct NewMeeting {
+    pub source: MeetingSource,
+    /// collect-context's flags, passed on.
+    pub context: crate::cli::ContextArgs,
+    /// render-report's `--template`.
+    pub template: Option<PathBuf>,
+    pub board: BoardArgs,
+    /// `--max-loops` was given: it wins over the config file's `max_loops`.
+    pub max_loops_given: bool,
+    /// The LLM flags; the config file's defaults are added below them (DESIGN.md#config).
+    pub llm: LlmArgs,
+    /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
+    pub report_file: Option<PathBuf>,
+    /// `--run-dir`, the folder holding run folders (else the config file's, else `runs`).
+    pub run_dir: Option<PathBuf>,
+    pub stage_overrides: BTreeMap<Stage, String>,
+    /// The environment variables that set an LLM flag (`AGENT_MEETING_PROVIDER`,
+    /// agent-turn's `--human-answers`.
+    pub human_answers: Option<PathBuf>,
+}
+
+/// What `--dry-run` prints: the PM's first prompt as it would be sent, and its input
+/// document (`--json`).
+pub struct DryRun {
+    pub pm_input: serde_json::Value,
+    /// The system message, then the user message, each under a marker line.
+    pub prompt: String,
+}
+
+/// A meeting checked and ready to start: everything but the run folder.
+struct Checked {
+    settings: RunSettings,
+    packet_text: String,
+    board_text: String,
+    board: Board,
+    /// The start line's models line.
+    models: String,
+    dir: RunDir,
+    /// The report already at the default path, kept (this meeting's goes to a numbered name).
+    numbered_from: Option<PathBuf>,
+}
+
+/// Start a new meeting: collect, init (in memory, so bad input leaves no run folder), check
+/// every caller's provider configuration, then create and fill the run folder.
+pub fn start(new: NewMeeting, ui: Ui) -> Result<Run> {
+    let checked = check(new, false, ui)?;
+    // Before any model call: the report's folder exists and takes a file, and the user's
+    // exchange log opens (DESIGN.md#run-folder).
+    prove_writable(&checked.settings.report_file)?;
+    if let Some(user) = &checked.settings.user_llm_log {
+        open_append(user).map_err(|e| {
+            Error::Usage(format!("--llm-log: {}: {}", user.display(), os_error(&e)))
+        })?;
+    }
+    create(checked, ui)
+}
+
+/// `--dry-run`: every check of a real start but the keys (a missing one is a warning), the
+/// models line, and the PM's first prompt; no call, no folder.
+pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
+    let checked = check(new, true, ui)?;
+    dry_run_prompt(&checked.settings.llm, &checked.board)
+}
+
+/// The settings, the first board and every check before the run folder is made. A dry run
+/// prints the models line and only warns of a missing key (DESIGN.md#run-folder).
+fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
+    let (settings, run_dir, numbered_from) = settings_of(new)?;
+    let (packet_text, board_text, board) = first_board(&settings, ui)?;
+    // A missing key or a broken cassette is found now, before any run folder exists.
+    let missing = check_llm_config(&settings.llm, &board, dry_run)?;
+    let models = models_line(&settings.llm, &board)?;
+    if dry_run {
+        if !ui.quiet {
+            crate::note!("{models}");
+        }
+        for m in &missing {
+            crate::note!("meeting: warning: {m}");
+        }
+    }
+    if let Some(w) = replay_from_env_warning(&settings.llm) {
+        crate::note!("{w}");
+    }
+    let dir = RunDir {
+        path: run_dir.join(&board.trace_id),
+    };
+    check_report_path(&settings, &board, &dir.path)?;
+    Ok(Checked {
+        settings,
+        packet_text,
+        board_text,
+        board,
+        models,
+        dir,
+        numbered_from,
+    })
+}
+
+/// The run settings of a new meeting: the flags over the config file, absolute paths, the
+/// trace id and the report path settled; with the folder holding run folders and the report
+/// kept at the default path, if any.
+fn settings_of(new: NewMeeting) -> Result<(RunSettings, PathBuf, Option<PathBuf>)> {
+    let loaded = crate::config::load()?;
+    if new.board.agents.iter().all(|a| a.trim().is_empty()) {
+        return Err(Error::Usage(
+            "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
+        ));
+    }
+    let now = crate::events::clock_from_env().now();
+    let mut board_args = new.board;
+    if !new.max_loops_given {
+        // Flag > config file > built-in default (DESIGN.md#config).
+        board_args.max_loops = loaded.config.max_loops.unwrap_or(board_args.max_loops);
+    }
+    board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
+    let source = match new.source {
+        MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),
+        topic => topic,
+    };
+    board_args.trace_id = Some(
+        board_args
+            .trace_id
+            .unwrap_or_else(|| crate::stage::init_board::new_trace_id(&now)),
+    );
+    // meeting.json keeps absolute paths, so `--resume` works from any folder. A report already
+    // at the default path is kept: this meeting's gets the next free numbered name. A path the
+    // user named is theirs to replace.
+    let (report_file, numbered_from) = match new.report_file {
+        Some(f) => (absolute(&f), None),
+        None => {
+            let default = absolute(Path::new(&default_report_file(&source)));
+            let free = free_report_name(&default);
+            let kept = (free != default).then_some(default);
+            (free, kept)
+        }
+    };
+    let mut llm = crate::config::with_config(new.llm)?;
+    // The stages log into the run folder; the user's own log gets a copy of every line.
+    let user_llm_log = llm.llm_log.take().map(|l| absolute(&l));
+    let settings = RunSettings {
+        settings_version: SETTINGS_VERSION,
+        source,
+        allow_sensitive: new.context.allow_sensitive,
+        no_redact: new.context.no_redact,
+        context_root: new.context.context_root.as_deref().map(absolute),
+        max_context_chars: (new.context.max_context_chars
+            != crate::context::DEFAULT_MAX_CONTEXT_CHARS)
+            .then_some(new.context.max_context_chars),
+        template: new.template.as_deref().map(absolute),
+        board: board_args,
+        llm,
+        report_file,
+        stage_overrides: new.stage_overrides,
+        config_file: loaded.file.as_deref().map(absolute),
+        user_llm_log,
+        human_answers: new.human_answers.as_deref().map(absolute),
+    };
+    let run_dir = crate::config::run_dir(new.run_dir, &loaded.config).0;
+    Ok((settings, run_dir, numbered_from))
+}
+
+/// Create and fill the run folder of a checked meeting: its settings (pointed at the folder's
+/// exchange log and config copy), the packet and the first board, and its first events.
+fn create(checked: Checked, ui: Ui) -> Result<Run> {
+    let Checked {
+        mut settings,
+        packet_text,
+        board_text,
+        board,
+        models,
+        dir,
+        numbered_from,
+    } = checked;
+    let lock = dir.lock()?;
+    if dir.path.join("meeting.json").exists() {
+        return Err(Error::Usage(format!(
+            "{} already holds a meeting; use --resume {} or another --trace-id",
+            dir.path.display(),
+            dir.path.display()
+        )));
+    }
+    settings
+        .stage_overrides
+        .retain(|k, _| !matches!(k, Stage::CollectContext | Stage::InitBoard));
+    // The run's exchange log doubles as a cache of completed calls, so a resumed meeting
+    // repeats none of them.
+    let llm = &mut settings.llm;
+    llm.llm_log = Some(absolute(&dir.path.join("llm.jsonl")));
+    llm.reuse_log = true;
+    llm.cassette = llm.cassette.as_deref().map(absolute);
+    llm.record = llm.record.as_deref().map(absolute);
+    if settings.config_file.is_some() {
+        // The stages of this run read the settings as they were at its start.
+        let copy = dir.path.join("config.yaml");
+        let text = serde_yaml::to_string(&crate::config::load()?.config)
+            .map_err(|e| Error::Runtime(format!("config.yaml: {e}")))?;
+        dir.write(&copy, text.as_bytes())?;
+        settings.config_file = Some(absolute(&copy));
+    }
+    dir.write(
+        &dir.path.join("meeting.json"),
+        to_json_line(&settings, true).as_bytes(),
+    )?;
+    dir.write(
+        &dir.file(1, Stage::CollectContext, "out"),
+        packet_text.as_bytes(),
+    )?;
+    dir.write(&dir.file(2, Stage::InitBoard, "out"), board_text.as_bytes())?;
+    // A folder that held a meeting had a meeting.json (refused above): this file is new.
+    let _ = std::fs::remove_file(dir.path.join("events.jsonl"));
+    // Synced, with the checkpoints above: init-board's is where `--resume` can always go on
+    // from (DESIGN.md#resume).
+    dir.append_events(&board.new_events, true)?;
+    let mut tally = Tally::default();
+    tally.add(&board.new_events);
+    if let (Some(kept), false) = (&numbered_from, ui.quiet) {
+        crate::note!(
+            "{} exists and is kept; this meeting's report goes to {}",
+            kept.display(),
+            settings.report_file.display()
+        );
+    }
+    if !ui.quiet {
+        crate::note!(
+            "meeting {}: {} documents, participants {}, max {} loops, run folder {}",
+            board.trace_id,
+            board.context_bundle.documents.len(),
+            board.participants.join(", "),
+            board.max_loops,
+            dir.path.display()
+        );
+        crate::note!("{models}");
+    }
+    Ok(Run::new(dir, settings, board, 3, tally, lock))
+}
+
+/// collect-context, then init-board, in memory (nothing is written yet): the packet and the
+/// first board as their checkpoints will hold them, and the board.
+fn first_board(settings: &RunSettings, ui: Ui) -> Result<(String, String, Board)> {
+    crate::io::hold_stage_warnings(ui.quiet);
+    let stages = Stages::new(settings);
+    let quiet_ui = Ui {
+        ticker: false,
+        ..ui
+    };
+    let overrides = &settings.stage_overrides;
+    let (packet, packet_text) = match overrides.get(&Stage::CollectContext) {
+        None => {
+            let (packet, notes) = stages.collect()?;
+            if !ui.quiet {
+                notes.iter().for_each(|l| crate::note!("{l}"));
+            }
+            let text = to_json_line(&packet, false);
+            (packet, text)
+        }
+        Some(command) => {
+            let text =
+                stages::run_first_command(Stage::CollectContext, command, settings, b"", quiet_ui)?;
+            (stages::parse_packet(&text)?, text)
+        }
+    };
+    let (board, board_text) = match overrides.get(&Stage::InitBoard) {
+        None => {
+            let board = stages.init(packet)?;
+            let text = to_json_line(&board, false);
+            (board, text)
+        }
+        Some(command) => {
+            let input = packet_text.as_bytes();
+            let text =
+                stages::run_first_command(Stage::InitBoard, command, settings, input, quiet_ui)?;
+            (crate::io::parse_board("init-board output", &text)?, text)
+        }
+    };
+    Ok((packet_text, board_text, board))
+}
+
+/// The PM's first prompt exactly as the PM's provider would be sent it (the reply schema in
+/// the prompt or not, as that provider takes it), and its input document.
+fn dry_run_prompt(llm: &LlmArgs, board: &Board) -> Result<DryRun> {
+    let pm_meta = board
+        .pm
+        .as_ref()
+        .map(|p| p.metadata.clone())
+        .unwrap_or_default();
+    let in_prompt = crate::llm::resolve(llm, &board.llm, crate::model::PM_CALLER, &pm_meta)
+        .map(|r| crate::llm::args::schema_in_prompt(llm, r.provider.value))
+        .unwrap_or(false);
+    use crate::stage::pm_step;
+    let request = crate::llm::Request {
+        caller: crate::model::PM_CALLER.into(),
+        system: pm_step::pm_system_prompt(board, in_prompt)?,
+        messages: vec![pm_step::pm_user_message(board, in_prompt)?],
+        expect: Some(pm_step::pm_expected_json(board, pm_step::mode(board))),
+    };
+    // The system message as the provider sends it: with the schema in words when it is not
+    // sent natively.
+    let system = crate::llm::system_text(&request, in_prompt);
+    let user = &request.messages[0];
+    Ok(DryRun {
+        pm_input: crate::stage::pm_step::pm_input(board),
+        prompt: format!(
+            "----- system -----\n{}\n----- user -----\n{}\n",
+            system.trim_end(),
+            user.content.trim_end()
+        ),
+    })
+}

@@ -1,0 +1,96 @@
+//! A crash of the machine (DESIGN.md#resume): the run folder's boards and `events.jsonl` are
+//! written atomically but not synced, so a crash may lose the newest of them or leave them
+//! empty; the model's answers in `llm.jsonl` are synced as they come. `--resume` goes on from
+//! the last whole checkpoint whose events are all there and derives the rest from the log.
+
+use serde_json::Value;
+
+use crate::fake_http::{json as http, openai_ok, FakeServer};
+use crate::harness::{cli, root, Workdir};
+use crate::meeting::{demo_cassette, final_board, resume_cmd, without_timings, NOW};
+
+/// The demo meeting against a live (fake) OpenAI server that gives the demo cassette's
+/// answers in order.
+fn live_demo(work: &Workdir) -> FakeServer {
+    let answers = std::fs::read_to_string(demo_cassette())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            http(
+                200,
+                &openai_ok(v["response"].as_str().unwrap(), Some((100, 10))),
+            )
+        })
+        .collect();
+    let server = FakeServer::start(answers);
+    let out = cli("meeting")
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,biz",
+        ])
+        .args(["--provider", "openai", "--trace-id", "demo-test", "--quiet"])
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .run();
+    out.exit(0);
+    server
+}
+
+/// Lost: every checkpoint after init-board's, the newest left empty, and the tail of
+/// `events.jsonl`. The resumed meeting asks the server nothing and ends with the same board,
+/// report and history.
+#[test]
+fn a_resume_after_losing_the_last_checkpoints_derives_them_from_the_log() {
+    let work = Workdir::new();
+    let server = live_demo(&work);
+    let asked = server.count();
+    assert_eq!(asked, 8, "the demo's calls");
+    let run_dir = work.join("runs/demo-test");
+    let want_board = without_timings(final_board(&run_dir));
+    let want_report = work.read("report.md");
+    let events = run_dir.join("events.jsonl");
+    let want_events = std::fs::read_to_string(&events).unwrap();
+
+    let mut outputs: Vec<_> = std::fs::read_dir(&run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".out.json"))
+        .collect();
+    outputs.sort();
+    let newest = outputs.pop().unwrap();
+    for lost in outputs
+        .iter()
+        .filter(|p| !p.ends_with("0001-collect-context.out.json"))
+    {
+        if !lost.ends_with("0002-init-board.out.json") {
+            std::fs::remove_file(lost).unwrap();
+        }
+    }
+    std::fs::write(&newest, "").unwrap();
+    let kept: String = want_events.split_inclusive('\n').take(3).collect();
+    std::fs::write(&events, kept).unwrap();
+    std::fs::remove_file(work.join("report.md")).unwrap();
+
+    let out = resume_cmd(&root(), &run_dir)
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .run();
+    out.exit(0);
+    out.stderr_has("not a whole checkpoint (lost in a crash)");
+    assert_eq!(server.count(), asked, "no model call was asked again");
+    assert_eq!(without_timings(final_board(&run_dir)), want_board);
+    assert_eq!(work.read("report.md"), want_report);
+    let got_events = std::fs::read_to_string(&events).unwrap();
+    let history = |text: &str| -> Vec<Value> {
+        text.lines()
+            .map(|l| without_timings(serde_json::from_str(l).unwrap()))
+            .collect()
+    };
+    assert_eq!(history(&got_events), history(&want_events));
+}
