@@ -395,6 +395,8 @@ pub struct Client {
     /// One call of a fan-out (DESIGN.md#fan-out): `(base, index, of)`; `calls` then counts this
     /// client's attempts and attempt k (1-based) has call number `base + (k-1)*of + index + 1`.
     fan_out: Option<(u64, u64, u64)>,
+    /// Every wait between two attempts, in order (see [`Client::waits`]).
+    waits: Vec<Duration>,
 }
 
 impl Client {
@@ -408,6 +410,7 @@ impl Client {
             policy: RetryPolicy::immediate(1),
             log: None,
             fan_out: None,
+            waits: Vec::new(),
         }
     }
 
@@ -461,6 +464,13 @@ impl Client {
     /// The global call counter after the calls made so far (write it back to the board).
     pub fn calls(&self) -> u64 {
         self.calls
+    }
+
+    /// The waits this client made between attempts so far, in order: backoff, or a server's
+    /// `Retry-After` capped by the policy; none after the last attempt. Recorded so that a
+    /// test can read the retry policy's decisions instead of timing them.
+    pub fn waits(&self) -> &[Duration] {
+        &self.waits
     }
 
     /// See [`Provider::schema_in_prompt`].
@@ -569,6 +579,7 @@ impl Client {
                 });
             }
             let wait = self.policy.delay(attempt, retry_after);
+            self.waits.push(wait);
             if !wait.is_zero() {
                 std::thread::sleep(wait);
             }
@@ -867,11 +878,23 @@ mod tests {
             temperature: None,
             max_tokens: None,
         };
+        // (attempts, Retry-After in seconds, the policy's cap, the waits made)
         let cases = [
-            (1, 2, Duration::from_secs(30), Duration::ZERO),
-            (2, 60, Duration::from_millis(50), Duration::from_millis(50)),
+            (1, 2, Duration::from_secs(30), vec![]),
+            (
+                2,
+                60,
+                Duration::from_millis(50),
+                vec![Duration::from_millis(50)],
+            ),
+            (
+                3,
+                60,
+                Duration::from_millis(5),
+                vec![Duration::from_millis(5); 2],
+            ),
         ];
-        for (max_attempts, retry_after, max_delay, min_elapsed) in cases {
+        for (max_attempts, retry_after, max_delay, waits) in cases {
             let n = std::rc::Rc::new(std::cell::Cell::new(0));
             let provider = Always(rate_limited(retry_after), n.clone());
             let mut client = Client::new(Box::new(provider), 0).with_policy(RetryPolicy {
@@ -879,18 +902,13 @@ mod tests {
                 base_delay: Duration::from_millis(1),
                 max_delay,
             });
-            let t0 = Instant::now();
             let e = client.call(&req, &opts).unwrap_err();
-            let elapsed = t0.elapsed();
             assert!(
                 matches!(e, LlmError::Transient { attempts, .. } if attempts == max_attempts),
                 "{e:?}"
             );
             assert_eq!(n.get(), max_attempts);
-            assert!(
-                elapsed >= min_elapsed && elapsed < Duration::from_millis(1500),
-                "{max_attempts} attempts took {elapsed:?}"
-            );
+            assert_eq!(client.waits(), waits, "{max_attempts} attempts");
         }
     }
 

@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::fake_http::*;
-use crate::harness::{cli, golden, Cli};
+use crate::harness::{cli, every_case, golden, Cli};
 
 const KEY: &str = "sk-test-SECRET123456789012345";
 
@@ -288,20 +288,24 @@ fn output_paths_the_loader_would_refuse_exit_2_before_any_call() {
             "cost.json already defines agent \"cost\"",
         ),
     ];
-    for (args, want) in cases {
-        let out = cli("agent-builder")
-            .current_dir(d.path())
-            .args(["--description", "estimates costs"])
-            .args(args)
-            .run();
-        let err = out.stderr();
-        out.check(out.code() == Some(2), &format!("{args:?}: expected exit 2"));
-        assert!(
-            err.starts_with("agent-builder: ") && err.contains(want),
-            "{args:?}: {err}"
-        );
-        assert_eq!(err.trim().lines().count(), 1);
-    }
+    every_case(
+        cases,
+        |(args, _)| format!("{args:?}"),
+        |(args, want)| {
+            let out = cli("agent-builder")
+                .current_dir(d.path())
+                .args(["--description", "estimates costs"])
+                .args(args)
+                .run();
+            let err = out.stderr();
+            out.check(out.code() == Some(2), &format!("{args:?}: expected exit 2"));
+            assert!(
+                err.starts_with("agent-builder: ") && err.contains(want),
+                "{args:?}: {err}"
+            );
+            assert_eq!(err.trim().lines().count(), 1);
+        },
+    );
     assert_eq!(
         std::fs::read_dir(d.path()).unwrap().count(),
         1,

@@ -9,7 +9,7 @@ use agent_meeting::stage::agent_turn::{self as turn, agent_input, agent_turn};
 use serde_json::{json, Value};
 
 use crate::fixtures::*;
-use crate::harness::{cli, golden};
+use crate::harness::{cli, every_case, golden};
 
 fn answer(citations: Value) -> Value {
     json!({
@@ -330,13 +330,17 @@ fn wrong_stage_boards_name_the_right_stage() {
             "the meeting is over",
         ),
     ];
-    for (b0, want) in cases {
-        let (mut c, seen) = client(&b0, vec![]);
-        let e = agent_turn(b0, &mut c, &opts(), &clock()).unwrap_err();
-        assert!(matches!(e, Error::Usage(_)), "{e:?}");
-        assert!(e.to_string().contains(want), "{e} should contain {want}");
-        assert!(seen.borrow().is_empty());
-    }
+    every_case(
+        cases,
+        |(_, want)| want.to_string(),
+        |(b0, want)| {
+            let (mut c, seen) = client(&b0, vec![]);
+            let e = agent_turn(b0, &mut c, &opts(), &clock()).unwrap_err();
+            assert!(matches!(e, Error::Usage(_)), "{e:?}");
+            assert!(e.to_string().contains(want), "{e} should contain {want}");
+            assert!(seen.borrow().is_empty());
+        },
+    );
     let mut b0 = board_with_call("ghost");
     b0.participants.push("ghost".into());
     let (mut c, _) = client(&b0, vec![]);

@@ -2,7 +2,7 @@
 //! best-effort): `meeting … 2>&1 | head -3` still runs the meeting to its report, and every
 //! program keeps its own exit code instead of panicking (exit 101).
 
-use crate::harness::{cli, root, Workdir};
+use crate::harness::{cli, every_case, root, Workdir, PROGRAMS};
 use crate::meeting::{demo_cassette, meeting_cmd};
 
 #[test]
@@ -30,29 +30,19 @@ fn every_program_keeps_its_exit_code_with_stderr_closed() {
         .success()
         .stdout_has("[REDACTED:github-token]");
     // Errors: the one-line message cannot be written, the exit code still tells.
-    for program in [
-        "collect-context",
-        "init-board",
-        "pm-step",
-        "agent-turn",
-        "merge-board",
-        "render-report",
-        "next-stage",
-    ] {
-        cli(program)
-            .stdin("not json")
-            .run_with_stderr_closed()
-            .exit(2)
-            .stdout_is("");
-    }
-    cli("meeting")
-        .args(["--topic", "T?"])
-        .run_with_stderr_closed()
-        .exit(2);
-    cli("agent-builder")
-        .arg("--no-such-flag")
-        .run_with_stderr_closed()
-        .exit(2);
+    every_case(
+        PROGRAMS,
+        |p| p.to_string(),
+        |program| {
+            let mut cmd = cli(program);
+            match program {
+                "meeting" => cmd.args(["--topic", "T?"]),
+                "agent-builder" => cmd.arg("--no-such-flag"),
+                _ => cmd.stdin("not json"),
+            };
+            cmd.run_with_stderr_closed().exit(2).stdout_is("");
+        },
+    );
     // The driver relays a stage's failure; a closed stderr must not turn exit 1 into a panic.
     cli("meeting")
         .current_dir(root())

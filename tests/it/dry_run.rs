@@ -1,4 +1,4 @@
-//! `meeting --dry-run` (issue 13 item 6): no key needed, which provider and model each caller
+//! `meeting --dry-run`: no key needed, which provider and model each caller
 //! would use, a warning for the missing key, and the PM's first prompt exactly as it would be
 //! sent (`--json`: the PM's input document); no call, no run folder.
 

@@ -1,4 +1,4 @@
-//! Every example is runnable as written (issue 13 item 9): each program's `--help` examples
+//! Every example is runnable as written: each program's `--help` examples
 //! and the README's `sh` blocks run, offline, in a scratch copy of the repository's
 //! `meetings/`, `agents/` and `share/` with the programs on PATH. Skipped: a command with a
 //! key placeholder (`sk-...`, it needs a real model) and a README block marked
@@ -7,7 +7,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::harness::{root, Cli, Workdir};
+use crate::harness::{every_case, root, Cli, Workdir, PROGRAMS};
 
 /// A scratch folder holding what the examples read, links resolved, like a checkout.
 fn scratch() -> Workdir {
@@ -78,20 +78,14 @@ fn help_examples(program: &str) -> String {
 
 #[test]
 fn every_programs_help_examples_run() {
-    for program in [
-        "meeting",
-        "collect-context",
-        "init-board",
-        "pm-step",
-        "agent-turn",
-        "merge-board",
-        "render-report",
-        "next-stage",
-        "agent-builder",
-    ] {
-        let work = scratch();
-        run_script(work.path(), &help_examples(program), program);
-    }
+    every_case(
+        PROGRAMS,
+        |p| p.to_string(),
+        |program| {
+            let work = scratch();
+            run_script(work.path(), &help_examples(program), program);
+        },
+    );
 }
 
 #[test]

@@ -1,11 +1,23 @@
-//! A tiny scripted HTTP server for LLM tests: each accepted connection gets the next scripted
-//! action (served on its own thread, so a sleeping reply does not block the next attempt), and
-//! every request is recorded for assertions. No network beyond 127.0.0.1.
+//! A tiny scripted HTTP server for LLM tests: each request gets the next scripted action (or
+//! the one `answering` picks for it), served on its own thread so a held reply does not block
+//! the next attempt, and every request is recorded for assertions. No network beyond
+//! 127.0.0.1.
+//!
+//! What a test proves about time it proves here, by what the server saw, never by a clock:
+//! requests that overlapped ([`Action::Together`], [`FakeServer::max_in_flight`]), a client
+//! that gave up waiting ([`Action::HoldUntilClosed`]), answers sent in a chosen order
+//! ([`Action::AfterResponses`], [`FakeServer::answer_order`]).
+//! Every hold has a deadlock guard ([`GUARD`]): past it the server answers anyway and records
+//! that the hold was not met ([`FakeServer::missed`]), so a broken client fails its test
+//! instead of hanging it.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+/// How long a held reply waits for what it waits for before the server answers anyway.
+pub const GUARD: Duration = Duration::from_secs(30);
 
 #[derive(Clone)]
 pub enum Action {
@@ -14,10 +26,34 @@ pub enum Action {
         headers: Vec<(String, String)>,
         body: String,
     },
-    /// Wait, then respond (to trip a short read timeout).
-    Sleep(Duration, Box<Action>),
+    /// Hold the reply until the client closes the connection (it gave up: a read timeout);
+    /// nothing is sent then. Past [`GUARD`] the reply is sent after all and the miss recorded.
+    HoldUntilClosed(Box<Action>),
+    /// Hold the reply until this many requests with a `Together` action have arrived, so that
+    /// they are all in flight at once; then answer. Past [`GUARD`] the server answers anyway,
+    /// records the miss, and holds no later request.
+    Together(usize, Box<Action>),
+    /// Hold the reply until the server has answered this many requests.
+    AfterResponses(usize, Box<Action>),
     /// Announce `declared` bytes of body, send only `body`, then close.
     Truncated { declared: usize, body: String },
+}
+
+impl Action {
+    /// This reply, held until the client hangs up (see [`Action::HoldUntilClosed`]).
+    pub fn until_closed(self) -> Action {
+        Action::HoldUntilClosed(Box::new(self))
+    }
+
+    /// This reply, held until `n` requests so marked are in flight together.
+    pub fn together(self, n: usize) -> Action {
+        Action::Together(n, Box::new(self))
+    }
+
+    /// This reply, held until the server has answered `n` requests.
+    pub fn after_responses(self, n: usize) -> Action {
+        Action::AfterResponses(n, Box::new(self))
+    }
 }
 
 pub fn json(status: u16, body: &str) -> Action {
@@ -57,75 +93,165 @@ impl Recorded {
     }
 }
 
+/// What the server saw, shared by its threads.
+#[derive(Default)]
+struct Seen {
+    requests: Vec<Recorded>,
+    /// Requests read and not yet answered (nor hung up on).
+    in_flight: usize,
+    max_in_flight: usize,
+    /// Requests that arrived at a [`Action::Together`] hold.
+    together: usize,
+    /// A `Together` hold timed out: later ones are not held.
+    together_broken: bool,
+    /// The index (in `requests`) of every answered request, in the order answers were sent.
+    answered: Vec<usize>,
+    /// Holds that ran past [`GUARD`], described.
+    missed: Vec<String>,
+    /// Held replies whose client closed the connection.
+    hung_up: usize,
+}
+
+#[derive(Clone, Default)]
+struct Shared(Arc<(Mutex<Seen>, Condvar)>);
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Seen> {
+        self.0 .0.lock().unwrap()
+    }
+
+    /// Wait (at most [`GUARD`]) until `done` holds; whether it did.
+    fn wait_until(&self, done: impl Fn(&Seen) -> bool) -> bool {
+        let deadline = Instant::now() + GUARD;
+        let mut seen = self.lock();
+        while !done(&seen) {
+            let Some(left) = deadline.checked_duration_since(Instant::now()) else {
+                return false;
+            };
+            seen = self.0 .1.wait_timeout(seen, left).unwrap().0;
+        }
+        true
+    }
+
+    /// Change what the server saw and wake every waiting hold.
+    fn update<R>(&self, f: impl FnOnce(&mut Seen) -> R) -> R {
+        let r = f(&mut self.lock());
+        self.0 .1.notify_all();
+        r
+    }
+}
+
 pub struct FakeServer {
     pub url: String,
-    pub requests: Arc<Mutex<Vec<Recorded>>>,
+    shared: Shared,
 }
 
 impl FakeServer {
+    /// A server that answers the requests with `actions`, in the order they arrive.
     pub fn start(actions: Vec<Action>) -> FakeServer {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let reqs = requests.clone();
-        std::thread::spawn(move || {
-            let mut actions = actions.into_iter();
-            for stream in listener.incoming() {
-                let Ok(stream) = stream else { continue };
-                let action = actions.next().unwrap_or_else(|| {
-                    json(
-                        500,
-                        r#"{"error":{"message":"fake server: no scripted response left"}}"#,
-                    )
-                });
-                let reqs = reqs.clone();
-                std::thread::spawn(move || serve(stream, action, reqs));
-            }
-        });
-        FakeServer { url, requests }
+        let mut actions = actions.into_iter();
+        FakeServer::serve(move |_| {
+            actions.next().unwrap_or_else(|| {
+                json(
+                    500,
+                    r#"{"error":{"message":"fake server: no scripted response left"}}"#,
+                )
+            })
+        })
     }
 
     /// A server that answers each request by what it asks (`answer` sees the request), for
     /// requests that arrive concurrently in no fixed order (a fan-out's calls).
-    pub fn answering(answer: impl Fn(&Recorded) -> Action + Send + Sync + 'static) -> FakeServer {
+    pub fn answering(answer: impl Fn(&Recorded) -> Action + Send + 'static) -> FakeServer {
+        FakeServer::serve(answer)
+    }
+
+    /// Accept connections and read each request on a thread of its own; `next` picks the
+    /// actions in one place, in the order the requests are read, and each reply is served on
+    /// a thread of its own.
+    fn serve(mut next: impl FnMut(&Recorded) -> Action + Send + 'static) -> FakeServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let reqs = requests.clone();
-        let answer = Arc::new(answer);
+        let shared = Shared::default();
+        let (tx, rx) = std::sync::mpsc::channel::<(TcpStream, Recorded)>();
+        let sh = shared.clone();
+        std::thread::spawn(move || {
+            for (stream, req) in rx {
+                let action = next(&req);
+                let index = sh.update(|seen| {
+                    seen.requests.push(req);
+                    seen.in_flight += 1;
+                    seen.max_in_flight = seen.max_in_flight.max(seen.in_flight);
+                    seen.requests.len() - 1
+                });
+                let sh = sh.clone();
+                std::thread::spawn(move || {
+                    let answered = respond(&stream, action, &sh);
+                    sh.update(|seen| {
+                        seen.in_flight -= 1;
+                        match answered {
+                            true => seen.answered.push(index),
+                            false => seen.hung_up += 1,
+                        }
+                    });
+                });
+            }
+        });
         std::thread::spawn(move || {
             for stream in listener.incoming() {
                 let Ok(stream) = stream else { continue };
-                let (reqs, answer) = (reqs.clone(), answer.clone());
+                let tx = tx.clone();
                 std::thread::spawn(move || {
                     let mut reader = BufReader::new(stream.try_clone().unwrap());
                     if let Some(req) = read_request(&mut reader) {
-                        let action = answer(&req);
-                        reqs.lock().unwrap().push(req);
-                        respond(stream, action);
+                        let _ = tx.send((stream, req));
                     }
                 });
             }
         });
-        FakeServer { url, requests }
+        FakeServer { url, shared }
     }
 
     pub fn count(&self) -> usize {
-        self.requests.lock().unwrap().len()
+        self.shared.lock().requests.len()
     }
 
     pub fn request(&self, i: usize) -> Recorded {
-        self.requests.lock().unwrap()[i].clone()
+        self.shared.lock().requests[i].clone()
     }
-}
 
-fn serve(stream: TcpStream, action: Action, reqs: Arc<Mutex<Vec<Recorded>>>) {
-    let mut reader = BufReader::new(stream.try_clone().unwrap());
-    let Some(req) = read_request(&mut reader) else {
-        return;
-    };
-    reqs.lock().unwrap().push(req);
-    respond(stream, action);
+    /// Every request so far, in the order they arrived.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// What the server saw once every request is settled (answered, or hung up on): a
+    /// reply's bookkeeping ends just after the client has it, so it is read after that.
+    fn settled(&self) -> MutexGuard<'_, Seen> {
+        let settled = self.shared.wait_until(|s| s.in_flight == 0);
+        assert!(settled, "a request of the fake server never settled");
+        self.shared.lock()
+    }
+
+    /// The most requests that were in flight at once (read, not yet answered).
+    pub fn max_in_flight(&self) -> usize {
+        self.settled().max_in_flight
+    }
+
+    /// The holds that ran past [`GUARD`] (empty when every hold was met).
+    pub fn missed(&self) -> Vec<String> {
+        self.settled().missed.clone()
+    }
+
+    /// How many held replies the client hung up on.
+    pub fn hung_up(&self) -> usize {
+        self.settled().hung_up
+    }
+
+    /// The answered requests (their index in arrival order), in the order answers were sent.
+    pub fn answer_order(&self) -> Vec<usize> {
+        self.settled().answered.clone()
+    }
 }
 
 /// One HTTP request: method, path, headers, the body its content-length announces.
@@ -166,11 +292,46 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
     })
 }
 
-fn respond(mut stream: TcpStream, action: Action) {
+/// Send `action`'s reply; false when the client hung up on a held reply and none was sent.
+fn respond(stream: &TcpStream, action: Action, shared: &Shared) -> bool {
     match action {
-        Action::Sleep(d, inner) => {
-            std::thread::sleep(d);
-            respond(stream, *inner);
+        Action::HoldUntilClosed(inner) => {
+            if client_hangs_up(stream) {
+                return false;
+            }
+            shared.update(|s| {
+                s.missed.push(format!(
+                    "the client kept waiting {GUARD:?} for a held reply"
+                ))
+            });
+            respond(stream, *inner, shared)
+        }
+        Action::Together(n, inner) => {
+            let broken = shared.update(|s| {
+                s.together += 1;
+                s.together_broken
+            });
+            if !broken && !shared.wait_until(|s| s.together >= n || s.together_broken) {
+                shared.update(|s| {
+                    s.together_broken = true;
+                    s.missed.push(format!(
+                        "only {} of {n} requests were in flight together within {GUARD:?}",
+                        s.together
+                    ));
+                });
+            }
+            respond(stream, *inner, shared)
+        }
+        Action::AfterResponses(n, inner) => {
+            if !shared.wait_until(|s| s.answered.len() >= n) {
+                shared.update(|s| {
+                    s.missed.push(format!(
+                        "a reply held for {n} answers went out after {} within {GUARD:?}",
+                        s.answered.len()
+                    ))
+                });
+            }
+            respond(stream, *inner, shared)
         }
         Action::Respond {
             status,
@@ -185,20 +346,50 @@ fn respond(mut stream: TcpStream, action: Action) {
                 head.push_str(&format!("{k}: {v}\r\n"));
             }
             head.push_str("\r\n");
+            let mut stream = stream;
             let _ = stream.write_all(head.as_bytes());
             let _ = stream.write_all(body.as_bytes());
             let _ = stream.flush();
+            true
         }
         Action::Truncated { declared, body } => {
             let head = format!(
                 "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {declared}\r\nconnection: close\r\n\r\n"
             );
+            let mut stream = stream;
             let _ = stream.write_all(head.as_bytes());
             let _ = stream.write_all(body.as_bytes());
             let _ = stream.flush();
             let _ = stream.shutdown(std::net::Shutdown::Both);
+            true
         }
     }
+}
+
+/// Wait for the client to close its end of `stream` (end of file or a reset); false past
+/// [`GUARD`].
+fn client_hangs_up(stream: &TcpStream) -> bool {
+    let deadline = Instant::now() + GUARD;
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(20)));
+    let mut buf = [0u8; 256];
+    let mut stream = stream;
+    let hung_up = loop {
+        if Instant::now() >= deadline {
+            break false;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(_) => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) => {}
+            Err(_) => break true,
+        }
+    };
+    let _ = stream.set_read_timeout(None);
+    hung_up
 }
 
 /// OpenAI Chat Completions success body, as documented.

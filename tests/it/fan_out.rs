@@ -1,5 +1,6 @@
-//! Parallel fan-out (issue 14 item 1, docs/DESIGN.md#fan-out), driven by cassettes on the demo
-//! meeting with three participants: a CALL_AGENTS runs its calls concurrently and merges them
+//! Parallel fan-out (docs/DESIGN.md#fan-out), driven by cassettes (and, where the order or
+//! overlap of the calls matters, the fake HTTP server) on the demo meeting with three
+//! participants: a CALL_AGENTS runs its calls concurrently and merges them
 //! in call order whatever order the answers arrive in; `--max-parallel 1` never offers it;
 //! routing errors inside a fan-out are refused like a single call's; a retry keeps its fixed
 //! call number; a killed fan-out resumes without asking twice; a recorded one replays the same;
@@ -9,7 +10,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use crate::harness::{cli, Cli, Workdir};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::fake_http::{json as http, openai_ok, Action, FakeServer};
+use crate::harness::{cli, every_case, wait_for, Cli, Workdir};
 use crate::meeting::NOW;
 
 pub(crate) const AGENTS: &str = "arch,biz,sre";
@@ -63,13 +67,6 @@ pub(crate) fn finish() -> Line {
     }
 }
 
-impl Line {
-    pub(crate) fn slow(mut self, ms: u64) -> Line {
-        self.delay_ms = ms;
-        self
-    }
-}
-
 /// The cassette of `lines`, numbered 1, 2, ... in order.
 pub(crate) fn cassette(work: &Workdir, lines: Vec<Line>) -> PathBuf {
     cassette_at(work, (1..).zip(lines).collect())
@@ -118,6 +115,66 @@ fn fan_base(work: &Path) -> Cli {
     cmd
 }
 
+/// A fake OpenAI server for a fan-out meeting: the PM's first request gets a fan-out to arch,
+/// biz and sre, its later ones FINISH; each agent's reply goes through `hold(agent, reply)`,
+/// which may hold it (see `fake_http::Action`).
+fn fan_server(hold: impl Fn(&str, Action) -> Action + Send + 'static) -> FakeServer {
+    let pm_rounds = AtomicUsize::new(0);
+    FakeServer::answering(move |req| {
+        let body = req.body.as_str();
+        let reply = |l: Line| http(200, &openai_ok(&l.reply.to_string(), Some((100, 10))));
+        if body.contains("pm_decision") {
+            return match pm_rounds.fetch_add(1, Ordering::SeqCst) {
+                0 => reply(fan(&[("arch", QA), ("biz", QB), ("sre", QC)])),
+                _ => reply(finish()),
+            };
+        }
+        let [a, b, _] = [QA, QB, QC].map(|q| body.contains(q));
+        match (a, b) {
+            (true, _) => hold(
+                "arch",
+                reply(answer("arch", "Forty engineering hours a month")),
+            ),
+            (_, true) => hold(
+                "biz",
+                reply(answer("biz", "A replica costs 1,240 USD a month")),
+            ),
+            _ => hold(
+                "sre",
+                reply(answer("sre", "The run missed its deadline 9 times")),
+            ),
+        }
+    })
+}
+
+/// [`fan_meeting`] against `server` as its OpenAI provider.
+fn live_fan_meeting(work: &Path, server: &FakeServer, extra: &[&str]) -> Cli {
+    let mut cmd = fan_base(work);
+    cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .args(["--agents", AGENTS, "--provider", "openai", "--quiet"])
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .args(extra);
+    cmd
+}
+
+/// Which agent's question a request of the fan-out server asked.
+fn asked(req: &crate::fake_http::Recorded) -> &'static str {
+    [(QA, "arch"), (QB, "biz"), (QC, "sre")]
+        .into_iter()
+        .find(|(q, _)| req.body.contains(q))
+        .map_or("pm", |(_, who)| who)
+}
+
+/// Who the fan-out server answered, in the order it sent the answers.
+fn answered_in_order(server: &FakeServer) -> Vec<&'static str> {
+    server
+        .answer_order()
+        .into_iter()
+        .map(|i| asked(&server.request(i)))
+        .collect()
+}
+
 /// The JSON lines of a file of the run folder.
 pub(crate) fn lines(work: &Workdir, name: &str) -> Vec<Value> {
     work.read(format!("runs/fan-test/{name}"))
@@ -158,11 +215,11 @@ pub(crate) const QA: &str = "What does the nightly run cost us in engineering ho
 pub(crate) const QB: &str = "What would a read replica cost per month at list price?";
 pub(crate) const QC: &str = "How often did the nightly run miss its deadline last quarter?";
 
-/// A fan-out to arch, biz and sre, the first answer the slowest, then FINISH.
-pub(crate) fn three_way(arch_ms: u64) -> Vec<Line> {
+/// A fan-out to arch, biz and sre, then FINISH.
+pub(crate) fn three_way() -> Vec<Line> {
     vec![
         fan(&[("arch", QA), ("biz", QB), ("sre", QC)]),
-        answer("arch", "Forty engineering hours a month").slow(arch_ms),
+        answer("arch", "Forty engineering hours a month"),
         answer("biz", "A replica costs 1,240 USD a month"),
         answer("sre", "The run missed its deadline 9 times"),
         finish(),
@@ -171,10 +228,18 @@ pub(crate) fn three_way(arch_ms: u64) -> Vec<Line> {
 
 #[test]
 fn a_fan_out_merges_in_call_order_whatever_order_the_answers_arrive_in() {
+    // arch, the first call, is answered last: after the PM's request, biz's and sre's.
+    let server = fan_server(|who, reply| match who {
+        "arch" => reply.after_responses(3),
+        _ => reply,
+    });
     let work = Workdir::new();
-    let c = cassette(&work, three_way(700));
-    let out = fan_meeting(work.path(), &c, &[]).run();
+    let out = live_fan_meeting(work.path(), &server, &[]).run();
     out.check(out.code() == Some(0), "the meeting");
+    assert!(server.missed().is_empty(), "{:?}", server.missed());
+    let order = answered_in_order(&server);
+    assert_eq!(order[0], "pm");
+    assert_eq!(order[3], "arch", "arch's answer was sent last: {order:?}");
 
     // The exchange log is in call order, though arch's answer arrived last.
     let log = lines(&work, "llm.jsonl");
@@ -185,14 +250,6 @@ fn a_fan_out_merges_in_call_order_whatever_order_the_answers_arrive_in() {
     assert_eq!(
         seqs,
         [(1, "pm"), (2, "arch"), (3, "biz"), (4, "sre"), (5, "pm")]
-    );
-    let ts = |i: usize| log[i]["ts_ms"].as_u64().unwrap();
-    assert!(
-        ts(1) > ts(2) && ts(1) > ts(3),
-        "arch's answer (delayed) arrived after biz's and sre's: {} {} {}",
-        ts(1),
-        ts(2),
-        ts(3)
     );
     let dir = work.join("runs/fan-test");
     let parts: Vec<String> = std::fs::read_dir(&dir)
@@ -346,37 +403,41 @@ fn routing_errors_in_a_fan_out_are_refused_like_a_single_calls() {
             "calls[0].prompt_for_agent",
         ),
     ];
-    for (bad, event, error) in cases {
-        let work = Workdir::new();
-        let c = cassette(
-            &work,
-            vec![
-                bad,
-                ask("arch", QA),
-                answer("arch", "Forty engineering hours a month"),
-                finish(),
-            ],
-        );
-        let out = fan_meeting(work.path(), &c, &[]).run();
-        out.check(out.code() == Some(0), error);
-        let events = lines(&work, "events.jsonl");
-        let refused = of_type(&events, event);
-        assert_eq!(refused.len(), 1, "{error}: {events:?}");
-        assert!(
-            refused[0]["error"].as_str().unwrap().contains(error),
-            "{error}: {}",
-            refused[0]
-        );
-        let log = lines(&work, "llm.jsonl");
-        let retry = log[1]["messages"].as_array().unwrap().last().unwrap()["content"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        assert!(retry.contains(error), "the PM is told: {retry}");
-        assert_eq!(final_board(&work)["loop_count"], 1, "{error}");
-        let md = work.read("report.md");
-        assert!(md.contains("it was asked again"), "{md}");
-    }
+    every_case(
+        cases,
+        |(_, _, error)| error.to_string(),
+        |(bad, event, error)| {
+            let work = Workdir::new();
+            let c = cassette(
+                &work,
+                vec![
+                    bad,
+                    ask("arch", QA),
+                    answer("arch", "Forty engineering hours a month"),
+                    finish(),
+                ],
+            );
+            let out = fan_meeting(work.path(), &c, &[]).run();
+            out.check(out.code() == Some(0), error);
+            let events = lines(&work, "events.jsonl");
+            let refused = of_type(&events, event);
+            assert_eq!(refused.len(), 1, "{error}: {events:?}");
+            assert!(
+                refused[0]["error"].as_str().unwrap().contains(error),
+                "{error}: {}",
+                refused[0]
+            );
+            let log = lines(&work, "llm.jsonl");
+            let retry = log[1]["messages"].as_array().unwrap().last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            assert!(retry.contains(error), "the PM is told: {retry}");
+            assert_eq!(final_board(&work)["loop_count"], 1, "{error}");
+            let md = work.read("report.md");
+            assert!(md.contains("it was asked again"), "{md}");
+        },
+    );
 }
 
 #[test]
@@ -407,33 +468,35 @@ fn a_repeated_question_inside_a_fan_out_is_refused() {
 #[test]
 fn a_fan_out_killed_half_way_resumes_without_asking_twice() {
     use std::os::unix::process::ExitStatusExt;
-    use std::time::{Duration, Instant};
 
     let plain = Workdir::new();
-    let c = cassette(&plain, three_way(0));
+    let c = cassette(&plain, three_way());
     fan_meeting(plain.path(), &c, &[]).run().success();
     let want = plain.read("report.md");
 
     let work = Workdir::new();
-    let mut slow = three_way(0);
-    slow[3].delay_ms = 1500; // sre, the last call, is still thinking at the kill.
+    // sre, the last call, is still thinking at the kill: its reply takes ten minutes, so the
+    // kill lands while it is pending however slow the machine. The resumed meeting asks it
+    // again, from the same cassette without the delay.
+    let mut slow = three_way();
+    slow[3].delay_ms = 600_000;
     let c = cassette(&work, slow);
     let run = work.join("runs/fan-test");
     let mut child = fan_meeting(work.path(), &c, &[]).spawn();
-    let start = Instant::now();
     let answered = |seq: u64| {
         std::fs::read_to_string(run.join(format!("llm.jsonl.{seq}.part")))
             .is_ok_and(|t| t.ends_with('\n'))
     };
-    while !(answered(2) && answered(3)) {
-        assert!(start.elapsed() < Duration::from_secs(30), "no side files");
+    wait_for("the side files of the two answered calls", || {
         assert!(child.try_wait().unwrap().is_none(), "the meeting ended");
-        std::thread::sleep(Duration::from_millis(2));
-    }
+        answered(2) && answered(3)
+    });
     child.kill().unwrap();
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGKILL), "killed mid-fan-out");
     assert!(!work.join("report.md").exists());
+    assert!(!answered(4), "sre had not answered");
+    assert_eq!(cassette(&work, three_way()), c);
 
     let out = crate::meeting::resume_cmd(work.path(), &run).run();
     out.check(out.code() == Some(0), "the resumed meeting");
@@ -451,7 +514,7 @@ fn a_fan_out_killed_half_way_resumes_without_asking_twice() {
 #[test]
 fn the_flow_diagram_draws_a_fan_out_as_par() {
     let work = Workdir::new();
-    let c = cassette(&work, three_way(0));
+    let c = cassette(&work, three_way());
     fan_meeting(work.path(), &c, &[]).run().success();
     let want = "    par L1-L3 at once
         PM->>arch: L1 What does the nightly run cost us in engineering hours pe...
@@ -481,7 +544,7 @@ fn the_flow_diagram_draws_a_fan_out_as_par() {
 #[test]
 fn progress_shows_a_fan_outs_calls_together() {
     let work = Workdir::new();
-    let c = cassette(&work, three_way(0));
+    let c = cassette(&work, three_way());
     let mut cmd = cli("meeting");
     cmd.current_dir(work.path())
         .env("AGENT_MEETING_NOW", NOW)
@@ -517,7 +580,9 @@ fn progress_shows_a_fan_outs_calls_together() {
 #[test]
 fn the_shell_loop_equals_the_driver_on_a_fan_out_meeting() {
     let work = Workdir::new();
-    let c = cassette(&work, three_way(300));
+    let mut lines = three_way();
+    lines[1].delay_ms = 300; // arch's answer most likely comes last
+    let c = cassette(&work, lines);
     fan_meeting(work.path(), &c, &[]).run().success();
     let mut want = crate::meeting::without_timings(final_board(&work));
     let want_report = work.read("report.md");
@@ -552,46 +617,18 @@ fn the_shell_loop_equals_the_driver_on_a_fan_out_meeting() {
 /// call order, and every call's number is the one the replay gives it.
 #[test]
 fn a_recorded_fan_out_meeting_replays_identically() {
-    use crate::fake_http::{json as http, openai_ok, Action, FakeServer};
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    let pm_rounds = AtomicUsize::new(0);
-    let server = FakeServer::answering(move |req| {
-        let body = req.body.as_str();
-        let reply = |l: Line| http(200, &openai_ok(&l.reply.to_string(), Some((100, 10))));
-        if body.contains("pm_decision") {
-            return match pm_rounds.fetch_add(1, Ordering::SeqCst) {
-                0 => reply(fan(&[("arch", QA), ("biz", QB), ("sre", QC)])),
-                _ => reply(finish()),
-            };
-        }
-        let [a, b, c] = [QA, QB, QC].map(|q| body.contains(q));
-        match (a, b, c) {
-            (true, _, _) => Action::Sleep(
-                std::time::Duration::from_millis(400),
-                Box::new(reply(answer("arch", "Forty engineering hours a month"))),
-            ),
-            (_, true, _) => reply(answer("biz", "A replica costs 1,240 USD a month")),
-            _ => reply(answer("sre", "The run missed its deadline 9 times")),
-        }
+    // arch, the first call, is answered last.
+    let server = fan_server(|who, reply| match who {
+        "arch" => reply.after_responses(3),
+        _ => reply,
     });
     let work = Workdir::new();
     let rec = work.join("rec.jsonl");
-    let mut live = fan_base(work.path());
-    live.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
-        .args([
-            "--agents",
-            AGENTS,
-            "--provider",
-            "openai",
-            "--quiet",
-            "--record",
-        ])
-        .arg(&rec)
-        .arg("--report-file")
-        .arg(work.join("live.md"));
+    let mut live = live_fan_meeting(work.path(), &server, &["--record"]);
+    live.arg(&rec);
     let out = live.run();
     out.check(out.code() == Some(0), "the live meeting");
+    assert_eq!(answered_in_order(&server)[3], "arch");
     let recorded: Vec<(u64, String)> = std::fs::read_to_string(&rec)
         .unwrap()
         .lines()
@@ -607,7 +644,7 @@ fn a_recorded_fan_out_meeting_replays_identically() {
     let want: Vec<(u64, String)> = (1..=5).zip(callers.map(String::from)).collect();
     assert_eq!(recorded, want, "the recording is in call order");
     let live_board = crate::meeting::without_timings(final_board(&work));
-    let live_md = work.read("live.md");
+    let live_md = work.read("report.md");
     std::fs::remove_dir_all(work.join("runs")).unwrap();
 
     let out = fan_meeting(work.path(), &rec, &["--strict-replay"]).run();
@@ -768,20 +805,16 @@ fn a_fan_out_the_token_budget_cannot_hold_is_refused() {
     assert!(md.contains("Token budget: "), "{md}");
 }
 
-/// The calls of a fan-out run at once: three answers of 400 ms each take about 400 ms, not
-/// the 1,200 ms of one after another.
+/// The calls of a fan-out run at once: the fake server holds each of the three requests until
+/// all three are in flight together, and saw them overlap. (Calls made one after another would
+/// leave the first held until the server's guard gave up on the others, and the server would
+/// record the miss.)
 #[test]
 fn a_fan_outs_calls_run_concurrently() {
+    let server = fan_server(|_, reply| reply.together(3));
     let work = Workdir::new();
-    let mut lines = three_way(400);
-    lines[2].delay_ms = 400;
-    lines[3].delay_ms = 400;
-    let c = cassette(&work, lines);
-    let start = std::time::Instant::now();
-    fan_meeting(work.path(), &c, &[]).run().success();
-    let took = start.elapsed();
-    assert!(
-        took < std::time::Duration::from_millis(1100),
-        "the whole meeting took {took:?}; its three 400 ms calls one after another take 1200 ms"
-    );
+    live_fan_meeting(work.path(), &server, &[]).run().success();
+    assert_eq!(server.missed(), Vec::<String>::new());
+    assert_eq!(server.max_in_flight(), 3, "the three calls overlapped");
+    assert_eq!(answered_in_order(&server).len(), 5);
 }

@@ -14,7 +14,7 @@
 //! `CASE='read timeout' cargo test --test integration faults::` (three cells).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::fake_http::{self, openai_ok, Action, FakeServer};
 use serde_json::{json, Value};
@@ -27,9 +27,8 @@ const ATTEMPTS: usize = 2;
 /// Logical calls of one stage when every answer is invalid: the first and its one retry. A
 /// call that failed after its transport attempts is never sent again (DESIGN.md#ask-loop).
 const STAGE_CALLS: usize = 2;
-/// `--read-timeout` in the HTTP cells, and how long a "timeout" reply keeps the client waiting.
+/// `--read-timeout` in the HTTP cells (a "timeout" reply is held until the client hangs up).
 const READ_TIMEOUT: &str = "1";
-const SLOW_REPLY: Duration = Duration::from_millis(2500);
 const WORKERS: usize = 4;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,7 +292,7 @@ fn http_actions(attempts: &[(&str, Reply)]) -> Vec<Action> {
                     .unwrap_or_default(),
                 body: fake_http::openai_error("injected", "server_error"),
             },
-            Reply::Timeout => Action::Sleep(SLOW_REPLY, Box::new(ok("{}"))),
+            Reply::Timeout => ok("{}").until_closed(),
             Reply::Closed(t) => {
                 let body = openai_ok(t, Some((1000, 100)));
                 Action::Truncated {
@@ -651,7 +650,14 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
                 attempts.len()
             ),
         );
-        let requests = server.requests.lock().unwrap().clone();
+        check(
+            server.missed().is_empty(),
+            format!(
+                "the fake server's holds were not met: {:?}",
+                server.missed()
+            ),
+        );
+        let requests = server.requests();
         for (i, (req, (caller, _))) in requests.iter().zip(&attempts).enumerate() {
             let body: Value = serde_json::from_str(&req.body).unwrap_or(Value::Null);
             let schema = body["response_format"]["json_schema"]["name"].as_str();

@@ -3,19 +3,7 @@
 
 use std::process::Command;
 
-use crate::harness::{bin, cli, par_map, Workdir};
-
-const PROGRAMS: [&str; 9] = [
-    "agent-builder",
-    "agent-turn",
-    "collect-context",
-    "init-board",
-    "meeting",
-    "merge-board",
-    "next-stage",
-    "pm-step",
-    "render-report",
-];
+use crate::harness::{bin, cli, every_case, every_case_par, Workdir, PROGRAMS};
 
 const KINDS: [&str; 5] = [
     "man",
@@ -43,7 +31,8 @@ fn every_program_generates_every_kind() {
         .iter()
         .flat_map(|p| KINDS.iter().map(move |k| (*p, *k)))
         .collect();
-    par_map(&cases, 4, |(program, kind)| {
+    let name = |(program, kind): &(&str, &str)| format!("{program} --generate {kind}");
+    every_case_par(&cases, 4, name, |(program, kind)| {
         let run = cli(program).args(["--generate", kind]).run();
         run.success()
             .stderr_is("")
@@ -84,44 +73,53 @@ fn generate_wins_over_other_flags_and_the_environment() {
 
 #[test]
 fn a_bad_kind_is_a_usage_error() {
-    for program in ["meeting", "collect-context"] {
-        cli(program)
-            .args(["--generate", "complete-tcsh"])
-            .run()
-            .exit(2)
-            .stdout_is("")
-            .one_stderr_line()
-            .stderr_starts_with(&format!(
-                "{program}: invalid value 'complete-tcsh' for '--generate <KIND>'"
-            ))
-            .stderr_has("complete-powershell");
-        cli(program)
-            .arg("--generate")
-            .run()
-            .exit(2)
-            .one_stderr_line()
-            .stderr_starts_with(&format!("{program}: a value is required for '--generate"));
-    }
+    every_case(
+        ["meeting", "collect-context"],
+        |p| p.to_string(),
+        |program| {
+            cli(program)
+                .args(["--generate", "complete-tcsh"])
+                .run()
+                .exit(2)
+                .stdout_is("")
+                .one_stderr_line()
+                .stderr_starts_with(&format!(
+                    "{program}: invalid value 'complete-tcsh' for '--generate <KIND>'"
+                ))
+                .stderr_has("complete-powershell");
+            cli(program)
+                .arg("--generate")
+                .run()
+                .exit(2)
+                .one_stderr_line()
+                .stderr_starts_with(&format!("{program}: a value is required for '--generate"));
+        },
+    );
 }
 
 #[test]
 fn version_and_help_name_the_program() {
     let re = regex::Regex::new(r"^(\S+) \d+\.\d+\.\d+( \([0-9a-f]{4,}\))?\n$").unwrap();
-    par_map(&PROGRAMS, 4, |program| {
-        let run = cli(program).arg("--version").run();
-        run.success();
-        let out = run.stdout();
-        let caps = re
-            .captures(&out)
-            .unwrap_or_else(|| panic!("{program} --version: {out:?}"));
-        assert_eq!(&caps[1], *program, "{program} --version: {out:?}");
-        cli(program)
-            .arg("--help")
-            .run()
-            .success()
-            .stdout_has("--generate <KIND>")
-            .stdout_has("complete-bash");
-    });
+    every_case_par(
+        &PROGRAMS,
+        4,
+        |p| p.to_string(),
+        |program| {
+            let run = cli(program).arg("--version").run();
+            run.success();
+            let out = run.stdout();
+            let caps = re
+                .captures(&out)
+                .unwrap_or_else(|| panic!("{program} --version: {out:?}"));
+            assert_eq!(&caps[1], *program, "{program} --version: {out:?}");
+            cli(program)
+                .arg("--help")
+                .run()
+                .success()
+                .stdout_has("--generate <KIND>")
+                .stdout_has("complete-bash");
+        },
+    );
 }
 
 fn have(tool: &str) -> bool {
@@ -137,22 +135,27 @@ fn the_bash_completion_loads() {
         eprintln!("skipped: no bash");
         return;
     }
-    par_map(&PROGRAMS, 4, |program| {
-        let script = format!(
-            "source <('{}' --generate complete-bash) && complete -p {program}",
-            bin(program).display()
-        );
-        let out = Command::new("bash")
-            .args(["--norc", "--noprofile", "-c", &script])
-            .output()
-            .unwrap();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && stdout.trim_end().ends_with(&format!(" {program}")),
-            "{program}: bash could not load the completion: {}\n{stdout}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    });
+    every_case_par(
+        &PROGRAMS,
+        4,
+        |p| p.to_string(),
+        |program| {
+            let script = format!(
+                "source <('{}' --generate complete-bash) && complete -p {program}",
+                bin(program).display()
+            );
+            let out = Command::new("bash")
+                .args(["--norc", "--noprofile", "-c", &script])
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && stdout.trim_end().ends_with(&format!(" {program}")),
+                "{program}: bash could not load the completion: {}\n{stdout}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        },
+    );
 }
 
 #[test]
@@ -162,24 +165,28 @@ fn man_reads_the_generated_page() {
         return;
     }
     let dir = Workdir::new();
-    for program in ["meeting", "next-stage"] {
-        let page = cli(program).args(["--generate", "man"]).run().stdout();
-        let path = dir.write(format!("{program}.1"), page);
-        let out = Command::new("man")
-            .arg("-l")
-            .arg(&path)
-            .env("MANPAGER", "cat")
-            .env("PAGER", "cat")
-            .env("MANWIDTH", "80")
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            out.status.success() && text.contains("NAME") && text.contains("--generate"),
-            "man -l {program}.1: {}\n{text}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    }
+    every_case(
+        ["meeting", "next-stage"],
+        |p| p.to_string(),
+        |program| {
+            let page = cli(program).args(["--generate", "man"]).run().stdout();
+            let path = dir.write(format!("{program}.1"), page);
+            let out = Command::new("man")
+                .arg("-l")
+                .arg(&path)
+                .env("MANPAGER", "cat")
+                .env("PAGER", "cat")
+                .env("MANWIDTH", "80")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && text.contains("NAME") && text.contains("--generate"),
+                "man -l {program}.1: {}\n{text}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        },
+    );
 }
 
 #[test]

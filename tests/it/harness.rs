@@ -1,8 +1,13 @@
 //! The shared test harness, in the spirit of xsv's `Workdir`: a temporary work folder, the
 //! programs run with a clean environment, and assertions that print the command, its exit
 //! status, stdout and stderr when they fail. Also the parallel runner of the table tests
-//! (`bad_inputs`, `faults`, ...) with their `CASE=<name>` filter, one golden-file helper, and a
-//! way for a test that changes the process environment to run in a process of its own.
+//! (`bad_inputs`, `faults`, ...) with their `CASE=<name>` filter, [`every_case`] for tables that
+//! report every failing case at once, one golden-file helper, a readiness poll for tests that
+//! signal a process ([`wait_for`]), and a way for a test that changes the process environment
+//! to run in a process of its own.
+//!
+//! No test asserts on wall-clock time: a program that runs longer than [`HANG_GUARD`] is
+//! killed and its run fails as hung, which guards against hangs, not slowness.
 
 use std::ffi::OsStr;
 use std::fmt;
@@ -11,6 +16,28 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The nine programs, by name.
+pub const PROGRAMS: [&str; 9] = [
+    "agent-builder",
+    "agent-turn",
+    "collect-context",
+    "init-board",
+    "meeting",
+    "merge-board",
+    "next-stage",
+    "pm-step",
+    "render-report",
+];
+
+/// A program run still going after this long is hung: it is killed and its run fails. Not a
+/// speed bound: a loaded machine has taken over 10 s to start a debug binary.
+pub const HANG_GUARD: Duration = Duration::from_secs(120);
+
+/// How long a test waits for a readiness sign (a file, a request at the fake server) before it
+/// fails.
+pub const READY_GUARD: Duration = Duration::from_secs(60);
 
 /// The repository root: the demo meeting, shipped agents and test corpora live there.
 pub fn root() -> PathBuf {
@@ -172,33 +199,35 @@ impl Cli {
         self
     }
 
-    /// Run to the end and capture everything.
+    /// Run to the end and capture everything; a run past [`HANG_GUARD`] is killed (`hung`).
     pub fn run(&mut self) -> Run {
         let shown = describe(&self.cmd);
-        let out = match self.stdin.clone() {
-            None => self.cmd.stdin(Stdio::null()).output(),
-            Some(input) => {
-                let mut child = self
-                    .cmd
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap_or_else(|e| panic!("{shown}: {e}"));
-                let mut stdin = child.stdin.take().unwrap();
-                // The program may stop reading early; a broken pipe here is expected, and a
-                // thread keeps a big input from blocking against a full stdout pipe.
-                let writer = std::thread::spawn(move || {
-                    let _ = stdin.write_all(&input);
-                });
-                let out = child.wait_with_output();
-                let _ = writer.join();
-                out
-            }
-        };
+        let mut child = self
+            .cmd
+            .stdin(match self.stdin {
+                None => Stdio::null(),
+                Some(_) => Stdio::piped(),
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{shown}: {e}"));
+        // The program may stop reading early; a broken pipe here is expected, and a thread
+        // keeps a big input from blocking against a full stdout pipe.
+        let writer = child.stdin.take().map(|mut stdin| {
+            let input = self.stdin.clone().unwrap_or_default();
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&input);
+            })
+        });
+        let (output, hung) = wait_guarded(child);
+        if let Some(w) = writer {
+            let _ = w.join();
+        }
         Run {
             cmd: shown.clone(),
-            output: out.unwrap_or_else(|e| panic!("{shown}: {e}")),
+            output: output.unwrap_or_else(|e| panic!("{shown}: {e}")),
+            hung,
         }
     }
 
@@ -219,11 +248,12 @@ impl Cli {
         let writer = std::thread::spawn(move || {
             let _ = stdin.write_all(&input);
         });
-        let out = child.wait_with_output();
+        let (out, hung) = wait_guarded(child);
         let _ = writer.join();
         Run {
             cmd: shown.clone(),
             output: out.unwrap_or_else(|e| panic!("{shown}: {e}")),
+            hung,
         }
     }
 
@@ -235,6 +265,39 @@ impl Cli {
             .stderr(Stdio::null())
             .spawn()
             .unwrap()
+    }
+}
+
+/// Wait for `child` and collect its output; past [`HANG_GUARD`] kill it (SIGKILL). The
+/// output, and whether it was killed as hung.
+fn wait_guarded(child: Child) -> (std::io::Result<Output>, bool) {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(HANG_GUARD) {
+        Ok(out) => (out, false),
+        Err(_) => {
+            // SAFETY: kill(2) on our own child, not yet reaped (its waiter is still waiting).
+            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+            (rx.recv().expect("the waiter reports"), true)
+        }
+    }
+}
+
+/// Poll `ready` until it holds (every few milliseconds, at most [`READY_GUARD`]): the
+/// readiness sign a test waits for before it signals or kills a process. Panics, naming
+/// `what`, when the sign never comes.
+#[track_caller]
+pub fn wait_for(what: &str, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(
+            start.elapsed() < READY_GUARD,
+            "waited {READY_GUARD:?} for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
@@ -260,6 +323,8 @@ fn describe(cmd: &Command) -> String {
 pub struct Run {
     pub cmd: String,
     pub output: Output,
+    /// Killed after running past [`HANG_GUARD`].
+    pub hung: bool,
 }
 
 impl fmt::Display for Run {
@@ -272,9 +337,13 @@ impl fmt::Display for Run {
                 None => s.into_owned(),
             }
         };
+        let hung = match self.hung {
+            true => format!(" (hung: killed after {HANG_GUARD:?})"),
+            false => String::new(),
+        };
         write!(
             f,
-            "--- command ---\n{}\n--- status ---\n{}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            "--- command ---\n{}\n--- status ---\n{}{hung}\n--- stdout ---\n{}\n--- stderr ---\n{}",
             self.cmd,
             self.output.status,
             cut(&self.output.stdout),
@@ -443,6 +512,66 @@ pub fn par_map<T: Sync, R: Send>(
         .into_iter()
         .map(|r| r.expect("every item ran"))
         .collect()
+}
+
+/// Run `check` on every case of a table and fail once at the end, listing every failing case
+/// by its `name` with its message, instead of stopping at the first.
+#[track_caller]
+pub fn every_case<T>(
+    cases: impl IntoIterator<Item = T>,
+    name: impl Fn(&T) -> String,
+    check: impl Fn(T),
+) {
+    let mut failures = Vec::new();
+    let mut total = 0;
+    for case in cases {
+        total += 1;
+        let label = name(&case);
+        if let Err(message) = caught(|| check(case)) {
+            failures.push(format!("{label}: {message}"));
+        }
+    }
+    report_failures(&failures, total);
+}
+
+/// [`every_case`] on `threads` threads, for cases that mostly wait on a program.
+#[track_caller]
+pub fn every_case_par<T: Sync>(
+    cases: &[T],
+    threads: usize,
+    name: impl Fn(&T) -> String + Sync,
+    check: impl Fn(&T) + Sync,
+) {
+    let failures: Vec<String> = par_map(cases, threads, |case| {
+        caught(|| check(case))
+            .err()
+            .map(|message| format!("{}: {message}", name(case)))
+    })
+    .into_iter()
+    .flatten()
+    .collect();
+    report_failures(&failures, cases.len());
+}
+
+/// Run `f`; a panic becomes its message.
+fn caught(f: impl FnOnce()) -> Result<(), String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
+            .unwrap_or_else(|| "panicked".into())
+    })
+}
+
+#[track_caller]
+fn report_failures(failures: &[String], total: usize) {
+    assert!(
+        failures.is_empty(),
+        "{} of {total} cases failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 /// Whether this is the run of `test` (its full path, `module::name`) in a process of its own.

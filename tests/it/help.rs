@@ -1,22 +1,10 @@
-//! `--help` that reads well (issue 13 item 9): flags in the groups Input, Meeting, Model,
+//! `--help` that reads well: flags in the groups Input, Meeting, Model,
 //! Transport, Output; one value name per flag across all programs; the default model per
 //! provider, the environment variables and the exit codes.
 
 use std::collections::BTreeMap;
 
-use crate::harness::cli;
-
-const PROGRAMS: [&str; 9] = [
-    "agent-builder",
-    "agent-turn",
-    "collect-context",
-    "init-board",
-    "meeting",
-    "merge-board",
-    "next-stage",
-    "pm-step",
-    "render-report",
-];
+use crate::harness::{cli, every_case, PROGRAMS};
 
 fn help(program: &str) -> String {
     let out = cli(program).arg("--help").run();
@@ -73,29 +61,38 @@ fn one_value_name_per_flag_across_programs() {
 
 #[test]
 fn help_names_default_models_environment_and_exit_codes() {
-    for program in ["meeting", "pm-step", "agent-turn", "agent-builder"] {
-        let text = help(program)
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
-        assert!(
-            text.contains("[default: gpt-4o-mini for openai, claude-"),
-            "{program}: {text}"
-        );
-        for var in [
-            "OPENAI_API_KEY",
-            "ANTHROPIC_BASE_URL",
-            "AGENT_MEETING_CONFIG",
-        ] {
-            assert!(text.contains(var), "{program}: {var}");
-        }
-    }
-    for program in PROGRAMS {
-        let text = help(program);
-        assert!(
-            text.contains("Exit codes:\n  0  success"),
-            "{program}: {text}"
-        );
-    }
+    let named = ["meeting", "pm-step", "agent-turn", "agent-builder"];
+    every_case(
+        named,
+        |p| p.to_string(),
+        |program| {
+            let text = help(program)
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            assert!(
+                text.contains("[default: gpt-4o-mini for openai, claude-"),
+                "{program}: {text}"
+            );
+            for var in [
+                "OPENAI_API_KEY",
+                "ANTHROPIC_BASE_URL",
+                "AGENT_MEETING_CONFIG",
+            ] {
+                assert!(text.contains(var), "{program}: {var}");
+            }
+        },
+    );
+    every_case(
+        PROGRAMS,
+        |p| p.to_string(),
+        |program| {
+            let text = help(program);
+            assert!(
+                text.contains("Exit codes:\n  0  success"),
+                "{program}: {text}"
+            );
+        },
+    );
     assert!(help("meeting").contains("130, 143"));
 }

@@ -4,7 +4,7 @@
 //! program or one concern.
 //!
 //! Run one module with `cargo test --test integration meeting::`, only some cases of a table
-//! test (`bad_inputs`, `bad_inputs_foundation`, `faults`) with
+//! test (`bad_inputs`, `faults`) with
 //! `CASE=<part of a case name> cargo test --test integration bad_inputs::`.
 
 // Test diagnostics may use eprintln! (a closed stderr in a test run is not a user's problem).
@@ -19,7 +19,6 @@ mod agent_turn;
 mod agents_lookup;
 mod ask_loop;
 mod bad_inputs;
-mod bad_inputs_foundation;
 mod bounded_board;
 mod budget;
 mod circles;

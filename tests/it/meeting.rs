@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{bin_dir, cli, par_map, root, Cli, Workdir};
+use crate::harness::{bin_dir, cli, every_case, par_map, root, wait_for, Cli, Workdir};
 
 pub(crate) const NOW: &str = "2026-11-30T12:00:00Z";
 
@@ -76,6 +76,26 @@ pub(crate) fn slow_demo_cassette(dir: &Path, delay_ms: u64) -> PathBuf {
         .collect();
     std::fs::write(&slow, text).unwrap();
     slow
+}
+
+/// The demo cassette in `dir`, call `seq`'s reply taking ten minutes: a meeting is surely
+/// inside that call when a test signals it, however slow the machine. Written again with
+/// `held: None` (no delay, same path), it lets the resumed meeting finish at once.
+pub(crate) fn held_demo_cassette(dir: &Path, held: Option<u64>) -> PathBuf {
+    let path = dir.join("held.jsonl");
+    let text: String = std::fs::read_to_string(demo_cassette())
+        .unwrap()
+        .lines()
+        .map(|l| {
+            let mut v: Value = serde_json::from_str(l).unwrap();
+            if Some(v["seq"].as_u64().unwrap()) == held {
+                v["delay_ms"] = 600_000.into();
+            }
+            format!("{v}\n")
+        })
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
 }
 
 pub(crate) fn demo_cassette() -> PathBuf {
@@ -482,24 +502,28 @@ fn bad_input_exits_2_with_one_line_and_no_run_folder() {
         (&["--stage", "nope=cat"], "unknown stage \"nope\""),
         (&["--trace-id", "../x"], "--trace-id"),
     ];
-    for (extra, want) in cases {
-        let work = Workdir::new();
-        let mut cmd = meeting_cmd(work.path(), &demo_cassette(), &[]);
-        cmd.args(extra);
-        let out = cmd.run();
-        let err = out.stderr();
-        out.check(
-            out.code() == Some(2),
-            &format!("{extra:?}: expected exit 2"),
-        );
-        assert_eq!(err.trim().lines().count(), 1, "{extra:?}: {err}");
-        assert!(
-            err.starts_with("meeting: ") && err.contains(want),
-            "{extra:?}: {err}"
-        );
-        assert!(out.output.stdout.is_empty());
-        assert!(!work.join("runs").exists(), "{extra:?} left a run folder");
-    }
+    every_case(
+        cases,
+        |(extra, _)| format!("{extra:?}"),
+        |(extra, want)| {
+            let work = Workdir::new();
+            let mut cmd = meeting_cmd(work.path(), &demo_cassette(), &[]);
+            cmd.args(extra);
+            let out = cmd.run();
+            let err = out.stderr();
+            out.check(
+                out.code() == Some(2),
+                &format!("{extra:?}: expected exit 2"),
+            );
+            assert_eq!(err.trim().lines().count(), 1, "{extra:?}: {err}");
+            assert!(
+                err.starts_with("meeting: ") && err.contains(want),
+                "{extra:?}: {err}"
+            );
+            assert!(out.output.stdout.is_empty());
+            assert!(!work.join("runs").exists(), "{extra:?} left a run folder");
+        },
+    );
     // A provider that cannot work (no key) is found before any run folder exists.
     let work = Workdir::new();
     let out = cli("meeting")
@@ -752,16 +776,29 @@ fn misuse_is_refused_before_any_model_call() {
 #[test]
 fn one_process_at_a_time_writes_a_run_folder() {
     let work = Workdir::new();
-    // Slow enough to outlast the resume's wait for the lock (two seconds).
-    let slow = slow_demo_cassette(work.path(), 500);
+    // The first meeting holds its folder inside its first merge-board, a gate that opens only
+    // when the test says so: the resume surely meets the lock, however long the resume's own
+    // wait for it (two seconds) and however slow the machine.
+    let (ready, go) = (work.join("gate.ready"), work.join("gate.go"));
+    let gate = format!(
+        "merge-board=touch '{ready}'; i=0; while [ ! -e '{go}' ] && [ $i -lt 6000 ]; do sleep 0.01; i=$((i+1)); done; exec '{bin}'",
+        ready = ready.display(),
+        go = go.display(),
+        bin = bin_dir().join("merge-board").display()
+    );
     let run_dir = work.join("runs/demo-test");
-    let mut first = meeting_cmd(work.path(), &slow, &["--quiet"]).spawn();
-    let start = Instant::now();
-    while !run_dir.join("0002-init-board.out.json").exists() {
-        assert!(start.elapsed() < Duration::from_secs(30));
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    let mut first = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", &gate],
+    )
+    .spawn();
+    wait_for("the first meeting inside its gate", || {
+        assert!(first.try_wait().unwrap().is_none(), "the meeting ended");
+        ready.exists()
+    });
     let out = resume_cmd(&root(), &run_dir).run();
+    std::fs::write(&go, "").unwrap();
     out.exit(2);
     out.stderr_has("is in use by another meeting process");
     assert!(first.wait().unwrap().success());

@@ -1,4 +1,4 @@
-//! `meeting` passes its stages' options on (issue 13 item 7): collect-context's
+//! `meeting` passes its stages' options on: collect-context's
 //! `--context-root` and `--max-context-chars`, render-report's `--template`; each reaches the
 //! stage and is kept in `meeting.json`.
 

@@ -1,17 +1,16 @@
-//! How a `meeting` ends when things go wrong around it (issue 10): a meeting no model ever
+//! How a `meeting` ends when things go wrong around it: a meeting no model ever
 //! answered, an unknown host, a report path that would overwrite an input or cannot be
 //! written, what `--resume` may change, the exchange log, and how a stopped meeting says how
 //! to continue (docs/DESIGN.md#failure-policy, #run-folder, #resume).
 
 use std::path::Path;
 use std::process::Command;
-use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::harness::{cli, root, Cli, Workdir};
+use crate::harness::{cli, root, wait_for, Cli, Workdir};
 use crate::meeting::{
-    demo_cassette, final_board, meeting_cmd, resume_cmd, slow_demo_cassette, NOW,
+    demo_cassette, final_board, held_demo_cassette, meeting_cmd, resume_cmd, NOW,
 };
 
 /// A reason longer than any progress-line cut, with its telling part at the end.
@@ -381,7 +380,8 @@ fn a_failed_stage_says_how_to_resume() {
 fn sigterm_says_how_to_resume() {
     use std::os::unix::process::ExitStatusExt;
     let work = Workdir::new();
-    let slow = slow_demo_cassette(work.path(), 300);
+    // arch's first answer (call 2) takes ten minutes: the signal lands inside that call.
+    let slow = held_demo_cassette(work.path(), Some(2));
     let err_file = work.join("stderr.txt");
     let run_dir = work.join("runs/demo-test");
     // `exec` keeps the pid, so the signal reaches `meeting` itself; stderr goes to a file.
@@ -410,12 +410,13 @@ fn sigterm_says_how_to_resume() {
         .arg(work.join("report.md"))
         .env("AGENT_MEETING_NOW", NOW)
         .spawn();
-    let start = Instant::now();
-    while !run_dir.join("0003-pm-step.out.json").exists() {
-        assert!(start.elapsed() < Duration::from_secs(30), "never started");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(50));
+    // Ready: the PM's first decision is saved, so the meeting is driving its run folder (its
+    // signal handling is on) and is inside the held call.
+    wait_for("the PM's first decision", || {
+        assert!(child.try_wait().unwrap().is_none(), "the meeting ended");
+        run_dir.join("0003-pm-step.out.json").exists()
+    });
+    // SAFETY: kill(2) on our own child, still running.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
@@ -428,6 +429,7 @@ fn sigterm_says_how_to_resume() {
         "{err}"
     );
     assert!(!work.join("report.md").exists());
+    held_demo_cassette(work.path(), None);
     let out = resume_cmd(work.path(), &run_dir).run();
     out.exit(0);
     assert!(work.join("report.md").is_file());

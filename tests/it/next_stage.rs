@@ -4,8 +4,8 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{cli, root, Cli};
-use crate::meeting::slow_demo_cassette;
+use crate::harness::{cli, every_case, root, wait_for, Cli};
+use crate::meeting::held_demo_cassette;
 
 fn program(name: &str) -> Cli {
     let mut c = cli(name);
@@ -78,13 +78,17 @@ fn next_stage_names_the_program_for_every_state() {
         (vec![("status", json!("failed"))], "render-report"),
         (vec![("status", json!("finished"))], "none"),
     ];
-    for (edit, want) in cases {
-        assert_eq!(
-            next_stage(&with(&b, &edit)),
-            format!("{want}\n"),
-            "{edit:?}"
-        );
-    }
+    every_case(
+        cases,
+        |(edit, want)| format!("{edit:?} → {want}"),
+        |(edit, want)| {
+            assert_eq!(
+                next_stage(&with(&b, &edit)),
+                format!("{want}\n"),
+                "{edit:?}"
+            );
+        },
+    );
 }
 
 #[test]
@@ -112,17 +116,21 @@ fn a_failed_board_goes_to_render_report_everywhere() {
             ("last_error", json!("report not saved: disk full")),
         ],
     );
-    for stage in ["pm-step", "agent-turn", "merge-board"] {
-        program(stage)
-            .args(llm_flags(stage))
-            .stdin(failed.to_string())
-            .run()
-            .exit(2)
-            .stdout_is("")
-            .stderr_is(&format!(
-                "{stage}: render-report should run next, not {stage}\n"
-            ));
-    }
+    every_case(
+        ["pm-step", "agent-turn", "merge-board"],
+        |s| s.to_string(),
+        |stage| {
+            program(stage)
+                .args(llm_flags(stage))
+                .stdin(failed.to_string())
+                .run()
+                .exit(2)
+                .stdout_is("")
+                .stderr_is(&format!(
+                    "{stage}: render-report should run next, not {stage}\n"
+                ));
+        },
+    );
     // render-report retries the save: this time it lands and the meeting is over.
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("report.md");
@@ -147,16 +155,20 @@ fn a_finished_board_is_over_for_every_stage_but_a_re_render() {
             ("final_report", json!("Go.")),
         ],
     );
-    for stage in ["pm-step", "merge-board"] {
-        program(stage)
-            .args(llm_flags(stage))
-            .stdin(finished.to_string())
-            .run()
-            .exit(2)
-            .stderr_is(&format!(
-                "{stage}: the meeting is over; {stage} has nothing to do\n"
-            ));
-    }
+    every_case(
+        ["pm-step", "merge-board"],
+        |s| s.to_string(),
+        |stage| {
+            program(stage)
+                .args(llm_flags(stage))
+                .stdin(finished.to_string())
+                .run()
+                .exit(2)
+                .stderr_is(&format!(
+                    "{stage}: the meeting is over; {stage} has nothing to do\n"
+                ));
+        },
+    );
     program("render-report")
         .arg("--markdown")
         .stdin(finished.to_string())
@@ -197,7 +209,8 @@ fn the_shell_loop_cleans_up_on_ctrl_c_and_sigterm() {
     use std::os::unix::process::CommandExt;
     for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let tmp = tempfile::tempdir().unwrap();
-        let slow = slow_demo_cassette(tmp.path(), 400);
+        // The PM's first call takes ten minutes: the loop is surely running when signalled.
+        let slow = held_demo_cassette(tmp.path(), Some(1));
         let temp = tmp.path().join("t");
         std::fs::create_dir(&temp).unwrap();
         let path = crate::harness::programs_path();
@@ -221,13 +234,13 @@ fn the_shell_loop_cleans_up_on_ctrl_c_and_sigterm() {
             });
         }
         let mut child = Cli::new(sh).spawn();
-        // Wait until the loop is running (its boards exist), then signal the group.
-        let start = std::time::Instant::now();
-        while std::fs::read_dir(&temp).unwrap().count() < 2 {
-            assert!(start.elapsed().as_secs() < 20, "the loop never started");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        // Ready: a temporary board has content. The script makes its temporary files before
+        // it traps the signals, and writes the first board only after.
+        wait_for("the shell loop's first board", || {
+            std::fs::read_dir(&temp)
+                .unwrap()
+                .any(|e| e.unwrap().metadata().is_ok_and(|m| m.len() > 0))
+        });
         assert!(
             child.try_wait().unwrap().is_none(),
             "still running when signalled"

@@ -8,7 +8,7 @@ use agent_meeting::stage::pm_step::{self as pm, pm_input, pm_step};
 use serde_json::json;
 
 use crate::fixtures::*;
-use crate::harness::{cli, golden};
+use crate::harness::{cli, every_case, golden};
 
 fn call(target: &str, q: &str) -> serde_json::Value {
     json!({"analysis": "cost is the main open question", "next_action": "CALL_AGENT",
@@ -477,18 +477,22 @@ fn wrong_stage_boards_name_the_right_stage() {
             "render-report should run next, not pm-step",
         ),
     ];
-    for (edit, want) in cases {
-        let mut b0 = board();
-        edit(&mut b0);
-        let (mut c, seen) = client(&b0, vec![]);
-        let e = pm_step(b0, &mut c, &opts(), &clock()).unwrap_err();
-        assert!(matches!(e, Error::Usage(_)), "{e:?}");
-        assert!(e.to_string().contains(want), "{e} should contain {want}");
-        assert!(
-            seen.borrow().is_empty(),
-            "no LLM call on a wrong-stage board"
-        );
-    }
+    every_case(
+        cases,
+        |(_, want)| want.to_string(),
+        |(edit, want)| {
+            let mut b0 = board();
+            edit(&mut b0);
+            let (mut c, seen) = client(&b0, vec![]);
+            let e = pm_step(b0, &mut c, &opts(), &clock()).unwrap_err();
+            assert!(matches!(e, Error::Usage(_)), "{e:?}");
+            assert!(e.to_string().contains(want), "{e} should contain {want}");
+            assert!(
+                seen.borrow().is_empty(),
+                "no LLM call on a wrong-stage board"
+            );
+        },
+    );
 }
 
 #[test]
@@ -720,7 +724,7 @@ fn cli_rejects_bad_board_version_and_shows_example_in_help() {
         .stdout_has("pm-step --provider replay");
 }
 
-/// A placeholder answer is not content (issue 10, item 8): the issue's all-"..." FINISH, a
+/// A placeholder answer is not content: a FINISH of nothing but "...", a
 /// CALL_AGENT whose question is "...", and a report without its two parts are each retried
 /// with the reason; a second placeholder fails the round instead of becoming the report.
 #[test]

@@ -1,4 +1,4 @@
-//! The prompt layout (DESIGN.md#prompt-layout, issue 12): the stable prefix (system, then the
+//! The prompt layout (DESIGN.md#prompt-layout): the stable prefix (system, then the
 //! meeting's block) is the same bytes in every call of a meeting, Anthropic requests mark it
 //! with `cache_control`, the reply format is said once, and empty lists are left out.
 
@@ -309,7 +309,7 @@ fn empty_lists_and_sections_are_left_out() {
             assert!(!t.contains(header), "{who}: an empty {header}: {t}");
         }
         let first = if who == "pm" {
-            "\nNo participant has spoken yet.\n"
+            "\nLatest: No participant has spoken yet.\n"
         } else {
             "# Whiteboard\nNothing on it yet.\n"
         };

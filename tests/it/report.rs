@@ -10,7 +10,7 @@ use agent_meeting::model::{Board, Status};
 use agent_meeting::stage::render_report::{self as report, ReportKind, UserTemplate};
 use serde_json::{json, Value};
 
-use crate::harness::{cli, golden, Cli};
+use crate::harness::{cli, every_case, golden, Cli};
 
 fn agent(name: &str, role: &str) -> Value {
     json!({
@@ -354,11 +354,15 @@ fn summary_and_recommendation_from_many_heading_styles() {
             "Pilot first.",
         ),
     ];
-    for (text, exec, rec) in cases {
-        let parts = report::split_final_report(text);
-        assert_eq!(parts.executive_summary, exec, "{text}");
-        assert_eq!(parts.recommendation, rec, "{text}");
-    }
+    every_case(
+        cases,
+        |(text, ..)| format!("{text:?}"),
+        |(text, exec, rec)| {
+            let parts = report::split_final_report(text);
+            assert_eq!(parts.executive_summary, exec, "{text}");
+            assert_eq!(parts.recommendation, rec, "{text}");
+        },
+    );
 
     // Sub-sections stay with the part they follow; a level-2 one is text, not structure.
     let parts = report::split_final_report(

@@ -1,11 +1,11 @@
-//! docs/DESIGN.md#context-collection, issue 10 item 3: secret files never reach the model
+//! docs/DESIGN.md#context-collection: secret files never reach the model
 //! (names), and secrets inside the files that are read are redacted (content).
 
 use serde_json::Value;
 
 use crate::harness::Workdir;
 
-/// The folder of the issue: every one of these is a secret by its name.
+/// Files that are secrets by their name alone: none of them is ever read.
 const SECRET_FILES: [&str; 12] = [
     "id_ed25519",
     "id_ecdsa",

@@ -1,4 +1,4 @@
-//! What `meeting` says before the first call (issue 13 item 3): the provider and model of the
+//! What `meeting` says before the first call: the provider and model of the
 //! PM and of each participant, and a visible warning when replay comes from the environment
 //! rather than a flag.
 

@@ -1,4 +1,4 @@
-//! One loop numbering everywhere (issue 13 item 10): progress, `--step`, the final line, the
+//! One loop numbering everywhere: progress, `--step`, the final line, the
 //! MeetingResult and the report agree; `--step`'s `p`; the MeetingResult's paths absolute.
 
 use serde_json::Value;

@@ -8,7 +8,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::fixtures;
-use crate::harness::{bin, cli, Cli};
+use crate::harness::{bin, cli, every_case, Cli};
 
 /// Whether util-linux `script` can give a pseudo-terminal here (the library's own test covers
 /// the refusal where it cannot).
@@ -58,19 +58,23 @@ fn every_program_reading_stdin_refuses_a_terminal_with_its_hint() {
         ("next-stage", &[], "next-stage reads a Board on stdin and prints the stage it waits for; e.g. next-stage < "),
         ("agent-builder", &[], "agent-builder reads the agent's description on stdin, or --description TEXT; e.g. "),
     ];
-    for (program, args, hint) in cases {
-        let run = at_terminal(program, args).run();
-        run.exit(2)
-            .stdout_has(&format!("{program}: stdin is a terminal, and "))
-            .stdout_has(hint)
-            .stdout_has("(see --help)");
-        let lines = run
-            .stdout()
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .count();
-        run.check(lines == 1, "one line");
-    }
+    every_case(
+        cases,
+        |(program, ..)| program.to_string(),
+        |(program, args, hint)| {
+            let run = at_terminal(program, args).run();
+            run.exit(2)
+                .stdout_has(&format!("{program}: stdin is a terminal, and "))
+                .stdout_has(hint)
+                .stdout_has("(see --help)");
+            let lines = run
+                .stdout()
+                .lines()
+                .filter(|l| !l.trim().is_empty())
+                .count();
+            run.check(lines == 1, "one line");
+        },
+    );
 }
 
 /// A terminal is only refused where stdin would be read: flags that name the input still work.
@@ -121,14 +125,18 @@ fn refused(program: &str, args: &[&str], input: impl Into<Vec<u8>>, message: &st
 #[test]
 fn a_packet_where_a_board_belongs_names_init_board() {
     let packet = packet();
-    for program in BOARD_STAGES {
-        refused(
+    every_case(
+        BOARD_STAGES,
+        |p| p.to_string(),
+        |program| {
+            refused(
             program,
             &[],
             packet.clone(),
             "this is a MeetingPacket (collect-context's output), not a Board: pipe it into init-board",
         );
-    }
+        },
+    );
 }
 
 #[test]
@@ -152,14 +160,18 @@ fn a_report_result_where_a_board_belongs_points_at_its_board() {
         "board": board(),
     })
     .to_string();
-    for program in BOARD_STAGES {
-        refused(
+    every_case(
+        BOARD_STAGES,
+        |p| p.to_string(),
+        |program| {
+            refused(
             program,
             &[],
             result.clone(),
             "this is a ReportResult (render-report's output), not a Board; its `board` field is the board: jq .board",
         );
-    }
+        },
+    );
     refused(
         "init-board",
         &["--agents", "arch"],
@@ -182,14 +194,18 @@ fn a_meeting_file_where_a_packet_or_board_belongs_names_collect_context() {
             input.clone(),
             "this is a MeetingInput (a meeting file), not a MeetingPacket: pipe it into collect-context first (collect-context --meeting-file m.yaml | init-board --agents a,b)",
         );
-        for program in BOARD_STAGES {
-            refused(
+        every_case(
+            BOARD_STAGES,
+            |p| p.to_string(),
+            |program| {
+                refused(
                 program,
                 &[],
                 input.clone(),
                 "this is a MeetingInput (a meeting file), not a Board: collect-context --meeting-file m.yaml | init-board --agents a,b makes a board",
             );
-        }
+            },
+        );
     }
 }
 
