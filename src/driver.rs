@@ -741,15 +741,9 @@ fn paint(ui: Ui, code: &str, text: &str) -> String {
     }
 }
 
-/// Whether the stage that made `after` closed the meeting for its token budget (its
-/// `forced_finish` event says so).
+/// Whether the meeting was closed for its token budget (the record says why it was forced).
 fn by_budget(after: &Board) -> bool {
-    after.new_events.iter().any(|e| {
-        e.event_type == EventType::ForcedFinish
-            && e.message
-                .as_deref()
-                .is_some_and(|m| m.starts_with("token budget"))
-    })
+    after.record.forced == Some(crate::model::ForcedReason::TokenBudget)
 }
 
 /// The progress line for a board a stage just produced.

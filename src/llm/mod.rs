@@ -217,7 +217,7 @@ pub struct Reply {
     /// With `expect`: the tolerant-parsed JSON value (fences stripped, outermost object,
     /// trailing commas dropped). NOT yet validated against the schema: see `crate::schema::validate`.
     /// `Err` carries a message that can be sent back to the model on a retry.
-    pub json: Option<Result<Value, String>>,
+    pub json: Option<Result<Value, NoJson>>,
     pub usage: TokenUsage,
     pub duration_ms: u64,
     /// HTTP attempts this call took (1 when no transport retry happened).
@@ -230,6 +230,53 @@ pub struct Reply {
 /// How a reply cut at `max_tokens` that is not complete JSON is reported, to the user (in
 /// `last_error`) and to the model (in the retry's correction).
 pub const CUT_OFF: &str = "cut off at max_tokens";
+
+/// Why a reply that should hold a JSON answer holds none. Whether it was cut off is a fact the
+/// client knows (the provider's stop reason), so it is a variant here, not a text to search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoJson {
+    /// The model stopped at `max_tokens` (the limit, when one was set) before the object was
+    /// complete.
+    CutOff(Option<u32>),
+    /// The text is not valid JSON: the parser's words.
+    Invalid(String),
+    /// No JSON object in the reply at all.
+    Missing,
+}
+
+impl std::fmt::Display for NoJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoJson::CutOff(limit) => {
+                let limit = limit.map(|n| format!(" ({n} tokens)")).unwrap_or_default();
+                write!(
+                    f,
+                    "{CUT_OFF}{limit} before the JSON object was complete: raise --max-tokens, or answer more briefly"
+                )
+            }
+            NoJson::Invalid(e) => f.write_str(e),
+            NoJson::Missing => f.write_str("the reply carried no JSON object"),
+        }
+    }
+}
+
+impl NoJson {
+    /// What the reply was, after "the reply was" / "it was": cut off, or not valid JSON.
+    pub(crate) fn what(&self) -> String {
+        match self {
+            NoJson::CutOff(_) => self.to_string(),
+            _ => format!("not valid JSON ({self})"),
+        }
+    }
+
+    /// The same for the report's reader (DESIGN.md#report: no instruction meant for a model).
+    pub(crate) fn for_reader(&self) -> &'static str {
+        match self {
+            NoJson::CutOff(_) => "it was cut off at the token limit",
+            _ => "it was not valid JSON",
+        }
+    }
+}
 
 /// Why a call failed, after the transport's retries were spent.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -498,9 +545,9 @@ impl Client {
                     let json = req.expect.as_ref().map(|_| {
                         parse::parse_json_reply(&raw.text).map_err(|e| {
                             if raw.truncated {
-                                cut_off(opts)
+                                NoJson::CutOff(opts.max_tokens)
                             } else {
-                                e
+                                NoJson::Invalid(e)
                             }
                         })
                     });
@@ -640,17 +687,6 @@ fn exchange_line(
         "usage": usage,
         "duration_ms": duration_ms,
     })
-}
-
-/// The parse error of a reply cut at `max_tokens`: says so instead of "EOF while parsing".
-fn cut_off(opts: &Options) -> String {
-    let limit = opts
-        .max_tokens
-        .map(|n| format!(" ({n} tokens)"))
-        .unwrap_or_default();
-    format!(
-        "{CUT_OFF}{limit} before the JSON object was complete: raise --max-tokens, or answer more briefly"
-    )
 }
 
 fn attempt_error_text(e: &AttemptError) -> String {

@@ -5,9 +5,8 @@
 use crate::circles;
 use crate::error::Result;
 use crate::events;
-use crate::model::EventType;
 use crate::model::{
-    AgentTurnResult, Board, Event, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer,
+    AgentTurnResult, Board, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer,
     TurnStatus, EVIDENCE_CAP,
 };
 use crate::stage::Stage;
@@ -107,13 +106,7 @@ fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usi
             message = format!("{}: error turn recorded", turn.agent_name);
         }
     }
-    let ev = Event {
-        event_type: EventType::BoardMerged,
-        caller: "merge-board".into(),
-        message: Some(message),
-        ..Event::default()
-    };
-    events::push_at(board, now, ev);
+    events::push_at(board, now, events::board_merged(message));
     // At max_loops the board stays `running`: pm-step sees the spent budget, records the
     // forced finish and runs in forced_finish mode (DESIGN.md#pm-round).
     board.loop_count += 1;
@@ -128,15 +121,10 @@ fn note_quiet_turn(board: &mut Board, now: &str, quiet: bool) {
     }
     board.record.quiet_turns += 1;
     if board.record.quiet_turns == circles::STALL_TURNS {
-        let ev = Event {
-            event_type: EventType::MeetingStalled,
-            caller: "merge-board".into(),
-            message: Some(format!(
-                "{} answers in a row added nothing new to the whiteboard",
-                circles::STALL_TURNS
-            )),
-            ..Event::default()
-        };
+        let ev = events::meeting_stalled(format!(
+            "{} answers in a row added nothing new to the whiteboard",
+            circles::STALL_TURNS
+        ));
         events::push_at(board, now, ev);
         note_process(
             board,

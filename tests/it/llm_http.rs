@@ -482,7 +482,7 @@ fn not_json_reply(kind: Kind) {
     let s = FakeServer::start(vec![ok_text(kind, "I think Postgres is best.")]);
     let mut c = Client::new(provider(kind, &s, false, 5000), 0).with_policy(fast());
     let reply = c.call(&request(), &opts()).unwrap();
-    let e = reply.json.unwrap().unwrap_err();
+    let e = reply.json.unwrap().unwrap_err().to_string();
     assert!(e.contains("no JSON object"), "{e}");
 }
 
@@ -591,7 +591,7 @@ fn cut_at_max_tokens(kind: Kind) {
     };
     let reply = c.call(&request(), &o).unwrap();
     assert!(reply.truncated);
-    let e = reply.json.unwrap().unwrap_err();
+    let e = reply.json.unwrap().unwrap_err().to_string();
     assert!(
         e.starts_with("cut off at max_tokens (50 tokens)") && e.contains("raise --max-tokens"),
         "{e}"

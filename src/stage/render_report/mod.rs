@@ -18,7 +18,9 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::io;
 pub use crate::model::ReportKind;
-use crate::model::{Board, DocumentCitation, FindingKind, ReportResult, Status, REPORT_VERSION};
+use crate::model::{
+    Board, DocumentCitation, FindingKind, ProcessKind, ReportResult, Status, REPORT_VERSION,
+};
 use crate::stage::Stage;
 use crate::text::fold_ws;
 
@@ -385,7 +387,7 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
             .record
             .process
             .iter()
-            .any(|e| e.text.contains("'s turn failed"));
+            .any(|e| e.kind == ProcessKind::TurnFailed);
     // A normal report still says what went wrong or was unusual (the Process Note,
     // DESIGN.md#report): otherwise a reader cannot tell that a participant's view is missing.
     let process_note = match kind {
