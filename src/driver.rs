@@ -721,7 +721,7 @@ fn board_summary(board: &Board) -> String {
         board.loop_count,
         board.max_loops,
         board.usage.attempts(),
-        board.usage.prompt_tokens + board.usage.completion_tokens
+        board.usage.tokens.total()
     ));
     for call in board.pending() {
         out.push_str(&format!(
@@ -840,7 +840,7 @@ fn turn_line(turn: &crate::model::LastTurn, after: &Board, lead: &str, ui: Ui) -
         .fold((0, 0), |(ms, t), e| {
             (
                 ms + e.duration_ms.unwrap_or(0),
-                t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
+                t + e.tokens.map_or(0, crate::model::Tokens::total),
             )
         });
     let retries = new_events
@@ -1751,12 +1751,9 @@ pub(crate) fn result_of(
 
 /// The final progress line: logical calls and HTTP attempts counted apart.
 pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
-    let mut tokens = format!(
-        "{} tokens",
-        result.usage.prompt_tokens + result.usage.completion_tokens
-    );
-    if result.usage.cached_tokens > 0 {
-        tokens.push_str(&format!(" ({} cached)", result.usage.cached_tokens));
+    let mut tokens = format!("{} tokens", result.usage.tokens.total());
+    if result.usage.tokens.cached_tokens > 0 {
+        tokens.push_str(&format!(" ({} cached)", result.usage.tokens.cached_tokens));
     }
     let (status, colour) = match (result.status, result.forced) {
         (Status::Failed, _) => ("failed", "1;31"),

@@ -464,23 +464,14 @@ pub(crate) fn record_llm_call(
     match outcome {
         Ok(reply) => {
             let u = reply.usage;
-            entry.prompt_tokens += u.prompt_tokens;
-            entry.completion_tokens += u.completion_tokens;
-            entry.cached_tokens += u.cached_tokens;
-            entry.cache_creation_tokens += u.cache_creation_tokens;
+            entry.tokens += u.tokens;
             entry.duration_ms += reply.duration_ms;
             entry.estimated |= u.estimated;
-            entry.max_prompt_tokens = entry.max_prompt_tokens.max(u.prompt_tokens);
-            board.usage.prompt_tokens += u.prompt_tokens;
-            board.usage.completion_tokens += u.completion_tokens;
-            board.usage.cached_tokens += u.cached_tokens;
-            board.usage.cache_creation_tokens += u.cache_creation_tokens;
+            entry.max_prompt_tokens = entry.max_prompt_tokens.max(u.tokens.prompt_tokens);
+            board.usage.tokens += u.tokens;
             ev.status = Some(TurnStatus::Ok);
             ev.duration_ms = Some(reply.duration_ms);
-            ev.prompt_tokens = Some(u.prompt_tokens);
-            ev.completion_tokens = Some(u.completion_tokens);
-            ev.cached_tokens = Some(u.cached_tokens).filter(|n| *n > 0);
-            ev.cache_creation_tokens = Some(u.cache_creation_tokens).filter(|n| *n > 0);
+            ev.tokens = Some(u.tokens);
         }
         Err(e) => {
             let duration = match e {

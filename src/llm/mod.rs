@@ -17,6 +17,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::model::Tokens;
 use serde_json::{json, Value};
 
 pub mod anthropic;
@@ -158,14 +159,8 @@ impl Options {
 /// `input_tokens` counts only the uncached rest).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenUsage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// Of `prompt_tokens`, read from the provider's prompt cache (OpenAI
-    /// `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
-    pub cached_tokens: u64,
-    /// Of `prompt_tokens`, written to the prompt cache (Anthropic
-    /// `cache_creation_input_tokens`; OpenAI caches without reporting it).
-    pub cache_creation_tokens: u64,
+    /// The counts, in the meeting's terms (`model::Tokens`).
+    pub tokens: Tokens,
     /// The server returned no usage; counts were estimated from characters.
     pub estimated: bool,
 }
@@ -179,33 +174,27 @@ impl TokenUsage {
         completion_key: &str,
     ) -> Option<TokenUsage> {
         Some(TokenUsage {
-            prompt_tokens: usage.get(prompt_key)?.as_u64()?,
-            completion_tokens: usage.get(completion_key)?.as_u64()?,
-            ..TokenUsage::default()
+            tokens: Tokens {
+                prompt_tokens: usage.get(prompt_key)?.as_u64()?,
+                completion_tokens: usage.get(completion_key)?.as_u64()?,
+                ..Tokens::default()
+            },
+            estimated: false,
         })
     }
 
-    /// The counts in the exchange log's and the cassettes' shape: `prompt_tokens`,
-    /// `completion_tokens`, and the cache counts only when not 0.
+    /// The counts in the exchange log's and the cassettes' shape (`model::Tokens`).
     pub(crate) fn to_json(self) -> Value {
-        let mut v = json!({"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens});
-        if self.cached_tokens > 0 {
-            v["cached_tokens"] = json!(self.cached_tokens);
-        }
-        if self.cache_creation_tokens > 0 {
-            v["cache_creation_tokens"] = json!(self.cache_creation_tokens);
-        }
-        v
+        serde_json::to_value(self.tokens).expect("token counts serialise")
     }
 
     /// Read back what [`TokenUsage::to_json`] wrote (the exchange log, on resume).
     pub(crate) fn from_json(usage: &Value) -> Option<TokenUsage> {
         let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-        Some(TokenUsage {
-            cached_tokens: count("cached_tokens"),
-            cache_creation_tokens: count("cache_creation_tokens"),
-            ..TokenUsage::reported(usage, "prompt_tokens", "completion_tokens")?
-        })
+        let mut u = TokenUsage::reported(usage, "prompt_tokens", "completion_tokens")?;
+        u.tokens.cached_tokens = count("cached_tokens");
+        u.tokens.cache_creation_tokens = count("cache_creation_tokens");
+        Some(u)
     }
 }
 
@@ -714,10 +703,12 @@ pub(crate) fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
     }
     let est = |n: usize| n.div_ceil(4) as u64;
     TokenUsage {
-        prompt_tokens: est(prompt_chars),
-        completion_tokens: est(reply.chars().count()),
+        tokens: Tokens {
+            prompt_tokens: est(prompt_chars),
+            completion_tokens: est(reply.chars().count()),
+            ..Tokens::default()
+        },
         estimated: true,
-        ..TokenUsage::default()
     }
 }
 
@@ -925,7 +916,11 @@ mod tests {
         };
         let u = estimate_usage(&req, "123456789");
         assert_eq!(
-            (u.prompt_tokens, u.completion_tokens, u.estimated),
+            (
+                u.tokens.prompt_tokens,
+                u.tokens.completion_tokens,
+                u.estimated
+            ),
             (3, 3, true)
         );
     }

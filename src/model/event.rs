@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::{is_zero, TurnStatus};
+use super::{is_zero, Tokens, TurnStatus};
 
 /// One entry of the event log.
 /// What an event records; serialised as its snake_case name.
@@ -92,16 +92,9 @@ pub struct Event {
     pub status: Option<TurnStatus>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prompt_tokens: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub completion_tokens: Option<u64>,
-    /// Of `prompt_tokens`, read from the provider's prompt cache (set when not 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cached_tokens: Option<u64>,
-    /// Of `prompt_tokens`, written to the provider's prompt cache (set when not 0).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_creation_tokens: Option<u64>,
+    /// An `llm_call` that answered: its token counts.
+    #[serde(flatten)]
+    pub tokens: Option<Tokens>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -253,8 +253,8 @@ fn success(kind: Kind) {
     );
     assert_eq!(
         (
-            reply.usage.prompt_tokens,
-            reply.usage.completion_tokens,
+            reply.usage.tokens.prompt_tokens,
+            reply.usage.tokens.completion_tokens,
             reply.usage.estimated
         ),
         (12, 5, false)
@@ -490,9 +490,9 @@ fn no_usage_is_estimated(kind: Kind) {
     let s = FakeServer::start(vec![ok(kind, &answer(), None)]);
     let reply = client(kind, &s).call(&request(), &opts()).unwrap();
     assert!(reply.usage.estimated);
-    assert!(reply.usage.prompt_tokens > 0 && reply.usage.completion_tokens > 0);
+    assert!(reply.usage.tokens.prompt_tokens > 0 && reply.usage.tokens.completion_tokens > 0);
     assert_eq!(
-        reply.usage.completion_tokens as usize,
+        reply.usage.tokens.completion_tokens as usize,
         reply.text.chars().count().div_ceil(4)
     );
 }

@@ -19,7 +19,8 @@ use crate::error::{Error, Result};
 use crate::io;
 pub use crate::model::ReportKind;
 use crate::model::{
-    Board, DocumentCitation, FindingKind, ProcessKind, ReportResult, Status, REPORT_VERSION,
+    AllTokens, Board, DocumentCitation, FindingKind, ProcessKind, ReportResult, Status,
+    REPORT_VERSION,
 };
 use crate::stage::Stage;
 use crate::text::fold_ws;
@@ -331,11 +332,9 @@ pub(crate) struct Appendix {
     pub loops_used: u32,
     pub max_loops: u32,
     pub llm_calls: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// Of `prompt_tokens`, read from / written to the providers' prompt caches.
-    pub cached_tokens: u64,
-    pub cache_creation_tokens: u64,
+    /// Prompt, completion and cache counts (`prompt_tokens`, ..., every one written).
+    #[serde(flatten)]
+    pub tokens: AllTokens,
     /// The meeting's token budget, when it had one (0: none).
     pub max_total_tokens: u64,
     pub by_caller: Vec<CallerRow>,
@@ -365,10 +364,8 @@ pub(crate) struct Participant {
 pub(crate) struct CallerRow {
     pub caller: String,
     pub calls: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub cached_tokens: u64,
-    pub cache_creation_tokens: u64,
+    #[serde(flatten)]
+    pub tokens: AllTokens,
 }
 
 /// Build the template variables for `board` as a report of `kind`.
@@ -601,10 +598,7 @@ fn appendix(board: &Board) -> Appendix {
         loops_used: board.loop_count,
         max_loops: board.max_loops,
         llm_calls: board.usage.attempts(),
-        prompt_tokens: board.usage.prompt_tokens,
-        completion_tokens: board.usage.completion_tokens,
-        cached_tokens: board.usage.cached_tokens,
-        cache_creation_tokens: board.usage.cache_creation_tokens,
+        tokens: AllTokens(board.usage.tokens),
         max_total_tokens: board.max_total_tokens.unwrap_or(0),
         by_caller: board
             .usage
@@ -613,10 +607,7 @@ fn appendix(board: &Board) -> Appendix {
             .map(|(caller, u)| CallerRow {
                 caller: caller.clone(),
                 calls: u.calls,
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-                cached_tokens: u.cached_tokens,
-                cache_creation_tokens: u.cache_creation_tokens,
+                tokens: AllTokens(u.tokens),
             })
             .collect(),
         mermaid: mermaid(board),
