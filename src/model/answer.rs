@@ -42,9 +42,7 @@ pub struct AgentTurnResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Evidence {
-    /// `E1`, `E2`, … in the order the board kept them; never reused (boards from before the
-    /// numbering have none: their position is their number).
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    /// `E1`, `E2`, … in the order the board kept them; never reused.
     pub id: String,
     pub agent: String,
     #[serde(rename = "loop")]

@@ -29,11 +29,8 @@ impl Status {
 #[serde(deny_unknown_fields)]
 pub struct LlmSettings {
     pub provider: String,
-    #[serde(default)]
     pub model: Option<String>,
-    #[serde(default)]
     pub temperature: Option<f64>,
-    #[serde(default)]
     pub max_tokens: Option<u32>,
 }
 
@@ -43,6 +40,7 @@ pub struct LlmSettings {
 pub struct PendingCall {
     pub target_agent: String,
     pub prompt: String,
+    /// The PM's reasoning, when it gave one (a hand-written call may leave it out).
     #[serde(default)]
     pub analysis: String,
     /// Under a token budget: the tokens the turn must leave for the PM's closing round
@@ -74,11 +72,8 @@ pub struct LastTurn {
     pub agent_name: String,
     pub status: TurnStatus,
     /// The PM's question this turn answered.
-    #[serde(default)]
     pub prompt: String,
-    #[serde(default)]
     pub result: Option<AgentTurnResult>,
-    #[serde(default)]
     pub error: Option<String>,
 }
 
@@ -99,7 +94,7 @@ pub struct Board {
     pub loop_count: u32,
     pub max_loops: u32,
     /// Most participants one CALL_AGENTS may ask at once (`--max-parallel`, DESIGN.md#fan-out);
-    /// 1 (also a board from before fan-outs): the PM is not offered CALL_AGENTS.
+    /// 1 (written only when not 1): the PM is not offered CALL_AGENTS.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub max_parallel: u32,
     /// The meeting's token budget (DESIGN.md#token-budget): prompt and completion tokens
@@ -114,7 +109,6 @@ pub struct Board {
     pub risks: Vec<String>,
     pub latest_agent_outputs: BTreeMap<String, AgentTurnResult>,
     /// Every validated citation of the meeting, in the order they were merged.
-    #[serde(default)]
     pub evidence: Vec<Evidence>,
     pub pending_call: Option<PendingCall>,
     pub last_turn: Option<LastTurn>,
@@ -137,10 +131,8 @@ pub struct Board {
     pub new_events: Vec<Event>,
     /// Events recorded in the whole meeting, `new_events` included: how many lines
     /// `events.jsonl` holds up to this board (`--resume` cuts it there, DESIGN.md#resume).
-    #[serde(default)]
     pub event_count: u64,
     /// The bounded record of the meeting's flow the report's diagram draws.
-    #[serde(default)]
     pub flow: Flow,
     pub usage: Usage,
     pub meeting_input: MeetingInput,

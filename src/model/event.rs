@@ -112,7 +112,6 @@ pub struct Flow {
     /// Loops whose steps were dropped (the oldest first) to keep the board bounded.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub loops_before: u32,
-    #[serde(default)]
     pub steps: Vec<FlowStep>,
 }
 

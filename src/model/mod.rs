@@ -31,9 +31,17 @@ use schemars::JsonSchema;
 use serde_json::Value;
 
 /// Current major versions of the documents that flow between the programs.
-/// 2: the board carries the events of the stage that wrote it (`new_events`) and a bounded
-/// `flow`, not the whole event log (DESIGN.md#events); a version 1 board is refused.
-pub const BOARD_VERSION: u32 = 2;
+/// 3: the fields every stage writes are required (no defaults kept for boards of earlier
+/// releases), evidence ids are always set and the record says why a meeting was forced to
+/// close (DESIGN.md#events). Earlier boards are refused ([`OLDER_BOARDS`]).
+pub const BOARD_VERSION: u32 = 3;
+
+/// Every earlier board version, with what its boards predate: each is refused with this
+/// reason, not converted (DESIGN.md#events).
+pub(crate) const OLDER_BOARDS: [(u32, &str); 2] = [
+    (1, "bounded boards (its whole history in event_log)"),
+    (2, "required board fields and typed forced-finish reasons"),
+];
 pub const PACKET_VERSION: u32 = 1;
 pub const REPORT_VERSION: u32 = 1;
 

@@ -13,7 +13,7 @@ use super::*;
 pub enum QuestionOrigin {
     /// The meeting file's `required_questions`.
     Required,
-    /// Raised by an agent (or found on a board from before question tracking).
+    /// Raised by an agent.
     Raised,
 }
 
@@ -130,7 +130,8 @@ pub struct CallerSource {
 }
 
 /// The decision record kept beside the whiteboard for the report (DESIGN.md#report): every
-/// part bounded. All of it optional, so a board from before it reads with it empty.
+/// part bounded. Every part is written only when it holds something (a new meeting's record
+/// is empty).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeetingRecord {

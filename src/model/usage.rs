@@ -98,7 +98,6 @@ pub struct CallerUsage {
     pub calls: u64,
     #[serde(flatten)]
     pub tokens: Tokens,
-    #[serde(default)]
     pub duration_ms: u64,
     /// True when some counts were estimated from characters (the server returned none).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -116,7 +115,6 @@ pub struct Usage {
     pub calls: u64,
     #[serde(flatten)]
     pub tokens: Tokens,
-    #[serde(default)]
     pub by_caller: BTreeMap<String, CallerUsage>,
 }
 

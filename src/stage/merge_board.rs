@@ -12,8 +12,8 @@ use crate::model::{
 use crate::stage::Stage;
 use crate::text::headline;
 use crate::whiteboard::{
-    append_unique, apply_answers, evidence_id, link_evidence, note_process, raise_questions,
-    record_findings, summary_lines, sync_questions, RECENT_ERRORS_CAP,
+    append_unique, apply_answers, link_evidence, note_process, raise_questions, record_findings,
+    summary_lines, sync_questions, RECENT_ERRORS_CAP,
 };
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
@@ -194,7 +194,7 @@ fn keep_evidence(board: &mut Board, result: &AgentTurnResult, points: &[String],
             e.agent == result.agent_name && e.document_id == c.document_id && e.quote == c.quote
         });
         let id = match known {
-            Some(i) => evidence_id(board, i),
+            Some(i) => board.evidence[i].id.clone(),
             None if board.evidence.len() < EVIDENCE_CAP => {
                 let id = format!("E{}", board.evidence.len() + 1);
                 board.evidence.push(Evidence {

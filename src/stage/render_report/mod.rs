@@ -496,8 +496,7 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
     let mut cited: Vec<(String, DocumentCitation, Option<String>)> = board
         .evidence
         .iter()
-        .enumerate()
-        .map(|(i, e)| {
+        .map(|e| {
             let c = DocumentCitation {
                 document_id: e.document_id.clone(),
                 source_path: e.source_path.clone(),
@@ -505,11 +504,7 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
                 supports: None,
                 verified: Some(e.verified),
             };
-            (
-                e.agent.clone(),
-                c,
-                Some(crate::whiteboard::evidence_id(board, i)),
-            )
+            (e.agent.clone(), c, Some(e.id.clone()))
         })
         .collect();
     for (agent, result) in &board.latest_agent_outputs {
