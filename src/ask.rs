@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::events::{self, Clock};
-use crate::llm::{Client, LlmError, Message, Options, Reply, Request};
+use crate::llm::{Client, LlmError, Message, NoJson, Options, Reply, Request};
 use crate::model::Board;
 use crate::prompts::echo_reply;
 
@@ -30,7 +30,7 @@ pub(crate) trait Asker {
     /// Check one reply. `json` is the reply's tolerant parse, or the reason it has none.
     fn check(
         &mut self,
-        json: std::result::Result<&Value, &str>,
+        json: std::result::Result<&Value, &NoJson>,
     ) -> Result<Self::Answer, Self::Invalid>;
 
     /// The correction sent after an invalid answer (the model's reply is echoed before it):
@@ -113,7 +113,7 @@ pub(crate) fn ask<S: Asker>(
         let checked = match &reply.json {
             Some(Ok(value)) => stage.check(Ok(value)),
             Some(Err(e)) => stage.check(Err(e)),
-            None => stage.check(Err("the reply carried no JSON object")),
+            None => stage.check(Err(&NoJson::Missing)),
         };
         let invalid = match checked {
             Ok(answer) => return Ok(Asked::Answer(answer)),
@@ -175,8 +175,8 @@ mod tests {
     impl Asker for WantsOk {
         type Answer = Value;
         type Invalid = String;
-        fn check(&mut self, json: std::result::Result<&Value, &str>) -> Result<Value, String> {
-            let v = json.map_err(str::to_string)?;
+        fn check(&mut self, json: std::result::Result<&Value, &NoJson>) -> Result<Value, String> {
+            let v = json.map_err(NoJson::to_string)?;
             if v["ok"] == true {
                 Ok(v.clone())
             } else {

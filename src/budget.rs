@@ -100,10 +100,7 @@ impl Budget {
 
 /// Tokens the meeting has used: prompt (cached ones included) and completion.
 pub fn used(board: &Board) -> u64 {
-    board
-        .usage
-        .prompt_tokens
-        .saturating_add(board.usage.completion_tokens)
+    board.usage.tokens.total()
 }
 
 /// Why a call is not made, or `None` when it fits (or there is no budget): the one check

@@ -12,6 +12,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::llm::{LlmError, Reply};
 use crate::model::{
     Board, Event, EventType, Flow, FlowKind, FlowStep, MessageKind, TurnStatus, FLOW_LOOPS,
+    PM_CALLER,
 };
 
 /// Environment variable that pins the clock to one timestamp (reproducible runs and tests).
@@ -78,7 +79,9 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (y, m as u32, d as u32)
 }
 
-/// A bare event of `event_type` by `caller`; `push` fills the rest.
+/// A bare event of `event_type` by `caller`; `push` fills the rest. The stages build their
+/// events through the constructors below, one per kind, so each kind's shape (who sends it to
+/// whom, which fields it carries) is written once (DESIGN.md#events).
 pub fn event(event_type: EventType, caller: &str) -> Event {
     Event {
         event_type,
@@ -88,18 +91,198 @@ pub fn event(event_type: EventType, caller: &str) -> Event {
 }
 
 /// An event that is a message between participants (`from` → `to`, of `kind`).
-pub fn message(
-    event_type: EventType,
-    caller: &str,
-    from: &str,
-    to: &str,
-    kind: MessageKind,
-) -> Event {
+fn message(event_type: EventType, caller: &str, from: &str, to: &str, kind: MessageKind) -> Event {
     Event {
         from: Some(from.to_string()),
         to: Some(to.to_string()),
         kind: Some(kind),
         ..event(event_type, caller)
+    }
+}
+
+/// Who sends the meeting's own control messages and corrections.
+const RUNTIME: &str = "runtime";
+/// Who receives the control messages that concern the whole meeting.
+const MEETING: &str = "meeting";
+
+/// `meeting_started`: `init-board` made the board (`what`: participants, limits, documents).
+pub(crate) fn meeting_started(what: String) -> Event {
+    Event {
+        message: Some(what),
+        ..event(EventType::MeetingStarted, "init-board")
+    }
+}
+
+/// `board_merged`: `merge-board` folded a turn in (`what` it merged).
+pub(crate) fn board_merged(what: String) -> Event {
+    Event {
+        message: Some(what),
+        ..event(EventType::BoardMerged, "merge-board")
+    }
+}
+
+/// `meeting_stalled`: answers in a row added nothing new (DESIGN.md#circles).
+pub(crate) fn meeting_stalled(what: String) -> Event {
+    Event {
+        message: Some(what),
+        ..event(EventType::MeetingStalled, "merge-board")
+    }
+}
+
+/// `pm_decision` as a task: the PM asks `agent` its `question`.
+pub(crate) fn pm_asks(agent: &str, question: &str) -> Event {
+    Event {
+        message: Some(question.to_string()),
+        ..message(
+            EventType::PmDecision,
+            PM_CALLER,
+            PM_CALLER,
+            agent,
+            MessageKind::Task,
+        )
+    }
+}
+
+/// `pm_decision` as control: the PM's FINISH.
+pub(crate) fn pm_finishes() -> Event {
+    Event {
+        message: Some("FINISH".into()),
+        ..message(
+            EventType::PmDecision,
+            PM_CALLER,
+            PM_CALLER,
+            MEETING,
+            MessageKind::Control,
+        )
+    }
+}
+
+/// `pm_invalid_output`: the PM's answer of `attempt` was not a valid decision (`error`).
+pub(crate) fn pm_invalid_output(attempt: u32, error: &str) -> Event {
+    Event {
+        attempt: Some(attempt),
+        error: Some(error.to_string()),
+        ..message(
+            EventType::PmInvalidOutput,
+            PM_CALLER,
+            RUNTIME,
+            PM_CALLER,
+            MessageKind::Feedback,
+        )
+    }
+}
+
+/// `pm_routing_error`: the PM's answer of `attempt` addressed `target`, who cannot be asked.
+pub(crate) fn pm_routing_error(attempt: u32, target: &str, error: &str) -> Event {
+    Event {
+        attempt: Some(attempt),
+        error: Some(error.to_string()),
+        ..message(
+            EventType::PmRoutingError,
+            PM_CALLER,
+            PM_CALLER,
+            target,
+            MessageKind::Feedback,
+        )
+    }
+}
+
+/// `pm_repeated_question`: the PM's answer of `attempt` asked `agent` what it had asked before
+/// (DESIGN.md#circles).
+pub(crate) fn pm_repeated_question(attempt: u32, agent: &str, error: &str) -> Event {
+    Event {
+        attempt: Some(attempt),
+        error: Some(error.to_string()),
+        ..message(
+            EventType::PmRepeatedQuestion,
+            PM_CALLER,
+            PM_CALLER,
+            agent,
+            MessageKind::Feedback,
+        )
+    }
+}
+
+/// `pm_round_failed`: the round's retries are used up (`error`: why).
+pub(crate) fn pm_round_failed(error: &str) -> Event {
+    Event {
+        error: Some(error.to_string()),
+        ..message(
+            EventType::PmRoundFailed,
+            PM_CALLER,
+            RUNTIME,
+            MEETING,
+            MessageKind::Control,
+        )
+    }
+}
+
+/// `forced_finish`: the meeting must close now, and why (DESIGN.md#pm-round).
+pub(crate) fn forced_finish(why: String) -> Event {
+    Event {
+        message: Some(why),
+        ..message(
+            EventType::ForcedFinish,
+            PM_CALLER,
+            RUNTIME,
+            PM_CALLER,
+            MessageKind::Control,
+        )
+    }
+}
+
+/// `agent_retry`: `agent`'s answer of `attempt` was unusable and is asked again (`error`, as
+/// the model is told).
+pub(crate) fn agent_retry(agent: &str, attempt: u32, error: String) -> Event {
+    Event {
+        attempt: Some(attempt),
+        error: Some(error),
+        ..message(
+            EventType::AgentRetry,
+            agent,
+            RUNTIME,
+            agent,
+            MessageKind::Feedback,
+        )
+    }
+}
+
+/// `agent_result`: `agent`'s turn ended with a checked answer (its `headline`).
+pub(crate) fn agent_result(agent: &str, headline: String) -> Event {
+    Event {
+        status: Some(TurnStatus::Ok),
+        message: Some(headline),
+        ..message(
+            EventType::AgentResult,
+            agent,
+            agent,
+            PM_CALLER,
+            MessageKind::Result,
+        )
+    }
+}
+
+/// `agent_error`: `agent`'s turn ended without a usable answer (`error`).
+pub(crate) fn agent_error(agent: &str, error: &str) -> Event {
+    Event {
+        status: Some(TurnStatus::Error),
+        error: Some(error.to_string()),
+        ..message(
+            EventType::AgentError,
+            agent,
+            agent,
+            PM_CALLER,
+            MessageKind::Result,
+        )
+    }
+}
+
+/// `llm_call`: one logical model call of `caller` (its `attempt` in the stage); its outcome is
+/// filled by [`record_llm_call`].
+fn llm_call(caller: &str, attempt: u32) -> Event {
+    Event {
+        attempt: Some(attempt),
+        ..event(EventType::LlmCall, caller)
     }
 }
 
@@ -275,30 +458,20 @@ pub(crate) fn record_llm_call(
     // inside one logical call (a fan-out charges its calls' own attempts: Usage::attempts).
     let delta = calls_after.saturating_sub(board.usage.calls);
     board.usage.calls = board.usage.calls.max(calls_after);
-    let mut ev = event(EventType::LlmCall, caller);
-    ev.attempt = Some(attempt);
+    let mut ev = llm_call(caller, attempt);
     let entry = board.usage.by_caller.entry(caller.to_string()).or_default();
     entry.calls += delta;
     match outcome {
         Ok(reply) => {
             let u = reply.usage;
-            entry.prompt_tokens += u.prompt_tokens;
-            entry.completion_tokens += u.completion_tokens;
-            entry.cached_tokens += u.cached_tokens;
-            entry.cache_creation_tokens += u.cache_creation_tokens;
+            entry.tokens += u.tokens;
             entry.duration_ms += reply.duration_ms;
             entry.estimated |= u.estimated;
-            entry.max_prompt_tokens = entry.max_prompt_tokens.max(u.prompt_tokens);
-            board.usage.prompt_tokens += u.prompt_tokens;
-            board.usage.completion_tokens += u.completion_tokens;
-            board.usage.cached_tokens += u.cached_tokens;
-            board.usage.cache_creation_tokens += u.cache_creation_tokens;
+            entry.max_prompt_tokens = entry.max_prompt_tokens.max(u.tokens.prompt_tokens);
+            board.usage.tokens += u.tokens;
             ev.status = Some(TurnStatus::Ok);
             ev.duration_ms = Some(reply.duration_ms);
-            ev.prompt_tokens = Some(u.prompt_tokens);
-            ev.completion_tokens = Some(u.completion_tokens);
-            ev.cached_tokens = Some(u.cached_tokens).filter(|n| *n > 0);
-            ev.cache_creation_tokens = Some(u.cache_creation_tokens).filter(|n| *n > 0);
+            ev.tokens = Some(u.tokens);
         }
         Err(e) => {
             let duration = match e {

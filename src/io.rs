@@ -626,15 +626,19 @@ impl<'de> Visitor<'de> for NoDuplicateKeys {
 
 /// Parse a Board (refusing other major `board_version`s first); errors name `label`.
 pub(crate) fn parse_board(label: &str, text: &str) -> Result<crate::model::Board> {
-    // Version 1 carried the whole event log; it is refused, not converted (DESIGN.md#events).
-    if version_of(text, "board_version") == Some(1) {
+    // An earlier version is refused, not converted: its run folder follows the old layout
+    // too (DESIGN.md#events).
+    let version = version_of(text, "board_version");
+    if let Some((v, before)) = crate::model::OLDER_BOARDS
+        .iter()
+        .find(|(v, _)| Some(u64::from(*v)) == version)
+    {
         return Err(Error::input(
             label,
             "board_version",
             format!(
-                "version 1 is not supported (expected {}): a board from before bounded boards \
-                 (its whole history in event_log); finish that meeting with the release that \
-                 started it, or start it again",
+                "version {v} is not supported (expected {}): a board from before {before}; \
+                 finish that meeting with the release that started it, or start it again",
                 crate::model::BOARD_VERSION
             ),
         ));

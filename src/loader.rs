@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Invalid, Result};
 use crate::io::{parse_doc, read_text_file, Format};
-use crate::model::{AgentConfig, ParticipantKind, AGENT_TURN_FIELDS, PM_DECISION_FIELDS};
+use crate::model::{decision_shape, AgentConfig, ParticipantKind, AGENT_TURN_FIELDS};
 use crate::text::one_line;
 
 mod files;
@@ -255,7 +255,7 @@ fn check_pm_output(schema: &Map<String, Value>) -> Result<(), Invalid> {
                 ));
             }
             if let Some(Value::Array(allowed)) = p.get("enum") {
-                let names = crate::model::NextAction::NAMES;
+                let names = crate::model::NextAction::names();
                 for v in allowed {
                     if !v.as_str().is_some_and(|v| names.contains(&v)) {
                         return Err(Invalid::at(
@@ -271,15 +271,19 @@ fn check_pm_output(schema: &Map<String, Value>) -> Result<(), Invalid> {
     if !required.contains(&"next_action") {
         return Err(Invalid::at("required", "must include \"next_action\""));
     }
+    let text_fields = &decision_shape().text_fields;
     for name in &required {
-        if !PM_DECISION_FIELDS.contains(name) {
+        if !text_fields.iter().any(|f| f == name) {
             return Err(Invalid::at(
                 "required",
-                format!("{name:?} is not a PMDecision field (allowed: analysis, next_action, target_agent, prompt_for_agent, final_report)"),
+                format!(
+                    "{name:?} is not a PMDecision field (allowed: {})",
+                    text_fields.join(", ")
+                ),
             ));
         }
     }
-    for name in PM_DECISION_FIELDS {
+    for name in text_fields {
         if let Some(p) = property(schema, name) {
             if !admits(p, "string") {
                 return Err(Invalid::at(

@@ -345,17 +345,6 @@ pub(crate) fn append_process(board: &mut Board, entries: Vec<ProcessEntry>) {
     board.record.process.drain(..excess);
 }
 
-/// The number of the evidence at `index`: its own, or its position on a board from before
-/// the numbering.
-pub(crate) fn evidence_id(board: &Board, index: usize) -> String {
-    let id = &board.evidence[index].id;
-    if id.is_empty() {
-        format!("E{}", index + 1)
-    } else {
-        id.clone()
-    }
-}
-
 /// Record who answered for `caller` (the record header, DESIGN.md#report): the provider and
 /// model of its last call, and the cassette's label when it was replayed.
 pub(crate) fn note_caller(board: &mut Board, caller: &str, client: &Client, opts: &Options) {

@@ -134,12 +134,9 @@ pub(super) fn result_of(
 
 /// The final progress line: logical calls and HTTP attempts counted apart.
 pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
-    let mut tokens = format!(
-        "{} tokens",
-        result.usage.prompt_tokens + result.usage.completion_tokens
-    );
-    if result.usage.cached_tokens > 0 {
-        tokens.push_str(&format!(" ({} cached)", result.usage.cached_tokens));
+    let mut tokens = format!("{} tokens", result.usage.tokens.total());
+    if result.usage.tokens.cached_tokens > 0 {
+        tokens.push_str(&format!(" ({} cached)", result.usage.tokens.cached_tokens));
     }
     let (status, colour) = match (result.status, result.forced) {
         (Status::Failed, _) => ("failed", "1;31"),

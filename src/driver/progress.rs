@@ -155,7 +155,7 @@ fn board_summary(board: &Board) -> String {
         board.loop_count,
         board.max_loops,
         board.usage.attempts(),
-        board.usage.prompt_tokens + board.usage.completion_tokens
+        board.usage.tokens.total()
     ));
     for call in board.pending() {
         out.push_str(&format!(
@@ -175,15 +175,9 @@ pub(super) fn paint(ui: Ui, code: &str, text: &str) -> String {
     }
 }
 
-/// Whether the stage that made `after` closed the meeting for its token budget (its
-/// `forced_finish` event says so).
+/// Whether the meeting was closed for its token budget (the record says why it was forced).
 fn by_budget(after: &Board) -> bool {
-    after.new_events.iter().any(|e| {
-        e.event_type == EventType::ForcedFinish
-            && e.message
-                .as_deref()
-                .is_some_and(|m| m.starts_with("token budget"))
-    })
+    after.record.forced == Some(crate::model::ForcedReason::TokenBudget)
 }
 
 /// The progress line for a board a stage just produced.
@@ -280,7 +274,7 @@ fn turn_line(turn: &crate::model::LastTurn, after: &Board, lead: &str, ui: Ui) -
         .fold((0, 0), |(ms, t), e| {
             (
                 ms + e.duration_ms.unwrap_or(0),
-                t + e.prompt_tokens.unwrap_or(0) + e.completion_tokens.unwrap_or(0),
+                t + e.tokens.map_or(0, crate::model::Tokens::total),
             )
         });
     let retries = new_events

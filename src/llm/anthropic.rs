@@ -171,10 +171,13 @@ pub(crate) fn reported_usage(usage: &Value) -> Option<TokenUsage> {
         count("cache_read_input_tokens"),
         count("cache_creation_input_tokens"),
     );
-    Some(TokenUsage {
-        prompt_tokens: u.prompt_tokens.saturating_add(read).saturating_add(written),
-        cached_tokens: read,
-        cache_creation_tokens: written,
-        ..u
-    })
+    let mut u = u;
+    u.tokens.prompt_tokens = u
+        .tokens
+        .prompt_tokens
+        .saturating_add(read)
+        .saturating_add(written);
+    u.tokens.cached_tokens = read;
+    u.tokens.cache_creation_tokens = written;
+    Some(u)
 }

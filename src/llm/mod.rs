@@ -17,6 +17,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use crate::model::Tokens;
 use serde_json::{json, Value};
 
 pub mod anthropic;
@@ -169,14 +170,8 @@ impl Options {
 /// `input_tokens` counts only the uncached rest).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TokenUsage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// Of `prompt_tokens`, read from the provider's prompt cache (OpenAI
-    /// `prompt_tokens_details.cached_tokens`, Anthropic `cache_read_input_tokens`).
-    pub cached_tokens: u64,
-    /// Of `prompt_tokens`, written to the prompt cache (Anthropic
-    /// `cache_creation_input_tokens`; OpenAI caches without reporting it).
-    pub cache_creation_tokens: u64,
+    /// The counts, in the meeting's terms (`model::Tokens`).
+    pub tokens: Tokens,
     /// The server returned no usage; counts were estimated from characters.
     pub estimated: bool,
 }
@@ -190,33 +185,27 @@ impl TokenUsage {
         completion_key: &str,
     ) -> Option<TokenUsage> {
         Some(TokenUsage {
-            prompt_tokens: usage.get(prompt_key)?.as_u64()?,
-            completion_tokens: usage.get(completion_key)?.as_u64()?,
-            ..TokenUsage::default()
+            tokens: Tokens {
+                prompt_tokens: usage.get(prompt_key)?.as_u64()?,
+                completion_tokens: usage.get(completion_key)?.as_u64()?,
+                ..Tokens::default()
+            },
+            estimated: false,
         })
     }
 
-    /// The counts in the exchange log's and the cassettes' shape: `prompt_tokens`,
-    /// `completion_tokens`, and the cache counts only when not 0.
+    /// The counts in the exchange log's and the cassettes' shape (`model::Tokens`).
     pub(crate) fn to_json(self) -> Value {
-        let mut v = json!({"prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens});
-        if self.cached_tokens > 0 {
-            v["cached_tokens"] = json!(self.cached_tokens);
-        }
-        if self.cache_creation_tokens > 0 {
-            v["cache_creation_tokens"] = json!(self.cache_creation_tokens);
-        }
-        v
+        serde_json::to_value(self.tokens).expect("token counts serialise")
     }
 
     /// Read back what [`TokenUsage::to_json`] wrote (the exchange log, on resume).
     pub(crate) fn from_json(usage: &Value) -> Option<TokenUsage> {
         let count = |k: &str| usage.get(k).and_then(Value::as_u64).unwrap_or(0);
-        Some(TokenUsage {
-            cached_tokens: count("cached_tokens"),
-            cache_creation_tokens: count("cache_creation_tokens"),
-            ..TokenUsage::reported(usage, "prompt_tokens", "completion_tokens")?
-        })
+        let mut u = TokenUsage::reported(usage, "prompt_tokens", "completion_tokens")?;
+        u.tokens.cached_tokens = count("cached_tokens");
+        u.tokens.cache_creation_tokens = count("cache_creation_tokens");
+        Some(u)
     }
 }
 
@@ -228,7 +217,7 @@ pub struct Reply {
     /// With `expect`: the tolerant-parsed JSON value (fences stripped, outermost object,
     /// trailing commas dropped). NOT yet validated against the schema: see `crate::schema::validate`.
     /// `Err` carries a message that can be sent back to the model on a retry.
-    pub json: Option<Result<Value, String>>,
+    pub json: Option<Result<Value, NoJson>>,
     pub usage: TokenUsage,
     pub duration_ms: u64,
     /// HTTP attempts this call took (1 when no transport retry happened).
@@ -241,6 +230,53 @@ pub struct Reply {
 /// How a reply cut at `max_tokens` that is not complete JSON is reported, to the user (in
 /// `last_error`) and to the model (in the retry's correction).
 pub const CUT_OFF: &str = "cut off at max_tokens";
+
+/// Why a reply that should hold a JSON answer holds none. Whether it was cut off is a fact the
+/// client knows (the provider's stop reason), so it is a variant here, not a text to search.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NoJson {
+    /// The model stopped at `max_tokens` (the limit, when one was set) before the object was
+    /// complete.
+    CutOff(Option<u32>),
+    /// The text is not valid JSON: the parser's words.
+    Invalid(String),
+    /// No JSON object in the reply at all.
+    Missing,
+}
+
+impl std::fmt::Display for NoJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NoJson::CutOff(limit) => {
+                let limit = limit.map(|n| format!(" ({n} tokens)")).unwrap_or_default();
+                write!(
+                    f,
+                    "{CUT_OFF}{limit} before the JSON object was complete: raise --max-tokens, or answer more briefly"
+                )
+            }
+            NoJson::Invalid(e) => f.write_str(e),
+            NoJson::Missing => f.write_str("the reply carried no JSON object"),
+        }
+    }
+}
+
+impl NoJson {
+    /// What the reply was, after "the reply was" / "it was": cut off, or not valid JSON.
+    pub(crate) fn what(&self) -> String {
+        match self {
+            NoJson::CutOff(_) => self.to_string(),
+            _ => format!("not valid JSON ({self})"),
+        }
+    }
+
+    /// The same for the report's reader (DESIGN.md#report: no instruction meant for a model).
+    pub(crate) fn for_reader(&self) -> &'static str {
+        match self {
+            NoJson::CutOff(_) => "it was cut off at the token limit",
+            _ => "it was not valid JSON",
+        }
+    }
+}
 
 /// Why a call failed, after the transport's retries were spent.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -519,9 +555,9 @@ impl Client {
                     let json = req.expect.as_ref().map(|_| {
                         parse::parse_json_reply(&raw.text).map_err(|e| {
                             if raw.truncated {
-                                cut_off(opts)
+                                NoJson::CutOff(opts.max_tokens)
                             } else {
-                                e
+                                NoJson::Invalid(e)
                             }
                         })
                     });
@@ -668,17 +704,6 @@ fn exchange_line(
     })
 }
 
-/// The parse error of a reply cut at `max_tokens`: says so instead of "EOF while parsing".
-fn cut_off(opts: &Options) -> String {
-    let limit = opts
-        .max_tokens
-        .map(|n| format!(" ({n} tokens)"))
-        .unwrap_or_default();
-    format!(
-        "{CUT_OFF}{limit} before the JSON object was complete: raise --max-tokens, or answer more briefly"
-    )
-}
-
 fn attempt_error_text(e: &AttemptError) -> String {
     match e {
         AttemptError::Http {
@@ -704,10 +729,12 @@ pub(crate) fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
     }
     let est = |n: usize| n.div_ceil(4) as u64;
     TokenUsage {
-        prompt_tokens: est(prompt_chars),
-        completion_tokens: est(reply.chars().count()),
+        tokens: Tokens {
+            prompt_tokens: est(prompt_chars),
+            completion_tokens: est(reply.chars().count()),
+            ..Tokens::default()
+        },
         estimated: true,
-        ..TokenUsage::default()
     }
 }
 
@@ -922,7 +949,11 @@ mod tests {
         };
         let u = estimate_usage(&req, "123456789");
         assert_eq!(
-            (u.prompt_tokens, u.completion_tokens, u.estimated),
+            (
+                u.tokens.prompt_tokens,
+                u.tokens.completion_tokens,
+                u.estimated
+            ),
             (3, 3, true)
         );
     }

@@ -162,11 +162,9 @@ pub(crate) fn reported_usage(usage: &Value) -> Option<TokenUsage> {
         .pointer("/prompt_tokens_details/cached_tokens")
         .and_then(Value::as_u64)
         .unwrap_or(0);
-    let u = TokenUsage::reported(usage, "prompt_tokens", "completion_tokens")?;
-    Some(TokenUsage {
-        cached_tokens: cached.min(u.prompt_tokens),
-        ..u
-    })
+    let mut u = TokenUsage::reported(usage, "prompt_tokens", "completion_tokens")?;
+    u.tokens.cached_tokens = cached.min(u.tokens.prompt_tokens);
+    Some(u)
 }
 
 fn drop_added_nulls_in_text(text: &str, schema: &Value) -> String {

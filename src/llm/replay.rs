@@ -17,22 +17,7 @@ use sha2::{Digest, Sha256};
 
 use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 use crate::error::Error;
-
-/// Token counts as stored in a cassette, in the meeting's terms (`prompt_tokens` includes the
-/// cached ones; see `TokenUsage`). The cache counts are written only when not 0.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct CassetteUsage {
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cached_tokens: u64,
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub cache_creation_tokens: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
-}
+use crate::model::Tokens;
 
 /// An injected or recorded failure of one attempt.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,7 +43,8 @@ pub(crate) struct Entry {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub response: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<CassetteUsage>,
+    /// Token counts in the meeting's terms (`model::Tokens`).
+    pub usage: Option<Tokens>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Fault>,
     /// The model stopped at `max_tokens`: `response` is the head of a longer answer.
@@ -300,11 +286,8 @@ impl Provider for Replay {
         }
         Ok(RawReply {
             text: entry.response.clone().unwrap_or_default(),
-            usage: entry.usage.map(|u| TokenUsage {
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-                cached_tokens: u.cached_tokens,
-                cache_creation_tokens: u.cache_creation_tokens,
+            usage: entry.usage.map(|tokens| TokenUsage {
+                tokens,
                 estimated: false,
             }),
             truncated: entry.truncated,
@@ -358,12 +341,7 @@ impl Provider for Recorder {
             Ok(raw) => {
                 entry.response = Some(raw.text.clone());
                 entry.truncated = raw.truncated;
-                entry.usage = raw.usage.filter(|u| !u.estimated).map(|u| CassetteUsage {
-                    prompt_tokens: u.prompt_tokens,
-                    completion_tokens: u.completion_tokens,
-                    cached_tokens: u.cached_tokens,
-                    cache_creation_tokens: u.cache_creation_tokens,
-                });
+                entry.usage = raw.usage.filter(|u| !u.estimated).map(|u| u.tokens);
             }
             Err(AttemptError::Http {
                 status,

@@ -223,7 +223,7 @@ fn completed(log: &Path) -> Arc<Done> {
 /// Keep the reply of one log line, when it is a successful one (the first of its number).
 fn take_line(done: &mut Done, line: &[u8]) {
     // Only the fields a reply needs: the prompt (most of each line) is skipped, not
-    // built into a tree (BENCHMARKS.md#bounded-board-issue-15).
+    // built into a tree (BENCHMARKS.md, section "Bounded board").
     let Ok(logged) = serde_json::from_slice::<Logged>(line) else {
         return;
     };

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::ask::{ask, Asked, Asker};
 use crate::error::Error;
-use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request};
+use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, NoJson, Options, Request};
 use crate::loader::AgentKind;
 use crate::model::AgentConfig;
 use crate::schema::validate;
@@ -101,8 +101,12 @@ impl Asker for BuilderAsk<'_> {
     type Answer = AgentConfig;
     type Invalid = String;
 
-    fn check(&mut self, json: Result<&Value, &str>) -> Result<AgentConfig, String> {
-        check(json?.clone(), self.spec, self.schema)
+    fn check(&mut self, json: Result<&Value, &NoJson>) -> Result<AgentConfig, String> {
+        check(
+            json.map_err(NoJson::to_string)?.clone(),
+            self.spec,
+            self.schema,
+        )
     }
 
     fn correction(&self, error: &String) -> Result<String, Error> {

@@ -6,10 +6,7 @@ use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
 use crate::events;
-use crate::model::EventType;
-use crate::model::{
-    AgentConfig, Board, Event, LlmSettings, MeetingPacket, Status, Usage, BOARD_VERSION,
-};
+use crate::model::{AgentConfig, Board, LlmSettings, MeetingPacket, Status, Usage, BOARD_VERSION};
 use crate::whiteboard::{append_unique, summary_lines};
 
 /// What `init-board` needs besides the packet.
@@ -147,21 +144,16 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         context_bundle: packet.context_bundle,
     };
     board.summary = summary_lines(&board, "No participant has spoken yet.");
-    let event = Event {
-        event_type: EventType::MeetingStarted,
-        caller: "init-board".into(),
-        message: Some(format!(
-            "participants: {}; max loops: {}{}; documents: {}",
-            participants.join(", "),
-            board.max_loops,
-            board
-                .max_total_tokens
-                .map(|n| format!("; max total tokens: {n}"))
-                .unwrap_or_default(),
-            board.context_bundle.documents.len()
-        )),
-        ..Event::default()
-    };
+    let event = events::meeting_started(format!(
+        "participants: {}; max loops: {}{}; documents: {}",
+        participants.join(", "),
+        board.max_loops,
+        board
+            .max_total_tokens
+            .map(|n| format!("; max total tokens: {n}"))
+            .unwrap_or_default(),
+        board.context_bundle.documents.len()
+    ));
     events::push_at(&mut board, now, event);
     Ok(board)
 }

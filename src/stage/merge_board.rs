@@ -5,16 +5,15 @@
 use crate::circles;
 use crate::error::Result;
 use crate::events;
-use crate::model::EventType;
 use crate::model::{
-    AgentTurnResult, Board, Event, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer,
+    AgentTurnResult, Board, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer,
     TurnStatus, EVIDENCE_CAP,
 };
 use crate::stage::Stage;
 use crate::text::headline;
 use crate::whiteboard::{
-    append_unique, apply_answers, evidence_id, link_evidence, note_process, raise_questions,
-    record_findings, summary_lines, sync_questions, RECENT_ERRORS_CAP,
+    append_unique, apply_answers, link_evidence, note_process, raise_questions, record_findings,
+    summary_lines, sync_questions, RECENT_ERRORS_CAP,
 };
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
@@ -107,13 +106,7 @@ fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usi
             message = format!("{}: error turn recorded", turn.agent_name);
         }
     }
-    let ev = Event {
-        event_type: EventType::BoardMerged,
-        caller: "merge-board".into(),
-        message: Some(message),
-        ..Event::default()
-    };
-    events::push_at(board, now, ev);
+    events::push_at(board, now, events::board_merged(message));
     // At max_loops the board stays `running`: pm-step sees the spent budget, records the
     // forced finish and runs in forced_finish mode (DESIGN.md#pm-round).
     board.loop_count += 1;
@@ -128,15 +121,10 @@ fn note_quiet_turn(board: &mut Board, now: &str, quiet: bool) {
     }
     board.record.quiet_turns += 1;
     if board.record.quiet_turns == circles::STALL_TURNS {
-        let ev = Event {
-            event_type: EventType::MeetingStalled,
-            caller: "merge-board".into(),
-            message: Some(format!(
-                "{} answers in a row added nothing new to the whiteboard",
-                circles::STALL_TURNS
-            )),
-            ..Event::default()
-        };
+        let ev = events::meeting_stalled(format!(
+            "{} answers in a row added nothing new to the whiteboard",
+            circles::STALL_TURNS
+        ));
         events::push_at(board, now, ev);
         note_process(
             board,
@@ -206,7 +194,7 @@ fn keep_evidence(board: &mut Board, result: &AgentTurnResult, points: &[String],
             e.agent == result.agent_name && e.document_id == c.document_id && e.quote == c.quote
         });
         let id = match known {
-            Some(i) => evidence_id(board, i),
+            Some(i) => board.evidence[i].id.clone(),
             None if board.evidence.len() < EVIDENCE_CAP => {
                 let id = format!("E{}", board.evidence.len() + 1);
                 board.evidence.push(Evidence {

@@ -78,7 +78,7 @@ fn ok_turn_marks_citations_and_records_events() {
         (
             b.usage.calls,
             b.usage.by_caller["arch"].calls,
-            b.usage.by_caller["arch"].prompt_tokens
+            b.usage.by_caller["arch"].tokens.prompt_tokens
         ),
         (1, 1, 100)
     );

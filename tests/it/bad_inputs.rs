@@ -1007,9 +1007,9 @@ fn merge_board_refuses_wrong_stage_and_bad_versions() {
         .exit(2)
         .stdout_is("")
         .stderr_is("merge-board: pm-step should run next, not merge-board\n");
-    let bumped = board.replacen("\"board_version\":2", "\"board_version\":9", 1);
+    let bumped = board.replacen("\"board_version\":3", "\"board_version\":9", 1);
     cli("merge-board").stdin(bumped).run().exit(2).stderr_is(
-        "merge-board: <stdin>: board_version: version 9 is not supported (expected 2)\n",
+        "merge-board: <stdin>: board_version: version 9 is not supported (expected 3)\n",
     );
     cli("merge-board")
         .stdin(vec![0xffu8, 0xfe, 0x00])

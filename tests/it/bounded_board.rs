@@ -251,7 +251,7 @@ fn resume_refuses_a_board_from_before_the_change() {
         .collect();
     let out = resume_cmd(&root(), &run_dir).run();
     out.exit(2);
-    out.stderr_has("0006-pm-step.out.json: board_version: version 1 is not supported (expected 2): a board from before bounded boards");
+    out.stderr_has("0006-pm-step.out.json: board_version: version 1 is not supported (expected 3): a board from before bounded boards");
     let after: Vec<(String, Vec<u8>)> = file_names(&run_dir)
         .into_iter()
         .map(|n| {

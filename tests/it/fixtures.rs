@@ -152,9 +152,12 @@ pub fn ok(text: &str) -> Result<RawReply, AttemptError> {
     Ok(RawReply {
         text: text.into(),
         usage: Some(TokenUsage {
-            prompt_tokens: 100,
-            completion_tokens: 20,
-            ..TokenUsage::default()
+            tokens: agent_meeting::model::Tokens {
+                prompt_tokens: 100,
+                completion_tokens: 20,
+                ..Default::default()
+            },
+            estimated: false,
         }),
         truncated: false,
     })

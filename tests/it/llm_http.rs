@@ -253,8 +253,8 @@ fn success(kind: Kind) {
     );
     assert_eq!(
         (
-            reply.usage.prompt_tokens,
-            reply.usage.completion_tokens,
+            reply.usage.tokens.prompt_tokens,
+            reply.usage.tokens.completion_tokens,
             reply.usage.estimated
         ),
         (12, 5, false)
@@ -484,7 +484,7 @@ fn not_json_reply(kind: Kind) {
     let s = FakeServer::start(vec![ok_text(kind, "I think Postgres is best.")]);
     let mut c = Client::new(provider(kind, &s, false, 5000), 0).with_policy(fast());
     let reply = c.call(&request(), &opts()).unwrap();
-    let e = reply.json.unwrap().unwrap_err();
+    let e = reply.json.unwrap().unwrap_err().to_string();
     assert!(e.contains("no JSON object"), "{e}");
 }
 
@@ -492,9 +492,9 @@ fn no_usage_is_estimated(kind: Kind) {
     let s = FakeServer::start(vec![ok(kind, &answer(), None)]);
     let reply = client(kind, &s).call(&request(), &opts()).unwrap();
     assert!(reply.usage.estimated);
-    assert!(reply.usage.prompt_tokens > 0 && reply.usage.completion_tokens > 0);
+    assert!(reply.usage.tokens.prompt_tokens > 0 && reply.usage.tokens.completion_tokens > 0);
     assert_eq!(
-        reply.usage.completion_tokens as usize,
+        reply.usage.tokens.completion_tokens as usize,
         reply.text.chars().count().div_ceil(4)
     );
 }
@@ -591,7 +591,7 @@ fn cut_at_max_tokens(kind: Kind) {
     };
     let reply = c.call(&request(), &o).unwrap();
     assert!(reply.truncated);
-    let e = reply.json.unwrap().unwrap_err();
+    let e = reply.json.unwrap().unwrap_err().to_string();
     assert!(
         e.starts_with("cut off at max_tokens (50 tokens)") && e.contains("raise --max-tokens"),
         "{e}"

@@ -61,7 +61,10 @@ fn cassette_drives_separate_clients_in_step() {
     let mut pm = replay_client(&p, 0);
     let r = pm.call(&req("pm", "route"), &opts()).unwrap();
     assert_eq!(r.json, Some(Ok(json!({"next_action": "CALL_AGENT"}))));
-    assert_eq!((r.usage.prompt_tokens, r.usage.estimated), (100, false));
+    assert_eq!(
+        (r.usage.tokens.prompt_tokens, r.usage.estimated),
+        (100, false)
+    );
     assert_eq!(pm.calls(), 1);
 
     // "agent-turn" process: two injected faults go through the retry policy without waiting.

@@ -90,20 +90,20 @@ fn call_agent_sets_pending_call_and_records_events() {
         ("pm", Some("ok"), Some(1))
     );
     assert_eq!(
-        (llm.prompt_tokens, llm.completion_tokens),
-        (Some(100), Some(20))
+        llm.tokens.map(|t| (t.prompt_tokens, t.completion_tokens)),
+        Some((100, 20))
     );
     // Usage: one call, charged to the pm.
     assert_eq!(
         (
             b.usage.calls,
-            b.usage.prompt_tokens,
-            b.usage.completion_tokens
+            b.usage.tokens.prompt_tokens,
+            b.usage.tokens.completion_tokens
         ),
         (1, 100, 20)
     );
     assert_eq!(b.usage.by_caller["pm"].calls, 1);
-    assert_eq!(b.usage.by_caller["pm"].completion_tokens, 20);
+    assert_eq!(b.usage.by_caller["pm"].tokens.completion_tokens, 20);
     // The request: built-in PM prompt, one user message, the pm_decision schema.
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].caller, "pm");

@@ -33,7 +33,7 @@ fn event(loop_no: u32, ty: &str, extra: Value) -> Value {
 /// A board after two loops: arch answered with citations, biz failed once.
 fn base_board() -> Value {
     json!({
-        "board_version": 2,
+        "board_version": 3,
         "trace_id": "t-123",
         "topic": "Adopt Rust for the billing service?",
         "participants": ["arch", "biz"],
@@ -77,6 +77,9 @@ fn base_board() -> Value {
         "recent_errors": ["Agent biz failed: timeout"],
         "final_report": "# Final Report\n\n## Executive Summary\n\nRust is a good fit for billing.\n\n## Recommendation\n\nPilot Rust on the invoice exporter first.\n\n## What is still uncertain\n\n- Migration time.\n",
         "process_note": null,
+        "evidence": [],
+        "event_count": 0,
+        "flow": {"steps": []},
         "new_events": [
             event(0, "llm_call", json!({"attempt": 1, "status": "ok", "duration_ms": 12, "prompt_tokens": 100, "completion_tokens": 20})),
             event(0, "pm_decision", json!({"from": "pm", "to": "arch", "kind": "task", "message": "What latency can Rust give us; is it below 50 ms #p99?"})),
@@ -87,9 +90,9 @@ fn base_board() -> Value {
             event(2, "pm_decision", json!({"from": "pm", "to": "meeting", "kind": "control", "message": "FINISH"}))
         ],
         "usage": {"calls": 5, "prompt_tokens": 1200, "completion_tokens": 340, "by_caller": {
-            "arch": {"calls": 1, "prompt_tokens": 400, "completion_tokens": 120},
-            "biz": {"calls": 2, "prompt_tokens": 300, "completion_tokens": 20},
-            "pm": {"calls": 2, "prompt_tokens": 500, "completion_tokens": 200}
+            "arch": {"calls": 1, "prompt_tokens": 400, "completion_tokens": 120, "duration_ms": 0},
+            "biz": {"calls": 2, "prompt_tokens": 300, "completion_tokens": 20, "duration_ms": 0},
+            "pm": {"calls": 2, "prompt_tokens": 500, "completion_tokens": 200, "duration_ms": 0}
         }},
         "meeting_input": {
             "topic": "Adopt Rust for the billing service?",
@@ -641,8 +644,7 @@ fn cli_wrong_stage_exits_2_naming_next_stage() {
     let mut pending = running.clone();
     pending["pending_call"] = json!({"target_agent": "arch", "prompt": "q"});
     let mut merged = running.clone();
-    merged["last_turn"] =
-        json!({"agent_name": "arch", "status": "ok", "result": {"response": "r"}});
+    merged["last_turn"] = json!({"agent_name": "arch", "status": "ok", "prompt": "q", "result": {"response": "r"}, "error": null});
     let mut finishing = running.clone();
     finishing["status"] = json!("finishing");
     for (b, stage) in [
@@ -698,12 +700,12 @@ fn cli_write_failure_exits_1_without_partial_file() {
 #[test]
 fn cli_refuses_unknown_board_version_and_bad_input() {
     let mut b = normal_board();
-    b["board_version"] = json!(3);
+    b["board_version"] = json!(4);
     cmd()
         .stdin(stdin_of(&b))
         .run()
         .exit(2)
-        .stderr_has("board_version: version 3 is not supported");
+        .stderr_has("board_version: version 4 is not supported");
     let mut b = normal_board();
     b["topik"] = json!("x");
     cmd().stdin(stdin_of(&b)).run().exit(2).stderr_has("topik");

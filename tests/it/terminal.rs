@@ -233,7 +233,7 @@ fn an_unknown_document_still_says_the_version_is_missing() {
         "merge-board",
         &[],
         r#"{"topic": "only a topic"}"#,
-        "board_version: missing (expected 2)",
+        "board_version: missing (expected 3)",
     );
     refused(
         "init-board",

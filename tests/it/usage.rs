@@ -55,10 +55,10 @@ fn call_and_record(
     let rec: Value = serde_json::from_str(work.read("rec.jsonl").lines().next().unwrap()).unwrap();
     (
         (
-            u.prompt_tokens,
-            u.completion_tokens,
-            u.cached_tokens,
-            u.cache_creation_tokens,
+            u.tokens.prompt_tokens,
+            u.tokens.completion_tokens,
+            u.tokens.cached_tokens,
+            u.tokens.cache_creation_tokens,
         ),
         line["usage"].clone(),
         rec["usage"].clone(),
@@ -71,10 +71,10 @@ fn replayed(work: &Workdir) -> (u64, u64, u64, u64) {
     let mut client = Client::new(Box::new(replay), 0);
     let u = client.call(&request(), &opts()).unwrap().usage;
     (
-        u.prompt_tokens,
-        u.completion_tokens,
-        u.cached_tokens,
-        u.cache_creation_tokens,
+        u.tokens.prompt_tokens,
+        u.tokens.completion_tokens,
+        u.tokens.cached_tokens,
+        u.tokens.cache_creation_tokens,
     )
 }
 

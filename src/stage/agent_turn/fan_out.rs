@@ -151,18 +151,12 @@ fn take_outcome(board: &mut Board, before: &Usage, own: Board) {
 /// caller's calls are the call's attempts, counted from 0).
 fn add_usage(total: &mut Usage, before: &Usage, after: &Usage) {
     let d = |a: u64, b: u64| a.saturating_sub(b);
-    total.prompt_tokens += d(after.prompt_tokens, before.prompt_tokens);
-    total.completion_tokens += d(after.completion_tokens, before.completion_tokens);
-    total.cached_tokens += d(after.cached_tokens, before.cached_tokens);
-    total.cache_creation_tokens += d(after.cache_creation_tokens, before.cache_creation_tokens);
+    total.tokens += after.tokens.since(before.tokens);
     for (caller, a) in &after.by_caller {
         let b = before.by_caller.get(caller).cloned().unwrap_or_default();
         let t = total.by_caller.entry(caller.clone()).or_default();
         t.calls += d(a.calls, b.calls);
-        t.prompt_tokens += d(a.prompt_tokens, b.prompt_tokens);
-        t.completion_tokens += d(a.completion_tokens, b.completion_tokens);
-        t.cached_tokens += d(a.cached_tokens, b.cached_tokens);
-        t.cache_creation_tokens += d(a.cache_creation_tokens, b.cache_creation_tokens);
+        t.tokens += a.tokens.since(b.tokens);
         t.duration_ms += d(a.duration_ms, b.duration_ms);
         t.estimated |= a.estimated;
         t.max_prompt_tokens = t.max_prompt_tokens.max(a.max_prompt_tokens);

@@ -14,12 +14,12 @@ use crate::ask::{ask, Asked, Asker};
 use crate::error::{Error, Result};
 use crate::events::{self, Clock};
 use crate::io::kind_of;
-use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, Options, Request, CUT_OFF};
+use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, NoJson, Options, Request};
+use crate::model::ProcessKind;
 use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, ParticipantKind, PendingCall,
     TurnStatus, AGENT_TURN_FIELDS,
 };
-use crate::model::{EventType, MessageKind, ProcessKind};
 use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard, Reader};
 use crate::schema;
 use crate::stage::Stage;
@@ -185,7 +185,7 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AnswerError {
     /// The reply has no JSON object (the parse error, or the cut-off message).
-    NotJson(String),
+    NotJson(NoJson),
     /// It breaks the agent's own output schema, or the AgentTurnResult structure.
     Shape(String),
     /// A citation names a document that was not collected (index, id, the allowed ids).
@@ -198,8 +198,7 @@ impl AnswerError {
     /// What the model is told (and `last_turn.error` keeps).
     pub(crate) fn for_model(&self) -> String {
         match self {
-            AnswerError::NotJson(e) if e.starts_with(CUT_OFF) => format!("the reply was {e}"),
-            AnswerError::NotJson(e) => format!("the reply was not valid JSON ({e})"),
+            AnswerError::NotJson(e) => format!("the reply was {}", e.what()),
             AnswerError::Shape(e) => e.clone(),
             AnswerError::UnknownDocument(i, id, allowed) => format!(
                 "citations[{i}].document_id: {id:?} is not one of the collected documents (allowed: {allowed})"
@@ -213,10 +212,7 @@ impl AnswerError {
     /// What the report's reader is told (DESIGN.md#report: no instruction meant for a model).
     pub(crate) fn for_reader(&self) -> String {
         match self {
-            AnswerError::NotJson(e) if e.starts_with(CUT_OFF) => {
-                "it was cut off at the token limit".into()
-            }
-            AnswerError::NotJson(_) => "it was not valid JSON".into(),
+            AnswerError::NotJson(e) => e.for_reader().into(),
             AnswerError::Shape(e) => {
                 format!("it had the wrong structure: {}", cut(e, 160))
             }
@@ -404,8 +400,8 @@ impl Asker for TurnAsk<'_> {
     type Answer = AgentTurnResult;
     type Invalid = AnswerError;
 
-    fn check(&mut self, json: Result<&Value, &str>) -> Result<AgentTurnResult, AnswerError> {
-        let value = json.map_err(|e| AnswerError::NotJson(e.to_string()))?;
+    fn check(&mut self, json: Result<&Value, &NoJson>) -> Result<AgentTurnResult, AnswerError> {
+        let value = json.map_err(|e| AnswerError::NotJson(e.clone()))?;
         check_answer(self.board, self.agent, value)
     }
 
@@ -445,15 +441,7 @@ impl Asker for TurnAsk<'_> {
                 error.for_reader()
             ),
         );
-        let mut ev = events::message(
-            EventType::AgentRetry,
-            name,
-            "runtime",
-            name,
-            MessageKind::Feedback,
-        );
-        ev.attempt = Some(attempt);
-        ev.error = Some(error.for_model());
+        let ev = events::agent_retry(name, attempt, error.for_model());
         events::push(self.board, self.clock, ev);
     }
 }
@@ -530,15 +518,7 @@ fn run_call(
 
     match outcome {
         Ok(result) => {
-            let mut ev = events::message(
-                EventType::AgentResult,
-                &name,
-                &name,
-                "pm",
-                MessageKind::Result,
-            );
-            ev.status = Some(TurnStatus::Ok);
-            ev.message = Some(crate::text::headline(&result.response));
+            let ev = events::agent_result(&name, crate::text::headline(&result.response));
             events::push(board, clock, ev);
             board.last_turn = Some(LastTurn {
                 agent_name: name,
@@ -562,16 +542,7 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
         ProcessKind::TurnFailed,
         format!("{name}'s turn failed: {plain}; the findings lack its answer."),
     );
-    let mut ev = events::message(
-        EventType::AgentError,
-        &name,
-        &name,
-        "pm",
-        MessageKind::Result,
-    );
-    ev.status = Some(TurnStatus::Error);
-    ev.error = Some(error.to_string());
-    events::push(board, clock, ev);
+    events::push(board, clock, events::agent_error(&name, error));
     board.last_turn = Some(LastTurn {
         agent_name: name,
         status: TurnStatus::Error,

@@ -18,7 +18,10 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::io;
 pub use crate::model::ReportKind;
-use crate::model::{Board, DocumentCitation, FindingKind, ReportResult, Status, REPORT_VERSION};
+use crate::model::{
+    AllTokens, Board, DocumentCitation, FindingKind, ProcessKind, ReportResult, Status,
+    REPORT_VERSION,
+};
 use crate::stage::Stage;
 use crate::text::fold_ws;
 
@@ -329,11 +332,9 @@ pub(crate) struct Appendix {
     pub loops_used: u32,
     pub max_loops: u32,
     pub llm_calls: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    /// Of `prompt_tokens`, read from / written to the providers' prompt caches.
-    pub cached_tokens: u64,
-    pub cache_creation_tokens: u64,
+    /// Prompt, completion and cache counts (`prompt_tokens`, ..., every one written).
+    #[serde(flatten)]
+    pub tokens: AllTokens,
     /// The meeting's token budget, when it had one (0: none).
     pub max_total_tokens: u64,
     pub by_caller: Vec<CallerRow>,
@@ -363,10 +364,8 @@ pub(crate) struct Participant {
 pub(crate) struct CallerRow {
     pub caller: String,
     pub calls: u64,
-    pub prompt_tokens: u64,
-    pub completion_tokens: u64,
-    pub cached_tokens: u64,
-    pub cache_creation_tokens: u64,
+    #[serde(flatten)]
+    pub tokens: AllTokens,
 }
 
 /// Build the template variables for `board` as a report of `kind`.
@@ -385,7 +384,7 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
             .record
             .process
             .iter()
-            .any(|e| e.text.contains("'s turn failed"));
+            .any(|e| e.kind == ProcessKind::TurnFailed);
     // A normal report still says what went wrong or was unusual (the Process Note,
     // DESIGN.md#report): otherwise a reader cannot tell that a participant's view is missing.
     let process_note = match kind {
@@ -497,8 +496,7 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
     let mut cited: Vec<(String, DocumentCitation, Option<String>)> = board
         .evidence
         .iter()
-        .enumerate()
-        .map(|(i, e)| {
+        .map(|e| {
             let c = DocumentCitation {
                 document_id: e.document_id.clone(),
                 source_path: e.source_path.clone(),
@@ -506,11 +504,7 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
                 supports: None,
                 verified: Some(e.verified),
             };
-            (
-                e.agent.clone(),
-                c,
-                Some(crate::whiteboard::evidence_id(board, i)),
-            )
+            (e.agent.clone(), c, Some(e.id.clone()))
         })
         .collect();
     for (agent, result) in &board.latest_agent_outputs {
@@ -599,10 +593,7 @@ fn appendix(board: &Board) -> Appendix {
         loops_used: board.loop_count,
         max_loops: board.max_loops,
         llm_calls: board.usage.attempts(),
-        prompt_tokens: board.usage.prompt_tokens,
-        completion_tokens: board.usage.completion_tokens,
-        cached_tokens: board.usage.cached_tokens,
-        cache_creation_tokens: board.usage.cache_creation_tokens,
+        tokens: AllTokens(board.usage.tokens),
         max_total_tokens: board.max_total_tokens.unwrap_or(0),
         by_caller: board
             .usage
@@ -611,10 +602,7 @@ fn appendix(board: &Board) -> Appendix {
             .map(|(caller, u)| CallerRow {
                 caller: caller.clone(),
                 calls: u.calls,
-                prompt_tokens: u.prompt_tokens,
-                completion_tokens: u.completion_tokens,
-                cached_tokens: u.cached_tokens,
-                cache_creation_tokens: u.cache_creation_tokens,
+                tokens: AllTokens(u.tokens),
             })
             .collect(),
         mermaid: mermaid(board),

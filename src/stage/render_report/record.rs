@@ -8,7 +8,6 @@ use serde::Serialize;
 
 use crate::model::{Board, FindingKind, QuestionOrigin, ReportKind, PM_CALLER};
 use crate::text::fold_ws;
-use crate::whiteboard::evidence_id;
 
 /// What a finding without supporting evidence is marked with.
 pub const NO_EVIDENCE: &str = "(no document cited)";
@@ -81,25 +80,7 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
         .as_deref()
         .or(board.record.started_at.as_deref())
         .map_or_else(|| "not recorded".to_string(), utc_date);
-    let mut callers = vec![CallerLine {
-        name: "PM".into(),
-        role: board
-            .pm
-            .as_ref()
-            .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role)),
-        source: source_of(board, PM_CALLER),
-    }];
-    for name in &board.participants {
-        callers.push(CallerLine {
-            name: name.clone(),
-            role: board
-                .agents
-                .get(name)
-                .map(|a| fold_ws(&a.role))
-                .unwrap_or_default(),
-            source: source_of(board, name),
-        });
-    }
+    let callers = caller_lines(board);
     // A person's answers are neither live model calls nor replayed ones (DESIGN.md#a-human-at-the-table).
     let (people, sources): (Vec<_>, Vec<_>) = board
         .record
@@ -176,6 +157,30 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
     }
 }
 
+/// The PM and each participant, with its role and who answered for it.
+fn caller_lines(board: &Board) -> Vec<CallerLine> {
+    let mut callers = vec![CallerLine {
+        name: "PM".into(),
+        role: board
+            .pm
+            .as_ref()
+            .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role)),
+        source: source_of(board, PM_CALLER),
+    }];
+    for name in &board.participants {
+        callers.push(CallerLine {
+            name: name.clone(),
+            role: board
+                .agents
+                .get(name)
+                .map(|a| fold_ws(&a.role))
+                .unwrap_or_default(),
+            source: source_of(board, name),
+        });
+    }
+    callers
+}
+
 /// `2026-11-30T12:00:00.123Z` → `2026-11-30 12:00:00 UTC` (other text is kept as it is).
 fn utc_date(ts: &str) -> String {
     let t = ts.trim();
@@ -242,7 +247,7 @@ pub(crate) fn marked_items(board: &Board, kind: FindingKind, items: &[String]) -
         return super::list_items(items);
     }
     let known: Vec<String> = (0..board.evidence.len())
-        .map(|i| evidence_id(board, i))
+        .map(|i| board.evidence[i].id.clone())
         .collect();
     super::list_items(items)
         .into_iter()

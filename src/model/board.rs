@@ -1,0 +1,197 @@
+//! The board (DESIGN.md#documents): the whole state of a meeting, passed from stage to stage.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use std::collections::BTreeMap;
+
+use super::*;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Running,
+    Finishing,
+    Finished,
+    ForcedStop,
+    Failed,
+}
+
+impl Status {
+    /// Its name as serde writes it (DESIGN.md#documents).
+    pub fn as_str(self) -> &'static str {
+        super::names::wire_name(&self)
+    }
+}
+
+/// Meeting-wide LLM defaults (flags of `init-board`); per-agent `metadata` wins over them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LlmSettings {
+    pub provider: String,
+    pub model: Option<String>,
+    pub temperature: Option<f64>,
+    pub max_tokens: Option<u32>,
+}
+
+/// The PM's routing decision waiting for `agent-turn`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PendingCall {
+    pub target_agent: String,
+    pub prompt: String,
+    /// The PM's reasoning, when it gave one (a hand-written call may leave it out).
+    #[serde(default)]
+    pub analysis: String,
+    /// Under a token budget: the tokens the turn must leave for the PM's closing round
+    /// (DESIGN.md#token-budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reserve_tokens: Option<u64>,
+}
+
+/// How a turn or a call ended: an agent turn (`last_turn.status`) and the `llm_call`,
+/// `agent_result` and `agent_error` events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    Ok,
+    Error,
+}
+
+impl TurnStatus {
+    /// Its name as serde writes it (DESIGN.md#documents).
+    pub fn as_str(self) -> &'static str {
+        super::names::wire_name(&self)
+    }
+}
+
+/// The outcome of the last agent turn, waiting for `merge-board`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LastTurn {
+    pub agent_name: String,
+    pub status: TurnStatus,
+    /// The PM's question this turn answered.
+    pub prompt: String,
+    pub result: Option<AgentTurnResult>,
+    pub error: Option<String>,
+}
+
+/// The whiteboard: the whole state of a meeting, passed from stage to stage.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Board {
+    pub board_version: u32,
+    pub trace_id: String,
+    pub topic: String,
+    /// Specialist names, in `--agents` order.
+    pub participants: Vec<String>,
+    /// Every participant's config, so a saved board replays without the agents folder.
+    pub agents: BTreeMap<String, AgentConfig>,
+    /// The PM's config, or null for the built-in PM.
+    pub pm: Option<AgentConfig>,
+    pub llm: LlmSettings,
+    pub loop_count: u32,
+    pub max_loops: u32,
+    /// Most participants one CALL_AGENTS may ask at once (`--max-parallel`, DESIGN.md#fan-out);
+    /// 1 (written only when not 1): the PM is not offered CALL_AGENTS.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub max_parallel: u32,
+    /// The meeting's token budget (DESIGN.md#token-budget): prompt and completion tokens
+    /// of every call together stay within it; absent: no budget.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    pub status: Status,
+    pub summary: String,
+    pub key_points: Vec<String>,
+    pub open_questions: Vec<String>,
+    pub decisions: Vec<String>,
+    pub risks: Vec<String>,
+    pub latest_agent_outputs: BTreeMap<String, AgentTurnResult>,
+    /// Every validated citation of the meeting, in the order they were merged.
+    pub evidence: Vec<Evidence>,
+    pub pending_call: Option<PendingCall>,
+    pub last_turn: Option<LastTurn>,
+    /// A fan-out's calls waiting for `agent-turn`, in call order (DESIGN.md#fan-out); a
+    /// single call stays in `pending_call`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub pending_calls: Vec<PendingCall>,
+    /// A fan-out's turns waiting for `merge-board`, in call order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub last_turns: Vec<LastTurn>,
+    pub last_error: Option<String>,
+    pub recent_errors: Vec<String>,
+    pub final_report: Option<String>,
+    pub process_note: Option<String>,
+    /// The decision record for the report: questions, provenance, decision, process notes.
+    #[serde(default, skip_serializing_if = "MeetingRecord::is_empty")]
+    pub record: MeetingRecord,
+    /// The events the stage that wrote this board produced, in order; the next stage replaces
+    /// them. The whole history is the run folder's `events.jsonl` (DESIGN.md#events).
+    pub new_events: Vec<Event>,
+    /// Events recorded in the whole meeting, `new_events` included: how many lines
+    /// `events.jsonl` holds up to this board (`--resume` cuts it there, DESIGN.md#resume).
+    pub event_count: u64,
+    /// The bounded record of the meeting's flow the report's diagram draws.
+    pub flow: Flow,
+    pub usage: Usage,
+    pub meeting_input: MeetingInput,
+    pub context_bundle: ContextBundle,
+}
+
+fn one() -> u32 {
+    1
+}
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// Largest `--max-parallel`: each call is a thread and a loop.
+pub const MAX_PARALLEL: u32 = 8;
+
+impl Board {
+    /// Whether an agent turn is waiting to be run: a single call or a fan-out.
+    pub fn has_pending_calls(&self) -> bool {
+        self.pending_call.is_some() || !self.pending_calls.is_empty()
+    }
+
+    /// Whether a turn (or a fan-out's turns) is waiting to be merged.
+    pub fn has_turns(&self) -> bool {
+        self.last_turn.is_some() || !self.last_turns.is_empty()
+    }
+
+    /// The calls waiting for `agent-turn`, in call order (one, or a fan-out's).
+    pub fn pending(&self) -> Vec<&PendingCall> {
+        self.pending_call
+            .iter()
+            .chain(&self.pending_calls)
+            .collect()
+    }
+
+    /// Whether the PM's report is there (a blank one counts as none), the one test every
+    /// stage uses to decide whether render-report or the forced pm-step runs next.
+    pub(crate) fn has_final_report(&self) -> bool {
+        self.final_report
+            .as_deref()
+            .is_some_and(|r| !r.trim().is_empty())
+    }
+
+    /// The 1-based loop an event of `pm-step` / `agent-turn` belongs to: the loop in progress
+    /// (`loop_count` counts completed loops). Forced-finish events after the last loop stay in
+    /// the last loop, so `[loop 7/6]` never appears.
+    pub(crate) fn current_loop(&self) -> u32 {
+        self.loop_count.saturating_add(1).min(self.max_loops.max(1))
+    }
+
+    /// Whether the meeting was made to close (a `forced_finish` is in its flow: it is always
+    /// in the last loop, which the flow keeps).
+    pub(crate) fn forced_finish_recorded(&self) -> bool {
+        self.flow
+            .steps
+            .iter()
+            .any(|s| s.kind == FlowKind::ForcedFinish)
+    }
+}
+
+/// The caller name of every PM call (cassettes, usage per caller, events).
+pub const PM_CALLER: &str = "pm";

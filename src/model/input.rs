@@ -1,0 +1,237 @@
+//! The meeting file and the packet `collect-context` makes of it (DESIGN.md#documents).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::is_zero;
+use crate::error::Invalid;
+
+/// Shared background of the meeting.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingBrief {
+    #[serde(default)]
+    pub project_background: String,
+    #[serde(default)]
+    pub current_state: String,
+    #[serde(default)]
+    pub constraints: Vec<String>,
+    #[serde(default)]
+    pub success_criteria: Vec<String>,
+    #[serde(default)]
+    pub non_goals: Vec<String>,
+}
+
+/// What the meeting must decide.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionPacket {
+    pub decision_to_make: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+    #[serde(default)]
+    pub evaluation_dimensions: Vec<String>,
+    #[serde(default)]
+    pub required_questions: Vec<String>,
+    #[serde(default)]
+    pub risk_tolerance: String,
+    #[serde(default)]
+    pub time_horizon: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SourceType {
+    File,
+    Directory,
+}
+
+fn default_max_files() -> usize {
+    20
+}
+fn default_max_chars() -> usize {
+    4000
+}
+fn default_true() -> bool {
+    true
+}
+fn is_true(b: &bool) -> bool {
+    *b
+}
+
+/// Where background documents come from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextSource {
+    #[serde(rename = "type")]
+    pub source_type: SourceType,
+    pub path: String,
+    #[serde(default)]
+    pub purpose: String,
+    #[serde(default)]
+    pub include: Vec<String>,
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    #[serde(default = "default_max_files")]
+    pub max_files: usize,
+    #[serde(default = "default_max_chars")]
+    pub max_chars_per_file: usize,
+    /// A `directory` source skips what `.gitignore` and `.ignore` files exclude
+    /// (DESIGN.md#context-collection); `false` collects it too.
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub respect_gitignore: bool,
+}
+
+/// A meeting file (or `--topic` minimal mode, or stdin of `collect-context`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingInput {
+    pub topic: String,
+    #[serde(default)]
+    pub brief: MeetingBrief,
+    pub decision_packet: DecisionPacket,
+    #[serde(default)]
+    pub context_sources: Vec<ContextSource>,
+    /// The meeting's budget (`init-board --max-total-tokens` wins over it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<MeetingBudget>,
+}
+
+/// A meeting file's `budget:` (DESIGN.md#token-budget).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingBudget {
+    /// Tokens (prompt, cached ones included, plus completion) the whole meeting may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+}
+
+impl MeetingInput {
+    /// `--topic T`: a valid input with `decision_to_make = T` and everything else empty.
+    pub fn from_topic(topic: &str) -> MeetingInput {
+        MeetingInput {
+            topic: topic.to_string(),
+            brief: MeetingBrief::default(),
+            decision_packet: DecisionPacket {
+                decision_to_make: topic.to_string(),
+                ..DecisionPacket::default()
+            },
+            context_sources: Vec::new(),
+            budget: None,
+        }
+    }
+
+    pub fn validate(&self) -> Result<(), Invalid> {
+        if self.topic.trim().is_empty() {
+            return Err(Invalid::at("topic", "must not be empty"));
+        }
+        if self.decision_packet.decision_to_make.trim().is_empty() {
+            return Err(Invalid::at(
+                "decision_packet.decision_to_make",
+                "must not be empty",
+            ));
+        }
+        if self
+            .budget
+            .as_ref()
+            .is_some_and(|b| b.max_total_tokens == Some(0))
+        {
+            return Err(Invalid::at(
+                "budget.max_total_tokens",
+                "must be greater than 0",
+            ));
+        }
+        for (i, s) in self.context_sources.iter().enumerate() {
+            let at = |f: &str| format!("context_sources[{i}].{f}");
+            if s.path.trim().is_empty() {
+                return Err(Invalid::at(at("path"), "must not be empty"));
+            }
+            if s.max_files == 0 {
+                return Err(Invalid::at(at("max_files"), "must be greater than 0"));
+            }
+            if s.max_chars_per_file == 0 {
+                return Err(Invalid::at(
+                    at("max_chars_per_file"),
+                    "must be greater than 0",
+                ));
+            }
+            for (field, globs) in [("include", &s.include), ("exclude", &s.exclude)] {
+                for (j, g) in globs.iter().enumerate() {
+                    if let Err(e) = globset::Glob::new(g) {
+                        return Err(Invalid::at(
+                            format!("context_sources[{i}].{field}[{j}]"),
+                            format!("{g:?} is not a valid glob ({})", e.kind()),
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentSource {
+    File,
+    DirectoryFile,
+}
+
+/// One collected background document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextDocument {
+    /// The normalised path relative to the context root, `/`-separated.
+    pub document_id: String,
+    /// The same root-relative path; never absolute.
+    pub source_path: String,
+    pub source_type: DocumentSource,
+    pub purpose: String,
+    /// The file's text cut to `max_chars_per_file` characters.
+    pub excerpt: String,
+    /// Characters of the full file, each redaction marker counted as its own characters.
+    pub char_count: usize,
+    /// Secrets replaced by `[REDACTED:<kind>]` in `excerpt` (DESIGN.md#context-collection);
+    /// written only when there are some.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub redactions: u32,
+}
+
+/// A path that was not collected, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkippedPath {
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ContextBundle {
+    pub summary: String,
+    #[serde(default)]
+    pub documents: Vec<ContextDocument>,
+    #[serde(default)]
+    pub skipped_paths: Vec<SkippedPath>,
+}
+
+/// Output of `collect-context`, input of `init-board`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingPacket {
+    pub packet_version: u32,
+    pub meeting_input: MeetingInput,
+    pub context_bundle: ContextBundle,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn topic_mode_is_valid() {
+        let m = MeetingInput::from_topic("Adopt Rust?");
+        m.validate().unwrap();
+        assert_eq!(m.decision_packet.decision_to_make, "Adopt Rust?");
+        assert!(MeetingInput::from_topic(" ").validate().is_err());
+    }
+}

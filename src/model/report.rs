@@ -1,0 +1,64 @@
+//! What `render-report` and `meeting` print (DESIGN.md#report).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Board, Status, Usage};
+
+/// Which kind of report a board calls for, and so which template renders it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReportKind {
+    /// The PM finished in normal mode with a report.
+    Normal,
+    /// The PM wrote the report in forced-finish mode; adds a Process Note.
+    Forced,
+    /// No valid PM report: built locally from the whiteboard.
+    Fallback,
+}
+
+/// Output of `render-report`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportResult {
+    pub report_version: u32,
+    pub status: Status,
+    /// Which template produced the report: `normal`, `forced` or `fallback`.
+    pub kind: ReportKind,
+    pub report_file: Option<String>,
+    pub markdown: String,
+    pub board: Board,
+}
+
+/// Output of the `meeting` driver.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingResult {
+    pub status: Status,
+    pub report_file: Option<String>,
+    pub run_dir: Option<String>,
+    pub trace_id: String,
+    pub loops: u32,
+    pub forced: bool,
+    pub usage: Usage,
+    /// Why the meeting failed (status `failed`: the report could not be saved).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_error: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn report_kinds_serialise_as_their_names() {
+        for (kind, name) in [
+            (ReportKind::Normal, "normal"),
+            (ReportKind::Forced, "forced"),
+            (ReportKind::Fallback, "fallback"),
+        ] {
+            let json = serde_json::to_value(kind).unwrap();
+            assert_eq!(json, name);
+            assert_eq!(serde_json::from_value::<ReportKind>(json).unwrap(), kind);
+        }
+    }
+}

@@ -1,0 +1,364 @@
+//! The decision checks of a PM round (DESIGN.md#pm-round): what makes a PM answer usable,
+//! why one is not, and the PM's side of the ask loop (DESIGN.md#ask-loop).
+
+use serde_json::{Map, Value};
+
+use super::offer::{fan_out_targets, Offered};
+use super::Mode;
+use crate::ask::Asker;
+use crate::budget;
+use crate::circles::{self, GOING_IN_CIRCLES};
+use crate::error::Result;
+use crate::events::{self, Clock};
+use crate::io::kind_of;
+use crate::llm::{NoJson, Options, Request};
+use crate::model::{decision_shape, AskedQuestion, Board, NextAction, PmDecision, ProcessKind};
+use crate::prompts::retry_message;
+use crate::schema;
+use crate::text::cut;
+use crate::whiteboard::note_process;
+
+/// Why a PM answer cannot be used; each kind leaves its own event (DESIGN.md#pm-round).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Invalid {
+    Json(NoJson),
+    /// Not a valid decision: what the model is told, and the same in plain words.
+    Schema(String, String),
+    /// A target that cannot be asked: not a participant, or in a fan-out asked twice or a
+    /// person (the name, the error, the same in plain words).
+    Routing(String, String, String),
+    /// A question that nearly repeats one already asked of the same participant.
+    Repeat(AskedQuestion),
+}
+
+impl Invalid {
+    /// The line stored in `last_error` when this answer ends the round.
+    pub(super) fn describe(&self) -> String {
+        match self {
+            Invalid::Json(e @ NoJson::CutOff(_)) => format!("PM output was {e}"),
+            Invalid::Json(e) => format!("PM output was not valid JSON: {e}"),
+            Invalid::Schema(e, _) => format!("PM decision invalid: {e}"),
+            Invalid::Routing(_, e, _) => format!("PM routing failed: {e}"),
+            Invalid::Repeat(a) => format!(
+                "PM repeated its loop {} question to {}: {GOING_IN_CIRCLES}",
+                a.loop_no, a.agent
+            ),
+        }
+    }
+
+    /// What the model is told when it is asked again.
+    fn for_model(&self) -> String {
+        match self {
+            Invalid::Json(e) => format!("it was {}", e.what()),
+            Invalid::Schema(e, _) | Invalid::Routing(_, e, _) => e.clone(),
+            Invalid::Repeat(a) => format!(
+                "you asked {} nearly the same in loop {}: {:?}; the answer was: {:?}. Ask something new, or someone else, or FINISH",
+                a.agent,
+                a.loop_no,
+                a.question,
+                a.answer.as_deref().unwrap_or("(not answered yet)")
+            ),
+        }
+    }
+
+    /// The same for the report's reader (DESIGN.md#report: no instruction meant for a model).
+    pub(super) fn for_reader(&self) -> String {
+        match self {
+            Invalid::Json(e) => e.for_reader().into(),
+            Invalid::Schema(_, plain) => {
+                format!("it was not a valid decision: {plain}")
+            }
+            Invalid::Routing(_, _, plain) => format!("it addressed {plain}"),
+            Invalid::Repeat(a) => format!(
+                "it asked {} nearly what it had asked in loop {}",
+                a.agent, a.loop_no
+            ),
+        }
+    }
+}
+
+/// A decision-shape error whose model text is also fit for the reader.
+fn schema_error(e: String) -> Invalid {
+    let plain = cut(&e, 160);
+    Invalid::Schema(e, plain)
+}
+
+/// The PM's side of the ask loop (DESIGN.md#ask-loop): the decision checks, the correction
+/// offering the participants, and the `pm_invalid_output` / `pm_routing_error` events.
+pub(super) struct PmAsk<'a> {
+    pub(super) board: &'a mut Board,
+    pub(super) clock: &'a dyn Clock,
+    pub(super) mode: Mode,
+    /// Tokens a normal round keeps for the closing round (0: none, or this is it).
+    pub(super) reserve: u64,
+}
+
+impl Asker for PmAsk<'_> {
+    type Answer = PmDecision;
+    type Invalid = Invalid;
+
+    fn check(&mut self, json: Result<&Value, &NoJson>) -> Result<PmDecision, Invalid> {
+        let value = json.map_err(|e| Invalid::Json(e.clone()))?;
+        let d = check_decision(self.board, self.mode, value)?;
+        let n = d.calls.len();
+        if d.next_action == NextAction::CallAgents
+            && !budget::fan_out_fits(self.board, self.reserve, n)
+        {
+            return Err(Invalid::Schema(
+                format!("calls: the token budget has no room for {n} calls at once: ask fewer participants"),
+                format!("its {n} calls at once did not fit the token budget"),
+            ));
+        }
+        Ok(d)
+    }
+
+    fn correction(&self, invalid: &Invalid) -> Result<String> {
+        let error = invalid.for_model();
+        // In forced_finish mode no target is allowed, so no names are offered.
+        let (allowed, note): (&[String], &str) = match self.mode {
+            Mode::Normal => (&self.board.participants, ""),
+            Mode::ForcedFinish => (
+                &[],
+                "The meeting is in forced_finish mode: next_action must be \"FINISH\" with a final_report.",
+            ),
+        };
+        retry_message(&error, "target_agent", allowed, note)
+    }
+
+    fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
+        Some((&mut *self.board, self.clock))
+    }
+
+    fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
+        budget::refuse(self.board, request, opts, self.reserve)
+    }
+
+    fn rejected(&mut self, attempt: u32, invalid: &Invalid, retried: bool) {
+        if let Invalid::Repeat(a) = invalid {
+            note_process(
+                self.board,
+                ProcessKind::Circles,
+                format!(
+                    "The PM asked {} nearly what it had asked in loop {}; {}.",
+                    a.agent,
+                    a.loop_no,
+                    if retried {
+                        "it was shown the earlier question and answer and asked again"
+                    } else {
+                        "it did so again after seeing the earlier answer"
+                    }
+                ),
+            );
+        } else if retried {
+            note_process(
+                self.board,
+                ProcessKind::Retried,
+                format!(
+                    "The PM's answer was unusable ({}); it was asked again.",
+                    invalid.for_reader()
+                ),
+            );
+        }
+        let ev = match invalid {
+            Invalid::Json(e) => events::pm_invalid_output(attempt, &e.to_string()),
+            Invalid::Schema(e, _) => events::pm_invalid_output(attempt, e),
+            Invalid::Repeat(a) => {
+                events::pm_repeated_question(attempt, &a.agent, &invalid.describe())
+            }
+            Invalid::Routing(target, e, _) => events::pm_routing_error(attempt, target, e),
+        };
+        events::push(self.board, self.clock, ev);
+    }
+}
+
+/// Check one parsed PM answer: the PM config's output schema (if any), the PMDecision
+/// structure and its conditional rules, the forced-finish rule, then the routing target.
+pub(super) fn check_decision(
+    board: &Board,
+    mode: Mode,
+    value: &Value,
+) -> Result<PmDecision, Invalid> {
+    if let Some(pm) = &board.pm {
+        // The meeting's schema has every field, null when unused (strict structured output
+        // sends them all): a null field the config does not require is an absent one to it,
+        // so a config that leaves out `decision` or types `calls` as an array still takes a
+        // CALL_AGENT.
+        let required = |k: &str| {
+            let req = pm.output_schema.get("required").and_then(Value::as_array);
+            req.is_some_and(|r| r.iter().any(|f| f == k))
+        };
+        let value = match value {
+            Value::Object(obj) => Value::Object(
+                obj.iter()
+                    .filter(|(k, v)| !v.is_null() || required(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            ),
+            other => other.clone(),
+        };
+        schema::validate(&value, &Value::Object(pm.output_schema.clone())).map_err(|e| {
+            Invalid::Schema(
+                format!("does not match the PM output schema: {e}"),
+                "it did not match the PM's output schema".into(),
+            )
+        })?;
+    }
+    let Value::Object(obj) = value else {
+        return Err(schema_error(format!(
+            "expected a JSON object, got {}",
+            kind_of(value)
+        )));
+    };
+    // Keys outside PMDecision are dropped rather than refused: the PM config's own schema
+    // decides whether extra keys matter, and a retry for a stray key wastes a call.
+    // A null optional field is an absent one (structured output sends every field).
+    let obj: Map<String, Value> = obj
+        .iter()
+        .filter(|(k, _)| decision_shape().fields.contains(k))
+        .filter(|(k, v)| !(v.is_null() && k.as_str() != "next_action"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let decision: PmDecision =
+        serde_path_to_error::deserialize(Value::Object(obj)).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.inner().to_string();
+            schema_error(if path == "." {
+                inner
+            } else {
+                format!("{path}: {inner}")
+            })
+        })?;
+    decision.validate().map_err(|e| {
+        let plain = format!("its {} was missing or unusable", e.path);
+        Invalid::Schema(e.to_string(), plain)
+    })?;
+    if decision.next_action == NextAction::Finish {
+        return Ok(decision);
+    }
+    if mode == Mode::ForcedFinish {
+        let action = decision.next_action.as_str();
+        return Err(Invalid::Schema(
+            format!(
+                "next_action {action} is not allowed in forced_finish mode: the meeting must end now, \
+                 so reply with next_action \"FINISH\" and a final_report"
+            ),
+            "it asked for another agent call when no loops were left".into(),
+        ));
+    }
+    match decision.next_action {
+        NextAction::CallAgents => check_fan_out(board, decision),
+        _ => check_call(board, decision),
+    }
+}
+
+/// A `target_agent` must name a participant (else a routing error).
+fn check_target(board: &Board, at: &str, target: &str) -> Result<(), Invalid> {
+    if board.participants.iter().any(|p| p == target) {
+        return Ok(());
+    }
+    Err(Invalid::Routing(
+        target.to_string(),
+        format!(
+            "{at} {target:?} is not a participant (allowed: {})",
+            board.participants.join(", ")
+        ),
+        format!("{:?}, who is not a participant", cut(target, 60)),
+    ))
+}
+
+/// The fan-out rules (DESIGN.md#fan-out): CALL_AGENTS only where it is offered, at most the
+/// offered number of calls, each to a different participant who is a model, none repeating an
+/// earlier question. One call is taken as the CALL_AGENT it is.
+fn check_fan_out(board: &Board, mut d: PmDecision) -> Result<PmDecision, Invalid> {
+    let most = Offered::of(board).fan_out;
+    if most == 0 {
+        return Err(Invalid::Schema(
+            "next_action CALL_AGENTS is not available in this meeting: ask one participant with CALL_AGENT".into(),
+            "it asked several participants at once, which this meeting does not allow".into(),
+        ));
+    }
+    if d.calls.len() == 1 {
+        let call = d.calls.remove(0);
+        d.next_action = NextAction::CallAgent;
+        d.target_agent = Some(call.target_agent);
+        d.prompt_for_agent = Some(call.prompt_for_agent);
+        return check_call(board, d);
+    }
+    if d.calls.len() > most as usize {
+        return Err(Invalid::Schema(
+            format!(
+                "calls: {} calls, but at most {most} are allowed now (each call uses one loop)",
+                d.calls.len()
+            ),
+            format!("it made {} calls where {most} were allowed", d.calls.len()),
+        ));
+    }
+    for (i, call) in d.calls.iter().enumerate() {
+        let at = format!("calls[{i}].target_agent");
+        let target = call.target_agent.as_str();
+        check_target(board, &at, target)?;
+        if d.calls[..i].iter().any(|c| c.target_agent == target) {
+            return Err(Invalid::Routing(
+                target.to_string(),
+                format!(
+                    "{at} {target:?} is asked twice: each call goes to a different participant"
+                ),
+                format!("{target} twice in one round"),
+            ));
+        }
+        if !fan_out_targets(board).iter().any(|p| *p == target) {
+            return Err(Invalid::Routing(
+                target.to_string(),
+                format!("{at} {target:?} is a person, who answers one question at a time: ask them with CALL_AGENT"),
+                format!("{target}, a person, among parallel calls"),
+            ));
+        }
+        if let Some(earlier) = circles::earlier_ask(board, target, &call.prompt_for_agent) {
+            return Err(Invalid::Repeat(earlier.clone()));
+        }
+    }
+    Ok(d)
+}
+
+/// A CALL_AGENT's routing: a participant, and not a question asked of them before.
+fn check_call(board: &Board, d: PmDecision) -> Result<PmDecision, Invalid> {
+    let target = d.target_agent.as_deref().unwrap_or_default();
+    check_target(board, "target_agent", target)?;
+    let question = d.prompt_for_agent.as_deref().unwrap_or_default();
+    if let Some(earlier) = circles::earlier_ask(board, target, question) {
+        return Err(Invalid::Repeat(earlier.clone()));
+    }
+    Ok(d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A PM config closed to extra keys takes the null fields the meeting's own schema adds
+    /// (`calls`, `decision`), as long as it does not require them; a null it requires as a
+    /// string is still refused.
+    #[test]
+    fn a_closed_pm_config_takes_the_null_fields_the_meeting_adds() {
+        let mut b = crate::stage::fixtures::board(&[]);
+        let mut pm = crate::stage::fixtures::agent("pm");
+        let maybe = json!({"type": ["string", "null"]});
+        pm.output_schema = json!({"type": "object", "additionalProperties": false,
+            "properties": {"analysis": {"type": "string"},
+                "next_action": {"type": "string", "enum": ["CALL_AGENT", "CALL_AGENTS", "FINISH"]},
+                "target_agent": maybe, "prompt_for_agent": maybe, "final_report": maybe,
+                "calls": {"type": "array", "items": {"type": "object"}}},
+            "required": ["analysis", "next_action", "target_agent", "prompt_for_agent", "final_report"]})
+        .as_object()
+        .unwrap()
+        .clone();
+        b.pm = Some(pm);
+        let mut answer = json!({"analysis": "a", "next_action": "CALL_AGENT",
+            "target_agent": "arch", "prompt_for_agent": "What does the nightly run cost?",
+            "final_report": null, "calls": null, "decision": null});
+        assert!(check_decision(&b, Mode::Normal, &answer).is_ok());
+        answer["analysis"] = Value::Null;
+        assert!(check_decision(&b, Mode::Normal, &answer).is_err());
+    }
+}

@@ -1,0 +1,397 @@
+//! The `pm-step` stage (DESIGN.md#pm-round): one PM round. Three concerns, one file each: the
+//! round itself (here: the mode, the budget's look-ahead, the ask and the outcome applied to
+//! the board), what the PM is offered (`offer`: its input, messages and schema), and the
+//! decision checks (`checks`: what makes an answer usable, and the PM's side of the ask loop).
+
+mod checks;
+mod offer;
+
+pub(crate) use offer::pm_expected_json;
+pub use offer::{pm_input, pm_system_prompt, pm_user_message, render_pm_user};
+
+use crate::ask::{ask, Asked};
+use crate::budget;
+use crate::circles::{self, GOING_IN_CIRCLES};
+use crate::error::Result;
+use crate::events::{self, Clock};
+use crate::llm::{default_max_tokens, Client, Options, Request};
+use crate::model::PM_CALLER;
+use crate::model::{Board, ForcedReason, NextAction, PendingCall, PmDecision, ProcessKind, Status};
+use crate::stage::Stage;
+use crate::whiteboard::{apply_answers, note_caller, note_process, sync_questions};
+use checks::{Invalid, PmAsk};
+
+/// Whether the PM may still call agents (the PM input's `mode`, by its serde name).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Normal,
+    ForcedFinish,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        crate::model::wire_name(&self)
+    }
+}
+
+/// `forced_finish` when the board is `finishing` without a report or the loop budget is spent.
+pub fn mode(board: &Board) -> Mode {
+    if board.status == Status::Finishing || board.loop_count >= board.max_loops {
+        Mode::ForcedFinish
+    } else {
+        Mode::Normal
+    }
+}
+
+/// Refuse a board that is not `pm-step`'s turn, naming the stage that should run (exit 2).
+pub fn check_turn(board: &Board) -> Result<()> {
+    board.expect_stage(Stage::PmStep)?;
+    // A hand-edited board can carry a PM config the loader would have refused.
+    if let Some(cfg) = &board.pm {
+        crate::loader::validate_agent(cfg, crate::loader::AgentKind::Pm)
+            .map_err(|e| e.under("pm").in_file(""))?;
+    }
+    Ok(())
+}
+
+/// The `pm-step` program on a board: check it is the PM's turn, then ask the PM with its own
+/// provider settings (its config's metadata); `llm` holds the flags and config defaults.
+pub fn run(board: Board, llm: &crate::llm::LlmArgs) -> Result<Board> {
+    check_turn(&board)?;
+    let metadata = board.pm.as_ref().map(|p| p.metadata.clone());
+    let caller = (PM_CALLER.to_string(), metadata.unwrap_or_default());
+    super::run_llm(board, llm, caller, pm_step)
+}
+
+/// The `max_tokens` of a PM call when nothing set one: a closing round always writes the
+/// whole report.
+fn pm_max_tokens(mode: Mode) -> u32 {
+    match mode {
+        Mode::Normal => default_max_tokens::PM_STEP,
+        Mode::ForcedFinish => default_max_tokens::PM_CLOSING,
+    }
+}
+
+/// Close the meeting now: record why (a typed fact the closing round's note and the driver's
+/// progress read) and log the `forced_finish` event with the words for the log.
+fn force_finish(board: &mut Board, clock: &dyn Clock, reason: ForcedReason, why: String) {
+    board.record.forced = Some(reason);
+    events::push(board, clock, events::forced_finish(why));
+}
+
+/// Why the meeting is closing, for `process_note` on the forced path (for the reader: what
+/// went wrong in the failed round is in the record's process entries).
+fn forced_reason(board: &Board) -> String {
+    if board.status != Status::Finishing {
+        return format!(
+            "Meeting stopped after reaching max loop limit ({}/{}) before full convergence.",
+            board.loop_count, board.max_loops
+        );
+    }
+    match (board.record.forced, &board.last_error) {
+        (Some(ForcedReason::Circles), _) => format!(
+            "The PM kept asking what it had asked before: {GOING_IN_CIRCLES}, so it was closed early."
+        ),
+        (Some(ForcedReason::RoundFailed), _) | (_, Some(_)) => {
+            "A PM round failed, so the meeting was closed early.".into()
+        }
+        _ => "The meeting was closed early before full convergence.".into(),
+    }
+}
+
+/// How this round runs, decided before the PM is asked (DESIGN.md#pm-round,
+/// DESIGN.md#token-budget).
+struct Plan {
+    mode: Mode,
+    /// Tokens an agent turn leaves for the closing round (0: no budget, or this is it).
+    reserve: u64,
+    /// The Process Note when the token budget closes the meeting.
+    budget_note: Option<String>,
+}
+
+/// Decide the round's mode: at the loop limit log the forced finish; under a token budget, a
+/// normal round with no room for another loop becomes the closing round now.
+fn plan(board: &mut Board, client: &Client, opts: &Options, clock: &dyn Clock) -> Result<Plan> {
+    let mut plan = Plan {
+        mode: mode(board),
+        reserve: 0,
+        budget_note: None,
+    };
+    if plan.mode == Mode::ForcedFinish && board.status == Status::Running {
+        let why = format!(
+            "max loops reached ({}/{})",
+            board.loop_count, board.max_loops
+        );
+        force_finish(board, clock, ForcedReason::MaxLoops, why);
+    } else if plan.mode == Mode::Normal && board.max_total_tokens.is_some() {
+        match budget_look_ahead(board, opts, client.schema_in_prompt())? {
+            budget::NextRound::Go { reserve } => plan.reserve = reserve,
+            budget::NextRound::Stop(stop) => {
+                force_finish(
+                    board,
+                    clock,
+                    ForcedReason::TokenBudget,
+                    stop.event_message(),
+                );
+                plan.budget_note = Some(stop.process_note());
+                // The PM's closing round, now: mode() reads `finishing` without a report.
+                board.status = Status::Finishing;
+                plan.mode = Mode::ForcedFinish;
+            }
+        }
+    }
+    Ok(plan)
+}
+
+/// Why a round ended without a usable decision.
+struct Failure {
+    /// As `last_error` words it.
+    error: String,
+    /// For the report's reader.
+    plain: String,
+    /// The PM kept repeating a question (DESIGN.md#circles).
+    circling: bool,
+    /// The token budget left no room for the call.
+    over_budget: bool,
+}
+
+impl Failure {
+    fn of(asked: Asked<PmDecision, Invalid>) -> std::result::Result<PmDecision, Failure> {
+        let failure = |error: String, plain: String| Failure {
+            error,
+            plain,
+            circling: false,
+            over_budget: false,
+        };
+        Err(match asked {
+            Asked::Answer(d) => return Ok(d),
+            Asked::Invalid(invalid) => Failure {
+                circling: matches!(invalid, Invalid::Repeat(_)),
+                ..failure(
+                    invalid.describe(),
+                    crate::ask::unusable_for_reader(&invalid.for_reader()),
+                )
+            },
+            Asked::Failed(e) => failure(
+                format!("PM call failed: {e}"),
+                crate::ask::failed_for_reader(&e),
+            ),
+            Asked::OverBudget(why) => Failure {
+                over_budget: true,
+                ..failure(why.clone(), why)
+            },
+        })
+    }
+}
+
+/// Run one PM round on `board` (DESIGN.md#pm-round) and return the board with its outcome applied:
+/// `pending_call` (CALL_AGENT), `finishing` + `final_report` (FINISH), `finishing` +
+/// `last_error` (round failed), or `forced_stop` with or without a report (forced_finish mode).
+/// Never changes `loop_count`. A fatal provider error is `Error::Runtime`.
+pub fn pm_step(
+    mut board: Board,
+    client: &mut Client,
+    opts: &Options,
+    clock: &dyn Clock,
+) -> Result<Board> {
+    check_turn(&board)?;
+    events::start_stage(&mut board);
+    sync_questions(&mut board);
+    if board.record.started_at.is_none() {
+        board.record.started_at = Some(clock.now());
+    }
+    let plan = plan(&mut board, client, opts, clock)?;
+    let request = pm_request(&board, plan.mode, client.schema_in_prompt())?;
+    let opts = &opts.or_max_tokens(pm_max_tokens(plan.mode));
+    let mut pm = PmAsk {
+        board: &mut board,
+        clock,
+        mode: plan.mode,
+        reserve: plan.reserve,
+    };
+    let calls_before = client.calls();
+    let outcome = Failure::of(ask(client, opts, request, &mut pm)?);
+    if client.calls() > calls_before {
+        note_caller(&mut board, PM_CALLER, client, opts);
+    }
+    // Questions the PM marks answered: merge-board applies them after the agent's turn (the
+    // agent sees the whiteboard the PM saw); a FINISH has no turn after it.
+    if let Ok(d) = &outcome {
+        if d.next_action != NextAction::Finish {
+            board.record.pending_answers = d.answered_questions.clone();
+        } else {
+            apply_answers(&mut board, &d.answered_questions);
+        }
+    }
+    match (plan.mode, outcome) {
+        (Mode::Normal, Ok(d)) => apply_decision(&mut board, d, plan.reserve, clock),
+        (Mode::Normal, Err(f)) => fail_round(&mut board, f, clock),
+        (Mode::ForcedFinish, Ok(d)) => {
+            events::push(&mut board, clock, events::pm_finishes());
+            board.process_note = Some(plan.budget_note.unwrap_or_else(|| forced_reason(&board)));
+            board.status = Status::ForcedStop;
+            keep_decision(&mut board, &d, clock);
+            board.final_report = d.final_report;
+        }
+        (Mode::ForcedFinish, Err(f)) => fail_closing_round(&mut board, f, plan.budget_note, clock),
+    }
+    Ok(board)
+}
+
+/// A normal round's valid decision: the call (or a fan-out's calls) waiting for `agent-turn`,
+/// or FINISH with its report.
+fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Clock) {
+    board.last_error = None;
+    match d.next_action {
+        NextAction::CallAgent => {
+            let target = d.target_agent.unwrap_or_default();
+            let prompt = d.prompt_for_agent.unwrap_or_default();
+            events::push(board, clock, events::pm_asks(&target, &prompt));
+            circles::record_ask(board, &target, &prompt);
+            board.pending_call = Some(PendingCall {
+                target_agent: target,
+                prompt,
+                analysis: d.analysis,
+                reserve_tokens: board.max_total_tokens.map(|_| reserve),
+            });
+        }
+        NextAction::CallAgents => {
+            let n = d.calls.len();
+            let reserve_tokens = board
+                .max_total_tokens
+                .map(|_| budget::fan_out_reserve(board, reserve, n));
+            for (i, call) in d.calls.into_iter().enumerate() {
+                // Call i of the fan-out counts loop L+i, as if the calls ran one by one
+                // (DESIGN.md#fan-out).
+                events::in_later_loop(board, i as u32, |board| {
+                    let ev = events::pm_asks(&call.target_agent, &call.prompt_for_agent);
+                    events::push(board, clock, ev);
+                    circles::record_ask(board, &call.target_agent, &call.prompt_for_agent);
+                });
+                board.pending_calls.push(PendingCall {
+                    target_agent: call.target_agent,
+                    prompt: call.prompt_for_agent,
+                    analysis: if i == 0 {
+                        d.analysis.clone()
+                    } else {
+                        String::new()
+                    },
+                    reserve_tokens,
+                });
+            }
+        }
+        NextAction::Finish => {
+            events::push(board, clock, events::pm_finishes());
+            board.status = Status::Finishing;
+            keep_decision(board, &d, clock);
+            board.final_report = d.final_report;
+        }
+    }
+}
+
+/// A failed normal round: the PM gets one closing round (`finishing` without a report).
+fn fail_round(board: &mut Board, f: Failure, clock: &dyn Clock) {
+    let (reason, kind, note, why) = if f.circling {
+        (
+            ForcedReason::Circles,
+            ProcessKind::Circles,
+            format!("The meeting was closed early: {GOING_IN_CIRCLES}."),
+            GOING_IN_CIRCLES.to_string(),
+        )
+    } else {
+        (
+            ForcedReason::RoundFailed,
+            ProcessKind::RoundFailed,
+            format!(
+                "The PM's round failed: {}; the PM was given one closing round.",
+                f.plain
+            ),
+            format!("PM round failed: {}", f.error),
+        )
+    };
+    note_process(board, kind, note);
+    events::push(board, clock, events::pm_round_failed(&f.error));
+    force_finish(board, clock, reason, why);
+    board.status = Status::Finishing;
+    board.last_error = Some(f.error);
+}
+
+/// A failed closing round: `forced_stop` without a report, so the fallback report is built.
+fn fail_closing_round(
+    board: &mut Board,
+    f: Failure,
+    budget_note: Option<String>,
+    clock: &dyn Clock,
+) {
+    events::push(board, clock, events::pm_round_failed(&f.error));
+    board.record.closed_at = Some(clock.now());
+    let reason = budget_note.unwrap_or_else(|| forced_reason(board));
+    let plain = &f.plain;
+    board.process_note = Some(if f.over_budget {
+        format!(
+            "{reason} The PM was not asked for its closing report ({plain}): no valid PM report, fallback report generated."
+        )
+    } else {
+        format!(
+            "{reason} The PM's closing round failed: {plain}; no valid PM report, fallback report generated."
+        )
+    });
+    board.status = Status::ForcedStop;
+    board.final_report = None;
+    board.last_error = Some(f.error);
+}
+
+/// Keep a FINISH's decision and option assessments (blank cells dropped) and the closing time.
+fn keep_decision(board: &mut Board, d: &PmDecision, clock: &dyn Clock) {
+    board.record.closed_at = Some(clock.now());
+    board.record.decision = d.decision.clone().filter(|x| !x.choice.trim().is_empty());
+    board.record.option_assessments = d
+        .option_assessments
+        .iter()
+        .filter(|a| {
+            !(a.option.trim().is_empty()
+                || a.dimension.trim().is_empty()
+                || a.assessment.trim().is_empty())
+        })
+        .take(OPTION_ASSESSMENTS_CAP)
+        .cloned()
+        .collect();
+}
+
+/// Most option assessments kept (options × dimensions of any real meeting fit).
+const OPTION_ASSESSMENTS_CAP: usize = 60;
+
+/// The PM's request in `mode` on this board.
+fn pm_request(board: &Board, mode: Mode, schema_in_prompt: bool) -> Result<Request> {
+    Ok(Request {
+        caller: PM_CALLER.into(),
+        system: pm_system_prompt(board, schema_in_prompt)?,
+        messages: vec![pm_user_message(board, schema_in_prompt)?],
+        expect: Some(pm_expected_json(board, mode)),
+    })
+}
+
+/// The token budget's look-ahead for a normal round (DESIGN.md#token-budget): this round and
+/// the agent turn it leads to, priced with the closing round's reserve.
+fn budget_look_ahead(
+    board: &Board,
+    opts: &Options,
+    schema_in_prompt: bool,
+) -> Result<budget::NextRound> {
+    let normal = opts.or_max_tokens(pm_max_tokens(Mode::Normal));
+    let closing_opts = opts.or_max_tokens(pm_max_tokens(Mode::ForcedFinish));
+    let mut closing = board.clone();
+    closing.status = Status::Finishing;
+    let pm_cost = budget::call_cost(&pm_request(board, Mode::Normal, schema_in_prompt)?, &normal);
+    let closing_cost = budget::call_cost(
+        &pm_request(&closing, Mode::ForcedFinish, schema_in_prompt)?,
+        &closing_opts,
+    );
+    Ok(budget::next_round(
+        board,
+        pm_cost,
+        closing_cost,
+        closing_opts.max_tokens.unwrap_or(0),
+    ))
+}

@@ -1,0 +1,482 @@
+//! What the PM is offered (DESIGN.md#pm-round, DESIGN.md#prompt-layout): its input, its
+//! messages, the optional PMDecision fields and the fan-out it may use, and the schema its
+//! answer must match (DESIGN.md#structured-output).
+
+use serde_json::{json, Value};
+
+use super::{mode, Mode};
+use crate::circles;
+use crate::error::Result;
+use crate::llm::{ExpectedJson, Message};
+use crate::model::{Board, NextAction};
+use crate::prompts::{
+    cut_list, decision_packet, meeting_brief, meeting_system, render, whiteboard, Reader,
+    ITEM_CHARS,
+};
+use crate::text::cut;
+use crate::whiteboard::{
+    numbered_open_questions, summary_for_prompt, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS,
+};
+
+/// Everything the PM sees (DESIGN.md#pm-round), and nothing else: never the event log or raw agent
+/// outputs; every list item cut to 500 characters so the prompt stays flat over many loops.
+pub fn pm_input(board: &Board) -> Value {
+    let participants: Vec<Value> = board
+        .participants
+        .iter()
+        .map(|name| {
+            let a = board.agents.get(name);
+            json!({
+                "name": name,
+                "role": cut(a.map_or("", |a| a.role.as_str()), ITEM_CHARS),
+                "description": cut(a.map_or("", |a| a.description.as_str()), ITEM_CHARS),
+            })
+        })
+        .collect();
+    let skip = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
+    let recent: Vec<String> = board.recent_errors[skip..]
+        .iter()
+        .map(|s| cut(s, ITEM_CHARS))
+        .collect();
+    json!({
+        "topic": board.topic.trim(),
+        "decision_packet": decision_packet(board),
+        "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
+        "key_points": cut_list(&board.key_points),
+        "open_questions": cut_list(&numbered_open_questions(board)),
+        "decisions": cut_list(&board.decisions),
+        "risks": cut_list(&board.risks),
+        "recent_errors": recent,
+        "participants": participants,
+        "mode": mode(board).as_str(),
+        "remaining_loops": board.max_loops.saturating_sub(board.loop_count),
+        "last_error": board.last_error.as_deref().map(|e| cut(e, ITEM_CHARS)),
+        "stalled": circles::stalled(board),
+    })
+}
+
+/// The PM's system message: the meeting's system message, the same bytes as every agent's
+/// (DESIGN.md#prompt-layout), so every call of the meeting shares one prefix. The PM's role
+/// and rules are in its own part of the user message ([`pm_user_message`]).
+pub fn pm_system_prompt(_board: &Board, _schema_in_prompt: bool) -> Result<String> {
+    meeting_system()
+}
+
+/// The PM's user message: the meeting block (topic, decision, documents: the same bytes in
+/// every call of the meeting, the agents' included, marked as the stable prefix), the
+/// whiteboard, then the PM's own part: its role (the PM config's `system_prompt`, else the
+/// built-in one), the participants, the rules and the reply field guide — left out when the
+/// provider appends the schema itself (`schema_in_prompt`), so the format is said once — the
+/// recent errors and the mode.
+pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message> {
+    let mut input = pm_input(board);
+    let role = match &board.pm {
+        Some(pm) => pm.system_prompt.trim_end().to_string(),
+        None => render("pm_system.j2", &json!({}))?.trim_end().to_string(),
+    };
+    input["role"] = json!(role);
+    input["schema_in_prompt"] = json!(schema_in_prompt);
+    let offer = Offered::of(board);
+    input["offer_answered"] = json!(offer.answered_questions);
+    input["offer_assessments"] = json!(offer.option_assessments);
+    input["max_calls"] = json!(offer.fan_out);
+    Ok(Message::user_with_stable_prefix(
+        meeting_brief(board)?,
+        &(whiteboard(board, Reader::Pm)? + &render("pm_user.j2", &input)?),
+    ))
+}
+
+/// The PM's user message as text, with native structured output (see [`pm_user_message`]).
+pub fn render_pm_user(board: &Board) -> Result<String> {
+    Ok(pm_user_message(board, false)?.content)
+}
+
+/// The optional PMDecision fields the PM is offered, in its prompt and its schema: answered
+/// questions while the whiteboard has open ones, the options × dimensions assessment when the
+/// meeting file names both. An answer may carry either anyway; it is used.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Offered {
+    pub(super) answered_questions: bool,
+    pub(super) option_assessments: bool,
+    /// Most calls a CALL_AGENTS may make (DESIGN.md#fan-out), 0 when it is not offered: the
+    /// board's `max_parallel`, the loops left and the participants who can answer
+    /// concurrently (people answer one at a time) all allow 2 or more.
+    pub(super) fan_out: u32,
+}
+
+impl Offered {
+    pub(super) fn of(board: &Board) -> Offered {
+        let dp = &board.meeting_input.decision_packet;
+        let most = if !pm_config_allows_fan_out(board) {
+            0
+        } else {
+            board.max_parallel
+        }
+        .min(crate::model::MAX_PARALLEL)
+        .min(board.max_loops.saturating_sub(board.loop_count))
+        .min(fan_out_targets(board).len() as u32);
+        Offered {
+            answered_questions: !board.open_questions.is_empty(),
+            option_assessments: !dp.options.is_empty() && !dp.evaluation_dimensions.is_empty(),
+            fan_out: if most >= 2 && mode(board) == Mode::Normal {
+                most
+            } else {
+                0
+            },
+        }
+    }
+}
+
+/// Whether the PM config (when there is one) lets a CALL_AGENTS answer through its own
+/// `output_schema`: `next_action` allows it, and `calls` is not an unknown key of a closed
+/// object. A config written before fan-outs keeps its meeting one call at a time.
+fn pm_config_allows_fan_out(board: &Board) -> bool {
+    let Some(pm) = &board.pm else { return true };
+    let schema = &pm.output_schema;
+    let props = schema.get("properties").and_then(Value::as_object);
+    let action_ok = props
+        .and_then(|p| p.get("next_action"))
+        .and_then(|a| a.get("enum"))
+        .and_then(Value::as_array)
+        .is_none_or(|e| e.iter().any(|v| v == "CALL_AGENTS"));
+    let calls_ok = schema.get("additionalProperties") != Some(&Value::Bool(false))
+        || props.is_some_and(|p| p.contains_key("calls"));
+    action_ok && calls_ok
+}
+
+/// The participants a fan-out may ask: the models (a person answers one call at a time, at
+/// the terminal; DESIGN.md#fan-out).
+pub(super) fn fan_out_targets(board: &Board) -> Vec<&String> {
+    board
+        .participants
+        .iter()
+        .filter(|p| {
+            board
+                .agents
+                .get(*p)
+                .is_none_or(|a| a.kind != crate::model::ParticipantKind::Human)
+        })
+        .collect()
+}
+
+/// The JSON the PM must return, sent to providers with native structured output: the
+/// meeting's own (DESIGN.md#structured-output), made from PMDecision's one definition
+/// (`model::decision_shape`, strict-friendly: OpenAI strict mode wants every property required,
+/// nullable ones typed `[T, "null"]`, no extra properties) and narrowed to this board —
+/// `target_agent` one of the participants or null, and in forced-finish mode `next_action`
+/// only `FINISH` with no target or question — so a schema-constrained server cannot mis-route.
+/// The answer itself is still checked by `check_decision`, which also accepts omitted nullable
+/// fields.
+pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
+    let shape = &crate::model::decision_shape().schema;
+    let mut properties = shape["properties"].clone();
+    let offer = Offered::of(board);
+    let fan_out = offer.fan_out > 0 && mode == Mode::Normal;
+    let actions: Vec<&str> = match mode {
+        Mode::Normal => NextAction::ALL
+            .into_iter()
+            .filter(|a| fan_out || *a != NextAction::CallAgents)
+            .map(NextAction::as_str)
+            .collect(),
+        Mode::ForcedFinish => vec![NextAction::Finish.as_str()],
+    };
+    properties["next_action"]["enum"] = json!(actions);
+    match mode {
+        // `anyOf` rather than `"type": ["string", "null"]` with the enum: grammar-constrained
+        // local servers (llama.cpp's schema-to-grammar) read a type list before an enum and
+        // would let any string through; OpenAI strict mode takes both forms.
+        Mode::Normal => {
+            properties["target_agent"] = json!({"anyOf": [
+                {"type": "string", "enum": board.participants},
+                {"type": "null"},
+            ]});
+        }
+        // The closing round must write the report: a string, never null.
+        Mode::ForcedFinish => {
+            properties["target_agent"] = json!({"type": "null"});
+            properties["prompt_for_agent"] = json!({"type": "null"});
+            properties["final_report"] = json!({"type": "string"});
+        }
+    }
+    // A fan-out's calls go to the participants who are models; null when not CALL_AGENTS.
+    let mut calls = properties["calls"].take();
+    calls["items"]["properties"]["target_agent"]["enum"] = json!(fan_out_targets(board));
+    properties["calls"] = json!({"anyOf": [calls, {"type": "null"}]});
+    // Offered only where they apply (DESIGN.md#prompt-layout): every field is paid for on
+    // every call, and a field with nothing to say invites filler.
+    let props = properties
+        .as_object_mut()
+        .expect("PMDecision has properties");
+    for (name, offered) in [
+        ("calls", fan_out),
+        ("answered_questions", offer.answered_questions),
+        ("option_assessments", offer.option_assessments),
+    ] {
+        if !offered {
+            props.shift_remove(name);
+        }
+    }
+    let required: Vec<String> = props.keys().cloned().collect();
+    ExpectedJson {
+        name: "pm_decision".into(),
+        schema: json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stage::pm_step::checks::check_decision;
+
+    /// The schema sent is the meeting's own: the participants (or null) as targets, and only
+    /// FINISH with no target or question in forced-finish mode. OpenAI's strict conversion
+    /// keeps the enums, and both forms compile as JSON Schema (Anthropic's tool input).
+    #[test]
+    fn the_schema_sent_names_the_participants_and_the_mode() {
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        let dp = &mut board.meeting_input.decision_packet;
+        dp.options = vec!["A".into(), "B".into()];
+        dp.evaluation_dimensions = vec!["Cost".into()];
+        let normal = pm_expected_json(&board, Mode::Normal).schema;
+        assert_eq!(
+            normal["properties"]["target_agent"],
+            json!({"anyOf": [{"type": "string", "enum": ["arch", "biz"]}, {"type": "null"}]})
+        );
+        assert_eq!(
+            normal["properties"]["next_action"]["enum"],
+            json!(["CALL_AGENT", "FINISH"])
+        );
+        let forced = pm_expected_json(&board, Mode::ForcedFinish).schema;
+        assert_eq!(
+            forced["properties"]["next_action"]["enum"],
+            json!(["FINISH"])
+        );
+        assert_eq!(
+            forced["properties"]["target_agent"],
+            json!({"type": "null"})
+        );
+        assert_eq!(
+            forced["properties"]["final_report"],
+            json!({"type": "string"})
+        );
+        for schema in [normal, forced] {
+            let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
+            assert_eq!(
+                strict["properties"]["next_action"]["enum"],
+                schema["properties"]["next_action"]["enum"]
+            );
+            assert_eq!(
+                strict["properties"]["target_agent"],
+                schema["properties"]["target_agent"]
+            );
+            for s in [&schema, &strict] {
+                let v = jsonschema::validator_for(s).unwrap();
+                let finish = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
+                    "prompt_for_agent": null, "final_report": "r",
+                    "answered_questions": [{"question": "Q1", "answer": "Yes.", "by": ["arch"]}],
+                    "decision": {"choice": "B", "confidence": "high", "revisit_if": "x"},
+                    "option_assessments": [{"option": "B", "dimension": "Cost", "assessment": "ok"}]});
+                assert!(v.is_valid(&finish));
+                let mut bad = finish.clone();
+                bad["decision"]["confidence"] = json!("certain");
+                assert!(!v.is_valid(&bad), "confidence is one of low, medium, high");
+                let misrouted = json!({"analysis": "a", "next_action": "CALL_AGENT",
+                    "target_agent": "...", "prompt_for_agent": "q", "final_report": null,
+                    "answered_questions": [], "decision": null, "option_assessments": []});
+                assert!(!v.is_valid(&misrouted));
+            }
+        }
+    }
+
+    /// A fan-out is offered with 2 or more participants who are models, `max_parallel` of 2
+    /// or more and 2 or more loops left; its schema stays strict-able and takes a CALL_AGENTS.
+    #[test]
+    fn call_agents_is_offered_where_it_can_run() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        let offered = |b: &Board| Offered::of(b).fan_out;
+        assert_eq!(offered(&board), 0, "max_parallel 1");
+        board.max_parallel = 3;
+        assert_eq!(offered(&board), 2, "two participants");
+        board.loop_count = 5;
+        assert_eq!(offered(&board), 0, "one loop left");
+        board.loop_count = 0;
+        let mut many = board.clone();
+        (many.max_parallel, many.max_loops) = (50, 50);
+        for i in 0..10 {
+            let name = format!("a{i}");
+            many.agents
+                .insert(name.clone(), crate::stage::fixtures::agent(&name));
+            many.participants.push(name);
+        }
+        assert_eq!(
+            offered(&many),
+            crate::model::MAX_PARALLEL,
+            "a hand-edited max_parallel"
+        );
+        board.agents.get_mut("biz").unwrap().kind = crate::model::ParticipantKind::Human;
+        assert_eq!(offered(&board), 0, "one model: biz is a person");
+        board.agents.get_mut("biz").unwrap().kind = crate::model::ParticipantKind::Llm;
+        let mut pm = crate::stage::fixtures::agent("pm");
+        pm.output_schema = json!({"type": "object", "properties": {"next_action":
+            {"type": "string", "enum": ["CALL_AGENT", "FINISH"]}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        board.pm = Some(pm);
+        assert_eq!(offered(&board), 0, "the PM config predates fan-outs");
+        board.pm = None;
+        let schema = pm_expected_json(&board, Mode::Normal).schema;
+        let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
+        let fan = json!({"analysis": "a", "next_action": "CALL_AGENTS", "target_agent": null,
+            "prompt_for_agent": null, "final_report": null, "decision": null,
+            "calls": [{"target_agent": "arch", "prompt_for_agent": "Cost?"},
+                      {"target_agent": "biz", "prompt_for_agent": "Risk?"}]});
+        for s in [&schema, &strict] {
+            assert!(jsonschema::validator_for(s).unwrap().is_valid(&fan), "{s}");
+        }
+        let d = check_decision(&board, Mode::Normal, &fan).unwrap();
+        assert_eq!(d.calls.len(), 2);
+        assert!(
+            pm_expected_json(&board, Mode::ForcedFinish).schema["properties"]
+                .get("calls")
+                .is_none()
+        );
+    }
+
+    /// The optional fields are offered where they apply, in the schema and the rules alike.
+    #[test]
+    fn answered_questions_and_assessments_are_offered_where_they_apply() {
+        let fields = |b: &Board| -> Vec<String> {
+            let s = pm_expected_json(b, Mode::Normal).schema;
+            let keys: Vec<String> = s["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .cloned()
+                .collect();
+            assert_eq!(
+                s["required"],
+                json!(keys),
+                "strict: every property required"
+            );
+            keys
+        };
+        let bare = crate::stage::fixtures::board(&[]);
+        assert_eq!(
+            fields(&bare),
+            [
+                "analysis",
+                "next_action",
+                "target_agent",
+                "prompt_for_agent",
+                "final_report",
+                "decision"
+            ]
+        );
+        let text = render_pm_user(&bare).unwrap();
+        assert!(!text.contains("answered_questions") && !text.contains("option_assessments"));
+        assert!(text.contains("A FINISH adds decision."), "{text}");
+        let mut full = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        full.meeting_input.decision_packet.options = vec!["A".into(), "B".into()];
+        let dims_only = fields(&full);
+        assert!(dims_only.contains(&"answered_questions".to_string()));
+        assert!(
+            !dims_only.contains(&"option_assessments".to_string()),
+            "options need dimensions"
+        );
+        full.meeting_input.decision_packet.evaluation_dimensions = vec!["Cost".into()];
+        assert!(fields(&full).contains(&"option_assessments".to_string()));
+        let text = render_pm_user(&full).unwrap();
+        assert!(
+            text.contains("In answered_questions put") && text.contains("option_assessments (each")
+        );
+    }
+
+    /// PMDecision is defined once: the schema sent to the model, the struct's serde fields,
+    /// the decision checks and the loader's PM config rules all read the same shape.
+    #[test]
+    fn the_schema_sent_the_loader_rules_and_the_struct_agree() {
+        use crate::model::{decision_shape, AgentCall, AnsweredQuestion, Confidence, Decision};
+        use crate::model::{OptionAssessment, PmDecision};
+        let shape = decision_shape();
+        // The struct: every field serde writes, in order, is a field of the shape.
+        let full = PmDecision {
+            analysis: "a".into(),
+            next_action: NextAction::Finish,
+            target_agent: Some("arch".into()),
+            prompt_for_agent: Some("q".into()),
+            final_report: Some("r".into()),
+            calls: vec![AgentCall {
+                target_agent: "arch".into(),
+                prompt_for_agent: "q".into(),
+            }],
+            answered_questions: vec![AnsweredQuestion {
+                question: "Q1".into(),
+                answer: "Yes.".into(),
+                by: vec!["arch".into()],
+            }],
+            decision: Some(Decision {
+                choice: "B".into(),
+                confidence: Confidence::High,
+                revisit_if: "x".into(),
+            }),
+            option_assessments: vec![OptionAssessment {
+                option: "B".into(),
+                dimension: "Cost".into(),
+                assessment: "ok".into(),
+            }],
+        };
+        let written = serde_json::to_value(&full).unwrap();
+        let keys: Vec<&String> = written.as_object().unwrap().keys().collect();
+        assert_eq!(keys, shape.fields.iter().collect::<Vec<_>>());
+        assert_eq!(
+            shape.text_fields,
+            [
+                "analysis",
+                "next_action",
+                "target_agent",
+                "prompt_for_agent",
+                "final_report"
+            ]
+        );
+        // The schema sent, with everything offered: the shape's fields, and what it admits
+        // the struct reads back through the decision checks.
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        board.max_parallel = 2;
+        let dp = &mut board.meeting_input.decision_packet;
+        dp.options = vec!["A".into(), "B".into()];
+        dp.evaluation_dimensions = vec!["Cost".into()];
+        let sent = pm_expected_json(&board, Mode::Normal).schema;
+        let sent_keys: Vec<&String> = sent["properties"].as_object().unwrap().keys().collect();
+        assert_eq!(sent_keys, shape.fields.iter().collect::<Vec<_>>());
+        let mut answer = written.clone();
+        answer["final_report"] =
+            json!("### Executive Summary\nKeep it.\n### Recommendation\nTune it.");
+        assert!(jsonschema::validator_for(&sent).unwrap().is_valid(&answer));
+        let d = check_decision(&board, Mode::Normal, &answer).expect("a valid FINISH");
+        assert_eq!(d.decision, full.decision);
+        // The loader: a PM config whose output schema is the one sent is a valid PM config;
+        // it may require every text field and no other.
+        let mut pm = crate::stage::fixtures::agent("pm");
+        let required_text = json!({"required": shape.text_fields});
+        let mut schema = sent.as_object().unwrap().clone();
+        schema.insert("required".into(), required_text["required"].clone());
+        pm.output_schema = schema.clone();
+        crate::loader::validate_agent(&pm, crate::loader::AgentKind::Pm).unwrap();
+        for field in shape
+            .fields
+            .iter()
+            .filter(|f| !shape.text_fields.contains(f))
+        {
+            schema.insert("required".into(), json!([field]));
+            pm.output_schema = schema.clone();
+            let e = crate::loader::validate_agent(&pm, crate::loader::AgentKind::Pm).unwrap_err();
+            assert_eq!(e.path, "output_schema.required", "{field}");
+        }
+    }
+}
