@@ -14,9 +14,11 @@
 //!
 //! The stages render their own requests; this module only prices them and decides.
 
-use serde_json::Value;
+use std::collections::BTreeMap;
 
-use crate::llm::{default_max_tokens, Options, Request};
+use serde_json::{Map, Value};
+
+use crate::llm::{default_max_tokens, LlmArgs, Options, Request};
 use crate::model::Board;
 use crate::prompts::ITEM_CHARS;
 
@@ -138,26 +140,39 @@ fn largest_prompt(board: &Board, pm: bool) -> u64 {
         .unwrap_or(0)
 }
 
-/// An agent's `max_tokens`: its metadata, the meeting's default, or the agent turn's default.
-fn agent_max_tokens(board: &Board, name: &str) -> u64 {
-    let meta = board
-        .agents
-        .get(name)
-        .and_then(|a| a.metadata.get("max_tokens"))
-        .and_then(Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok());
-    // The precedence of `llm::client_for_caller` (metadata, then the meeting's default).
-    u64::from(
-        meta.or(board.llm.max_tokens)
-            .unwrap_or(default_max_tokens::AGENT_TURN),
-    )
+/// Each participant's `max_tokens` as the one resolver gives it (`llm::resolve_max_tokens`:
+/// metadata, the meeting's default, the flag), else the agent turn's default: what an agent's
+/// reply may cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentLimits(BTreeMap<String, u64>);
+
+impl AgentLimits {
+    /// The limits of `board`'s participants under the LLM flags `llm`.
+    pub fn resolve(board: &Board, llm: &LlmArgs) -> AgentLimits {
+        let limits = board.participants.iter().map(|name| {
+            let none = Map::new();
+            let meta = board.agents.get(name).map_or(&none, |a| &a.metadata);
+            let n = crate::llm::resolve::resolve_max_tokens(llm, &board.llm, name, meta)
+                .value
+                .unwrap_or(default_max_tokens::AGENT_TURN);
+            (name.clone(), u64::from(n))
+        });
+        AgentLimits(limits.collect())
+    }
+
+    fn of(&self, name: &str) -> u64 {
+        self.0
+            .get(name)
+            .copied()
+            .unwrap_or(u64::from(default_max_tokens::AGENT_TURN))
+    }
 }
 
 /// What the next agent turn may cost, before the PM has chosen the agent and the question: for
 /// the costliest participant, its role prompt, its output schema, the decision, the context
 /// summary, the citable documents, the whiteboard, the template and the question; at least the
 /// largest agent prompt sent so far; plus its `max_tokens`.
-pub fn agent_turn_estimate(board: &Board) -> u64 {
+pub fn agent_turn_estimate(board: &Board, limits: &AgentLimits) -> u64 {
     let lists = [
         &board.key_points,
         &board.open_questions,
@@ -193,7 +208,7 @@ pub fn agent_turn_estimate(board: &Board) -> u64 {
                 estimate_tokens(&a.system_prompt)
                     + estimate_tokens(&pretty(&Value::Object(a.output_schema.clone())))
             });
-            (shared + own).max(observed) + agent_max_tokens(board, name)
+            (shared + own).max(observed) + limits.of(name)
         })
         .max()
         .unwrap_or(0)
@@ -202,17 +217,22 @@ pub fn agent_turn_estimate(board: &Board) -> u64 {
 /// What the PM's closing round will need after one more agent turn: `closing_cost` (its
 /// request priced on the current board), at least the largest PM prompt so far plus the
 /// closing `max_tokens`, and what one more agent answer can add to the whiteboard.
-pub fn closing_reserve(board: &Board, closing_cost: u64, closing_max_tokens: u32) -> u64 {
+pub fn closing_reserve(
+    board: &Board,
+    limits: &AgentLimits,
+    closing_cost: u64,
+    closing_max_tokens: u32,
+) -> u64 {
     let observed = largest_prompt(board, true) + u64::from(closing_max_tokens);
-    closing_cost.max(observed) + answer_growth(board)
+    closing_cost.max(observed) + answer_growth(board, limits)
 }
 
 /// What one more agent answer can add to the whiteboard, and so to the PM's next prompt.
-fn answer_growth(board: &Board) -> u64 {
+fn answer_growth(board: &Board, limits: &AgentLimits) -> u64 {
     board
         .participants
         .iter()
-        .map(|n| agent_max_tokens(board, n))
+        .map(|n| limits.of(n))
         .max()
         .unwrap_or(0)
         + MERGE_OVERHEAD_TOKENS
@@ -222,25 +242,25 @@ fn answer_growth(board: &Board) -> u64 {
 /// run at once, so none sees what the others spend; each is charged, in the others' reserve,
 /// two agent calls (the ask loop's retry included) and what its answer adds to the closing
 /// prompt.
-pub fn fan_out_share(board: &Board) -> u64 {
-    agent_turn_estimate(board)
+pub fn fan_out_share(board: &Board, limits: &AgentLimits) -> u64 {
+    agent_turn_estimate(board, limits)
         .saturating_mul(2)
-        .saturating_add(answer_growth(board))
+        .saturating_add(answer_growth(board, limits))
 }
 
 /// The reserve of each call of a fan-out of `n`: the closing round's, and the other calls'
 /// shares ([`fan_out_share`]).
-pub fn fan_out_reserve(board: &Board, reserve: u64, n: usize) -> u64 {
-    reserve.saturating_add(fan_out_share(board).saturating_mul(n.saturating_sub(1) as u64))
+pub fn fan_out_reserve(board: &Board, limits: &AgentLimits, reserve: u64, n: usize) -> u64 {
+    reserve.saturating_add(fan_out_share(board, limits).saturating_mul(n.saturating_sub(1) as u64))
 }
 
 /// Whether a fan-out of `n` calls fits the budget now (after the PM's round): one agent turn,
 /// and the others' shares, beside the reserve. Always without a budget.
-pub fn fan_out_fits(board: &Board, reserve: u64, n: usize) -> bool {
+pub fn fan_out_fits(board: &Board, limits: &AgentLimits, reserve: u64, n: usize) -> bool {
     Budget::of(board).is_none_or(|b| {
         b.fits(
-            agent_turn_estimate(board),
-            fan_out_reserve(board, reserve, n),
+            agent_turn_estimate(board, limits),
+            fan_out_reserve(board, limits, reserve, n),
         )
     })
 }
@@ -289,6 +309,7 @@ impl Stop {
 /// with no reserve.
 pub fn next_round(
     board: &Board,
+    limits: &AgentLimits,
     pm_cost: u64,
     closing_cost: u64,
     closing_max_tokens: u32,
@@ -296,8 +317,8 @@ pub fn next_round(
     let Some(budget) = Budget::of(board) else {
         return NextRound::Go { reserve: 0 };
     };
-    let reserve = closing_reserve(board, closing_cost, closing_max_tokens);
-    let loop_cost = pm_cost.saturating_add(agent_turn_estimate(board));
+    let reserve = closing_reserve(board, limits, closing_cost, closing_max_tokens);
+    let loop_cost = pm_cost.saturating_add(agent_turn_estimate(board, limits));
     if budget.fits(loop_cost, reserve) {
         NextRound::Go { reserve }
     } else {
@@ -340,23 +361,45 @@ mod tests {
     #[test]
     fn a_fan_out_reserves_for_all_its_calls() {
         let mut board = crate::stage::fixtures::board(&[]);
-        assert!(fan_out_fits(&board, 0, 3), "no budget");
-        let share = fan_out_share(&board);
-        assert!(share > 2 * agent_turn_estimate(&board));
-        assert_eq!(fan_out_reserve(&board, 100, 1), 100);
-        assert_eq!(fan_out_reserve(&board, 100, 3), 100 + 2 * share);
-        let one = agent_turn_estimate(&board);
+        let l = &AgentLimits::resolve(&board, &LlmArgs::default());
+        assert!(fan_out_fits(&board, l, 0, 3), "no budget");
+        let share = fan_out_share(&board, l);
+        assert!(share > 2 * agent_turn_estimate(&board, l));
+        assert_eq!(fan_out_reserve(&board, l, 100, 1), 100);
+        assert_eq!(fan_out_reserve(&board, l, 100, 3), 100 + 2 * share);
+        let one = agent_turn_estimate(&board, l);
         board.max_total_tokens = Some(100 + one + share);
-        assert!(fan_out_fits(&board, 100, 2));
-        assert!(!fan_out_fits(&board, 100, 3));
+        assert!(fan_out_fits(&board, l, 100, 2));
+        assert!(!fan_out_fits(&board, l, 100, 3));
     }
 
     #[test]
     fn no_budget_never_stops() {
         let board = crate::stage::fixtures::board(&[]);
+        let l = &AgentLimits::resolve(&board, &LlmArgs::default());
         assert_eq!(
-            next_round(&board, u64::MAX, u64::MAX, 1),
+            next_round(&board, l, u64::MAX, u64::MAX, 1),
             NextRound::Go { reserve: 0 }
         );
+    }
+
+    /// An agent's reply limit is the one the resolver gives its turn: its metadata, the
+    /// board's default, else the `--max-tokens` flag, else the agent turn's default.
+    #[test]
+    fn an_agents_reply_limit_follows_the_resolver() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        let flag = LlmArgs {
+            max_tokens: Some(333),
+            ..LlmArgs::default()
+        };
+        let l = AgentLimits::resolve(&board, &LlmArgs::default());
+        assert_eq!(l.of("arch"), u64::from(default_max_tokens::AGENT_TURN));
+        assert_eq!(AgentLimits::resolve(&board, &flag).of("arch"), 333);
+        board.llm.max_tokens = Some(444);
+        assert_eq!(AgentLimits::resolve(&board, &flag).of("arch"), 444);
+        let meta = &mut board.agents.get_mut("arch").unwrap().metadata;
+        meta.insert("max_tokens".into(), 555.into());
+        let l = AgentLimits::resolve(&board, &flag);
+        assert_eq!((l.of("arch"), l.of("biz")), (555, 444));
     }
 }

@@ -215,36 +215,34 @@ pub struct Given {
 /// One row of [`show`]: a setting, its value, where it came from.
 type Row = (String, String, String);
 
-/// What `--show-config` prints: each setting, its value and where it came from, in the
-/// precedence flag > environment > config file > built-in default; the provider, model and
-/// `max_tokens` of each caller as a run would resolve them (`crate::llm::resolve`, the
-/// resolver the clients use). No key is printed, only whether it is set.
-pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
-    let cfg = &loaded.config;
+/// The provider, model and `max_tokens` rows: for a caller with no metadata, then for each of
+/// `callers`, as `llm::resolve` resolves them for a run.
+fn caller_rows(
+    llm: &crate::llm::LlmArgs,
+    callers: &[(String, serde_json::Map<String, serde_json::Value>)],
+) -> Result<Vec<Row>> {
     let mut rows: Vec<Row> = Vec::new();
-    let mut row = |name: &str, value: String, source: Source| {
-        rows.push((name.to_string(), value, source.to_string()));
+    let mut row = |name: String, value: String, source: Source| {
+        rows.push((name, value, source.to_string()));
     };
-    let mut llm = given.llm.clone();
-    llm.config = cfg.llm_defaults();
-    let board_llm = crate::model::LlmSettings::from_flags(&llm);
+    let board_llm = crate::model::LlmSettings::from_flags(llm);
     let no_meta = serde_json::Map::new();
-    let mut callers = vec![(String::new(), &no_meta)];
-    callers.extend(given.callers.iter().map(|(n, m)| (n.clone(), m)));
-    for (caller, meta) in callers {
+    let all = std::iter::once((String::new(), &no_meta))
+        .chain(callers.iter().map(|(n, m)| (n.clone(), m)));
+    for (caller, meta) in all {
         let prefix = if caller.is_empty() {
             String::new()
         } else {
             format!("{caller}.")
         };
-        match crate::llm::resolve(&llm, &board_llm, &caller, meta) {
+        match crate::llm::resolve(llm, &board_llm, &caller, meta) {
             Ok(r) => {
                 row(
-                    &format!("{prefix}provider"),
+                    format!("{prefix}provider"),
                     r.provider.value.to_string(),
                     r.provider.source,
                 );
-                row(&format!("{prefix}model"), r.model.value, r.model.source);
+                row(format!("{prefix}model"), r.model.value, r.model.source);
                 if !caller.is_empty() {
                     let (n, source) = match r.max_tokens.value {
                         Some(n) => (n, r.max_tokens.source),
@@ -253,15 +251,31 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
                             Source::Default,
                         ),
                     };
-                    row(&format!("{prefix}max_tokens"), n.to_string(), source);
+                    row(format!("{prefix}max_tokens"), n.to_string(), source);
                 }
             }
             Err(Error::Runtime(_)) => {
-                row(&format!("{prefix}provider"), "none".into(), Source::Default)
+                row(format!("{prefix}provider"), "none".into(), Source::Default)
             }
             Err(e) => return Err(e),
         }
     }
+    Ok(rows)
+}
+
+/// What `--show-config` prints: each setting, its value and where it came from, in the
+/// precedence flag > environment > config file > built-in default; the provider, model and
+/// `max_tokens` of each caller as a run would resolve them (`crate::llm::resolve`, the
+/// resolver the clients use). No key is printed, only whether it is set.
+pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
+    let cfg = &loaded.config;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut llm = given.llm.clone();
+    llm.config = cfg.llm_defaults();
+    rows.extend(caller_rows(&llm, &given.callers)?);
+    let mut row = |name: &str, value: String, source: Source| {
+        rows.push((name.to_string(), value, source.to_string()));
+    };
     for (caller, m) in &cfg.models {
         row(
             &format!("models.{caller}"),

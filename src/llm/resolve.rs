@@ -267,25 +267,41 @@ pub fn resolve(
     } else {
         Setting::new(None, Source::Default)
     };
-    let meta_max = metadata
-        .get("max_tokens")
-        .and_then(Value::as_u64)
-        .and_then(|n| u32::try_from(n).ok());
-    let max_tokens = if let Some(n) = meta_max {
-        Setting::new(Some(n), metadata_source())
-    } else if let Some(n) = board_llm.max_tokens {
-        Setting::new(Some(n), board_or_flag(args.max_tokens != Some(n), ""))
-    } else if let Some(n) = args.max_tokens {
-        Setting::new(Some(n), Source::Flag)
-    } else {
-        Setting::new(None, Source::Default)
-    };
+    let max_tokens = resolve_max_tokens(args, board_llm, caller, metadata);
     Ok(Resolved {
         provider,
         model,
         temperature,
         max_tokens,
     })
+}
+
+/// A caller's `max_tokens` (metadata, the board's, the flag; `None`: the stage's default),
+/// which needs no provider: the token budget prices agents' replies with it.
+pub fn resolve_max_tokens(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    caller: &str,
+    metadata: &Map<String, Value>,
+) -> Setting<Option<u32>> {
+    let meta_max = metadata
+        .get("max_tokens")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok());
+    if let Some(n) = meta_max {
+        Setting::new(Some(n), Source::Metadata(who(caller)))
+    } else if let Some(n) = board_llm.max_tokens {
+        let source = if args.max_tokens == Some(n) {
+            Source::Flag
+        } else {
+            Source::Board
+        };
+        Setting::new(Some(n), source)
+    } else if let Some(n) = args.max_tokens {
+        Setting::new(Some(n), Source::Flag)
+    } else {
+        Setting::new(None, Source::Default)
+    }
 }
 
 fn resolve_provider(

@@ -113,14 +113,6 @@ impl Board {
 /// Who calls the model, and the metadata that may choose its provider and model.
 pub type Caller = (String, serde_json::Map<String, serde_json::Value>);
 
-/// A stage that calls a model.
-pub type LlmStage = fn(
-    Board,
-    &mut crate::llm::Client,
-    &crate::llm::Options,
-    &dyn crate::events::Clock,
-) -> Result<Board>;
-
 /// Run a stage that calls a model: the client for `caller` (`llm` holds the flags and the
 /// config file's defaults), the clock from the environment. The programs and the `meeting`
 /// driver, which runs the built-in stages in its own process, both come here
@@ -129,7 +121,12 @@ pub(crate) fn run_llm(
     board: Board,
     llm: &crate::llm::LlmArgs,
     caller: Caller,
-    stage: LlmStage,
+    stage: impl FnOnce(
+        Board,
+        &mut crate::llm::Client,
+        &crate::llm::Options,
+        &dyn crate::events::Clock,
+    ) -> Result<Board>,
 ) -> Result<Board> {
     let (name, metadata) = caller;
     let (mut client, opts) =

@@ -91,6 +91,7 @@ pub(super) struct PmAsk<'a> {
     pub(super) mode: Mode,
     /// Tokens a normal round keeps for the closing round (0: none, or this is it).
     pub(super) reserve: u64,
+    pub(super) limits: &'a budget::AgentLimits,
 }
 
 impl Asker for PmAsk<'_> {
@@ -102,7 +103,7 @@ impl Asker for PmAsk<'_> {
         let d = check_decision(self.board, self.mode, value)?;
         let n = d.calls.len();
         if d.next_action == NextAction::CallAgents
-            && !budget::fan_out_fits(self.board, self.reserve, n)
+            && !budget::fan_out_fits(self.board, self.limits, self.reserve, n)
         {
             return Err(Invalid::Schema(
                 format!("calls: the token budget has no room for {n} calls at once: ask fewer participants"),

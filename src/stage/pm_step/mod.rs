@@ -61,7 +61,10 @@ pub fn run(board: Board, llm: &crate::llm::LlmArgs) -> Result<Board> {
     check_turn(&board)?;
     let metadata = board.pm.as_ref().map(|p| p.metadata.clone());
     let caller = (PM_CALLER.to_string(), metadata.unwrap_or_default());
-    super::run_llm(board, llm, caller, pm_step)
+    let limits = budget::AgentLimits::resolve(&board, llm);
+    super::run_llm(board, llm, caller, |board, client, opts, clock| {
+        pm_step_with(board, client, opts, clock, &limits)
+    })
 }
 
 /// The `max_tokens` of a PM call when nothing set one: a closing round always writes the
@@ -112,7 +115,13 @@ struct Plan {
 
 /// Decide the round's mode: at the loop limit log the forced finish; under a token budget, a
 /// normal round with no room for another loop becomes the closing round now.
-fn plan(board: &mut Board, client: &Client, opts: &Options, clock: &dyn Clock) -> Result<Plan> {
+fn plan(
+    board: &mut Board,
+    client: &Client,
+    opts: &Options,
+    clock: &dyn Clock,
+    limits: &budget::AgentLimits,
+) -> Result<Plan> {
     let mut plan = Plan {
         mode: mode(board),
         reserve: 0,
@@ -125,7 +134,7 @@ fn plan(board: &mut Board, client: &Client, opts: &Options, clock: &dyn Clock) -
         );
         force_finish(board, clock, ForcedReason::MaxLoops, why);
     } else if plan.mode == Mode::Normal && board.max_total_tokens.is_some() {
-        match budget_look_ahead(board, opts, client.schema_in_prompt())? {
+        match budget_look_ahead(board, limits, opts, client.schema_in_prompt())? {
             budget::NextRound::Go { reserve } => plan.reserve = reserve,
             budget::NextRound::Stop(stop) => {
                 force_finish(
@@ -190,10 +199,23 @@ impl Failure {
 /// `last_error` (round failed), or `forced_stop` with or without a report (forced_finish mode).
 /// Never changes `loop_count`. A fatal provider error is `Error::Runtime`.
 pub fn pm_step(
+    board: Board,
+    client: &mut Client,
+    opts: &Options,
+    clock: &dyn Clock,
+) -> Result<Board> {
+    let limits = budget::AgentLimits::resolve(&board, &crate::llm::LlmArgs::default());
+    pm_step_with(board, client, opts, clock, &limits)
+}
+
+/// [`pm_step`] with the agents' reply limits as the LLM flags resolve them (the token budget
+/// prices the next agent turn with them).
+fn pm_step_with(
     mut board: Board,
     client: &mut Client,
     opts: &Options,
     clock: &dyn Clock,
+    limits: &budget::AgentLimits,
 ) -> Result<Board> {
     check_turn(&board)?;
     events::start_stage(&mut board);
@@ -201,7 +223,7 @@ pub fn pm_step(
     if board.record.started_at.is_none() {
         board.record.started_at = Some(clock.now());
     }
-    let plan = plan(&mut board, client, opts, clock)?;
+    let plan = plan(&mut board, client, opts, clock, limits)?;
     let request = pm_request(&board, plan.mode, client.schema_in_prompt())?;
     let opts = &opts.or_max_tokens(pm_max_tokens(plan.mode));
     let mut pm = PmAsk {
@@ -209,6 +231,7 @@ pub fn pm_step(
         clock,
         mode: plan.mode,
         reserve: plan.reserve,
+        limits,
     };
     let calls_before = client.calls();
     let outcome = Failure::of(ask(client, opts, request, &mut pm)?);
@@ -225,7 +248,15 @@ pub fn pm_step(
         }
     }
     match (plan.mode, outcome) {
-        (Mode::Normal, Ok(d)) => apply_decision(&mut board, d, plan.reserve, clock),
+        (Mode::Normal, Ok(d)) => {
+            let reserve = match d.next_action {
+                NextAction::CallAgents => {
+                    budget::fan_out_reserve(&board, limits, plan.reserve, d.calls.len())
+                }
+                _ => plan.reserve,
+            };
+            apply_decision(&mut board, d, reserve, clock)
+        }
         (Mode::Normal, Err(f)) => fail_round(&mut board, f, clock),
         (Mode::ForcedFinish, Ok(d)) => {
             events::push(&mut board, clock, events::pm_finishes());
@@ -257,10 +288,7 @@ fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Cl
             });
         }
         NextAction::CallAgents => {
-            let n = d.calls.len();
-            let reserve_tokens = board
-                .max_total_tokens
-                .map(|_| budget::fan_out_reserve(board, reserve, n));
+            let reserve_tokens = board.max_total_tokens.map(|_| reserve);
             for (i, call) in d.calls.into_iter().enumerate() {
                 // Call i of the fan-out counts loop L+i, as if the calls ran one by one
                 // (DESIGN.md#fan-out).
@@ -376,6 +404,7 @@ fn pm_request(board: &Board, mode: Mode, schema_in_prompt: bool) -> Result<Reque
 /// the agent turn it leads to, priced with the closing round's reserve.
 fn budget_look_ahead(
     board: &Board,
+    limits: &budget::AgentLimits,
     opts: &Options,
     schema_in_prompt: bool,
 ) -> Result<budget::NextRound> {
@@ -390,6 +419,7 @@ fn budget_look_ahead(
     );
     Ok(budget::next_round(
         board,
+        limits,
         pm_cost,
         closing_cost,
         closing_opts.max_tokens.unwrap_or(0),
