@@ -962,9 +962,10 @@ reading the whole cassette and exchange log again. (2) `meeting` runs every buil
 its own process, through the same library functions as the programs (a `--stage` override still
 runs as a process); the exchange log is read from where the last stage's read stopped, a
 cassette is parsed once while unchanged, a compiled schema is kept. "Before" above is step (1);
-what is left per loop is mostly the two fsyncs of each of its three checkpoints (kernel time),
-then serialising the board and the prompts. The fsyncs stay: every checkpoint is on disk
-before the next stage starts.
+what was left per loop was mostly the two fsyncs of each of its three checkpoints (kernel time),
+then serialising the board and the prompts. Since then (Durability where it matters, below) only
+a model's answer is synced, as it is appended to `llm.jsonl`: the boards are derived from the
+answers by pure stages, and `--resume` derives any a crash lost again (docs/DESIGN.md#resume).
 
 Goals (issue 15): the board at 100 loops ≤ 1.2× the board at 25 (the line above the tables);
 the run folder at 100 loops ≤ 4 MB; a 50-loop meeting using no more CPU than AutoGen's (≥ 1.0×),

@@ -6,10 +6,11 @@ use std::path::PathBuf;
 
 use super::outcome::{final_line, result_of, Answers, Tally};
 use super::progress::{confirm_step, progress_line, Ui};
+use super::run_dir::RunDir;
 use super::run_dir::{added_events, copy_log_tail};
+use super::settings::RunSettings;
 use super::stages::{run_loop_stage, Made, Stages};
 use super::stop::Watch;
-use super::{RunDir, RunSettings};
 use crate::error::{Error, Result};
 use crate::model::{Board, MeetingResult, Status};
 use crate::stage::Stage;
@@ -74,7 +75,7 @@ impl Position<'_> {
     }
 
     fn result(&self, board: &Board) -> MeetingResult {
-        result_of(board, &self.tally, self.settings, self.run)
+        result_of(board, &self.tally, self.settings, &self.run.path)
     }
 }
 

@@ -27,7 +27,7 @@ mod stages;
 mod start;
 mod stop;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use callers::callers_of_agents;
 pub use drive::{drive, Run};
@@ -76,7 +76,7 @@ pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
     };
     match drive(&run, ui) {
         Ok(result) => {
-            let failure = outcome::failure(&result, &run.settings, &run.dir);
+            let failure = outcome::failure(&result, &run.settings, &run.dir.path);
             Ok(Outcome::Ended { result, failure })
         }
         Err(error) => Ok(Outcome::Stopped {
@@ -84,10 +84,4 @@ pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
             run_dir: run.dir.path.clone(),
         }),
     }
-}
-
-/// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
-/// so `--resume` works from any folder.
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }

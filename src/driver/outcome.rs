@@ -3,7 +3,9 @@
 //! error a failed meeting exits with.
 
 use super::progress::{paint, Ui};
-use super::{absolute, RunDir, RunSettings};
+use super::settings::{absolute, RunSettings};
+use std::path::Path;
+
 use crate::error::Error;
 use crate::model::{Board, Event, EventType, MeetingResult, Status, TurnStatus};
 
@@ -106,7 +108,7 @@ pub(super) fn result_of(
     board: &Board,
     tally: &Tally,
     settings: &RunSettings,
-    run: &RunDir,
+    run_dir: &Path,
 ) -> MeetingResult {
     let finished = board.status == Status::Finished;
     let no_answer = finished
@@ -120,7 +122,7 @@ pub(super) fn result_of(
         },
         report_file: finished.then(|| settings.report_file.display().to_string()),
         // Both paths absolute (one rule), whatever folder the meeting was started from.
-        run_dir: Some(absolute(&run.path).display().to_string()),
+        run_dir: Some(absolute(run_dir).display().to_string()),
         trace_id: board.trace_id.clone(),
         loops: board.loop_count,
         forced: board.process_note.is_some(),
@@ -160,7 +162,7 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
 pub(super) fn failure(
     result: &MeetingResult,
     settings: &RunSettings,
-    run: &RunDir,
+    run_dir: &Path,
 ) -> Option<Error> {
     if result.status != Status::Failed {
         return None;
@@ -175,7 +177,7 @@ pub(super) fn failure(
             "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
             why.unwrap_or("its report could not be saved"),
             settings.report_file.display(),
-            run.path.display()
+            run_dir.display()
         ),
     }))
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{absolute, MeetingSource, RunSettings};
+use super::settings::{absolute, MeetingSource, RunSettings};
 use crate::error::{Error, Result};
 use crate::io::os_error;
 use crate::model::Board;

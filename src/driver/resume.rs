@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use super::drive::Run;
 use super::report_path::{check_report_path, prove_writable};
-use super::{absolute, RunDir, RunSettings, SETTINGS_VERSION};
+use super::run_dir::RunDir;
+use super::settings::{absolute, RunSettings, SETTINGS_VERSION};
 use crate::error::Result;
 use crate::io::to_json_line;
 use crate::stage::Stage;

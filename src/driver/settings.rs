@@ -2,7 +2,7 @@
 //! and the `--stage NAME=COMMAND` overrides they carry.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +65,12 @@ pub struct RunSettings {
     /// agent-turn's `--human-answers` (absolute), when given (DESIGN.md#a-human-at-the-table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human_answers: Option<PathBuf>,
+}
+
+/// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
+/// so `--resume` works from any folder.
+pub(super) fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 /// `--stage NAME=COMMAND` values (repeatable) as a map; an empty COMMAND is kept, as it

@@ -12,8 +12,8 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 
 use super::progress::{Ticker, Ui};
+use super::settings::{MeetingSource, RunSettings};
 use super::stop::Watch;
-use super::{MeetingSource, RunSettings};
 use crate::cli::ContextArgs;
 use crate::context::InputFrom;
 use crate::error::{Error, Result};

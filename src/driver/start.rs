@@ -16,8 +16,9 @@ use super::report_path::{
     check_report_path, default_report_file, free_report_name, prove_writable,
 };
 use super::run_dir::open_append;
+use super::run_dir::RunDir;
+use super::settings::{absolute, MeetingSource, RunSettings, SETTINGS_VERSION};
 use super::stages::{self, Stages};
-use super::{absolute, MeetingSource, RunDir, RunSettings, SETTINGS_VERSION};
 use crate::cli::BoardArgs;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line};
