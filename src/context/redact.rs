@@ -13,8 +13,8 @@
 //!   `GOCSPX-`), `stripe-key`, `gitlab-token`, `npm-token`, `pypi-token`,
 //!   `huggingface-token`, `sendgrid-key`, and `service-token` (Vault `hvs.`, Grafana,
 //!   DigitalOcean, Shopify, age, Databricks, Pulumi, Linear, xAI, Groq, Replicate, Postman,
-//!   RubyGems, Atlassian, Doppler, Sentry, 1Password, Telegram bot tokens, Azure AD client
-//!   secrets). The prefixes are kept strict and the lengths loosened, so test and example
+//!   RubyGems, Atlassian, Doppler, Sentry, 1Password, Twilio, Mailgun, Telegram bot tokens,
+//!   Azure AD client secrets, Discord and Teams webhooks). The prefixes are kept strict and the lengths loosened, so test and example
 //!   tokens count too.
 //! - **By the name it is given**, whatever the value looks like (detect-secrets,
 //!   github.com/Yelp/detect-secrets: `plugins/keyword.py`'s denylist and its assignment
@@ -24,9 +24,9 @@
 //!   `*_pwd`, any `*_key` but the ones that name a row or a public half, `auth` and
 //!   `client-key-data` with base64-like values) assigned in shell, dotenv, YAML (also block
 //!   scalars and continuation lines), TOML, JSON (also with escaped quotes, as in notebooks),
-//!   INI, PHP, Python, JS, Java properties, XML elements and `key=… value=…` attributes, and
-//!   CSV columns (`secret-assignment`); command-line credentials (`--password x`,
-//!   `mysql -p…`, `curl -u user:…`, `redis-cli -a`, `sshpass -p`; `command-line-secret`);
+//!   INI, PHP, Python, JS, Java properties, XML elements and `key=… value=…` attributes,
+//!   Dockerfile `ENV`, SQL `WITH PASSWORD '…'`, and CSV columns (`secret-assignment`); command-line credentials (`--password x`,
+//!   `mysql -p…`, `curl -u user:…`, `redis-cli -a`, `sshpass -p`, `sqlcmd -P`; `command-line-secret`);
 //!   HTTP headers (`X-Api-Key: …`, `Authorization: Token …`; `header-secret`, and
 //!   `bearer-token`, `basic-auth`); URL userinfo in every form (`url-password`) and signed URL
 //!   signatures (`sig=`).
@@ -84,7 +84,7 @@ macro_rules! kw {
 
 /// In order of precedence: where two rules' secrets overlap the earlier rule's wins (so
 /// `api_key = "sk-…"` is an `openai-key`, and a token inside a key block is the block).
-const RULES: [Rule; 35] = [
+const RULES: [Rule; 37] = [
     Rule {
         kind: "private-key",
         trigger: r"PRIVATE KEY",
@@ -197,9 +197,9 @@ const RULES: [Rule; 35] = [
     },
     Rule {
         kind: "service-token",
-        trigger: r"hv[sbr]\.|gl(?:sa|c)_|_v1_|shp|AGE-SECRET-KEY-1|dapi|pul-|lin_api_|xai-|gsk_|r8_|PMAK-|rubygems_|ATATT3|dp\.|sntrys_|ops_eyJ|:AA|Q~",
+        trigger: r"hv[sbr]\.|gl(?:sa|c)_|_v1_|shp|AGE-SECRET-KEY-1|dapi|pul-|lin_api_|xai-|gsk_|r8_|PMAK-|rubygems_|ATATT3|dp\.|sntrys_|ops_eyJ|:AA|Q~|SK|key-|discord|webhook",
         // gitleaks' rules for these services, by prefix.
-        pattern: r"(?-u:\b)(?:hv[sbr]\.[A-Za-z0-9_-]{24,}|gl(?:sa|c)_[A-Za-z0-9_=+/-]{32,}|do[opr]_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}|dapi[a-f0-9]{32}|pul-[a-f0-9]{40}|lin_api_[A-Za-z0-9]{40}|xai-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|rubygems_[a-f0-9]{48}|ATATT3[A-Za-z0-9_=-]{100,}|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}|sntrys_eyJ[A-Za-z0-9+/=_-]{50,}|ops_eyJ[A-Za-z0-9+/=]{100,}|[0-9]{8,10}:AA[A-Za-z0-9_-]{33}|[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34})",
+        pattern: r"(?-u:\b)(?:hv[sbr]\.[A-Za-z0-9_-]{24,}|gl(?:sa|c)_[A-Za-z0-9_=+/-]{32,}|do[opr]_v1_[a-f0-9]{64}|shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}|AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}|dapi[a-f0-9]{32}|pul-[a-f0-9]{40}|lin_api_[A-Za-z0-9]{40}|xai-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}|rubygems_[a-f0-9]{48}|ATATT3[A-Za-z0-9_=-]{100,}|dp\.(?:pt|st|sa|ct|scim|audit)\.[A-Za-z0-9]{40,}|sntrys_eyJ[A-Za-z0-9+/=_-]{50,}|ops_eyJ[A-Za-z0-9+/=]{100,}|[0-9]{8,10}:AA[A-Za-z0-9_-]{33}|[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}|SK[0-9a-f]{32}|key-[0-9a-f]{32}|https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_-]{20,}|https://[A-Za-z0-9.-]+\.webhook\.office\.com/webhookb2/[A-Za-z0-9\x40/-]{20,})",
         find: whole,
     },
     Rule {
@@ -256,10 +256,10 @@ const RULES: [Rule; 35] = [
     },
     Rule {
         kind: "command-line-secret",
-        trigger: r"redis-cli|sshpass|docker|mongo|-pass",
+        trigger: r"redis-cli|sshpass|docker|mongo|sqlcmd|-pass",
         // Programs whose short option takes a password: `openssl` with `-passin pass:`,
-        // `redis-cli -a`, `sshpass -p`, `docker login -p`, `mongo -p`.
-        pattern: r#"(?:(?-u:\b)(?:redis-cli[^\n]*?[ \t]-a|sshpass[^\n]*?[ \t]-p|docker[ \t]+login[^\n]*?[ \t]-p|mongo(?:sh|dump|restore|import|export)?[^\n]*?[ \t]-p)|[ \t]-pass(?:in|out)[ \t]+pass:)[ \t]*(?P<secret>"[^"\n]+"|'[^'\n]+'|[^\s"'`-][^\s"'`]*)"#,
+        // `redis-cli -a`, `sshpass -p`, `docker login -p`, `mongo -p`, `sqlcmd -P`.
+        pattern: r#"(?:(?-u:\b)(?:redis-cli[^\n]*?[ \t]-a|sshpass[^\n]*?[ \t]-p|docker[ \t]+login[^\n]*?[ \t]-p|mongo(?:sh|dump|restore|import|export)?[^\n]*?[ \t]-p|sqlcmd[^\n]*?[ \t]-P)|[ \t]-pass(?:in|out)[ \t]+pass:)[ \t]*(?P<secret>"[^"\n]+"|'[^'\n]+'|[^\s"'`-][^\s"'`]*)"#,
         find: unquoted_real,
     },
     Rule {
@@ -267,7 +267,7 @@ const RULES: [Rule; 35] = [
         trigger: KEYWORDS,
         // `--password value`, `--token value`, `--client-secret value` (the `=` form is an
         // assignment below).
-        pattern: r#"(?i)(?:^|[ \t\x22'])--?(?P<name>[a-z0-9-]*(?:password|passwd|pass|pwd|token|secret|api-?key|access-key|secret-key|private-key))[ \t]+(?P<secret>"[^"\n]+"|'[^'\n]+'|[^\s"'`<>|;&\\$-][^\s"'`|;&\\]*)"#,
+        pattern: r#"(?i)(?:^|[ \t\x22'])--?(?P<name>[a-z0-9-]*(?:pass(?:word|wd|phrase)?|pwd|token|secret|key|credentials?))[ \t]+(?P<secret>"[^"\n]+"|'[^'\n]+'|[^\s"'`<>|;&\\$-][^\s"'`|;&\\]*)"#,
         find: option_value,
     },
     Rule {
@@ -344,6 +344,24 @@ const RULES: [Rule; 35] = [
         // A (user, password) pair: `auth=("user", "…")` (Python requests, httpx).
         pattern: r#"(?i)(?-u:\b)(?:auth|basic_auth|http_auth|credentials)[ \t]*=[ \t]*\([ \t]*["'][^"'\n]*["'][ \t]*,[ \t]*["'](?P<secret>[^"'\n]+)["']"#,
         find: real_value,
+    },
+    Rule {
+        kind: "secret-assignment",
+        trigger: r"(?i-u:password|identified)",
+        // SQL: `CREATE USER … WITH PASSWORD '…'`, `IDENTIFIED BY '…'`.
+        pattern: r"(?i)(?-u:\b)(?:password|identified[ \t]+(?:with[ \t]+[A-Za-z0-9_]+[ \t]+)?by)[ \t]+'(?P<secret>[^'\n]+)'",
+        find: real_value,
+    },
+    Rule {
+        kind: "secret-assignment",
+        trigger: KEYWORDS,
+        // A Dockerfile's `ENV NAME value` (the `=` form is an assignment above).
+        pattern: concat!(
+            r"(?m)^[ \t]*ENV[ \t]+(?i:(?P<name>[A-Za-z0-9_.\-]*",
+            kw!(),
+            r"))[ \t]+(?P<secret>[^\s=][^\n]*)"
+        ),
+        find: named_unquoted,
     },
     Rule {
         kind: "secret-assignment",
@@ -1097,12 +1115,16 @@ fn has_digit_or_symbol(v: &str) -> bool {
 }
 
 /// Shaped like a credential: 8 or more characters without spaces, with a digit or a symbol in
-/// them or 16 or more, and not a variable name.
+/// them, or 12 or more in mixed case (base64), or 16 or more; and not a variable name.
 fn tokenish(v: &str) -> bool {
     let n = v.chars().count();
     n >= 8
         && !v.contains(char::is_whitespace)
-        && (has_digit_or_symbol(v) || n >= 16)
+        && (has_digit_or_symbol(v)
+            || n >= 16
+            || n >= 12
+                && v.bytes().any(|b| b.is_ascii_uppercase())
+                && v.bytes().any(|b| b.is_ascii_lowercase()))
         && !(v
             .bytes()
             .all(|b| b.is_ascii_uppercase() || b == b'_' || b.is_ascii_digit())

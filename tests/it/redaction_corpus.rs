@@ -546,6 +546,57 @@ fn corpus() -> Vec<Sample> {
             "variable \"db_password\" {\n  default = \"{S}\"\n}\n",
             "tf-Default-Pw",
         ),
+        // SQL, Dockerfiles and more command lines
+        s(
+            "sql create user",
+            "CREATE USER app WITH PASSWORD '{S}';\n",
+            "sql-Create-Pw",
+        ),
+        s(
+            "mysql identified by",
+            "ALTER USER 'app'@'%' IDENTIFIED BY '{S}';\n",
+            "sql-Ident-Pw",
+        ),
+        s("dockerfile env space", "FROM postgres:16\nENV POSTGRES_PASSWORD {S}\n", "dock-Env-Pw"),
+        s("dockerfile env equals", "ENV API_TOKEN={S}\n", "dock-Eq-Tok"),
+        s("sqlcmd -P", "sqlcmd -S db -U sa -P '{S}' -Q \"SELECT 1\"\n", "sqlcmd-Pw1"),
+        s(
+            "az storage account key option",
+            "az storage blob list --account-name acct --account-key {S}\n",
+            "YWNjb3VudGtleQ+/x==",
+        ),
+        s("java system property", "java -Ddb.password={S} -jar app.jar\n", "jvm-Prop-Pw"),
+        s("helm set", "helm install db bitnami/postgresql --set auth.password={S}\n", "helm-Set-Pw"),
+        s(
+            "kubectl from-literal",
+            "kubectl create secret generic db --from-literal=password={S}\n",
+            "kube-Lit-Pw",
+        ),
+        s("docker run -e", "docker run -e POSTGRES_PASSWORD={S} postgres\n", "dock-Run-Pw"),
+        s(
+            "discord webhook",
+            "hook: {S}\n",
+            &rep("https://discord.com/api/webhooks/123456789012345678/", "Ab3xYz9Q_k", 4),
+        ),
+        s(
+            "docker auth without digits",
+            "{\"auths\": {\"ghcr.io\": {\"auth\": \"{S}\"}}}\n",
+            "dXNlcjpwYXNz",
+        ),
+        s("go struct field", "cfg := Config{\n\tPassword: \"{S}\",\n}\n", "go-Field-Pw"),
+        s("ruby config", "config.api_key = '{S}'\n", "rb-Cfg-Key"),
+        s(
+            "json base64 line-split value",
+            "\"private_key\": \"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\\\nBKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj\"\n",
+            "BKcwggSjAgEAAoIBAQC7VJTUt9Us8cKj",
+        ),
+        s(
+            "yaml quoted line-split value",
+            "token: \"abcdefgh12345678\n  {S}\"\n",
+            "ijklmnop90123456",
+        ),
+        s("yaml binary block", "secret: !!binary |\n  {S}\n", "c2VjcmV0LXZhbHVlLTEyMw=="),
+        s("httpie header", "http GET api.example.com Authorization:\"Token {S}\"\n", "httpie0a1b2c3d"),
         // Known misses
         s("pgpass line", "db.internal:5432:app:app:{S}\n", "pgpass-Pw"),
         s("prose sentence", "The staging password is {S} until Friday.\n", "Stag1ng-Pw"),
@@ -553,7 +604,7 @@ fn corpus() -> Vec<Sample> {
 }
 
 /// Prose and configuration that name secrets without holding one.
-const NEAR_MISSES: [&str; 70] = [
+const NEAR_MISSES: [&str; 73] = [
     "Set `max_tokens: 1500` in the config.",
     "max_tokens: 1500\ntemperature: 0.2",
     "api_key_env: OPENAI_API_KEY",
@@ -617,6 +668,9 @@ const NEAR_MISSES: [&str; 70] = [
     "The PuTTY-User-Key-File-3 header starts a .ppk file.",
     "---- BEGIN SSH2 PUBLIC KEY ----\nComment: x\nAAAAB3NzaC1yc2EAAAADAQABAAABAQ\n---- END SSH2 PUBLIC KEY ----",
     "password:\n  min_length: 12",
+    "CREATE USER app WITH PASSWORD :pw;",
+    "ENV PATH /usr/local/bin:$PATH\nENV DB_PASSWORD_FILE /run/secrets/db",
+    "aws s3 cp --sse-kms-key-id alias/x s3://b/k",
     "tokens: 1500",
     "Every password must be rotated yearly, the password is never written down.",
     "We discussed the API key, the token",
