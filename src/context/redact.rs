@@ -709,6 +709,9 @@ fn continuation(text: &str, key_col: usize, mut end: usize) -> usize {
     }
 }
 
+/// Rows looked at under one CSV header.
+const CSV_ROWS: usize = 1000;
+
 /// A CSV header line (two or more short column names, one of them a secret's name) and the
 /// rows under it: the fields of the secret columns, up to a blank line or a row with another
 /// number of fields.
@@ -737,7 +740,12 @@ fn csv_columns(text: &str, c: &Captures, out: &mut Vec<Range<usize>>) {
         return;
     }
     let mut pos = header.end();
-    while let Some(row) = next_line(text, pos) {
+    // At most `CSV_ROWS` rows per header, so a file whose rows look like headers costs a
+    // bounded amount per row.
+    for _ in 0..CSV_ROWS {
+        let Some(row) = next_line(text, pos) else {
+            break;
+        };
         pos = row.end;
         let line = text[row.clone()].trim_end_matches('\r');
         if line.trim().is_empty() || line.split(',').count() != columns.len() {
@@ -764,12 +772,24 @@ fn csv_columns(text: &str, c: &Captures, out: &mut Vec<Range<usize>>) {
 // Lines
 
 fn line_start(text: &str, i: usize) -> usize {
-    text[..i].rfind('\n').map_or(0, |p| p + 1)
+    let from = i.saturating_sub(LINE_WINDOW);
+    match text.as_bytes()[from..i].iter().rposition(|&b| b == b'\n') {
+        Some(p) => from + p + 1,
+        None if from == 0 => 0,
+        None => ceil_char_boundary(text, from),
+    }
 }
 
 /// The end of the line holding `i`, before its `\n` (and a `\r` before that).
 fn line_end(text: &str, i: usize) -> usize {
-    let e = text[i..].find('\n').map_or(text.len(), |p| i + p);
+    let e = newline_after(text, i).unwrap_or_else(|| {
+        let to = i.saturating_add(LINE_WINDOW);
+        if to >= text.len() {
+            text.len()
+        } else {
+            ceil_char_boundary(text, to)
+        }
+    });
     if e > i && text.as_bytes()[e - 1] == b'\r' {
         e - 1
     } else {
@@ -779,13 +799,32 @@ fn line_end(text: &str, i: usize) -> usize {
 
 /// The line after the one that ends at or holds `pos`, without its line break.
 fn next_line(text: &str, pos: usize) -> Option<Range<usize>> {
-    let nl = pos + text[pos..].find('\n')?;
-    let start = nl + 1;
+    let start = newline_after(text, pos)? + 1;
     if start >= text.len() {
         return None;
     }
-    let end = text[start..].find('\n').map_or(text.len(), |p| start + p);
-    Some(start..end)
+    Some(start..line_end(text, start))
+}
+
+/// Lines are looked at up to this many bytes around a match, so that the checks on a match
+/// cost a bounded amount even in a text of one huge line (minified JSON, a log without line
+/// breaks), and redaction stays linear in the text.
+const LINE_WINDOW: usize = 4096;
+
+/// The first `\n` at or after `i`, within the window.
+fn newline_after(text: &str, i: usize) -> Option<usize> {
+    let to = i.saturating_add(LINE_WINDOW).min(text.len());
+    text.as_bytes()[i..to]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|p| i + p)
+}
+
+fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1454,6 +1493,17 @@ mod tests {
             let r = redact(text);
             assert_eq!(r.text, text, "redacted: {:?}", r.markers);
         }
+    }
+
+    #[test]
+    fn one_huge_line_is_redacted_like_short_ones() {
+        // The checks on a match look at a bounded window of its line (minified JSON).
+        let item = "{\"db_password\": \"Hunter2-x\", \"note\": \"caf\u{e9} \u{2014} ok\"}, ";
+        let text = format!("[{}]", item.repeat(2000));
+        let r = redact(&text);
+        assert_eq!(r.markers.len(), 2000);
+        assert!(!r.text.contains("Hunter2-x"));
+        assert!(r.text.contains("caf\u{e9} \u{2014} ok"));
     }
 
     #[test]
