@@ -131,11 +131,23 @@ pub fn packet(
             (input, base_dir())
         }
     };
-    let (bundle, notes) = collect_with_notes(&input, &opts(base_dir))?;
+    let opts = opts(base_dir);
+    let mut input = input;
+    // The meeting's own text reaches every prompt like a document does, so it passes the same
+    // filter (DESIGN.md#context-collection).
+    let own = if opts.redact {
+        redact::redact_input(&mut input)
+    } else {
+        Vec::new()
+    };
+    let (bundle, notes) = collect_with_notes(&input, &opts)?;
+    let own = (!own.is_empty()).then(|| Redaction {
+        document_id: INPUT_LABEL.to_string(),
+        kinds: own,
+    });
     let lines = notes.skipped.into_iter().chain(
-        notes
-            .redactions
-            .iter()
+        own.iter()
+            .chain(&notes.redactions)
             .map(|r| format!("{}: {}", r.document_id, r.describe())),
     );
     let packet = crate::model::MeetingPacket {
@@ -145,6 +157,10 @@ pub fn packet(
     };
     Ok((packet, lines.collect()))
 }
+
+/// How `collect-context` names the meeting's own text (topic, brief, decision packet) when it
+/// says what it redacted there.
+pub const INPUT_LABEL: &str = "meeting topic, brief and decision packet";
 
 /// Load and validate a meeting file (`.json`, `.yaml` or `.yml`); every error names the file
 /// and, where there is one, the field path (exit 2).

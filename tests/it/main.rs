@@ -45,6 +45,7 @@ mod meeting_outcomes;
 mod next_stage;
 mod pm_step;
 mod prompt_layout;
+mod redaction_corpus;
 mod report;
 mod schemas;
 mod secrets;
