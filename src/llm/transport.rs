@@ -188,7 +188,7 @@ pub(crate) fn is_loopback(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// A URL's `user:password@` part, when it has a password (`redis://:pw@host` too).
+/// A URL's `user:password@` part, when it has a password (an empty user too: `redis://:…@host`).
 fn userinfo(url: &str) -> Option<&str> {
     let start = url.find("://")? + 3;
     let rest = &url[start..];
