@@ -979,7 +979,7 @@ FINDINGS = """## Findings and changes
   for `cat`). callgrind (`valgrind --tool=callgrind target/release/pm-step --provider replay
   --cassette C < board.json`) showed 58% of its instructions in `io::parse_versioned`: the
   board was parsed into a `serde_json::Value` tree, then converted into a `Board`. **Change**
-  (src/io.rs): a document whose version field is the supported one now deserialises straight
+  (src/io/doc.rs): a document whose version field is the supported one now deserialises straight
   from the text (a first pass reads only the version with `IgnoredAny`); every error still goes
   through the old checked path, so messages are unchanged. Before/after table above (interleaved,
   same run): CPU -23% to -43% per stage on 200-loop boards, -11% for a whole 50-loop meeting.

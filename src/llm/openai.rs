@@ -295,6 +295,30 @@ fn strict_node(schema: &Value) -> Option<Value> {
             return None;
         }
     }
+    let mut out = strict_keywords(map)?;
+    let is_object = match map.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
+        _ => map.contains_key("properties"),
+    };
+    let is_array = match map.get("type") {
+        Some(Value::String(t)) => t == "array",
+        Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
+        _ => false,
+    };
+    // Strict mode wants every array's item schema; an array of anything is not expressible.
+    if is_array && !map.contains_key("items") {
+        return None;
+    }
+    if is_object {
+        strict_properties(map, &mut out)?;
+    }
+    Some(Value::Object(out))
+}
+
+/// A schema node's keywords in strict form, its properties aside: sub-schemas converted,
+/// keywords outside strict mode's subset dropped; `None` when a sub-schema is not expressible.
+fn strict_keywords(map: &Map<String, Value>) -> Option<Map<String, Value>> {
     let mut out = Map::new();
     for (k, v) in map {
         match k.as_str() {
@@ -329,55 +353,45 @@ fn strict_node(schema: &Value) -> Option<Value> {
             _ => {}
         }
     }
-    let is_object = match map.get("type") {
-        Some(Value::String(t)) => t == "object",
-        Some(Value::Array(ts)) => ts.iter().any(|t| t == "object"),
-        _ => map.contains_key("properties"),
-    };
-    let is_array = match map.get("type") {
-        Some(Value::String(t)) => t == "array",
-        Some(Value::Array(ts)) => ts.iter().any(|t| t == "array"),
-        _ => false,
-    };
-    // Strict mode wants every array's item schema; an array of anything is not expressible.
-    if is_array && !map.contains_key("items") {
+    Some(out)
+}
+
+/// An object node's properties in strict form, into `out`: every property required, the
+/// optional ones made nullable, no additional properties; `None` when not expressible.
+fn strict_properties(map: &Map<String, Value>, out: &mut Map<String, Value>) -> Option<()> {
+    if map
+        .get("additionalProperties")
+        .is_some_and(|a| a != &Value::Bool(false))
+    {
         return None;
     }
-    if is_object {
-        if map
-            .get("additionalProperties")
-            .is_some_and(|a| a != &Value::Bool(false))
-        {
-            return None;
-        }
-        let props = match map.get("properties") {
-            Some(Value::Object(p)) if !p.is_empty() => p,
-            // An object with no declared properties is a free-form map in practice.
-            _ => return None,
+    let props = match map.get("properties") {
+        Some(Value::Object(p)) if !p.is_empty() => p,
+        // An object with no declared properties is a free-form map in practice.
+        _ => return None,
+    };
+    let required: Vec<&str> = map
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut new_props = Map::new();
+    for (name, p) in props {
+        let converted = strict_node(p)?;
+        let converted = if required.contains(&name.as_str()) {
+            converted
+        } else {
+            nullable(converted)
         };
-        let required: Vec<&str> = map
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|r| r.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        let mut new_props = Map::new();
-        for (name, p) in props {
-            let converted = strict_node(p)?;
-            let converted = if required.contains(&name.as_str()) {
-                converted
-            } else {
-                nullable(converted)
-            };
-            new_props.insert(name.clone(), converted);
-        }
-        out.insert("properties".into(), Value::Object(new_props));
-        out.insert(
-            "required".into(),
-            Value::Array(props.keys().map(|k| json!(k)).collect()),
-        );
-        out.insert("additionalProperties".into(), Value::Bool(false));
+        new_props.insert(name.clone(), converted);
     }
-    Some(Value::Object(out))
+    out.insert("properties".into(), Value::Object(new_props));
+    out.insert(
+        "required".into(),
+        Value::Array(props.keys().map(|k| json!(k)).collect()),
+    );
+    out.insert("additionalProperties".into(), Value::Bool(false));
+    Some(())
 }
 
 fn nullable(mut schema: Value) -> Value {

@@ -1,0 +1,543 @@
+//! The [`Client`] the callers use (DESIGN.md#llm-layer, DESIGN.md#failure-policy): its retry
+//! policy and waits, call numbers (a fan-out's too), one exchange-log line per attempt, and a
+//! usage estimate when the server sends none.
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use crate::model::Tokens;
+use serde_json::{json, Value};
+
+use super::{
+    parse, replay, transport, AttemptError, LlmError, Message, NoJson, Options, Provider, RawReply,
+    Reply, Request, TokenUsage,
+};
+
+/// Attempts a local server gets after a read timeout: the first and one retry.
+const LOCAL_TIMEOUT_ATTEMPTS: u32 = 2;
+
+/// How the [`Client`] retries failed attempts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetryPolicy {
+    /// Attempts per logical call, the first included (at least 1).
+    pub max_attempts: u32,
+    /// Backoff before the 2nd attempt; doubles each time, plus up to 50% jitter.
+    pub base_delay: Duration,
+    /// Cap on any single wait, including a server's `Retry-After`.
+    pub max_delay: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 3,
+            base_delay: Duration::from_millis(500),
+            max_delay: Duration::from_secs(30),
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// No waiting at all: replay, where faults are simulated.
+    pub fn immediate(max_attempts: u32) -> RetryPolicy {
+        RetryPolicy {
+            max_attempts,
+            base_delay: Duration::ZERO,
+            max_delay: Duration::ZERO,
+        }
+    }
+
+    /// The wait after failed attempt number `attempt` (1-based).
+    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(ra) = retry_after {
+            return ra.min(self.max_delay);
+        }
+        let exp = self
+            .base_delay
+            .saturating_mul(1u32 << (attempt.saturating_sub(1)).min(16));
+        let jitter = exp.mul_f64(fastrand::f64() * 0.5);
+        (exp + jitter).min(self.max_delay)
+    }
+}
+
+/// The interface the stages use: retries, tolerant parsing, usage and the call counter.
+pub struct Client {
+    provider: Box<dyn Provider>,
+    calls: u64,
+    policy: RetryPolicy,
+    log: Option<PathBuf>,
+    /// One call of a fan-out (DESIGN.md#fan-out): `(base, index, of)`; `calls` then counts this
+    /// client's attempts and attempt k (1-based) has call number `base + (k-1)*of + index + 1`.
+    fan_out: Option<(u64, u64, u64)>,
+    /// Every wait between two attempts, in order (see [`Client::waits`]).
+    waits: Vec<Duration>,
+}
+
+impl Client {
+    /// `calls` is the board's `usage.calls` before this stage's first call. A bare client
+    /// makes ONE attempt per call (what scripted test fakes expect); [`client_for`](super::client_for) sets the
+    /// retry policy from the flags (`--max-attempts`, backoff; no waiting in replay).
+    pub fn new(provider: Box<dyn Provider>, calls: u64) -> Client {
+        Client {
+            provider,
+            calls,
+            policy: RetryPolicy::immediate(1),
+            log: None,
+            fan_out: None,
+            waits: Vec::new(),
+        }
+    }
+
+    /// Number this client's attempts as call `index` (0-based) of a fan-out of `of` calls that
+    /// starts after call number `base` (DESIGN.md#fan-out): every call's numbers are fixed
+    /// before any is sent, whatever order the answers arrive in — without retries the calls
+    /// take `base+1 ..= base+of` in call order, the numbers a sequential meeting would give
+    /// them. [`Client::calls`] then counts this client's attempts (from 0) and
+    /// [`Client::last_seq`] is the highest number it used.
+    pub fn in_fan_out(mut self, base: u64, index: u64, of: u64) -> Client {
+        self.fan_out = Some((base, index, of.max(1)));
+        self.calls = 0;
+        self
+    }
+
+    /// The call number of attempt `k` (1-based counter value).
+    fn seq_of(&self, k: u64) -> u64 {
+        match self.fan_out {
+            None => k,
+            Some((base, index, of)) => base + (k - 1) * of + index + 1,
+        }
+    }
+
+    /// The highest call number this client used (the counter itself outside a fan-out; the
+    /// fan-out's base when a fan-out client made no attempt).
+    pub fn last_seq(&self) -> u64 {
+        match self.fan_out {
+            Some((base, _, _)) if self.calls == 0 => base,
+            _ => self.seq_of(self.calls),
+        }
+    }
+
+    pub fn with_policy(mut self, policy: RetryPolicy) -> Client {
+        self.policy = RetryPolicy {
+            max_attempts: policy.max_attempts.max(1),
+            ..policy
+        };
+        self
+    }
+
+    /// Append every attempt (full prompt, raw response or error, usage) to this JSONL file.
+    pub fn with_log(mut self, path: Option<PathBuf>) -> Client {
+        self.log = path;
+        self
+    }
+
+    pub fn policy(&self) -> RetryPolicy {
+        self.policy
+    }
+
+    /// The global call counter after the calls made so far (write it back to the board).
+    pub fn calls(&self) -> u64 {
+        self.calls
+    }
+
+    /// The waits this client made between attempts so far, in order: backoff, or a server's
+    /// `Retry-After` capped by the policy; none after the last attempt. Recorded so that a
+    /// test can read the retry policy's decisions instead of timing them.
+    pub fn waits(&self) -> &[Duration] {
+        &self.waits
+    }
+
+    /// See [`Provider::schema_in_prompt`].
+    pub fn schema_in_prompt(&self) -> bool {
+        self.provider.schema_in_prompt()
+    }
+
+    pub fn provider_name(&self) -> &str {
+        self.provider.name()
+    }
+
+    /// See [`Provider::replayed`] and [`Provider::note`].
+    pub fn replayed(&self) -> bool {
+        self.provider.replayed()
+    }
+    pub fn note(&self) -> Option<String> {
+        self.provider.note()
+    }
+
+    /// One logical call: attempts with retries on 429/5xx/timeouts/network errors, then
+    /// tolerant parsing when `req.expect` is set. Every attempt takes the next call number.
+    pub fn call(&mut self, req: &Request, opts: &Options) -> Result<Reply, LlmError> {
+        let start = Instant::now();
+        let name = self.provider.name().to_string();
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            self.calls += 1;
+            let seq = self.seq_of(self.calls);
+            let t0 = Instant::now();
+            let result = self.provider.attempt(seq, req, opts);
+            let attempt_ms = t0.elapsed().as_millis() as u64;
+            self.log_attempt(seq, attempt, req, opts, &result, attempt_ms);
+            let elapsed = || start.elapsed().as_millis() as u64;
+            let mut last_attempt = self.policy.max_attempts;
+            let (message, retry_after) = match result {
+                Ok(raw) => {
+                    if req.expect.is_none() && raw.text.trim().is_empty() {
+                        return Err(LlmError::Transient {
+                            message: format!("{name}: the model returned an empty reply"),
+                            attempts: attempt,
+                            duration_ms: elapsed(),
+                        });
+                    }
+                    let usage = raw.usage.unwrap_or_else(|| estimate_usage(req, &raw.text));
+                    let json = req.expect.as_ref().map(|_| {
+                        parse::parse_json_reply(&raw.text).map_err(|e| {
+                            if raw.truncated {
+                                NoJson::CutOff(opts.max_tokens)
+                            } else {
+                                NoJson::Invalid(e)
+                            }
+                        })
+                    });
+                    return Ok(Reply {
+                        text: raw.text,
+                        json,
+                        usage,
+                        duration_ms: elapsed(),
+                        attempts: attempt,
+                        truncated: raw.truncated,
+                    });
+                }
+                Err(AttemptError::Fatal(m)) => return Err(LlmError::Fatal(format!("{name}: {m}"))),
+                Err(AttemptError::Http {
+                    status,
+                    message,
+                    retry_after,
+                }) => {
+                    let text = format!("{name}: HTTP {status}: {message}");
+                    if status == 408 || status == 429 || status >= 500 {
+                        (text, retry_after)
+                    } else if transport::is_context_length(status, &message) {
+                        return Err(LlmError::Transient {
+                            message: text,
+                            attempts: attempt,
+                            duration_ms: elapsed(),
+                        });
+                    } else {
+                        return Err(LlmError::Fatal(text));
+                    }
+                }
+                Err(AttemptError::Timeout(m)) => {
+                    // A local server that timed out is busy generating: one retry at most.
+                    if self.provider.is_local() {
+                        last_attempt = last_attempt.min(LOCAL_TIMEOUT_ATTEMPTS);
+                    }
+                    (format!("{name}: timeout: {m}"), None)
+                }
+                Err(AttemptError::Network(m)) => (format!("{name}: network error: {m}"), None),
+                Err(AttemptError::Unreachable(m)) => {
+                    if attempt >= self.policy.max_attempts {
+                        return Err(LlmError::Fatal(format!(
+                            "{name}: provider unreachable: {m} (gave up after {attempt} attempts; check OPENAI_BASE_URL / ANTHROPIC_BASE_URL and the network)"
+                        )));
+                    }
+                    (format!("{name}: unreachable: {m}"), None)
+                }
+            };
+            if attempt >= last_attempt {
+                let ms = elapsed();
+                return Err(LlmError::Transient {
+                    message: format!("{message} (gave up after {attempt} attempts, {ms} ms)"),
+                    attempts: attempt,
+                    duration_ms: ms,
+                });
+            }
+            let wait = self.policy.delay(attempt, retry_after);
+            self.waits.push(wait);
+            if !wait.is_zero() {
+                std::thread::sleep(wait);
+            }
+        }
+    }
+
+    fn log_attempt(
+        &self,
+        seq: u64,
+        attempt: u32,
+        req: &Request,
+        opts: &Options,
+        result: &Result<RawReply, AttemptError>,
+        duration_ms: u64,
+    ) {
+        let Some(path) = &self.log else { return };
+        if self.provider.last_was_reused() {
+            return;
+        }
+        let line = exchange_line(
+            self.provider.as_ref(),
+            seq,
+            attempt,
+            req,
+            opts,
+            result,
+            duration_ms,
+        );
+        // A model's answer is what a crash must not lose: it is paid for, and every board is
+        // derived from it (DESIGN.md#resume). A replayed one is in its cassette already, and a
+        // failed attempt is asked again anyway.
+        let paid = result.is_ok() && !self.provider.replayed();
+        if let Err(e) = replay::append_line(path, &line.to_string(), paid) {
+            crate::stage_warning!(
+                "llm: warning: cannot write the exchange log {}: {}",
+                path.display(),
+                crate::io::os_error(&e)
+            );
+        }
+    }
+}
+
+/// One line of the exchange log: everything needed to see what the model was asked and said.
+/// Requests never carry credentials, so neither does this.
+fn exchange_line(
+    provider: &dyn Provider,
+    seq: u64,
+    attempt: u32,
+    req: &Request,
+    opts: &Options,
+    result: &Result<RawReply, AttemptError>,
+    duration_ms: u64,
+) -> Value {
+    let ts_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    let messages: Vec<Value> = req.messages.iter().map(Message::to_json).collect();
+    let (response, usage, error, truncated) = match result {
+        Ok(raw) => (
+            Some(raw.text.clone()),
+            raw.usage.map(TokenUsage::to_json),
+            None,
+            raw.truncated,
+        ),
+        Err(e) => (None, None, Some(attempt_error_text(e)), false),
+    };
+    json!({
+        "ts_ms": ts_ms,
+        "seq": seq,
+        "attempt": attempt,
+        "caller": req.caller,
+        "provider": provider.name(),
+        "model": opts.model,
+        "temperature": opts.temperature,
+        "max_tokens": opts.max_tokens,
+        // As sent: with the schema in words when the provider describes it in the prompt.
+        "system": provider.system_text(req),
+        "messages": messages,
+        "schema": req.expect.as_ref().map(|e| json!({"name": e.name, "schema": e.schema})),
+        "response": response,
+        "truncated": truncated,
+        "error": error,
+        "usage": usage,
+        "duration_ms": duration_ms,
+    })
+}
+
+fn attempt_error_text(e: &AttemptError) -> String {
+    match e {
+        AttemptError::Http {
+            status, message, ..
+        } => format!("HTTP {status}: {message}"),
+        AttemptError::Timeout(m) => format!("timeout: {m}"),
+        AttemptError::Network(m) => format!("network error: {m}"),
+        AttemptError::Unreachable(m) => format!("unreachable: {m}"),
+        AttemptError::Fatal(m) => m.clone(),
+    }
+}
+
+/// About four characters per token: good enough for budgets when the server sends no usage.
+pub(crate) fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
+    let mut prompt_chars = req.system.chars().count();
+    prompt_chars += req
+        .messages
+        .iter()
+        .map(|m| m.content.chars().count())
+        .sum::<usize>();
+    if let Some(e) = &req.expect {
+        prompt_chars += e.schema.to_string().chars().count();
+    }
+    let est = |n: usize| n.div_ceil(4) as u64;
+    TokenUsage {
+        tokens: Tokens {
+            prompt_tokens: est(prompt_chars),
+            completion_tokens: est(reply.chars().count()),
+            ..Tokens::default()
+        },
+        estimated: true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_is_capped() {
+        let p = RetryPolicy {
+            max_attempts: 5,
+            base_delay: Duration::from_millis(100),
+            max_delay: Duration::from_millis(350),
+        };
+        let d1 = p.delay(1, None);
+        assert!(
+            d1 >= Duration::from_millis(100) && d1 <= Duration::from_millis(150),
+            "{d1:?}"
+        );
+        let d2 = p.delay(2, None);
+        assert!(
+            d2 >= Duration::from_millis(200) && d2 <= Duration::from_millis(300),
+            "{d2:?}"
+        );
+        assert_eq!(p.delay(4, None), Duration::from_millis(350));
+        assert_eq!(
+            p.delay(1, Some(Duration::from_secs(60))),
+            Duration::from_millis(350)
+        );
+        assert_eq!(p.delay(1, Some(Duration::ZERO)), Duration::ZERO);
+    }
+
+    /// Records the call number of every attempt; fails all but every third with a 503.
+    struct Seqs(std::rc::Rc<std::cell::RefCell<Vec<u64>>>);
+
+    impl Provider for Seqs {
+        fn name(&self) -> &str {
+            "seqs"
+        }
+        fn attempt(
+            &mut self,
+            seq: u64,
+            _: &Request,
+            _: &Options,
+        ) -> Result<RawReply, AttemptError> {
+            self.0.borrow_mut().push(seq);
+            Err(AttemptError::Http {
+                status: 503,
+                message: "busy".into(),
+                retry_after: None,
+            })
+        }
+    }
+
+    /// A fan-out client's attempts take `base + k*of + index + 1` (DESIGN.md#fan-out), transport
+    /// retries included; `calls()` counts its own attempts and `last_seq()` the highest number.
+    #[test]
+    fn fan_out_call_numbers_are_fixed_in_advance() {
+        let seen = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let mut c = Client::new(Box::new(Seqs(seen.clone())), 99)
+            .with_policy(RetryPolicy::immediate(3))
+            .in_fan_out(10, 1, 3);
+        assert_eq!((c.calls(), c.last_seq()), (0, 10), "nothing used yet");
+        let req = Request {
+            caller: "a".into(),
+            system: String::new(),
+            messages: vec![],
+            expect: None,
+        };
+        let opts = Options {
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+        };
+        assert!(c.call(&req, &opts).is_err());
+        assert_eq!(*seen.borrow(), [12, 15, 18]);
+        assert_eq!((c.calls(), c.last_seq()), (3, 18));
+        let mut plain = Client::new(Box::new(Seqs(seen.clone())), 4);
+        assert!(plain.call(&req, &opts).is_err());
+        assert_eq!((plain.calls(), plain.last_seq()), (5, 5));
+    }
+
+    /// Fails every attempt with the same error, counting the attempts.
+    struct Always(AttemptError, std::rc::Rc<std::cell::Cell<u32>>);
+
+    impl Provider for Always {
+        fn name(&self) -> &str {
+            "always"
+        }
+        fn attempt(&mut self, _: u64, _: &Request, _: &Options) -> Result<RawReply, AttemptError> {
+            self.1.set(self.1.get() + 1);
+            Err(self.0.clone())
+        }
+    }
+
+    /// A 429 on the last attempt gives up at once: waiting out its Retry-After would only
+    /// delay the failure (DESIGN.md#failure-policy). Earlier waits honour Retry-After, capped.
+    #[test]
+    fn retry_after_is_capped_and_the_last_attempt_does_not_wait() {
+        let rate_limited = |secs| AttemptError::Http {
+            status: 429,
+            message: "slow down".into(),
+            retry_after: Some(Duration::from_secs(secs)),
+        };
+        let req = Request {
+            caller: "pm".into(),
+            system: String::new(),
+            messages: vec![Message::user("q")],
+            expect: None,
+        };
+        let opts = Options {
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+        };
+        // (attempts, Retry-After in seconds, the policy's cap, the waits made)
+        let cases = [
+            (1, 2, Duration::from_secs(30), vec![]),
+            (
+                2,
+                60,
+                Duration::from_millis(50),
+                vec![Duration::from_millis(50)],
+            ),
+            (
+                3,
+                60,
+                Duration::from_millis(5),
+                vec![Duration::from_millis(5); 2],
+            ),
+        ];
+        for (max_attempts, retry_after, max_delay, waits) in cases {
+            let n = std::rc::Rc::new(std::cell::Cell::new(0));
+            let provider = Always(rate_limited(retry_after), n.clone());
+            let mut client = Client::new(Box::new(provider), 0).with_policy(RetryPolicy {
+                max_attempts,
+                base_delay: Duration::from_millis(1),
+                max_delay,
+            });
+            let e = client.call(&req, &opts).unwrap_err();
+            assert!(
+                matches!(e, LlmError::Transient { attempts, .. } if attempts == max_attempts),
+                "{e:?}"
+            );
+            assert_eq!(n.get(), max_attempts);
+            assert_eq!(client.waits(), waits, "{max_attempts} attempts");
+        }
+    }
+
+    #[test]
+    fn estimate_is_chars_over_four() {
+        let req = Request {
+            caller: "pm".into(),
+            system: "abcd".into(),
+            messages: vec![Message::user("efgh1")],
+            expect: None,
+        };
+        let u = estimate_usage(&req, "123456789");
+        assert_eq!(
+            (
+                u.tokens.prompt_tokens,
+                u.tokens.completion_tokens,
+                u.estimated
+            ),
+            (3, 3, true)
+        );
+    }
+}
