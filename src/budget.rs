@@ -34,7 +34,7 @@ const MESSAGE_OVERHEAD_TOKENS: u64 = 8;
 const MERGE_OVERHEAD_TOKENS: u64 = 200;
 
 /// Estimated tokens of `text`, on the high side: one per 3.5 ASCII characters (denser than
-/// the 4 of `llm::estimate_usage`, because JSON and code tokenise denser than prose) and one
+/// the 4 of `llm::client::estimate_usage`, because JSON and code tokenise denser than prose) and one
 /// per other character (CJK text is about one token a character).
 pub fn estimate_tokens(text: &str) -> u64 {
     let (ascii, other) = text.chars().fold((0u64, 0u64), |(a, o), c| {

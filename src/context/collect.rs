@@ -299,63 +299,9 @@ impl Collector {
         let exclude = glob_set(index, "exclude", &source.exclude)?;
         let dir_path = self.root.join(rel_path(&dir.rel));
 
-        // (path relative to the source folder, `/`-separated; is it a link)
-        let mut matches: Vec<(String, bool)> = Vec::new();
-        let ignore_files = source
-            .respect_gitignore
-            .then(|| IgnoreFiles::new(self.root.clone()));
-        let tool_dirs: Vec<PathBuf> = TOOL_DIRS.iter().map(|d| self.root.join(d)).collect();
-        let mut walk = ignore::WalkBuilder::new(&dir_path);
-        // The walker's own ignore rules are off (they read the files above the context root,
-        // and rank `.ignore` over `.gitignore` across folders): `IgnoreFiles` applies them.
-        walk.standard_filters(false)
-            .follow_links(false)
-            .filter_entry(move |e| {
-                if e.depth() == 0 {
-                    return true;
-                }
-                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
-                if is_dir
-                    && (is_ignored_dir(&e.file_name().to_string_lossy())
-                        || tool_dirs.iter().any(|t| t == e.path())
-                        || is_run_folder(e.path()))
-                {
-                    return false;
-                }
-                !ignore_files
-                    .as_ref()
-                    .is_some_and(|f| f.ignored(e.path(), is_dir))
-            });
-        for entry in walk.build() {
-            let entry = match entry {
-                Ok(e) => e,
-                Err(e) => {
-                    let at = error_path(&e)
-                        .and_then(|p| p.strip_prefix(&self.root).ok())
-                        .map(|p| display_rel(&components(p)))
-                        .unwrap_or_else(|| shown.clone());
-                    let why = match e.io_error() {
-                        Some(io) => unreadable(io),
-                        None => format!("{}: {e}", reason::UNREADABLE),
-                    };
-                    self.skip(at, why);
-                    continue;
-                }
-            };
-            let Some(file_type) = entry.file_type() else {
-                continue;
-            };
-            if file_type.is_dir() {
-                continue;
-            }
-            let Ok(rel) = entry.path().strip_prefix(&dir_path) else {
-                continue;
-            };
-            let rel = components(rel).join("/");
-            if (include.is_empty() || include.is_match(&rel)) && !exclude.is_match(&rel) {
-                matches.push((rel, file_type.is_symlink()));
-            }
-        }
+        let mut matches = self.walk(&dir_path, &shown, source, |rel| {
+            (include.is_empty() || include.is_match(rel)) && !exclude.is_match(rel)
+        });
         // Byte order of the normalised path, so the cut is the same on every machine. The cut
         // applies to glob matches (DESIGN.md#context-collection), so a link or a secret that
         // matched takes a slot too: what `max_files` keeps never depends on file contents or
@@ -393,6 +339,74 @@ impl Collector {
             self.skip(display_rel(&full), reason::MAX_FILES);
         }
         Ok(())
+    }
+
+    /// The files under `dir_path` that `wanted` keeps, as (path relative to the source folder,
+    /// `/`-separated; is it a link); an entry that cannot be read is skipped with its reason.
+    fn walk(
+        &mut self,
+        dir_path: &Path,
+        shown: &str,
+        source: &ContextSource,
+        wanted: impl Fn(&str) -> bool,
+    ) -> Vec<(String, bool)> {
+        let mut matches: Vec<(String, bool)> = Vec::new();
+        let ignore_files = source
+            .respect_gitignore
+            .then(|| IgnoreFiles::new(self.root.clone()));
+        let tool_dirs: Vec<PathBuf> = TOOL_DIRS.iter().map(|d| self.root.join(d)).collect();
+        let mut walk = ignore::WalkBuilder::new(dir_path);
+        // The walker's own ignore rules are off (they read the files above the context root,
+        // and rank `.ignore` over `.gitignore` across folders): `IgnoreFiles` applies them.
+        walk.standard_filters(false)
+            .follow_links(false)
+            .filter_entry(move |e| {
+                if e.depth() == 0 {
+                    return true;
+                }
+                let is_dir = e.file_type().is_some_and(|t| t.is_dir());
+                if is_dir
+                    && (is_ignored_dir(&e.file_name().to_string_lossy())
+                        || tool_dirs.iter().any(|t| t == e.path())
+                        || is_run_folder(e.path()))
+                {
+                    return false;
+                }
+                !ignore_files
+                    .as_ref()
+                    .is_some_and(|f| f.ignored(e.path(), is_dir))
+            });
+        for entry in walk.build() {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(e) => {
+                    let at = error_path(&e)
+                        .and_then(|p| p.strip_prefix(&self.root).ok())
+                        .map(|p| display_rel(&components(p)))
+                        .unwrap_or_else(|| shown.to_string());
+                    let why = match e.io_error() {
+                        Some(io) => unreadable(io),
+                        None => format!("{}: {e}", reason::UNREADABLE),
+                    };
+                    self.skip(at, why);
+                    continue;
+                }
+            };
+            let Some(file_type) = entry.file_type() else {
+                continue;
+            };
+            if file_type.is_dir() {
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(dir_path) else {
+                continue;
+            };
+            let rel = components(rel).join("/");
+            if wanted(&rel) {
+                matches.push((rel, file_type.is_symlink()));
+            }
+        }
+        matches
     }
 }
 
