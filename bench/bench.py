@@ -663,7 +663,7 @@ def fan_cassette(parallel, path, delay_ms=FAN_DELAY_MS):
     model calls on the critical path (a fan-out's calls count once)."""
     lines = []
     add = cassette_adder(lines)
-    # Each round asks something new (a near-repeat would be refused: DESIGN.md#circles).
+    # Each round asks something new (a near-repeat would be refused: docs/design/pm-round.md#circles).
     question = lambda r, a: (f"What does the evidence say about the {a} side of moving the nightly reports?"
                              if r == 1 else f"Which {a} risk would you trial first, for how long, and why?")
 
@@ -965,7 +965,7 @@ cassette is parsed once while unchanged, a compiled schema is kept. "Before" abo
 what was left per loop was mostly the two fsyncs of each of its three checkpoints (kernel time),
 then serialising the board and the prompts. Since then (Durability where it matters, below) only
 a model's answer is synced, as it is appended to `llm.jsonl`: the boards are derived from the
-answers by pure stages, and `--resume` derives any a crash lost again (docs/DESIGN.md#resume).
+answers by pure stages, and `--resume` derives any a crash lost again (docs/design/run-folder.md#resume).
 
 Goals (issue 15): the board at 100 loops ≤ 1.2× the board at 25 (the line above the tables);
 the run folder at 100 loops ≤ 4 MB; a 50-loop meeting using no more CPU than AutoGen's (≥ 1.0×),

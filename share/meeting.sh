@@ -29,9 +29,9 @@ collect-context --meeting-file "$meeting_file" \
   | init-board --agents "$agents" --max-loops "${MAX_LOOPS:-6}" \
       ${MAX_PARALLEL:+--max-parallel "$MAX_PARALLEL"} ${TRACE_ID:+--trace-id "$TRACE_ID"} \
   > "$board"
-# A board carries only the events of the stage that wrote it (`new_events`, DESIGN.md#events):
+# A board carries only the events of the stage that wrote it (`new_events`, docs/design/run-folder.md#events):
 # appending each board's keeps every event exactly once, in order.
-# The driver's tally (DESIGN.md#statuses): model calls made, and answers a stage accepted.
+# The driver's tally (docs/design/flow.md#statuses): model calls made, and answers a stage accepted.
 calls=0; usable=0
 events() {
   if [ -n "${EVENTS_OUT:-}" ]; then jq -c '.new_events[]' "$board" >> "$EVENTS_OUT"; fi
@@ -43,7 +43,7 @@ if [ -n "${EVENTS_OUT:-}" ]; then : > "$EVENTS_OUT"; fi
 events
 
 while :; do
-  # What runs next is derivable from the board alone, by one rule (DESIGN.md#state-machine).
+  # What runs next is derivable from the board alone, by one rule (docs/design/flow.md#state-machine).
   stage=$(next-stage < "$board")
   case $stage in
     none) break ;;

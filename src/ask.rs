@@ -1,10 +1,10 @@
 //! The ask loop shared by the PM round, the agent turn and agent-builder
-//! (DESIGN.md#ask-loop): send one request, check the answer with the stage's own rules, and
+//! (docs/design/failure-policy.md#ask-loop): send one request, check the answer with the stage's own rules, and
 //! give an invalid answer its one retry with the exact error.
 //!
 //! Transport retries are not done here: the [`Client`] already retried 429/408/5xx, timeouts
 //! and network errors up to `--max-attempts`, with backoff and `Retry-After`
-//! (DESIGN.md#failure-policy). A failure it hands back is final for this ask, so the same
+//! (docs/design/failure-policy.md#failure-policy). A failure it hands back is final for this ask, so the same
 //! request is never sent again; only a reply that arrived but cannot be used is asked again,
 //! and then with the reply echoed and the error quoted, so the retry is a different request.
 
@@ -48,7 +48,7 @@ pub(crate) trait Asker {
     fn rejected(&mut self, _attempt: u32, _invalid: &Self::Invalid, _retried: bool) {}
 
     /// Before every call, the retry included: why it must not be made (the token budget,
-    /// DESIGN.md#token-budget), or `None`.
+    /// docs/design/pm-round.md#token-budget), or `None`.
     fn refuse(&self, _request: &Request, _opts: &Options) -> Option<String> {
         None
     }
@@ -78,7 +78,7 @@ pub(crate) fn failed_for_reader(message: &str) -> String {
     format!("the model call failed ({})", crate::text::cut(message, 200))
 }
 
-/// Ask until the answer is valid, within the ask loop's one retry (DESIGN.md#ask-loop).
+/// Ask until the answer is valid, within the ask loop's one retry (docs/design/failure-policy.md#ask-loop).
 /// A fatal provider error (401/403/404, other non-retryable 4xx, a missing key, a broken
 /// cassette) is `Error::Runtime` with the provider's own message (exit 1).
 pub(crate) fn ask<S: Asker>(

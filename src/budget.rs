@@ -1,4 +1,4 @@
-//! The token budget (DESIGN.md#token-budget): the one rule both LLM stages follow so that a
+//! The token budget (docs/design/pm-round.md#token-budget): the one rule both LLM stages follow so that a
 //! meeting with `max_total_tokens` on its board ends with a report inside it.
 //!
 //! What a call costs is not known before it is made, so every call is charged in advance at
@@ -238,7 +238,7 @@ fn answer_growth(board: &Board, limits: &AgentLimits) -> u64 {
         + MERGE_OVERHEAD_TOKENS
 }
 
-/// What each call of a fan-out beyond the first keeps aside (DESIGN.md#fan-out): its calls
+/// What each call of a fan-out beyond the first keeps aside (docs/design/agent-turn.md#fan-out): its calls
 /// run at once, so none sees what the others spend; each is charged, in the others' reserve,
 /// two agent calls (the ask loop's retry included) and what its answer adds to the closing
 /// prompt.

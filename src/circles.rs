@@ -1,4 +1,4 @@
-//! How a meeting notices it is going in circles (DESIGN.md#circles): the measure that says a
+//! How a meeting notices it is going in circles (docs/design/pm-round.md#circles): the measure that says a
 //! PM question nearly repeats an earlier one, the questions it is compared with, and the
 //! rule that says answers stopped adding anything.
 //!

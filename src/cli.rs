@@ -251,7 +251,7 @@ pub const GENERATE_KINDS: [&str; 5] = [
     "complete-powershell",
 ];
 
-/// The variables every program that calls a model reads, for `--help` (DESIGN.md#llm-layer).
+/// The variables every program that calls a model reads, for `--help` (docs/design/llm.md#llm-layer).
 const ENVIRONMENT: &str = "Environment:
   OPENAI_API_KEY, ANTHROPIC_API_KEY    API keys (read from the environment only, never written)
   OPENAI_BASE_URL, ANTHROPIC_BASE_URL  API base URLs (any OpenAI-compatible server)
@@ -262,7 +262,7 @@ const ENVIRONMENT: &str = "Environment:
 
 ";
 
-/// Exit codes of every program but `meeting` (DESIGN.md#exit-codes-and-errors).
+/// Exit codes of every program but `meeting` (docs/design/flow.md#exit-codes-and-errors).
 const EXIT_CODES: &str = "Exit codes:
   0  success          1  runtime failure (provider, disk, ...)
   2  bad usage or invalid input (one line on stderr: program, file, field, what was expected)";

@@ -1,4 +1,4 @@
-//! The user's config file (DESIGN.md#config): where it is (`AGENT_MEETING_CONFIG`, else
+//! The user's config file (docs/design/agents-and-config.md#config): where it is (`AGENT_MEETING_CONFIG`, else
 //! `<platform config dir>/agent-meeting/config.yaml`), what it may set, and how its values
 //! rank: flag > environment > config file > built-in default. Each program loads it once.
 
@@ -123,7 +123,7 @@ pub fn load() -> Result<&'static Loaded> {
         .map_err(Clone::clone)
 }
 
-/// The config of a run: the file its settings pinned (DESIGN.md#config), or none.
+/// The config of a run: the file its settings pinned (docs/design/agents-and-config.md#config), or none.
 pub fn load_file(path: Option<&std::path::Path>) -> Result<Loaded> {
     load_from(path.map(std::path::Path::to_path_buf), true)
 }

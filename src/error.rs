@@ -1,4 +1,4 @@
-//! Typed errors of the library and the exit codes they map to (DESIGN.md#exit-codes-and-errors).
+//! Typed errors of the library and the exit codes they map to (docs/design/flow.md#exit-codes-and-errors).
 //!
 //! `Invalid` is a field-level problem without a file; `Error::Input` adds the file. Exit code
 //! 2 means bad usage or invalid input, 1 a runtime failure.

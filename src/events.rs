@@ -1,4 +1,4 @@
-//! The events and usage bookkeeping of the stages (DESIGN.md#events).
+//! The events and usage bookkeeping of the stages (docs/design/run-folder.md#events).
 //!
 //! Owns the clock (so tests and reproducible runs can pin timestamps with `AGENT_MEETING_NOW`),
 //! the rule that fills every event's `ts`, `trace_id` and `loop`, the rule that a board carries
@@ -81,7 +81,7 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 /// A bare event of `event_type` by `caller`; `push` fills the rest. The stages build their
 /// events through the constructors below, one per kind, so each kind's shape (who sends it to
-/// whom, which fields it carries) is written once (DESIGN.md#events).
+/// whom, which fields it carries) is written once (docs/design/run-folder.md#events).
 pub fn event(event_type: EventType, caller: &str) -> Event {
     Event {
         event_type,
@@ -121,7 +121,7 @@ pub(crate) fn board_merged(what: String) -> Event {
     }
 }
 
-/// `meeting_stalled`: answers in a row added nothing new (DESIGN.md#circles).
+/// `meeting_stalled`: answers in a row added nothing new (docs/design/pm-round.md#circles).
 pub(crate) fn meeting_stalled(what: String) -> Event {
     Event {
         message: Some(what),
@@ -188,7 +188,7 @@ pub(crate) fn pm_routing_error(attempt: u32, target: &str, error: &str) -> Event
 }
 
 /// `pm_repeated_question`: the PM's answer of `attempt` asked `agent` what it had asked before
-/// (DESIGN.md#circles).
+/// (docs/design/pm-round.md#circles).
 pub(crate) fn pm_repeated_question(attempt: u32, agent: &str, error: &str) -> Event {
     Event {
         attempt: Some(attempt),
@@ -217,7 +217,7 @@ pub(crate) fn pm_round_failed(error: &str) -> Event {
     }
 }
 
-/// `forced_finish`: the meeting must close now, and why (DESIGN.md#pm-round).
+/// `forced_finish`: the meeting must close now, and why (docs/design/pm-round.md#pm-round).
 pub(crate) fn forced_finish(why: String) -> Event {
     Event {
         message: Some(why),
@@ -287,7 +287,7 @@ fn llm_call(caller: &str, attempt: u32) -> Event {
 }
 
 /// Every stage starts here: the events of the stage before are replaced by this stage's own,
-/// so a board stays the same size however long the meeting (DESIGN.md#events). Whoever runs
+/// so a board stays the same size however long the meeting (docs/design/run-folder.md#events). Whoever runs
 /// the pipeline appends each board's `new_events` to `events.jsonl`.
 pub(crate) fn start_stage(board: &mut Board) {
     board.new_events.clear();
@@ -312,7 +312,7 @@ pub(crate) fn push_at(board: &mut Board, now: &str, mut ev: Event) {
 }
 
 /// Run `f` with the board's loop numbering moved `offset` loops on: call `offset` of a fan-out
-/// counts the loop it would have had if the calls had run one by one (DESIGN.md#fan-out), for
+/// counts the loop it would have had if the calls had run one by one (docs/design/agent-turn.md#fan-out), for
 /// its events and its records.
 pub(crate) fn in_later_loop<R>(
     board: &mut Board,

@@ -1,6 +1,6 @@
-//! The PM's final report and its two parts (DESIGN.md#report): the tolerant split into
+//! The PM's final report and its two parts (docs/design/report.md#report): the tolerant split into
 //! executive summary and recommendation that `render-report` shows, and the same reading for
-//! `pm-step`'s check that a FINISH carries both parts (DESIGN.md#pm-round). Shared by the two
+//! `pm-step`'s check that a FINISH carries both parts (docs/design/pm-round.md#pm-round). Shared by the two
 //! stages, so it lives beside them.
 //!
 //! A small line-based reader, not a Markdown parser: it only needs headings, emphasis, labels

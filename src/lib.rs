@@ -1,6 +1,6 @@
 //! agent-meeting: small composable programs that run a decision meeting between LLM agents.
 //!
-//! Modules follow the data flow of a meeting (DESIGN.md#modules): `model` (the documents),
+//! Modules follow the data flow of a meeting (docs/ARCHITECTURE.md#module-map-where-each-rule-lives): `model` (the documents),
 //! `loader` (agent configs), `context` (collection), `stage` (one module per stage program and
 //! the rule that orders them), `driver` (the `meeting` loop and its run folder). Beside them,
 //! what several stages share: `ask` (the ask loop), `budget` (the token budget), `llm` (providers; imports nothing above

@@ -1,7 +1,7 @@
 //! The prompt templates (embedded from `share/prompts/`, overridable from a folder) and the
 //! pieces every model-facing stage shares: rendering, the retry correction, how an unusable
 //! reply is echoed back, and how whiteboard items are cut for a prompt
-//! (DESIGN.md#prompt-layout).
+//! (docs/design/prompts.md#prompt-layout).
 
 use std::sync::OnceLock;
 
@@ -18,7 +18,7 @@ use crate::whiteboard::{summary_for_prompt, SUMMARY_MAX_CHARS};
 /// over many loops.
 pub(crate) const ITEM_CHARS: usize = 500;
 
-/// The prompt templates by name (DESIGN.md#prompt-layout): the system message and the
+/// The prompt templates by name (docs/design/prompts.md#prompt-layout): the system message and the
 /// meeting's stable block shared by the PM and every agent, the whiteboard, each caller's own
 /// part (role, rules, the question or the mode), the PM's built-in role, and the retry
 /// correction.
@@ -110,7 +110,7 @@ pub(crate) fn render<S: Serialize>(name: &str, ctx: &S) -> Result<String> {
 }
 
 /// The correction sent after an unusable reply: the exact error, the allowed values, and a
-/// request for corrected JSON only (DESIGN.md#ask-loop).
+/// request for corrected JSON only (docs/design/failure-policy.md#ask-loop).
 pub(crate) fn retry_message(
     error: &str,
     allowed_field: &str,
@@ -157,7 +157,7 @@ pub(crate) fn echo_reply(text: String, truncated: bool) -> Message {
 }
 
 /// The system message of every call of the meeting, the PM's and every agent's alike
-/// (DESIGN.md#prompt-layout): what the meeting is and the rules everyone shares.
+/// (docs/design/prompts.md#prompt-layout): what the meeting is and the rules everyone shares.
 pub(crate) fn meeting_system() -> Result<String> {
     render("meeting_system.j2", &json!({}))
 }
@@ -210,7 +210,7 @@ pub(crate) enum Reader {
 /// the latest answer (the summary without what the header already says). An agent answers the
 /// PM's question, which carries what it needs of the answer before, and needs less of the
 /// lists than the PM that routes by them: the first items, which the PM's most important
-/// questions produced (DESIGN.md#prompt-layout).
+/// questions produced (docs/design/prompts.md#prompt-layout).
 pub(crate) fn whiteboard(board: &Board, reader: Reader) -> Result<String> {
     let items = match reader {
         Reader::Pm => LIST_CAP,

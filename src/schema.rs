@@ -30,7 +30,7 @@ pub fn validate(value: &Value, schema: &Value) -> Result<(), String> {
 
 /// The schema compiled, once per process while it is among the last few used: compiling costs
 /// about a millisecond, and a meeting driven in one process checks every answer of the PM and
-/// of each agent against the same few schemas (DESIGN.md#run-folder).
+/// of each agent against the same few schemas (docs/design/run-folder.md#run-folder).
 fn compiled(schema: &Value) -> Result<Arc<jsonschema::Validator>, String> {
     /// More distinct schemas than a meeting has callers: the cache starts again.
     const KEEP: usize = 64;

@@ -56,7 +56,7 @@ pub(crate) fn first_sentence(text: &str) -> String {
     fold_ws(&text[..end])
 }
 
-/// Whether `quote` occurs in `excerpt` after whitespace folding (DESIGN.md#agent-turn).
+/// Whether `quote` occurs in `excerpt` after whitespace folding (docs/design/agent-turn.md#agent-turn).
 /// Quotation marks around the whole quote are ignored; nothing else is forgiven (an ellipsis
 /// joining two pieces is not the document's text). An empty quote verifies nothing.
 pub(crate) fn verify_quote(excerpt: &str, quote: &str) -> bool {
@@ -71,7 +71,7 @@ pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
-/// `s` without bidirectional controls (DESIGN.md#report: nothing a model or a user wrote may
+/// `s` without bidirectional controls (docs/design/report.md#report: nothing a model or a user wrote may
 /// reorder what the report or the whiteboard summary displays).
 pub(crate) fn strip_bidi(s: &str) -> String {
     s.chars().filter(|&c| !is_bidi_control(c)).collect()

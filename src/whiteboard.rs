@@ -1,8 +1,8 @@
 //! The whiteboard's bounds and the decision record's rules, shared by the stages that write
 //! them (`init-board`, `pm-step`, `merge-board`): lists de-duplicated and capped, the
-//! three-line summary (DESIGN.md#merge-rules); questions with stable ids and their answers
-//! (DESIGN.md#questions); where each finding came from and the evidence that backs it, and the
-//! Process Note's entries (DESIGN.md#findings-and-evidence).
+//! three-line summary (docs/design/whiteboard.md#merge-rules); questions with stable ids and their answers
+//! (docs/design/whiteboard.md#questions); where each finding came from and the evidence that backs it, and the
+//! Process Note's entries (docs/design/whiteboard.md#findings-and-evidence).
 
 use crate::llm::{Client, Options};
 use crate::model::{
@@ -35,7 +35,7 @@ pub(crate) fn append_unique(list: &mut Vec<String>, items: impl IntoIterator<Ite
     }
 }
 
-/// The summary as a model sees it (DESIGN.md#prompt-layout): without the `Topic:` line and the
+/// The summary as a model sees it (docs/design/prompts.md#prompt-layout): without the `Topic:` line and the
 /// counts line of merge rule 4, which the prompt's header and lists already say. Other text (a
 /// hand-written summary) is kept as it is.
 pub(crate) fn summary_for_prompt(board: &Board) -> String {
@@ -69,7 +69,7 @@ pub(crate) fn summary_lines(board: &Board, speaker_line: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Questions (DESIGN.md#questions)
+// Questions (docs/design/whiteboard.md#questions)
 
 /// The id the next new question gets: one past the highest so far.
 fn next_question_id(questions: &[Question]) -> String {
@@ -221,7 +221,7 @@ pub(crate) fn answer_question(
     Ok(())
 }
 
-/// Apply the PM's `answered_questions` (DESIGN.md#questions): each names an open question by
+/// Apply the PM's `answered_questions` (docs/design/whiteboard.md#questions): each names an open question by
 /// id or exact text; one that names none goes to `recent_errors` (the PM sees it next round)
 /// and the Process Note, and the meeting goes on.
 pub(crate) fn apply_answers(board: &mut Board, answers: &[AnsweredQuestion]) {
@@ -244,7 +244,7 @@ pub(crate) fn apply_answers(board: &mut Board, answers: &[AnsweredQuestion]) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Findings and the Process Note (DESIGN.md#findings-and-evidence)
+// Findings and the Process Note (docs/design/whiteboard.md#findings-and-evidence)
 
 /// Record that `agent` said the items `texts` of list `kind` in `loop_no`: a new item (one the
 /// list holds) gets its finding, a known one gains the agent.
@@ -345,7 +345,7 @@ pub(crate) fn append_process(board: &mut Board, entries: Vec<ProcessEntry>) {
     board.record.process.drain(..excess);
 }
 
-/// Record who answered for `caller` (the record header, DESIGN.md#report): the provider and
+/// Record who answered for `caller` (the record header, docs/design/report.md#report): the provider and
 /// model of its last call, and the cassette's label when it was replayed.
 pub(crate) fn note_caller(board: &mut Board, caller: &str, client: &Client, opts: &Options) {
     let source = CallerSource {

@@ -1,4 +1,4 @@
-//! agent-builder: generate an agent config from a plain-language description (DESIGN.md#agent-configs).
+//! agent-builder: generate an agent config from a plain-language description (docs/design/agents-and-config.md#agent-configs).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -88,7 +88,7 @@ struct Args {
 }
 
 /// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
-/// (DESIGN.md#resume). Everything else comes from the run folder's meeting.json.
+/// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
 const RESUME_TAKES: [&str; 9] = [
     "resume",
     "report_file",
@@ -162,7 +162,7 @@ fn main() -> ExitCode {
     let mut stopped_in: Option<PathBuf> = None;
     let code = cli::main_with("meeting", || run(&mut stopped_in));
     if let Some(dir) = stopped_in {
-        // After the error line: the last thing read says how to go on (DESIGN.md#resume).
+        // After the error line: the last thing read says how to go on (docs/design/run-folder.md#resume).
         agent_meeting::note!("{}", driver::resume_hint(&dir));
     }
     code

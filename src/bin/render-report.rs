@@ -1,4 +1,4 @@
-//! `render-report`: Board → the Markdown meeting report (DESIGN.md#report) and a ReportResult JSON.
+//! `render-report`: Board → the Markdown meeting report (docs/design/report.md#report) and a ReportResult JSON.
 
 use std::path::PathBuf;
 

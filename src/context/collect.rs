@@ -1,4 +1,4 @@
-//! Walking the sources (DESIGN.md#context-collection): resolving each path lexically inside
+//! Walking the sources (docs/design/context.md#context-collection): resolving each path lexically inside
 //! the context root, refusing links, ignored folders and likely secrets before a file is
 //! opened, expanding directories through include/exclude globs and the `.gitignore` /
 //! `.ignore` files of the tree (the `ignore` crate, ripgrep's walker), and recording every
@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::io::os_error;
 use crate::model::{ContextDocument, ContextSource, DocumentSource, SkippedPath, SourceType};
 
-/// Folders never walked into (DESIGN.md#context-collection).
+/// Folders never walked into (docs/design/context.md#context-collection).
 pub(crate) const IGNORED_DIRS: [&str; 10] = [
     ".git",
     "node_modules",
@@ -36,10 +36,10 @@ pub(crate) const IGNORED_DIRS: [&str; 10] = [
 ];
 
 /// The tool's own default run and report folders: never walked when directly under the context
-/// root (DESIGN.md#context-collection).
+/// root (docs/design/context.md#context-collection).
 pub(crate) const TOOL_DIRS: [&str; 2] = ["runs", "reports"];
 
-/// A run folder of `meeting` (DESIGN.md#run-folder) holds both of these, wherever it is.
+/// A run folder of `meeting` (docs/design/run-folder.md#run-folder) holds both of these, wherever it is.
 const RUN_FOLDER_MARKERS: [&str; 2] = ["meeting.json", ".lock"];
 
 /// At most this many `skipped` warnings per source; the rest are counted in one line.
@@ -303,7 +303,7 @@ impl Collector {
             (include.is_empty() || include.is_match(rel)) && !exclude.is_match(rel)
         });
         // Byte order of the normalised path, so the cut is the same on every machine. The cut
-        // applies to glob matches (DESIGN.md#context-collection), so a link or a secret that
+        // applies to glob matches (docs/design/context.md#context-collection), so a link or a secret that
         // matched takes a slot too: what `max_files` keeps never depends on file contents or
         // later checks.
         matches.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
@@ -488,7 +488,7 @@ fn is_run_folder(dir: &Path) -> bool {
 }
 
 /// The `.ignore` and `.gitignore` files of the folders inside the context root, read once
-/// each, as a walk meets them (DESIGN.md#context-collection).
+/// each, as a walk meets them (docs/design/context.md#context-collection).
 struct IgnoreFiles {
     root: PathBuf,
     folders: Mutex<HashMap<PathBuf, Arc<IgnoreFolder>>>,

@@ -1,4 +1,4 @@
-//! Reading one file as text for the bundle (DESIGN.md#context-collection): a streaming,
+//! Reading one file as text for the bundle (docs/design/context.md#context-collection): a streaming,
 //! lossy UTF-8 decoder that sniffs for binary files, keeps the excerpt and counts characters,
 //! and stops reading once the excerpt is full, so a 100 MB log costs its excerpt in memory,
 //! not its size.

@@ -1,4 +1,4 @@
-//! `collect-context` (DESIGN.md#context-collection): turns a meeting's `context_sources` into a
+//! `collect-context` (docs/design/context.md#context-collection): turns a meeting's `context_sources` into a
 //! `ContextBundle` of root-relative documents, the paths that were skipped and why, and a
 //! bounded summary. This module loads the meeting file and resolves the options; `collect`
 //! walks the sources under the path rules, `decode` reads one file as text, `summary` lays out
@@ -134,7 +134,7 @@ pub fn packet(
     let opts = opts(base_dir);
     let mut input = input;
     // The meeting's own text reaches every prompt like a document does, so it passes the same
-    // filter (DESIGN.md#context-collection).
+    // filter (docs/design/context.md#context-collection).
     let own = if opts.redact {
         redact::redact_input(&mut input)
     } else {

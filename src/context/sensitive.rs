@@ -1,4 +1,4 @@
-//! Likely secrets by name (DESIGN.md#context-collection): files skipped `sensitive` before they
+//! Likely secrets by name (docs/design/context.md#context-collection): files skipped `sensitive` before they
 //! are opened, unless `--allow-sensitive`. What is inside the files that are read is the
 //! business of `redact`.
 //!

@@ -1,4 +1,4 @@
-//! The context summary every agent receives (DESIGN.md#context-collection): the brief, then
+//! The context summary every agent receives (docs/design/context.md#context-collection): the brief, then
 //! each document fenced as untrusted reference data, within a character budget shared fairly
 //! between the brief and the excerpts.
 
@@ -63,7 +63,7 @@ fn fair_shares(needs: &[usize], budget: usize) -> Vec<usize> {
     out
 }
 
-/// The deterministic context summary (DESIGN.md#context-collection): the brief, then every
+/// The deterministic context summary (docs/design/context.md#context-collection): the brief, then every
 /// document fenced as untrusted reference data, `[document_id] (purpose) excerpt` with
 /// whitespace folded. The result never exceeds `max_chars` characters: fences and labels are
 /// kept whole, documents that cannot fit even their fence are named as omitted, and the text

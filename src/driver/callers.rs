@@ -1,6 +1,6 @@
 //! Which provider and model each caller of a meeting gets, said before anything runs: the
 //! key check, the start line's `models:` line, `--show-config`'s callers and the warning for a
-//! replay the environment chose (DESIGN.md#run-folder, DESIGN.md#config). Every answer comes
+//! replay the environment chose (docs/design/run-folder.md#run-folder, docs/design/agents-and-config.md#config). Every answer comes
 //! from the one resolver, `llm::resolve`.
 
 use std::path::Path;

@@ -1,4 +1,4 @@
-//! The loop (DESIGN.md#run-folder): a started or resumed meeting taken through its stages,
+//! The loop (docs/design/run-folder.md#run-folder): a started or resumed meeting taken through its stages,
 //! each stage's output checked and checkpointed before the next starts, until the report is
 //! saved or a `--step` user stops it.
 
@@ -63,7 +63,7 @@ impl Position<'_> {
     /// leaves them once too many, which `--resume` cuts by the checkpoint's `event_count`.
     /// Neither is synced: what must survive a crash of the machine is the model's answers,
     /// synced in `llm.jsonl` as they come; `--resume` derives lost boards from them
-    /// (DESIGN.md#resume).
+    /// (docs/design/run-folder.md#resume).
     fn checkpoint(&mut self, stage: Stage, next: &Board, text: &str) -> Result<()> {
         let run = self.run;
         let added = added_events(&self.board, next);
@@ -148,7 +148,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     }
 }
 
-/// The input of the next stage: the last output in the folder (DESIGN.md#run-folder).
+/// The input of the next stage: the last output in the folder (docs/design/run-folder.md#run-folder).
 fn next_input(run: &RunDir) -> Result<PathBuf> {
     Ok(run
         .last_output()?

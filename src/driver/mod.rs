@@ -1,4 +1,4 @@
-//! The `meeting` driver (DESIGN.md#run-folder): takes the board through the stages until the
+//! The `meeting` driver (docs/design/run-folder.md#run-folder): takes the board through the stages until the
 //! meeting ends, keeps the run folder, resumes a killed meeting from its last complete board,
 //! and reports progress. It holds no rule of the meeting itself: those live in the stages,
 //! which is why a user can swap any of them (`--stage NAME=COMMAND`).
@@ -57,13 +57,13 @@ pub enum Outcome {
     /// `--dry-run`: what it prints.
     DryRun(Box<DryRun>),
     /// The meeting ended (or a `--step` user stopped it): the MeetingResult to print, and the
-    /// error the program then exits with when the meeting failed (DESIGN.md#failure-policy).
+    /// error the program then exits with when the meeting failed (docs/design/failure-policy.md#failure-policy).
     Ended {
         result: MeetingResult,
         failure: Option<Error>,
     },
     /// A stage failed with the run folder resumable: the error, then the hint
-    /// ([`resume_hint`]) on how to go on (DESIGN.md#resume).
+    /// ([`resume_hint`]) on how to go on (docs/design/run-folder.md#resume).
     Stopped { error: Error, run_dir: PathBuf },
 }
 

@@ -1,4 +1,4 @@
-//! The meeting's outcome (DESIGN.md#failure-policy): the tally of its events, whether any
+//! The meeting's outcome (docs/design/failure-policy.md#failure-policy): the tally of its events, whether any
 //! model answer was usable (`Answers`), the MeetingResult, the final progress line and the
 //! error a failed meeting exits with.
 
@@ -10,7 +10,7 @@ use crate::error::Error;
 use crate::model::{Board, Event, EventType, MeetingResult, Status, TurnStatus};
 
 /// What the meeting's events say about its model calls, counted as the events go by (the
-/// board keeps no history, DESIGN.md#events): constant work per stage, and rebuilt from
+/// board keeps no history, docs/design/run-folder.md#events): constant work per stage, and rebuilt from
 /// `events.jsonl` on `--resume`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Tally {
@@ -47,12 +47,12 @@ impl Tally {
 
 /// How the models answered over a whole meeting, from the board and the tally of its events
 /// (its `llm_call` events, accepted answers and usage): the one place that knows whether any
-/// answer was usable (DESIGN.md#failure-policy).
+/// answer was usable (docs/design/failure-policy.md#failure-policy).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answers {
     /// HTTP attempts, retries included: the attempts charged to the callers (`usage.calls`,
     /// the global call counter, but for the numbers a fan-out fixed for retries it did not
-    /// need: DESIGN.md#fan-out).
+    /// need: docs/design/agent-turn.md#fan-out).
     pub attempts: u64,
     /// Logical calls (`llm_call` events).
     pub calls: usize,
@@ -102,7 +102,7 @@ impl Answers {
 }
 
 /// The MeetingResult printed on stdout. Its status is the board's, except that a saved report
-/// no model contributed to is `failed` too (DESIGN.md#statuses); `report_file` is set whenever
+/// no model contributed to is `failed` too (docs/design/flow.md#statuses); `report_file` is set whenever
 /// the report is on disk.
 pub(super) fn result_of(
     board: &Board,
@@ -158,7 +158,7 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
 
 /// The error `meeting`'s exit status follows once it has printed a `failed` MeetingResult: the
 /// report is saved but no model contributed to it, or it could not be saved
-/// (DESIGN.md#failure-policy). None when the meeting did not fail.
+/// (docs/design/failure-policy.md#failure-policy). None when the meeting did not fail.
 pub(super) fn failure(
     result: &MeetingResult,
     settings: &RunSettings,

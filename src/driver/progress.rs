@@ -1,4 +1,4 @@
-//! Progress on stderr (DESIGN.md#run-folder): the UI settings, the line each stage's board
+//! Progress on stderr (docs/design/run-folder.md#run-folder): the UI settings, the line each stage's board
 //! gets, the elapsed-time indicator, the one loop numbering (`loop_tag`) and `--step`'s prompt.
 
 use std::io::{BufRead, IsTerminal};
@@ -97,7 +97,7 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
 fn loop_tag(board: &Board, in_a_loop: bool) -> String {
     let fan_out = board.pending_calls.len().max(board.last_turns.len()) as u32;
     if in_a_loop && fan_out > 1 {
-        // A fan-out's calls count one loop each (DESIGN.md#fan-out).
+        // A fan-out's calls count one loop each (docs/design/agent-turn.md#fan-out).
         let first = board.loop_count + 1;
         format!(
             "loops {first}-{}/{}",
@@ -309,7 +309,7 @@ fn turn_line(turn: &crate::model::LastTurn, after: &Board, lead: &str, ui: Ui) -
 mod tests {
     use super::*;
 
-    /// The ticker pauses while a human answers (DESIGN.md#a-human-at-the-table).
+    /// The ticker pauses while a human answers (docs/design/agent-turn.md#a-human-at-the-table).
     #[test]
     fn no_ticker_during_a_humans_turn() {
         let mut board = crate::stage::fixtures::board(&[]);

@@ -1,4 +1,4 @@
-//! Where the report goes (DESIGN.md#run-folder): the default path and its free numbered
+//! Where the report goes (docs/design/run-folder.md#run-folder): the default path and its free numbered
 //! name, the inputs and the run folder it must not overwrite, and the proof that its folder
 //! takes a file, all settled before the first model call.
 
@@ -63,7 +63,7 @@ pub(super) fn free_report_name(path: &Path) -> PathBuf {
 
 /// Refuse (exit 2, before any model call) a report path that would overwrite an input of the
 /// meeting — the meeting file, an agent or PM config, a collected document, the cassette or
-/// recording, the user's exchange log — or land in the run folder (DESIGN.md#run-folder).
+/// recording, the user's exchange log — or land in the run folder (docs/design/run-folder.md#run-folder).
 pub(super) fn check_report_path(
     settings: &RunSettings,
     board: &Board,

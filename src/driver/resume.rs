@@ -1,4 +1,4 @@
-//! `meeting --resume` (DESIGN.md#resume): the settings a resume may change, and going on
+//! `meeting --resume` (docs/design/run-folder.md#resume): the settings a resume may change, and going on
 //! from the last complete checkpoint of a run folder.
 
 use std::collections::BTreeMap;
@@ -13,7 +13,7 @@ use crate::io::to_json_line;
 use crate::stage::Stage;
 
 /// What `--resume` may change: settings that do not change what the meeting is
-/// (DESIGN.md#resume). `None` keeps the saved value.
+/// (docs/design/run-folder.md#resume). `None` keeps the saved value.
 #[derive(Debug, Clone, Default)]
 pub struct ResumeChanges {
     pub report_file: Option<PathBuf>,

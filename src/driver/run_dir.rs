@@ -1,4 +1,4 @@
-//! The run folder (DESIGN.md#run-folder): its lock, the numbered checkpoints (the packet, the
+//! The run folder (docs/design/run-folder.md#run-folder): its lock, the numbered checkpoints (the packet, the
 //! first board and the last loop's boards), `events.jsonl` appended with each stage's events,
 //! the copy of the exchange log for the user's `--llm-log`, and reading a checkpoint back.
 
@@ -100,10 +100,10 @@ impl RunDir {
         Ok(found)
     }
 
-    /// Append a stage's `new_events` to `events.jsonl` (DESIGN.md#events): the boards before
+    /// Append a stage's `new_events` to `events.jsonl` (docs/design/run-folder.md#events): the boards before
     /// the last few are removed ([`RunDir::prune`]), so this file is the history. Synced only
     /// with `sync` (the start): what a crash of the machine loses of it, `--resume` writes again
-    /// as it derives the lost boards (DESIGN.md#resume).
+    /// as it derives the lost boards (docs/design/run-folder.md#resume).
     pub(super) fn append_events(&self, events: &[Event], sync: bool) -> Result<()> {
         if events.is_empty() {
             return Ok(());
@@ -132,7 +132,7 @@ impl RunDir {
 
     /// Write a stage's output as checkpoint `step`, atomically but not synced: a killed
     /// meeting never leaves half a checkpoint, and one a crash of the machine loses is derived
-    /// again from the synced exchange log by `--resume` (DESIGN.md#resume).
+    /// again from the synced exchange log by `--resume` (docs/design/run-folder.md#resume).
     pub(super) fn write_checkpoint(&self, step: u32, stage: Stage, text: &str) -> Result<()> {
         crate::io::write_atomic_unsynced(&self.file(step, stage, "out"), text.as_bytes())
     }
@@ -166,7 +166,7 @@ impl RunDir {
             .collect())
     }
 
-    /// The checkpoint `--resume` goes on from (DESIGN.md#resume): the newest that is whole and
+    /// The checkpoint `--resume` goes on from (docs/design/run-folder.md#resume): the newest that is whole and
     /// whose earlier events are all in `events.jsonl`. Checkpoints are not synced, so a crash
     /// of the machine can lose the newest or leave them empty: an older one is taken then, at
     /// worst init-board's (synced at the start), and the stages after it run again, their
@@ -264,7 +264,7 @@ impl RunDir {
 
     /// Remove the boards older than the last [`KEEP_BOARDS`] stage outputs (the packet and the
     /// first board stay), once the board of `step` is on disk: `--resume` needs only the last,
-    /// and the history is `events.jsonl` and `llm.jsonl` (DESIGN.md#run-folder).
+    /// and the history is `events.jsonl` and `llm.jsonl` (docs/design/run-folder.md#run-folder).
     /// `AGENT_MEETING_KEEP_BOARDS=all` keeps every one, for debugging a stage by hand.
     pub(super) fn prune(&self, step: u32) -> Result<()> {
         if std::env::var(KEEP_BOARDS_ENV).is_ok_and(|v| v.trim() == "all") {
@@ -288,7 +288,7 @@ pub const KEEP_BOARDS_ENV: &str = "AGENT_MEETING_KEEP_BOARDS";
 
 /// The events a stage added: the last of its board's `new_events`, as many as `event_count`
 /// grew. A user's stage (`--stage`) that hands on the events of the stage before adds none, so
-/// none is recorded twice (DESIGN.md#events).
+/// none is recorded twice (docs/design/run-folder.md#events).
 pub(super) fn added_events<'a>(before: &Board, after: &'a Board) -> &'a [Event] {
     let n = after.event_count.saturating_sub(before.event_count);
     let events = &after.new_events;

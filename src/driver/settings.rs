@@ -1,4 +1,4 @@
-//! The run settings (DESIGN.md#run-folder): what `meeting.json` holds, typed and versioned,
+//! The run settings (docs/design/run-folder.md#run-folder): what `meeting.json` holds, typed and versioned,
 //! and the `--stage NAME=COMMAND` overrides they carry.
 
 use std::collections::BTreeMap;
@@ -23,7 +23,7 @@ pub enum MeetingSource {
 }
 
 /// Everything a meeting run needs to go on after a restart, saved as `meeting.json` in the run
-/// folder (DESIGN.md#run-folder): typed, versioned, absolute paths, no secrets (keys stay in
+/// folder (docs/design/run-folder.md#run-folder): typed, versioned, absolute paths, no secrets (keys stay in
 /// the environment). The in-process stages are given from it what their programs would get
 /// as flags (`driver::stages`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -55,14 +55,14 @@ pub struct RunSettings {
     pub stage_overrides: BTreeMap<Stage, String>,
     /// The config file the stages read (`AGENT_MEETING_CONFIG`): the user's while the meeting
     /// starts, then the run folder's `config.yaml`, a copy, so a later edit of the user's file
-    /// does not change a resumed meeting (DESIGN.md#config). None: no config file.
+    /// does not change a resumed meeting (docs/design/agents-and-config.md#config). None: no config file.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
     /// The user's own `--llm-log` / `MEETING_LLM_LOG`: every line the stages append to the
-    /// run folder's `llm.jsonl` is appended here too (DESIGN.md#run-folder).
+    /// run folder's `llm.jsonl` is appended here too (docs/design/run-folder.md#run-folder).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_llm_log: Option<PathBuf>,
-    /// agent-turn's `--human-answers` (absolute), when given (DESIGN.md#a-human-at-the-table).
+    /// agent-turn's `--human-answers` (absolute), when given (docs/design/agent-turn.md#a-human-at-the-table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human_answers: Option<PathBuf>,
 }
@@ -74,7 +74,7 @@ pub(super) fn absolute(p: &Path) -> PathBuf {
 }
 
 /// `--stage NAME=COMMAND` values (repeatable) as a map; an empty COMMAND is kept, as it
-/// restores the built-in stage on `--resume` (DESIGN.md#resume).
+/// restores the built-in stage on `--resume` (docs/design/run-folder.md#resume).
 pub fn parse_stage_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>> {
     let mut map = BTreeMap::new();
     for s in stages {

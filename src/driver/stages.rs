@@ -1,4 +1,4 @@
-//! The stages of a meeting as the driver runs them (DESIGN.md#run-folder). A built-in stage
+//! The stages of a meeting as the driver runs them (docs/design/run-folder.md#run-folder). A built-in stage
 //! runs inside the `meeting` process: the same library function each program's `main` calls,
 //! given the settings the program would get as flags. A stage process costs about a
 //! millisecond of CPU to start (exec, dynamic linking, page faults), several times what a
@@ -30,7 +30,7 @@ pub(super) enum Made {
 }
 
 /// The settings every in-process stage of one run shares, read once: the run's pinned config
-/// file (DESIGN.md#config), the LLM flags over it, and render-report's template.
+/// file (docs/design/agents-and-config.md#config), the LLM flags over it, and render-report's template.
 pub(super) struct Stages<'a> {
     settings: &'a RunSettings,
     /// An unreadable file fails the stage that needs it, as it would fail the program.
@@ -251,7 +251,7 @@ pub(super) fn parse_packet(text: &str) -> Result<MeetingPacket> {
     )
 }
 
-/// Run the user's `command` for `stage` (`sh -c`, DESIGN.md#run-folder) with `input` on stdin.
+/// Run the user's `command` for `stage` (`sh -c`, docs/design/run-folder.md#run-folder) with `input` on stdin.
 /// A non-zero exit still hands over what it printed (a render-report that could not save the
 /// report prints the `failed` board), with an error carrying its own message and exit code.
 fn run_command(
@@ -265,7 +265,7 @@ fn run_command(
     let name = stage.program();
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command);
-    // The meeting's config file, pinned; empty: none (DESIGN.md#config).
+    // The meeting's config file, pinned; empty: none (docs/design/agents-and-config.md#config).
     cmd.env(
         crate::config::CONFIG_ENV,
         settings.config_file.as_deref().unwrap_or(Path::new("")),

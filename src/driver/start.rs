@@ -1,4 +1,4 @@
-//! Starting a meeting (DESIGN.md#run-folder): the run settings from the flags and the config
+//! Starting a meeting (docs/design/run-folder.md#run-folder): the run settings from the flags and the config
 //! file, collect-context and init-board in memory, every check a real start makes before the
 //! first model call, then the run folder — or, for `--dry-run`, the PM's first prompt.
 //!
@@ -36,7 +36,7 @@ pub struct NewMeeting {
     pub board: BoardArgs,
     /// `--max-loops` was given: it wins over the config file's `max_loops`.
     pub max_loops_given: bool,
-    /// The LLM flags; the config file's defaults are added below them (DESIGN.md#config).
+    /// The LLM flags; the config file's defaults are added below them (docs/design/agents-and-config.md#config).
     pub llm: LlmArgs,
     /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
     pub report_file: Option<PathBuf>,
@@ -74,7 +74,7 @@ struct Checked {
 pub fn start(new: NewMeeting, ui: Ui) -> Result<Run> {
     let checked = check(new, false, ui)?;
     // Before any model call: the report's folder exists and takes a file, and the user's
-    // exchange log opens (DESIGN.md#run-folder).
+    // exchange log opens (docs/design/run-folder.md#run-folder).
     prove_writable(&checked.settings.report_file)?;
     if let Some(user) = &checked.settings.user_llm_log {
         open_append(user).map_err(|e| {
@@ -92,7 +92,7 @@ pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
 }
 
 /// The settings, the first board and every check before the run folder is made. A dry run
-/// prints the models line and only warns of a missing key (DESIGN.md#run-folder).
+/// prints the models line and only warns of a missing key (docs/design/run-folder.md#run-folder).
 fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
     let (settings, run_dir, numbered_from) = settings_of(new)?;
     let (packet_text, board_text, board) = first_board(&settings, ui)?;
@@ -138,7 +138,7 @@ fn settings_of(new: NewMeeting) -> Result<(RunSettings, PathBuf, Option<PathBuf>
     let now = crate::events::clock_from_env().now();
     let mut board_args = new.board;
     if !new.max_loops_given {
-        // Flag > config file > built-in default (DESIGN.md#config).
+        // Flag > config file > built-in default (docs/design/agents-and-config.md#config).
         board_args.max_loops = loaded.config.max_loops.unwrap_or(board_args.max_loops);
     }
     board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
@@ -238,7 +238,7 @@ fn create(checked: Checked, ui: Ui) -> Result<Run> {
     // A folder that held a meeting had a meeting.json (refused above): this file is new.
     let _ = std::fs::remove_file(dir.path.join("events.jsonl"));
     // Synced, with the checkpoints above: init-board's is where `--resume` can always go on
-    // from (DESIGN.md#resume).
+    // from (docs/design/run-folder.md#resume).
     dir.append_events(&board.new_events, true)?;
     let mut tally = Tally::default();
     tally.add(&board.new_events);

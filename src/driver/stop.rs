@@ -1,4 +1,4 @@
-//! Ctrl-C and SIGTERM while a meeting drives its run folder (DESIGN.md#resume): the meeting
+//! Ctrl-C and SIGTERM while a meeting drives its run folder (docs/design/run-folder.md#resume): the meeting
 //! stops where it is — every file is written atomically, so the folder holds complete
 //! checkpoints whatever the moment — stops the running `--stage` command, says how to continue,
 //! and dies of the same signal, so a shell sees exit 130 / 143 as without the driver.
@@ -58,7 +58,7 @@ mod unix {
             let wanted: Vec<i32> = SIGNALS.into_iter().filter(|s| !ignored(*s)).collect();
             for sig in &wanted {
                 // Registered first, so it runs before the pipe's action: after the drive, the
-                // default action (DESIGN.md#resume).
+                // default action (docs/design/run-folder.md#resume).
                 let _ = signal_hook::flag::register_conditional_default(*sig, over.clone());
             }
             let (mut handle, mut thread) = (None, None);

@@ -1,4 +1,4 @@
-//! Reading a document with precise errors (DESIGN.md#documents): JSON or YAML, the file label
+//! Reading a document with precise errors (docs/design/flow.md#documents): JSON or YAML, the file label
 //! and the field path on one line, versions checked first, duplicate keys refused, and a
 //! document of another kind named with the program that takes it.
 
@@ -421,7 +421,7 @@ impl<'de> Visitor<'de> for NoDuplicateKeys {
 /// Parse a Board (refusing other major `board_version`s first); errors name `label`.
 pub(crate) fn parse_board(label: &str, text: &str) -> Result<crate::model::Board> {
     // An earlier version is refused, not converted: its run folder follows the old layout
-    // too (DESIGN.md#events).
+    // too (docs/design/run-folder.md#events).
     let version = version_of(text, "board_version");
     if let Some((v, before)) = crate::model::OLDER_BOARDS
         .iter()

@@ -1,6 +1,6 @@
 //! What every program shares for its input and output: stderr notes (`note!`, `stage_warning!`,
 //! `note_inline!`), reading stdin and input files (size limit, UTF-8, a terminal on stdin
-//! refused with a hint), and writing files atomically (DESIGN.md#run-folder). Stderr is written
+//! refused with a hint), and writing files atomically (docs/design/run-folder.md#run-folder). Stderr is written
 //! best-effort; every writer goes through a temporary file in the target folder and a rename,
 //! so a failure never leaves a half-written file. Reading a document is `doc`.
 
@@ -243,7 +243,7 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
 
 /// [`write_atomic`] without the sync: a killed process still never leaves half a file, but a
 /// crash of the machine may lose the file. For what can be derived again: the run folder's
-/// boards, which `--resume` rebuilds from the synced exchange log (DESIGN.md#resume).
+/// boards, which `--resume` rebuilds from the synced exchange log (docs/design/run-folder.md#resume).
 pub fn write_atomic_unsynced(path: &Path, contents: &[u8]) -> Result<()> {
     write_replacing(path, contents, false)
 }

@@ -74,7 +74,7 @@ pub(crate) fn request_body(req: &Request, opts: &Options, native_schema: bool) -
         json!(opts.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS)),
     );
     if !system.is_empty() {
-        // The system is the same for every call of a caller (DESIGN.md#prompt-layout): its end
+        // The system is the same for every call of a caller (docs/design/prompts.md#prompt-layout): its end
         // is the first cache mark.
         body.insert(
             "system".into(),
@@ -160,7 +160,7 @@ impl Provider for Anthropic {
     }
 }
 
-/// Anthropic's `usage` in the meeting's terms (DESIGN.md#llm-layer): its `input_tokens` are only
+/// Anthropic's `usage` in the meeting's terms (docs/design/llm.md#llm-layer): its `input_tokens` are only
 /// the uncached rest of the prompt, so `prompt_tokens` adds `cache_read_input_tokens` (also
 /// `cached_tokens`) and `cache_creation_input_tokens` (also `cache_creation_tokens`), making it
 /// every input token as OpenAI counts them.

@@ -1,5 +1,5 @@
 //! The LLM flags shared by every program that calls a model, and the resolution of which
-//! provider, model and options one caller gets (DESIGN.md#llm-layer).
+//! provider, model and options one caller gets (docs/design/llm.md#llm-layer).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -127,7 +127,7 @@ pub struct LlmArgs {
     pub from_env: Vec<String>,
 }
 
-/// The LLM settings of the user's config file (DESIGN.md#config).
+/// The LLM settings of the user's config file (docs/design/agents-and-config.md#config).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigDefaults {
     pub provider: Option<String>,
@@ -380,7 +380,7 @@ mod tests {
     use clap::Args as _;
 
     /// `--help` states the default `max_tokens` of every call kind, and says what wins over
-    /// the flag; the numbers are the ones the stages send (DESIGN.md#llm-layer).
+    /// the flag; the numbers are the ones the stages send (docs/design/llm.md#llm-layer).
     #[test]
     fn help_states_the_default_max_tokens() {
         let help = LlmArgs::augment_args(clap::Command::new("x"))

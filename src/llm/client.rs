@@ -1,4 +1,4 @@
-//! The [`Client`] the callers use (DESIGN.md#llm-layer, DESIGN.md#failure-policy): its retry
+//! The [`Client`] the callers use (docs/design/llm.md#llm-layer, docs/design/failure-policy.md#failure-policy): its retry
 //! policy and waits, call numbers (a fan-out's too), one exchange-log line per attempt, and a
 //! usage estimate when the server sends none.
 
@@ -66,7 +66,7 @@ pub struct Client {
     calls: u64,
     policy: RetryPolicy,
     log: Option<PathBuf>,
-    /// One call of a fan-out (DESIGN.md#fan-out): `(base, index, of)`; `calls` then counts this
+    /// One call of a fan-out (docs/design/agent-turn.md#fan-out): `(base, index, of)`; `calls` then counts this
     /// client's attempts and attempt k (1-based) has call number `base + (k-1)*of + index + 1`.
     fan_out: Option<(u64, u64, u64)>,
     /// Every wait between two attempts, in order (see [`Client::waits`]).
@@ -89,7 +89,7 @@ impl Client {
     }
 
     /// Number this client's attempts as call `index` (0-based) of a fan-out of `of` calls that
-    /// starts after call number `base` (DESIGN.md#fan-out): every call's numbers are fixed
+    /// starts after call number `base` (docs/design/agent-turn.md#fan-out): every call's numbers are fixed
     /// before any is sent, whatever order the answers arrive in — without retries the calls
     /// take `base+1 ..= base+of` in call order, the numbers a sequential meeting would give
     /// them. [`Client::calls`] then counts this client's attempts (from 0) and
@@ -283,7 +283,7 @@ impl Client {
             duration_ms,
         );
         // A model's answer is what a crash must not lose: it is paid for, and every board is
-        // derived from it (DESIGN.md#resume). A replayed one is in its cassette already, and a
+        // derived from it (docs/design/run-folder.md#resume). A replayed one is in its cassette already, and a
         // failed attempt is asked again anyway.
         let paid = result.is_ok() && !self.provider.replayed();
         if let Err(e) = replay::append_line(path, &line.to_string(), paid) {
@@ -427,7 +427,7 @@ mod tests {
         }
     }
 
-    /// A fan-out client's attempts take `base + k*of + index + 1` (DESIGN.md#fan-out), transport
+    /// A fan-out client's attempts take `base + k*of + index + 1` (docs/design/agent-turn.md#fan-out), transport
     /// retries included; `calls()` counts its own attempts and `last_seq()` the highest number.
     #[test]
     fn fan_out_call_numbers_are_fixed_in_advance() {
@@ -469,7 +469,7 @@ mod tests {
     }
 
     /// A 429 on the last attempt gives up at once: waiting out its Retry-After would only
-    /// delay the failure (DESIGN.md#failure-policy). Earlier waits honour Retry-After, capped.
+    /// delay the failure (docs/design/failure-policy.md#failure-policy). Earlier waits honour Retry-After, capped.
     #[test]
     fn retry_after_is_capped_and_the_last_attempt_does_not_wait() {
         let rate_limited = |secs| AttemptError::Http {

@@ -1,4 +1,4 @@
-//! The LLM layer (DESIGN.md#llm-layer): one interface for the rest of the code, several
+//! The LLM layer (docs/design/llm.md#llm-layer): one interface for the rest of the code, several
 //! providers behind it.
 //!
 //! Callers build a [`Request`] (system prompt, messages, optional expected JSON schema) and

@@ -1,5 +1,5 @@
 //! The reply format in words, for servers without native structured output
-//! (DESIGN.md#prompt-layout): a JSON Schema rendered as a TypeScript-style type, the notation
+//! (docs/design/prompts.md#prompt-layout): a JSON Schema rendered as a TypeScript-style type, the notation
 //! models read best and the shortest that says the same thing (about a third of the schema's
 //! characters). Only what the notation can say exactly is rendered that way; a schema that uses
 //! any other keyword (a length limit, a pattern, a `$ref` …) is sent as the JSON Schema itself,

@@ -156,7 +156,7 @@ impl Provider for OpenAi {
 }
 
 /// OpenAI's `usage`: `prompt_tokens` (cached ones included), `completion_tokens`, and
-/// `prompt_tokens_details.cached_tokens` when the server reports it (DESIGN.md#llm-layer).
+/// `prompt_tokens_details.cached_tokens` when the server reports it (docs/design/llm.md#llm-layer).
 pub(crate) fn reported_usage(usage: &Value) -> Option<TokenUsage> {
     let cached = usage
         .pointer("/prompt_tokens_details/cached_tokens")

@@ -1,4 +1,4 @@
-//! Tolerant parsing of a model's reply into one JSON object (DESIGN.md#structured-output).
+//! Tolerant parsing of a model's reply into one JSON object (docs/design/prompts.md#structured-output).
 //!
 //! Models wrap JSON in code fences, chat before it, or leave trailing commas. We forgive those
 //! three things only; everything else is an error worded so it can be sent back to the model.

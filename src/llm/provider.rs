@@ -1,4 +1,4 @@
-//! One backend behind the [`Client`](super::Client) (DESIGN.md#llm-layer): the [`Provider`]
+//! One backend behind the [`Client`](super::Client) (docs/design/llm.md#llm-layer): the [`Provider`]
 //! trait, what one attempt gives back ([`RawReply`]) and why it failed ([`AttemptError`]).
 
 use super::{Options, Request, TokenUsage};
@@ -76,7 +76,7 @@ pub trait Provider {
     }
     /// Whether this provider appends the expected schema to the system message (native
     /// structured output off): the stages then leave out their field guide, so the format is
-    /// said once (DESIGN.md#prompt-layout).
+    /// said once (docs/design/prompts.md#prompt-layout).
     fn schema_in_prompt(&self) -> bool {
         self.wrapped().is_some_and(|p| p.schema_in_prompt())
     }

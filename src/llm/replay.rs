@@ -398,7 +398,7 @@ impl Provider for Recorder {
 
 /// Append one line to a JSONL file (created when missing), in one write so that lines of
 /// consecutive processes never interleave; with `sync`, on disk before it returns (a paid
-/// answer in the exchange log: DESIGN.md#resume).
+/// answer in the exchange log: docs/design/run-folder.md#resume).
 pub(crate) fn append_line(path: &Path, line: &str, sync: bool) -> std::io::Result<()> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir)?;

@@ -1,10 +1,10 @@
-//! What a call gives back (DESIGN.md#llm-layer): the [`Reply`] and its token counts, why a
+//! What a call gives back (docs/design/llm.md#llm-layer): the [`Reply`] and its token counts, why a
 //! reply holds no JSON ([`NoJson`]), and why a call failed ([`LlmError`]).
 
 use crate::model::Tokens;
 use serde_json::Value;
 
-/// Token counts of one call (DESIGN.md#llm-layer). `prompt_tokens` is every input token the
+/// Token counts of one call (docs/design/llm.md#llm-layer). `prompt_tokens` is every input token the
 /// model read, cached or not, for every provider, so totals and the budget compare across
 /// providers: OpenAI's `prompt_tokens` as reported (it includes `cached_tokens`); Anthropic's
 /// `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` (its
@@ -110,7 +110,7 @@ impl NoJson {
         }
     }
 
-    /// The same for the report's reader (DESIGN.md#report: no instruction meant for a model).
+    /// The same for the report's reader (docs/design/report.md#report: no instruction meant for a model).
     pub(crate) fn for_reader(&self) -> &'static str {
         match self {
             NoJson::CutOff(_) => "it was cut off at the token limit",
@@ -128,7 +128,7 @@ pub enum LlmError {
     Fatal(String),
     /// 429/5xx/timeouts/dropped connections after retries, context-length errors, empty
     /// replies: the meeting absorbs it (agent error turn, failed PM round); the ask loop never
-    /// sends the same request again (DESIGN.md#ask-loop).
+    /// sends the same request again (docs/design/failure-policy.md#ask-loop).
     #[error("{message}")]
     Transient {
         message: String,

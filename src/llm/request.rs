@@ -1,4 +1,4 @@
-//! What a call sends (DESIGN.md#llm-layer): the conversation ([`Message`]), the expected JSON,
+//! What a call sends (docs/design/llm.md#llm-layer): the conversation ([`Message`]), the expected JSON,
 //! the [`Request`] and its [`Options`], and each caller's default `max_tokens`.
 
 use serde_json::{json, Value};
@@ -17,7 +17,7 @@ pub struct Message {
     /// How many leading bytes of `content` are the meeting's stable block (the same bytes in
     /// every call of the meeting: brief, documents, citable ids), 0 when none. Every provider
     /// sends the same text; Anthropic requests also mark the end of this block with
-    /// `cache_control` (DESIGN.md#prompt-layout).
+    /// `cache_control` (docs/design/prompts.md#prompt-layout).
     pub stable_prefix: usize,
 }
 
@@ -99,7 +99,7 @@ pub struct Options {
 }
 
 /// The `max_tokens` a caller sends when neither agent metadata, the board's defaults nor
-/// `--max-tokens` set one (DESIGN.md#llm-layer). Without a limit a local server generates
+/// `--max-tokens` set one (docs/design/llm.md#llm-layer). Without a limit a local server generates
 /// until its context window is full; these leave room for a complete answer of each kind.
 pub mod default_max_tokens {
     /// An agent turn: a short response, three short lists and a few citations with quotes.

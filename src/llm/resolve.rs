@@ -1,4 +1,4 @@
-//! The one resolver of a caller's LLM settings (DESIGN.md#llm-layer): which provider, model,
+//! The one resolver of a caller's LLM settings (docs/design/llm.md#llm-layer): which provider, model,
 //! temperature and `max_tokens` one caller (the PM, an agent, the PM's closing round) gets,
 //! each with where it came from. The clients, the budget's look-ahead, `meeting --dry-run`'s
 //! model line and `meeting --show-config` all ask it, so what they say cannot disagree.

@@ -45,7 +45,7 @@ pub(crate) fn has_reply(log: &Path, seq: u64, caller: &str) -> bool {
 
 /// The side file beside `file` (the exchange log, or a `--record` cassette) that the fan-out
 /// call whose first call number is `first_seq` writes its lines to while the calls run
-/// concurrently (DESIGN.md#fan-out): `llm.jsonl.12.part`. The stage appends the side files to
+/// concurrently (docs/design/agent-turn.md#fan-out): `llm.jsonl.12.part`. The stage appends the side files to
 /// `file` in call order when the fan-out ends; a fan-out killed half-way leaves them, and
 /// [`FromLog`] reads them too, so its finished calls are answered from them.
 pub fn part_path(file: &Path, first_seq: u64) -> PathBuf {
@@ -68,7 +68,7 @@ pub fn absorb_parts(file: &Path, parts: &[PathBuf]) -> std::io::Result<()> {
             .append(true)
             .open(file)?;
         // Synced before the side files go: a crash must not lose the answers they hold
-        // (DESIGN.md#resume).
+        // (docs/design/run-folder.md#resume).
         f.write_all(&bytes)?;
         f.sync_data()?;
     }
@@ -178,7 +178,7 @@ fn with_parts(done: Arc<Done>, log: &Path) -> Arc<Done> {
 
 /// What this process has read of a log: every LLM stage of a meeting driven in one process
 /// reads only the lines appended since the stage before, not the whole log again (its cost
-/// grew with the meeting; DESIGN.md#resume).
+/// grew with the meeting; docs/design/run-folder.md#resume).
 #[derive(Default)]
 struct ReadSoFar {
     /// The file read (device, inode): another file at the same path is read afresh.

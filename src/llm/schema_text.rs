@@ -1,4 +1,4 @@
-//! The expected JSON as the providers send it (DESIGN.md#structured-output): a name they
+//! The expected JSON as the providers send it (docs/design/prompts.md#structured-output): a name they
 //! accept, the schema without meta keys, and the schema in words in the system message.
 
 use serde_json::Value;

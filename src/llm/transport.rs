@@ -153,7 +153,7 @@ impl Http {
                 AttemptError::Unreachable(self.redact(&format!("{url}: {io}")))
             }
             // A failed name lookup reaches ureq as std's I/O error of no stable kind: the host
-            // is unknown, as unreachable as a refused connection (DESIGN.md#failure-policy).
+            // is unknown, as unreachable as a refused connection (docs/design/failure-policy.md#failure-policy).
             ureq::Error::Io(io) if is_lookup_failure(&io) => {
                 AttemptError::Unreachable(self.redact(&format!("{url}: unknown host: {io}")))
             }

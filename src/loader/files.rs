@@ -1,4 +1,4 @@
-//! Agent config file names (DESIGN.md#agent-configs): the extensions, one file per agent name
+//! Agent config file names (docs/design/agents-and-config.md#agent-configs): the extensions, one file per agent name
 //! in a folder, the names a folder defines, and where `agent-builder` may write a config so
 //! that the loader reads it as that agent.
 

@@ -1,4 +1,4 @@
-//! Agent configs (DESIGN.md#agent-configs): `rules` checks one config (file format, name and
+//! Agent configs (docs/design/agents-and-config.md#agent-configs): `rules` checks one config (file format, name and
 //! stem, the schema contracts of a specialist and the PM), `search` finds configs along the
 //! lookup order (the built-in agents, `--list-agents`), `files` names config files.
 

@@ -1,4 +1,4 @@
-//! Checking one agent config (DESIGN.md#agent-configs): file formats, name/stem agreement,
+//! Checking one agent config (docs/design/agents-and-config.md#agent-configs): file formats, name/stem agreement,
 //! schema compilation, and the input/output schema contracts for specialists
 //! (AgentTurnResult) and the PM (PMDecision).
 
@@ -524,7 +524,7 @@ mod tests {
             json!(["CALL_AGENT", "STOP"]),
         );
         assert!(err(&bad, AgentKind::Pm).contains("\"STOP\" is not a PMDecision action"));
-        // A PM config may allow a fan-out (DESIGN.md#fan-out).
+        // A PM config may allow a fan-out (docs/design/agent-turn.md#fan-out).
         let fan = with(
             pm.clone(),
             "/output_schema/properties/next_action/enum",

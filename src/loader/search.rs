@@ -1,4 +1,4 @@
-//! Finding agent configs (DESIGN.md#agent-lookup): the places and their order, the built-in
+//! Finding agent configs (docs/design/agents-and-config.md#agent-lookup): the places and their order, the built-in
 //! agents, `--list-agents`, and loading the meeting's specialists and PM.
 
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use super::files::{agent_names_in, find_agent_file};
 use super::rules::{load_agent_file, load_agent_text, AgentKind};
 
 /// The agents that ship inside the programs (`share/agents/`), embedded like the prompts: a
-/// meeting works from any folder after `cargo install` (DESIGN.md#agent-lookup).
+/// meeting works from any folder after `cargo install` (docs/design/agents-and-config.md#agent-lookup).
 pub const BUILTIN_AGENTS: [(&str, &str); 7] = [
     ("arch", include_str!("../../share/agents/arch.yaml")),
     ("biz", include_str!("../../share/agents/biz.yaml")),
@@ -23,7 +23,7 @@ pub const BUILTIN_AGENTS: [(&str, &str); 7] = [
     ("sre", include_str!("../../share/agents/sre.yaml")),
 ];
 
-/// One place agents are looked up, in the lookup order (DESIGN.md#agent-lookup).
+/// One place agents are looked up, in the lookup order (docs/design/agents-and-config.md#agent-lookup).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AgentPlace {
     /// `--agents-dir DIR`.
@@ -75,7 +75,7 @@ pub struct ListedAgent {
 }
 
 /// The lookup order of agent configs: `--agents-dir` → `./agents` → the user's agents folder
-/// → built-in; the first place that defines a name wins (DESIGN.md#agent-lookup).
+/// → built-in; the first place that defines a name wins (docs/design/agents-and-config.md#agent-lookup).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentSearch {
     pub places: Vec<AgentPlace>,
@@ -240,7 +240,7 @@ pub fn list_agents(search: &AgentSearch) -> String {
     out
 }
 
-/// Load the named specialists and the PM along `search` (DESIGN.md#agent-lookup). A missing
+/// Load the named specialists and the PM along `search` (docs/design/agents-and-config.md#agent-lookup). A missing
 /// PM config is fine when `pm` is the default name `pm` (the built-in PM prompt is used); a
 /// PM named explicitly must exist.
 pub fn load_meeting_agents(

@@ -1,4 +1,4 @@
-//! Agent configs (DESIGN.md#agent-configs): a specialist or the PM, as loaded from its file.
+//! Agent configs (docs/design/agents-and-config.md#agent-configs): a specialist or the PM, as loaded from its file.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -15,7 +15,7 @@ pub struct AgentConfig {
     pub name: String,
     pub role: String,
     pub description: String,
-    /// `llm` (the default) or `human`: a person answers at the terminal (DESIGN.md#agent-configs).
+    /// `llm` (the default) or `human`: a person answers at the terminal (docs/design/agents-and-config.md#agent-configs).
     #[serde(default, skip_serializing_if = "ParticipantKind::is_llm")]
     pub kind: ParticipantKind,
     /// The role prompt; must not be empty for an `llm` agent (a human needs none).

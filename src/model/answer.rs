@@ -1,4 +1,4 @@
-//! A specialist's answer and the evidence the board keeps of it (DESIGN.md#agent-turn).
+//! A specialist's answer and the evidence the board keeps of it (docs/design/agent-turn.md#agent-turn).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,7 @@ pub struct DocumentCitation {
     #[serde(default)]
     pub quote: String,
     /// The exact text of the key point, risk or recommendation of the same answer that this
-    /// quote backs (DESIGN.md#findings-and-evidence).
+    /// quote backs (docs/design/whiteboard.md#findings-and-evidence).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supports: Option<String>,
     /// Set by the runtime: whether `quote` was found in the document's excerpt.

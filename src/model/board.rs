@@ -1,4 +1,4 @@
-//! The board (DESIGN.md#documents): the whole state of a meeting, passed from stage to stage.
+//! The board (docs/design/flow.md#documents): the whole state of a meeting, passed from stage to stage.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -18,7 +18,7 @@ pub enum Status {
 }
 
 impl Status {
-    /// Its name as serde writes it (DESIGN.md#documents).
+    /// Its name as serde writes it (docs/design/flow.md#documents).
     pub fn as_str(self) -> &'static str {
         super::names::wire_name(&self)
     }
@@ -44,7 +44,7 @@ pub struct PendingCall {
     #[serde(default)]
     pub analysis: String,
     /// Under a token budget: the tokens the turn must leave for the PM's closing round
-    /// (DESIGN.md#token-budget).
+    /// (docs/design/pm-round.md#token-budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reserve_tokens: Option<u64>,
 }
@@ -59,7 +59,7 @@ pub enum TurnStatus {
 }
 
 impl TurnStatus {
-    /// Its name as serde writes it (DESIGN.md#documents).
+    /// Its name as serde writes it (docs/design/flow.md#documents).
     pub fn as_str(self) -> &'static str {
         super::names::wire_name(&self)
     }
@@ -93,11 +93,11 @@ pub struct Board {
     pub llm: LlmSettings,
     pub loop_count: u32,
     pub max_loops: u32,
-    /// Most participants one CALL_AGENTS may ask at once (`--max-parallel`, DESIGN.md#fan-out);
+    /// Most participants one CALL_AGENTS may ask at once (`--max-parallel`, docs/design/agent-turn.md#fan-out);
     /// 1 (written only when not 1): the PM is not offered CALL_AGENTS.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub max_parallel: u32,
-    /// The meeting's token budget (DESIGN.md#token-budget): prompt and completion tokens
+    /// The meeting's token budget (docs/design/pm-round.md#token-budget): prompt and completion tokens
     /// of every call together stay within it; absent: no budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
@@ -112,7 +112,7 @@ pub struct Board {
     pub evidence: Vec<Evidence>,
     pub pending_call: Option<PendingCall>,
     pub last_turn: Option<LastTurn>,
-    /// A fan-out's calls waiting for `agent-turn`, in call order (DESIGN.md#fan-out); a
+    /// A fan-out's calls waiting for `agent-turn`, in call order (docs/design/agent-turn.md#fan-out); a
     /// single call stays in `pending_call`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_calls: Vec<PendingCall>,
@@ -127,10 +127,10 @@ pub struct Board {
     #[serde(default, skip_serializing_if = "MeetingRecord::is_empty")]
     pub record: MeetingRecord,
     /// The events the stage that wrote this board produced, in order; the next stage replaces
-    /// them. The whole history is the run folder's `events.jsonl` (DESIGN.md#events).
+    /// them. The whole history is the run folder's `events.jsonl` (docs/design/run-folder.md#events).
     pub new_events: Vec<Event>,
     /// Events recorded in the whole meeting, `new_events` included: how many lines
-    /// `events.jsonl` holds up to this board (`--resume` cuts it there, DESIGN.md#resume).
+    /// `events.jsonl` holds up to this board (`--resume` cuts it there, docs/design/run-folder.md#resume).
     pub event_count: u64,
     /// The bounded record of the meeting's flow the report's diagram draws.
     pub flow: Flow,

@@ -1,4 +1,4 @@
-//! The PM's answer, PMDecision (DESIGN.md#pm-round), and its conditional rules.
+//! The PM's answer, PMDecision (docs/design/pm-round.md#pm-round), and its conditional rules.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,7 @@ use crate::error::Invalid;
 pub enum NextAction {
     #[serde(rename = "CALL_AGENT")]
     CallAgent,
-    // A fan-out (DESIGN.md#fan-out): several participants asked at once, one loop each (a
+    // A fan-out (docs/design/agent-turn.md#fan-out): several participants asked at once, one loop each (a
     // plain comment: a documented variant would make the schema a `oneOf`).
     #[serde(rename = "CALL_AGENTS")]
     CallAgents,
@@ -59,7 +59,7 @@ pub struct PmDecision {
     pub prompt_for_agent: Option<String>,
     #[serde(default)]
     pub final_report: Option<String>,
-    /// With CALL_AGENTS: the calls, in the order they are merged (DESIGN.md#fan-out).
+    /// With CALL_AGENTS: the calls, in the order they are merged (docs/design/agent-turn.md#fan-out).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<AgentCall>,
     /// Questions of the whiteboard this step's PM marks answered (any step).
@@ -73,7 +73,7 @@ pub struct PmDecision {
     pub option_assessments: Vec<OptionAssessment>,
 }
 
-/// One question the PM marks answered (DESIGN.md#questions).
+/// One question the PM marks answered (docs/design/whiteboard.md#questions).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnsweredQuestion {
@@ -99,13 +99,13 @@ pub enum Confidence {
 }
 
 impl Confidence {
-    /// Its name as serde writes it (DESIGN.md#documents).
+    /// Its name as serde writes it (docs/design/flow.md#documents).
     pub fn as_str(self) -> &'static str {
         super::names::wire_name(&self)
     }
 }
 
-/// The PM's decision on FINISH (DESIGN.md#report).
+/// The PM's decision on FINISH (docs/design/report.md#report).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Decision {
@@ -128,8 +128,8 @@ pub struct OptionAssessment {
 
 /// PMDecision's shape, derived from its one definition (the struct above: serde's names,
 /// schemars' schema): the schema the meeting's own PM schema is made from
-/// (DESIGN.md#structured-output), and the field lists the loader's PM config rules and the
-/// decision checks use (DESIGN.md#pm-round). Nothing else spells PMDecision's fields.
+/// (docs/design/prompts.md#structured-output), and the field lists the loader's PM config rules and the
+/// decision checks use (docs/design/pm-round.md#pm-round). Nothing else spells PMDecision's fields.
 pub(crate) struct DecisionShape {
     /// The schema in the plain form every model is sent: `$ref`s inlined, every object closed
     /// with every property required, no titles, descriptions or defaults.
@@ -249,7 +249,7 @@ pub(crate) fn is_placeholder(text: &str) -> bool {
 }
 
 impl PmDecision {
-    /// The conditional rules (DESIGN.md#pm-round): CALL_AGENT needs a target and a real
+    /// The conditional rules (docs/design/pm-round.md#pm-round): CALL_AGENT needs a target and a real
     /// question; FINISH needs a report with both its parts (Executive Summary and
     /// Recommendation, read as the report reads them); a target or question beside it is
     /// ignored. A placeholder (`"..."`, `"TBD"`) is not content.
@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(fin(None).validate().unwrap_err().path, "final_report");
     }
 
-    /// A placeholder answer is not an answer (DESIGN.md#pm-round: a placeholder is no content).
+    /// A placeholder answer is not an answer (docs/design/pm-round.md#pm-round: a placeholder is no content).
     #[test]
     fn pm_decision_placeholders_are_invalid() {
         for text in [

@@ -1,4 +1,4 @@
-//! Events and the bounded flow the report's diagram draws (DESIGN.md#events).
+//! Events and the bounded flow the report's diagram draws (docs/design/run-folder.md#events).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -34,14 +34,14 @@ pub enum EventType {
     AgentResult,
     /// An agent turn ended without one.
     AgentError,
-    /// The PM asked a participant nearly what it had asked it before (DESIGN.md#circles).
+    /// The PM asked a participant nearly what it had asked it before (docs/design/pm-round.md#circles).
     PmRepeatedQuestion,
-    /// Two agent turns in a row added nothing new to the whiteboard (DESIGN.md#circles).
+    /// Two agent turns in a row added nothing new to the whiteboard (docs/design/pm-round.md#circles).
     MeetingStalled,
 }
 
 impl EventType {
-    /// Its name as serde writes it (DESIGN.md#documents).
+    /// Its name as serde writes it (docs/design/flow.md#documents).
     pub fn as_str(self) -> &'static str {
         super::names::wire_name(&self)
     }
@@ -62,7 +62,7 @@ pub enum MessageKind {
 }
 
 impl MessageKind {
-    /// Its name as serde writes it (DESIGN.md#documents).
+    /// Its name as serde writes it (docs/design/flow.md#documents).
     pub fn as_str(self) -> &'static str {
         super::names::wire_name(&self)
     }
@@ -104,7 +104,7 @@ pub struct Event {
 /// Loops of the meeting the board's `flow` keeps (the report's diagram shows them).
 pub const FLOW_LOOPS: u32 = 30;
 
-/// The report's flow diagram in bounded form (DESIGN.md#events): the steps of the last
+/// The report's flow diagram in bounded form (docs/design/run-folder.md#events): the steps of the last
 /// [`FLOW_LOOPS`] loops, and how many loops came before them. Kept by `events::push_at`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -1,4 +1,4 @@
-//! The meeting file and the packet `collect-context` makes of it (DESIGN.md#documents).
+//! The meeting file and the packet `collect-context` makes of it (docs/design/flow.md#documents).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -77,7 +77,7 @@ pub struct ContextSource {
     #[serde(default = "default_max_chars")]
     pub max_chars_per_file: usize,
     /// A `directory` source skips what `.gitignore` and `.ignore` files exclude
-    /// (DESIGN.md#context-collection); `false` collects it too.
+    /// (docs/design/context.md#context-collection); `false` collects it too.
     #[serde(default = "default_true", skip_serializing_if = "is_true")]
     pub respect_gitignore: bool,
 }
@@ -97,7 +97,7 @@ pub struct MeetingInput {
     pub budget: Option<MeetingBudget>,
 }
 
-/// A meeting file's `budget:` (DESIGN.md#token-budget).
+/// A meeting file's `budget:` (docs/design/pm-round.md#token-budget).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeetingBudget {
@@ -191,7 +191,7 @@ pub struct ContextDocument {
     pub excerpt: String,
     /// Characters of the full file, each redaction marker counted as its own characters.
     pub char_count: usize,
-    /// Secrets replaced by `[REDACTED:<kind>]` in `excerpt` (DESIGN.md#context-collection);
+    /// Secrets replaced by `[REDACTED:<kind>]` in `excerpt` (docs/design/context.md#context-collection);
     /// written only when there are some.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redactions: u32,

@@ -1,4 +1,4 @@
-//! The documents (DESIGN.md#documents): the types every program reads and writes, and their validation.
+//! The documents (docs/design/flow.md#documents): the types every program reads and writes, and their validation.
 //!
 //! Every struct refuses unknown fields (typos must not pass silently) except `metadata`
 //! objects. Validation that serde cannot express (non-empty strings, safe names, the PM
@@ -33,11 +33,11 @@ use serde_json::Value;
 /// Current major versions of the documents that flow between the programs.
 /// 3: the fields every stage writes are required (no defaults kept for boards of earlier
 /// releases), evidence ids are always set and the record says why a meeting was forced to
-/// close (DESIGN.md#events). Earlier boards are refused ([`OLDER_BOARDS`]).
+/// close (docs/design/run-folder.md#events). Earlier boards are refused ([`OLDER_BOARDS`]).
 pub const BOARD_VERSION: u32 = 3;
 
 /// Every earlier board version, with what its boards predate: each is refused with this
-/// reason, not converted (DESIGN.md#events).
+/// reason, not converted (docs/design/run-folder.md#events).
 pub(crate) const OLDER_BOARDS: [(u32, &str); 2] = [
     (1, "bounded boards (its whole history in event_log)"),
     (2, "required board fields and typed forced-finish reasons"),
@@ -45,7 +45,7 @@ pub(crate) const OLDER_BOARDS: [(u32, &str); 2] = [
 pub const PACKET_VERSION: u32 = 1;
 pub const REPORT_VERSION: u32 = 1;
 
-/// Largest number of items each whiteboard list keeps (merge rule 5, DESIGN.md#whiteboard-bounds).
+/// Largest number of items each whiteboard list keeps (merge rule 5, docs/design/whiteboard.md#whiteboard-bounds).
 pub(crate) const LIST_CAP: usize = 20;
 
 // What `skip_serializing_if` and `default` call, shared by the documents.

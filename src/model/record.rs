@@ -1,4 +1,4 @@
-//! The decision record kept beside the whiteboard for the report (DESIGN.md#report).
+//! The decision record kept beside the whiteboard for the report (docs/design/report.md#report).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -17,7 +17,7 @@ pub enum QuestionOrigin {
     Raised,
 }
 
-/// Who answered a question, with what, and when (DESIGN.md#questions).
+/// Who answered a question, with what, and when (docs/design/whiteboard.md#questions).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct QuestionAnswer {
@@ -94,11 +94,11 @@ pub enum ProcessKind {
     RoundFailed,
     /// The PM marked answered a question that is not on the whiteboard.
     UnknownQuestion,
-    /// The PM repeated a question, or answers stopped adding anything (DESIGN.md#circles).
+    /// The PM repeated a question, or answers stopped adding anything (docs/design/pm-round.md#circles).
     Circles,
 }
 
-/// Why the meeting was made to close (DESIGN.md#pm-round): set where the `forced_finish` event
+/// Why the meeting was made to close (docs/design/pm-round.md#pm-round): set where the `forced_finish` event
 /// is logged, so the closing round's note and the driver's progress line read a fact, not the
 /// event's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -106,9 +106,9 @@ pub enum ProcessKind {
 pub enum ForcedReason {
     /// The loop limit was reached.
     MaxLoops,
-    /// The token budget had no room for another loop (DESIGN.md#token-budget).
+    /// The token budget had no room for another loop (docs/design/pm-round.md#token-budget).
     TokenBudget,
-    /// The PM kept asking what it had asked before (DESIGN.md#circles).
+    /// The PM kept asking what it had asked before (docs/design/pm-round.md#circles).
     Circles,
     /// A PM round ended without a usable decision.
     RoundFailed,
@@ -129,7 +129,7 @@ pub struct CallerSource {
     pub note: Option<String>,
 }
 
-/// The decision record kept beside the whiteboard for the report (DESIGN.md#report): every
+/// The decision record kept beside the whiteboard for the report (docs/design/report.md#report): every
 /// part bounded. Every part is written only when it holds something (a new meeting's record
 /// is empty).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -152,7 +152,7 @@ pub struct MeetingRecord {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub option_assessments: Vec<OptionAssessment>,
     /// The `answered_questions` of the PM's last CALL_AGENT, applied by `merge-board` after the
-    /// agent's turn, so the agent sees the whiteboard the PM saw (DESIGN.md#questions).
+    /// agent's turn, so the agent sees the whiteboard the PM saw (docs/design/whiteboard.md#questions).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub pending_answers: Vec<AnsweredQuestion>,
     /// Notes for the report's Process Note (the last 30).
@@ -162,10 +162,10 @@ pub struct MeetingRecord {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub callers: BTreeMap<String, CallerSource>,
     /// The PM's latest questions, with the answer each got (`circles::ASKED_CAP`): what a
-    /// repeated question is compared with (DESIGN.md#circles).
+    /// repeated question is compared with (docs/design/pm-round.md#circles).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub asked: Vec<AskedQuestion>,
-    /// Agent turns in a row that added nothing new to the whiteboard (DESIGN.md#circles).
+    /// Agent turns in a row that added nothing new to the whiteboard (docs/design/pm-round.md#circles).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub quiet_turns: u32,
     /// Why the meeting was made to close, once it was.

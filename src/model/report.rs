@@ -1,4 +1,4 @@
-//! What `render-report` and `meeting` print (DESIGN.md#report).
+//! What `render-report` and `meeting` print (docs/design/report.md#report).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,4 +1,4 @@
-//! Token and call counts (DESIGN.md#llm-layer, DESIGN.md#token-budget).
+//! Token and call counts (docs/design/llm.md#llm-layer, docs/design/pm-round.md#token-budget).
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use super::is_zero_u64;
 
 /// The four token counts of a call, a caller or a meeting. `prompt_tokens` counts every input
-/// token, cached ones included, for every provider (DESIGN.md#llm-layer); the cache counts are
+/// token, cached ones included, for every provider (docs/design/llm.md#llm-layer); the cache counts are
 /// parts of it, written when not 0. Flattened into every document that carries them (usage,
 /// events, cassettes), so their names and rules are written here once.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -24,12 +24,12 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    /// Prompt and completion tokens: what the token budget counts (DESIGN.md#token-budget).
+    /// Prompt and completion tokens: what the token budget counts (docs/design/pm-round.md#token-budget).
     pub fn total(self) -> u64 {
         self.prompt_tokens.saturating_add(self.completion_tokens)
     }
 
-    /// What `self` holds beyond `earlier` (a fan-out call's own counts, DESIGN.md#fan-out).
+    /// What `self` holds beyond `earlier` (a fan-out call's own counts, docs/design/agent-turn.md#fan-out).
     pub fn since(self, earlier: Tokens) -> Tokens {
         Tokens {
             prompt_tokens: self.prompt_tokens.saturating_sub(earlier.prompt_tokens),
@@ -103,7 +103,7 @@ pub struct CallerUsage {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
     /// The largest `prompt_tokens` of one call the provider reported: a floor under the token
-    /// budget's estimates (DESIGN.md#token-budget).
+    /// budget's estimates (docs/design/pm-round.md#token-budget).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub max_prompt_tokens: u64,
 }
@@ -121,7 +121,7 @@ pub struct Usage {
 impl Usage {
     /// The model requests made, retries included: what the callers were charged. `calls`, the
     /// call counter, can be higher: a fan-out fixes its calls' numbers before sending and
-    /// leaves the numbers a retry did not need unused (DESIGN.md#fan-out). A board whose
+    /// leaves the numbers a retry did not need unused (docs/design/agent-turn.md#fan-out). A board whose
     /// callers were not counted (a user's stage): the counter.
     pub fn attempts(&self) -> u64 {
         match self.by_caller.values().map(|u| u.calls).sum() {

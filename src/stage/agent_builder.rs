@@ -1,5 +1,5 @@
-//! `agent-builder`'s library side (DESIGN.md#agent-configs): ask the model for an AgentConfig
-//! through the ask loop (DESIGN.md#ask-loop), checked with the loader's rules.
+//! `agent-builder`'s library side (docs/design/agents-and-config.md#agent-configs): ask the model for an AgentConfig
+//! through the ask loop (docs/design/failure-policy.md#ask-loop), checked with the loader's rules.
 
 use minijinja::{context, Environment, UndefinedBehavior};
 use serde_json::{json, Value};
@@ -90,7 +90,7 @@ pub fn system_prompt(spec: &BuildSpec) -> Result<String, Error> {
     )
 }
 
-/// The builder's side of the ask loop (DESIGN.md#ask-loop): the loader's rules and the
+/// The builder's side of the ask loop (docs/design/failure-policy.md#ask-loop): the loader's rules and the
 /// builder's own retry template; no board, so no events.
 struct BuilderAsk<'a> {
     spec: &'a BuildSpec,
@@ -175,7 +175,7 @@ pub fn check(mut value: Value, spec: &BuildSpec, schema: &Value) -> Result<Agent
     validate(&value, schema)?;
     let cfg: AgentConfig = serde_path_to_error::deserialize(value)
         .map_err(|e| format!("at {}: {}", e.path(), e.inner()))?;
-    // The same rules the loader applies when the file is loaded (DESIGN.md#agent-configs).
+    // The same rules the loader applies when the file is loaded (docs/design/agents-and-config.md#agent-configs).
     crate::loader::validate_agent(&cfg, AgentKind::Specialist).map_err(|e| e.to_string())?;
     Ok(cfg)
 }

@@ -16,7 +16,7 @@ pub struct InitOptions {
     pub pm: Option<AgentConfig>,
     pub llm: LlmSettings,
     pub max_loops: u32,
-    /// `--max-parallel`: most participants one CALL_AGENTS asks at once (DESIGN.md#fan-out).
+    /// `--max-parallel`: most participants one CALL_AGENTS asks at once (docs/design/agent-turn.md#fan-out).
     pub max_parallel: u32,
     /// `--max-total-tokens`: wins over the meeting file's `budget.max_total_tokens`.
     pub max_total_tokens: Option<u64>,
@@ -51,7 +51,7 @@ pub fn run(packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> 
         agents,
         pm,
         llm: args.llm,
-        // Flag > config file > built-in default (DESIGN.md#config); the budget: flag >
+        // Flag > config file > built-in default (docs/design/agents-and-config.md#config); the budget: flag >
         // meeting file > config file.
         max_loops: match args.max_loops_given {
             true => b.max_loops,

@@ -1,5 +1,5 @@
 //! The `merge-board` stage: fold the agent turn in `last_turn` into the whiteboard (merge
-//! rules 1–7, DESIGN.md#merge-rules). No LLM, no clock: the caller passes the timestamp, so
+//! rules 1–7, docs/design/whiteboard.md#merge-rules). No LLM, no clock: the caller passes the timestamp, so
 //! every function here is pure.
 
 use crate::circles;
@@ -39,9 +39,9 @@ pub(crate) fn is_question(item: &str) -> bool {
     })
 }
 
-/// `merge-board`: fold `last_turn` into the whiteboard (merge rules 1–7, DESIGN.md#merge-rules),
+/// `merge-board`: fold `last_turn` into the whiteboard (merge rules 1–7, docs/design/whiteboard.md#merge-rules),
 /// or a fan-out's `last_turns` one after another in call order, each counting one loop, exactly
-/// as if they had run one by one (DESIGN.md#fan-out).
+/// as if they had run one by one (docs/design/agent-turn.md#fan-out).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
     board.expect_stage(Stage::MergeBoard)?;
     // A hand-edited board: one kind of turn at a time, as agent-turn requires of its calls.
@@ -57,7 +57,7 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         Some(turn) => vec![turn],
         None => std::mem::take(&mut board.last_turns),
     };
-    // The questions the PM marked answered when it made this call (DESIGN.md#questions).
+    // The questions the PM marked answered when it made this call (docs/design/whiteboard.md#questions).
     // A question they answer counts for the (first) turn: it was not a quiet one.
     let mut answered_before = answered(&board);
     let answers = std::mem::take(&mut board.record.pending_answers);
@@ -76,7 +76,7 @@ fn answered(board: &Board) -> usize {
 }
 
 /// Merge one turn (rules 1–7): `loop_count` + 1. `answered_before`: the questions answered
-/// before it (DESIGN.md#circles: a turn that answered one was not quiet).
+/// before it (docs/design/pm-round.md#circles: a turn that answered one was not quiet).
 fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usize) {
     let message;
     match (&turn.status, &turn.result) {
@@ -108,11 +108,11 @@ fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usi
     }
     events::push_at(board, now, events::board_merged(message));
     // At max_loops the board stays `running`: pm-step sees the spent budget, records the
-    // forced finish and runs in forced_finish mode (DESIGN.md#pm-round).
+    // forced finish and runs in forced_finish mode (docs/design/pm-round.md#pm-round).
     board.loop_count += 1;
 }
 
-/// Count an answered turn that added nothing new (DESIGN.md#circles); the second in a row
+/// Count an answered turn that added nothing new (docs/design/pm-round.md#circles); the second in a row
 /// leaves a `meeting_stalled` event and a Process Note entry, and the PM is told.
 fn note_quiet_turn(board: &mut Board, now: &str, quiet: bool) {
     if !quiet {
@@ -186,7 +186,7 @@ fn merge_result(board: &mut Board, result: &AgentTurnResult) {
 
 /// Keep the turn's citations (validated by agent-turn) for the report's Evidence Reviewed,
 /// each with its number (`E1`, …), and link each to the finding of this answer its `supports`
-/// names (DESIGN.md#findings-and-evidence).
+/// names (docs/design/whiteboard.md#findings-and-evidence).
 fn keep_evidence(board: &mut Board, result: &AgentTurnResult, points: &[String], risks: &[String]) {
     let loop_no = board.current_loop();
     for c in &result.citations {
@@ -266,7 +266,7 @@ mod tests {
     }
 
     /// A turn after which the PM marked a question answered is not a quiet one, even when the
-    /// answer itself repeats the whiteboard (DESIGN.md#circles).
+    /// answer itself repeats the whiteboard (docs/design/pm-round.md#circles).
     #[test]
     fn a_question_marked_answered_makes_a_turn_not_quiet() {
         let mut b = board(&[]);

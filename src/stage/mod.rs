@@ -1,5 +1,5 @@
 //! The meeting's stages, one module per program, and the one rule that says which stage a
-//! board is waiting for (DESIGN.md#state-machine).
+//! board is waiting for (docs/design/flow.md#state-machine).
 //!
 //! No stage imports another: what two stages share lives beside them (`prompts`, `text`,
 //! `schema`, `ask`), and the order they run in lives only in [`Board::next_stage`].
@@ -67,7 +67,7 @@ impl fmt::Display for Stage {
 
 impl Board {
     /// The stage this board is waiting for; `None` when the meeting is over. The only place
-    /// the order of the stages is decided (DESIGN.md#state-machine): the stages' guards, the
+    /// the order of the stages is decided (docs/design/flow.md#state-machine): the stages' guards, the
     /// driver, `next-stage` and `share/meeting.sh` all ask this.
     pub fn next_stage(&self) -> Option<Stage> {
         match self.status {
@@ -116,7 +116,7 @@ pub type Caller = (String, serde_json::Map<String, serde_json::Value>);
 /// Run a stage that calls a model: the client for `caller` (`llm` holds the flags and the
 /// config file's defaults), the clock from the environment. The programs and the `meeting`
 /// driver, which runs the built-in stages in its own process, both come here
-/// (DESIGN.md#run-folder).
+/// (docs/design/run-folder.md#run-folder).
 pub(crate) fn run_llm(
     board: Board,
     llm: &crate::llm::LlmArgs,
@@ -186,7 +186,7 @@ mod tests {
         b
     }
 
-    /// Every row of DESIGN.md's state table: status × pending_call × last_turn ×
+    /// Every row of the state table (docs/design/flow.md#next-stage): status × pending_call × last_turn ×
     /// final_report → next stage.
     #[test]
     fn next_stage_table() {

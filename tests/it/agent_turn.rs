@@ -176,7 +176,7 @@ fn a_failed_call_gives_an_error_turn_without_a_resend() {
         })
     };
     // The client already spent its attempts (one here); the ask loop never re-sends the
-    // same request (DESIGN.md#ask-loop).
+    // same request (docs/design/failure-policy.md#ask-loop).
     let (b, reqs) = run(board_with_call("arch"), vec![http(), http()]);
     assert_eq!(reqs.len(), 1);
     let t = turn_of(&b);

@@ -1,4 +1,4 @@
-//! Where agent configs come from (DESIGN.md#agent-lookup): `--agents-dir` → `./agents` → the
+//! Where agent configs come from (docs/design/agents-and-config.md#agent-lookup): `--agents-dir` → `./agents` → the
 //! user's agents folder → built-in, first wins; `meeting --list-agents` shows it; an unknown
 //! agent's message lists what exists and points at agent-builder. Every test runs in an empty
 //! temporary folder with a temporary config folder, so neither the repository's `agents/` nor

@@ -1,4 +1,4 @@
-//! The one ask loop (DESIGN.md#ask-loop), seen from outside: the real `pm-step`, `agent-turn`
+//! The one ask loop (docs/design/failure-policy.md#ask-loop), seen from outside: the real `pm-step`, `agent-turn`
 //! and `agent-builder` programs talk to the scripted fake OpenAI server, and the requests are
 //! counted at the server. The client owns transport retries (`--max-attempts`); the ask loop
 //! adds exactly one retry, and only for an invalid answer.

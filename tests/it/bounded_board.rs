@@ -1,4 +1,4 @@
-//! The bounded board (DESIGN.md#events): a board carries only the events of the
+//! The bounded board (docs/design/run-folder.md#events): a board carries only the events of the
 //! stage that wrote it (`new_events`) and a bounded `flow`; the whole history is the run
 //! folder's `events.jsonl`, appended once per stage by the driver and by `share/meeting.sh`.
 //! Also the helpers other modules use to read a meeting's history from its run folder.

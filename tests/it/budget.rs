@@ -1,4 +1,4 @@
-//! The token budget (DESIGN.md#token-budget): a meeting with `--max-total-tokens N` ends with a
+//! The token budget (docs/design/pm-round.md#token-budget): a meeting with `--max-total-tokens N` ends with a
 //! report and at most N tokens used; the PM is moved to its closing round for the reason
 //! "token budget"; a budget too small for anything gives the fallback report without a call;
 //! the meeting file's `budget.max_total_tokens` is used unless the flag says otherwise.

@@ -1,4 +1,4 @@
-//! A meeting that notices it is going in circles (docs/DESIGN.md#circles), driven by
+//! A meeting that notices it is going in circles (docs/design/pm-round.md#circles), driven by
 //! cassettes on the demo meeting: a repeated question is refused once with the earlier question,
 //! its loop and its answer; repeated again, the meeting closes ("the meeting is going in
 //! circles"); two answers in a row that add nothing new put a stall note in the PM's prompt.

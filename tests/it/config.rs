@@ -1,4 +1,4 @@
-//! The user's config file (DESIGN.md#config): its place
+//! The user's config file (docs/design/agents-and-config.md#config): its place
 //! (`$XDG_CONFIG_HOME/agent-meeting/config.yaml`, `AGENT_MEETING_CONFIG`), the precedence flag >
 //! environment > config file > built-in default shown by `meeting --show-config`, unknown keys
 //! refused, and a meeting's stages reading the copy kept in the run folder.

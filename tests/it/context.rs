@@ -1,4 +1,4 @@
-//! docs/DESIGN.md#context-collection: one test per context-collection rule, each failing when its rule breaks.
+//! docs/design/context.md#context-collection: one test per context-collection rule, each failing when its rule breaks.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! docs/DESIGN.md#context-collection, honest collection: `.gitignore` / `.ignore` files are
+//! docs/design/context.md#context-collection, honest collection: `.gitignore` / `.ignore` files are
 //! honoured in directory sources (`respect_gitignore: false` opts out), the tool's own run and
 //! report folders are never collected, every skipped path gets one warning on stderr, and the
 //! report's appendix lists what was used and what was skipped.
@@ -278,7 +278,7 @@ fn the_report_appendix_lists_documents_used_and_skipped() {
         .collect();
     assert!(!used.is_empty(), "the fixture board has documents");
     let md = render_report::render(&b, None).unwrap().markdown;
-    // The record header lists them (DESIGN.md#report).
+    // The record header lists them (docs/design/report.md#report).
     let appendix = &md[..md.find("## Topic").expect("header")];
     let want = format!(
         "- Documents used ({}): {}\n\

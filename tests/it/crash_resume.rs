@@ -1,4 +1,4 @@
-//! A crash of the machine (DESIGN.md#resume): the run folder's boards and `events.jsonl` are
+//! A crash of the machine (docs/design/run-folder.md#resume): the run folder's boards and `events.jsonl` are
 //! written atomically but not synced, so a crash may lose the newest of them or leave them
 //! empty; the model's answers in `llm.jsonl` are synced as they come. `--resume` goes on from
 //! the last whole checkpoint whose events are all there and derives the rest from the log.

@@ -1,4 +1,4 @@
-//! The report as a decision record (docs/DESIGN.md#report), driven by cassettes: the
+//! The report as a decision record (docs/design/report.md#report), driven by cassettes: the
 //! demo meetings (golden reports, read by a person when blessed), questions tracked by id and
 //! marked answered, findings linked to numbered evidence, the decision and its options table,
 //! the record header, the Process Note in plain words, and model text that cannot forge report

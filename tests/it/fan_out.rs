@@ -1,4 +1,4 @@
-//! Parallel fan-out (docs/DESIGN.md#fan-out), driven by cassettes (and, where the order or
+//! Parallel fan-out (docs/design/agent-turn.md#fan-out), driven by cassettes (and, where the order or
 //! overlap of the calls matters, the fake HTTP server) on the demo meeting with three
 //! participants: a CALL_AGENTS runs its calls concurrently and merges them
 //! in call order whatever order the answers arrive in; `--max-parallel 1` never offers it;

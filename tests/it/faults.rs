@@ -1,4 +1,4 @@
-//! Fault injection through the whole pipeline (docs/DESIGN.md#failure-policy): for every fault at
+//! Fault injection through the whole pipeline (docs/design/failure-policy.md#failure-policy): for every fault at
 //! every position (PM normal round, agent turn, PM forced finish) the real `meeting` binary
 //! must end with a saved report, status `finished`, the right report kind and Process Note, the
 //! right events on the final board, and no panic.
@@ -25,7 +25,7 @@ const NOW: &str = "2026-11-30T12:00:00Z";
 /// `--max-attempts` of every cell: transport attempts per logical call.
 const ATTEMPTS: usize = 2;
 /// Logical calls of one stage when every answer is invalid: the first and its one retry. A
-/// call that failed after its transport attempts is never sent again (DESIGN.md#ask-loop).
+/// call that failed after its transport attempts is never sent again (docs/design/failure-policy.md#ask-loop).
 const STAGE_CALLS: usize = 2;
 /// `--read-timeout` in the HTTP cells (a "timeout" reply is held until the client hangs up).
 const READ_TIMEOUT: &str = "1";

@@ -1,4 +1,4 @@
-//! A human participant (`kind: human`, DESIGN.md#a-human-at-the-table): answers from
+//! A human participant (`kind: human`, docs/design/agent-turn.md#a-human-at-the-table): answers from
 //! `--human-answers`, the editor and the terminal; no one there → an error turn and the meeting
 //! goes on; an unusable answer gets one fix; a logged answer is never asked again; the report
 //! names the provider `human`.

@@ -1,4 +1,4 @@
-//! The `meeting` driver end to end on the offline demo (docs/DESIGN.md#run-folder): the report, the
+//! The `meeting` driver end to end on the offline demo (docs/design/run-folder.md#run-folder): the report, the
 //! run folder, the shell loop giving the same result, kill and resume, stage overrides, and
 //! bad input leaving no run folder behind.
 
@@ -168,13 +168,13 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
         assert!(report.contains(&format!("### {doc}")), "evidence for {doc}");
     }
     // biz's first answer cited a document that was not collected: the reader is told, in
-    // plain words (DESIGN.md#report).
+    // plain words (docs/design/report.md#report).
     assert!(
         report.contains("cited a document that was not collected, meetings/demo/docs/pricing.md); it was asked again."),
         "{report}"
     );
     // The run folder: the packet, the first board and the last loop's boards, the events,
-    // the exchange log (DESIGN.md#run-folder).
+    // the exchange log (docs/design/run-folder.md#run-folder).
     let run_dir = work.join("runs/demo-test");
     assert_eq!(
         crate::bounded_board::file_names(&run_dir),
@@ -477,7 +477,7 @@ fn a_stage_can_be_replaced_by_a_users_command() {
     )
     .run();
     out.exit(1);
-    // The error, then how to go on (DESIGN.md#resume).
+    // The error, then how to go on (docs/design/run-folder.md#resume).
     assert_eq!(
         out.stderr().trim(),
         format!(
@@ -873,7 +873,7 @@ fn children_of(pid: u32) -> Vec<String> {
         .collect()
 }
 
-/// The built-in stages run inside `meeting` (DESIGN.md#run-folder): while its model calls are
+/// The built-in stages run inside `meeting` (docs/design/run-folder.md#run-folder): while its model calls are
 /// under way no stage process exists; a `--stage` override still runs as one.
 #[cfg(target_os = "linux")]
 #[test]

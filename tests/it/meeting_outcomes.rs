@@ -1,7 +1,7 @@
 //! How a `meeting` ends when things go wrong around it: a meeting no model ever
 //! answered, an unknown host, a report path that would overwrite an input or cannot be
 //! written, what `--resume` may change, the exchange log, and how a stopped meeting says how
-//! to continue (docs/DESIGN.md#failure-policy, #run-folder, #resume).
+//! to continue (docs/design/failure-policy.md#failure-policy, #run-folder, #resume).
 
 use std::path::Path;
 use std::process::Command;

@@ -246,7 +246,7 @@ fn schema_invalid_decision_retried_once_then_round_fails() {
 
 #[test]
 fn one_retry_for_an_invalid_answer_of_any_kind() {
-    // The ask loop's one retry is shared by every kind of invalid answer (DESIGN.md#ask-loop):
+    // The ask loop's one retry is shared by every kind of invalid answer (docs/design/failure-policy.md#ask-loop):
     // bad JSON, then a bad decision, ends the round.
     let (b, reqs) = run(
         board(),
@@ -398,7 +398,7 @@ fn finishing_without_report_runs_forced_and_notes_the_earlier_failure() {
 #[test]
 fn a_failed_call_ends_the_round_without_being_sent_again() {
     // The client already spent its attempts (one here); the ask loop never re-sends the
-    // same request (DESIGN.md#ask-loop).
+    // same request (docs/design/failure-policy.md#ask-loop).
     let timeout = || Err(AttemptError::Timeout("read timed out".into()));
     let (b, reqs) = run(
         board(),

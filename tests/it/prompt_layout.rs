@@ -1,4 +1,4 @@
-//! The prompt layout (DESIGN.md#prompt-layout): the stable prefix (system, then the
+//! The prompt layout (docs/design/prompts.md#prompt-layout): the stable prefix (system, then the
 //! meeting's block) is the same bytes in every call of a meeting, Anthropic requests mark it
 //! with `cache_control`, the reply format is said once, and empty lists are left out.
 

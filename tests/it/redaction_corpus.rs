@@ -1,4 +1,4 @@
-//! docs/DESIGN.md#context-collection: the redaction corpus. Realistic secrets in the formats
+//! docs/design/context.md#context-collection: the redaction corpus. Realistic secrets in the formats
 //! people use (shell, dotenv, YAML, TOML, JSON, notebooks, INI, PHP, Python, JS, XML, Java
 //! properties, CSV, command lines, headers, URLs, key files, vendor tokens) must not reach the
 //! model, and near misses (prose and configuration that name secrets without holding one)
@@ -40,7 +40,7 @@ fn rep(prefix: &str, unit: &str, n: usize) -> String {
 }
 
 /// Samples the redactor is known to miss: kept in the corpus so the ratio is honest, listed
-/// in DESIGN.md#context-collection as not covered.
+/// in docs/design/context.md#context-collection as not covered.
 const KNOWN_MISSES: [&str; 3] = [
     "pgpass line",
     "terraform variable default",

@@ -1,4 +1,4 @@
-//! render-report (docs/DESIGN.md#report): golden reports of the three kinds, the parts each section comes
+//! render-report (docs/design/report.md#report): golden reports of the three kinds, the parts each section comes
 //! from, the evidence rule, the Mermaid diagram, saving, and the stage and version checks.
 //!
 //! Golden files live in tests/golden/; `AGENT_MEETING_BLESS=1 cargo test --test integration report::`
@@ -202,7 +202,7 @@ fn every_section_present_per_kind() {
         "## Proposals made during the meeting",
         "## Evidence Reviewed",
     ];
-    // A normal meeting where a turn failed says so in a Process Note (DESIGN.md#report); one without
+    // A normal meeting where a turn failed says so in a Process Note (docs/design/report.md#report); one without
     // failures has none.
     let md = render(&normal_board()).markdown;
     let expected: Vec<&str> = normal
@@ -677,7 +677,7 @@ fn cli_write_failure_exits_1_without_partial_file() {
         out.exit(1)
             .stderr_starts_with("render-report: ")
             .stderr_has("report not saved");
-        // The board says the meeting failed, and why (DESIGN.md#statuses: `failed` only when even the
+        // The board says the meeting failed, and why (docs/design/flow.md#statuses: `failed` only when even the
         // report cannot be written).
         let result: Value = out.json();
         assert_eq!(result["status"], "failed");

@@ -1,4 +1,4 @@
-//! share/schemas/ must match the Rust types (docs/DESIGN.md#documents): regenerate with `make schemas`.
+//! share/schemas/ must match the Rust types (docs/design/flow.md#documents): regenerate with `make schemas`.
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! docs/DESIGN.md#context-collection: secret files never reach the model
+//! docs/design/context.md#context-collection: secret files never reach the model
 //! (names), and secrets inside the files that are read are redacted (content).
 
 use serde_json::Value;

@@ -1,4 +1,4 @@
-//! Cached tokens as the providers report them (DESIGN.md#llm-layer): parsed from both wire
+//! Cached tokens as the providers report them (docs/design/llm.md#llm-layer): parsed from both wire
 //! formats (scripted HTTP server), kept by `--record` and replay, and carried into the
 //! exchange log, the board's usage per caller, the `llm_call` events, the MeetingResult, the
 //! report's appendix and the final progress line.

@@ -1,4 +1,4 @@
-//! Secrets inside the text that is sent to models (DESIGN.md#context-collection): every
+//! Secrets inside the text that is sent to models (docs/design/context.md#context-collection): every
 //! excerpt, and the meeting's own brief and decision packet, is scanned before it enters the
 //! packet, and each secret is replaced by `[REDACTED:<kind>]`, so the model never sees it and
 //! a quote is verified against what the model saw.
@@ -39,7 +39,7 @@
 //! prose labels (`"forgot_password": "Forgot your password?"`). Well-known defaults such as
 //! `changeme` are redacted: wherever they are deployed they are the password.
 //!
-//! Not covered (DESIGN.md#context-collection says why): secrets with neither a documented
+//! Not covered (docs/design/context.md#context-collection says why): secrets with neither a documented
 //! shape nor a secret-sounding name (`.pgpass` fields, a Terraform variable's `default`, a
 //! secret in a plain sentence), password hashes (`$2b$…`), secrets split across separate
 //! assignments, and encodings other than base64 of a value that has a secret name.

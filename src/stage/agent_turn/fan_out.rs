@@ -1,4 +1,4 @@
-//! A fan-out's agent turn (DESIGN.md#fan-out): the calls of a CALL_AGENTS run concurrently,
+//! A fan-out's agent turn (docs/design/agent-turn.md#fan-out): the calls of a CALL_AGENTS run concurrently,
 //! one thread and one client each, each with its own ask loop, checks and retries, on its own
 //! copy of the board; their outcomes are then put on the board in call order, whatever order
 //! they finished in, so the events, the exchange log and the cassette read as if the calls had

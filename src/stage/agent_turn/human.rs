@@ -1,4 +1,4 @@
-//! A person's turn (DESIGN.md#a-human-at-the-table): an agent with `kind: human` answers
+//! A person's turn (docs/design/agent-turn.md#a-human-at-the-table): an agent with `kind: human` answers
 //! through a [`Provider`] of its own, so the rest of the turn is an agent's: the same ask loop,
 //! the same AgentTurnResult checks and one chance to fix, the same exchange log (`llm.jsonl`,
 //! provider `human`), and so the same resume from the log (a logged answer is never asked

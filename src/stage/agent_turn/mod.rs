@@ -1,5 +1,5 @@
-//! The `agent-turn` stage (DESIGN.md#agent-turn): ask the specialist the PM chose through the
-//! ask loop (DESIGN.md#ask-loop), check its answer (its output schema, the AgentTurnResult
+//! The `agent-turn` stage (docs/design/agent-turn.md#agent-turn): ask the specialist the PM chose through the
+//! ask loop (docs/design/failure-policy.md#ask-loop), check its answer (its output schema, the AgentTurnResult
 //! structure, the citations), and leave the outcome in `last_turn` for `merge-board`. A
 //! `kind: human` agent is asked the same way, through a person instead of a model (`human`).
 
@@ -133,7 +133,7 @@ pub fn meeting_summary(board: &Board) -> String {
         .unwrap_or_default()
 }
 
-/// The runtime agent input `{prompt, meeting_summary, context_summary}` (DESIGN.md#agent-turn), validated
+/// The runtime agent input `{prompt, meeting_summary, context_summary}` (docs/design/agent-turn.md#agent-turn), validated
 /// against the agent's `input_schema` before the call.
 pub fn agent_input(board: &Board, call: &PendingCall) -> Value {
     json!({
@@ -144,7 +144,7 @@ pub fn agent_input(board: &Board, call: &PendingCall) -> Value {
 }
 
 /// Every agent's system message: the meeting's, the same bytes as the PM's
-/// (DESIGN.md#prompt-layout). The agent's role and rules are in its own part of the user
+/// (docs/design/prompts.md#prompt-layout). The agent's role and rules are in its own part of the user
 /// message ([`agent_user_message`]).
 pub fn agent_system_prompt(_schema_in_prompt: bool) -> Result<String> {
     meeting_system()
@@ -209,7 +209,7 @@ impl AnswerError {
         }
     }
 
-    /// What the report's reader is told (DESIGN.md#report: no instruction meant for a model).
+    /// What the report's reader is told (docs/design/report.md#report: no instruction meant for a model).
     pub(crate) fn for_reader(&self) -> String {
         match self {
             AnswerError::NotJson(e) => e.for_reader().into(),
@@ -304,7 +304,7 @@ fn allowed_ids(docs: &[ContextDocument]) -> String {
 
 /// The JSON the agent must return: its own `output_schema`, with `citations[].document_id` and
 /// `citations[].source_path` kept to the collected documents' values when there are any, and
-/// `citations` kept empty when there are none (DESIGN.md#structured-output), so a
+/// `citations` kept empty when there are none (docs/design/prompts.md#structured-output), so a
 /// schema-constrained server cannot invent a source. The answer is still checked against the
 /// agent's own schema and the documents (`check_answer`).
 pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument]) -> ExpectedJson {
@@ -324,7 +324,7 @@ pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument])
         if let Some(item) = citation_item_schema(&mut schema, &root) {
             restrict_to(item, "document_id", &ids);
             restrict_to(item, "source_path", &paths);
-            // What the quote backs (DESIGN.md#findings-and-evidence): offered even when the
+            // What the quote backs (docs/design/whiteboard.md#findings-and-evidence): offered even when the
             // agent's own schema predates it, so a strict server lets it through.
             if let Some(props) = item.get_mut("properties").and_then(Value::as_object_mut) {
                 props
@@ -380,7 +380,7 @@ fn restrict_to(object: &mut Value, field: &str, values: &[&str]) {
     prop.insert("enum".into(), Value::Array(allowed));
 }
 
-/// The agent's side of the ask loop (DESIGN.md#ask-loop): its answer checks, the correction
+/// The agent's side of the ask loop (docs/design/failure-policy.md#ask-loop): its answer checks, the correction
 /// (offering the document ids after a citation error), and the `agent_retry` event.
 struct TurnAsk<'a> {
     board: &'a mut Board,
@@ -553,7 +553,7 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
 }
 
 /// The turn of a human no one can answer for (`why`: no terminal, no editor, no answers
-/// left): an error turn, and the meeting goes on (DESIGN.md#a-human-at-the-table).
+/// left): an error turn, and the meeting goes on (docs/design/agent-turn.md#a-human-at-the-table).
 pub fn no_human(mut board: Board, clock: &dyn Clock, why: &str) -> Result<Board> {
     check_turn(&board)?;
     events::start_stage(&mut board);

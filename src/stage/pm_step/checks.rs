@@ -1,5 +1,5 @@
-//! The decision checks of a PM round (DESIGN.md#pm-round): what makes a PM answer usable,
-//! why one is not, and the PM's side of the ask loop (DESIGN.md#ask-loop).
+//! The decision checks of a PM round (docs/design/pm-round.md#pm-round): what makes a PM answer usable,
+//! why one is not, and the PM's side of the ask loop (docs/design/failure-policy.md#ask-loop).
 
 use serde_json::{Map, Value};
 
@@ -18,7 +18,7 @@ use crate::schema;
 use crate::text::cut;
 use crate::whiteboard::note_process;
 
-/// Why a PM answer cannot be used; each kind leaves its own event (DESIGN.md#pm-round).
+/// Why a PM answer cannot be used; each kind leaves its own event (docs/design/pm-round.md#pm-round).
 #[derive(Debug, Clone, PartialEq)]
 pub(super) enum Invalid {
     Json(NoJson),
@@ -61,7 +61,7 @@ impl Invalid {
         }
     }
 
-    /// The same for the report's reader (DESIGN.md#report: no instruction meant for a model).
+    /// The same for the report's reader (docs/design/report.md#report: no instruction meant for a model).
     pub(super) fn for_reader(&self) -> String {
         match self {
             Invalid::Json(e) => e.for_reader().into(),
@@ -83,7 +83,7 @@ fn schema_error(e: String) -> Invalid {
     Invalid::Schema(e, plain)
 }
 
-/// The PM's side of the ask loop (DESIGN.md#ask-loop): the decision checks, the correction
+/// The PM's side of the ask loop (docs/design/failure-policy.md#ask-loop): the decision checks, the correction
 /// offering the participants, and the `pm_invalid_output` / `pm_routing_error` events.
 pub(super) struct PmAsk<'a> {
     pub(super) board: &'a mut Board,
@@ -267,7 +267,7 @@ fn check_target(board: &Board, at: &str, target: &str) -> Result<(), Invalid> {
     ))
 }
 
-/// The fan-out rules (DESIGN.md#fan-out): CALL_AGENTS only where it is offered, at most the
+/// The fan-out rules (docs/design/agent-turn.md#fan-out): CALL_AGENTS only where it is offered, at most the
 /// offered number of calls, each to a different participant who is a model, none repeating an
 /// earlier question. One call is taken as the CALL_AGENT it is.
 fn check_fan_out(board: &Board, mut d: PmDecision) -> Result<PmDecision, Invalid> {

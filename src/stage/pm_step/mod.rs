@@ -1,4 +1,4 @@
-//! The `pm-step` stage (DESIGN.md#pm-round): one PM round. Three concerns, one file each: the
+//! The `pm-step` stage (docs/design/pm-round.md#pm-round): one PM round. Three concerns, one file each: the
 //! round itself (here: the mode, the budget's look-ahead, the ask and the outcome applied to
 //! the board), what the PM is offered (`offer`: its input, messages and schema), and the
 //! decision checks (`checks`: what makes an answer usable, and the PM's side of the ask loop).
@@ -103,8 +103,8 @@ fn forced_reason(board: &Board) -> String {
     }
 }
 
-/// How this round runs, decided before the PM is asked (DESIGN.md#pm-round,
-/// DESIGN.md#token-budget).
+/// How this round runs, decided before the PM is asked (docs/design/pm-round.md#pm-round,
+/// docs/design/pm-round.md#token-budget).
 struct Plan {
     mode: Mode,
     /// Tokens an agent turn leaves for the closing round (0: no budget, or this is it).
@@ -159,7 +159,7 @@ struct Failure {
     error: String,
     /// For the report's reader.
     plain: String,
-    /// The PM kept repeating a question (DESIGN.md#circles).
+    /// The PM kept repeating a question (docs/design/pm-round.md#circles).
     circling: bool,
     /// The token budget left no room for the call.
     over_budget: bool,
@@ -194,7 +194,7 @@ impl Failure {
     }
 }
 
-/// Run one PM round on `board` (DESIGN.md#pm-round) and return the board with its outcome applied:
+/// Run one PM round on `board` (docs/design/pm-round.md#pm-round) and return the board with its outcome applied:
 /// `pending_call` (CALL_AGENT), `finishing` + `final_report` (FINISH), `finishing` +
 /// `last_error` (round failed), or `forced_stop` with or without a report (forced_finish mode).
 /// Never changes `loop_count`. A fatal provider error is `Error::Runtime`.
@@ -291,7 +291,7 @@ fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Cl
             let reserve_tokens = board.max_total_tokens.map(|_| reserve);
             for (i, call) in d.calls.into_iter().enumerate() {
                 // Call i of the fan-out counts loop L+i, as if the calls ran one by one
-                // (DESIGN.md#fan-out).
+                // (docs/design/agent-turn.md#fan-out).
                 events::in_later_loop(board, i as u32, |board| {
                     let ev = events::pm_asks(&call.target_agent, &call.prompt_for_agent);
                     events::push(board, clock, ev);
@@ -400,7 +400,7 @@ fn pm_request(board: &Board, mode: Mode, schema_in_prompt: bool) -> Result<Reque
     })
 }
 
-/// The token budget's look-ahead for a normal round (DESIGN.md#token-budget): this round and
+/// The token budget's look-ahead for a normal round (docs/design/pm-round.md#token-budget): this round and
 /// the agent turn it leads to, priced with the closing round's reserve.
 fn budget_look_ahead(
     board: &Board,

@@ -1,6 +1,6 @@
-//! What the PM is offered (DESIGN.md#pm-round, DESIGN.md#prompt-layout): its input, its
+//! What the PM is offered (docs/design/pm-round.md#pm-round, docs/design/prompts.md#prompt-layout): its input, its
 //! messages, the optional PMDecision fields and the fan-out it may use, and the schema its
-//! answer must match (DESIGN.md#structured-output).
+//! answer must match (docs/design/prompts.md#structured-output).
 
 use serde_json::{json, Value};
 
@@ -18,7 +18,7 @@ use crate::whiteboard::{
     numbered_open_questions, summary_for_prompt, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS,
 };
 
-/// Everything the PM sees (DESIGN.md#pm-round), and nothing else: never the event log or raw agent
+/// Everything the PM sees (docs/design/pm-round.md#pm-round), and nothing else: never the event log or raw agent
 /// outputs; every list item cut to 500 characters so the prompt stays flat over many loops.
 pub fn pm_input(board: &Board) -> Value {
     let participants: Vec<Value> = board
@@ -56,7 +56,7 @@ pub fn pm_input(board: &Board) -> Value {
 }
 
 /// The PM's system message: the meeting's system message, the same bytes as every agent's
-/// (DESIGN.md#prompt-layout), so every call of the meeting shares one prefix. The PM's role
+/// (docs/design/prompts.md#prompt-layout), so every call of the meeting shares one prefix. The PM's role
 /// and rules are in its own part of the user message ([`pm_user_message`]).
 pub fn pm_system_prompt(_board: &Board, _schema_in_prompt: bool) -> Result<String> {
     meeting_system()
@@ -98,7 +98,7 @@ pub fn render_pm_user(board: &Board) -> Result<String> {
 pub(super) struct Offered {
     pub(super) answered_questions: bool,
     pub(super) option_assessments: bool,
-    /// Most calls a CALL_AGENTS may make (DESIGN.md#fan-out), 0 when it is not offered: the
+    /// Most calls a CALL_AGENTS may make (docs/design/agent-turn.md#fan-out), 0 when it is not offered: the
     /// board's `max_parallel`, the loops left and the participants who can answer
     /// concurrently (people answer one at a time) all allow 2 or more.
     pub(super) fan_out: u32,
@@ -145,7 +145,7 @@ fn pm_config_allows_fan_out(board: &Board) -> bool {
 }
 
 /// The participants a fan-out may ask: the models (a person answers one call at a time, at
-/// the terminal; DESIGN.md#fan-out).
+/// the terminal; docs/design/agent-turn.md#fan-out).
 pub(super) fn fan_out_targets(board: &Board) -> Vec<&String> {
     board
         .participants
@@ -160,7 +160,7 @@ pub(super) fn fan_out_targets(board: &Board) -> Vec<&String> {
 }
 
 /// The JSON the PM must return, sent to providers with native structured output: the
-/// meeting's own (DESIGN.md#structured-output), made from PMDecision's one definition
+/// meeting's own (docs/design/prompts.md#structured-output), made from PMDecision's one definition
 /// (`model::decision_shape`, strict-friendly: OpenAI strict mode wants every property required,
 /// nullable ones typed `[T, "null"]`, no extra properties) and narrowed to this board —
 /// `target_agent` one of the participants or null, and in forced-finish mode `next_action`
@@ -202,7 +202,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     let mut calls = properties["calls"].take();
     calls["items"]["properties"]["target_agent"]["enum"] = json!(fan_out_targets(board));
     properties["calls"] = json!({"anyOf": [calls, {"type": "null"}]});
-    // Offered only where they apply (DESIGN.md#prompt-layout): every field is paid for on
+    // Offered only where they apply (docs/design/prompts.md#prompt-layout): every field is paid for on
     // every call, and a field with nothing to say invites filler.
     let props = properties
         .as_object_mut()

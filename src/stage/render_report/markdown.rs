@@ -1,10 +1,10 @@
-//! The final tidying of the rendered report (DESIGN.md#report). The reading of the PM's final
+//! The final tidying of the rendered report (docs/design/report.md#report). The reading of the PM's final
 //! report itself is `crate::final_report`, shared with pm-step.
 
 use crate::final_report::is_fence;
 
 /// Collapse runs of blank lines outside code fences, drop trailing spaces, end with one newline;
-/// and remove every bidirectional control character (DESIGN.md#report), whoever wrote it.
+/// and remove every bidirectional control character (docs/design/report.md#report), whoever wrote it.
 pub(crate) fn tidy_markdown(text: &str) -> String {
     let text = &crate::text::strip_bidi(text);
     let mut out = String::new();

@@ -1,6 +1,6 @@
-//! The report appendix's Mermaid `sequenceDiagram` (DESIGN.md#report): who the PM asked in
+//! The report appendix's Mermaid `sequenceDiagram` (docs/design/report.md#report): who the PM asked in
 //! which loop and how each agent answered, drawn from the board's bounded `flow` (the last
-//! `FLOW_LOOPS` loops, DESIGN.md#events) or from a whole events file.
+//! `FLOW_LOOPS` loops, docs/design/run-folder.md#events) or from a whole events file.
 //! Everything Mermaid could misread — odd agent names, reserved words, `;`, `#`, `<`, `>` —
 //! is made safe here.
 
@@ -67,7 +67,7 @@ pub fn mermaid_of(participants: &[String], flow: &Flow) -> String {
     let steps = &flow.steps;
     let mut i = 0;
     while i < steps.len() {
-        // A fan-out (DESIGN.md#fan-out): questions asked one after another with no answer
+        // A fan-out (docs/design/agent-turn.md#fan-out): questions asked one after another with no answer
         // between them, then their answers: a `par` block, one branch per call.
         let asks = steps[i..]
             .iter()

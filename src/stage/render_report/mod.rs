@@ -1,4 +1,4 @@
-//! `render-report`, the meeting report (DESIGN.md#report): which kind of report a board calls
+//! `render-report`, the meeting report (docs/design/report.md#report): which kind of report a board calls
 //! for, the view model the templates see, the evidence list built only from validated
 //! citations, and saving the report. The tolerant reading of the PM's final report lives in
 //! `crate::final_report` (pm-step checks a FINISH with it too), the final tidying in
@@ -160,7 +160,7 @@ pub(crate) fn finish(
     if let Some(path) = report_file {
         if let Err(e) = io::write_atomic(path, rendered.markdown.as_bytes()) {
             // The report is the meeting's last resort: when even it cannot be saved the
-            // meeting has failed (DESIGN.md#statuses). The board says why; the program
+            // meeting has failed (docs/design/flow.md#statuses). The board says why; the program
             // exits 1.
             board.status = Status::Failed;
             board.last_error = Some(format!("report not saved: {e}"));
@@ -202,7 +202,7 @@ pub fn run(
 }
 
 /// [`run`] with the diagram drawn from `flow` (`--events FILE`: the whole meeting) instead of
-/// the board's last loops; the board printed is the board read (DESIGN.md#report).
+/// the board's last loops; the board printed is the board read (docs/design/report.md#report).
 pub fn run_with_flow(
     mut board: Board,
     flow: crate::model::Flow,
@@ -386,7 +386,7 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
             .iter()
             .any(|e| e.kind == ProcessKind::TurnFailed);
     // A normal report still says what went wrong or was unusual (the Process Note,
-    // DESIGN.md#report): otherwise a reader cannot tell that a participant's view is missing.
+    // docs/design/report.md#report): otherwise a reader cannot tell that a participant's view is missing.
     let process_note = match kind {
         ReportKind::Normal if problems.is_empty() => String::new(),
         ReportKind::Normal if failed_turns => NORMAL_WITH_ERRORS_NOTE.to_string(),
@@ -430,7 +430,7 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
         questions,
         proposals: record::marked_items(board, FindingKind::Proposal, &board.decisions),
         // One paragraph per line: the summary's lines are separate facts
-        // (DESIGN.md#merge-rules, rule 4).
+        // (docs/design/whiteboard.md#merge-rules, rule 4).
         current_summary: board
             .summary
             .lines()
@@ -486,7 +486,7 @@ fn list_items(items: &[String]) -> Vec<String> {
 
 /// The documents cited by validated citations in the agents' latest answers, in bundle order.
 /// A citation counts only if its `document_id` is in the bundle and its `source_path` matches
-/// (DESIGN.md#citations-and-quotes); a quote marked `verified: false` is kept and shown as
+/// (docs/design/agent-turn.md#citations-and-quotes); a quote marked `verified: false` is kept and shown as
 /// unverified, and one never checked is checked here against the excerpt.
 pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
     let docs = &board.context_bundle.documents;

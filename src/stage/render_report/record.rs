@@ -1,4 +1,4 @@
-//! The decision-record parts of the report's view (DESIGN.md#report): the record header (date,
+//! The decision-record parts of the report's view (docs/design/report.md#report): the record header (date,
 //! who answered for each caller, live or replayed, loops, documents), the questions by status,
 //! the findings marked with their evidence, the proposals with who made them, the decision
 //! and its options × dimensions table, and the Process Note's entries. All read from the
@@ -81,7 +81,7 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
         .or(board.record.started_at.as_deref())
         .map_or_else(|| "not recorded".to_string(), utc_date);
     let callers = caller_lines(board);
-    // A person's answers are neither live model calls nor replayed ones (DESIGN.md#a-human-at-the-table).
+    // A person's answers are neither live model calls nor replayed ones (docs/design/agent-turn.md#a-human-at-the-table).
     let (people, sources): (Vec<_>, Vec<_>) = board
         .record
         .callers
