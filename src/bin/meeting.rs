@@ -179,7 +179,7 @@ fn parse_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String>, Error> 
     Ok(map)
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     // Set when the meeting stopped on a failure with its run folder resumable.
     let mut stopped_in: Option<PathBuf> = None;
     let code = cli::main_with("meeting", || run(&mut stopped_in));
