@@ -87,7 +87,8 @@ bench: build
 # Fuzzing (not in CI): FUZZ_SECONDS per target (default 30). Uses cargo-fuzz (libFuzzer, needs
 # `cargo install cargo-fuzz` and a nightly toolchain) when both are present, else the stable
 # fallback (an xorshift mutator over fuzz/seeds in tests/it/fuzz_regressions.rs). FUZZ_MODE=stable
-# forces the fallback. Crashes: fuzz/artifacts/<target>/ or target/fuzz-crashes/.
+# forces the fallback (built with the `fuzz` profile of Cargo.toml). Crashes:
+# fuzz/artifacts/<target>/ or target/fuzz-crashes/.
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS = json_reply board meeting_file
 .PHONY: fuzz
@@ -102,6 +103,6 @@ fuzz:
 	  done; \
 	else \
 	  echo "fuzz: stable fallback (xorshift mutator), $(FUZZ_SECONDS) s per target"; \
-	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --release --test integration \
+	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --profile fuzz --test integration \
 	    -- --ignored fuzz_regressions::fuzz_stable --nocapture; \
 	fi
