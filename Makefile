@@ -3,8 +3,12 @@ CARGO ?= cargo
 
 .PHONY: build test lint fmt schemas install uninstall
 
+# The release programs: one executable, target/release/agent-meeting (the nine programs in one,
+# src/bin/agent-meeting.rs), and beside it a link per program name, so target/release/meeting
+# etc. run as before. `cargo build --release` (all targets) also builds each program on its own.
 build:
-	$(CARGO) build --locked --release
+	$(CARGO) build --locked --release --bin agent-meeting
+	@cd target/release && for p in $(PROGRAMS); do ln -sf agent-meeting $$p; done
 
 test:
 	$(CARGO) test --locked
@@ -19,6 +23,8 @@ fmt:
 # Install the release programs, their man pages and shell completions (each program prints them
 # with --generate). PREFIX defaults to ~/.local (no root needed; ~/.local/bin must be on PATH);
 # `make install PREFIX=/usr/local` as root for everyone. DESTDIR is prepended for packaging.
+# One executable, bin/agent-meeting, and a relative symbolic link to it per program name
+# (it runs as the program its link is named after).
 PREFIX ?= $(HOME)/.local
 PROGRAMS = agent-builder agent-turn collect-context init-board meeting merge-board next-stage \
   pm-step render-report
@@ -30,9 +36,11 @@ FISH_DIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
 
 install: build
 	install -d $(BIN_DIR) $(MAN_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR)
+	install -m 755 target/release/agent-meeting $(BIN_DIR)/agent-meeting
 	@set -e; for p in $(PROGRAMS); do \
 	  echo "install $$p"; \
-	  install -m 755 target/release/$$p $(BIN_DIR)/$$p; \
+	  rm -f $(BIN_DIR)/$$p; \
+	  ln -s agent-meeting $(BIN_DIR)/$$p; \
 	  target/release/$$p --generate man > $(MAN_DIR)/$$p.1; \
 	  target/release/$$p --generate complete-bash > $(BASH_DIR)/$$p; \
 	  target/release/$$p --generate complete-zsh > $(ZSH_DIR)/_$$p; \
@@ -43,6 +51,7 @@ uninstall:
 	@for p in $(PROGRAMS); do \
 	  rm -f $(BIN_DIR)/$$p $(MAN_DIR)/$$p.1 $(BASH_DIR)/$$p $(ZSH_DIR)/_$$p $(FISH_DIR)/$$p.fish; \
 	done
+	rm -f $(BIN_DIR)/agent-meeting
 
 # Regenerate share/schemas/ from the Rust types (the test `schemas_match_types` checks them).
 schemas:
@@ -78,7 +87,8 @@ bench: build
 # Fuzzing (not in CI): FUZZ_SECONDS per target (default 30). Uses cargo-fuzz (libFuzzer, needs
 # `cargo install cargo-fuzz` and a nightly toolchain) when both are present, else the stable
 # fallback (an xorshift mutator over fuzz/seeds in tests/it/fuzz_regressions.rs). FUZZ_MODE=stable
-# forces the fallback. Crashes: fuzz/artifacts/<target>/ or target/fuzz-crashes/.
+# forces the fallback (built with the `fuzz` profile of Cargo.toml). Crashes:
+# fuzz/artifacts/<target>/ or target/fuzz-crashes/.
 FUZZ_SECONDS ?= 30
 FUZZ_TARGETS = json_reply board meeting_file
 .PHONY: fuzz
@@ -93,6 +103,6 @@ fuzz:
 	  done; \
 	else \
 	  echo "fuzz: stable fallback (xorshift mutator), $(FUZZ_SECONDS) s per target"; \
-	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --release --test integration \
+	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --profile fuzz --test integration \
 	    -- --ignored fuzz_regressions::fuzz_stable --nocapture; \
 	fi

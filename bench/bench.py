@@ -1043,7 +1043,7 @@ def main():
     bindir = os.path.abspath(a.bin)
     for prog in ["meeting", "collect-context", "init-board", "pm-step", "agent-turn", "merge-board", "render-report"]:
         if not os.path.exists(os.path.join(bindir, prog)):
-            raise SystemExit(f"bench: {bindir}/{prog} is missing; run `cargo build --release` first")
+            raise SystemExit(f"bench: {bindir}/{prog} is missing; run `make build` first")
     runs = 3 if a.quick else 7
     stage_sizes = [1, 20] if a.quick else [1, 20, 200]
     meet_sizes = [5, 20] if a.quick else [5, 20, 50]

@@ -198,7 +198,7 @@ pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, cl
     // The stdin readers name the program in their terminal hint.
     crate::io::set_program(program);
     let mut cmd = command::<T>(program);
-    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let argv = args_os();
     if let Some(kind) = generate_request(&argv) {
         let result = kind
             .map_err(|e| e.to_string())
@@ -234,6 +234,24 @@ pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, cl
             let first = text.lines().next().unwrap_or("invalid arguments");
             usage_exit(program, first.strip_prefix("error: ").unwrap_or(first));
         }
+    }
+}
+
+/// The command line [`parse_args`] reads, when it is not the process's own: set once by the
+/// multicall `agent-meeting` for `agent-meeting PROGRAM ARGS...` (the program's name first).
+static ARGS: std::sync::OnceLock<Vec<std::ffi::OsString>> = std::sync::OnceLock::new();
+
+/// Run the program as if started with `argv` (its name first) instead of the process's own
+/// command line; only the first call counts.
+pub fn set_args(argv: Vec<std::ffi::OsString>) {
+    let _ = ARGS.set(argv);
+}
+
+/// The command line: the one given to [`set_args`], else the process's.
+fn args_os() -> Vec<std::ffi::OsString> {
+    match ARGS.get() {
+        Some(argv) => argv.clone(),
+        None => std::env::args_os().collect(),
     }
 }
 

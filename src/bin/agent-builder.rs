@@ -52,7 +52,7 @@ struct Args {
     llm: LlmArgs,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     let args: Args = agent_meeting::cli::parse_args("agent-builder");
     main_with("agent-builder", || run(args))
 }

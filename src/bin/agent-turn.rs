@@ -31,7 +31,7 @@ struct Args {
     human: cli::HumanArgs,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
         let llm = agent_meeting::config::with_config(args.llm)?;

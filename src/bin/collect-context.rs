@@ -44,7 +44,7 @@ struct Args {
     output: OutputArgs,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     let args: Args = cli::parse_args("collect-context");
     cli::main_with(PROGRAM, || run(args))
 }

@@ -44,7 +44,7 @@ struct Args {
     output: OutputArgs,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     cli::main_with("init-board", || {
         let (args, matches): (Args, clap::ArgMatches) = cli::parse_args_with_matches("init-board");
         let config = &config::load()?.config;

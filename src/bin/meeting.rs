@@ -157,7 +157,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
     })
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     // Set when the meeting stopped on a failure with its run folder resumable.
     let mut stopped_in: Option<PathBuf> = None;
     let code = cli::main_with("meeting", || run(&mut stopped_in));

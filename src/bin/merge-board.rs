@@ -23,7 +23,7 @@ struct Args {
     output: OutputArgs,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     cli::main_with("merge-board", || {
         let args: Args = cli::parse_args("merge-board");
         let input = io::read_board_stdin()?;

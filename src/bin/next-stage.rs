@@ -20,7 +20,7 @@ use clap::Parser;
 )]
 struct Args {}
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     cli::main_with("next-stage", || {
         let _: Args = cli::parse_args("next-stage");
         let board = io::read_board_stdin()?;

@@ -25,7 +25,7 @@ struct Args {
     llm: agent_meeting::llm::LlmArgs,
 }
 
-fn main() -> ExitCode {
+pub fn main() -> ExitCode {
     cli::main_with("pm-step", || {
         let args: Args = cli::parse_args("pm-step");
         let llm = agent_meeting::config::with_config(args.llm)?;

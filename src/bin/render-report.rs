@@ -52,7 +52,7 @@ struct Args {
     output: OutputArgs,
 }
 
-fn main() -> std::process::ExitCode {
+pub fn main() -> std::process::ExitCode {
     let args: Args = cli::parse_args("render-report");
     cli::main_with("render-report", || {
         let template = args

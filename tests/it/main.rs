@@ -42,6 +42,7 @@ mod llm_resolve;
 mod meeting;
 mod meeting_options;
 mod meeting_outcomes;
+mod multicall;
 mod next_stage;
 mod pm_step;
 mod prompt_layout;
