@@ -6,21 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::harness::{bin, par_map, Cli, Workdir};
+use crate::harness::{bin, par_map, Cli, Workdir, PROGRAMS};
 
 const MULTICALL: &str = env!("CARGO_BIN_EXE_agent-meeting");
-
-const PROGRAMS: [&str; 9] = [
-    "agent-builder",
-    "agent-turn",
-    "collect-context",
-    "init-board",
-    "meeting",
-    "merge-board",
-    "next-stage",
-    "pm-step",
-    "render-report",
-];
 
 /// A folder with a symbolic link per program name, each pointing to the multicall executable.
 fn links() -> Workdir {
