@@ -146,6 +146,14 @@ fn load_from(path: Option<PathBuf>, named: bool) -> Result<Loaded> {
     } else {
         parse_doc(&label, &text, Format::Yaml)?
     };
+    for (field, url) in [
+        ("base_urls.openai", &config.base_urls.openai),
+        ("base_urls.anthropic", &config.base_urls.anthropic),
+    ] {
+        if let Some(Err(expected)) = url.as_deref().map(crate::llm::transport::check_base_url) {
+            return Err(Error::input(&label, field, expected));
+        }
+    }
     let base = path.parent().unwrap_or(Path::new("."));
     for p in [&mut config.agents_dir, &mut config.run_dir]
         .into_iter()

@@ -226,6 +226,15 @@ to run offline, use --provider replay --cassette FILE"
             ),
         }));
     }
+    if provider != ProviderName::Replay {
+        let url = base_url(args, provider);
+        if let Err(expected) = super::transport::check_base_url(&url.value) {
+            return Err(Error::Usage(match url.source {
+                Source::Env(var) => format!("{var}: {expected}"),
+                source => format!("the {provider} base URL ({source}): {expected}"),
+            }));
+        }
+    }
     let key = |var: &str| env_non_empty(var).unwrap_or_default();
     let real: Box<dyn Provider> = match provider {
         ProviderName::Replay => {

@@ -205,6 +205,27 @@ fn masked_userinfo(info: &str) -> String {
     format!("{user}:***@")
 }
 
+/// Whether `url` can be a provider's base URL: `http://` or `https://` and a host, no spaces;
+/// else what was expected (a value that is no URL would be retried as a network error).
+pub fn check_base_url(url: &str) -> Result<(), String> {
+    let rest = ["http://", "https://"].iter().find_map(|scheme| {
+        url.get(..scheme.len())
+            .filter(|s| s.eq_ignore_ascii_case(scheme))
+            .map(|_| &url[scheme.len()..])
+    });
+    let host = rest.map(|r| {
+        let authority = r.split(['/', '?', '#']).next().unwrap_or("");
+        authority.rsplit('@').next().unwrap_or("")
+    });
+    match host {
+        Some(h) if !h.is_empty() && !url.contains(char::is_whitespace) => Ok(()),
+        _ => Err(format!(
+            "expected an http(s) URL with a host, such as http://localhost:11434/v1, got {:?}",
+            masked_url(url)
+        )),
+    }
+}
+
 /// A URL as it may be shown (errors, `--show-config`): a password in it becomes `***`.
 pub fn masked_url(url: &str) -> String {
     match userinfo(url) {
@@ -284,6 +305,29 @@ pub(crate) fn join_url(base: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_base_url_is_an_http_url_with_a_host() {
+        for ok in [
+            "http://localhost:11434/v1",
+            "HTTPS://api.openai.com/v1",
+            "http://u:p@h:1",
+        ] {
+            assert_eq!(check_base_url(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "localhost:11434",
+            "ftp://h/v1",
+            "http://",
+            "http:///v1",
+            "http://h /v1",
+            "",
+        ] {
+            assert!(check_base_url(bad).is_err(), "{bad}");
+        }
+        let e = check_base_url("ws://user:s3cret@h").unwrap_err();
+        assert!(!e.contains("s3cret"), "{e}");
+    }
 
     #[test]
     fn a_base_urls_password_is_never_shown() {

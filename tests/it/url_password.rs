@@ -1,5 +1,6 @@
-//! A password in a provider's base URL (`http://user:pw@host/v1`, a gateway's credentials) is
-//! shown nowhere: not on stderr, not in the run folder, the report or `--show-config`.
+//! A provider's base URL: a password in it (`http://user:pw@host/v1`, a gateway's credentials) is
+//! shown nowhere: not on stderr, not in the run folder, the report or `--show-config`; one that
+//! is no http(s) URL is refused before any call.
 
 use crate::harness::Workdir;
 
@@ -55,4 +56,40 @@ fn a_base_url_password_is_never_shown() {
             "{what} shows the password: {text}"
         );
     }
+}
+
+/// A base URL that is no http(s) URL is refused up front (exit 2, naming where it was set),
+/// not retried as a network error.
+#[test]
+fn a_base_url_that_is_no_url_is_refused_naming_where_it_was_set() {
+    let work = Workdir::new();
+    work.cli("meeting")
+        .env("OPENAI_BASE_URL", "localhost:11434/v1")
+        .env("OPENAI_API_KEY", "test-key-not-real")
+        .args([
+            "--topic",
+            "Adopt Rust?",
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+        ])
+        .run()
+        .exit(2)
+        .stderr_has("OPENAI_BASE_URL: expected an http(s) URL with a host")
+        .one_stderr_line();
+    assert!(
+        !work.join("runs").exists(),
+        "no run folder for a refused start"
+    );
+    work.write(
+        "cfg/agent-meeting/config.yaml",
+        "base_urls: {anthropic: 'api.anthropic.com'}\n",
+    );
+    work.cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .arg("--show-config")
+        .run()
+        .exit(2)
+        .stderr_has("config.yaml: base_urls.anthropic: expected an http(s) URL with a host");
 }
