@@ -67,6 +67,7 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     if settings.config_file.is_some() {
         settings.config_file = Some(absolute(&dir.join("config.yaml")));
     }
+    cut_torn_line(&dir.join("llm.jsonl"))?;
     let (step, _, board) = run.resume_point()?;
     let changed = changes.apply(&mut settings);
     if board.next_stage().is_some() {
@@ -80,4 +81,34 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     run.discard_after(step)?;
     let tally = run.resume_events(&board)?;
     Ok(Run::new(run, settings, board, step + 1, tally, lock))
+}
+
+/// A crash or a full disk may leave the exchange log's last line torn: it is cut at the last
+/// newline before anything is appended, so every line stays one whole document
+/// (docs/design/run-folder.md#resume).
+fn cut_torn_line(log: &Path) -> Result<()> {
+    let fail = |e: std::io::Error| {
+        crate::error::Error::Runtime(format!("{}: {}", log.display(), crate::io::os_error(&e)))
+    };
+    let bytes = match std::fs::read(log) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(fail(e)),
+    };
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(());
+    }
+    let keep = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(log)
+        .map_err(fail)?;
+    file.set_len(keep as u64).map_err(fail)?;
+    file.sync_all().map_err(fail)?;
+    crate::note!(
+        "meeting: {}: cut a torn last line ({} bytes, lost in a crash)",
+        log.display(),
+        bytes.len() - keep
+    );
+    Ok(())
 }

@@ -94,3 +94,68 @@ fn a_resume_after_losing_the_last_checkpoints_derives_them_from_the_log() {
     };
     assert_eq!(history(&got_events), history(&want_events));
 }
+
+/// Torn: the exchange log's last answer was half written when the machine stopped. The resume
+/// cuts the torn line before it appends, asks that one call again, and every line of the log
+/// is one whole document.
+#[test]
+fn a_torn_last_line_of_the_exchange_log_is_cut_before_the_resume_appends() {
+    let work = Workdir::new();
+    let _first = live_demo(&work);
+    let run_dir = work.join("runs/demo-test");
+    let log = run_dir.join("llm.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let last = lines.last().unwrap();
+    let torn = format!(
+        "{}\n{}",
+        lines[..lines.len() - 1].join("\n"),
+        &last[..last.len() / 2]
+    );
+    std::fs::write(&log, torn).unwrap();
+    for p in std::fs::read_dir(&run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+    {
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if name.ends_with(".out.json") && !name.starts_with("0001") && !name.starts_with("0002") {
+            std::fs::remove_file(p).unwrap();
+        }
+    }
+    let events = run_dir.join("events.jsonl");
+    let kept: String = std::fs::read_to_string(&events)
+        .unwrap()
+        .split_inclusive('\n')
+        .take(3)
+        .collect();
+    std::fs::write(&events, kept).unwrap();
+    // The last answer of the demo, once more, for the call the torn line lost.
+    let v: Value = serde_json::from_str(demo_answers().last().unwrap()).unwrap();
+    let again = FakeServer::start(vec![http(
+        200,
+        &openai_ok(v["response"].as_str().unwrap(), Some((100, 10))),
+    )]);
+    let out = resume_cmd(&root(), &run_dir)
+        .env("OPENAI_BASE_URL", format!("{}/v1", again.url))
+        .run();
+    out.exit(0).stderr_has("cut a torn last line");
+    assert_eq!(again.count(), 1, "the lost call, asked once more");
+    let text = std::fs::read_to_string(&log).unwrap();
+    for (i, line) in text.lines().enumerate() {
+        assert!(
+            serde_json::from_str::<Value>(line).is_ok(),
+            "llm.jsonl line {} is not one document: {line}",
+            i + 1
+        );
+    }
+    assert_eq!(text.lines().count(), lines.len(), "{text}");
+}
+
+/// The demo cassette's lines.
+fn demo_answers() -> Vec<String> {
+    std::fs::read_to_string(demo_cassette())
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
