@@ -61,8 +61,8 @@ pub(super) fn free_report_name(path: &Path) -> PathBuf {
         .expect("some numbered name is free")
 }
 
-/// Refuse (exit 2, before any model call) a report path that would overwrite an input of the
-/// meeting — the meeting file, an agent or PM config, a collected document, the cassette or
+/// Refuse (exit 2, before any model call) a report path that is a folder or no regular file,
+/// or would overwrite an input of the meeting — the meeting file, an agent or PM config, a collected document, the cassette or
 /// recording, the user's exchange log — or land in the run folder (docs/design/run-folder.md#run-folder).
 pub(super) fn check_report_path(
     settings: &RunSettings,
@@ -73,6 +73,14 @@ pub(super) fn check_report_path(
     if report.is_dir() {
         return Err(Error::Usage(format!(
             "--report-file: {} is a folder (expected a Markdown file path)",
+            report.display()
+        )));
+    }
+    // The report replaces the file by a rename: a device or a pipe there (`/dev/null` as root)
+    // would be replaced by a regular file.
+    if report.metadata().is_ok_and(|m| !m.is_file()) {
+        return Err(Error::Usage(format!(
+            "--report-file: {} is not a regular file (a device, a pipe or a socket); expected a Markdown file path",
             report.display()
         )));
     }

@@ -732,6 +732,21 @@ fn misuse_is_refused_before_any_model_call() {
     out.exit(2);
     assert!(out.stderr().contains("is a folder"));
     assert!(!work.join("runs/demo-test/llm.jsonl").exists());
+    // A pipe (or a device) at the report path stays what it is.
+    let work = Workdir::new();
+    let made = std::process::Command::new("mkfifo")
+        .arg(work.join("report.md"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
+    out.exit(2).stderr_has("is not a regular file");
+    assert!(!work.join("runs/demo-test/llm.jsonl").exists());
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::symlink_metadata(work.join("report.md"))
+        .unwrap()
+        .file_type();
+    assert!(kind.is_fifo(), "the pipe was replaced");
     // --resume takes the meeting from the run folder: flags that shape it are refused.
     let out = cli("meeting")
         .args(["--resume", "runs/x", "--model", "foo"])
