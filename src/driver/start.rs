@@ -95,6 +95,10 @@ pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
 /// prints the models line and only warns of a missing key (docs/design/run-folder.md#run-folder).
 fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
     let (settings, run_dir, numbered_from) = settings_of(new)?;
+    if let Some(file) = &settings.human_answers {
+        // Read now, not at the person's turn after paid calls.
+        crate::stage::agent_turn::human::answer_lines(file)?;
+    }
     let (packet_text, board_text, board) = first_board(&settings, ui)?;
     // A missing key or a broken cassette is found now, before any run folder exists.
     let missing = check_llm_config(&settings.llm, &board, dry_run)?;

@@ -287,6 +287,21 @@ fn an_unreadable_answers_file_is_bad_input() {
         .stderr_starts_with("agent-turn: /nonexistent/answers.jsonl");
 }
 
+/// `meeting` reads `--human-answers` before the first call: a wrong path stops it there (exit
+/// 2, naming the file), not at the person's turn after the model calls before it.
+#[test]
+fn meeting_reads_the_answers_file_before_any_call() {
+    let work = Workdir::new();
+    let c = cassette(&work, &[(1, "pm", ask_ana()), (3, "pm", finish())]);
+    let out = meeting(
+        &work,
+        &c,
+        &["--human-answers", "/nonexistent/answers.jsonl"],
+    );
+    out.exit(2).stderr_has("/nonexistent/answers.jsonl");
+    assert!(!work.join("runs").exists(), "no run folder, so no call");
+}
+
 /// `share/meeting.sh` with MEETING_HUMAN_ANSWERS holds the same meeting as the driver with
 /// `--human-answers` (the variable is the flag's): the same final board and report.
 #[test]

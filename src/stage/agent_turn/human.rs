@@ -70,6 +70,18 @@ fn answered_so_far(board: &Board) -> usize {
         .sum()
 }
 
+/// The answers of a `--human-answers` file, one per non-blank line; an unreadable file is bad
+/// input. `meeting` reads it once before the first call, so a wrong path stops it there.
+pub fn answer_lines(file: &Path) -> Result<Vec<String>> {
+    let text = crate::io::read_text_file(file)?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
 /// Decide where the answer comes from: `Ok(Err(why))` when no one can answer (the turn is an
 /// error turn, the meeting goes on); an unreadable `--human-answers` file is bad input.
 pub fn source(
@@ -78,13 +90,7 @@ pub fn source(
 ) -> Result<std::result::Result<Source, String>> {
     if let Some(file) = answers {
         let label = file.display().to_string();
-        let text = crate::io::read_text_file(file)?;
-        let lines: Vec<String> = text
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_string)
-            .collect();
+        let lines = answer_lines(file)?;
         let next = answered_so_far(board);
         if next >= lines.len() {
             return Ok(Err(format!(
