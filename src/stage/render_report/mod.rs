@@ -568,14 +568,19 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
 // ---------------------------------------------------------------------------------------------
 // Appendix (its sequence diagram is `mermaid`)
 
+/// The PM's role as the report names it: its config's, else the built-in PM.
+fn pm_role(board: &Board) -> String {
+    board
+        .pm
+        .as_ref()
+        .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role))
+}
+
 fn appendix(board: &Board) -> Appendix {
     let docs = &board.context_bundle.documents;
     let mut participants = vec![Participant {
         name: "PM".to_string(),
-        role: board
-            .pm
-            .as_ref()
-            .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role)),
+        role: pm_role(board),
     }];
     for name in &board.participants {
         participants.push(Participant {

@@ -161,10 +161,7 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
 fn caller_lines(board: &Board) -> Vec<CallerLine> {
     let mut callers = vec![CallerLine {
         name: "PM".into(),
-        role: board
-            .pm
-            .as_ref()
-            .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role)),
+        role: super::pm_role(board),
         source: source_of(board, PM_CALLER),
     }];
     for name in &board.participants {
