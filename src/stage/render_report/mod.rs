@@ -576,6 +576,15 @@ fn pm_role(board: &Board) -> String {
         .map_or_else(|| "built-in PM".to_string(), |pm| fold_ws(&pm.role))
 }
 
+/// A participant's role as the report names it (none without a config).
+fn agent_role(board: &Board, name: &str) -> String {
+    board
+        .agents
+        .get(name)
+        .map(|a| fold_ws(&a.role))
+        .unwrap_or_default()
+}
+
 fn appendix(board: &Board) -> Appendix {
     let docs = &board.context_bundle.documents;
     let mut participants = vec![Participant {
@@ -585,11 +594,7 @@ fn appendix(board: &Board) -> Appendix {
     for name in &board.participants {
         participants.push(Participant {
             name: name.clone(),
-            role: board
-                .agents
-                .get(name)
-                .map(|a| fold_ws(&a.role))
-                .unwrap_or_default(),
+            role: agent_role(board, name),
         });
     }
     Appendix {

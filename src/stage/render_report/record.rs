@@ -167,11 +167,7 @@ fn caller_lines(board: &Board) -> Vec<CallerLine> {
     for name in &board.participants {
         callers.push(CallerLine {
             name: name.clone(),
-            role: board
-                .agents
-                .get(name)
-                .map(|a| fold_ws(&a.role))
-                .unwrap_or_default(),
+            role: super::agent_role(board, name),
             source: source_of(board, name),
         });
     }
