@@ -97,7 +97,7 @@ impl Error {
 
     /// Name the file of an input error raised without one: library checks of a document whose
     /// origin only the caller knows (a board on stdin, a run-folder file).
-    pub(crate) fn or_file(self, label: &str) -> Error {
+    pub fn or_file(self, label: &str) -> Error {
         match self {
             Error::Input {
                 file,

@@ -27,7 +27,7 @@ pub fn main() -> ExitCode {
     cli::main_with("merge-board", || {
         let args: Args = cli::parse_args("merge-board");
         let input = io::read_board_stdin()?;
-        let merged = merge_board::merge(input, &events::clock_from_env().now())?;
-        cli::write_stdout(&io::to_json_line(&merged, args.output.pretty))
+        let merged = merge_board::merge(input, &events::clock_from_env().now());
+        cli::write_stage_board(merged, &args.output)
     })
 }

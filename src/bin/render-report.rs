@@ -66,10 +66,11 @@ pub fn main() -> std::process::ExitCode {
             Some(file) => {
                 let events = agent_meeting::events::read_events_file(file)?;
                 let flow = agent_meeting::events::full_flow(&events);
-                report::run_with_flow(board, flow, template.as_ref(), report_file)?
+                report::run_with_flow(board, flow, template.as_ref(), report_file)
             }
-            None => report::run(board, template.as_ref(), report_file)?,
-        };
+            None => report::run(board, template.as_ref(), report_file),
+        }
+        .map_err(|e| e.or_file("<stdin>"))?;
         if args.markdown {
             cli::write_stdout(&result.markdown)?;
         } else {

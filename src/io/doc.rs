@@ -75,6 +75,8 @@ pub fn parse_doc<T: DeserializeOwned>(label: &str, text: &str, format: Format) -
                     format!("nested deeper than {MAX_YAML_FLOW_DEPTH} levels"),
                 ));
             }
+            // Before anything is built: aliases could expand the text without bound.
+            super::yaml_budget::check_yaml_budget(label, text)?;
             let de = serde_yaml::Deserializer::from_str(text);
             let v = serde_path_to_error::deserialize(de).map_err(|e| path_error(label, e))?;
             let de = serde_yaml::Deserializer::from_str(text);
@@ -286,7 +288,9 @@ impl DocKind {
 /// Whether `text` (not JSON) is a meeting file in YAML: a mapping with `topic` and
 /// `decision_packet`. Only looked at when a JSON document was expected and none came.
 fn yaml_meeting_input(text: &str) -> Option<DocKind> {
-    if flow_depth_exceeds(text, MAX_YAML_FLOW_DEPTH) {
+    if flow_depth_exceeds(text, MAX_YAML_FLOW_DEPTH)
+        || super::yaml_budget::check_yaml_budget("", text).is_err()
+    {
         return None;
     }
     let v: serde_yaml::Value = serde_yaml::from_str(text).ok()?;
@@ -505,7 +509,27 @@ fn path_error<E: std::fmt::Display>(label: &str, e: serde_path_to_error::Error<E
     if let Some(rest) = message.strip_prefix(&format!("{path}: ")) {
         message = rest.to_string();
     }
+    if path.is_empty() {
+        message = without_value(&message);
+    }
     Error::input(label, path, message)
+}
+
+/// A whole document of the wrong type is no document of ours (a token file where a config
+/// belongs): say what type it is, never what it says (`invalid type: string "sk-…", expected
+/// struct AgentConfig` → `invalid type: string, expected struct AgentConfig`).
+fn without_value(message: &str) -> String {
+    for prefix in ["invalid type: ", "invalid value: "] {
+        let Some(rest) = message.strip_prefix(prefix) else {
+            continue;
+        };
+        let Some(end) = rest.rfind(", expected ") else {
+            continue;
+        };
+        let kind = rest.split([' ', ',']).next().unwrap_or_default();
+        return format!("{prefix}{kind}{}", &rest[end..]);
+    }
+    message.to_string()
 }
 
 #[cfg(test)]

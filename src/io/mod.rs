@@ -2,7 +2,8 @@
 //! `note_inline!`), reading stdin and input files (size limit, UTF-8, a terminal on stdin
 //! refused with a hint), and writing files atomically (docs/design/run-folder.md#run-folder). Stderr is written
 //! best-effort; every writer goes through a temporary file in the target folder and a rename,
-//! so a failure never leaves a half-written file. Reading a document is `doc`.
+//! so a failure never leaves a half-written file. Reading a document is `doc`; the bound on what
+//! a YAML document may expand to is `yaml_budget`.
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -12,6 +13,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 mod doc;
+mod yaml_budget;
 pub(crate) use doc::{kind_of, parse_board, refuse_bom};
 pub use doc::{parse_doc, parse_versioned, Format};
 

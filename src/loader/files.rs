@@ -11,13 +11,17 @@ use crate::model::{is_safe_name, AgentConfig};
 /// The extensions of an agent config file, in the order a folder is searched.
 const EXTENSIONS: [&str; 3] = ["json", "yaml", "yml"];
 
-/// The config file of agent `name` in `dir`, if any; two files for one name are refused.
+/// The config file of agent `name` in `dir`, if any; two files for one name are refused, and
+/// so is a symbolic link that leads out of `dir`.
 pub(super) fn find_agent_file(dir: &Path, name: &str) -> Result<Option<PathBuf>> {
     let found: Vec<PathBuf> = EXTENSIONS
         .iter()
         .map(|ext| dir.join(format!("{name}.{ext}")))
         .filter(|p| p.is_file())
         .collect();
+    for path in &found {
+        check_link(dir, path)?;
+    }
     match found.len() {
         0 => Ok(None),
         1 => Ok(found.into_iter().next()),
@@ -30,6 +34,33 @@ pub(super) fn find_agent_file(dir: &Path, name: &str) -> Result<Option<PathBuf>>
             ),
         )),
     }
+}
+
+/// Refuse (exit 2) an agent config that is a symbolic link to anything but an agent config:
+/// a link out of the folder to another file (`x.yaml -> ../token.txt`) would have a secret
+/// parsed and quoted in the error (docs/design/agents-and-config.md#agent-lookup). A link is
+/// followed to a file inside the folder, or to a file of its own name elsewhere (`arch.yaml ->
+/// ../share/agents/arch.yaml`, how a folder shares configs).
+fn check_link(dir: &Path, path: &Path) -> Result<()> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !is_link {
+        return Ok(());
+    }
+    let followed = match (dir.canonicalize(), path.canonicalize()) {
+        (Ok(dir), Ok(target)) => target.starts_with(dir) || target.file_name() == path.file_name(),
+        _ => false,
+    };
+    if followed {
+        return Ok(());
+    }
+    Err(Error::input(
+        path.display().to_string(),
+        "",
+        format!(
+            "a symbolic link to a file of another name outside {} (an agent config links only to a config of its own name; copy the file there)",
+            dir.display()
+        ),
+    ))
 }
 
 /// Names of the agent configs in `dir`, sorted.

@@ -149,6 +149,140 @@ fn is_one(n: &u32) -> bool {
 /// Largest `--max-parallel`: each call is a thread and a loop.
 pub const MAX_PARALLEL: u32 = 8;
 
+/// What a board must hold for any stage to read it (docs/design/flow.md#board-invariants):
+/// init-board makes such boards and every stage keeps them so; a hand-edited board that breaks
+/// one is refused by the stage guard, naming the field, instead of running on silently.
+pub(crate) fn check_invariants(b: &Board) -> Result<(), crate::error::Invalid> {
+    use crate::error::Invalid;
+    if b.participants.is_empty() {
+        return Err(Invalid::at(
+            "participants",
+            "empty (expected at least one participant)",
+        ));
+    }
+    for (i, name) in b.participants.iter().enumerate() {
+        if b.participants[..i].contains(name) {
+            return Err(Invalid::at(
+                format!("participants[{i}]"),
+                format!("{name:?} is named twice"),
+            ));
+        }
+        if !b.agents.contains_key(name) {
+            return Err(Invalid::at(
+                format!("participants[{i}]"),
+                format!("{name:?} has no config in agents"),
+            ));
+        }
+    }
+    if let Some((key, cfg)) = b.agents.iter().find(|(k, c)| **k != c.name) {
+        return Err(Invalid::at(
+            format!("agents.{key}.name"),
+            format!("{:?} is not the key it is filed under ({key:?})", cfg.name),
+        ));
+    }
+    if !(1..=MAX_PARALLEL).contains(&b.max_parallel) {
+        return Err(Invalid::at(
+            "max_parallel",
+            format!("{} (expected 1 to {MAX_PARALLEL})", b.max_parallel),
+        ));
+    }
+    if b.max_loops == 0 {
+        return Err(Invalid::at("max_loops", "0 (expected at least 1)"));
+    }
+    if b.max_total_tokens == Some(0) {
+        return Err(Invalid::at(
+            "max_total_tokens",
+            "0 (expected at least 1, or no field)",
+        ));
+    }
+    check_calls_and_turns(b)
+}
+
+/// The calls and turns of [`check_invariants`]: one kind at a time, each naming a participant
+/// once, each call with a question.
+fn check_calls_and_turns(b: &Board) -> Result<(), crate::error::Invalid> {
+    use crate::error::Invalid;
+    if b.pending_call.is_some() && !b.pending_calls.is_empty() {
+        return Err(Invalid::at(
+            "pending_calls",
+            "expected either pending_call or pending_calls, not both",
+        ));
+    }
+    if b.last_turn.is_some() && !b.last_turns.is_empty() {
+        return Err(Invalid::at(
+            "last_turns",
+            "expected either last_turn or last_turns, not both",
+        ));
+    }
+    let calls = b
+        .pending_call
+        .iter()
+        .map(|c| ("pending_call".to_string(), c))
+        .chain(
+            b.pending_calls
+                .iter()
+                .enumerate()
+                .map(|(i, c)| (format!("pending_calls[{i}]"), c)),
+        );
+    let mut asked: Vec<&str> = Vec::new();
+    for (at, call) in calls {
+        let name = call.target_agent.as_str();
+        if !b.participants.iter().any(|p| p == name) {
+            return Err(Invalid::at(
+                format!("{at}.target_agent"),
+                format!(
+                    "{name:?} is not a participant ({})",
+                    b.participants.join(", ")
+                ),
+            ));
+        }
+        if asked.contains(&name) {
+            return Err(Invalid::at(
+                format!("{at}.target_agent"),
+                format!("{name:?} is asked twice in one fan-out"),
+            ));
+        }
+        asked.push(name);
+        if call.prompt.trim().is_empty() {
+            return Err(Invalid::at(
+                format!("{at}.prompt"),
+                "empty (expected the question for the agent)",
+            ));
+        }
+    }
+    let turns = b
+        .last_turn
+        .iter()
+        .map(|t| ("last_turn".to_string(), t))
+        .chain(
+            b.last_turns
+                .iter()
+                .enumerate()
+                .map(|(i, t)| (format!("last_turns[{i}]"), t)),
+        );
+    let mut answered: Vec<&str> = Vec::new();
+    for (at, turn) in turns {
+        let name = turn.agent_name.as_str();
+        if !b.participants.iter().any(|p| p == name) {
+            return Err(Invalid::at(
+                format!("{at}.agent_name"),
+                format!(
+                    "{name:?} is not a participant ({})",
+                    b.participants.join(", ")
+                ),
+            ));
+        }
+        if answered.contains(&name) {
+            return Err(Invalid::at(
+                format!("{at}.agent_name"),
+                format!("{name:?} answers twice in one fan-out"),
+            ));
+        }
+        answered.push(name);
+    }
+    Ok(())
+}
+
 impl Board {
     /// Whether an agent turn is waiting to be run: a single call or a fan-out.
     pub fn has_pending_calls(&self) -> bool {

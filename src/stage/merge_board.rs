@@ -43,15 +43,8 @@ pub(crate) fn is_question(item: &str) -> bool {
 /// or a fan-out's `last_turns` one after another in call order, each counting one loop, exactly
 /// as if they had run one by one (docs/design/agent-turn.md#fan-out).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
+    // The guard also checks the board's invariants: one kind of turn, each a participant's.
     board.expect_stage(Stage::MergeBoard)?;
-    // A hand-edited board: one kind of turn at a time, as agent-turn requires of its calls.
-    if board.last_turn.is_some() && !board.last_turns.is_empty() {
-        return Err(crate::error::Error::input(
-            "",
-            "last_turns",
-            "expected either last_turn or last_turns, not both",
-        ));
-    }
     events::start_stage(&mut board);
     let turns: Vec<LastTurn> = match board.last_turn.take() {
         Some(turn) => vec![turn],

@@ -98,10 +98,12 @@ impl Board {
     /// The guard every stage starts with: `Ok` when this board is waiting for `stage`, else
     /// the usage error (exit 2) naming what should run instead. render-report also takes a
     /// finished board (it renders the saved report again; nothing else changes).
+    /// Then the board's invariants (docs/design/flow.md#board-invariants), so every stage
+    /// refuses a hand-edited board that breaks one (exit 2, naming the field).
     pub(crate) fn expect_stage(&self, stage: Stage) -> Result<()> {
         let next = self.next_stage();
         if next == Some(stage) || (stage == Stage::RenderReport && next.is_none()) {
-            return Ok(());
+            return crate::model::check_invariants(self).map_err(|e| e.in_file(""));
         }
         Err(Error::Usage(match next {
             None => format!("the meeting is over; {stage} has nothing to do"),

@@ -347,7 +347,7 @@ fn wrong_stage_boards_name_the_right_stage() {
     let e = agent_turn(b0, &mut c, &opts(), &clock()).unwrap_err();
     assert!(
         e.to_string()
-            .starts_with("pending_call.target_agent: \"ghost\""),
+            .starts_with("participants[2]: \"ghost\" has no config in agents"),
         "{e}"
     );
 }

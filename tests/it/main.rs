@@ -35,6 +35,7 @@ mod faults;
 mod fuzz_regressions;
 mod generate;
 mod help;
+mod hostile_inputs;
 mod human;
 mod llm_http;
 mod llm_replay;

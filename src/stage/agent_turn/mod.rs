@@ -51,15 +51,9 @@ pub fn run(
 
 /// Refuse a board that is not `agent-turn`'s turn, naming the stage that should run (exit 2).
 pub fn check_turn(board: &Board) -> Result<()> {
+    // The guard also checks the board's invariants: one kind of call, each to a participant.
     board.expect_stage(Stage::AgentTurn)?;
-    // A hand-edited board: one kind of turn at a time, and no more calls than pm-step allows.
-    if board.pending_call.is_some() && !board.pending_calls.is_empty() {
-        return Err(Error::input(
-            "",
-            "pending_calls",
-            "expected either pending_call or pending_calls, not both",
-        ));
-    }
+    // A hand-edited board: no more calls than pm-step allows.
     let most = crate::model::MAX_PARALLEL as usize;
     if board.pending_calls.len() > most {
         return Err(Error::input(
@@ -609,7 +603,12 @@ mod tests {
         let e = check_turn(&b).unwrap_err().to_string();
         assert!(e.contains("pending_calls: expected either"), "{e}");
         b.pending_call = None;
-        b.pending_calls = (0..9).map(|_| call("arch")).collect();
+        let names: Vec<String> = (0..9).map(|i| format!("a{i}")).collect();
+        for n in &names {
+            b.participants.push(n.clone());
+            b.agents.insert(n.clone(), crate::stage::fixtures::agent(n));
+        }
+        b.pending_calls = names.iter().map(|n| call(n)).collect();
         let e = check_turn(&b).unwrap_err().to_string();
         assert!(e.contains("9 calls; a fan-out has at most 8"), "{e}");
     }

@@ -1,0 +1,282 @@
+//! Inputs made to hurt (docs/design/flow.md#yaml-budget, docs/design/flow.md#board-invariants,
+//! docs/design/agents-and-config.md#agent-lookup): a YAML alias bomb in a meeting file, an agent
+//! config or the config file is refused before it expands; a hand-edited board that breaks an
+//! invariant is refused by every stage that reads it, naming the field; an agent config that
+//! links out of its folder to another file is refused without a word of what it links to.
+
+use serde_json::{json, Value};
+
+use crate::fixtures;
+use crate::harness::{every_case, Workdir};
+
+/// A YAML alias bomb of about `bytes` bytes: ten levels, each a list of aliases of the level
+/// before, so it expands to far more nodes than memory holds. Its anchors sit under keys no
+/// document has, so without the budget a parse would stop at the first unknown key.
+fn alias_bomb(bytes: usize) -> String {
+    let per_level = bytes / (9 * 5) + 2;
+    let mut t = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+    for i in 1..10 {
+        let items = vec![format!("*a{}", i - 1); per_level].join(", ");
+        t.push_str(&format!("a{i}: &a{i} [{items}]\n"));
+    }
+    t
+}
+
+/// The one line a refused bomb gives: the program, the file, the budget.
+fn refused_bomb(out: &crate::harness::Run, program: &str, file: &str) {
+    out.exit(2).one_stderr_line();
+    let err = out.stderr();
+    assert!(err.starts_with(&format!("{program}: ")), "{err}");
+    assert!(err.contains(file), "names the file: {err}");
+    assert!(
+        err.contains("more than 100000 YAML nodes or 8 MiB of text once its aliases are expanded"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_yaml_alias_bomb_is_refused_in_a_meeting_file_an_agent_config_and_the_config_file() {
+    let work = Workdir::new();
+    let bomb = alias_bomb(1 << 20);
+    assert!(bomb.len() >= 1_000_000, "a 1 MB file");
+    work.write("bomb.yaml", &bomb);
+    let out = work
+        .cli("collect-context")
+        .args(["--meeting-file", "bomb.yaml"])
+        .run();
+    refused_bomb(&out, "collect-context", "bomb.yaml");
+
+    // An agent config: the loader reads it with the same budget.
+    let small = alias_bomb(10_000);
+    work.write("agents/boom.yaml", &small);
+    let packet = work
+        .cli("collect-context")
+        .args(["--topic", "Adopt a warehouse?"])
+        .run();
+    packet.success();
+    let out = work
+        .cli("init-board")
+        .args(["--agents", "boom"])
+        .stdin(packet.stdout())
+        .run();
+    refused_bomb(&out, "init-board", "agents/boom.yaml");
+
+    // The user's config file.
+    work.write("cfg/agent-meeting/config.yaml", &small);
+    let out = work
+        .cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .arg("--show-config")
+        .run();
+    refused_bomb(&out, "meeting", "config.yaml");
+
+    // A file whose aliases stay within the budget is read as before (and refused for what it
+    // says, not for its size).
+    work.write("plain.yaml", "topic: t\na0: &a0 [x]\na1: [*a0, *a0]\n");
+    let out = work
+        .cli("collect-context")
+        .args(["--meeting-file", "plain.yaml"])
+        .run();
+    out.exit(2).stderr_has("unknown field `a0`");
+}
+
+/// A board waiting for `stage`, made from the common fixture board.
+fn board_for(stage: &str) -> Value {
+    let mut b = fixtures::board();
+    match stage {
+        "pm-step" => {}
+        "agent-turn" => b = fixtures::board_with_call("arch"),
+        "merge-board" => {
+            b.last_turn = Some(agent_meeting::model::LastTurn {
+                agent_name: "arch".into(),
+                status: agent_meeting::model::TurnStatus::Error,
+                prompt: "What does it cost?".into(),
+                result: None,
+                error: Some("timeout".into()),
+            });
+        }
+        "render-report" => b.status = agent_meeting::model::Status::ForcedStop,
+        other => panic!("{other}"),
+    }
+    serde_json::to_value(b).unwrap()
+}
+
+const STAGES: [&str; 4] = ["pm-step", "agent-turn", "merge-board", "render-report"];
+
+type Edit = fn(&mut Value);
+
+/// Every invariant a hand-edited board can break, through every stage program that reads it:
+/// exit 2, one line naming `<stdin>` and the field path.
+#[test]
+fn a_board_that_breaks_an_invariant_is_refused_by_every_stage_naming_the_field() {
+    let cases: Vec<(&str, &[&str], Edit, &str)> = vec![
+        (
+            "no participants",
+            &STAGES,
+            |b| b["participants"] = json!([]),
+            "participants: empty (expected at least one participant)",
+        ),
+        (
+            "a participant without a config",
+            &STAGES,
+            |b| b["participants"] = json!(["arch", "biz", "ghost"]),
+            "participants[2]: \"ghost\" has no config in agents",
+        ),
+        (
+            "a participant named twice",
+            &STAGES,
+            |b| b["participants"] = json!(["arch", "biz", "arch"]),
+            "participants[2]: \"arch\" is named twice",
+        ),
+        (
+            "a config filed under another name",
+            &STAGES,
+            |b| b["agents"]["biz"]["name"] = json!("arch"),
+            "agents.biz.name: \"arch\" is not the key it is filed under (\"biz\")",
+        ),
+        (
+            "max_parallel 0",
+            &STAGES,
+            |b| b["max_parallel"] = json!(0),
+            "max_parallel: 0 (expected 1 to 8)",
+        ),
+        (
+            "max_parallel 100",
+            &STAGES,
+            |b| b["max_parallel"] = json!(100),
+            "max_parallel: 100 (expected 1 to 8)",
+        ),
+        (
+            "max_loops 0",
+            &STAGES,
+            |b| b["max_loops"] = json!(0),
+            "max_loops: 0 (expected at least 1)",
+        ),
+        (
+            "an empty question",
+            &["agent-turn"],
+            |b| b["pending_call"]["prompt"] = json!("  \n"),
+            "pending_call.prompt: empty (expected the question for the agent)",
+        ),
+        (
+            "a question to someone not in the meeting",
+            &["agent-turn"],
+            |b| b["pending_call"]["target_agent"] = json!("ghost"),
+            "pending_call.target_agent: \"ghost\" is not a participant (arch, biz)",
+        ),
+        (
+            "a fan-out asking one agent twice",
+            &["agent-turn"],
+            |b| {
+                let call = b["pending_call"].take();
+                b["max_parallel"] = json!(2);
+                b["pending_calls"] = json!([call.clone(), call]);
+            },
+            "pending_calls[1].target_agent: \"arch\" is asked twice in one fan-out",
+        ),
+        (
+            "both kinds of call",
+            &["agent-turn"],
+            |b| b["pending_calls"] = json!([b["pending_call"].clone()]),
+            "pending_calls: expected either pending_call or pending_calls, not both",
+        ),
+        (
+            "a turn from an agent not in the meeting",
+            &["merge-board"],
+            |b| b["last_turn"]["agent_name"] = json!("ghost"),
+            "last_turn.agent_name: \"ghost\" is not a participant (arch, biz)",
+        ),
+        (
+            "a fan-out answered twice by one agent",
+            &["merge-board"],
+            |b| {
+                let turn = b["last_turn"].take();
+                b["last_turns"] = json!([turn.clone(), turn]);
+            },
+            "last_turns[1].agent_name: \"arch\" answers twice in one fan-out",
+        ),
+    ];
+    let runs: Vec<(&str, &str, Edit, &str)> = cases
+        .iter()
+        .flat_map(|(name, stages, edit, want)| {
+            stages.iter().map(move |s| (*name, *s, *edit, *want))
+        })
+        .collect();
+    every_case(
+        runs,
+        |(name, stage, _, _)| format!("{stage}: {name}"),
+        |(_, stage, edit, want)| {
+            let mut board = board_for(stage);
+            edit(&mut board);
+            let out = crate::harness::cli(stage)
+                .env("AGENT_MEETING_PROVIDER", "replay")
+                .env("MEETING_CASSETTE", crate::meeting::demo_cassette())
+                .stdin(board.to_string())
+                .run();
+            out.exit(2)
+                .one_stderr_line()
+                .stderr_is(&format!("{stage}: <stdin>: {want}\n"));
+        },
+    );
+}
+
+/// An agent config that is a symbolic link out of its folder to a file of another name is
+/// refused (exit 2, naming the file) before it is read: the token it points to appears
+/// nowhere. A link inside the folder, or to a config of its own name, is read like that file.
+#[test]
+fn an_agent_config_linking_out_of_its_folder_is_refused_without_echoing_it() {
+    let work = Workdir::new();
+    let secret = "sk-proj-LINKEDTOKEN0123456789abcdefABCDEF";
+    work.write("token.txt", format!("{secret}\n"));
+    work.copy_agents("agents");
+    std::fs::create_dir_all(work.join("agents")).unwrap();
+    std::os::unix::fs::symlink("../token.txt", work.join("agents/x.yaml")).unwrap();
+    let packet = work
+        .cli("collect-context")
+        .args(["--topic", "Adopt a warehouse?"])
+        .run();
+    packet.success();
+    let out = work
+        .cli("init-board")
+        .args(["--agents", "arch,x"])
+        .stdin(packet.stdout())
+        .run();
+    out.exit(2).one_stderr_line().stderr_lacks(secret);
+    let err = out.stderr();
+    assert!(err.contains("agents/x.yaml"), "names the file: {err}");
+    assert!(
+        err.contains("a symbolic link to a file of another name outside"),
+        "{err}"
+    );
+    // --list-agents shows the refusal, not the token.
+    let out = work.cli("meeting").arg("--list-agents").run();
+    assert!(!out.stdout().contains(secret) && !out.stderr().contains(secret));
+    // Without the link, a token file where a config belongs is named by its type only.
+    std::fs::remove_file(work.join("agents/x.yaml")).unwrap();
+    std::fs::copy(work.join("token.txt"), work.join("agents/x.yaml")).unwrap();
+    let out = work
+        .cli("init-board")
+        .args(["--agents", "arch,x"])
+        .stdin(packet.stdout())
+        .run();
+    out.exit(2).one_stderr_line().stderr_lacks(secret);
+    // A link to another file of the folder is that file.
+    std::fs::remove_file(work.join("agents/x.yaml")).unwrap();
+    let arch = std::fs::read_to_string(work.join("agents/arch.yaml")).unwrap();
+    work.write("agents/real/y.yaml", arch.replace("name: arch", "name: y"));
+    std::os::unix::fs::symlink("real/y.yaml", work.join("agents/y.yaml")).unwrap();
+    work.cli("init-board")
+        .args(["--agents", "arch,y"])
+        .stdin(packet.stdout())
+        .run()
+        .success();
+    // So is a link to a config of its own name elsewhere (the repository's agents/ does this).
+    std::fs::remove_file(work.join("agents/y.yaml")).unwrap();
+    work.write("shared/y.yaml", arch.replace("name: arch", "name: y"));
+    std::os::unix::fs::symlink("../shared/y.yaml", work.join("agents/y.yaml")).unwrap();
+    work.cli("init-board")
+        .args(["--agents", "arch,y"])
+        .stdin(packet.stdout())
+        .run()
+        .success();
+}
