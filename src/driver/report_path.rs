@@ -45,20 +45,61 @@ fn resolved(path: &Path) -> PathBuf {
     path
 }
 
-/// The first of `path`, `<stem>-2.<ext>`, `<stem>-3.<ext>`, ... that does not exist.
-pub(super) fn free_report_name(path: &Path) -> PathBuf {
-    if !path.exists() {
-        return path.to_path_buf();
-    }
+/// Most numbered names tried for one default report path.
+const MAX_NUMBERED: u32 = 100_000;
+
+/// `path`, then `<stem>-2.<ext>`, `<stem>-3.<ext>`, ...: the names a default report may take.
+fn report_names(path: &Path) -> impl Iterator<Item = PathBuf> + '_ {
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     let ext = path
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    (2u32..)
-        .map(|n| path.with_file_name(format!("{stem}-{n}{ext}")))
+    std::iter::once(path.to_path_buf())
+        .chain((2..=MAX_NUMBERED).map(move |n| path.with_file_name(format!("{stem}-{n}{ext}"))))
+}
+
+/// The first name of [`report_names`] that does not exist: what a dry run shows and the start
+/// checks; the start then claims it, or the next free one ([`claim_report_name`]).
+pub(super) fn free_report_name(path: &Path) -> PathBuf {
+    report_names(path)
         .find(|p| !p.exists())
-        .expect("some numbered name is free")
+        .unwrap_or_else(|| path.to_path_buf())
+}
+
+/// Claim the first free name of [`report_names`] by creating it empty and exclusively
+/// (`O_EXCL`): two meetings started together never take one file (docs/design/run-folder.md#run-folder).
+/// The report replaces the placeholder when it is saved; [`release_claim`] removes it when the
+/// start fails.
+pub(super) fn claim_report_name(path: &Path) -> Result<PathBuf> {
+    for name in report_names(path) {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&name)
+        {
+            Ok(_) => return Ok(name),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::Usage(format!(
+                    "--report-file: cannot create {}: {}",
+                    name.display(),
+                    os_error(&e)
+                )))
+            }
+        }
+    }
+    Err(Error::Usage(format!(
+        "--report-file: {} and its {MAX_NUMBERED} numbered names are taken; name the report with --report-file",
+        path.display()
+    )))
+}
+
+/// Remove a claimed report file the start left empty: a start that failed leaves nothing.
+pub(super) fn release_claim(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file() && m.len() == 0) {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// Refuse (exit 2, before any model call) a report path that is a folder or no regular file,
@@ -193,6 +234,18 @@ mod tests {
         std::fs::write(d.join("demo-2.md"), "kept").unwrap();
         assert_eq!(free_report_name(&d.join("demo.md")), d.join("demo-3.md"));
         assert_eq!(free_report_name(&d.join("other.md")), d.join("other.md"));
+        // Claims are exclusive: the second claim of a name takes the next one.
+        let first = claim_report_name(&d.join("new.md")).unwrap();
+        let second = claim_report_name(&d.join("new.md")).unwrap();
+        assert_eq!(
+            (first.clone(), second),
+            (d.join("new.md"), d.join("new-2.md"))
+        );
+        assert_eq!(std::fs::read(&first).unwrap(), b"");
+        release_claim(&first);
+        assert!(!first.exists(), "an empty claim is removed");
+        release_claim(&d.join("demo.md"));
+        assert!(d.join("demo.md").exists(), "a file with content is kept");
     }
 
     #[test]

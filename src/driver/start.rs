@@ -13,7 +13,8 @@ use super::drive::Run;
 use super::outcome::Tally;
 use super::progress::Ui;
 use super::report_path::{
-    check_report_path, default_report_file, free_report_name, prove_writable,
+    check_report_path, claim_report_name, default_report_file, free_report_name, prove_writable,
+    release_claim,
 };
 use super::run_dir::open_append;
 use super::run_dir::RunDir;
@@ -67,12 +68,15 @@ struct Checked {
     dir: RunDir,
     /// The report already at the default path, kept (this meeting's goes to a numbered name).
     numbered_from: Option<PathBuf>,
+    /// The default report path, when `--report-file` was not given: the start claims it or
+    /// the next free numbered name.
+    default_report: Option<PathBuf>,
 }
 
 /// Start a new meeting: collect, init (in memory, so bad input leaves no run folder), check
 /// every caller's provider configuration, then create and fill the run folder.
 pub fn start(new: NewMeeting, ui: Ui) -> Result<Run> {
-    let checked = check(new, false, ui)?;
+    let mut checked = check(new, false, ui)?;
     // Before any model call: the report's folder exists and takes a file, and the user's
     // exchange log opens (docs/design/run-folder.md#run-folder).
     prove_writable(&checked.settings.report_file)?;
@@ -81,7 +85,20 @@ pub fn start(new: NewMeeting, ui: Ui) -> Result<Run> {
             Error::Usage(format!("--llm-log: {}: {}", user.display(), os_error(&e)))
         })?;
     }
-    create(checked, ui)
+    let Some(default) = checked.default_report.clone() else {
+        return create(checked, ui);
+    };
+    // A default name is claimed now, exclusively: another meeting may have taken the one
+    // checked above since.
+    let claimed = claim_report_name(&default)?;
+    checked.numbered_from = (claimed != default).then_some(default);
+    checked.settings.report_file = claimed.clone();
+    let started = check_report_path(&checked.settings, &checked.board, &checked.dir.path)
+        .and_then(|()| create(checked, ui));
+    if started.is_err() {
+        release_claim(&claimed);
+    }
+    started
 }
 
 /// `--dry-run`: every check of a real start but the keys (a missing one is a warning), the
@@ -94,7 +111,7 @@ pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
 /// The settings, the first board and every check before the run folder is made. A dry run
 /// prints the models line and only warns of a missing key (docs/design/run-folder.md#run-folder).
 fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
-    let (settings, run_dir, numbered_from) = settings_of(new)?;
+    let (settings, run_dir, numbered_from, default_report) = settings_of(new)?;
     if let Some(file) = &settings.human_answers {
         // Read now, not at the person's turn after paid calls.
         crate::stage::agent_turn::human::answer_lines(file)?;
@@ -126,13 +143,17 @@ fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
         models,
         dir,
         numbered_from,
+        default_report,
     })
 }
 
 /// The run settings of a new meeting: the flags over the config file, absolute paths, the
-/// trace id and the report path settled; with the folder holding run folders and the report
-/// kept at the default path, if any.
-fn settings_of(new: NewMeeting) -> Result<(RunSettings, PathBuf, Option<PathBuf>)> {
+/// trace id and the report path settled; with the folder holding run folders, the report
+/// kept at the default path, if any, and the default path when no report path was given.
+#[allow(clippy::type_complexity)]
+fn settings_of(
+    new: NewMeeting,
+) -> Result<(RunSettings, PathBuf, Option<PathBuf>, Option<PathBuf>)> {
     let loaded = crate::config::load()?;
     if new.board.agents.iter().all(|a| a.trim().is_empty()) {
         return Err(Error::Usage(
@@ -158,13 +179,13 @@ fn settings_of(new: NewMeeting) -> Result<(RunSettings, PathBuf, Option<PathBuf>
     // meeting.json keeps absolute paths, so `--resume` works from any folder. A report already
     // at the default path is kept: this meeting's gets the next free numbered name. A path the
     // user named is theirs to replace.
-    let (report_file, numbered_from) = match new.report_file {
-        Some(f) => (absolute(&f), None),
+    let (report_file, numbered_from, default_report) = match new.report_file {
+        Some(f) => (absolute(&f), None, None),
         None => {
             let default = absolute(Path::new(&default_report_file(&source)));
             let free = free_report_name(&default);
-            let kept = (free != default).then_some(default);
-            (free, kept)
+            let kept = (free != default).then(|| default.clone());
+            (free, kept, Some(default))
         }
     };
     let mut llm = crate::config::with_config(new.llm)?;
@@ -189,7 +210,7 @@ fn settings_of(new: NewMeeting) -> Result<(RunSettings, PathBuf, Option<PathBuf>
         human_answers: new.human_answers.as_deref().map(absolute),
     };
     let run_dir = crate::config::run_dir(new.run_dir, &loaded.config).0;
-    Ok((settings, run_dir, numbered_from))
+    Ok((settings, run_dir, numbered_from, default_report))
 }
 
 /// Create and fill the run folder of a checked meeting: its settings (pointed at the folder's
@@ -203,6 +224,7 @@ fn create(checked: Checked, ui: Ui) -> Result<Run> {
         models,
         dir,
         numbered_from,
+        ..
     } = checked;
     let lock = dir.lock()?;
     if dir.path.join("meeting.json").exists() {

@@ -101,12 +101,12 @@ pub struct LlmArgs {
         env = "MEETING_RETRY_BASE_MS"
     )]
     pub retry_base_ms: u64,
-    /// Cap in seconds on any retry wait, including Retry-After
+    /// Longest wait in seconds before a retry: backoff is capped by it, a provider's
+    /// Retry-After up to it is honoured, and one above it fails the call at once
     #[arg(
         long,
         value_name = "SECS",
         default_value_t = default::RETRY_MAX_SECS,
-        hide = true,
         env = "MEETING_RETRY_MAX_SECS"
     )]
     pub retry_max_secs: f64,

@@ -23,7 +23,9 @@ pub struct RetryPolicy {
     pub max_attempts: u32,
     /// Backoff before the 2nd attempt; doubles each time, plus up to 50% jitter.
     pub base_delay: Duration,
-    /// Cap on any single wait, including a server's `Retry-After`.
+    /// Cap on any single wait (`--retry-max-secs`). A server's `Retry-After` above it fails the
+    /// call at once instead: retrying earlier than the server asked only fails again
+    /// (docs/design/failure-policy.md#failure-policy).
     pub max_delay: Duration,
 }
 
@@ -47,16 +49,36 @@ impl RetryPolicy {
         }
     }
 
-    /// The wait after failed attempt number `attempt` (1-based).
-    pub(crate) fn delay(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+    /// The wait after failed attempt number `attempt` (1-based), or `Err` with the server's
+    /// `Retry-After` when it asks for more than the cap. A policy that never waits (replay,
+    /// where faults are simulated) waits for nothing.
+    pub(crate) fn delay(
+        &self,
+        attempt: u32,
+        retry_after: Option<Duration>,
+    ) -> Result<Duration, Duration> {
         if let Some(ra) = retry_after {
-            return ra.min(self.max_delay);
+            return match ra.min(self.max_delay) {
+                Duration::ZERO => Ok(Duration::ZERO),
+                _ if ra > self.max_delay => Err(ra),
+                _ => Ok(ra),
+            };
         }
         let exp = self
             .base_delay
             .saturating_mul(1u32 << (attempt.saturating_sub(1)).min(16));
         let jitter = exp.mul_f64(fastrand::f64() * 0.5);
-        (exp + jitter).min(self.max_delay)
+        Ok((exp + jitter).min(self.max_delay))
+    }
+}
+
+/// A wait for a message: `45 s`, `0.5 s`.
+fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{} s", (s * 1000.0).round() / 1000.0)
     }
 }
 
@@ -252,7 +274,21 @@ impl Client {
                     duration_ms: ms,
                 });
             }
-            let wait = self.policy.delay(attempt, retry_after);
+            let wait = match self.policy.delay(attempt, retry_after) {
+                Ok(wait) => wait,
+                Err(asked) => {
+                    let ms = elapsed();
+                    return Err(LlmError::Transient {
+                        message: format!(
+                            "{message} (the provider asks to wait {} before a retry, longer than the {} this client waits at most: --retry-max-secs / MEETING_RETRY_MAX_SECS; gave up after {attempt} attempts, {ms} ms)",
+                            secs(asked),
+                            secs(self.policy.max_delay)
+                        ),
+                        attempts: attempt,
+                        duration_ms: ms,
+                    });
+                }
+            };
             self.waits.push(wait);
             if !wait.is_zero() {
                 std::thread::sleep(wait);
@@ -387,22 +423,24 @@ mod tests {
             base_delay: Duration::from_millis(100),
             max_delay: Duration::from_millis(350),
         };
-        let d1 = p.delay(1, None);
+        let d1 = p.delay(1, None).unwrap();
         assert!(
             d1 >= Duration::from_millis(100) && d1 <= Duration::from_millis(150),
             "{d1:?}"
         );
-        let d2 = p.delay(2, None);
+        let d2 = p.delay(2, None).unwrap();
         assert!(
             d2 >= Duration::from_millis(200) && d2 <= Duration::from_millis(300),
             "{d2:?}"
         );
-        assert_eq!(p.delay(4, None), Duration::from_millis(350));
-        assert_eq!(
-            p.delay(1, Some(Duration::from_secs(60))),
-            Duration::from_millis(350)
-        );
-        assert_eq!(p.delay(1, Some(Duration::ZERO)), Duration::ZERO);
+        assert_eq!(p.delay(4, None), Ok(Duration::from_millis(350)));
+        let minute = Duration::from_secs(60);
+        assert_eq!(p.delay(1, Some(minute)), Err(minute), "above the cap");
+        let within = Duration::from_millis(350);
+        assert_eq!(p.delay(1, Some(within)), Ok(within));
+        assert_eq!(p.delay(1, Some(Duration::ZERO)), Ok(Duration::ZERO));
+        let replay = RetryPolicy::immediate(3);
+        assert_eq!(replay.delay(1, Some(minute)), Ok(Duration::ZERO));
     }
 
     /// Records the call number of every attempt; fails all but every third with a 503.
@@ -469,9 +507,10 @@ mod tests {
     }
 
     /// A 429 on the last attempt gives up at once: waiting out its Retry-After would only
-    /// delay the failure (docs/design/failure-policy.md#failure-policy). Earlier waits honour Retry-After, capped.
+    /// delay the failure (docs/design/failure-policy.md#failure-policy). Earlier waits honour a
+    /// Retry-After within the cap; one above it fails the call at once, saying how long.
     #[test]
-    fn retry_after_is_capped_and_the_last_attempt_does_not_wait() {
+    fn retry_after_within_the_cap_is_waited_above_it_fails_at_once() {
         let rate_limited = |secs| AttemptError::Http {
             status: 429,
             message: "slow down".into(),
@@ -488,23 +527,14 @@ mod tests {
             temperature: None,
             max_tokens: None,
         };
-        // (attempts, Retry-After in seconds, the policy's cap, the waits made)
+        // (attempts, Retry-After in seconds, the policy's cap, the waits made, attempts made)
         let cases = [
-            (1, 2, Duration::from_secs(30), vec![]),
-            (
-                2,
-                60,
-                Duration::from_millis(50),
-                vec![Duration::from_millis(50)],
-            ),
-            (
-                3,
-                60,
-                Duration::from_millis(5),
-                vec![Duration::from_millis(5); 2],
-            ),
+            (1, 2, Duration::from_secs(30), vec![], 1),
+            (2, 60, Duration::from_millis(50), vec![], 1),
+            (3, 60, Duration::from_millis(5), vec![], 1),
+            (3, 0, Duration::from_millis(5), vec![Duration::ZERO; 2], 3),
         ];
-        for (max_attempts, retry_after, max_delay, waits) in cases {
+        for (max_attempts, retry_after, max_delay, waits, made) in cases {
             let n = std::rc::Rc::new(std::cell::Cell::new(0));
             let provider = Always(rate_limited(retry_after), n.clone());
             let mut client = Client::new(Box::new(provider), 0).with_policy(RetryPolicy {
@@ -514,11 +544,20 @@ mod tests {
             });
             let e = client.call(&req, &opts).unwrap_err();
             assert!(
-                matches!(e, LlmError::Transient { attempts, .. } if attempts == max_attempts),
+                matches!(&e, LlmError::Transient { attempts, .. } if *attempts == made),
                 "{e:?}"
             );
-            assert_eq!(n.get(), max_attempts);
+            assert_eq!(n.get(), made);
             assert_eq!(client.waits(), waits, "{max_attempts} attempts");
+            if made < max_attempts {
+                let LlmError::Transient { message, .. } = e else {
+                    unreachable!()
+                };
+                assert!(
+                    message.contains("the provider asks to wait 60 s before a retry"),
+                    "{message}"
+                );
+            }
         }
     }
 

@@ -179,7 +179,8 @@ fn fault_attempts(fault: Fault, pos: Position, good: &str) -> Vec<Reply> {
     let pm = pos != Position::Agent;
     let every = |r: Reply, n: usize| vec![r; n];
     match fault {
-        Fault::RateLimit => vec![Reply::Status(429, Some(1.0)), Reply::Text(good.into())],
+        // A Retry-After within the cap (MEETING_RETRY_MAX_SECS below) is waited out.
+        Fault::RateLimit => vec![Reply::Status(429, Some(0.01)), Reply::Text(good.into())],
         Fault::Http500 => vec![Reply::Status(500, None), Reply::Text(good.into())],
         Fault::Http503 => every(Reply::Status(503, None), ATTEMPTS),
         Fault::ReadTimeout => every(Reply::Timeout, ATTEMPTS),

@@ -283,18 +283,37 @@ fn rate_limited_then_ok(kind: Kind) {
     assert_eq!(c.waits(), [Duration::ZERO], "Retry-After: 0 is honoured");
 }
 
-fn retry_after_is_capped(kind: Kind) {
+/// A Retry-After above the cap fails the call at once, with the provider's wait in the
+/// message: retrying at the cap would come before the server is ready. One within the cap is
+/// waited out.
+fn retry_after_above_the_cap_fails_at_once(kind: Kind) {
     let s = FakeServer::start(vec![
         with_header(429, "retry-after", "30", "{}"),
         ok(kind, &answer(), None),
     ]);
     let mut c = client(kind, &s);
-    c.call(&request(), &opts()).unwrap();
-    assert_eq!(
-        c.waits(),
-        [fast().max_delay],
-        "Retry-After 30 must be capped by the policy"
+    let e = c.call(&request(), &opts()).unwrap_err();
+    let LlmError::Transient {
+        message, attempts, ..
+    } = e
+    else {
+        panic!("{e:?}")
+    };
+    assert_eq!((attempts, s.count()), (1, 1), "never re-sent early");
+    assert_eq!(c.waits(), [], "no wait");
+    assert!(
+        message.contains("HTTP 429")
+            && message
+                .contains("the provider asks to wait 30 s before a retry, longer than the 0.02 s"),
+        "{message}"
     );
+    let s = FakeServer::start(vec![
+        with_header(429, "retry-after", "0.01", "{}"),
+        ok(kind, &answer(), None),
+    ]);
+    let mut c = client(kind, &s);
+    c.call(&request(), &opts()).unwrap();
+    assert_eq!(c.waits(), [Duration::from_millis(10)]);
     assert_eq!(s.count(), 2);
 }
 
@@ -640,7 +659,7 @@ macro_rules! both {
 both!(
     success,
     rate_limited_then_ok,
-    retry_after_is_capped,
+    retry_after_above_the_cap_fails_at_once,
     server_error_then_ok,
     unavailable_until_attempts_run_out,
     read_timeout,

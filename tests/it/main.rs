@@ -45,6 +45,7 @@ mod meeting_options;
 mod meeting_outcomes;
 mod multicall;
 mod next_stage;
+mod nothing_lost;
 mod pm_step;
 mod prompt_layout;
 mod redaction_corpus;

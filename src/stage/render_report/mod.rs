@@ -158,12 +158,17 @@ pub(crate) fn finish(
     report_file: Option<&Path>,
 ) -> Result<ReportResult> {
     if let Some(path) = report_file {
+        // Keep the reason of a forced or fallback report on the board, so a re-render (or the
+        // retry of a failed save) gives the same report kind and note.
+        if rendered.kind != ReportKind::Normal && board.process_note.is_none() {
+            board.process_note = Some(default_note(&board, rendered.kind).to_string());
+        }
         if let Err(e) = io::write_atomic(path, rendered.markdown.as_bytes()) {
             // The report is the meeting's last resort: when even it cannot be saved the
             // meeting has failed (docs/design/flow.md#statuses). The board says why; the program
             // exits 1.
             board.status = Status::Failed;
-            board.last_error = Some(format!("report not saved: {e}"));
+            board.last_error = Some(format!("{}: {e}", record::NOT_SAVED));
             return Ok(ReportResult {
                 report_version: REPORT_VERSION,
                 status: board.status,
@@ -174,10 +179,13 @@ pub(crate) fn finish(
             });
         }
         board.status = Status::Finished;
-        // Keep the reason of a forced or fallback report on the finished board, so a
-        // re-render gives the same report kind and note.
-        if rendered.kind != ReportKind::Normal && board.process_note.is_none() {
-            board.process_note = Some(default_note(&board, rendered.kind).to_string());
+        // The save that failed before is over: the board no longer says the report is lost.
+        if board
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.starts_with(record::NOT_SAVED))
+        {
+            board.last_error = None;
         }
     }
     Ok(ReportResult {

@@ -385,6 +385,10 @@ fn cell(s: &str) -> String {
     fold_ws(s).replace('|', "\\|")
 }
 
+/// How `last_error` starts when the report could not be saved (the board is then `failed`, and
+/// render-report tries again): the one error of a board that is about the report itself.
+pub(crate) const NOT_SAVED: &str = "report not saved";
+
 /// The Process Note's entries for the reader: what the stages recorded (per loop), whether
 /// anyone was consulted, and, when the meeting was closed early, the required questions left
 /// unanswered (a normal report shows them under Required Questions only). A board from before
@@ -401,7 +405,12 @@ pub(crate) fn process_entries(
         .map(|e| format!("Loop {}: {}", e.loop_no, fold_ws(&e.text)))
         .collect();
     if board.record.process.is_empty() {
-        for e in board.recent_errors.iter().chain(board.last_error.iter()) {
+        // A failed save is no event of the meeting: the report being saved now says otherwise.
+        let meeting_error = board
+            .last_error
+            .iter()
+            .filter(|e| !e.starts_with(NOT_SAVED));
+        for e in board.recent_errors.iter().chain(meeting_error) {
             let e = fold_ws(e);
             if !e.is_empty() && !out.contains(&e) {
                 out.push(e);
