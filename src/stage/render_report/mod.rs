@@ -168,6 +168,8 @@ pub(crate) fn finish(
             // meeting has failed (docs/design/flow.md#statuses). The board says why; the program
             // exits 1.
             board.status = Status::Failed;
+            // The error this report showed stays on the board for the retry to show again.
+            record::keep_meeting_error(&mut board);
             board.last_error = Some(format!("{}: {e}", record::NOT_SAVED));
             return Ok(ReportResult {
                 report_version: REPORT_VERSION,

@@ -389,6 +389,17 @@ fn cell(s: &str) -> String {
 /// render-report tries again): the one error of a board that is about the report itself.
 pub(crate) const NOT_SAVED: &str = "report not saved";
 
+/// Before a failed save's error replaces `last_error`: the meeting's own last error, which the
+/// Process Note shows after `recent_errors`, moves to the end of `recent_errors`, so the retry
+/// renders the same entries (docs/design/run-folder.md#resume).
+pub(crate) fn keep_meeting_error(board: &mut Board) {
+    if let Some(e) = board.last_error.take() {
+        if !e.starts_with(NOT_SAVED) && !board.recent_errors.contains(&e) {
+            board.recent_errors.push(e);
+        }
+    }
+}
+
 /// The Process Note's entries for the reader: what the stages recorded (per loop), whether
 /// anyone was consulted, and, when the meeting was closed early, the required questions left
 /// unanswered (a normal report shows them under Required Questions only). A board from before
@@ -436,4 +447,57 @@ pub(crate) fn process_entries(
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::model::Status;
+
+    /// A report saved after a failed save is the report the first save would have written, of
+    /// every kind: no "report not saved" entry, no note chosen by the save's error; and the
+    /// finished board no longer carries that error.
+    #[test]
+    fn a_report_saved_after_a_failed_save_reads_as_a_first_save() {
+        let dir = tempfile::tempdir().unwrap();
+        const REPORT: &str = "### Executive Summary\nKeep it.\n\n### Recommendation\nKeep it.";
+        let normal = |b: &mut crate::model::Board| {
+            b.status = Status::Finishing;
+            b.final_report = Some(REPORT.into());
+        };
+        let forced = |b: &mut crate::model::Board| {
+            b.status = Status::ForcedStop;
+            b.final_report = Some(REPORT.into());
+        };
+        let fallback = |b: &mut crate::model::Board| {
+            b.status = Status::ForcedStop;
+            b.last_error = Some("PM call failed: HTTP 500".into());
+        };
+        type Edit = fn(&mut crate::model::Board);
+        let cases: [(&str, Edit); 3] = [
+            ("normal", normal),
+            ("forced", forced),
+            ("fallback", fallback),
+        ];
+        for (name, edit) in cases {
+            let mut board = crate::stage::fixtures::board(&[]);
+            edit(&mut board);
+            let first = dir.path().join(format!("{name}.md"));
+            let want = super::super::run(board.clone(), None, Some(&first)).unwrap();
+            // A folder where the report goes: the save fails.
+            let path = dir.path().join(format!("{name}-retried.md"));
+            std::fs::create_dir(&path).unwrap();
+            let failed = super::super::run(board, None, Some(&path)).unwrap();
+            assert_eq!(failed.status, Status::Failed, "{name}");
+            std::fs::remove_dir(&path).unwrap();
+            let saved = super::super::run(failed.board, None, Some(&path)).unwrap();
+            assert_eq!(saved.status, Status::Finished, "{name}");
+            assert!(
+                !saved.markdown.contains("not saved"),
+                "{name}: {}",
+                saved.markdown
+            );
+            assert_eq!(saved.markdown, want.markdown, "{name}");
+            assert_eq!(saved.board.last_error, None, "{name}");
+        }
+    }
 }
