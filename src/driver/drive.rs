@@ -139,7 +139,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         let next = checked_output(stage, made, &at.board)?;
         at.checkpoint(stage, &next, &out_text)?;
         if !ui.quiet {
-            if let Some(line) = progress_line(stage, &next, ui) {
+            if let Some(line) = progress_line(stage, &at.board, &next, ui) {
                 crate::note!("{line}");
             }
         }
