@@ -51,6 +51,18 @@ pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
 }
 
+/// What the elapsed-time indicator calls a stage about to run on `board`: the program, or the
+/// PM's closing round by name (a forced finish is due: the board is `finishing` without a
+/// report, or the loops are spent), so a long closing call is not taken for a stuck round.
+pub(super) fn ticker_label(stage: Stage, board: &Board) -> String {
+    let closing = board.status == Status::Finishing && !board.has_final_report()
+        || board.loop_count >= board.max_loops;
+    match stage {
+        Stage::PmStep if closing => "pm closing round".to_string(),
+        _ => stage.program().to_string(),
+    }
+}
+
 /// The elapsed-time indicator of a running stage (`  pm-step … 1.4 s`), shown after 0.6 s
 /// when the UI has a ticker; it stops and wipes its line when dropped.
 pub(super) struct Ticker {
@@ -392,6 +404,27 @@ fn turn_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The closing round is named while it runs; other stages by their program.
+    #[test]
+    fn the_closing_round_is_named_while_it_runs() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        board.max_loops = 6;
+        assert_eq!(ticker_label(Stage::PmStep, &board), "pm-step");
+        board.status = Status::Finishing;
+        assert_eq!(ticker_label(Stage::PmStep, &board), "pm closing round");
+        assert_eq!(ticker_label(Stage::RenderReport, &board), "render-report");
+        board.status = Status::Running;
+        board.loop_count = 6;
+        assert_eq!(ticker_label(Stage::PmStep, &board), "pm closing round");
+    }
+
+    #[test]
+    fn counts_take_their_plural() {
+        assert_eq!(plural(1u64, "key point"), "1 key point");
+        assert_eq!(plural(0u64, "risk"), "0 risks");
+        assert_eq!(plural(2u32, "loop"), "2 loops");
+    }
 
     /// The ticker pauses while a human answers (docs/design/agent-turn.md#a-human-at-the-table).
     #[test]

@@ -567,7 +567,8 @@ fn progress_shows_a_fan_outs_calls_together() {
     let err = out.stderr();
     eprintln!("{err}");
     for part in [
-        "[loops 1-3/6] pm → arch, biz, sre at once\n    → arch: What does the nightly run cost",
+        "[loops 1-3/6] pm → arch, biz, sre at once (",
+        " tokens)\n    → arch: What does the nightly run cost",
         "\n    → sre: How often did the nightly run miss",
         "[loop 4/6] pm: FINISH (",
     ] {
