@@ -4,7 +4,7 @@
 //! the one loop numbering (`loop_tag`, `stage_tag`) and `--step`'s prompt.
 
 use std::io::{BufRead, IsTerminal};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -102,6 +102,95 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
             crate::note_inline!("\r\x1b[2K");
         }
     })
+}
+
+/// Failed model requests shown as they happen, while a stage runs (docs/design/run-folder.md#run-folder): a
+/// slow model's timeout and the retry behind it get a line of their own at once, not only
+/// the elapsed counter. Read from the exchange log the stage appends to (one line per
+/// request, synced as it comes), from `from` on; stops, after a last read, when dropped.
+pub(super) struct LiveLines {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveLines {
+    pub(super) fn start(ui: Ui, log: Option<&Path>, from: u64, before: &Board) -> LiveLines {
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = match log {
+            Some(log) if !ui.quiet => {
+                let (log, flag) = (log.to_path_buf(), done.clone());
+                let tag = paint(ui, "2", &format!("[{}]", loop_tag(before)));
+                Some(std::thread::spawn(move || {
+                    watch_log(&log, from, &flag, |line| {
+                        if let Some(text) = failed_request_line(line, ui) {
+                            // Over the elapsed counter's line, which the next tick redraws.
+                            let wipe = if ui.ticker { "\r\x1b[2K" } else { "" };
+                            crate::note!("{wipe}{tag} {text}");
+                        }
+                    })
+                }))
+            }
+            _ => None,
+        };
+        LiveLines { done, thread }
+    }
+}
+
+impl Drop for LiveLines {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Call `each` with every whole line appended to `log` after byte `from`, until `done` (one
+/// last read then, so no line written before the stage ended is missed).
+fn watch_log(log: &Path, from: u64, done: &AtomicBool, mut each: impl FnMut(&str)) {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut pos = from;
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let last = done.load(Ordering::Relaxed);
+        if let Ok(mut f) = std::fs::File::open(log) {
+            if f.seek(SeekFrom::Start(pos)).is_ok() {
+                let mut bytes = Vec::new();
+                if let Ok(n) = f.read_to_end(&mut bytes) {
+                    pos += n as u64;
+                    pending.extend_from_slice(&bytes);
+                }
+            }
+        }
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            each(&String::from_utf8_lossy(&line));
+        }
+        if last {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The line for an exchange-log entry that is a failed request (`caller: request N failed
+/// after S s: error`); none for an answer.
+fn failed_request_line(line: &str, ui: Ui) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let error = v.get("error")?.as_str()?;
+    let caller = v.get("caller")?.as_str()?;
+    Some(format!(
+        "{} request {} failed after {:.1} s: {}",
+        paint(ui, "1;31", &format!("{caller}:")),
+        v.get("attempt")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(1),
+        v.get("duration_ms")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0) as f64
+            / 1000.0,
+        one_line(error, usize::MAX)
+    ))
 }
 
 /// The loop a board stands in, in the one loop numbering of progress, `--step`, events.jsonl

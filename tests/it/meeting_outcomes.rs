@@ -166,6 +166,7 @@ fn a_pm_that_never_replied_usably_is_said_so_and_counted_once() {
     let err = out.stderr();
     let lines: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
     let want = [
+        r"^\[loop 1/6\] pm: request 1 failed after \d+\.\d s: HTTP 500: .*dns error: failed to lookup address information$",
         r"^\[loop 1/6\] pm: reply 1 refused \(does not match the PM output schema: .*\), asked again \(\d+\.\d s, 1020 tokens\)$",
         r"^\[loop 1/6\] pm: round failed \(.*\); the PM gets a closing round \(\d+\.\d s, 2040 tokens, 3 LLM calls\)$",
         r"^\[loop 1/6\] pm: reply 1 refused \(.*\), asked again \(\d+\.\d s, 1020 tokens\)$",
@@ -602,4 +603,55 @@ fn a_panicking_stage_is_reported_with_its_panic_message() {
     .run()
     .exit(1)
     .stderr_has("stage merge-board failed (exit 101): thread main panicked at src/x.rs:1:1: boom");
+}
+
+/// A failed request gets its line while the stage still runs: the PM's first request fails,
+/// the retry is held (a slow model); the line is on stderr before the stage ends.
+#[test]
+fn a_failed_request_is_shown_while_the_stage_runs() {
+    use std::os::unix::process::ExitStatusExt;
+    let work = Workdir::new();
+    let first = std::fs::read_to_string(demo_cassette()).unwrap();
+    let mut held: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    held["seq"] = 2.into();
+    held["delay_ms"] = 600_000.into();
+    let cassette = work.write("held.jsonl", format!("{}{held}\n", http_500(1, "pm")));
+    let err_file = work.join("stderr.txt");
+    let mut child = Cli::new(Command::new("sh"))
+        .arg("-c")
+        .arg("exec \"$@\" 2>\"$0\"")
+        .arg(&err_file)
+        .arg(crate::harness::bin("meeting"))
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,biz",
+        ])
+        .args([
+            "--provider",
+            "replay",
+            "--trace-id",
+            "demo-test",
+            "--cassette",
+        ])
+        .arg(&cassette)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .env("AGENT_MEETING_NOW", NOW)
+        .spawn();
+    wait_for("the failed request's line", || {
+        assert!(child.try_wait().unwrap().is_none(), "the meeting ended");
+        std::fs::read_to_string(&err_file)
+            .unwrap_or_default()
+            .contains("[loop 1/6] pm: request 1 failed after ")
+    });
+    // Still inside the PM's round: no stage has finished.
+    assert!(!work.join("runs/demo-test/0003-pm-step.out.json").exists());
+    // SAFETY: kill(2) on our own child, still running.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
 }
