@@ -60,14 +60,25 @@ while :; do
 done
 
 if [ -n "${BOARD_OUT:-}" ]; then cp "$board" "$BOARD_OUT"; fi
-# A saved report no model contributed to is a failed meeting, as `meeting` says (exit 1).
-failed=false
-if [ "$usable" -eq 0 ] && { [ "$calls" -gt 0 ] || [ "$(jq '.final_report // "" | test("\\S")' "$board")" = false ]; }; then
-  failed=true
+# `usage.calls` is the LLM calls made, as the callers were charged (the report's count too).
+# A saved report no model contributed to is a failed meeting (exit 1); a fallback report, with
+# no PM decision, ends `no_decision` (exit 3), as `meeting` says (docs/design/flow.md#statuses).
+status=$(jq -r '.status' "$board")
+has_report=$(jq '.final_report // "" | test("\\S")' "$board")
+if [ "$usable" -eq 0 ] && { [ "$calls" -gt 0 ] || [ "$has_report" = false ]; }; then
+  status=failed
+elif [ "$status" = finished ] && [ "$has_report" = false ]; then
+  status=no_decision
 fi
-jq -c --arg report "$report" --argjson failed "$failed" \
-  '{status: (if $failed then "failed" else .status end), loops: .loop_count, report_file: $report, usage: {calls: .usage.calls}}' "$board"
-if $failed; then
-  echo "meeting.sh: the meeting failed: no model call returned a usable answer; the fallback report is $report" >&2
-  exit 1
-fi
+jq -c --arg report "$report" --arg status "$status" \
+  '([.usage.by_caller[].calls] | add // 0) as $charged
+   | {status: $status, loops: .loop_count, report_file: $report,
+      usage: {calls: (if $charged > 0 then $charged else .usage.calls end)}}' "$board"
+case $status in
+  failed)
+    echo "meeting.sh: the meeting failed: no model call returned a usable answer; the fallback report is $report" >&2
+    exit 1 ;;
+  no_decision)
+    echo "meeting.sh: no decision: the PM made none; the fallback report is $report" >&2
+    exit 3 ;;
+esac

@@ -1,7 +1,8 @@
 //! Typed errors of the library and the exit codes they map to (docs/design/flow.md#exit-codes-and-errors).
 //!
 //! `Invalid` is a field-level problem without a file; `Error::Input` adds the file. Exit code
-//! 2 means bad usage or invalid input, 1 a runtime failure.
+//! 2 means bad usage or invalid input, 1 a runtime failure, 3 a meeting whose saved report is
+//! the fallback: no PM decision (docs/design/failure-policy.md#no-decision).
 
 use std::fmt;
 
@@ -71,6 +72,10 @@ pub enum Error {
     /// Something failed while running (provider unreachable after retries, disk full); exit 1.
     #[error("{0}")]
     Runtime(String),
+    /// The meeting ended with its report saved, but the report is the fallback: the PM made
+    /// no decision; exit 3, so `meeting && publish` publishes only decisions.
+    #[error("{0}")]
+    NoDecision(String),
 }
 
 fn fmt_input(file: &str, path: &str, message: &str) -> String {
@@ -116,6 +121,7 @@ impl Error {
         match self {
             Error::Input { .. } | Error::Usage(_) => 2,
             Error::Runtime(_) => 1,
+            Error::NoDecision(_) => 3,
         }
     }
 }

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use super::outcome::{final_line, result_of, Answers, Tally};
-use super::progress::{confirm_step, progress_line, Ui};
+use super::progress::{confirm_step, progress_line, LiveLines, Ui};
 use super::run_dir::RunDir;
 use super::run_dir::{added_events, copy_log_tail};
 use super::settings::RunSettings;
@@ -124,7 +124,10 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());
-        let outcome = run_loop_stage(&stages, stage, &at.board, ui.for_stage(&at.board), &watch);
+        let outcome = {
+            let _live = LiveLines::start(ui.for_stage(&at.board), log, log_len, &at.board);
+            run_loop_stage(&stages, stage, &at.board, ui.for_stage(&at.board), &watch)
+        };
         // Failed attempts are logged too: copy whatever the stage appended, however it ended.
         if let (Some(log), Some(user)) = (log, settings.user_llm_log.as_deref()) {
             copy_log_tail(log, log_len, user)?;
@@ -139,7 +142,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         let next = checked_output(stage, made, &at.board)?;
         at.checkpoint(stage, &next, &out_text)?;
         if !ui.quiet {
-            if let Some(line) = progress_line(stage, &next, ui) {
+            if let Some(line) = progress_line(stage, &at.board, &next, ui) {
                 crate::note!("{line}");
             }
         }

@@ -41,6 +41,7 @@ pub use stop::hint as resume_hint;
 
 use crate::error::{Error, Result};
 use crate::model::MeetingResult;
+use crate::note;
 
 /// What `meeting` was asked to do.
 pub enum Request {
@@ -72,7 +73,13 @@ pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
     let run = match request {
         Request::DryRun(new) => return Ok(Outcome::DryRun(Box::new(dry_run(new, ui)?))),
         Request::Start(new) => start(new, ui)?,
-        Request::Resume { dir, changes } => resume(&dir, changes)?,
+        Request::Resume { dir, changes } => {
+            let run = resume(&dir, changes)?;
+            if !ui.quiet {
+                note!("{}", progress::resume_line(&run.board));
+            }
+            run
+        }
     };
     match drive(&run, ui) {
         Ok(result) => {

@@ -1,13 +1,16 @@
 //! The meeting's outcome (docs/design/failure-policy.md#failure-policy): the tally of its events, whether any
-//! model answer was usable (`Answers`), the MeetingResult, the final progress line and the
-//! error a failed meeting exits with.
+//! model answer was usable and the one count of LLM calls (`Answers`), the MeetingResult
+//! (`finished`, `no_decision` or `failed`), the final progress line and the error a meeting
+//! without a decision exits with.
 
 use super::progress::{paint, Ui};
 use super::settings::{absolute, RunSettings};
 use std::path::Path;
 
 use crate::error::Error;
-use crate::model::{Board, Event, EventType, MeetingResult, Status, TurnStatus};
+use crate::model::{
+    Board, Event, EventType, MeetingResult, MeetingStatus, Status, TurnStatus, Usage,
+};
 
 /// What the meeting's events say about its model calls, counted as the events go by (the
 /// board keeps no history, docs/design/run-folder.md#events): constant work per stage, and rebuilt from
@@ -47,16 +50,16 @@ impl Tally {
 
 /// How the models answered over a whole meeting, from the board and the tally of its events
 /// (its `llm_call` events, accepted answers and usage): the one place that knows whether any
-/// answer was usable (docs/design/failure-policy.md#failure-policy).
+/// answer was usable and how many LLM calls were made (docs/design/failure-policy.md#failure-policy).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Answers {
-    /// HTTP attempts, retries included: the attempts charged to the callers (`usage.calls`,
-    /// the global call counter, but for the numbers a fan-out fixed for retries it did not
-    /// need: docs/design/agent-turn.md#fan-out).
-    pub attempts: u64,
-    /// Logical calls (`llm_call` events).
-    pub calls: usize,
-    /// Attempts that brought a reply back (each logical call that did ends on one).
+    /// The LLM calls made: every model request, retries included, as charged to the callers
+    /// (`usage.attempts()`: the global call counter but for the numbers a fan-out fixed for
+    /// retries it did not need, docs/design/agent-turn.md#fan-out). The one count of calls the
+    /// final line, the MeetingResult's `usage.calls` and the report's appendix all give.
+    pub llm_calls: u64,
+    /// Of those, the ones that brought a reply back (`llm_call` events with status `ok`: each
+    /// logical call that got a reply ends on one such request).
     pub answered: usize,
     /// Answers a stage accepted: PM decisions and agent results.
     pub usable: usize,
@@ -69,8 +72,7 @@ pub struct Answers {
 impl Answers {
     pub fn of(board: &Board, tally: &Tally) -> Answers {
         Answers {
-            attempts: board.usage.attempts(),
-            calls: tally.calls,
+            llm_calls: board.usage.attempts(),
             answered: tally.answered,
             usable: tally.usable,
             last_error: tally
@@ -86,100 +88,127 @@ impl Answers {
     /// too when its report is the fallback (e.g. a token budget too small for any call); a
     /// user's own stage that wrote the PM's report without a model call does not.
     pub fn failure(&self) -> Option<String> {
-        if self.usable > 0 || (self.calls == 0 && self.pm_report) {
+        if self.usable > 0 || (self.llm_calls == 0 && self.pm_report) {
             return None;
         }
         let last = self.last_error.as_deref().unwrap_or("none recorded");
-        Some(if self.calls == 0 {
+        Some(if self.llm_calls == 0 {
             format!("no model call was made; {last}")
         } else {
             format!(
-                "no model call returned a usable answer ({} of {} attempts answered); last error: {last}",
-                self.answered, self.attempts
+                "no model call returned a usable answer ({} of {}); last error: {last}",
+                self.answered,
+                plural(self.llm_calls, "LLM call") + " answered"
             )
         })
     }
 }
 
-/// The MeetingResult printed on stdout. Its status is the board's, except that a saved report
-/// no model contributed to is `failed` too (docs/design/flow.md#statuses); `report_file` is set whenever
-/// the report is on disk.
+/// `n thing` or `n things`: the one plural rule of what `meeting` prints.
+pub(super) fn plural(n: impl Into<u64>, thing: &str) -> String {
+    match n.into() {
+        1 => format!("1 {thing}"),
+        n => format!("{n} {thing}s"),
+    }
+}
+
+/// The MeetingResult printed on stdout (docs/design/flow.md#statuses). Its status is the
+/// board's, except for a saved report: `failed` when no model contributed to it, else
+/// `no_decision` when it is the fallback (the PM made no decision); `last_error` says why.
+/// `report_file` is set whenever the report is on disk; `usage.calls` is the one count of
+/// LLM calls ([`Answers::llm_calls`]).
 pub(super) fn result_of(
     board: &Board,
     tally: &Tally,
     settings: &RunSettings,
     run_dir: &Path,
 ) -> MeetingResult {
-    let finished = board.status == Status::Finished;
-    let no_answer = finished
-        .then(|| Answers::of(board, tally).failure())
-        .flatten();
-    MeetingResult {
-        status: if no_answer.is_some() {
-            Status::Failed
-        } else {
-            board.status
+    let answers = Answers::of(board, tally);
+    let (status, why) = match board.status {
+        Status::Finished => match (
+            answers.failure(),
+            crate::final_report::no_decision_reason(board),
+        ) {
+            (Some(failure), _) => (MeetingStatus::Failed, Some(failure)),
+            (None, Some(reason)) => (
+                MeetingStatus::NoDecision,
+                Some(format!("no decision: {reason}")),
+            ),
+            (None, None) => (MeetingStatus::Finished, None),
         },
-        report_file: finished.then(|| settings.report_file.display().to_string()),
+        Status::Failed => (MeetingStatus::Failed, board.last_error.clone()),
+        other => (other.into(), None),
+    };
+    MeetingResult {
+        status,
+        report_file: (board.status == Status::Finished)
+            .then(|| settings.report_file.display().to_string()),
         // Both paths absolute (one rule), whatever folder the meeting was started from.
         run_dir: Some(absolute(run_dir).display().to_string()),
         trace_id: board.trace_id.clone(),
         loops: board.loop_count,
         forced: board.process_note.is_some(),
-        usage: board.usage.clone(),
-        last_error: match board.status {
-            Status::Failed => board.last_error.clone(),
-            _ => no_answer,
+        usage: Usage {
+            calls: answers.llm_calls,
+            ..board.usage.clone()
         },
+        last_error: why,
     }
 }
 
-/// The final progress line: logical calls and HTTP attempts counted apart.
+/// The final progress line: the loops, the LLM calls (the one count) and how many answered,
+/// the tokens and the report.
 pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
     let mut tokens = format!("{} tokens", result.usage.tokens.total());
     if result.usage.tokens.cached_tokens > 0 {
         tokens.push_str(&format!(" ({} cached)", result.usage.tokens.cached_tokens));
     }
     let (status, colour) = match (result.status, result.forced) {
-        (Status::Failed, _) => ("failed", "1;31"),
+        (MeetingStatus::Failed, _) => ("failed", "1;31"),
+        (MeetingStatus::NoDecision, _) => ("no decision (fallback report)", "1;33"),
         (_, true) => ("finished (forced)", "1;32"),
         _ => ("finished", "1;32"),
     };
     format!(
-        "{} {} loops, {} LLM calls, {} of {} attempts answered, {tokens} → {}",
+        "{} {}, {} ({} answered), {tokens} → {}",
         paint(ui, colour, &format!("{status}:")),
-        result.loops,
-        answers.calls,
+        plural(result.loops, "loop"),
+        plural(answers.llm_calls, "LLM call"),
         answers.answered,
-        answers.attempts,
         result.report_file.as_deref().unwrap_or("-")
     )
 }
 
-/// The error `meeting`'s exit status follows once it has printed a `failed` MeetingResult: the
-/// report is saved but no model contributed to it, or it could not be saved
-/// (docs/design/failure-policy.md#failure-policy). None when the meeting did not fail.
+/// The error `meeting`'s exit status follows once it has printed its MeetingResult: `failed`
+/// (exit 1: the report is saved but no model contributed to it, or it could not be saved) or
+/// `no_decision` (exit 3: the report is the fallback) (docs/design/failure-policy.md#failure-policy).
+/// None when the meeting finished with the PM's decision, or was stopped to be resumed.
 pub(super) fn failure(
     result: &MeetingResult,
     settings: &RunSettings,
     run_dir: &Path,
 ) -> Option<Error> {
-    if result.status != Status::Failed {
-        return None;
-    }
     let why = result.last_error.as_deref();
-    Some(Error::Runtime(match &result.report_file {
-        Some(report) => format!(
-            "the meeting failed: {}; the fallback report is {report}",
-            why.unwrap_or("no model call returned a usable answer")
-        ),
-        None => format!(
-            "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
-            why.unwrap_or("its report could not be saved"),
-            settings.report_file.display(),
-            run_dir.display()
-        ),
-    }))
+    match result.status {
+        MeetingStatus::NoDecision => Some(Error::NoDecision(format!(
+            "{}; the fallback report is {}",
+            why.unwrap_or("no decision"),
+            result.report_file.as_deref().unwrap_or("-")
+        ))),
+        MeetingStatus::Failed => Some(Error::Runtime(match &result.report_file {
+            Some(report) => format!(
+                "the meeting failed: {}; the fallback report is {report}",
+                why.unwrap_or("no model call returned a usable answer")
+            ),
+            None => format!(
+                "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
+                why.unwrap_or("its report could not be saved"),
+                settings.report_file.display(),
+                run_dir.display()
+            ),
+        })),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -199,10 +228,10 @@ mod tests {
         let mut tally = Tally::default();
         tally.add(&[call(TurnStatus::Error, Some("HTTP 500: down"))]);
         let a = Answers::of(&board, &tally);
-        assert_eq!((a.attempts, a.calls, a.answered, a.usable), (3, 1, 0, 0));
+        assert_eq!((a.llm_calls, a.answered, a.usable), (3, 0, 0));
         let why = a.failure().unwrap();
         assert!(
-            why.contains("(0 of 3 attempts answered); last error: HTTP 500: down"),
+            why.contains("(0 of 3 LLM calls answered); last error: HTTP 500: down"),
             "{why}"
         );
         // A reply that was not usable is answered, not usable.

@@ -1,14 +1,17 @@
-//! Progress on stderr (docs/design/run-folder.md#run-folder): the UI settings, the line each stage's board
-//! gets, the elapsed-time indicator, the one loop numbering (`loop_tag`) and `--step`'s prompt.
+//! Progress on stderr (docs/design/run-folder.md#run-folder): the UI settings, the lines each stage's board
+//! gets (PM and agent lines with their time, tokens and LLM calls; a retried call and the
+//! closing round on lines of their own), the `--resume` header, the elapsed-time indicator,
+//! the one loop numbering (`loop_tag`, `stage_tag`) and `--step`'s prompt.
 
 use std::io::{BufRead, IsTerminal};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::outcome::plural;
 use crate::error::Result;
-use crate::model::{Board, EventType, Status};
+use crate::model::{Board, Event, EventType, ForcedReason, Status, PM_CALLER};
 use crate::stage::Stage;
 use crate::text::one_line;
 
@@ -46,6 +49,18 @@ impl Ui {
 /// Whether stderr is a terminal (for the elapsed-time indicator).
 pub fn stderr_is_tty() -> bool {
     std::io::stderr().is_terminal()
+}
+
+/// What the elapsed-time indicator calls a stage about to run on `board`: the program, or the
+/// PM's closing round by name (a forced finish is due: the board is `finishing` without a
+/// report, or the loops are spent), so a long closing call is not taken for a stuck round.
+pub(super) fn ticker_label(stage: Stage, board: &Board) -> String {
+    let closing = board.status == Status::Finishing && !board.has_final_report()
+        || board.loop_count >= board.max_loops;
+    match stage {
+        Stage::PmStep if closing => "pm closing round".to_string(),
+        _ => stage.program().to_string(),
+    }
 }
 
 /// The elapsed-time indicator of a running stage (`  pm-step … 1.4 s`), shown after 0.6 s
@@ -89,29 +104,139 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
     })
 }
 
-/// Where a stage stands in the meeting, in the one loop numbering of progress, `--step`, the
-/// final line and the report: `loop N/M` is the loop in progress (the PM's question, the
-/// answer, its merge), N = loops done + 1; a stage that may close the meeting (`pm-step`
-/// closing it, `render-report`) stands `after N/M loops`, the count the final line, the
-/// MeetingResult and the report's "Loops used" give.
-fn loop_tag(board: &Board, in_a_loop: bool) -> String {
+/// Failed model requests shown as they happen, while a stage runs (docs/design/run-folder.md#run-folder): a
+/// slow model's timeout and the retry behind it get a line of their own at once, not only
+/// the elapsed counter. Read from the exchange log the stage appends to (one line per
+/// request, synced as it comes), from `from` on; stops, after a last read, when dropped.
+pub(super) struct LiveLines {
+    done: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl LiveLines {
+    pub(super) fn start(ui: Ui, log: Option<&Path>, from: u64, before: &Board) -> LiveLines {
+        let done = Arc::new(AtomicBool::new(false));
+        let thread = match log {
+            Some(log) if !ui.quiet => {
+                let (log, flag) = (log.to_path_buf(), done.clone());
+                let tag = paint(ui, "2", &format!("[{}]", loop_tag(before)));
+                Some(std::thread::spawn(move || {
+                    watch_log(&log, from, &flag, |line| {
+                        if let Some(text) = failed_request_line(line, ui) {
+                            // Over the elapsed counter's line, which the next tick redraws.
+                            let wipe = if ui.ticker { "\r\x1b[2K" } else { "" };
+                            crate::note!("{wipe}{tag} {text}");
+                        }
+                    })
+                }))
+            }
+            _ => None,
+        };
+        LiveLines { done, thread }
+    }
+}
+
+impl Drop for LiveLines {
+    fn drop(&mut self) {
+        self.done.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Call `each` with every whole line appended to `log` after byte `from`, until `done` (one
+/// last read then, so no line written before the stage ended is missed).
+fn watch_log(log: &Path, from: u64, done: &AtomicBool, mut each: impl FnMut(&str)) {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut pos = from;
+    let mut pending: Vec<u8> = Vec::new();
+    loop {
+        let last = done.load(Ordering::Relaxed);
+        if let Ok(mut f) = std::fs::File::open(log) {
+            if f.seek(SeekFrom::Start(pos)).is_ok() {
+                let mut bytes = Vec::new();
+                if let Ok(n) = f.read_to_end(&mut bytes) {
+                    pos += n as u64;
+                    pending.extend_from_slice(&bytes);
+                }
+            }
+        }
+        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            each(&String::from_utf8_lossy(&line));
+        }
+        if last {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The line for an exchange-log entry that is a failed request (`caller: request N failed
+/// after S s: error`); none for an answer.
+fn failed_request_line(line: &str, ui: Ui) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_str(line).ok()?;
+    let error = v.get("error")?.as_str()?;
+    let caller = v.get("caller")?.as_str()?;
+    Some(format!(
+        "{} request {} failed after {:.1} s: {}",
+        paint(ui, "1;31", &format!("{caller}:")),
+        v.get("attempt")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(1),
+        v.get("duration_ms")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(0) as f64
+            / 1000.0,
+        one_line(error, usize::MAX)
+    ))
+}
+
+/// The loop a board stands in, in the one loop numbering of progress, `--step`, events.jsonl
+/// and the report's Process Note and diagram (docs/design/flow.md#loop-numbers): `loop N/M` is
+/// the loop in progress, N = loops done + 1 (`Board::current_loop`), and a fan-out waiting for
+/// its answers stands `loops A-B/M`, one loop per call (docs/design/agent-turn.md#fan-out).
+fn loop_tag(board: &Board) -> String {
+    let first = board.current_loop();
     let fan_out = board.pending_calls.len().max(board.last_turns.len()) as u32;
-    if in_a_loop && fan_out > 1 {
-        // A fan-out's calls count one loop each (docs/design/agent-turn.md#fan-out).
-        let first = board.loop_count + 1;
-        format!(
-            "loops {first}-{}/{}",
-            (first + fan_out - 1).min(board.max_loops),
-            board.max_loops
-        )
-    } else if in_a_loop {
-        format!(
-            "loop {}/{}",
-            (board.loop_count + 1).min(board.max_loops),
-            board.max_loops
-        )
+    let last = (first + fan_out.saturating_sub(1)).min(board.max_loops.max(1));
+    range_tag(first, last, board.max_loops)
+}
+
+fn range_tag(first: u32, last: u32, max: u32) -> String {
+    if last > first {
+        format!("loops {first}-{last}/{max}")
     } else {
-        format!("after {}/{} loops", board.loop_count, board.max_loops)
+        format!("loop {first}/{max}")
+    }
+}
+
+/// The loop of a stage's line: the loops its own events are stamped with (the numbers the
+/// report shows for them), else the loop its board stands in.
+fn stage_tag(after: &Board) -> String {
+    let stamps = after.new_events.iter().map(|e| e.loop_no);
+    match (stamps.clone().min(), stamps.max()) {
+        (Some(first), Some(last)) => range_tag(first, last, after.max_loops),
+        _ => loop_tag(after),
+    }
+}
+
+/// The header `meeting --resume` prints before it goes on: where the meeting stands and the
+/// LLM calls already made (the one count, `usage.attempts()`).
+pub(super) fn resume_line(board: &Board) -> String {
+    let calls = plural(board.usage.attempts(), "LLM call");
+    match board.next_stage() {
+        Some(next) => format!(
+            "resuming {}: {}, {calls} done, next: {next}",
+            board.trace_id,
+            loop_tag(board)
+        ),
+        None => format!(
+            "resuming {}: the meeting has ended ({} done, {calls})",
+            board.trace_id,
+            plural(board.loop_count, "loop")
+        ),
     }
 }
 
@@ -123,11 +248,10 @@ pub(super) fn confirm_step(
     board: &Board,
     next_input: &dyn Fn() -> Result<PathBuf>,
 ) -> Result<bool> {
-    let in_a_loop = matches!(stage, Stage::AgentTurn | Stage::MergeBoard);
     loop {
         crate::note_inline!(
             "next: {stage} ({}, status {}) — Enter to run, p to print the board, q to stop: ",
-            loop_tag(board, in_a_loop),
+            loop_tag(board),
             board.status.as_str()
         );
         let mut line = String::new();
@@ -150,11 +274,11 @@ pub(super) fn confirm_step(
 fn board_summary(board: &Board) -> String {
     let mut out = board.summary.trim().to_string();
     out.push_str(&format!(
-        "\nstatus {}, {} loops done of {}, {} LLM attempts, {} tokens",
+        "\nstatus {}, {} done of {}, {}, {} tokens",
         board.status.as_str(),
-        board.loop_count,
+        plural(board.loop_count, "loop"),
         board.max_loops,
-        board.usage.attempts(),
+        plural(board.usage.attempts(), "LLM call"),
         board.usage.tokens.total()
     ));
     for call in board.pending() {
@@ -175,139 +299,221 @@ pub(super) fn paint(ui: Ui, code: &str, text: &str) -> String {
     }
 }
 
-/// Whether the meeting was closed for its token budget (the record says why it was forced).
-fn by_budget(after: &Board) -> bool {
-    after.record.forced == Some(crate::model::ForcedReason::TokenBudget)
+/// Why the meeting was made to close, for the closing round's line (the record's typed fact).
+fn forced_why(after: &Board) -> &'static str {
+    match after.record.forced {
+        Some(ForcedReason::TokenBudget) => "token budget",
+        Some(ForcedReason::MaxLoops) => "loop limit",
+        Some(ForcedReason::Circles) => "going in circles",
+        Some(ForcedReason::RoundFailed) => "PM round failed",
+        None => "closing",
+    }
 }
 
-/// The progress line for a board a stage just produced.
-pub(super) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<String> {
-    let tag = paint(ui, "2", &format!("[{}]", loop_tag(after, true)));
-    let closing = paint(ui, "2", &format!("[{}]", loop_tag(after, false)));
+/// The progress lines for the board a stage just made from `before`: a PM line or an agent
+/// line with the time, tokens and LLM calls of its own calls, each retried call on a line of
+/// its own before it.
+pub(super) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui) -> Option<String> {
+    let tag = paint(ui, "2", &format!("[{}]", stage_tag(after)));
     match stage {
         Stage::PmStep => {
-            if !after.pending_calls.is_empty() {
-                // A fan-out: its calls together, one line each under the header.
-                let names: Vec<&str> = after
-                    .pending_calls
-                    .iter()
-                    .map(|c| c.target_agent.as_str())
-                    .collect();
-                let mut text = format!(
-                    "{tag} {} → {} at once",
-                    paint(ui, "1;36", "pm"),
-                    paint(ui, "1;33", &names.join(", "))
-                );
-                for call in &after.pending_calls {
-                    text.push_str(&format!(
-                        "\n    → {}: {}",
-                        paint(ui, "1;33", &call.target_agent),
-                        one_line(&call.prompt, 81)
-                    ));
-                }
-                Some(text)
-            } else if let Some(call) = &after.pending_call {
-                Some(format!(
-                    "{tag} {} → {}: {}",
-                    paint(ui, "1;36", "pm"),
-                    paint(ui, "1;33", &call.target_agent),
-                    one_line(&call.prompt, 81)
-                ))
-            } else if after.has_final_report() {
-                Some(format!(
-                    "{closing} {}: FINISH{}",
-                    paint(ui, "1;36", "pm"),
-                    match after.status {
-                        Status::ForcedStop if by_budget(after) => " (forced: token budget)",
-                        Status::ForcedStop => " (forced)",
-                        _ => "",
-                    }
-                ))
-            } else if after.status == Status::ForcedStop {
-                Some(format!(
-                    "{closing} {}: no valid report, using the fallback report{}",
-                    paint(ui, "1;31", "pm"),
-                    if by_budget(after) {
-                        " (token budget)"
-                    } else {
-                        ""
-                    }
-                ))
-            } else if after.status == Status::Finishing {
-                Some(format!(
-                    "{closing} {}: round failed ({}), closing the meeting",
-                    paint(ui, "1;31", "pm"),
-                    // Whole: the telling part of a reason ("dns error") is often at its end.
-                    one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX)
-                ))
-            } else {
-                None
-            }
+            let line = pm_line(before, after, ui)?;
+            let mut lines = retry_lines(after, PM_CALLER, &format!("{tag} "), ui);
+            lines.push(format!("{tag} {line}"));
+            Some(lines.join("\n"))
         }
         Stage::AgentTurn if !after.last_turns.is_empty() => {
             let lines: Vec<String> = after
                 .last_turns
                 .iter()
-                .map(|turn| turn_line(turn, after, "    ", ui))
+                .map(|turn| turn_lines(turn, before, after, "    ", ui))
                 .collect();
             Some(format!("{tag} answers\n{}", lines.join("\n")))
         }
         Stage::AgentTurn => {
             let turn = after.last_turn.as_ref()?;
-            Some(turn_line(turn, after, &format!("{tag} "), ui))
+            Some(turn_lines(turn, before, after, &format!("{tag} "), ui))
         }
         _ => None,
     }
 }
 
-/// One agent turn's progress line (`lead` before the name): its findings, or why it failed,
-/// with the time, tokens and retries of its own calls.
-fn turn_line(turn: &crate::model::LastTurn, after: &Board, lead: &str, ui: Ui) -> String {
-    let new_events: Vec<&crate::model::Event> = after
+/// What the PM's round came to (without the loop tag), with its calls' figures.
+fn pm_line(before: &Board, after: &Board, ui: Ui) -> Option<String> {
+    let stats = stats(before, after, PM_CALLER);
+    let pm = paint(ui, "1;36", "pm");
+    let closing = paint(ui, "1;36", "pm closing round");
+    let failed = paint(ui, "1;31", "pm");
+    // Whole: the telling part of a reason ("dns error") is often at its end.
+    let why = || one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX);
+    Some(if !after.pending_calls.is_empty() {
+        // A fan-out: its calls together, one line each under the header.
+        let names: Vec<&str> = after
+            .pending_calls
+            .iter()
+            .map(|c| c.target_agent.as_str())
+            .collect();
+        let mut text = format!(
+            "{pm} → {} at once {stats}",
+            paint(ui, "1;33", &names.join(", "))
+        );
+        for call in &after.pending_calls {
+            text.push_str(&format!(
+                "\n    → {}: {}",
+                paint(ui, "1;33", &call.target_agent),
+                one_line(&call.prompt, 81)
+            ));
+        }
+        text
+    } else if let Some(call) = &after.pending_call {
+        format!(
+            "{pm} → {}: {} {stats}",
+            paint(ui, "1;33", &call.target_agent),
+            one_line(&call.prompt, 81)
+        )
+    } else if after.status == Status::ForcedStop && after.has_final_report() {
+        format!("{closing} ({}): FINISH {stats}", forced_why(after))
+    } else if after.status == Status::ForcedStop {
+        format!(
+            "{} ({}): no usable report ({}); the fallback report is written {stats}",
+            paint(ui, "1;31", "pm closing round"),
+            forced_why(after),
+            why()
+        )
+    } else if after.has_final_report() {
+        format!("{pm}: FINISH {stats}")
+    } else if after.status == Status::Finishing {
+        format!(
+            "{failed}: round failed ({}); the PM gets a closing round {stats}",
+            why()
+        )
+    } else if after.last_error.is_some() {
+        format!(
+            "{failed}: round failed ({}); the PM is asked again {stats}",
+            why()
+        )
+    } else {
+        return None;
+    })
+}
+
+/// The figures of `caller`'s calls in the stage that made `after` from `before`: the time and
+/// tokens of its `llm_call` events, and the LLM calls charged to it when more than one
+/// (retries, transport retries included: the one count, docs/design/failure-policy.md#failure-policy).
+fn stats(before: &Board, after: &Board, caller: &str) -> String {
+    let (ms, tokens) = after
         .new_events
         .iter()
-        .filter(|e| e.caller == turn.agent_name)
-        .collect();
-    let (ms, tokens) = new_events
-        .iter()
-        .filter(|e| e.event_type == EventType::LlmCall)
+        .filter(|e| e.caller == caller && e.event_type == EventType::LlmCall)
         .fold((0, 0), |(ms, t), e| {
             (
                 ms + e.duration_ms.unwrap_or(0),
                 t + e.tokens.map_or(0, crate::model::Tokens::total),
             )
         });
-    let retries = new_events
-        .iter()
-        .filter(|e| e.event_type == EventType::AgentRetry)
-        .count();
-    let retry_note = match retries {
-        0 => String::new(),
-        1 => ", 1 retry".to_string(),
-        n => format!(", {n} retries"),
+    let charged = |b: &Board| b.usage.by_caller.get(caller).map_or(0, |u| u.calls);
+    let calls = charged(after).saturating_sub(charged(before));
+    let calls_note = if calls > 1 {
+        format!(", {calls} LLM calls")
+    } else {
+        String::new()
     };
-    let stats = format!("({:.1} s, {tokens} tokens{retry_note})", ms as f64 / 1000.0);
+    format!("({:.1} s, {tokens} tokens{calls_note})", ms as f64 / 1000.0)
+}
+
+/// One line per call of `caller` in this stage that was asked again (`lead` before each):
+/// why its reply was refused, with its own time and tokens.
+fn retry_lines(after: &Board, caller: &str, lead: &str, ui: Ui) -> Vec<String> {
+    let calls: Vec<&Event> = after
+        .new_events
+        .iter()
+        .filter(|e| e.caller == caller && e.event_type == EventType::LlmCall)
+        .collect();
+    let Some((_, retried)) = calls.split_last() else {
+        return Vec::new();
+    };
+    retried
+        .iter()
+        .map(|call| {
+            let refused = after.new_events.iter().find(|e| {
+                e.caller == caller
+                    && e.attempt == call.attempt
+                    && matches!(
+                        e.event_type,
+                        EventType::PmInvalidOutput
+                            | EventType::PmRoutingError
+                            | EventType::PmRepeatedQuestion
+                            | EventType::AgentRetry
+                    )
+            });
+            let why = refused
+                .and_then(|e| e.error.as_deref())
+                .or(call.error.as_deref())
+                .unwrap_or("unusable");
+            format!(
+                "{lead}{} reply {} refused ({}), asked again ({:.1} s, {} tokens)",
+                paint(ui, "1;31", &format!("{caller}:")),
+                call.attempt.unwrap_or(0),
+                one_line(why, usize::MAX),
+                call.duration_ms.unwrap_or(0) as f64 / 1000.0,
+                call.tokens.map_or(0, crate::model::Tokens::total)
+            )
+        })
+        .collect()
+}
+
+/// One agent turn's progress lines (`lead` before the name): its retried calls, then its
+/// findings, or why it failed, with the time, tokens and LLM calls of its own calls.
+fn turn_lines(
+    turn: &crate::model::LastTurn,
+    before: &Board,
+    after: &Board,
+    lead: &str,
+    ui: Ui,
+) -> String {
     let name = paint(ui, "1;33", &turn.agent_name);
-    match &turn.result {
+    let stats = stats(before, after, &turn.agent_name);
+    let mut lines = retry_lines(after, &turn.agent_name, lead, ui);
+    lines.push(match &turn.result {
         Some(r) => format!(
-            "{lead}{name}: {} key points, {} risk{}, {} citation{} {stats}",
-            r.key_points.len(),
-            r.risks.len(),
-            if r.risks.len() == 1 { "" } else { "s" },
-            r.citations.len(),
-            if r.citations.len() == 1 { "" } else { "s" },
+            "{lead}{name}: {}, {}, {} {stats}",
+            plural(r.key_points.len() as u64, "key point"),
+            plural(r.risks.len() as u64, "risk"),
+            plural(r.citations.len() as u64, "citation"),
         ),
         None => format!(
-            "{lead}{name}: {} {}",
+            "{lead}{name}: {} {} {stats}",
             paint(ui, "1;31", "failed:"),
             one_line(turn.error.as_deref().unwrap_or("?"), usize::MAX)
         ),
-    }
+    });
+    lines.join("\n")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The closing round is named while it runs; other stages by their program.
+    #[test]
+    fn the_closing_round_is_named_while_it_runs() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        board.max_loops = 6;
+        assert_eq!(ticker_label(Stage::PmStep, &board), "pm-step");
+        board.status = Status::Finishing;
+        assert_eq!(ticker_label(Stage::PmStep, &board), "pm closing round");
+        assert_eq!(ticker_label(Stage::RenderReport, &board), "render-report");
+        board.status = Status::Running;
+        board.loop_count = 6;
+        assert_eq!(ticker_label(Stage::PmStep, &board), "pm closing round");
+    }
+
+    #[test]
+    fn counts_take_their_plural() {
+        assert_eq!(plural(1u64, "key point"), "1 key point");
+        assert_eq!(plural(0u64, "risk"), "0 risks");
+        assert_eq!(plural(2u32, "loop"), "2 loops");
+    }
 
     /// The ticker pauses while a human answers (docs/design/agent-turn.md#a-human-at-the-table).
     #[test]

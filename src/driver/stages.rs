@@ -182,7 +182,7 @@ pub(super) fn run_loop_stage(
 ) -> Result<(Handed, Option<Error>)> {
     let Some(command) = stages.settings.stage_overrides.get(&stage) else {
         let (made, failure) = {
-            let _ticker = Ticker::start(ui, stage.program());
+            let _ticker = Ticker::start(ui, &super::progress::ticker_label(stage, board));
             stages.run(stage, board)
         };
         let handed = made.map(|m| {

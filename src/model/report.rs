@@ -30,18 +30,54 @@ pub struct ReportResult {
     pub board: Board,
 }
 
+/// How a meeting ended, as `meeting` prints it (docs/design/flow.md#statuses): the board's
+/// status, with two verdicts of the driver on a saved report: `failed` when no model call
+/// returned a usable answer, `no_decision` when the report is the fallback (no PM decision).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum MeetingStatus {
+    Running,
+    Finishing,
+    ForcedStop,
+    /// The report is saved and carries the PM's decision (its own report, normal or forced).
+    Finished,
+    /// The report is saved but is the fallback: the PM made no decision (exit 3).
+    NoDecision,
+    Failed,
+}
+
+impl MeetingStatus {
+    /// Its name as serde writes it (docs/design/flow.md#documents).
+    pub fn as_str(self) -> &'static str {
+        super::names::wire_name(&self)
+    }
+}
+
+impl From<Status> for MeetingStatus {
+    fn from(s: Status) -> MeetingStatus {
+        match s {
+            Status::Running => MeetingStatus::Running,
+            Status::Finishing => MeetingStatus::Finishing,
+            Status::ForcedStop => MeetingStatus::ForcedStop,
+            Status::Finished => MeetingStatus::Finished,
+            Status::Failed => MeetingStatus::Failed,
+        }
+    }
+}
+
 /// Output of the `meeting` driver.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MeetingResult {
-    pub status: Status,
+    pub status: MeetingStatus,
     pub report_file: Option<String>,
     pub run_dir: Option<String>,
     pub trace_id: String,
     pub loops: u32,
     pub forced: bool,
     pub usage: Usage,
-    /// Why the meeting failed (status `failed`: the report could not be saved).
+    /// Why the meeting did not end `finished`: why it failed, or why the PM made no decision
+    /// (`no_decision`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
 }

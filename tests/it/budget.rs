@@ -92,7 +92,7 @@ fn a_small_budget_ends_with_a_report_inside_it() {
     let last = work.join("last");
     let run = meeting_cmd(&last, &cut_cassette, &["--max-total-tokens", &n]).run();
     run.success();
-    run.stderr_has("FINISH (forced: token budget)");
+    run.stderr_has("pm closing round (token budget): FINISH (");
     let result: Value = run.json();
     assert_eq!(result["status"], "finished");
     assert_eq!(result["forced"], true);
@@ -137,7 +137,7 @@ fn a_budget_too_small_for_anything_fails_with_the_fallback_report_and_no_call() 
     let run = meeting_cmd(work.path(), &cassette, &["--max-total-tokens", "1000"]).run();
     // Nothing a model said is in the report: the meeting failed (exit 1), its report is saved.
     run.exit(1);
-    run.stderr_has("no valid report, using the fallback report (token budget)");
+    run.stderr_has("pm closing round (token budget): no usable report (");
     run.stderr_has("no model call was made");
     let result: Value = run.json();
     assert_eq!(result["status"], "failed");

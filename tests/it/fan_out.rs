@@ -567,15 +567,16 @@ fn progress_shows_a_fan_outs_calls_together() {
     let err = out.stderr();
     eprintln!("{err}");
     for part in [
-        "[loops 1-3/6] pm → arch, biz, sre at once\n    → arch: What does the nightly run cost",
+        "[loops 1-3/6] pm → arch, biz, sre at once (",
+        " tokens)\n    → arch: What does the nightly run cost",
         "\n    → sre: How often did the nightly run miss",
-        "[after 3/6 loops] pm: FINISH",
+        "[loop 4/6] pm: FINISH (",
     ] {
         assert!(err.contains(part), "{part}\n{err}");
     }
     // Each answer with its time taken (whatever the machine's speed) and its tokens.
     let answers = regex::Regex::new(
-        r"\[loops 1-3/6\] answers\n    arch: 1 key points, 0 risks, 0 citations \(\d+\.\d s, 110 tokens\)\n    biz: 1 key points",
+        r"\[loops 1-3/6\] answers\n    arch: 1 key point, 0 risks, 0 citations \(\d+\.\d s, 110 tokens\)\n    biz: 1 key point,",
     )
     .unwrap();
     assert!(answers.is_match(&err), "{err}");
@@ -698,8 +699,10 @@ fn a_retry_inside_a_fan_out_takes_its_fixed_call_number() {
         .arg(work.join("report.md"));
     let out = cmd.run();
     out.check(out.code() == Some(0), "the meeting");
-    // The number left unused is no attempt.
-    out.stderr_has("6 LLM calls, 6 of 6 attempts answered");
+    // The number left unused is no call: one count of LLM calls in the terminal, the
+    // MeetingResult and the report (the board's counter stands at 7).
+    out.stderr_has("6 LLM calls (6 answered)");
+    assert_eq!(out.json::<Value>()["usage"]["calls"], 6, "{out}");
     let seqs: Vec<(u64, String)> = lines(&work, "llm.jsonl")
         .iter()
         .map(|l| {

@@ -95,4 +95,5 @@ fn help_names_default_models_environment_and_exit_codes() {
         },
     );
     assert!(help("meeting").contains("130, 143"));
+    assert!(help("meeting").contains("\n  3  no decision: "));
 }

@@ -613,7 +613,7 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
     out.exit(0);
     let err = out.stderr();
     assert!(
-        err.contains("next: pm-step (after 0/6 loops, status running)"),
+        err.contains("next: pm-step (loop 1/6, status running)"),
         "{err}"
     );
     assert!(
@@ -629,9 +629,20 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
         !run_dir.join("0005-merge-board.out.json").exists(),
         "nothing ran after q"
     );
-    let out = resume_cmd(&root(), &run_dir).run();
+    // Not quiet: the resumed meeting's progress.
+    let out = cli("meeting")
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--resume")
+        .arg(&run_dir)
+        .run();
     out.exit(0);
     assert_eq!(final_board(&run_dir)["status"], "finished");
+    // The resumed meeting says where it goes on, before the ticker or any stage line.
+    let first = out.stderr().lines().next().unwrap_or_default().to_string();
+    assert_eq!(
+        first, "resuming demo-test: loop 1/6, 2 LLM calls done, next: merge-board",
+        "{out}"
+    );
 }
 
 #[test]

@@ -41,9 +41,10 @@ fn a_meeting_no_model_answered_fails_and_keeps_its_fallback_report() {
     assert_eq!(result["report_file"], report_file.display().to_string());
     let why = result["last_error"].as_str().expect("last_error");
     assert!(
-        why.contains("no model call returned a usable answer"),
+        why.contains("no model call returned a usable answer (0 of 6 LLM calls answered)"),
         "{why}"
     );
+    assert_eq!(result["usage"]["calls"], 6);
     assert!(
         why.contains("failed to lookup address information"),
         "{why}"
@@ -55,9 +56,8 @@ fn a_meeting_no_model_answered_fails_and_keeps_its_fallback_report() {
         .nth(1)
         .expect("a Process Note");
     assert!(note.contains("HTTP 500"), "{report}");
-    // Progress: attempts and calls counted apart; the failure line is not cut.
-    out.stderr_has("0 of 6 attempts answered")
-        .stderr_has("2 LLM calls")
+    // Progress: one count of LLM calls (retries included); the failure line is not cut.
+    out.stderr_has("failed: 0 loops, 6 LLM calls (0 answered)")
         .stderr_has("dns error: failed to lookup address information (gave up after 3 attempts")
         .stderr_lacks("finished");
     // Resuming the finished folder says the same.
@@ -66,10 +66,12 @@ fn a_meeting_no_model_answered_fails_and_keeps_its_fallback_report() {
     assert_eq!(out.json::<Value>()["status"], "failed");
 }
 
-/// One usable answer is enough: the PM asked once, then everything failed; that meeting ends
-/// as before (exit 0, a report with a Process Note).
+/// One usable answer keeps a meeting from failing, but a report without the PM's decision is
+/// no decision: the PM asked once, then everything failed; the meeting ends `no_decision`,
+/// exit 3 (so `meeting && publish` publishes nothing), and the report says so first, in words
+/// from what happened.
 #[test]
-fn a_meeting_with_one_usable_answer_still_finishes() {
+fn a_meeting_without_a_pm_decision_ends_no_decision() {
     let work = Workdir::new();
     let first = std::fs::read_to_string(demo_cassette()).unwrap();
     let mut text = format!("{}\n", first.lines().next().unwrap());
@@ -80,11 +82,111 @@ fn a_meeting_with_one_usable_answer_still_finishes() {
     }
     let cassette = work.write("flaky.jsonl", text);
     let out = meeting_cmd(work.path(), &cassette, &[]).run();
-    out.exit(0);
+    out.exit(3);
     let result: Value = out.json();
-    assert_eq!(result["status"], "finished");
-    out.stderr_has("1 of 10 attempts answered");
-    assert!(work.read("report.md").contains("## Process Note"));
+    assert_eq!(result["status"], "no_decision");
+    assert_eq!(
+        result["report_file"],
+        work.join("report.md").display().to_string()
+    );
+    let why = "the program closed the meeting after 1 failed PM round, and the PM's closing round gave no usable report either";
+    assert_eq!(result["last_error"], format!("no decision: {why}"));
+    out.stderr_has("no decision (fallback report): 1 loop, 10 LLM calls (1 answered)")
+        .stderr_has(&format!(
+            "meeting: no decision: {why}; the fallback report is "
+        ));
+    let report = work.read("report.md");
+    assert!(
+        report.starts_with(&format!(
+            "# Meeting Report\n\n**No decision: this is a fallback report**, built by the program \
+             from the whiteboard alone, not written by the PM. Why: {why}.\n"
+        )),
+        "{report}"
+    );
+    assert!(!report.contains("the PM closed the meeting"), "{report}");
+    // The shell loop ends the same way.
+    let shell = crate::meeting::shell_loop(&cassette, &work.join("sh.md"))
+        .env("MEETING_RETRY_BASE_MS", "1")
+        .run();
+    shell.exit(3);
+    assert_eq!(shell.json::<Value>()["status"], "no_decision");
+}
+
+/// The issue's commonest ending: the PM never replied usably (refused replies, a transport
+/// retry), the program closed the meeting, and the closing round failed too. The report says
+/// so and never that the PM closed it; the terminal shows each refused reply and the closing
+/// round on lines of their own, with time and tokens, in the report's loop numbers; and one
+/// count of LLM calls (failed, retried and the closing round's included) everywhere.
+#[test]
+fn a_pm_that_never_replied_usably_is_said_so_and_counted_once() {
+    let work = Workdir::new();
+    let refused = |seq: usize| {
+        let line = json!({"seq": seq, "caller": "pm",
+            "response": "{\"next_action\": \"CALL_AGENT\", \"target_agent\": \"nobody\"}",
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 20}});
+        format!("{line}\n")
+    };
+    // Round 1: a 500 (retried by the client), two refused replies; the closing round: two more.
+    let text = [
+        http_500(1, "pm"),
+        refused(2),
+        refused(3),
+        refused(4),
+        refused(5),
+    ]
+    .concat();
+    let cassette = work.write("never.jsonl", text);
+    let out = meeting_cmd(work.path(), &cassette, &[]).run();
+    // No usable answer at all: `failed` (exit 1) wins over `no_decision`; the report says why.
+    out.exit(1);
+    let result: Value = out.json();
+    assert_eq!(result["status"], "failed");
+    let why = "the PM never replied usably; the program closed the meeting after 1 failed PM round, and the PM's closing round gave no usable report either";
+    let report = work.read("report.md");
+    let head: Vec<&str> = report.lines().take(3).collect();
+    assert_eq!(
+        head[2],
+        format!(
+            "**No decision: this is a fallback report**, built by the program from the whiteboard \
+             alone, not written by the PM. Why: {why}."
+        ),
+        "{report}"
+    );
+    assert!(!report.contains("the PM closed the meeting"), "{report}");
+    assert!(
+        report.contains("No participant was consulted: the program closed the meeting before the PM had asked anyone"),
+        "{report}"
+    );
+    // Progress: the refused replies and the closing round on lines of their own, each PM line
+    // with time and tokens, tagged with the loop the report's Process Note gives.
+    assert!(
+        report.contains("- Loop 1: The PM's round failed"),
+        "{report}"
+    );
+    let err = out.stderr();
+    let lines: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
+    let want = [
+        r"^\[loop 1/6\] pm: request 1 failed after \d+\.\d s: HTTP 500: .*dns error: failed to lookup address information$",
+        r"^\[loop 1/6\] pm: reply 1 refused \(does not match the PM output schema: .*\), asked again \(\d+\.\d s, 1020 tokens\)$",
+        r"^\[loop 1/6\] pm: round failed \(.*\); the PM gets a closing round \(\d+\.\d s, 2040 tokens, 3 LLM calls\)$",
+        r"^\[loop 1/6\] pm: reply 1 refused \(.*\), asked again \(\d+\.\d s, 1020 tokens\)$",
+        r"^\[loop 1/6\] pm closing round \(PM round failed\): no usable report \(.*\); the fallback report is written \(\d+\.\d s, 2040 tokens, 2 LLM calls\)$",
+    ];
+    assert_eq!(lines.len(), want.len(), "{err}");
+    for (line, want) in lines.iter().zip(want) {
+        assert!(
+            regex::Regex::new(want).unwrap().is_match(line),
+            "{want}\n{err}"
+        );
+    }
+    // One count of LLM calls: the final line, the MeetingResult, the report, the callers'
+    // charges and the exchange log agree (the 500 and the closing round included).
+    let logged = work.read("runs/demo-test/llm.jsonl").lines().count();
+    assert_eq!(logged, 5);
+    out.stderr_has("failed: 0 loops, 5 LLM calls (4 answered)");
+    assert_eq!(result["usage"]["calls"], 5);
+    assert_eq!(result["usage"]["by_caller"]["pm"]["calls"], 5);
+    assert!(report.contains("- LLM calls: 5\n"), "{report}");
 }
 
 /// An unknown host is unreachable, like a refused connection: fatal after the retries, exit 1.
@@ -501,4 +603,55 @@ fn a_panicking_stage_is_reported_with_its_panic_message() {
     .run()
     .exit(1)
     .stderr_has("stage merge-board failed (exit 101): thread main panicked at src/x.rs:1:1: boom");
+}
+
+/// A failed request gets its line while the stage still runs: the PM's first request fails,
+/// the retry is held (a slow model); the line is on stderr before the stage ends.
+#[test]
+fn a_failed_request_is_shown_while_the_stage_runs() {
+    use std::os::unix::process::ExitStatusExt;
+    let work = Workdir::new();
+    let first = std::fs::read_to_string(demo_cassette()).unwrap();
+    let mut held: Value = serde_json::from_str(first.lines().next().unwrap()).unwrap();
+    held["seq"] = 2.into();
+    held["delay_ms"] = 600_000.into();
+    let cassette = work.write("held.jsonl", format!("{}{held}\n", http_500(1, "pm")));
+    let err_file = work.join("stderr.txt");
+    let mut child = Cli::new(Command::new("sh"))
+        .arg("-c")
+        .arg("exec \"$@\" 2>\"$0\"")
+        .arg(&err_file)
+        .arg(crate::harness::bin("meeting"))
+        .args([
+            "--meeting-file",
+            "meetings/demo.yaml",
+            "--agents",
+            "arch,biz",
+        ])
+        .args([
+            "--provider",
+            "replay",
+            "--trace-id",
+            "demo-test",
+            "--cassette",
+        ])
+        .arg(&cassette)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .env("AGENT_MEETING_NOW", NOW)
+        .spawn();
+    wait_for("the failed request's line", || {
+        assert!(child.try_wait().unwrap().is_none(), "the meeting ended");
+        std::fs::read_to_string(&err_file)
+            .unwrap_or_default()
+            .contains("[loop 1/6] pm: request 1 failed after ")
+    });
+    // Still inside the PM's round: no stage has finished.
+    assert!(!work.join("runs/demo-test/0003-pm-step.out.json").exists());
+    // SAFETY: kill(2) on our own child, still running.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
 }

@@ -1,5 +1,7 @@
 //! One loop numbering everywhere: progress, `--step`, the final line, the
-//! MeetingResult and the report agree; `--step`'s `p`; the MeetingResult's paths absolute.
+//! MeetingResult and the report agree (a line's loop is the one its events are stamped with,
+//! the report's Process Note and diagram give the same); `--step`'s `p`; the MeetingResult's
+//! paths absolute.
 
 use serde_json::Value;
 
@@ -15,12 +17,15 @@ fn progress_final_line_result_and_report_count_loops_alike() {
     let result: Value = out.json();
     let loops = result["loops"].as_u64().unwrap();
     assert_eq!(loops, 3);
-    // Loops 1..=3 ran, each tagged with its number; the PM closes after the third.
+    // Loops 1..=3 ran, each tagged with its number; the PM's FINISH opens loop 4, as
+    // events.jsonl and the report's diagram number it; 3 loops were used.
     for n in 1..=loops {
         assert!(err.contains(&format!("[loop {n}/6] pm → ")), "{err}");
     }
-    assert!(!err.contains("[loop 4/6]"), "{err}");
-    assert!(err.contains("[after 3/6 loops] pm: FINISH\n"), "{err}");
+    assert!(err.contains("[loop 4/6] pm: FINISH ("), "{err}");
+    let report = work.read("report.md");
+    assert!(report.contains("Note over PM: L4 FINISH"), "{report}");
+    assert!(!report.contains("L5"), "{report}");
     assert!(
         err.lines()
             .last()
@@ -28,7 +33,7 @@ fn progress_final_line_result_and_report_count_loops_alike() {
             .starts_with("finished: 3 loops,"),
         "{err}"
     );
-    assert!(work.read("report.md").contains("Loops used: 3 / 6"));
+    assert!(report.contains("Loops used: 3 / 6"));
 }
 
 #[test]
@@ -46,7 +51,10 @@ fn step_p_prints_the_board_summary_and_the_next_input() {
         err.contains("Enter to run, p to print the board, q to stop"),
         "{err}"
     );
-    assert!(err.contains("status running, 0 loops done of 6"), "{err}");
+    assert!(
+        err.contains("status running, 0 loops done of 6, 0 LLM calls"),
+        "{err}"
+    );
     assert!(
         err.contains(&format!("next input: {}\n", input.display())),
         "{err}"

@@ -308,6 +308,9 @@ pub(crate) struct View {
     /// The agents' recommendations as plain items (kept for older custom templates).
     pub candidate_decisions: Vec<String>,
     pub evidence: Vec<EvidenceDoc>,
+    /// Why the PM made no decision, in words from what happened (a fallback report's first
+    /// lines, docs/design/report.md#fallback); empty when the PM wrote the report.
+    pub no_decision: String,
     /// Empty for a normal report.
     pub process_note: String,
     /// Agent and PM errors recorded on the board (forced and fallback reports list them).
@@ -452,6 +455,11 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
         risks: record::marked_items(board, FindingKind::Risk, &board.risks),
         candidate_decisions: list_items(&board.decisions),
         evidence: evidence(board),
+        no_decision: match kind {
+            ReportKind::Fallback => crate::final_report::no_decision_reason(board)
+                .unwrap_or_else(|| "the PM's report was not used".into()),
+            _ => String::new(),
+        },
         process_note,
         problems,
         appendix: appendix(board),
