@@ -240,6 +240,13 @@ pub(super) fn progress_line(stage: Stage, after: &Board, ui: Ui) -> Option<Strin
                     // Whole: the telling part of a reason ("dns error") is often at its end.
                     one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX)
                 ))
+            } else if after.record.failed_rounds > 0 {
+                // docs/design/pm-round.md#failed-rounds: the next round asks again.
+                Some(format!(
+                    "{closing} {}: round failed ({}), asking again",
+                    paint(ui, "1;31", "pm"),
+                    one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX)
+                ))
             } else {
                 None
             }

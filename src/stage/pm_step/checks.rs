@@ -132,7 +132,7 @@ impl Asker for PmAsk<'_> {
 
     /// The correction names the field that was wrong and its allowed values: the actions
     /// offered for `next_action`, the participants for a target (none in forced_finish mode,
-    /// where no target is allowed), those who answered for `by`.
+    /// where no target is allowed and the note says FINISH), those who answered for `by`.
     fn correction(&self, invalid: &Invalid) -> Result<String> {
         let error = invalid.for_model();
         let note = match self.mode {
@@ -144,8 +144,9 @@ impl Asker for PmAsk<'_> {
         let offer = Offered::of(self.board);
         let field = invalid.field().unwrap_or_default();
         let allowed: Vec<String> = match (field, self.mode) {
-            ("next_action", mode) => offer
-                .actions_in(mode)
+            // The closing round's note says it already.
+            ("next_action", Mode::Normal) => offer
+                .actions
                 .iter()
                 .map(|a| a.as_str().to_string())
                 .collect(),
@@ -288,8 +289,8 @@ pub(super) fn check_decision(
     }
 }
 
-/// An action the PM config allows but this round does not offer (the config's own enum is
-/// its schema's check): named with the actions that are offered. The closing round and a
+/// An action this round does not offer (the PM config's or the moment's): refused, the retry
+/// naming the actions that are. The closing round and a
 /// fan-out that cannot run keep their own words below.
 fn check_action(board: &Board, mode: Mode, value: &Value) -> Result<(), Invalid> {
     let Some(action) = value.get("next_action").and_then(Value::as_str) else {
@@ -302,12 +303,9 @@ fn check_action(board: &Board, mode: Mode, value: &Value) -> Result<(), Invalid>
     if mode == Mode::ForcedFinish || offer.actions.contains(&a) || a == NextAction::CallAgents {
         return Ok(());
     }
-    let allowed: Vec<&str> = offer.actions.iter().map(|a| a.as_str()).collect();
+    // The retry lists the allowed actions (`correction`).
     Err(Invalid::Schema(
-        format!(
-            "next_action: {action:?} is not allowed in this meeting (allowed: {})",
-            allowed.join(", ")
-        ),
+        format!("next_action: {action:?} is not allowed in this meeting"),
         format!("it chose {action}, which this meeting does not allow"),
     ))
 }

