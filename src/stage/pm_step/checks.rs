@@ -310,10 +310,17 @@ fn check_action(board: &Board, mode: Mode, value: &Value) -> Result<(), Invalid>
     ))
 }
 
-/// The participants an answered question names in `by` must have answered in this meeting
-/// (docs/design/whiteboard.md#questions): a name the PM invents, or a participant never
-/// asked, is refused like any invalid answer.
+/// At most one answer per open question, and the participants an answered question names in
+/// `by` must have answered in this meeting (docs/design/whiteboard.md#questions): a name the
+/// PM invents, or a participant never asked, is refused like any invalid answer.
 fn check_answered_by(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
+    let (n, open) = (d.answered_questions.len(), board.open_questions.len());
+    if n > open {
+        return Err(Invalid::Schema(
+            format!("answered_questions: {n} answers, but {open} questions are open: mark each open question at most once"),
+            format!("it marked {n} questions answered where {open} were open"),
+        ));
+    }
     let answerers = super::offer::answerers(board);
     for (i, a) in d.answered_questions.iter().enumerate() {
         for (j, name) in a.by.iter().enumerate() {

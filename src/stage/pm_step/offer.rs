@@ -105,10 +105,13 @@ pub(super) struct Offered {
     /// config's `next_action` enum allows (all without a config), CALL_AGENTS only where a
     /// fan-out can run; FINISH when nothing else is left.
     pub(super) actions: Vec<NextAction>,
-    /// Most `answered_questions`: the open questions; 0 when not offered.
+    /// Most `answered_questions` in the schema: as many as the whiteboard can hold open (a
+    /// bound that stays the same all meeting, see [`pm_expected_json`]); 0 when not offered.
+    /// The exact bound, the questions open now, is the check's.
     pub(super) answered: usize,
     /// The participants an answered question may name in `by`: those who answered in this
-    /// meeting (docs/design/whiteboard.md#questions).
+    /// meeting (docs/design/whiteboard.md#questions); the check's, the schema names every
+    /// participant.
     pub(super) answerers: Vec<String>,
     /// Most `option_assessments`: options × dimensions; 0 when not offered.
     pub(super) assessments: usize,
@@ -143,16 +146,14 @@ impl Offered {
         if actions.is_empty() {
             actions.push(NextAction::Finish);
         }
-        let answerers = answerers(board);
-        let answered = if answerers.is_empty() {
-            0
-        } else {
-            board.open_questions.len()
-        };
         Offered {
             actions,
-            answered,
-            answerers,
+            answered: if board.open_questions.is_empty() {
+                0
+            } else {
+                crate::model::LIST_CAP
+            },
+            answerers: answerers(board),
             assessments: dp.options.len() * dp.evaluation_dimensions.len(),
             fan_out,
         }
@@ -251,8 +252,14 @@ fn bounded_or_null(mut schema: Value, least: usize, most: usize) -> Value {
 /// this board and mode: `next_action` one of the actions [`Offered`] allows (the closing
 /// round: FINISH only), `target_agent` and `prompt_for_agent` null unless CALL_AGENT is one,
 /// every list bounded (`maxItems`) and nullable, and present only where offered — so a
-/// schema-constrained server can neither mis-route nor run on inside a list. The answer itself
-/// is still checked by `check_decision`, which also accepts omitted nullable fields.
+/// schema-constrained server can neither mis-route nor run on inside a list. The bounds are
+/// the ones that hold all meeting (the calls' changes only in the last loops): the schema is
+/// part of the cached prompt prefix (an Anthropic tool comes first, OpenAI caches the schema
+/// with the system message, and without native output it is in the system message), so one
+/// that changed every round would leave the documents uncached on every call
+/// (docs/design/prompts.md#structured-output). The bounds that change by the round (questions
+/// open now, who answered) are the checks'. The answer itself is still checked by
+/// `check_decision`, which also accepts omitted nullable fields.
 pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     let shape = &crate::model::decision_shape().schema;
     let mut properties = shape["properties"].clone();
@@ -283,8 +290,8 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     properties["calls"] = bounded_or_null(calls, 2, offer.fan_out as usize);
     let mut answered = properties["answered_questions"].take();
     let by = &mut answered["items"]["properties"]["by"];
-    by["items"]["enum"] = json!(offer.answerers);
-    by["maxItems"] = json!(offer.answerers.len());
+    by["items"]["enum"] = json!(board.participants);
+    by["maxItems"] = json!(board.participants.len());
     properties["answered_questions"] = bounded_or_null(answered, 0, offer.answered);
     let assessments = properties["option_assessments"].take();
     properties["option_assessments"] = bounded_or_null(assessments, 0, offer.assessments);
@@ -480,11 +487,6 @@ mod tests {
         assert!(text.contains("A FINISH adds decision."), "{text}");
         let mut full = crate::stage::fixtures::board(&["Which is cheaper?"]);
         full.meeting_input.decision_packet.options = vec!["A".into(), "B".into()];
-        assert!(
-            !fields(&full).contains(&"answered_questions".to_string()),
-            "nobody has answered yet"
-        );
-        answered(&mut full, "arch");
         let dims_only = fields(&full);
         assert!(dims_only.contains(&"answered_questions".to_string()));
         assert!(
@@ -666,27 +668,42 @@ mod tests {
             (json!(2), json!(2)),
             "two participants"
         );
-        assert_eq!(list("answered_questions")["maxItems"], json!(2));
+        // The same all meeting: as many as can be open, the participants as names.
+        assert_eq!(list("answered_questions")["maxItems"], json!(20));
         let by = &list("answered_questions")["items"]["properties"]["by"];
-        assert_eq!(by["items"]["enum"], json!(["biz"]));
-        assert_eq!(by["maxItems"], json!(1));
+        assert_eq!(by["items"]["enum"], json!(["arch", "biz"]));
+        assert_eq!(by["maxItems"], json!(2));
         assert_eq!(list("option_assessments")["maxItems"], json!(6));
         let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
         assert_eq!(strict["properties"]["calls"], p["calls"]);
         let too_many = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
             "prompt_for_agent": null, "final_report": "r", "decision": null, "calls": null,
-            "option_assessments": null,
-            "answered_questions": [{"question": "Q1", "answer": "A.", "by": ["biz"]},
-                {"question": "Q2", "answer": "B.", "by": ["biz"]},
-                {"question": "Q2", "answer": "B.", "by": ["biz"]}]});
+            "answered_questions": null,
+            "option_assessments": vec![json!({"option": "A", "dimension": "Cost",
+                "assessment": "ok"}); 7]});
         for s in [&schema, &strict] {
             let v = jsonschema::validator_for(s).unwrap();
             assert!(!v.is_valid(&too_many));
             let mut ok = too_many.clone();
-            ok["answered_questions"].as_array_mut().unwrap().pop();
+            ok["option_assessments"].as_array_mut().unwrap().pop();
             assert!(v.is_valid(&ok), "{s}");
-            ok["answered_questions"][0]["by"] = json!(["arch"]);
-            assert!(!v.is_valid(&ok), "arch has not answered");
+            ok["answered_questions"] = json!([{"question": "Q1", "answer": "A.", "by": ["ceo"]}]);
+            assert!(!v.is_valid(&ok), "ceo is not a participant");
         }
+        // Answering more questions than are open now is the check's to refuse.
+        let mut more = too_many.clone();
+        more["option_assessments"] = Value::Null;
+        more["final_report"] =
+            json!("### Executive Summary\nKeep it.\n### Recommendation\nTune it.");
+        more["answered_questions"] = json!([{"question": "Q1", "answer": "A.", "by": ["biz"]},
+            {"question": "Q2", "answer": "B.", "by": ["biz"]},
+            {"question": "Q2", "answer": "B.", "by": ["biz"]}]);
+        let e = check_decision(&board, Mode::Normal, &more).unwrap_err();
+        assert!(
+            e.describe()
+                .contains("answered_questions: 3 answers, but 2 questions are open"),
+            "{}",
+            e.describe()
+        );
     }
 }
