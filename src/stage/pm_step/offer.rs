@@ -77,6 +77,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     input["role"] = json!(role);
     input["schema_in_prompt"] = json!(schema_in_prompt);
     let offer = Offered::of(board);
+    input["offer_call"] = json!(offer.actions.contains(&NextAction::CallAgent));
     input["offer_answered"] = json!(offer.answered > 0);
     input["offer_assessments"] = json!(offer.assessments > 0);
     input["max_calls"] = json!(if offer.actions.contains(&NextAction::CallAgents) {
@@ -637,6 +638,11 @@ mod tests {
         assert_eq!(
             pm_expected_json(&board, Mode::Normal).schema["properties"]["final_report"],
             json!({"type": "string"})
+        );
+        let guide = render_pm_user(&board).unwrap();
+        assert!(
+            guide.contains("Reply fields: analysis (1-3 sentences); final_report only with FINISH"),
+            "no CALL_AGENT in the field guide when it is not offered: {guide}"
         );
         board.pm = None;
         assert_eq!(
