@@ -596,8 +596,14 @@ def before_agents(work, ref):
     d = os.path.join(work, f"agents-{ref}")
     os.makedirs(d, exist_ok=True)
     for name in ("arch", "biz", "pm"):
-        text = subprocess.run(["git", "show", f"{ref}:agents/{name}.yaml"], cwd=ROOT, capture_output=True,
+        path = f"agents/{name}.yaml"
+        text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True,
                               text=True, check=True).stdout
+        if "\n" not in text.strip() and text.strip().endswith(".yaml"):
+            # A symlink (agents/arch.yaml -> ../share/agents/arch.yaml): git shows its target.
+            path = os.path.normpath(os.path.join("agents", text.strip()))
+            text = subprocess.run(["git", "show", f"{ref}:{path}"], cwd=ROOT, capture_output=True,
+                                  text=True, check=True).stdout
         with open(os.path.join(d, f"{name}.yaml"), "w") as f:
             f.write(text)
     return d

@@ -221,6 +221,25 @@ pub(crate) fn answer_question(
     Ok(())
 }
 
+/// The one open question a person was asked directly (docs/design/whiteboard.md#questions):
+/// the PM's question holds its exact text or names its id (`Q2`) as a word; `None` when it
+/// names none or several.
+pub(crate) fn question_asked(board: &Board, prompt: &str) -> Option<String> {
+    let words: Vec<&str> = prompt
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut asked = board.record.questions.iter().filter(|q| {
+        q.answer.is_none()
+            && ((!q.text.trim().is_empty() && prompt.contains(q.text.trim()))
+                || words.iter().any(|w| w.eq_ignore_ascii_case(&q.id)))
+    });
+    match (asked.next(), asked.next()) {
+        (Some(q), None) => Some(q.id.clone()),
+        _ => None,
+    }
+}
+
 /// Apply the PM's `answered_questions` (docs/design/whiteboard.md#questions): each names an open question by
 /// id or exact text; one that names none goes to `recent_errors` (the PM sees it next round)
 /// and the Process Note, and the meeting goes on.

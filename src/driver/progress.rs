@@ -387,7 +387,8 @@ fn pm_line(before: &Board, after: &Board, ui: Ui) -> Option<String> {
             "{failed}: round failed ({}); the PM gets a closing round {stats}",
             why()
         )
-    } else if after.last_error.is_some() {
+    } else if after.record.failed_rounds > 0 {
+        // docs/design/pm-round.md#failed-rounds: the next round asks again.
         format!(
             "{failed}: round failed ({}); the PM is asked again {stats}",
             why()

@@ -93,7 +93,7 @@ fn union(alternatives: impl Iterator<Item = Option<String>>, out: &mut String) -
 fn write_one(t: &str, map: &Map<String, Value>, keys: &[&str], out: &mut String) -> Option<()> {
     let allowed: &[&str] = match t {
         "object" => &["type", "properties", "required", "additionalProperties"],
-        "array" => &["type", "items", "maxItems"],
+        "array" => &["type", "items", "minItems", "maxItems"],
         "string" | "number" | "integer" | "boolean" | "null" => &["type"],
         _ => return None,
     };
@@ -103,16 +103,25 @@ fn write_one(t: &str, map: &Map<String, Value>, keys: &[&str], out: &mut String)
     match t {
         "object" => write_object(map, out),
         "array" => {
-            // An array that must stay empty is the empty tuple; another length limit is not
-            // said by the notation.
-            match map.get("maxItems") {
-                None => {}
-                Some(n) if n.as_u64() == Some(0) => {
-                    out.push_str("[]");
-                    return Some(());
-                }
-                Some(_) => return None,
+            // An array that must stay empty is the empty tuple; other length limits follow
+            // the type in words (`string[] (at most 3)`), which the notation can still say
+            // exactly.
+            let count = |k: &str| map.get(k).map(|n| n.as_u64().ok_or(()));
+            let (least, most) = match (count("minItems"), count("maxItems")) {
+                (Some(Err(())), _) | (_, Some(Err(()))) => return None,
+                (l, m) => (l.and_then(Result::ok).unwrap_or(0), m.and_then(Result::ok)),
+            };
+            if most == Some(0) {
+                out.push_str("[]");
+                return Some(());
             }
+            let bound = match (least, most) {
+                (0, None) => String::new(),
+                (0, Some(m)) => format!(" (at most {m})"),
+                (l, None) => format!(" (at least {l})"),
+                (l, Some(m)) if l == m => format!(" (exactly {m})"),
+                (l, Some(m)) => format!(" ({l} to {m})"),
+            };
             let mut item = String::new();
             match map.get("items") {
                 Some(items) => write_type(items, &mut item)?,
@@ -125,6 +134,7 @@ fn write_one(t: &str, map: &Map<String, Value>, keys: &[&str], out: &mut String)
                 out.push_str(&item);
                 out.push_str("[]");
             }
+            out.push_str(&bound);
             Some(())
         }
         other => {
@@ -205,13 +215,23 @@ mod tests {
             type_notation(&agent).unwrap(),
             r#"{"key_points": string[], "citations": {"quote": string}[], "mixed": (string | integer)[], "none": []}"#
         );
+        let bounded = |min: Option<u64>, max: u64| {
+            let mut s = json!({"type": "array", "items": {"type": "string"}, "maxItems": max});
+            if let Some(min) = min {
+                s["minItems"] = json!(min);
+            }
+            type_notation(&json!({"anyOf": [s, {"type": "null"}]})).unwrap()
+        };
+        assert_eq!(bounded(None, 3), "string[] (at most 3) | null");
+        assert_eq!(bounded(Some(2), 3), "string[] (2 to 3) | null");
+        assert_eq!(bounded(Some(2), 2), "string[] (exactly 2) | null");
     }
 
     #[test]
     fn what_the_notation_cannot_say_keeps_the_schema() {
         for schema in [
             json!({"type": "string", "maxLength": 20}),
-            json!({"type": "array", "items": {"type": "string"}, "maxItems": 3}),
+            json!({"type": "array", "items": {"type": "string"}, "maxItems": -3}),
             json!({"type": "object", "properties": {"a": {"$ref": "#/x"}}}),
             json!({"type": "object", "properties": {}, "required": ["ghost"]}),
             json!({"type": "object", "additionalProperties": {"type": "string"}}),

@@ -248,6 +248,62 @@ pub(crate) fn is_placeholder(text: &str) -> bool {
         || FILLERS.contains(&real.as_str())
 }
 
+/// Words that answer a yes/no question but say nothing on their own (compared lower-case,
+/// letters only).
+const BARE_REPLIES: [&str; 12] = [
+    "yes", "no", "yes no", "true", "false", "maybe", "ok", "okay", "agreed", "correct", "unknown",
+    "none",
+];
+
+/// Why `text` is not content where a finding, a risk or a question is expected, or `None`
+/// when it is (docs/design/pm-round.md#content): a placeholder ([`is_placeholder`]), a bare id
+/// (`Q1`, `E3`), a bare yes or no, or only the name of one of `names` (the participants).
+/// The one rule for the PM's questions and the agents' findings, risks and questions; the
+/// reason is what the ask loop's retry tells the model.
+pub(crate) fn not_content(text: &str, names: &[String]) -> Option<String> {
+    let t = text.trim();
+    let words: String = t
+        .chars()
+        .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+        .flat_map(char::to_lowercase)
+        .collect();
+    let words = words.split_whitespace().collect::<Vec<_>>().join(" ");
+    let shown = crate::text::cut(t, 60);
+    let is_id = |w: &str| {
+        let mut cs = w.chars();
+        matches!(cs.next(), Some('q' | 'e')) && w.len() > 1 && cs.all(|c| c.is_ascii_digit())
+    };
+    if !words.is_empty() && words.split(' ').all(is_id) {
+        return Some(format!(
+            "{shown:?} is only an id, not content: write the finding, risk or question itself in words"
+        ));
+    }
+    if BARE_REPLIES.contains(&words.as_str()) {
+        return Some(format!(
+            "{shown:?} is a bare yes/no, not content: write what is true and why, in a sentence"
+        ));
+    }
+    let name_words = |n: &str| {
+        let w: String = n
+            .chars()
+            .map(|c| if c.is_alphanumeric() { c } else { ' ' })
+            .flat_map(char::to_lowercase)
+            .collect();
+        w.split_whitespace().collect::<Vec<_>>().join(" ")
+    };
+    if !words.is_empty() && names.iter().any(|n| name_words(n) == words) {
+        return Some(format!(
+            "{shown:?} is only a participant's name, not content: write the finding, risk or question itself"
+        ));
+    }
+    if is_placeholder(t) {
+        return Some(format!(
+            "{shown:?} is a placeholder, not content: write the specific text (at least {MIN_REAL_CHARS} letters)"
+        ));
+    }
+    None
+}
+
 impl PmDecision {
     /// The conditional rules (docs/design/pm-round.md#pm-round): CALL_AGENT needs a target and a real
     /// question; FINISH needs a report with both its parts (Executive Summary and
@@ -269,13 +325,8 @@ impl PmDecision {
                     ));
                 }
                 let prompt = self.prompt_for_agent.as_deref().unwrap_or_default();
-                if is_placeholder(prompt) {
-                    return Err(Invalid::at(
-                        "prompt_for_agent",
-                        format!(
-                            "{prompt:?} is a placeholder, not a question: write the specific question for the participant"
-                        ),
-                    ));
+                if let Some(why) = not_content(prompt, &[]) {
+                    return Err(Invalid::at("prompt_for_agent", why));
                 }
             }
             NextAction::CallAgents => {
@@ -292,14 +343,8 @@ impl PmDecision {
                             "is required (a participant name)",
                         ));
                     }
-                    let prompt = &call.prompt_for_agent;
-                    if is_placeholder(prompt) {
-                        return Err(Invalid::at(
-                            format!("calls[{i}].prompt_for_agent"),
-                            format!(
-                                "{prompt:?} is a placeholder, not a question: write the specific question for the participant"
-                            ),
-                        ));
+                    if let Some(why) = not_content(&call.prompt_for_agent, &[]) {
+                        return Err(Invalid::at(format!("calls[{i}].prompt_for_agent"), why));
                     }
                 }
             }
@@ -480,5 +525,40 @@ mod tests {
             "final_report": "r", "answered_questions": [{"question": "Q1", "answer": "Yes."}]}))
         .unwrap();
         assert_eq!(d.answered_questions[0].by, Vec::<String>::new());
+    }
+
+    /// One rule for what is not content: a bare id, a bare yes or no, a participant's name,
+    /// a placeholder; each with its reason. Short real text passes.
+    #[test]
+    fn what_is_not_content() {
+        let names = vec!["arch".to_string(), "business-analyst".to_string()];
+        for (text, why) in [
+            ("Q1", "only an id"),
+            ("Q3.", "only an id"),
+            ("q12", "only an id"),
+            ("E4", "only an id"),
+            ("No", "bare yes/no"),
+            ("Yes.", "bare yes/no"),
+            ("yes/no", "bare yes/no"),
+            ("Correct", "bare yes/no"),
+            ("arch", "participant's name"),
+            ("Business-Analyst", "participant's name"),
+            ("business analyst", "participant's name"),
+            ("...", "placeholder"),
+            ("TBD", "placeholder"),
+        ] {
+            let got = not_content(text, &names).unwrap_or_default();
+            assert!(got.contains(why), "{text:?}: {got}");
+        }
+        for text in [
+            "Q1 is answered by the cost table.",
+            "No budget for a migration this year.",
+            "arch prefers option B",
+            "Cost?",
+            "选哪个？",
+            "Quorum",
+        ] {
+            assert_eq!(not_content(text, &names), None, "{text:?}");
+        }
     }
 }

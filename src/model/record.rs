@@ -168,6 +168,9 @@ pub struct MeetingRecord {
     /// Agent turns in a row that added nothing new to the whiteboard (docs/design/pm-round.md#circles).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub quiet_turns: u32,
+    /// PM rounds in a row that ended without a usable decision (docs/design/pm-round.md#failed-rounds).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub failed_rounds: u32,
     /// Why the meeting was made to close, once it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forced: Option<ForcedReason>,

@@ -79,6 +79,7 @@ fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usi
             let adds = circles::adds_something(board, &result);
             merge_result(board, &result);
             circles::record_answer(board, &turn.agent_name, Some(headline(&result.response)));
+            answered_by_person(board, &turn, &result);
             let quiet = !adds && answered(board) == answered_before;
             note_quiet_turn(board, now, quiet);
             message = format!(
@@ -103,6 +104,26 @@ fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usi
     // At max_loops the board stays `running`: pm-step sees the spent budget, records the
     // forced finish and runs in forced_finish mode (docs/design/pm-round.md#pm-round).
     board.loop_count += 1;
+}
+
+/// A question a person answered directly counts as answered, whether or not the PM marks it
+/// (docs/design/whiteboard.md#questions): the PM asked them one open question, and they
+/// answered it.
+fn answered_by_person(board: &mut Board, turn: &LastTurn, result: &AgentTurnResult) {
+    let person = board
+        .agents
+        .get(&turn.agent_name)
+        .is_some_and(|a| a.kind == crate::model::ParticipantKind::Human);
+    if !person {
+        return;
+    }
+    if let Some(id) = crate::whiteboard::question_asked(board, &turn.prompt) {
+        let answer = headline(&result.response);
+        let by = [turn.agent_name.clone()];
+        let loop_no = board.loop_count;
+        // It names an open question, so it is found.
+        let _ = crate::whiteboard::answer_question(board, &id, &answer, &by, loop_no);
+    }
 }
 
 /// Count an answered turn that added nothing new (docs/design/pm-round.md#circles); the second in a row

@@ -290,6 +290,24 @@ mod tests {
         assert_eq!(b.expect_stage(Stage::PmStep).unwrap_err().exit_code(), 2);
     }
 
+    /// After one failed PM round the board is still `running`, so pm-step runs again in
+    /// normal mode (docs/design/pm-round.md#failed-rounds); the closing round only once the
+    /// second in a row set `finishing`.
+    #[test]
+    fn a_failed_round_is_followed_by_another_pm_round() {
+        let mut b = board();
+        b.last_error = Some("PM output was not valid JSON: the reply was empty".into());
+        b.record.failed_rounds = 1;
+        assert_eq!(b.next_stage(), Some(Stage::PmStep));
+        assert_eq!(b.what_runs_next(), "pm-step should run next");
+        b.record.failed_rounds = 2;
+        b.status = Status::Finishing;
+        assert_eq!(
+            b.what_runs_next(),
+            "pm-step (forced finish) should run next"
+        );
+    }
+
     #[test]
     fn program_names_round_trip() {
         for s in Stage::ALL {

@@ -192,6 +192,30 @@ fn a_failed_call_gives_an_error_turn_without_a_resend() {
     assert_eq!(event_types(&b), ["llm_call", "agent_error"]);
 }
 
+/// Findings that are not content (an id, a bare yes or no, a participant's name) are refused
+/// with the reason, by the same rule as the PM's questions (docs/design/pm-round.md#content),
+/// and the agent is asked again.
+#[test]
+fn findings_that_are_not_content_are_retried_with_the_reason() {
+    let mut junk = answer(json!([]));
+    junk["key_points"] = json!(["Q1", "Yes"]);
+    junk["risks"] = json!(["biz"]);
+    let (b, reqs) = run(
+        board_with_call("arch"),
+        vec![ok_json(junk), ok_json(answer(json!([])))],
+    );
+    let fb = &reqs[1].messages[2].content;
+    assert!(
+        fb.contains("key_points[0]: \"Q1\" is only an id, not content"),
+        "{fb}"
+    );
+    assert!(!fb.contains("Allowed values"), "{fb}");
+    let t = turn_of(&b);
+    assert_eq!(t.status, TurnStatus::Ok);
+    let kept = &t.result.as_ref().unwrap().key_points;
+    assert!(!kept.iter().any(|k| k == "Q1" || k == "Yes"), "{kept:?}");
+}
+
 #[test]
 fn unknown_document_id_is_rejected_and_retried() {
     let bad = answer(

@@ -97,7 +97,11 @@ fn pm_rate_limited_on_its_only_attempt_is_asked_once_without_waiting() {
         .success()
         .json();
     assert_eq!(server.count(), 1, "one attempt, never re-sent");
-    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(
+        (b.status, b.record.failed_rounds),
+        (Status::Running, 1),
+        "asked again next round"
+    );
     assert_eq!(b.pending_call, None);
     let err = b.last_error.as_deref().unwrap();
     assert!(err.starts_with("PM call failed: openai: HTTP 429"), "{err}");
@@ -113,7 +117,11 @@ fn pm_unavailable_costs_max_attempts_per_round() {
         3,
         "the normal round: the client's 3 attempts"
     );
-    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(
+        (b.status, b.record.failed_rounds),
+        (Status::Running, 1),
+        "asked again next round"
+    );
     let err = b.last_error.clone().unwrap();
     assert!(
         err.starts_with("PM call failed: openai: HTTP 503")
@@ -129,12 +137,16 @@ fn pm_unavailable_costs_max_attempts_per_round() {
     assert_eq!(b.usage.calls, 3, "every attempt takes a call number");
     assert_eq!(b.usage.by_caller["pm"].calls, 3);
 
-    // The closing round that follows: 3 more, then the fallback path.
+    // The next round asks again: 3 more, and a second failed round in a row closes the
+    // meeting; the closing round: 3 more, then the fallback path.
     let b = stage("pm-step", &server, &b, 3);
     assert_eq!(server.count(), 6);
+    assert_eq!((b.status, b.record.failed_rounds), (Status::Finishing, 2));
+    let b = stage("pm-step", &server, &b, 3);
+    assert_eq!(server.count(), 9);
     assert_eq!(b.status, Status::ForcedStop);
     assert_eq!(b.final_report, None);
-    assert_eq!(b.usage.calls, 6);
+    assert_eq!(b.usage.calls, 9);
 }
 
 #[test]
@@ -151,7 +163,11 @@ fn pm_context_length_error_is_asked_once() {
     ]);
     let b = stage("pm-step", &server, &openai(common::board()), 3);
     assert_eq!(server.count(), 1);
-    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(
+        (b.status, b.record.failed_rounds),
+        (Status::Running, 1),
+        "asked again next round"
+    );
     let err = b.last_error.as_deref().unwrap();
     assert!(
         err.starts_with("PM call failed: openai: HTTP 400") && err.contains("context length"),
@@ -198,7 +214,11 @@ fn pm_unknown_target_twice_is_two_requests_and_ends_the_round() {
     let error = "target_agent \"legal\" is not a participant (allowed: arch, biz)";
     let fb = last_user(&server, 1);
     assert!(fb.contains(error), "{fb}");
-    assert_eq!(b.status, Status::Finishing);
+    assert_eq!(
+        (b.status, b.record.failed_rounds),
+        (Status::Running, 1),
+        "asked again next round"
+    );
     assert_eq!(
         b.last_error.as_deref(),
         Some(format!("PM routing failed: {error}").as_str())

@@ -214,7 +214,7 @@ fn an_unknown_question_id_is_recorded_and_the_meeting_goes_on() {
                 "pm",
                 json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",
                     "prompt_for_agent": "How long is the run?", "final_report": null,
-                    "answered_questions": [{"question": "Q9", "answer": "Yes.", "by": ["arch"]}]}),
+                    "answered_questions": [{"question": "Q9", "answer": "Yes.", "by": []}]}),
             ),
             (
                 "arch",

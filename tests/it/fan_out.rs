@@ -89,7 +89,7 @@ pub(crate) fn cassette_at(work: &Workdir, lines: Vec<(u64, Line)>) -> PathBuf {
 }
 
 /// `meeting` on the demo with arch, biz and sre (the built-in agents, and the built-in PM: the
-/// demo's `agents/pm.yaml` predates fan-outs), offline, clock and trace id pinned, run in
+/// run outside the repository's `agents/`), offline, clock and trace id pinned, run in
 /// `work`.
 pub(crate) fn fan_meeting(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
     let mut cmd = fan_base(work);

@@ -139,6 +139,9 @@ struct Replies {
     biz: String,
     pm_finish: String,
     pm_forced_finish: String,
+    /// The same, marking no question answered: nobody has answered in a meeting whose first
+    /// rounds failed, so no one may be named (docs/design/whiteboard.md#questions).
+    pm_forced_finish_alone: String,
 }
 
 fn cassette_replies(path: &str) -> Vec<String> {
@@ -162,6 +165,11 @@ fn replies() -> Replies {
         biz: demo[4].clone(),
         pm_finish: demo[7].clone(),
         pm_forced_finish: forced[4].clone(),
+        pm_forced_finish_alone: {
+            let mut v: Value = serde_json::from_str(&forced[4]).unwrap();
+            v["answered_questions"] = json!([]);
+            v.to_string()
+        },
     }
 }
 
@@ -239,7 +247,10 @@ fn script(fault: Fault, pos: Position, r: &Replies) -> Vec<(&'static str, Reply)
                 out.push(("arch", text(&r.arch)));
                 out.push(("pm", text(&r.pm_finish)));
             } else {
-                out.push(("pm", text(&r.pm_forced_finish)));
+                // The fault lasts: the next round asks again and fails too, then the
+                // closing round (docs/design/pm-round.md#failed-rounds).
+                faulty(&mut out, "pm", &r.pm_call_arch);
+                out.push(("pm", text(&r.pm_forced_finish_alone)));
             }
         }
         Position::Agent => {
@@ -423,6 +434,8 @@ fn expect(fault: Fault, pos: Position) -> Expect {
         };
     }
     let caller = if pos == Position::Agent { "arch" } else { "pm" };
+    // A failed normal round is asked again once before the meeting closes.
+    let rounds = if pos == Position::PmNormal { 2 } else { 1 };
     if fault.transport() {
         events.push((
             "llm_call",
@@ -432,7 +445,7 @@ fn expect(fault: Fault, pos: Position) -> Expect {
             } else {
                 &pm_reason(fault, pos)["PM call failed: ".len()..]
             }),
-            1,
+            rounds,
         ));
     }
     match pos {
@@ -456,12 +469,14 @@ fn expect(fault: Fault, pos: Position) -> Expect {
                     "pm_routing_error",
                     "pm",
                     s("\"legal\" is not a participant"),
-                    2,
+                    2 * rounds,
                 )),
-                _ if !fault.transport() => events.push(("pm_invalid_output", "pm", s(""), 2)),
+                _ if !fault.transport() => {
+                    events.push(("pm_invalid_output", "pm", s(""), 2 * rounds))
+                }
                 _ => {}
             }
-            events.push(("pm_round_failed", "pm", s(reason), 1));
+            events.push(("pm_round_failed", "pm", s(reason), rounds));
             if pos == Position::PmNormal {
                 events.push((
                     "forced_finish",
@@ -474,7 +489,12 @@ fn expect(fault: Fault, pos: Position) -> Expect {
                     loops: 0,
                     note: Some(vec![
                         format!("The PM's round failed: {}", pm_plain(fault, pos)),
-                        s("A PM round failed, so the meeting was closed early."),
+                        s("; it was asked again in the next round."),
+                        format!(
+                            "2 PM rounds in a row failed, the last one: {}",
+                            pm_plain(fault, pos)
+                        ),
+                        s("2 PM rounds in a row failed, so the meeting was closed early."),
                     ]),
                     events,
                 }

@@ -127,6 +127,46 @@ fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
     assert!(settings.contains("answers.jsonl"), "{settings}");
 }
 
+/// A question the person answered directly counts as answered in the report, though the PM
+/// never marked it (docs/design/whiteboard.md#questions); the PM may then name ana in `by`,
+/// but not arch, who was never asked.
+#[test]
+fn a_question_the_person_answered_directly_counts_as_answered() {
+    let work = Workdir::new();
+    let mut ask = ask_ana();
+    ask["prompt_for_agent"] =
+        json!("Q2: What would a managed warehouse cost per month at our data volume?");
+    let mut by_arch = finish();
+    by_arch["answered_questions"] =
+        json!([{"question": "Q3", "answer": "The tax summary.", "by": ["arch"]}]);
+    let c = cassette(
+        &work,
+        &[(1, "pm", ask), (3, "pm", by_arch), (4, "pm", finish())],
+    );
+    let answers = work.write(
+        "answers.jsonl",
+        "{\"response\": \"About 1,200 USD a month with loading included.\", \"key_points\": [\"The warehouse fits the budget\"]}\n",
+    );
+    let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
+    out.check(out.code() == Some(0), "the meeting");
+    let md = work.read("report.md");
+    assert!(
+        md.contains("What would a managed warehouse cost per month at our data volume, including loading? — answered by ana: About 1,200 USD a month with loading included."),
+        "{md}"
+    );
+    let log = log_lines(&work);
+    let retry = log
+        .iter()
+        .filter(|l| l["caller"] == "pm")
+        .nth(2)
+        .expect("asked again");
+    let told = retry["messages"].to_string();
+    assert!(
+        told.contains("answered_questions[0].by[0]: \\\"arch\\\" has not answered in this meeting (answered so far: ana)"),
+        "{told}"
+    );
+}
+
 #[test]
 fn with_no_terminal_and_no_file_the_turn_fails_and_the_meeting_goes_on() {
     let work = Workdir::new();

@@ -292,6 +292,80 @@ fn shell_loop_gives_the_same_board_and_report() {
     assert_eq!(std::fs::read_to_string(&sh_report).unwrap(), want_report);
 }
 
+/// The repository's own PM config offers a fan-out like the built-in PM: `--max-parallel`
+/// reaches the schema sent, bounded by the participants who can answer at once.
+#[test]
+fn the_shipped_pm_config_offers_call_agents() {
+    let work = Workdir::new();
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--max-parallel", "3"],
+    )
+    .run();
+    out.exit(0);
+    let log = std::fs::read_to_string(work.join("runs/demo-test/llm.jsonl")).unwrap();
+    let first: Value = serde_json::from_str(log.lines().next().unwrap()).unwrap();
+    assert_eq!(first["caller"], "pm");
+    let p = &first["schema"]["schema"]["properties"];
+    assert_eq!(
+        p["next_action"]["enum"],
+        serde_json::json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"])
+    );
+    assert_eq!(p["calls"]["anyOf"][0]["maxItems"], 2, "arch and biz");
+}
+
+/// A failed PM round is not the end of the meeting (docs/design/pm-round.md#failed-rounds):
+/// the next round asks the PM again, with the error in its prompt, and the meeting goes on to
+/// the PM's decision. The driver and the shell loop agree, since the next stage is a function
+/// of the board alone.
+#[test]
+fn a_failed_pm_round_is_asked_again_in_the_next_round() {
+    let work = Workdir::new();
+    let demo = std::fs::read_to_string(demo_cassette()).unwrap();
+    let mut text = String::new();
+    for seq in 1..=2 {
+        text.push_str(&format!(
+            "{}\n",
+            serde_json::json!({"seq": seq, "caller": "pm", "response": "not json"})
+        ));
+    }
+    for line in demo.lines() {
+        let mut v: Value = serde_json::from_str(line).unwrap();
+        v["seq"] = serde_json::json!(v["seq"].as_u64().unwrap() + 2);
+        text.push_str(&format!("{v}\n"));
+    }
+    let cassette = work.write("failed-first.jsonl", text);
+    let out = meeting_cmd(work.path(), &cassette, &[]).run();
+    out.exit(0);
+    out.stderr_has("pm: round failed (PM output was not valid JSON")
+        .stderr_has("asking again")
+        .stderr_lacks("closing the meeting");
+    let run_dir = work.join("runs/demo-test");
+    let board = final_board(&run_dir);
+    assert_eq!(board["status"], "finished");
+    assert!(board["record"]["decision"].is_object(), "the PM's decision");
+    assert_eq!(
+        board["record"].get("failed_rounds"),
+        None,
+        "reset by the next round"
+    );
+    let events = crate::bounded_board::run_events(&run_dir);
+    let count = |ty: &str| events.iter().filter(|e| e["type"] == ty).count();
+    assert_eq!((count("pm_round_failed"), count("forced_finish")), (1, 0));
+    let report = work.read("report.md");
+    assert!(
+        report.contains("The PM's round failed: its answer was unusable (it was not valid JSON), also when asked again; it was asked again in the next round."),
+        "{report}"
+    );
+    assert!(!report.contains("closed early"), "{report}");
+
+    let sh_report = work.join("sh-report.md");
+    let out = shell_loop(&cassette, &sh_report).run();
+    out.exit(0);
+    assert_eq!(std::fs::read_to_string(&sh_report).unwrap(), report);
+}
+
 /// The numbered step files of a run folder (`0004-agent-turn.out.json`, ...).
 fn steps(run_dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(run_dir)
@@ -865,7 +939,8 @@ fn a_resume_waits_a_moment_for_a_process_letting_go_of_the_folder() {
 #[test]
 fn shell_loop_fails_like_the_driver_when_no_model_answered() {
     let work = Workdir::new();
-    let junk = (1..=4)
+    // Three PM rounds of two logical calls each: a failed round is asked again once.
+    let junk = (1..=6)
         .map(|i| format!("{{\"seq\": {i}, \"caller\": \"pm\", \"response\": \"not json\"}}\n"))
         .collect::<String>();
     let cassette = work.write("junk.jsonl", junk);

@@ -262,6 +262,19 @@ pub(crate) fn check_answer(
     if result.response.trim().is_empty() {
         return Err(AnswerError::Shape("response: must not be empty".into()));
     }
+    // Findings, risks and the questions among them must be content, by the PM's own rule
+    // (docs/design/pm-round.md#content).
+    for (field, items) in [
+        ("key_points", &result.key_points),
+        ("risks", &result.risks),
+        ("recommendations", &result.recommendations),
+    ] {
+        for (i, item) in items.iter().enumerate() {
+            if let Some(why) = crate::model::not_content(item, &board.participants) {
+                return Err(AnswerError::Shape(format!("{field}[{i}]: {why}")));
+            }
+        }
+    }
     result.agent_name = agent.name.clone();
     let docs = &board.context_bundle.documents;
     for (i, c) in result.citations.iter_mut().enumerate() {
@@ -695,5 +708,34 @@ mod tests {
             c["supports"] = json!(null);
         }
         json!({"response": "r", "citations": [c]})
+    }
+
+    /// Findings, risks and the questions among them that are not content (an id, a yes or
+    /// no, a participant's name) are refused with the reason, so the ask loop asks again.
+    #[test]
+    fn findings_that_are_not_content_are_refused() {
+        let board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        let agent = crate::stage::fixtures::agent("arch");
+        let answer = |field: &str, item: &str| {
+            let mut v = serde_json::json!({"response": "B is cheaper.",
+                "key_points": ["B costs half of A."], "risks": [], "recommendations": []});
+            v[field] = serde_json::json!(["Moving takes a quarter.", item]);
+            v
+        };
+        assert!(check_answer(&board, &agent, &answer("risks", "Moving may slip.")).is_ok());
+        for (field, item, why) in [
+            ("key_points", "Q1", "only an id"),
+            ("key_points", "Yes", "bare yes/no"),
+            ("risks", "No.", "bare yes/no"),
+            ("risks", "biz?", "participant's name"),
+            ("recommendations", "arch", "participant's name"),
+        ] {
+            let e = check_answer(&board, &agent, &answer(field, item)).unwrap_err();
+            let text = e.for_model();
+            assert!(
+                text.starts_with(&format!("{field}[1]: ")) && text.contains(why),
+                "{text}"
+            );
+        }
     }
 }

@@ -46,6 +46,23 @@ impl Invalid {
         }
     }
 
+    /// The field the answer got wrong, by its last name (`next_action`, `target_agent`,
+    /// `by`), read from the error's path: what the retry offers the allowed values of.
+    fn field(&self) -> Option<&str> {
+        let e = match self {
+            Invalid::Schema(e, _) | Invalid::Routing(_, e, _) => e.as_str(),
+            Invalid::Json(_) | Invalid::Repeat(_) => return None,
+        };
+        let e = e.strip_prefix(CONFIG_MISMATCH).unwrap_or(e);
+        let e = e.strip_prefix("at /").unwrap_or(e);
+        let end = e
+            .find(|c: char| !(c.is_ascii_alphanumeric() || "_[]./".contains(c)))
+            .unwrap_or(e.len());
+        e[..end]
+            .split(['/', '.', '[', ']'])
+            .rfind(|s| !s.is_empty() && !s.chars().all(|c| c.is_ascii_digit()))
+    }
+
     /// What the model is told when it is asked again.
     fn for_model(&self) -> String {
         match self {
@@ -113,17 +130,31 @@ impl Asker for PmAsk<'_> {
         Ok(d)
     }
 
+    /// The correction names the field that was wrong and its allowed values: the actions
+    /// offered for `next_action`, the participants for a target (none in forced_finish mode,
+    /// where no target is allowed and the note says FINISH), those who answered for `by`.
     fn correction(&self, invalid: &Invalid) -> Result<String> {
         let error = invalid.for_model();
-        // In forced_finish mode no target is allowed, so no names are offered.
-        let (allowed, note): (&[String], &str) = match self.mode {
-            Mode::Normal => (&self.board.participants, ""),
-            Mode::ForcedFinish => (
-                &[],
-                "The meeting is in forced_finish mode: next_action must be \"FINISH\" with a final_report.",
-            ),
+        let note = match self.mode {
+            Mode::Normal => "",
+            Mode::ForcedFinish => {
+                "The meeting is in forced_finish mode: next_action must be \"FINISH\" with a final_report."
+            }
         };
-        retry_message(&error, "target_agent", allowed, note)
+        let offer = Offered::of(self.board);
+        let field = invalid.field().unwrap_or_default();
+        let allowed: Vec<String> = match (field, self.mode) {
+            // The closing round's note says it already.
+            ("next_action", Mode::Normal) => offer
+                .actions
+                .iter()
+                .map(|a| a.as_str().to_string())
+                .collect(),
+            ("target_agent", Mode::Normal) => self.board.participants.clone(),
+            ("by", _) => offer.answerers.clone(),
+            _ => Vec::new(),
+        };
+        retry_message(&error, field, &allowed, note)
     }
 
     fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
@@ -172,13 +203,18 @@ impl Asker for PmAsk<'_> {
     }
 }
 
-/// Check one parsed PM answer: the PM config's output schema (if any), the PMDecision
-/// structure and its conditional rules, the forced-finish rule, then the routing target.
+/// How an answer outside the PM config's `output_schema` is described (its path follows).
+const CONFIG_MISMATCH: &str = "does not match the PM output schema: ";
+
+/// Check one parsed PM answer: an action this round offers, the PM config's output schema
+/// (if any), the PMDecision structure and its conditional rules, who answered the questions
+/// it marks answered, the forced-finish rule, then the routing target and the question.
 pub(super) fn check_decision(
     board: &Board,
     mode: Mode,
     value: &Value,
 ) -> Result<PmDecision, Invalid> {
+    check_action(board, mode, value)?;
     if let Some(pm) = &board.pm {
         // The meeting's schema has every field, null when unused (strict structured output
         // sends them all): a null field the config does not require is an absent one to it,
@@ -199,7 +235,7 @@ pub(super) fn check_decision(
         };
         schema::validate(&value, &Value::Object(pm.output_schema.clone())).map_err(|e| {
             Invalid::Schema(
-                format!("does not match the PM output schema: {e}"),
+                format!("{CONFIG_MISMATCH}{e}"),
                 "it did not match the PM's output schema".into(),
             )
         })?;
@@ -233,6 +269,7 @@ pub(super) fn check_decision(
         let plain = format!("its {} was missing or unusable", e.path);
         Invalid::Schema(e.to_string(), plain)
     })?;
+    check_answered_by(board, &decision)?;
     if decision.next_action == NextAction::Finish {
         return Ok(decision);
     }
@@ -249,6 +286,76 @@ pub(super) fn check_decision(
     match decision.next_action {
         NextAction::CallAgents => check_fan_out(board, decision),
         _ => check_call(board, decision),
+    }
+}
+
+/// An action this round does not offer (the PM config's or the moment's): refused, the retry
+/// naming the actions that are. The closing round and a
+/// fan-out that cannot run keep their own words below.
+fn check_action(board: &Board, mode: Mode, value: &Value) -> Result<(), Invalid> {
+    let Some(action) = value.get("next_action").and_then(Value::as_str) else {
+        return Ok(());
+    };
+    let offer = Offered::of(board);
+    let Some(a) = NextAction::ALL.into_iter().find(|a| a.as_str() == action) else {
+        return Ok(());
+    };
+    if mode == Mode::ForcedFinish || offer.actions.contains(&a) || a == NextAction::CallAgents {
+        return Ok(());
+    }
+    // The retry lists the allowed actions (`correction`).
+    Err(Invalid::Schema(
+        format!("next_action: {action:?} is not allowed in this meeting"),
+        format!("it chose {action}, which this meeting does not allow"),
+    ))
+}
+
+/// At most one answer per open question, and the participants an answered question names in
+/// `by` must have answered in this meeting (docs/design/whiteboard.md#questions): a name the
+/// PM invents, or a participant never asked, is refused like any invalid answer.
+fn check_answered_by(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
+    let (n, open) = (d.answered_questions.len(), board.open_questions.len());
+    if n > open {
+        return Err(Invalid::Schema(
+            format!("answered_questions: {n} answers, but {open} questions are open: mark each open question at most once"),
+            format!("it marked {n} questions answered where {open} were open"),
+        ));
+    }
+    let answerers = super::offer::answerers(board);
+    for (i, a) in d.answered_questions.iter().enumerate() {
+        for (j, name) in a.by.iter().enumerate() {
+            if answerers.contains(name) {
+                continue;
+            }
+            let who = if answerers.is_empty() {
+                "nobody has answered yet, so leave answered_questions empty".to_string()
+            } else {
+                format!("answered so far: {}", answerers.join(", "))
+            };
+            return Err(Invalid::Schema(
+                format!(
+                    "answered_questions[{i}].by[{j}]: {:?} has not answered in this meeting ({who})",
+                    cut(name, 60)
+                ),
+                format!(
+                    "it said {:?} answered a question, who had not answered in this meeting",
+                    cut(name, 60)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The PM's question to a participant must be content (`model::not_content`: not an id, a
+/// yes/no or a participant's name): else the retry says why.
+fn check_question(board: &Board, at: &str, question: &str) -> Result<(), Invalid> {
+    match crate::model::not_content(question, &board.participants) {
+        None => Ok(()),
+        Some(why) => Err(Invalid::Schema(
+            format!("{at}: {why}"),
+            format!("its question {:?} was not a question", cut(question, 60)),
+        )),
     }
 }
 
@@ -314,6 +421,11 @@ fn check_fan_out(board: &Board, mut d: PmDecision) -> Result<PmDecision, Invalid
                 format!("{target}, a person, among parallel calls"),
             ));
         }
+        check_question(
+            board,
+            &format!("calls[{i}].prompt_for_agent"),
+            &call.prompt_for_agent,
+        )?;
         if let Some(earlier) = circles::earlier_ask(board, target, &call.prompt_for_agent) {
             return Err(Invalid::Repeat(earlier.clone()));
         }
@@ -326,6 +438,7 @@ fn check_call(board: &Board, d: PmDecision) -> Result<PmDecision, Invalid> {
     let target = d.target_agent.as_deref().unwrap_or_default();
     check_target(board, "target_agent", target)?;
     let question = d.prompt_for_agent.as_deref().unwrap_or_default();
+    check_question(board, "prompt_for_agent", question)?;
     if let Some(earlier) = circles::earlier_ask(board, target, question) {
         return Err(Invalid::Repeat(earlier.clone()));
     }
@@ -361,5 +474,81 @@ mod tests {
         assert!(check_decision(&b, Mode::Normal, &answer).is_ok());
         answer["analysis"] = Value::Null;
         assert!(check_decision(&b, Mode::Normal, &answer).is_err());
+    }
+
+    /// An answered question names only participants who answered in this meeting; the retry
+    /// says who did, and names `by` as the field.
+    #[test]
+    fn answered_by_names_only_who_answered() {
+        let mut b = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        b.record.asked.push(crate::model::AskedQuestion {
+            agent: "arch".into(),
+            question: "What does it cost?".into(),
+            loop_no: 0,
+            answer: Some("Little.".into()),
+        });
+        let answer = |by: Value| {
+            json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "biz",
+                "prompt_for_agent": "What is the risk of moving?", "final_report": null,
+                "answered_questions": [{"question": "Q1", "answer": "A is cheaper.", "by": by}]})
+        };
+        assert!(check_decision(&b, Mode::Normal, &answer(json!(["arch"]))).is_ok());
+        for who in ["ceo", "biz"] {
+            let e = check_decision(&b, Mode::Normal, &answer(json!(["arch", who]))).unwrap_err();
+            assert!(
+                e.describe().contains(&format!("answered_questions[0].by[1]: \"{who}\" has not answered in this meeting (answered so far: arch)")),
+                "{}",
+                e.describe()
+            );
+            assert_eq!(e.field(), Some("by"));
+        }
+    }
+
+    /// The retry names the field that was wrong and its allowed values: the actions for
+    /// `next_action`, the participants for a target, nothing for other fields.
+    #[test]
+    fn the_retry_names_the_field_that_was_wrong() {
+        let mut b = crate::stage::fixtures::board(&[]);
+        b.max_parallel = 2;
+        let mut pm = crate::stage::fixtures::agent("pm");
+        pm.output_schema = json!({"type": "object", "properties": {"next_action":
+            {"type": "string", "enum": ["CALL_AGENTS", "FINISH"]}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        b.pm = Some(pm);
+        let limits = budget::AgentLimits::resolve(&b, &crate::llm::LlmArgs::default());
+        let clock = crate::events::FixedClock(crate::stage::fixtures::NOW.into());
+        let call = json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",
+            "prompt_for_agent": "What does the nightly run cost?"});
+        let bad_target = json!({"analysis": "a", "next_action": "CALL_AGENTS", "calls": [
+            {"target_agent": "arch", "prompt_for_agent": "What does it cost?"},
+            {"target_agent": "ceo", "prompt_for_agent": "What is the risk?"}]});
+        let id_only = json!({"analysis": "a", "next_action": "CALL_AGENTS", "calls": [
+            {"target_agent": "arch", "prompt_for_agent": "What does it cost?"},
+            {"target_agent": "biz", "prompt_for_agent": "Q1"}]});
+        let ask = PmAsk {
+            board: &mut b.clone(),
+            clock: &clock,
+            mode: Mode::Normal,
+            reserve: 0,
+            limits: &limits,
+        };
+        for (answer, field, allowed) in [
+            (call, "next_action", Some("CALL_AGENTS, FINISH")),
+            (bad_target, "target_agent", Some("arch, biz")),
+            (id_only, "prompt_for_agent", None),
+        ] {
+            let e = check_decision(&*ask.board, Mode::Normal, &answer).unwrap_err();
+            assert_eq!(e.field(), Some(field), "{}", e.describe());
+            let text = ask.correction(&e).unwrap();
+            match allowed {
+                Some(v) => assert!(
+                    text.contains(&format!("Allowed values for {field}: {v}.")),
+                    "{text}"
+                ),
+                None => assert!(!text.contains("Allowed values"), "{text}"),
+            }
+        }
     }
 }

@@ -96,6 +96,12 @@ fn forced_reason(board: &Board) -> String {
         (Some(ForcedReason::Circles), _) => format!(
             "The PM kept asking what it had asked before: {GOING_IN_CIRCLES}, so it was closed early."
         ),
+        (Some(ForcedReason::RoundFailed), _) | (_, Some(_)) if board.record.failed_rounds > 1 => {
+            format!(
+                "{} PM rounds in a row failed, so the meeting was closed early.",
+                board.record.failed_rounds
+            )
+        }
         (Some(ForcedReason::RoundFailed), _) | (_, Some(_)) => {
             "A PM round failed, so the meeting was closed early.".into()
         }
@@ -274,6 +280,7 @@ fn pm_step_with(
 /// or FINISH with its report.
 fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Clock) {
     board.last_error = None;
+    board.record.failed_rounds = 0;
     match d.next_action {
         NextAction::CallAgent => {
             let target = d.target_agent.unwrap_or_default();
@@ -318,8 +325,31 @@ fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Cl
     }
 }
 
-/// A failed normal round: the PM gets one closing round (`finishing` without a report).
+/// Failed PM rounds in a row after which the meeting is closed
+/// (docs/design/pm-round.md#failed-rounds): one failed round is asked again in the next round,
+/// with the error in its prompt; the second in a row gets the closing round.
+pub const MAX_FAILED_ROUNDS: u32 = 2;
+
+/// A failed normal round (docs/design/pm-round.md#failed-rounds). The board stays `running`
+/// and the next round asks the PM again, seeing `last_error`, until [`MAX_FAILED_ROUNDS`] in a
+/// row; then, or at once when the PM went in circles or the token budget refused the call
+/// (asking again could not help), the PM gets one closing round (`finishing` without a report).
 fn fail_round(board: &mut Board, f: Failure, clock: &dyn Clock) {
+    events::push(board, clock, events::pm_round_failed(&f.error));
+    board.record.failed_rounds += 1;
+    let failed = board.record.failed_rounds;
+    board.last_error = Some(f.error.clone());
+    if !f.circling && !f.over_budget && failed < MAX_FAILED_ROUNDS {
+        note_process(
+            board,
+            ProcessKind::RoundFailed,
+            format!(
+                "The PM's round failed: {}; it was asked again in the next round.",
+                f.plain
+            ),
+        );
+        return;
+    }
     let (reason, kind, note, why) = if f.circling {
         (
             ForcedReason::Circles,
@@ -328,21 +358,21 @@ fn fail_round(board: &mut Board, f: Failure, clock: &dyn Clock) {
             GOING_IN_CIRCLES.to_string(),
         )
     } else {
+        let rounds = if failed > 1 {
+            format!("{failed} PM rounds in a row failed, the last one")
+        } else {
+            "The PM's round failed".to_string()
+        };
         (
             ForcedReason::RoundFailed,
             ProcessKind::RoundFailed,
-            format!(
-                "The PM's round failed: {}; the PM was given one closing round.",
-                f.plain
-            ),
+            format!("{rounds}: {}; the PM was given one closing round.", f.plain),
             format!("PM round failed: {}", f.error),
         )
     };
     note_process(board, kind, note);
-    events::push(board, clock, events::pm_round_failed(&f.error));
     force_finish(board, clock, reason, why);
     board.status = Status::Finishing;
-    board.last_error = Some(f.error);
 }
 
 /// A failed closing round: `forced_stop` without a report, so the fallback report is built.

@@ -77,9 +77,14 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     input["role"] = json!(role);
     input["schema_in_prompt"] = json!(schema_in_prompt);
     let offer = Offered::of(board);
-    input["offer_answered"] = json!(offer.answered_questions);
-    input["offer_assessments"] = json!(offer.option_assessments);
-    input["max_calls"] = json!(offer.fan_out);
+    input["offer_call"] = json!(offer.actions.contains(&NextAction::CallAgent));
+    input["offer_answered"] = json!(offer.answered > 0);
+    input["offer_assessments"] = json!(offer.assessments > 0);
+    input["max_calls"] = json!(if offer.actions.contains(&NextAction::CallAgents) {
+        offer.fan_out
+    } else {
+        0
+    });
     Ok(Message::user_with_stable_prefix(
         meeting_brief(board)?,
         &(whiteboard(board, Reader::Pm)? + &render("pm_user.j2", &input)?),
@@ -91,13 +96,26 @@ pub fn render_pm_user(board: &Board) -> Result<String> {
     Ok(pm_user_message(board, false)?.content)
 }
 
-/// The optional PMDecision fields the PM is offered, in its prompt and its schema: answered
-/// questions while the whiteboard has open ones, the options × dimensions assessment when the
-/// meeting file names both. An answer may carry either anyway; it is used.
-#[derive(Debug, Clone, Copy)]
+/// What the PM is offered, in its prompt and its schema (docs/design/prompts.md#structured-output):
+/// the actions its config and the moment allow, answered questions while the whiteboard has
+/// open ones and someone has answered, the options × dimensions assessment when the meeting
+/// file names both, and the most items each list may hold.
+#[derive(Debug, Clone)]
 pub(super) struct Offered {
-    pub(super) answered_questions: bool,
-    pub(super) option_assessments: bool,
+    /// The actions a normal round may answer with, in `NextAction::ALL` order: those the PM
+    /// config's `next_action` enum allows (all without a config), CALL_AGENTS only where a
+    /// fan-out can run; FINISH when nothing else is left.
+    pub(super) actions: Vec<NextAction>,
+    /// Most `answered_questions` in the schema: as many as the whiteboard can hold open (a
+    /// bound that stays the same all meeting, see [`pm_expected_json`]); 0 when not offered.
+    /// The exact bound, the questions open now, is the check's.
+    pub(super) answered: usize,
+    /// The participants an answered question may name in `by`: those who answered in this
+    /// meeting (docs/design/whiteboard.md#questions); the check's, the schema names every
+    /// participant.
+    pub(super) answerers: Vec<String>,
+    /// Most `option_assessments`: options × dimensions; 0 when not offered.
+    pub(super) assessments: usize,
     /// Most calls a CALL_AGENTS may make (docs/design/agent-turn.md#fan-out), 0 when it is not offered: the
     /// board's `max_parallel`, the loops left and the participants who can answer
     /// concurrently (people answer one at a time) all allow 2 or more.
@@ -115,15 +133,58 @@ impl Offered {
         .min(crate::model::MAX_PARALLEL)
         .min(board.max_loops.saturating_sub(board.loop_count))
         .min(fan_out_targets(board).len() as u32);
-        Offered {
-            answered_questions: !board.open_questions.is_empty(),
-            option_assessments: !dp.options.is_empty() && !dp.evaluation_dimensions.is_empty(),
-            fan_out: if most >= 2 && mode(board) == Mode::Normal {
-                most
-            } else {
-                0
-            },
+        let fan_out = if most >= 2 && mode(board) == Mode::Normal {
+            most
+        } else {
+            0
+        };
+        let allowed = pm_config_actions(board);
+        let mut actions: Vec<NextAction> = NextAction::ALL
+            .into_iter()
+            .filter(|a| allowed.contains(a))
+            .filter(|a| fan_out > 0 || *a != NextAction::CallAgents)
+            .collect();
+        if actions.is_empty() {
+            actions.push(NextAction::Finish);
         }
+        Offered {
+            actions,
+            answered: if board.open_questions.is_empty() {
+                0
+            } else {
+                crate::model::LIST_CAP
+            },
+            answerers: answerers(board),
+            assessments: dp.options.len() * dp.evaluation_dimensions.len(),
+            fan_out,
+        }
+    }
+
+    /// The actions of a round in `mode`: the closing round may only FINISH.
+    pub(super) fn actions_in(&self, mode: Mode) -> Vec<NextAction> {
+        match mode {
+            Mode::Normal => self.actions.clone(),
+            Mode::ForcedFinish => vec![NextAction::Finish],
+        }
+    }
+}
+
+/// The actions the PM config's `next_action` enum allows (every action without a config or
+/// an enum).
+fn pm_config_actions(board: &Board) -> Vec<NextAction> {
+    let listed = board
+        .pm
+        .as_ref()
+        .and_then(|pm| pm.output_schema.get("properties"))
+        .and_then(|p| p.get("next_action"))
+        .and_then(|a| a.get("enum"))
+        .and_then(Value::as_array);
+    match listed {
+        None => NextAction::ALL.to_vec(),
+        Some(names) => NextAction::ALL
+            .into_iter()
+            .filter(|a| names.iter().any(|v| v == a.as_str()))
+            .collect(),
     }
 }
 
@@ -134,14 +195,29 @@ fn pm_config_allows_fan_out(board: &Board) -> bool {
     let Some(pm) = &board.pm else { return true };
     let schema = &pm.output_schema;
     let props = schema.get("properties").and_then(Value::as_object);
-    let action_ok = props
-        .and_then(|p| p.get("next_action"))
-        .and_then(|a| a.get("enum"))
-        .and_then(Value::as_array)
-        .is_none_or(|e| e.iter().any(|v| v == "CALL_AGENTS"));
     let calls_ok = schema.get("additionalProperties") != Some(&Value::Bool(false))
         || props.is_some_and(|p| p.contains_key("calls"));
-    action_ok && calls_ok
+    pm_config_actions(board).contains(&NextAction::CallAgents) && calls_ok
+}
+
+/// The participants who answered in this meeting, in the board's order: they were called
+/// (the record keeps who answered for each caller), a turn of theirs was answered (the PM's
+/// asked questions keep its headline), or the whiteboard keeps a finding or a question they
+/// raised. Only they may be named as having answered a question
+/// (docs/design/whiteboard.md#questions).
+pub(super) fn answerers(board: &Board) -> Vec<String> {
+    let r = &board.record;
+    board
+        .participants
+        .iter()
+        .filter(|p| {
+            r.callers.contains_key(*p)
+                || r.asked.iter().any(|a| &a.agent == *p && a.answer.is_some())
+                || r.findings.iter().any(|f| f.by.contains(p))
+                || r.questions.iter().any(|q| q.raised_by.as_ref() == Some(*p))
+        })
+        .cloned()
+        .collect()
 }
 
 /// The participants a fan-out may ask: the models (a person answers one call at a time, at
@@ -159,49 +235,67 @@ pub(super) fn fan_out_targets(board: &Board) -> Vec<&String> {
         .collect()
 }
 
+/// `schema` as an array of at most `most` items, or null: a list the answer may leave out
+/// (OpenAI strict mode wants every property, so optional is nullable; llama.cpp's grammar
+/// bounds the list, so a small model cannot run on to `max_tokens` inside it).
+fn bounded_or_null(mut schema: Value, least: usize, most: usize) -> Value {
+    if least > 0 {
+        schema["minItems"] = json!(least);
+    }
+    schema["maxItems"] = json!(most);
+    json!({"anyOf": [schema, {"type": "null"}]})
+}
+
 /// The JSON the PM must return, sent to providers with native structured output: the
 /// meeting's own (docs/design/prompts.md#structured-output), made from PMDecision's one definition
 /// (`model::decision_shape`, strict-friendly: OpenAI strict mode wants every property required,
-/// nullable ones typed `[T, "null"]`, no extra properties) and narrowed to this board —
-/// `target_agent` one of the participants or null, and in forced-finish mode `next_action`
-/// only `FINISH` with no target or question — so a schema-constrained server cannot mis-route.
-/// The answer itself is still checked by `check_decision`, which also accepts omitted nullable
-/// fields.
+/// nullable ones typed `[T, "null"]` or `anyOf` with null, no extra properties) and narrowed to
+/// this board and mode: `next_action` one of the actions [`Offered`] allows (the closing
+/// round: FINISH only), `target_agent` and `prompt_for_agent` null unless CALL_AGENT is one,
+/// every list bounded (`maxItems`) and nullable, and present only where offered — so a
+/// schema-constrained server can neither mis-route nor run on inside a list. The bounds are
+/// the ones that hold all meeting (the calls' changes only in the last loops): the schema is
+/// part of the cached prompt prefix (an Anthropic tool comes first, OpenAI caches the schema
+/// with the system message, and without native output it is in the system message), so one
+/// that changed every round would leave the documents uncached on every call
+/// (docs/design/prompts.md#structured-output). The bounds that change by the round (questions
+/// open now, who answered) are the checks'. The answer itself is still checked by
+/// `check_decision`, which also accepts omitted nullable fields.
 pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     let shape = &crate::model::decision_shape().schema;
     let mut properties = shape["properties"].clone();
     let offer = Offered::of(board);
-    let fan_out = offer.fan_out > 0 && mode == Mode::Normal;
-    let actions: Vec<&str> = match mode {
-        Mode::Normal => NextAction::ALL
-            .into_iter()
-            .filter(|a| fan_out || *a != NextAction::CallAgents)
-            .map(NextAction::as_str)
-            .collect(),
-        Mode::ForcedFinish => vec![NextAction::Finish.as_str()],
-    };
-    properties["next_action"]["enum"] = json!(actions);
-    match mode {
+    let actions = offer.actions_in(mode);
+    let names: Vec<&str> = actions.iter().map(|a| a.as_str()).collect();
+    properties["next_action"]["enum"] = json!(names);
+    if actions.contains(&NextAction::CallAgent) {
         // `anyOf` rather than `"type": ["string", "null"]` with the enum: grammar-constrained
         // local servers (llama.cpp's schema-to-grammar) read a type list before an enum and
         // would let any string through; OpenAI strict mode takes both forms.
-        Mode::Normal => {
-            properties["target_agent"] = json!({"anyOf": [
-                {"type": "string", "enum": board.participants},
-                {"type": "null"},
-            ]});
-        }
-        // The closing round must write the report: a string, never null.
-        Mode::ForcedFinish => {
-            properties["target_agent"] = json!({"type": "null"});
-            properties["prompt_for_agent"] = json!({"type": "null"});
-            properties["final_report"] = json!({"type": "string"});
-        }
+        properties["target_agent"] = json!({"anyOf": [
+            {"type": "string", "enum": board.participants},
+            {"type": "null"},
+        ]});
+    } else {
+        properties["target_agent"] = json!({"type": "null"});
+        properties["prompt_for_agent"] = json!({"type": "null"});
     }
+    if actions == [NextAction::Finish] {
+        // A round that may only FINISH must write the report: a string, never null.
+        properties["final_report"] = json!({"type": "string"});
+    }
+    let fan_out = actions.contains(&NextAction::CallAgents);
     // A fan-out's calls go to the participants who are models; null when not CALL_AGENTS.
     let mut calls = properties["calls"].take();
     calls["items"]["properties"]["target_agent"]["enum"] = json!(fan_out_targets(board));
-    properties["calls"] = json!({"anyOf": [calls, {"type": "null"}]});
+    properties["calls"] = bounded_or_null(calls, 2, offer.fan_out as usize);
+    let mut answered = properties["answered_questions"].take();
+    let by = &mut answered["items"]["properties"]["by"];
+    by["items"]["enum"] = json!(board.participants);
+    by["maxItems"] = json!(board.participants.len());
+    properties["answered_questions"] = bounded_or_null(answered, 0, offer.answered);
+    let assessments = properties["option_assessments"].take();
+    properties["option_assessments"] = bounded_or_null(assessments, 0, offer.assessments);
     // Offered only where they apply (docs/design/prompts.md#prompt-layout): every field is paid for on
     // every call, and a field with nothing to say invites filler.
     let props = properties
@@ -209,8 +303,8 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         .expect("PMDecision has properties");
     for (name, offered) in [
         ("calls", fan_out),
-        ("answered_questions", offer.answered_questions),
-        ("option_assessments", offer.option_assessments),
+        ("answered_questions", offer.answered > 0),
+        ("option_assessments", offer.assessments > 0),
     ] {
         if !offered {
             props.shift_remove(name);
@@ -233,12 +327,23 @@ mod tests {
     use super::*;
     use crate::stage::pm_step::checks::check_decision;
 
+    /// `who` answered a question of the PM's in this meeting.
+    pub(crate) fn answered(board: &mut Board, who: &str) {
+        board.record.asked.push(crate::model::AskedQuestion {
+            agent: who.into(),
+            question: "What does it cost?".into(),
+            loop_no: 0,
+            answer: Some("It costs little.".into()),
+        });
+    }
+
     /// The schema sent is the meeting's own: the participants (or null) as targets, and only
     /// FINISH with no target or question in forced-finish mode. OpenAI's strict conversion
     /// keeps the enums, and both forms compile as JSON Schema (Anthropic's tool input).
     #[test]
     fn the_schema_sent_names_the_participants_and_the_mode() {
         let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        answered(&mut board, "arch");
         let dp = &mut board.meeting_input.decision_packet;
         dp.options = vec!["A".into(), "B".into()];
         dp.evaluation_dimensions = vec!["Cost".into()];
@@ -448,6 +553,7 @@ mod tests {
         // the struct reads back through the decision checks.
         let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
         board.max_parallel = 2;
+        answered(&mut board, "arch");
         let dp = &mut board.meeting_input.decision_packet;
         dp.options = vec!["A".into(), "B".into()];
         dp.evaluation_dimensions = vec!["Cost".into()];
@@ -455,6 +561,8 @@ mod tests {
         let sent_keys: Vec<&String> = sent["properties"].as_object().unwrap().keys().collect();
         assert_eq!(sent_keys, shape.fields.iter().collect::<Vec<_>>());
         let mut answer = written.clone();
+        answer["calls"] = json!([{"target_agent": "arch", "prompt_for_agent": "Cost?"},
+            {"target_agent": "biz", "prompt_for_agent": "Risk?"}]);
         answer["final_report"] =
             json!("### Executive Summary\nKeep it.\n### Recommendation\nTune it.");
         assert!(jsonschema::validator_for(&sent).unwrap().is_valid(&answer));
@@ -478,5 +586,130 @@ mod tests {
             let e = crate::loader::validate_agent(&pm, crate::loader::AgentKind::Pm).unwrap_err();
             assert_eq!(e.path, "output_schema.required", "{field}");
         }
+    }
+
+    /// The schema offers what this PM may answer now: a PM config that allows only
+    /// CALL_AGENTS and FINISH gets no CALL_AGENT (its target and question are null), the
+    /// closing round only FINISH, and when no fan-out can run, FINISH alone.
+    #[test]
+    fn the_actions_offered_follow_the_pm_config_and_the_moment() {
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        board.max_parallel = 3;
+        let mut pm = crate::stage::fixtures::agent("pm");
+        pm.output_schema = json!({"type": "object", "properties": {"next_action":
+            {"type": "string", "enum": ["CALL_AGENTS", "FINISH"]}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        board.pm = Some(pm);
+        let actions = |b: &Board, m: Mode| {
+            pm_expected_json(b, m).schema["properties"]["next_action"]["enum"].clone()
+        };
+        assert_eq!(
+            actions(&board, Mode::Normal),
+            json!(["CALL_AGENTS", "FINISH"])
+        );
+        let normal = pm_expected_json(&board, Mode::Normal).schema;
+        assert_eq!(
+            normal["properties"]["target_agent"],
+            json!({"type": "null"})
+        );
+        assert_eq!(
+            normal["properties"]["prompt_for_agent"],
+            json!({"type": "null"})
+        );
+        let call = json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",
+            "prompt_for_agent": "What does the nightly run cost?", "final_report": null,
+            "decision": null});
+        let e = check_decision(&board, Mode::Normal, &call).unwrap_err();
+        assert!(
+            e.describe()
+                .contains("next_action: \"CALL_AGENT\" is not allowed in this meeting"),
+            "{}",
+            e.describe()
+        );
+        assert_eq!(actions(&board, Mode::ForcedFinish), json!(["FINISH"]));
+        board.loop_count = board.max_loops - 1;
+        assert_eq!(
+            actions(&board, Mode::Normal),
+            json!(["FINISH"]),
+            "one loop left: no fan-out"
+        );
+        assert_eq!(
+            pm_expected_json(&board, Mode::Normal).schema["properties"]["final_report"],
+            json!({"type": "string"})
+        );
+        let guide = render_pm_user(&board).unwrap();
+        assert!(
+            guide.contains("Reply fields: analysis (1-3 sentences); final_report only with FINISH"),
+            "no CALL_AGENT in the field guide when it is not offered: {guide}"
+        );
+        board.pm = None;
+        assert_eq!(
+            actions(&board, Mode::Normal),
+            json!(["CALL_AGENT", "FINISH"])
+        );
+    }
+
+    /// Every list is bounded and may be null: calls by the fan-out, answered questions by the
+    /// open questions (naming only who answered), assessments by options × dimensions. Both
+    /// OpenAI's strict form and the validator keep the bounds.
+    #[test]
+    fn every_list_is_bounded_and_nullable() {
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?", "How fast?"]);
+        (board.max_parallel, board.max_loops, board.loop_count) = (8, 6, 3);
+        answered(&mut board, "biz");
+        let dp = &mut board.meeting_input.decision_packet;
+        dp.options = vec!["A".into(), "B".into(), "C".into()];
+        dp.evaluation_dimensions = vec!["Cost".into(), "Speed".into()];
+        let schema = pm_expected_json(&board, Mode::Normal).schema;
+        let p = &schema["properties"];
+        let list = |name: &str| p[name]["anyOf"][0].clone();
+        assert_eq!(p["calls"]["anyOf"][1], json!({"type": "null"}));
+        assert_eq!(
+            (
+                list("calls")["minItems"].clone(),
+                list("calls")["maxItems"].clone()
+            ),
+            (json!(2), json!(2)),
+            "two participants"
+        );
+        // The same all meeting: as many as can be open, the participants as names.
+        assert_eq!(list("answered_questions")["maxItems"], json!(20));
+        let by = &list("answered_questions")["items"]["properties"]["by"];
+        assert_eq!(by["items"]["enum"], json!(["arch", "biz"]));
+        assert_eq!(by["maxItems"], json!(2));
+        assert_eq!(list("option_assessments")["maxItems"], json!(6));
+        let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
+        assert_eq!(strict["properties"]["calls"], p["calls"]);
+        let too_many = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
+            "prompt_for_agent": null, "final_report": "r", "decision": null, "calls": null,
+            "answered_questions": null,
+            "option_assessments": vec![json!({"option": "A", "dimension": "Cost",
+                "assessment": "ok"}); 7]});
+        for s in [&schema, &strict] {
+            let v = jsonschema::validator_for(s).unwrap();
+            assert!(!v.is_valid(&too_many));
+            let mut ok = too_many.clone();
+            ok["option_assessments"].as_array_mut().unwrap().pop();
+            assert!(v.is_valid(&ok), "{s}");
+            ok["answered_questions"] = json!([{"question": "Q1", "answer": "A.", "by": ["ceo"]}]);
+            assert!(!v.is_valid(&ok), "ceo is not a participant");
+        }
+        // Answering more questions than are open now is the check's to refuse.
+        let mut more = too_many.clone();
+        more["option_assessments"] = Value::Null;
+        more["final_report"] =
+            json!("### Executive Summary\nKeep it.\n### Recommendation\nTune it.");
+        more["answered_questions"] = json!([{"question": "Q1", "answer": "A.", "by": ["biz"]},
+            {"question": "Q2", "answer": "B.", "by": ["biz"]},
+            {"question": "Q2", "answer": "B.", "by": ["biz"]}]);
+        let e = check_decision(&board, Mode::Normal, &more).unwrap_err();
+        assert!(
+            e.describe()
+                .contains("answered_questions: 3 answers, but 2 questions are open"),
+            "{}",
+            e.describe()
+        );
     }
 }
