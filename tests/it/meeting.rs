@@ -339,7 +339,7 @@ fn a_failed_pm_round_is_asked_again_in_the_next_round() {
     let out = meeting_cmd(work.path(), &cassette, &[]).run();
     out.exit(0);
     out.stderr_has("pm: round failed (PM output was not valid JSON")
-        .stderr_has("asking again")
+        .stderr_has("; the PM is asked again")
         .stderr_lacks("closing the meeting");
     let run_dir = work.join("runs/demo-test");
     let board = final_board(&run_dir);

@@ -25,13 +25,14 @@ fn http_500(seq: usize, caller: &str) -> String {
     format!("{line}\n")
 }
 
-/// Every attempt of both PM rounds fails: no model call answered, yet a fallback report is
+/// Every attempt of every PM round fails: no model call answered, yet a fallback report is
 /// written; the meeting is `failed` (exit 1) and the result points at the report.
 #[test]
 fn a_meeting_no_model_answered_fails_and_keeps_its_fallback_report() {
     let work = Workdir::new();
-    // Two PM rounds (the normal one and the closing one), three attempts each.
-    let text: String = (1..=6).map(|seq| http_500(seq, "pm")).collect();
+    // Three PM rounds (a failed round is asked again once, then the closing one), three
+    // attempts each.
+    let text: String = (1..=9).map(|seq| http_500(seq, "pm")).collect();
     let cassette = work.write("down.jsonl", text);
     let out = meeting_cmd(work.path(), &cassette, &[]).run();
     out.exit(1);
@@ -41,10 +42,10 @@ fn a_meeting_no_model_answered_fails_and_keeps_its_fallback_report() {
     assert_eq!(result["report_file"], report_file.display().to_string());
     let why = result["last_error"].as_str().expect("last_error");
     assert!(
-        why.contains("no model call returned a usable answer (0 of 6 LLM calls answered)"),
+        why.contains("no model call returned a usable answer (0 of 9 LLM calls answered)"),
         "{why}"
     );
-    assert_eq!(result["usage"]["calls"], 6);
+    assert_eq!(result["usage"]["calls"], 9);
     assert!(
         why.contains("failed to lookup address information"),
         "{why}"
@@ -57,7 +58,8 @@ fn a_meeting_no_model_answered_fails_and_keeps_its_fallback_report() {
         .expect("a Process Note");
     assert!(note.contains("HTTP 500"), "{report}");
     // Progress: one count of LLM calls (retries included); the failure line is not cut.
-    out.stderr_has("failed: 0 loops, 6 LLM calls (0 answered)")
+    out.stderr_has("failed: 0 loops, 9 LLM calls (0 answered)")
+        .stderr_has("; the PM is asked again")
         .stderr_has("dns error: failed to lookup address information (gave up after 3 attempts")
         .stderr_lacks("finished");
     // Resuming the finished folder says the same.
@@ -75,8 +77,9 @@ fn a_meeting_without_a_pm_decision_ends_no_decision() {
     let work = Workdir::new();
     let first = std::fs::read_to_string(demo_cassette()).unwrap();
     let mut text = format!("{}\n", first.lines().next().unwrap());
-    // arch fails (3 attempts), then both PM rounds fail.
-    let callers = ["arch", "arch", "arch", "pm", "pm", "pm", "pm", "pm", "pm"];
+    // arch fails (3 attempts), then every PM round fails (two normal rounds, the closing one).
+    let mut callers = vec!["arch"; 3];
+    callers.extend(["pm"; 9]);
     for (i, caller) in callers.iter().enumerate() {
         text.push_str(&http_500(i + 2, caller));
     }
@@ -89,9 +92,9 @@ fn a_meeting_without_a_pm_decision_ends_no_decision() {
         result["report_file"],
         work.join("report.md").display().to_string()
     );
-    let why = "the program closed the meeting after 1 failed PM round, and the PM's closing round gave no usable report either";
+    let why = "the program closed the meeting after 2 failed PM rounds, and the PM's closing round gave no usable report either";
     assert_eq!(result["last_error"], format!("no decision: {why}"));
-    out.stderr_has("no decision (fallback report): 1 loop, 10 LLM calls (1 answered)")
+    out.stderr_has("no decision (fallback report): 1 loop, 13 LLM calls (1 answered)")
         .stderr_has(&format!(
             "meeting: no decision: {why}; the fallback report is "
         ));
@@ -126,13 +129,16 @@ fn a_pm_that_never_replied_usably_is_said_so_and_counted_once() {
             "usage": {"prompt_tokens": 1000, "completion_tokens": 20}});
         format!("{line}\n")
     };
-    // Round 1: a 500 (retried by the client), two refused replies; the closing round: two more.
+    // Round 1: a 500 (retried by the client), two refused replies; round 2, asked again, and
+    // the closing round: two more each.
     let text = [
         http_500(1, "pm"),
         refused(2),
         refused(3),
         refused(4),
         refused(5),
+        refused(6),
+        refused(7),
     ]
     .concat();
     let cassette = work.write("never.jsonl", text);
@@ -141,7 +147,7 @@ fn a_pm_that_never_replied_usably_is_said_so_and_counted_once() {
     out.exit(1);
     let result: Value = out.json();
     assert_eq!(result["status"], "failed");
-    let why = "the PM never replied usably; the program closed the meeting after 1 failed PM round, and the PM's closing round gave no usable report either";
+    let why = "the PM never replied usably; the program closed the meeting after 2 failed PM rounds, and the PM's closing round gave no usable report either";
     let report = work.read("report.md");
     let head: Vec<&str> = report.lines().take(3).collect();
     assert_eq!(
@@ -168,7 +174,9 @@ fn a_pm_that_never_replied_usably_is_said_so_and_counted_once() {
     let want = [
         r"^\[loop 1/6\] pm: request 1 failed after \d+\.\d s: HTTP 500: .*dns error: failed to lookup address information$",
         r"^\[loop 1/6\] pm: reply 1 refused \(does not match the PM output schema: .*\), asked again \(\d+\.\d s, 1020 tokens\)$",
-        r"^\[loop 1/6\] pm: round failed \(.*\); the PM gets a closing round \(\d+\.\d s, 2040 tokens, 3 LLM calls\)$",
+        r"^\[loop 1/6\] pm: round failed \(.*\); the PM is asked again \(\d+\.\d s, 2040 tokens, 3 LLM calls\)$",
+        r"^\[loop 1/6\] pm: reply 1 refused \(.*\), asked again \(\d+\.\d s, 1020 tokens\)$",
+        r"^\[loop 1/6\] pm: round failed \(.*\); the PM gets a closing round \(\d+\.\d s, 2040 tokens, 2 LLM calls\)$",
         r"^\[loop 1/6\] pm: reply 1 refused \(.*\), asked again \(\d+\.\d s, 1020 tokens\)$",
         r"^\[loop 1/6\] pm closing round \(PM round failed\): no usable report \(.*\); the fallback report is written \(\d+\.\d s, 2040 tokens, 2 LLM calls\)$",
     ];
@@ -182,11 +190,11 @@ fn a_pm_that_never_replied_usably_is_said_so_and_counted_once() {
     // One count of LLM calls: the final line, the MeetingResult, the report, the callers'
     // charges and the exchange log agree (the 500 and the closing round included).
     let logged = work.read("runs/demo-test/llm.jsonl").lines().count();
-    assert_eq!(logged, 5);
-    out.stderr_has("failed: 0 loops, 5 LLM calls (4 answered)");
-    assert_eq!(result["usage"]["calls"], 5);
-    assert_eq!(result["usage"]["by_caller"]["pm"]["calls"], 5);
-    assert!(report.contains("- LLM calls: 5\n"), "{report}");
+    assert_eq!(logged, 7);
+    out.stderr_has("failed: 0 loops, 7 LLM calls (6 answered)");
+    assert_eq!(result["usage"]["calls"], 7);
+    assert_eq!(result["usage"]["by_caller"]["pm"]["calls"], 7);
+    assert!(report.contains("- LLM calls: 7\n"), "{report}");
 }
 
 /// An unknown host is unreachable, like a refused connection: fatal after the retries, exit 1.
