@@ -390,6 +390,11 @@ mod tests {
         );
         assert_eq!(error_message("<html>oops</html>"), "<html>oops</html>");
         assert_eq!(error_message(""), "(empty error body)");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"a\u001b]52;c;eA==\u0007\u202e\nb"}}"#),
+            "a b",
+            "sanitised, on one line"
+        );
     }
 
     #[test]
