@@ -174,6 +174,33 @@ fn a_provider_error_body_never_reaches_the_terminal() {
     );
 }
 
+/// A person at the table sees the PM's question on the terminal (here stderr): without its
+/// escapes, even from a board made by hand.
+#[test]
+fn a_person_at_the_terminal_sees_the_question_sanitised() {
+    use agent_meeting::model::ParticipantKind;
+    use agent_meeting::stage::agent_turn::human::TTY_ENV;
+    let work = Workdir::new();
+    let mut b = crate::fixtures::board_with_call("ana");
+    let mut ana = crate::fixtures::agent("ana", "ops lead");
+    ana.kind = ParticipantKind::Human;
+    ana.system_prompt.clear();
+    ana.input_schema.clear();
+    ana.output_schema.clear();
+    b.agents.insert("ana".into(), ana);
+    b.participants.push("ana".into());
+    b.pending_call.as_mut().unwrap().prompt = format!("marker-asked{HOSTILE} Who is paged?");
+    let tty = work.write("tty", "Me.\n\n\n\n\n\n\n");
+    let run = work
+        .cli("agent-turn")
+        .env("EDITOR", "")
+        .env(TTY_ENV, &tty)
+        .stdin(serde_json::to_string(&b).unwrap())
+        .run();
+    run.success().stderr_has("marker-asked");
+    assert_clean("stderr", &run.output.stderr);
+}
+
 /// The text of every user message of a recorded request.
 fn user_text(req: &Recorded) -> String {
     let body = req.json();
