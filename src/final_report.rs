@@ -156,7 +156,7 @@ fn target<'a>(
 }
 
 /// The level of a Markdown ATX heading line (`## x` → 2).
-fn heading_level(line: &str) -> Option<usize> {
+pub(crate) fn heading_level(line: &str) -> Option<usize> {
     let t = line.trim_start();
     let level = t.chars().take_while(|&c| c == '#').count();
     if (1..=6).contains(&level) && (t.len() == level || t[level..].starts_with([' ', '\t'])) {
@@ -288,8 +288,9 @@ pub(crate) fn opens_structure(line: &str) -> bool {
     is_setext_underline(t)
 }
 
-fn is_setext_underline(t: &str) -> bool {
-    !t.is_empty() && (t.chars().all(|c| c == '=') || (t.len() >= 2 && t.chars().all(|c| c == '-')))
+/// A run of `=` or of `-` (one is enough, as in CommonMark) under a text line makes it a heading.
+pub(crate) fn is_setext_underline(t: &str) -> bool {
+    !t.is_empty() && (t.chars().all(|c| c == '=') || t.chars().all(|c| c == '-'))
 }
 
 /// Trim blank lines and escape every line that would open report structure

@@ -297,13 +297,16 @@ fn documents_are_sanitised_as_they_are_collected() {
 
 // --- the report in a CommonMark renderer --------------------------------------------------
 
-/// Markdown that hides what follows it: an HTML comment and raw HTML blocks that never close,
-/// unclosed fences of both kinds, and a fence line that opens nothing at the top level.
-const HIDERS: [&str; 6] = [
+/// Markdown that hides what follows it: an HTML comment and raw HTML blocks that never close
+/// (one that looks like an e-mail autolink), inline HTML after a code span that runs across a
+/// line, unclosed fences of both kinds, and a fence line that opens nothing at the top level.
+const HIDERS: [&str; 8] = [
     "Before.\n<!-- the rest is a comment",
+    "Before.\n<!--@x> the rest is a comment",
     "Before.\n```\nthe rest is code",
     "Before.\n<div style=\"display:none\">\n\nhidden",
     "Before. <script>\nhidden",
+    "Before `x\ny` <script>` z",
     "Before.\n~~~~\nthe rest is code\n~~~",
     "Before.\n````\n```\n# Process Note\n```",
 ];
@@ -376,6 +379,79 @@ fn model_markdown_cannot_hide_a_section_of_the_report() {
         assert!(want.len() >= 10, "{kind}: {want:?}");
         for hider in HIDERS {
             let md = render(&hostile_board(base.clone(), hider));
+            let (_, html) = headings(&md);
+            assert_eq!(report_headings(&md), want, "{kind}, {hider:?}:\n{md}");
+            assert!(!html, "{kind}, {hider:?}: raw HTML passed through:\n{md}");
+        }
+    }
+}
+
+/// The same, for text pieced together at random (a fixed seed) from what opens or closes
+/// HTML, code and structure.
+#[test]
+fn random_markdown_cannot_hide_a_section_of_the_report() {
+    use crate::report::{base_board, board, fallback_board, forced_board};
+    use agent_meeting::stage::render_report as report;
+    const PIECES: [&str; 34] = [
+        "<!--",
+        "-->",
+        "```",
+        "~~~",
+        "````",
+        "`",
+        "``",
+        "<div>",
+        "<script>",
+        "</div>",
+        "\n",
+        "\n\n",
+        "  ",
+        "    ",
+        "- ",
+        "> ",
+        "# Risks",
+        "## Process Note",
+        "x",
+        "\\",
+        "<https://a.b>",
+        "<a@b.c>",
+        "<?",
+        "<![CDATA[",
+        "|",
+        "*",
+        "<pre>",
+        "<textarea>",
+        "<h2>",
+        "===",
+        "---",
+        "1. ",
+        "<!--@x>",
+        "\t",
+    ];
+    let mut seed: u64 = 0x5eed_1234_abcd_ef01;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let render = |v: &Value| report::render(&board(v), None).unwrap().markdown;
+    for (kind, base) in [
+        ("normal", base_board()),
+        ("forced", forced_board()),
+        ("fallback", fallback_board()),
+    ] {
+        let mut plain = base.clone();
+        if kind == "normal" {
+            plain["process_note"] = json!("Stopped.");
+        }
+        let want = report_headings(&render(&hostile_board(plain, "")));
+        for _ in 0..300 {
+            let n = 1 + next() % 12;
+            let hider: String = (0..n)
+                .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                .collect();
+            let md = render(&hostile_board(base.clone(), &hider));
             let (_, html) = headings(&md);
             assert_eq!(report_headings(&md), want, "{kind}, {hider:?}:\n{md}");
             assert!(!html, "{kind}, {hider:?}: raw HTML passed through:\n{md}");

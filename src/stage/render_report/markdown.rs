@@ -3,7 +3,7 @@
 //! model, a document or the board may hide what follows it. The reading of the PM's final
 //! report itself is `crate::final_report`, shared with pm-step.
 
-use crate::final_report::{is_fence, opens_structure, Fence};
+use crate::final_report::{heading_level, is_fence, is_setext_underline, opens_structure, Fence};
 
 /// Collapse runs of blank lines outside code fences, drop trailing spaces, end with one newline;
 /// and sanitise the whole report (docs/design/report.md#sanitising): no terminal escape, control or
@@ -68,44 +68,96 @@ pub(crate) fn neutralise_view(value: &mut serde_json::Value) {
     }
 }
 
-/// Text shown in the report, made unable to hide what follows it in a CommonMark renderer
-/// (docs/design/report.md#sanitising):
+/// Text shown in the report, made unable to hide what follows it in a CommonMark renderer, or
+/// to open a section of its own (docs/design/report.md#sanitising):
 /// - every `<` that could open HTML (a tag, a closing tag, a comment `<!--`, a declaration or
 ///   a processing instruction) is escaped as `\<`, outside code spans and code fences;
 ///   autolinks (`<https://…>`) stay;
+/// - a backtick run that opens no code span on its line is escaped (it shows the same), so
+///   code spans never reach across lines or into the next value shown;
 /// - code fences stay only when they pair up without doubt; otherwise every fence line is
-///   escaped (`\```` shows three backticks and opens nothing) and so is every line that would
-///   open report structure ([`opens_structure`]), as that text is no longer code.
+///   escaped (`\~~~`, `` \`\`\` ``: it shows as written and opens nothing), as the text
+///   between them is no longer code;
+/// - outside code, a line that would open report structure is escaped as the PM's report is
+///   confined ([`opens_structure`]; a setext underline only under a text line);
+/// - a backslash ending the text is doubled, so it escapes nothing shown after it.
 ///
-/// Text without `<` or a fence comes back unchanged and unallocated.
+/// Ordinary text comes back unchanged and unallocated.
 pub(crate) fn neutralise(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.contains('<') && !text.lines().any(is_fence) {
+    let plain = |l: &str| {
+        let t = l.trim_start();
+        !is_fence(t) && !opens_structure(&t[container_marks(t)..]) && !is_setext_underline(t.trim())
+    };
+    if !text.contains(['<', '`', '\\']) && text.lines().all(plain) {
         return std::borrow::Cow::Borrowed(text);
     }
     let lines: Vec<&str> = text.split('\n').collect();
     let code = code_lines(&lines);
+    let defenced = code.is_none();
     let mut out = String::with_capacity(text.len() + 16);
+    let mut previous_text = false;
     for (i, line) in lines.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
-        match &code {
-            Some(code) if code[i] => out.push_str(line),
-            Some(_) => out.push_str(&escape_html(line)),
-            None => {
-                let t = line.trim_start();
-                let indent = &line[..line.len() - t.len()];
-                if is_fence(line) || (!t.starts_with('\\') && opens_structure(line)) {
-                    out.push_str(indent);
-                    out.push('\\');
-                    out.push_str(&escape_html(t));
-                } else {
-                    out.push_str(&escape_html(line));
-                }
-            }
+        if code.as_ref().is_some_and(|c| c[i]) {
+            out.push_str(line);
+            previous_text = false;
+            continue;
         }
+        let t = line.trim_start();
+        // A heading inside a list item or a quote (`1. # Risks`) is a heading too.
+        let (marks, rest) = t.split_at(container_marks(t));
+        let shown = escape_html(rest);
+        let tilde_fence = defenced && marks.is_empty() && t.starts_with('~') && is_fence(t);
+        let structure = !rest.starts_with('\\')
+            && if is_setext_underline(t.trim()) {
+                previous_text
+            } else {
+                opens_structure(rest) && !is_setext_underline(rest.trim())
+            };
+        out.push_str(&line[..line.len() - t.len()]);
+        out.push_str(marks);
+        if (tilde_fence || structure) && !shown.starts_with('\\') {
+            out.push('\\');
+        }
+        out.push_str(&shown);
+        // An escaped heading is text: an underline below it would make it a heading again.
+        previous_text = !t.trim().is_empty() && (structure || heading_level(t).is_none());
+    }
+    let trailing = out.chars().rev().take_while(|&c| c == '\\').count();
+    if trailing % 2 == 1 {
+        out.push('\\');
+    }
+    if out == text {
+        return std::borrow::Cow::Borrowed(text);
     }
     std::borrow::Cow::Owned(out)
+}
+
+/// The length of the list item and block quote markers `t` starts with (`- `, `1. `, `2) `,
+/// `> `, nested).
+fn container_marks(t: &str) -> usize {
+    let mut at = 0;
+    loop {
+        let rest = &t[at..];
+        let marker = if rest.starts_with(['>', '-', '*', '+']) {
+            1
+        } else {
+            let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+            if (1..=9).contains(&digits) && rest[digits..].starts_with(['.', ')']) {
+                digits + 1
+            } else {
+                return at;
+            }
+        };
+        let after = &rest[marker..];
+        let space = after.len() - after.trim_start_matches([' ', '\t']).len();
+        if space == 0 && !rest.starts_with('>') {
+            return at;
+        }
+        at += marker + space;
+    }
 }
 
 /// Which lines are code (fence lines included) when the fences pair up without doubt, or
@@ -137,10 +189,13 @@ fn code_lines(lines: &[&str]) -> Option<Vec<bool>> {
     open.is_none().then_some(code)
 }
 
-/// `line` with every `<` that could open inline or block HTML escaped, outside code spans;
-/// backslash escapes and autolinks are kept as they are.
+/// `line` with every `<` that could open inline or block HTML escaped outside code spans, and
+/// every backtick of a run that opens no code span on this line escaped too (it shows the
+/// same). Each line then pairs its own backticks, so no code span of a renderer runs from one
+/// line, or one shown value, into the next and turns what follows into code or out of it:
+/// the code spans seen here are the renderer's. Backslash escapes and autolinks are kept.
 fn escape_html(line: &str) -> std::borrow::Cow<'_, str> {
-    if !line.contains('<') {
+    if !line.contains(['<', '`']) {
         return std::borrow::Cow::Borrowed(line);
     }
     let b = line.as_bytes();
@@ -158,9 +213,11 @@ fn escape_html(line: &str) -> std::borrow::Cow<'_, str> {
             }
             b'`' => {
                 let run = b[i..].iter().take_while(|&&c| c == b'`').count();
-                let end = code_span_end(b, i + run, run).unwrap_or(i + run);
-                out.push_str(&line[i..end]);
-                i = end;
+                match code_span_end(b, i + run, run) {
+                    Some(end) => out.push_str(&line[i..end]),
+                    None => (0..run).for_each(|_| out.push_str("\\`")),
+                }
+                i = code_span_end(b, i + run, run).unwrap_or(i + run);
             }
             b'<' => {
                 if let Some(end) = autolink_end(&line[i..]) {
@@ -182,6 +239,9 @@ fn escape_html(line: &str) -> std::borrow::Cow<'_, str> {
                 i = end;
             }
         }
+    }
+    if out == line {
+        return std::borrow::Cow::Borrowed(line);
     }
     std::borrow::Cow::Owned(out)
 }
@@ -218,8 +278,9 @@ fn autolink_end(s: &str) -> Option<usize> {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'))
     });
+    // Starting with a letter or digit, neither can be a tag, a comment or a declaration.
     let email = inner.split_once('@').is_some_and(|(user, host)| {
-        !user.is_empty()
+        user.starts_with(|c: char| c.is_ascii_alphanumeric())
             && !host.is_empty()
             && user
                 .chars()
@@ -245,7 +306,12 @@ mod tests {
                 "  \\<div style=\"display:none\">",
             ),
             ("<?php ?> <!DOCTYPE x>", "\\<?php ?> \\<!DOCTYPE x>"),
-            ("`<b>` and ``<i>`` and `<u>", "`<b>` and ``<i>`` and `\\<u>"),
+            (
+                "`<b>` and ``<i>`` and `<u>",
+                "`<b>` and ``<i>`` and \\`\\<u>",
+            ),
+            ("<!--@x> <h1>", "\\<!--@x> \\<h1>"),
+            ("ends in \\", "ends in \\\\"),
             (
                 "<https://example.com/a> <me@example.com>",
                 "<https://example.com/a> <me@example.com>",
@@ -261,8 +327,8 @@ mod tests {
         let paired = "```rust\nlet a = \"<!--\";\n```\n~~~~\n```\n~~~~";
         assert_eq!(neutralise(paired), paired);
         assert_eq!(
-            neutralise("a\n```\n# Process Note\n<!--"),
-            "a\n\\```\n\\# Process Note\n\\<!--"
+            neutralise("a\n```\n# Process Note\n<!--\n<h2>x"),
+            "a\n\\`\\`\\`\n\\# Process Note\n\\<!--\n\\<h2>x"
         );
         assert_eq!(
             neutralise("~~~\n  ~~~"),
@@ -274,8 +340,8 @@ mod tests {
             "\\~~~\n    \\~~~",
             "closes only in a list item"
         );
-        assert_eq!(neutralise("    ```\ncode"), "    \\```\ncode");
-        assert_eq!(neutralise("```a`b\n```"), "\\```a`b\n\\```");
+        assert_eq!(neutralise("    ```\ncode"), "    \\`\\`\\`\ncode");
+        assert_eq!(neutralise("```a`b\n```"), "\\`\\`\\`a\\`b\n\\`\\`\\`");
     }
 
     #[test]
