@@ -110,7 +110,16 @@ pub(crate) fn ask<S: Asker>(
             Err(LlmError::Fatal(m)) => return Err(Error::Runtime(m)),
             Err(e @ LlmError::Transient { .. }) => return Ok(Asked::Failed(e.to_string())),
         };
-        let checked = match &reply.json {
+        // Where a model's words enter the meeting: sanitised once, before the stage reads them,
+        // so the board, the prompts, stderr and the report get none of its terminal escapes,
+        // controls or invisible marks (docs/design/report.md#sanitising).
+        let json = reply.json.map(|r| {
+            r.map(|mut v| {
+                crate::text::sanitise_json(&mut v);
+                v
+            })
+        });
+        let checked = match &json {
             Some(Ok(value)) => stage.check(Ok(value)),
             Some(Err(e)) => stage.check(Err(e)),
             None => stage.check(Err(&NoJson::Missing)),
@@ -247,6 +256,20 @@ mod tests {
             stage.rejected,
             [(1, "ok: expected true, got 1".into(), true)]
         );
+    }
+
+    #[test]
+    fn the_stage_reads_the_answer_sanitised() {
+        let (asked, ..) = run(
+            vec![text(
+                "{\"ok\": true, \"q\": \"a\\u001b]52;c;eA==\\u0007b\\u202ec\"}",
+            )],
+            1,
+        );
+        match asked {
+            Ok(Asked::Answer(v)) => assert_eq!(v["q"], "abc"),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -122,7 +122,7 @@ pub fn main_with(program: &str, body: impl FnOnce() -> anyhow::Result<()>) -> Ex
                 .map(Error::exit_code)
                 .unwrap_or(1);
             let msg = format!("{e:#}").replace('\n', " ");
-            let _ = writeln!(std::io::stderr(), "{program}: {msg}");
+            crate::note!("{program}: {msg}");
             ExitCode::from(code)
         }
     }
@@ -208,7 +208,7 @@ pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, cl
                 Ok(()) => std::process::exit(0),
                 Err(e) if is_broken_pipe(&e) => std::process::exit(0),
                 Err(e) => {
-                    let _ = writeln!(std::io::stderr(), "{program}: {e:#}");
+                    crate::note!("{program}: {e:#}");
                     std::process::exit(1);
                 }
             },
@@ -256,7 +256,7 @@ fn args_os() -> Vec<std::ffi::OsString> {
 }
 
 fn usage_exit(program: &str, msg: &str) -> ! {
-    let _ = writeln!(std::io::stderr(), "{program}: {msg} (see {program} --help)");
+    crate::note!("{program}: {msg} (see {program} --help)");
     std::process::exit(2);
 }
 

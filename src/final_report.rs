@@ -219,7 +219,7 @@ fn target<'a>(
 }
 
 /// The level of a Markdown ATX heading line (`## x` → 2).
-fn heading_level(line: &str) -> Option<usize> {
+pub(crate) fn heading_level(line: &str) -> Option<usize> {
     let t = line.trim_start();
     let level = t.chars().take_while(|&c| c == '#').count();
     if (1..=6).contains(&level) && (t.len() == level || t[level..].starts_with([' ', '\t'])) {
@@ -351,8 +351,9 @@ pub(crate) fn opens_structure(line: &str) -> bool {
     is_setext_underline(t)
 }
 
-fn is_setext_underline(t: &str) -> bool {
-    !t.is_empty() && (t.chars().all(|c| c == '=') || (t.len() >= 2 && t.chars().all(|c| c == '-')))
+/// A run of `=` or of `-` (one is enough, as in CommonMark) under a text line makes it a heading.
+pub(crate) fn is_setext_underline(t: &str) -> bool {
+    !t.is_empty() && (t.chars().all(|c| c == '=') || t.chars().all(|c| c == '-'))
 }
 
 /// Trim blank lines and escape every line that would open report structure
@@ -366,15 +367,22 @@ fn confine(text: &str) -> String {
         return String::new();
     };
     let mut out: Vec<String> = Vec::with_capacity(end - start + 1);
-    let mut in_fence = false;
+    // Fences as CommonMark pairs them, the same reading as the report's neutralising
+    // (docs/design/report.md#sanitising), so what is code here is code there.
+    let mut fence: Option<Fence> = None;
     let mut previous_text = false;
     for l in &lines[start..=end] {
-        if is_fence(l) {
-            in_fence = !in_fence;
+        let boundary = match fence {
+            Some(f) => f.closed_by(l).then_some(None),
+            None => Fence::opened_by(l).map(Some),
+        };
+        if let Some(next) = boundary {
+            fence = next;
             out.push(l.trim_end().to_string());
             previous_text = false;
             continue;
         }
+        let in_fence = fence.is_some();
         let t = l.trim();
         let escape = !in_fence
             && if is_setext_underline(t) {
@@ -395,6 +403,43 @@ fn confine(text: &str) -> String {
 pub(crate) fn is_fence(line: &str) -> bool {
     let t = line.trim_start();
     t.starts_with("```") || t.starts_with("~~~")
+}
+
+/// The opening line of a fenced code block as CommonMark reads it: its character and length.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fence {
+    ch: char,
+    len: usize,
+}
+
+impl Fence {
+    /// The fence `line` opens: at most three spaces, then three or more backticks (followed by
+    /// an info string without a backtick) or tildes.
+    pub(crate) fn opened_by(line: &str) -> Option<Fence> {
+        let t = line.trim_start_matches(' ');
+        if line.len() - t.len() > 3 {
+            return None;
+        }
+        let ch = t.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+        let len = t.chars().take_while(|&c| c == ch).count();
+        let info = &t[len..];
+        (len >= 3 && !(ch == '`' && info.contains('`'))).then_some(Fence { ch, len })
+    }
+
+    /// Whether `line` closes this fence: at most three spaces, at least as many of the same
+    /// character, nothing after them but spaces.
+    pub(crate) fn closed_by(self, line: &str) -> bool {
+        let t = line.trim_start_matches(' ');
+        line.len() - t.len() <= 3 && self.closed_by_ignoring_indent(t)
+    }
+
+    /// [`Fence::closed_by`] whatever the indentation: a line that closes the fence in a
+    /// container that indents it (a list item) but not at the top level.
+    pub(crate) fn closed_by_ignoring_indent(self, line: &str) -> bool {
+        let t = line.trim_start();
+        let run = t.chars().take_while(|&c| c == self.ch).count();
+        run >= self.len && t[run * self.ch.len_utf8()..].trim().is_empty()
+    }
 }
 
 #[cfg(test)]

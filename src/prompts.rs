@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::error::{Error, Result};
 use crate::llm::Message;
 use crate::model::{Board, LIST_CAP};
-use crate::text::cut;
+use crate::text::{cut, fold_ws};
 use crate::whiteboard::{summary_for_prompt, SUMMARY_MAX_CHARS};
 
 /// Every whiteboard item a model sees is cut to this many characters, so prompts stay flat
@@ -233,12 +233,16 @@ pub(crate) fn whiteboard(board: &Board, reader: Reader) -> Result<String> {
 /// How many items of each whiteboard list an agent sees (the PM sees all `LIST_CAP`).
 pub(crate) const AGENT_LIST_ITEMS: usize = 10;
 
+/// One item as a prompt shows it: on one line, folded as documents are (`text::fold_ws`), and
+/// cut to `ITEM_CHARS`. Text one caller wrote enters another's prompt only so: a line break
+/// in it could forge a line of the prompt (`# Your part: PM`, `Mode: forced_finish`;
+/// docs/design/prompts.md#prompt-layout).
+pub(crate) fn item(s: &str) -> String {
+    cut(&fold_ws(s), ITEM_CHARS)
+}
+
 pub(crate) fn cut_list(items: &[String]) -> Vec<String> {
-    items
-        .iter()
-        .take(LIST_CAP)
-        .map(|s| cut(s, ITEM_CHARS))
-        .collect()
+    items.iter().take(LIST_CAP).map(|s| item(s)).collect()
 }
 
 #[cfg(test)]

@@ -65,16 +65,186 @@ pub(crate) fn verify_quote(excerpt: &str, quote: &str) -> bool {
     !q.trim().is_empty() && fold_ws(excerpt).contains(q.trim())
 }
 
-/// Whether `c` is a bidirectional embedding, override or isolate control (U+202A–U+202E,
-/// U+2066–U+2069): text carrying one can display differently from what it says.
-pub(crate) fn is_bidi_control(c: char) -> bool {
-    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
+// ---------------------------------------------------------------------------------------------
+// Foreign text (docs/design/report.md#sanitising): what a model, a document or a provider wrote is
+// shown on a terminal, stored on the board, sent in a prompt and written into the report. None
+// of these may carry a control that acts instead of reading: a terminal escape (OSC 52 writes
+// the clipboard, OSC 0 the window title, CSI erases lines and moves the cursor), a C0 or C1
+// control, a NUL, a bidirectional mark or override (text that displays otherwise than it says)
+// or an invisible character (zero-width joiners and spaces, tag characters hiding text).
+
+/// Whether `c` is an invisible formatting character [`sanitise`] removes: bidirectional marks,
+/// embeddings, overrides and isolates (LRM, RLM, ALM, U+202A–U+202E, U+2066–U+2069),
+/// zero-width characters (U+200B–U+200D, U+2060–U+2064, U+FEFF), the deprecated format
+/// characters U+206A–U+206F, interlinear annotation marks and Unicode tag characters.
+fn is_invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}'
+            | '\u{200B}'..='\u{200F}'
+            | '\u{202A}'..='\u{202E}'
+            | '\u{2060}'..='\u{2064}'
+            | '\u{2066}'..='\u{206F}'
+            | '\u{FEFF}'
+            | '\u{FFF9}'..='\u{FFFB}'
+            | '\u{E0000}'..='\u{E007F}'
+    )
 }
 
-/// `s` without bidirectional controls (docs/design/report.md#report: nothing a model or a user wrote may
-/// reorder what the report or the whiteboard summary displays).
-pub(crate) fn strip_bidi(s: &str) -> String {
-    s.chars().filter(|&c| !is_bidi_control(c)).collect()
+/// Whether `c` needs [`sanitise`]'s attention: a control other than `\n` and `\t`, or an
+/// invisible character.
+fn needs_cleaning(c: char) -> bool {
+    (c.is_control() && c != '\n' && c != '\t') || is_invisible(c)
+}
+
+/// Text from a model, a document or a provider, safe to show, store, send and render: every
+/// terminal escape sequence removed whole (CSI, OSC, DCS, SOS, PM, APC, in their 7-bit `ESC`
+/// and 8-bit C1 forms, and two-character escapes), every other C0 control but `\n` and `\t`
+/// removed (`\r\n` becomes `\n`, a lone `\r` a space), every C1 control, DEL and NUL removed, and
+/// the invisible characters of [`is_invisible`] removed. Ordinary text comes back unchanged and
+/// unallocated. Where a format allows no line break, fold the result ([`fold_ws`]).
+pub fn sanitise(s: &str) -> std::borrow::Cow<'_, str> {
+    clean(s, false)
+}
+
+/// [`sanitise`] for stderr, which also keeps our own styling: SGR sequences (`ESC [ … m`) whose
+/// parameters are only reset, bold, dim, normal weight and the red, green, yellow, cyan and
+/// default colours that progress lines paint with. Such a sequence can only colour text, never
+/// hide, move, erase or write anything.
+pub(crate) fn sanitise_for_terminal(s: &str) -> std::borrow::Cow<'_, str> {
+    clean(s, true)
+}
+
+/// Every string in `value`, object keys included, passed through [`sanitise`]: a model's JSON
+/// answer before a stage reads it.
+pub(crate) fn sanitise_json(value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(clean) = sanitise(s) {
+                *s = clean;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(sanitise_json),
+        Value::Object(map) => {
+            if map.keys().any(|k| k.chars().any(needs_cleaning)) {
+                let old = std::mem::take(map);
+                for (k, v) in old {
+                    map.insert(sanitise(&k).into_owned(), v);
+                }
+            }
+            map.values_mut().for_each(sanitise_json);
+        }
+        _ => {}
+    }
+}
+
+fn clean(s: &str, keep_styles: bool) -> std::borrow::Cow<'_, str> {
+    if !s.chars().any(needs_cleaning) {
+        return std::borrow::Cow::Borrowed(s);
+    }
+    let chars: Vec<char> = s.chars().collect();
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        i += 1;
+        match c {
+            // A line ending `\r\n` is `\n`; a lone `\r` (which returns a terminal to the start
+            // of the line, to write over it) is a space, so it adds no line either.
+            '\r' => {
+                if chars.get(i) != Some(&'\n') {
+                    out.push(' ');
+                }
+            }
+            '\u{1B}' => i = escape(&chars, i, keep_styles, &mut out),
+            // The 8-bit forms of CSI and of the string controls (DCS, SOS, OSC, PM, APC).
+            '\u{9B}' => i = csi(&chars, i, false, &mut out),
+            '\u{90}' | '\u{98}' | '\u{9D}' | '\u{9E}' | '\u{9F}' => i = string_end(&chars, i),
+            c if needs_cleaning(c) => {}
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// After an `ESC` at `chars[i - 1]`: the index after the whole sequence. Only a style sequence
+/// (with `keep_styles`) is copied to `out`.
+fn escape(chars: &[char], i: usize, keep_styles: bool, out: &mut String) -> usize {
+    match chars.get(i) {
+        Some('[') => csi(chars, i + 1, keep_styles, out),
+        Some(']' | 'P' | 'X' | '^' | '_') => string_end(chars, i + 1),
+        // Intermediate bytes, then one final byte (`ESC ( B`, `ESC # 8`).
+        Some(' '..='/') => {
+            let mut j = i;
+            while matches!(chars.get(j), Some(' '..='/')) {
+                j += 1;
+            }
+            if matches!(chars.get(j), Some('0'..='~')) {
+                j += 1;
+            }
+            j
+        }
+        // A two-character escape (`ESC c` resets the terminal, `ESC M` moves up a line).
+        Some('0'..='~') => i + 1,
+        // A lone ESC: only the ESC goes.
+        _ => i,
+    }
+}
+
+/// A control sequence from its first parameter at `chars[i]`: parameter bytes, intermediate
+/// bytes, one final byte; the index after it. A malformed sequence ends where it breaks.
+fn csi(chars: &[char], i: usize, keep_styles: bool, out: &mut String) -> usize {
+    let mut j = i;
+    while matches!(chars.get(j), Some('0'..='?')) {
+        j += 1;
+    }
+    let params_end = j;
+    while matches!(chars.get(j), Some(' '..='/')) {
+        j += 1;
+    }
+    let intermediates = j > params_end;
+    match chars.get(j) {
+        Some(&final_byte @ '@'..='~') => {
+            if keep_styles && final_byte == 'm' && !intermediates {
+                let params: String = chars[i..params_end].iter().collect();
+                if is_our_style(&params) {
+                    out.push_str("\u{1B}[");
+                    out.push_str(&params);
+                    out.push('m');
+                }
+            }
+            j + 1
+        }
+        _ => j,
+    }
+}
+
+/// Whether SGR parameters only reset, set the weight, or pick one of the colours progress lines
+/// use (docs/design/report.md#sanitising).
+fn is_our_style(params: &str) -> bool {
+    params.split(';').all(|p| {
+        matches!(
+            p,
+            "" | "0" | "1" | "2" | "22" | "31" | "32" | "33" | "36" | "39"
+        )
+    })
+}
+
+/// A string control (OSC, DCS, SOS, PM, APC) from its payload at `chars[i]`: the index after
+/// its terminator (BEL, `ESC \\` or the 8-bit ST). An unterminated one ends before the next
+/// line break or escape, so the text after it is kept.
+fn string_end(chars: &[char], i: usize) -> usize {
+    let mut j = i;
+    while let Some(&c) = chars.get(j) {
+        match c {
+            '\u{07}' | '\u{9C}' => return j + 1,
+            '\u{1B}' if chars.get(j + 1) == Some(&'\\') => return j + 2,
+            '\u{1B}' | '\n' => return j,
+            _ => j += 1,
+        }
+    }
+    j
 }
 
 /// A filename-safe slug: lowercase letters and digits (any script) joined by `-`, at most 60
@@ -104,10 +274,68 @@ mod tests {
     use super::*;
 
     #[test]
-    fn bidi_controls_are_stripped() {
-        let s = "a\u{202E}b\u{202A}c\u{2066}d\u{2069}e\u{200F}";
-        assert_eq!(strip_bidi(s), "abcde\u{200F}");
-        assert!(!is_bidi_control('\u{2029}') && !is_bidi_control('\u{206A}'));
+    fn sanitise_removes_every_control_and_invisible_mark() {
+        for (hostile, clean) in [
+            // OSC 52 (clipboard), OSC 0 (window title): BEL- and ST-terminated, 7- and 8-bit.
+            ("a\x1b]52;c;ZWNobyBoaQ==\x07b", "ab"),
+            ("a\x1b]0;owned\x1b\\b", "ab"),
+            ("a\u{9D}0;owned\u{9C}b", "ab"),
+            ("a\x1b]52;c;unterminated\nnext", "a\nnext"),
+            // CSI: erase line, cursor moves, colours, 8-bit CSI; DCS; two-character escapes.
+            ("\x1b[2K\x1b[1Aforged\x1b[31mred\x1b[0m", "forgedred"),
+            ("a\u{9B}2Kb", "ab"),
+            ("a\x1bP1$r\x1b\\b\x1bcc\x1b(Bd", "abcd"),
+            ("lone\x1b", "lone"),
+            // C0 (NUL, BEL, BS), DEL, C1; \r\n becomes \n, a lone \r a space; \n and \t stay.
+            ("a\0b\x07c\x08d\x7fe\u{85}f\u{8D}g", "abcdefg"),
+            ("a\r\nb\rc\td\n", "a\nb c\td\n"),
+            // Bidi marks, overrides, isolates; zero-width characters; tag characters.
+            (
+                "a\u{200E}b\u{200F}c\u{061C}d\u{202E}e\u{202A}f\u{2066}g\u{2069}h",
+                "abcdefgh",
+            ),
+            (
+                "s\u{200B}k\u{200C}-\u{200D}x\u{2060}y\u{FEFF}z\u{E0041}",
+                "sk-xyz",
+            ),
+        ] {
+            assert_eq!(sanitise(hostile), clean, "{hostile:?}");
+        }
+    }
+
+    #[test]
+    fn ordinary_text_is_left_alone() {
+        for s in [
+            "",
+            "plain",
+            "é 中文 😀 \u{2029} \u{AD}",
+            "tab\there\nline",
+            "a < b > c",
+        ] {
+            assert!(
+                matches!(sanitise(s), std::borrow::Cow::Borrowed(t) if t == s),
+                "{s:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_terminal_keeps_only_our_styles() {
+        assert_eq!(
+            sanitise_for_terminal("\x1b[1;33march\x1b[0m \x1b[2mtag\x1b[m"),
+            "\x1b[1;33march\x1b[0m \x1b[2mtag\x1b[m"
+        );
+        assert_eq!(
+            sanitise_for_terminal("\x1b[8mhidden\x1b[2K\x1b[30;40mx\x1b[1 m\x1b]0;t\x07"),
+            "hiddenx"
+        );
+    }
+
+    #[test]
+    fn json_strings_and_keys_are_sanitised() {
+        let mut v = serde_json::json!({"a\u{200B}": ["x\x1b[2Ky", {"k": "\u{202E}z"}], "n": 1});
+        sanitise_json(&mut v);
+        assert_eq!(v, serde_json::json!({"a": ["xy", {"k": "z"}], "n": 1}));
     }
 
     #[test]

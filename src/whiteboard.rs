@@ -9,7 +9,7 @@ use crate::model::{
     AnsweredQuestion, Board, CallerSource, Finding, FindingKind, ProcessEntry, ProcessKind,
     Question, QuestionAnswer, QuestionOrigin, LIST_CAP,
 };
-use crate::text::{fold_ws, strip_bidi};
+use crate::text::{fold_ws, sanitise};
 
 /// Most questions the record keeps, open and answered together (ids are never reused).
 pub(crate) const QUESTIONS_CAP: usize = 2 * LIST_CAP;
@@ -57,14 +57,15 @@ pub(crate) fn summary_for_prompt(board: &Board) -> String {
 
 /// Merge rule 4: exactly three lines, at most `SUMMARY_MAX_CHARS` characters, cut from the end.
 pub(crate) fn summary_lines(board: &Board, speaker_line: &str) -> String {
-    let text = strip_bidi(&format!(
+    let text = sanitise(&format!(
         "Topic: {}\n{}\nKey points: {}, open questions: {}, candidate decisions: {}",
-        board.topic.trim().replace('\n', " "),
-        speaker_line.replace('\n', " "),
+        board.topic.trim().replace(['\n', '\r'], " "),
+        speaker_line.replace(['\n', '\r'], " "),
         board.key_points.len(),
         board.open_questions.len(),
         board.decisions.len()
-    ));
+    ))
+    .into_owned();
     text.chars().take(SUMMARY_MAX_CHARS).collect()
 }
 

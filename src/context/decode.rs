@@ -65,9 +65,18 @@ pub fn read_text(mut r: impl Read, max_chars: usize, len: Option<u64>) -> io::Re
             break;
         }
     }
+    // A document is foreign text: sanitised where it enters the meeting, before redaction
+    // sees it (an invisible character cannot split a secret apart), and counted as sanitised
+    // (docs/design/context.md#context-collection).
+    let clean = match crate::text::sanitise(&sink.excerpt) {
+        std::borrow::Cow::Owned(clean) => Some(clean),
+        std::borrow::Cow::Borrowed(_) => None,
+    };
+    let excerpt = clean.unwrap_or(sink.excerpt);
+    let removed = sink.taken - excerpt.chars().count();
     Ok(Some(Text {
-        excerpt: sink.excerpt,
-        char_count: sink.count,
+        excerpt,
+        char_count: sink.count - removed,
     }))
 }
 
@@ -154,6 +163,14 @@ mod tests {
             assert_eq!(sink.excerpt, expected, "split at {split}");
             assert_eq!(sink.count, expected.chars().count());
         }
+    }
+
+    #[test]
+    fn the_excerpt_is_sanitised_and_counted_so() {
+        let doc = "Title\r\n\x1b]52;c;ZXZpbA==\x07ok\u{202E}x\u{200B}y\x1b[2K\nend";
+        let t = read_text(doc.as_bytes(), 1000, None).unwrap().unwrap();
+        assert_eq!(t.excerpt, "Title\nokxy\nend");
+        assert_eq!(t.char_count, t.excerpt.chars().count());
     }
 
     #[test]

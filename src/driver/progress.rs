@@ -95,11 +95,12 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
         while !done.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(200));
             if start.elapsed() > Duration::from_millis(600) {
-                crate::note_inline!("\r  {name} … {:.1} s ", start.elapsed().as_secs_f64());
+                let line = format!("  {name} … {:.1} s ", start.elapsed().as_secs_f64());
+                crate::io::redraw_note(Some(&line));
             }
         }
         if start.elapsed() > Duration::from_millis(600) {
-            crate::note_inline!("\r\x1b[2K");
+            crate::io::redraw_note(None);
         }
     })
 }

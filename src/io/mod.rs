@@ -19,12 +19,13 @@ pub use doc::{parse_doc, parse_versioned, Format};
 
 /// `eprintln!` that cannot fail: progress, hints and warnings on stderr are best-effort, so a
 /// closed stderr (`meeting … 2>&1 | head -3`, a parent that stopped reading) never stops a
-/// program. The only way this crate writes to stderr (clippy's `print_stderr` is denied).
+/// program. The only way this crate writes to stderr (clippy's `print_stderr` is denied), and
+/// the terminal's one gate: the line is sanitised ([`write_note`]), so no model, document or
+/// provider text can send the terminal an escape sequence.
 #[macro_export]
 macro_rules! note {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        $crate::io::write_note(&format!($($arg)*), true);
     }};
 }
 
@@ -65,16 +66,36 @@ pub fn stage_warnings_held() -> bool {
     HOLD_STAGE_WARNINGS.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// [`note!`] without the newline, flushed: a line redrawn in place (the elapsed-time ticker,
-/// a `--step` question).
+/// [`note!`] without the newline, flushed: a question that waits on the same line (a `--step`
+/// prompt). A line redrawn in place is [`redraw_note`].
 #[macro_export]
 macro_rules! note_inline {
     ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let mut err = std::io::stderr();
-        let _ = write!(err, $($arg)*);
-        let _ = err.flush();
+        $crate::io::write_note(&format!($($arg)*), false);
     }};
+}
+
+/// What [`note!`] and [`note_inline!`] write: `text` sanitised for the terminal (every control
+/// and escape sequence but `\n`, `\t` and our own colours removed,
+/// docs/design/report.md#sanitising), then a newline when `newline`. Best-effort.
+#[doc(hidden)]
+pub fn write_note(text: &str, newline: bool) {
+    let text = crate::text::sanitise_for_terminal(text);
+    let mut err = std::io::stderr().lock();
+    let _ = if newline {
+        writeln!(err, "{text}")
+    } else {
+        write!(err, "{text}").and_then(|()| err.flush())
+    };
+}
+
+/// Redraw the current stderr line in place with `text` (sanitised like [`note!`]), or wipe it
+/// with `None`: the elapsed-time ticker. The carriage return and the erase-line sequence are
+/// written here, never taken from the text.
+pub(crate) fn redraw_note(text: Option<&str>) {
+    let text = crate::text::sanitise_for_terminal(text.unwrap_or_default());
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "\r\x1b[2K{text}").and_then(|()| err.flush());
 }
 
 /// Largest input document accepted (boards with 200 loops are a few MB).

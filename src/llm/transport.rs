@@ -250,6 +250,12 @@ pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {
 /// The provider's own words from an error body: `{"error": {"message": ...}}` (OpenAI and
 /// Anthropic both), with OpenAI's `code` when it says more; else the body itself, cut short.
 pub(crate) fn error_message(body: &str) -> String {
+    // The provider's words reach stderr, the board and the report: sanitised, on one line
+    // (docs/design/report.md#sanitising).
+    crate::text::fold_ws(&crate::text::sanitise(&provider_words(body)))
+}
+
+fn provider_words(body: &str) -> String {
     if let Ok(v) = serde_json::from_str::<Value>(body) {
         let err = v.get("error");
         let message = err
@@ -384,6 +390,11 @@ mod tests {
         );
         assert_eq!(error_message("<html>oops</html>"), "<html>oops</html>");
         assert_eq!(error_message(""), "(empty error body)");
+        assert_eq!(
+            error_message(r#"{"error":{"message":"a\u001b]52;c;eA==\u0007\u202e\nb"}}"#),
+            "a b",
+            "sanitised, on one line"
+        );
     }
 
     #[test]

@@ -31,7 +31,7 @@ fn event(loop_no: u32, ty: &str, extra: Value) -> Value {
 }
 
 /// A board after two loops: arch answered with citations, biz failed once.
-fn base_board() -> Value {
+pub(crate) fn base_board() -> Value {
     json!({
         "board_version": 3,
         "trace_id": "t-123",
@@ -115,7 +115,7 @@ fn normal_board() -> Value {
     base_board()
 }
 
-fn forced_board() -> Value {
+pub(crate) fn forced_board() -> Value {
     let mut b = base_board();
     b["status"] = json!("forced_stop");
     b["loop_count"] = json!(6);
@@ -130,7 +130,7 @@ fn forced_board() -> Value {
     b
 }
 
-fn fallback_board() -> Value {
+pub(crate) fn fallback_board() -> Value {
     let mut b = forced_board();
     b["final_report"] = json!(null);
     b["last_error"] = json!("PM answer was not valid JSON");
@@ -139,7 +139,7 @@ fn fallback_board() -> Value {
 
 /// The test board; its `flow` (what the diagram draws) is made from its events, as the
 /// stages make it when they record them.
-fn board(v: &Value) -> Board {
+pub(crate) fn board(v: &Value) -> Board {
     let mut b: Board = serde_json::from_value(v.clone()).expect("test board is valid");
     b.flow = agent_meeting::events::full_flow(&b.new_events);
     b

@@ -384,6 +384,12 @@ impl Human {
             Some(f) => Box::new(f),
             None => Box::new(std::io::stderr()),
         };
+        // The PM's question and the whiteboard reach the terminal here, beside `note!`:
+        // sanitised the same way (docs/design/report.md#sanitising).
+        let (screen, problem) = (
+            crate::text::sanitise_for_terminal(screen),
+            problem.map(crate::text::sanitise_for_terminal),
+        );
         match problem {
             Some(p) => writeln!(out, "\n{p}\nPlease answer again.\n").map_err(io)?,
             None => writeln!(out, "\n{screen}").map_err(io)?,

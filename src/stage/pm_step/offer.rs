@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::llm::{ExpectedJson, Message};
 use crate::model::{Board, NextAction};
 use crate::prompts::{
-    cut_list, decision_packet, meeting_brief, meeting_system, render, whiteboard, Reader,
+    cut_list, decision_packet, item, meeting_brief, meeting_system, render, whiteboard, Reader,
     ITEM_CHARS,
 };
 use crate::text::cut;
@@ -36,7 +36,7 @@ pub fn pm_input(board: &Board) -> Value {
     let skip = board.recent_errors.len().saturating_sub(RECENT_ERRORS_CAP);
     let recent: Vec<String> = board.recent_errors[skip..]
         .iter()
-        .map(|s| cut(s, ITEM_CHARS))
+        .map(|s| item(s))
         .collect();
     json!({
         "topic": board.topic.trim(),
@@ -50,7 +50,7 @@ pub fn pm_input(board: &Board) -> Value {
         "participants": participants,
         "mode": mode(board).as_str(),
         "remaining_loops": board.max_loops.saturating_sub(board.loop_count),
-        "last_error": board.last_error.as_deref().map(|e| cut(e, ITEM_CHARS)),
+        "last_error": board.last_error.as_deref().map(item),
         "stalled": circles::stalled(board),
     })
 }

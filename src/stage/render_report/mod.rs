@@ -243,6 +243,10 @@ fn render_with(
     user_source: Option<&str>,
     view: &View,
 ) -> std::result::Result<String, minijinja::Error> {
+    // What the templates show of models, documents and the board cannot hide what follows it
+    // (docs/design/report.md#sanitising); the templates' own Markdown is not touched.
+    let mut view = serde_json::to_value(view).expect("the view serialises to JSON");
+    markdown::neutralise_view(&mut view);
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
@@ -267,7 +271,9 @@ fn render_with(
         env.add_template(name, src)?;
     }
     env.get_template(name)?
-        .render(minijinja::value::Value::from(minijinja::value::Serde(view)))
+        .render(minijinja::value::Value::from(minijinja::value::Serde(
+            &view,
+        )))
 }
 
 // ---------------------------------------------------------------------------------------------
