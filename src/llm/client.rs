@@ -268,8 +268,14 @@ impl Client {
             };
             if attempt >= last_attempt {
                 let ms = elapsed();
+                // The provider's own wait helps the user choose when to try again.
+                let asked = retry_after
+                    .map(|ra| format!("the provider asked to wait {}; ", secs(ra)))
+                    .unwrap_or_default();
                 return Err(LlmError::Transient {
-                    message: format!("{message} (gave up after {attempt} attempts, {ms} ms)"),
+                    message: format!(
+                        "{message} ({asked}gave up after {attempt} attempts, {ms} ms)"
+                    ),
                     attempts: attempt,
                     duration_ms: ms,
                 });
@@ -549,15 +555,17 @@ mod tests {
             );
             assert_eq!(n.get(), made);
             assert_eq!(client.waits(), waits, "{max_attempts} attempts");
-            if made < max_attempts {
-                let LlmError::Transient { message, .. } = e else {
-                    unreachable!()
-                };
-                assert!(
-                    message.contains("the provider asks to wait 60 s before a retry"),
-                    "{message}"
-                );
-            }
+            let LlmError::Transient { message, .. } = e else {
+                unreachable!()
+            };
+            let said = if made < max_attempts {
+                "the provider asks to wait 60 s before a retry".to_string()
+            } else {
+                format!(
+                    "(the provider asked to wait {retry_after} s; gave up after {made} attempts"
+                )
+            };
+            assert!(message.contains(&said), "{message}");
         }
     }
 
