@@ -371,6 +371,14 @@ impl Run<'_> {
         self.errors.push((at.to_string(), message));
     }
 
+    /// Whether `text` matches a pattern [`check`] compiled (every pattern of the schema).
+    fn matches(&self, pattern: &str, text: &str) -> bool {
+        self.compiled
+            .regexes
+            .get(pattern)
+            .is_some_and(|re| re.is_match(text))
+    }
+
     /// Whether `value` is valid under `schema`, without recording why not.
     fn valid(&self, value: &Value, schema: &Value, at: &mut String, depth: usize) -> bool {
         let mut sub = Run {
@@ -477,7 +485,7 @@ impl Run<'_> {
                 self.child(v, sub, at, name, depth);
             }
             for (pattern, sub) in patterns.into_iter().flatten() {
-                if self.compiled.regexes[pattern].is_match(name) {
+                if self.matches(pattern, name) {
                     known = true;
                     self.child(v, sub, at, name, depth);
                 }
@@ -551,7 +559,7 @@ impl Run<'_> {
             }
         }
         if let Some(Value::String(pattern)) = map.get("pattern") {
-            if !self.compiled.regexes[pattern].is_match(s) {
+            if !self.matches(pattern, s) {
                 self.fail(at, format!("{value} does not match \"{pattern}\""));
             }
         }
