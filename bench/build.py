@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Install size and cold release build time, before and after, side by side in one run.
 
-Usage: python3 bench/build.py --before REF [--after REF] [--nice 19] [--keep]
+Usage: python3 bench/build.py --before REF [--after REF ...] [--nice 19] [--keep]
 
 Each side is a clean `git archive` of its commit built from nothing (its own CARGO_TARGET_DIR,
 the crates already downloaded), one after the other, with what `make build` runs at that
@@ -9,7 +9,9 @@ commit: `cargo build --locked --release`, or `... --bin agent-meeting` once the 
 only the multicall executable. Reported per side: wall time, CPU time (user + sys of every
 process of the build), the load average at its start, and the size of the programs as
 `make install` installs them (the nine executables before; the one executable and nine
-symbolic links after). Prints a Markdown section for BENCHMARKS.md on stdout.
+symbolic links after). Prints a Markdown section for BENCHMARKS.md on stdout. `--after` may be
+given more than once to compare candidates with the baseline in the same run (built in the order
+given, after the baseline).
 
 The machine may be shared: compare the ratios (CPU time above all), not absolute times.
 """
@@ -95,20 +97,25 @@ def measure(label, ref, work, nice):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--before", required=True, help="git ref of the baseline")
-    ap.add_argument("--after", default="HEAD", help="git ref measured against it (HEAD)")
+    ap.add_argument("--after", action="append",
+                    help="git ref measured against it (HEAD); repeat to compare several")
     ap.add_argument("--nice", type=int, default=19, help="nice level of the builds (19; 0: none)")
     ap.add_argument("--keep", action="store_true", help="keep the build folders")
     a = ap.parse_args()
     work = tempfile.mkdtemp(prefix="agent-meeting-build-bench-", dir=os.environ.get("BENCH_DIR"))
     try:
-        sides = [measure("before", git("rev-parse", "--short", a.before), work, a.nice),
-                 measure("after", git("rev-parse", "--short", a.after), work, a.nice)]
+        afters = [git("rev-parse", "--short", r) for r in a.after or ["HEAD"]]
+        sides = [measure("before", git("rev-parse", "--short", a.before), work, a.nice)]
+        for i, ref in enumerate(afters):
+            label = "after" if len(afters) == 1 else f"after-{i + 1}"
+            sides.append(measure(label, ref, work, a.nice))
     finally:
         if not a.keep:
             shutil.rmtree(work, ignore_errors=True)
-    b, n = sides
+    b = sides[0]
     rustc = subprocess.run(["rustc", "--version"], capture_output=True, text=True).stdout.strip()
-    out = [f"Measured by `python3 bench/build.py --before {b['ref']} --after {n['ref']}` "
+    refs = " ".join(f"--after {s['ref']}" for s in sides[1:])
+    out = [f"Measured by `python3 bench/build.py --before {b['ref']} {refs}` "
            f"({rustc}, nproc {os.cpu_count()}, builds under `nice -n {a.nice}`, one after the "
            "other, each cold: its own empty target folder, crates already downloaded).", "",
            "| build | command | load at start | wall | CPU (user+sys) | installed programs |",
@@ -117,8 +124,9 @@ def main():
         out.append(f"| {s['label']} ({s['ref']}) | `{s['cmd']}` | {s['load']} | "
                    f"{s['wall'] / 60:.1f} min | {s['cpu'] / 60:.1f} min | "
                    f"{s['size'] / MIB:.1f} MiB |")
-    out.append(f"| after / before | | | {n['wall'] / b['wall']:.2f} | {n['cpu'] / b['cpu']:.2f} | "
-               f"{n['size'] / b['size']:.2f} |")
+    for n in sides[1:]:
+        out.append(f"| {n['label']} / before | | | {n['wall'] / b['wall']:.2f} | "
+                   f"{n['cpu'] / b['cpu']:.2f} | {n['size'] / b['size']:.2f} |")
     out.append("")
     for s in sides:
         listed = ", ".join(f"{f} {size / MIB:.1f}" for f, size in s["files"])

@@ -39,8 +39,8 @@ pub(crate) fn validate_agent(cfg: &AgentConfig, kind: AgentKind) -> Result<(), I
     }
     let input = Value::Object(cfg.input_schema.clone());
     let output = Value::Object(cfg.output_schema.clone());
-    compile(&input).map_err(|m| Invalid::at("input_schema", m))?;
-    compile(&output).map_err(|m| Invalid::at("output_schema", m))?;
+    compile(&input).map_err(|e| e.under("input_schema"))?;
+    compile(&output).map_err(|e| e.under("output_schema"))?;
     check_input_schema(&cfg.input_schema).map_err(|e| e.under("input_schema"))?;
     match kind {
         AgentKind::Specialist => check_specialist_output(&cfg.output_schema),
@@ -49,10 +49,15 @@ pub(crate) fn validate_agent(cfg: &AgentConfig, kind: AgentKind) -> Result<(), I
     .map_err(|e| e.under("output_schema"))
 }
 
-fn compile(schema: &Value) -> std::result::Result<(), String> {
-    jsonschema::validator_for(schema)
-        .map(|_| ())
-        .map_err(|e| format!("does not compile as JSON Schema: {e}"))
+/// The schema within the subset our validator applies (src/schema.rs), refused by the path of
+/// the keyword that is not (docs/design/agents-and-config.md#the-json-schema-subset).
+fn compile(schema: &Value) -> Result<(), Invalid> {
+    crate::schema::check(schema).map_err(|e| {
+        Invalid::at(
+            e.path,
+            format!("does not compile as JSON Schema: {}", e.message),
+        )
+    })
 }
 
 /// The `type` keyword as a list of type names (absent → empty: any type).
@@ -499,7 +504,16 @@ mod tests {
     #[test]
     fn schemas_must_compile() {
         let c = with(specialist(), "/input_schema/type", json!("no-such-type"));
-        assert!(err(&c, AgentKind::Specialist).starts_with("input_schema: does not compile"));
+        assert!(err(&c, AgentKind::Specialist).starts_with("input_schema.type: does not compile"));
+        // A keyword outside the validator's subset is refused by its path, never ignored.
+        let c = with(
+            specialist(),
+            "/output_schema/properties/risks/if",
+            json!({"maxItems": 1}),
+        );
+        assert!(err(&c, AgentKind::Specialist).starts_with(
+            "output_schema.properties.risks.if: does not compile as JSON Schema: unsupported JSON Schema keyword"
+        ));
     }
 
     #[test]

@@ -831,7 +831,7 @@ fn init_board_cases() -> Vec<Case> {
             ),
             vec!["--agents", "a"],
             PACKET,
-            vec!["a.yaml: output_schema: does not compile"],
+            vec!["a.yaml: output_schema.type: does not compile"],
         ),
         c(
             "duplicate agent name",
