@@ -117,6 +117,8 @@ pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
         let what = if r.provider.value == ProviderName::Replay {
             let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
             format!("replay of {}", cassette.display())
+        } else if r.provider.value == ProviderName::Sample {
+            "sample answers, no model".to_string()
         } else {
             format!("{} {}", r.provider.value, r.model.value)
         };

@@ -10,10 +10,14 @@ use super::anthropic::Anthropic;
 use super::openai::OpenAi;
 use super::replay::{Recorder, Replay};
 use super::resolve::{env_non_empty, non_empty, resolve, ProviderName, Setting, Source};
+use super::sample::Sample;
 use super::transport::Timeouts;
 use super::{Client, Options, Provider, RetryPolicy};
 use crate::error::Error;
 use crate::model::LlmSettings;
+
+/// How to run with no key, said by every error about a missing one.
+const OFFLINE: &str = "to run offline, use --provider sample (answers made from your own documents, no model) or --provider replay --cassette FILE";
 
 /// The flags' defaults, named once for clap and for [`LlmArgs::default`].
 mod default {
@@ -29,8 +33,10 @@ mod default {
 #[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmArgs {
-    /// Provider: openai, anthropic or replay (default: from the board or agent metadata, else
-    /// whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` overrides everything.
+    /// Provider: openai, anthropic, replay or sample (default: from the board or agent metadata,
+    /// else whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` and `sample`
+    /// override everything; `sample` calls no model: the program answers from the meeting's own
+    /// documents and questions, every answer marked [sample] (try a meeting with no key).
     #[arg(
         long,
         env = "AGENT_MEETING_PROVIDER",
@@ -217,16 +223,15 @@ pub fn client_for_caller(
     if let Some(var) = missing_key(args, provider) {
         return Err(Error::Runtime(match resolved.provider.source {
             Source::Metadata(_) | Source::Board => format!(
-                "{}, or set {var} in the environment; to run offline, use --provider replay --cassette FILE",
+                "{}, or set {var} in the environment; {OFFLINE}",
                 resolved.explain_provider(provider.as_str())
             ),
             _ => format!(
-                "provider {provider} needs {var} in the environment (or choose another with --provider); \
-to run offline, use --provider replay --cassette FILE"
+                "provider {provider} needs {var} in the environment (or choose another with --provider); {OFFLINE}"
             ),
         }));
     }
-    if provider != ProviderName::Replay {
+    if !provider.offline() {
         let url = base_url(args, provider);
         if let Err(expected) = super::transport::check_base_url(&url.value) {
             return Err(Error::Usage(match url.source {
@@ -246,6 +251,12 @@ to run offline, use --provider replay --cassette FILE"
             };
             let replay = Replay::open(path, args.strict_replay)?;
             let client = Client::new(reuse_completed(args, Box::new(replay)), calls)
+                .with_policy(RetryPolicy::immediate(args.max_attempts))
+                .with_log(args.llm_log.clone());
+            return Ok((client, options));
+        }
+        ProviderName::Sample => {
+            let client = Client::new(reuse_completed(args, Box::new(Sample)), calls)
                 .with_policy(RetryPolicy::immediate(args.max_attempts))
                 .with_log(args.llm_log.clone());
             return Ok((client, options));
@@ -338,7 +349,7 @@ pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
     match provider {
         ProviderName::OpenAi => openai(args, "", timeouts).schema_in_prompt(),
         ProviderName::Anthropic => anthropic(args, "", timeouts).schema_in_prompt(),
-        ProviderName::Replay => false,
+        ProviderName::Replay | ProviderName::Sample => false,
     }
 }
 
@@ -351,7 +362,7 @@ pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
             &args.config.anthropic_base_url,
             super::anthropic::DEFAULT_BASE_URL,
         ),
-        ProviderName::OpenAi | ProviderName::Replay => (
+        ProviderName::OpenAi | ProviderName::Replay | ProviderName::Sample => (
             "OPENAI_BASE_URL",
             &args.config.openai_base_url,
             super::openai::DEFAULT_BASE_URL,

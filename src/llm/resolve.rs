@@ -3,7 +3,7 @@
 //! each with where it came from. The clients, the budget's look-ahead, `meeting --dry-run`'s
 //! model line and `meeting --show-config` all ask it, so what they say cannot disagree.
 //!
-//! Precedence: `--provider replay` (flag or variable) over everything, so a whole meeting runs
+//! Precedence: `--provider replay` or `sample` (flag or variable) over everything, so a whole meeting runs
 //! offline; then the caller's own `metadata`; then the meeting's defaults (the board's `llm`,
 //! which `meeting` fills from its flags); then the flags and their variables; then the
 //! provider's own variables (`OPENAI_MODEL`, a key that is set, `OPENAI_BASE_URL`); then the
@@ -23,13 +23,16 @@ pub enum ProviderName {
     OpenAi,
     Anthropic,
     Replay,
+    /// Answers made by the program from the request, no model (docs/design/llm.md#sample-provider).
+    Sample,
 }
 
 impl ProviderName {
-    pub const ALL: [ProviderName; 3] = [
+    pub const ALL: [ProviderName; 4] = [
         ProviderName::OpenAi,
         ProviderName::Anthropic,
         ProviderName::Replay,
+        ProviderName::Sample,
     ];
 
     /// The name users write (lowercase).
@@ -38,6 +41,7 @@ impl ProviderName {
             ProviderName::OpenAi => "openai",
             ProviderName::Anthropic => "anthropic",
             ProviderName::Replay => "replay",
+            ProviderName::Sample => "sample",
         }
     }
 
@@ -49,13 +53,19 @@ impl ProviderName {
             .find(|p| p.as_str().eq_ignore_ascii_case(name))
     }
 
-    /// The variable holding the provider's API key (`replay` needs none).
+    /// The variable holding the provider's API key (`replay` and `sample` need none).
     pub fn key_var(self) -> Option<&'static str> {
         match self {
             ProviderName::OpenAi => Some("OPENAI_API_KEY"),
             ProviderName::Anthropic => Some("ANTHROPIC_API_KEY"),
-            ProviderName::Replay => None,
+            ProviderName::Replay | ProviderName::Sample => None,
         }
+    }
+
+    /// Whether no model answers: the whole meeting runs offline, so this provider, named by
+    /// flag or variable, wins over every caller's metadata and the board.
+    pub fn offline(self) -> bool {
+        matches!(self, ProviderName::Replay | ProviderName::Sample)
     }
 
     /// The variable naming the provider's default model.
@@ -63,17 +73,17 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => Some("OPENAI_MODEL"),
             ProviderName::Anthropic => Some("ANTHROPIC_MODEL"),
-            ProviderName::Replay => None,
+            ProviderName::Replay | ProviderName::Sample => None,
         }
     }
 
     /// The model the provider gets when nothing names one (`replay` has none: the cassette
-    /// answers).
+    /// answers; `sample` has none: the program answers).
     pub fn default_model(self) -> Option<&'static str> {
         match self {
             ProviderName::OpenAi => Some(super::openai::DEFAULT_MODEL),
             ProviderName::Anthropic => Some(super::anthropic::DEFAULT_MODEL),
-            ProviderName::Replay => None,
+            ProviderName::Replay | ProviderName::Sample => None,
         }
     }
 }
@@ -170,7 +180,7 @@ fn explain(source: &Source, provider: &str) -> String {
 
 pub(super) const NO_PROVIDER: &str = "no LLM provider configured: set OPENAI_API_KEY (for --provider openai) or \
 ANTHROPIC_API_KEY (for --provider anthropic), or choose one with --provider / AGENT_MEETING_PROVIDER; \
-to run offline, use --provider replay --cassette FILE";
+to run offline, use --provider sample (answers made from your own documents, no model) or --provider replay --cassette FILE";
 
 pub(super) fn non_empty(s: Option<&str>) -> Option<String> {
     s.map(str::trim)
@@ -208,7 +218,7 @@ fn provider_named(name: &str, source: &Source) -> Result<ProviderName, Error> {
             _ => String::new(),
         };
         Error::Usage(format!(
-            "unknown provider {name:?} (expected openai, anthropic or replay){why}"
+            "unknown provider {name:?} (expected openai, anthropic, replay or sample){why}"
         ))
     })
 }
@@ -254,7 +264,7 @@ pub fn resolve(
         Setting::new(m, Source::ConfigFile(None))
     } else {
         Setting::new(
-            p.default_model().unwrap_or("replay").to_string(),
+            p.default_model().unwrap_or(p.as_str()).to_string(),
             Source::Default,
         )
     };
@@ -316,7 +326,7 @@ fn resolve_provider(
         Ok(Setting::new(provider_named(&name, &source)?, source))
     };
     if let Some(name) = &flag {
-        if ProviderName::parse(name) == Some(ProviderName::Replay) {
+        if ProviderName::parse(name).is_some_and(ProviderName::offline) {
             return named(name.clone(), flag_source(args, VAR));
         }
     }

@@ -48,6 +48,7 @@ mod pm_step;
 mod prompt_layout;
 mod redaction_corpus;
 mod report;
+mod sample_provider;
 mod schemas;
 mod secrets;
 mod settings_agree;
