@@ -19,10 +19,13 @@ use crate::model::LlmSettings;
 /// How to run with no key, said by every error about a missing one.
 const OFFLINE: &str = "to run offline, use --provider sample (answers made from your own documents, no model) or --provider replay --cassette FILE";
 
+/// Seconds `--read-timeout` waits when not given (a local server's default is
+/// [`super::resolve::local_default`]).
+pub const DEFAULT_READ_TIMEOUT: f64 = 120.0;
+
 /// The flags' defaults, named once for clap and for [`LlmArgs::default`].
 mod default {
     pub const CONNECT_TIMEOUT: f64 = 10.0;
-    pub const READ_TIMEOUT: f64 = 120.0;
     pub const MAX_ATTEMPTS: u32 = 3;
     pub const RETRY_BASE_MS: u64 = 500;
     pub const RETRY_MAX_SECS: f64 = 30.0;
@@ -84,9 +87,10 @@ pub struct LlmArgs {
     /// Seconds to wait for a connection
     #[arg(long, value_name = "SECS", default_value_t = default::CONNECT_TIMEOUT, help_heading = "Transport")]
     pub connect_timeout: f64,
-    /// Seconds to wait for the response (head, then body)
-    #[arg(long, value_name = "SECS", default_value_t = default::READ_TIMEOUT, help_heading = "Transport")]
-    pub read_timeout: f64,
+    /// Seconds to wait for the response (head, then body) [default: 120; 600 for a local
+    /// server]
+    #[arg(long, value_name = "SECS", help_heading = "Transport")]
+    pub read_timeout: Option<f64>,
     /// Attempts per call on 429, 5xx, timeouts and network errors
     #[arg(long, value_name = "N", default_value_t = default::MAX_ATTEMPTS, value_parser = clap::value_parser!(u32).range(1..=20), help_heading = "Transport")]
     pub max_attempts: u32,
@@ -157,7 +161,7 @@ impl Default for LlmArgs {
             no_native_schema: false,
             no_response_format: false,
             connect_timeout: default::CONNECT_TIMEOUT,
-            read_timeout: default::READ_TIMEOUT,
+            read_timeout: None,
             max_attempts: default::MAX_ATTEMPTS,
             llm_log: None,
             retry_base_ms: default::RETRY_BASE_MS,
@@ -218,7 +222,7 @@ pub fn client_for_caller(
     let options = resolved.options();
     let timeouts = Timeouts {
         connect: seconds("--connect-timeout", args.connect_timeout)?,
-        read: seconds("--read-timeout", args.read_timeout)?,
+        read: seconds("--read-timeout", resolved.read_timeout.value)?,
     };
     if let Some(var) = missing_key(args, provider) {
         return Err(Error::Runtime(match resolved.provider.source {

@@ -17,6 +17,22 @@ use super::args::LlmArgs;
 use crate::error::Error;
 use crate::model::LlmSettings;
 
+/// The defaults for a server on this machine (a loopback base URL), which is likely a model on
+/// a CPU: a reply takes minutes, so a longer wait and shorter replies
+/// (docs/design/llm.md#local-servers). Flags, metadata and the board's values win.
+pub mod local_default {
+    /// Seconds to wait for a reply.
+    pub const READ_TIMEOUT: f64 = 600.0;
+    /// Tokens of any reply (the per-call defaults are for hosted models).
+    pub const MAX_TOKENS: u32 = 1024;
+}
+
+/// Whether `provider`, as the flags configure it, is a server on this machine.
+pub fn is_local_server(args: &LlmArgs, provider: ProviderName) -> bool {
+    !provider.offline()
+        && super::transport::is_loopback(&super::args::base_url(args, provider).value)
+}
+
 /// The providers a caller may name (`--provider`, `metadata.provider`, the config file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProviderName {
@@ -108,6 +124,8 @@ pub enum Source {
     Board,
     /// The config file; `Some(key)` for a per-caller key such as `models.pm`.
     ConfigFile(Option<String>),
+    /// A default for a server on this machine (docs/design/llm.md#local-servers).
+    LocalServer,
     Default,
 }
 
@@ -121,6 +139,7 @@ impl fmt::Display for Source {
             Source::Board => write!(f, "the board's llm (init-board)"),
             Source::ConfigFile(None) => write!(f, "config file"),
             Source::ConfigFile(Some(key)) => write!(f, "config file ({key})"),
+            Source::LocalServer => write!(f, "local server default"),
             Source::Default => write!(f, "built-in default"),
         }
     }
@@ -147,9 +166,28 @@ pub struct Resolved {
     pub model: Setting<String>,
     pub temperature: Setting<Option<f64>>,
     pub max_tokens: Setting<Option<u32>>,
+    /// Seconds to wait for a reply: the flag, else the default (longer for a local server).
+    pub read_timeout: Setting<f64>,
 }
 
 impl Resolved {
+    /// The start line's word on a local server's defaults, when any applies: "local server:
+    /// read timeout 600 s, max_tokens 1024 (...)".
+    pub fn local_note(&self) -> Option<String> {
+        let local = Source::LocalServer;
+        if self.read_timeout.source != local && self.max_tokens.source != local {
+            return None;
+        }
+        let tokens = self
+            .max_tokens
+            .value
+            .map_or_else(|| "per call".to_string(), |n| n.to_string());
+        Some(format!(
+            "local server: read timeout {} s, max_tokens {tokens} (defaults for a model on this machine; --read-timeout and --max-tokens win)",
+            self.read_timeout.value
+        ))
+    }
+
     /// The options a request of this caller carries.
     pub fn options(&self) -> super::Options {
         super::Options {
@@ -278,16 +316,24 @@ pub fn resolve(
         Setting::new(None, Source::Default)
     };
     let max_tokens = resolve_max_tokens(args, board_llm, caller, metadata);
+    let read_timeout = match args.read_timeout {
+        Some(t) => Setting::new(t, Source::Flag),
+        None if is_local_server(args, p) => {
+            Setting::new(local_default::READ_TIMEOUT, Source::LocalServer)
+        }
+        None => Setting::new(super::args::DEFAULT_READ_TIMEOUT, Source::Default),
+    };
     Ok(Resolved {
         provider,
         model,
         temperature,
         max_tokens,
+        read_timeout,
     })
 }
 
-/// A caller's `max_tokens` (metadata, the board's, the flag; `None`: the stage's default),
-/// which needs no provider: the token budget prices agents' replies with it.
+/// A caller's `max_tokens` (metadata, the board's, the flag, a local server's default; `None`:
+/// the stage's default): the token budget prices agents' replies with it.
 pub fn resolve_max_tokens(
     args: &LlmArgs,
     board_llm: &LlmSettings,
@@ -309,6 +355,10 @@ pub fn resolve_max_tokens(
         Setting::new(Some(n), source)
     } else if let Some(n) = args.max_tokens {
         Setting::new(Some(n), Source::Flag)
+    } else if resolve_provider(args, board_llm, caller, metadata)
+        .is_ok_and(|p| is_local_server(args, p.value))
+    {
+        Setting::new(Some(local_default::MAX_TOKENS), Source::LocalServer)
     } else {
         Setting::new(None, Source::Default)
     }

@@ -211,7 +211,7 @@ fn resolution_order_and_errors() {
     let e = client_for(
         &LlmArgs {
             provider: Some("openai".into()),
-            read_timeout: 0.0,
+            read_timeout: Some(0.0),
             ..LlmArgs::default()
         },
         &empty,

@@ -39,6 +39,7 @@ mod human;
 mod llm_http;
 mod llm_replay;
 mod llm_resolve;
+mod local_server;
 mod meeting;
 mod meeting_options;
 mod meeting_outcomes;
