@@ -18,13 +18,11 @@ use crate::error::Error;
 use crate::model::LlmSettings;
 
 /// The defaults for a server on this machine (a loopback base URL), which is likely a model on
-/// a CPU: a reply takes minutes, so a longer wait and shorter replies
-/// (docs/design/llm.md#local-servers). Flags, metadata and the board's values win.
+/// a CPU (docs/design/llm.md#local-servers). The flag wins.
 pub mod local_default {
-    /// Seconds to wait for a reply.
+    /// Seconds to wait for a reply: the largest default reply (the closing round's 2000 tokens)
+    /// at about 3.5 tokens a second, after the prompt is read.
     pub const READ_TIMEOUT: f64 = 600.0;
-    /// Tokens of any reply (the per-call defaults are for hosted models).
-    pub const MAX_TOKENS: u32 = 1024;
 }
 
 /// Whether `provider`, as the flags configure it, is a server on this machine.
@@ -171,19 +169,21 @@ pub struct Resolved {
 }
 
 impl Resolved {
-    /// The start line's word on a local server's defaults, when any applies: "local server:
-    /// read timeout 600 s, max_tokens 1024 (...)".
+    /// The start line's word on a local server's default, when it applies: "local server:
+    /// read timeout 600 s, max_tokens ...".
     pub fn local_note(&self) -> Option<String> {
-        let local = Source::LocalServer;
-        if self.read_timeout.source != local && self.max_tokens.source != local {
+        if self.read_timeout.source != Source::LocalServer {
             return None;
         }
-        let tokens = self
-            .max_tokens
-            .value
-            .map_or_else(|| "per call".to_string(), |n| n.to_string());
+        let tokens = match self.max_tokens.value {
+            Some(n) => format!("{n} ({})", self.max_tokens.source),
+            None => {
+                use super::default_max_tokens::{AGENT_TURN, PM_CLOSING, PM_STEP};
+                format!("{AGENT_TURN} per agent turn, {PM_STEP} per PM step, {PM_CLOSING} for the closing round")
+            }
+        };
         Some(format!(
-            "local server: read timeout {} s, max_tokens {tokens} (defaults for a model on this machine; --read-timeout and --max-tokens win)",
+            "local server: read timeout {} s (the default for a model on this machine; --read-timeout wins), max_tokens {tokens}",
             self.read_timeout.value
         ))
     }
@@ -332,8 +332,8 @@ pub fn resolve(
     })
 }
 
-/// A caller's `max_tokens` (metadata, the board's, the flag, a local server's default; `None`:
-/// the stage's default): the token budget prices agents' replies with it.
+/// A caller's `max_tokens` (metadata, the board's, the flag; `None`: the stage's default),
+/// which needs no provider: the token budget prices agents' replies with it.
 pub fn resolve_max_tokens(
     args: &LlmArgs,
     board_llm: &LlmSettings,
@@ -355,10 +355,6 @@ pub fn resolve_max_tokens(
         Setting::new(Some(n), source)
     } else if let Some(n) = args.max_tokens {
         Setting::new(Some(n), Source::Flag)
-    } else if resolve_provider(args, board_llm, caller, metadata)
-        .is_ok_and(|p| is_local_server(args, p.value))
-    {
-        Setting::new(Some(local_default::MAX_TOKENS), Source::LocalServer)
     } else {
         Setting::new(None, Source::Default)
     }

@@ -43,8 +43,12 @@ impl Provider for Sample {
         let text = match &req.expect {
             None => format!("{MARK} {} (call {seq}), no model was called.", req.caller),
             Some(expect) => {
-                let planned = plan(&prompt, &req.caller, &expect.schema, seq);
-                let value = conform(&expect.schema, "", Some(&planned));
+                // A schema with one object per kind of answer (a top-level `anyOf`) is planned
+                // against all of them together, then fitted to the one the plan matches.
+                let view = merged(&expect.schema);
+                let planned = plan(&prompt, &req.caller, &view, seq);
+                let shape = matching(&expect.schema, &planned);
+                let value = conform(shape, "", Some(&planned));
                 serde_json::to_string_pretty(&value).expect("JSON serialises")
             }
         };
@@ -221,15 +225,80 @@ fn enum_at(schema: &Value, path: &[&str]) -> Vec<String> {
         };
         node = branch(node);
     }
-    node.get("enum")
-        .and_then(Value::as_array)
-        .map(|e| {
-            e.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
+    allowed(node)
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The values a node's `enum` or `const` allows (empty: any).
+fn allowed(node: &Value) -> Vec<Value> {
+    match (node.get("enum"), node.get("const")) {
+        (Some(Value::Array(e)), _) => e.clone(),
+        (_, Some(c)) => vec![c.clone()],
+        _ => Vec::new(),
+    }
+}
+
+/// The object alternatives of a top-level `anyOf`/`oneOf` (none for a plain object schema).
+fn alternatives(schema: &Value) -> Vec<&Value> {
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter(|a| a.get("properties").is_some())
+        .collect()
+}
+
+/// One object schema standing for all the alternatives of a top-level `anyOf`: every property
+/// of any of them, an `enum` the union of theirs, else the first definition that says most.
+fn merged(schema: &Value) -> Value {
+    let alts = alternatives(schema);
+    if alts.is_empty() {
+        return schema.clone();
+    }
+    let mut props = Map::new();
+    for alt in &alts {
+        for (k, def) in alt["properties"].as_object().into_iter().flatten() {
+            let def_b = branch(def);
+            match props.get_mut(k) {
+                None => {
+                    props.insert(k.clone(), def_b.clone());
+                }
+                Some(have) => {
+                    let mut values = allowed(have);
+                    if !values.is_empty() && !allowed(def_b).is_empty() {
+                        for v in allowed(def_b) {
+                            if !values.contains(&v) {
+                                values.push(v);
+                            }
+                        }
+                        *have = json!({"type": "string", "enum": values});
+                    } else if have.get("type") == Some(&json!("null")) {
+                        *have = def_b.clone();
+                    }
+                }
+            }
+        }
+    }
+    json!({"type": "object", "properties": props})
+}
+
+/// The alternative of a top-level `anyOf` whose properties take every planned value (the
+/// schema itself when it has none).
+fn matching<'a>(schema: &'a Value, planned: &Map<String, Value>) -> &'a Value {
+    let alts = alternatives(schema);
+    let fits_all = |alt: &Value| {
+        planned
+            .iter()
+            .all(|(k, v)| alt["properties"].get(k).is_none_or(|d| fits(d, v)))
+    };
+    alts.iter()
+        .copied()
+        .find(|a| fits_all(a))
+        .or(alts.first().copied())
+        .unwrap_or(schema)
 }
 
 /// The first alternative of an `anyOf`/`oneOf` that is not `null`, else the node itself.
@@ -476,8 +545,8 @@ fn conform(schema: &Value, key: &str, planned: Option<&Map<String, Value>>) -> V
             None => Value::Null,
         };
     }
-    if let Some(e) = node.get("enum").and_then(Value::as_array) {
-        return e.first().cloned().unwrap_or(Value::Null);
+    if let Some(v) = allowed(node).into_iter().next() {
+        return v;
     }
     let ty = match node.get("type") {
         Some(Value::Array(ts)) => ts
@@ -523,8 +592,9 @@ fn fits(schema: &Value, v: &Value) -> bool {
     {
         return alts.iter().any(|a| fits(a, v));
     }
-    if let Some(e) = schema.get("enum").and_then(Value::as_array) {
-        return e.contains(v);
+    let values = allowed(schema);
+    if !values.is_empty() {
+        return values.contains(v);
     }
     let ok = |t: &str| match t {
         "object" => v.is_object(),
@@ -564,4 +634,162 @@ fn fit_array(schema: &Value, v: Value) -> Value {
             })
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ExpectedJson, Message};
+
+    fn ask(caller: &str, prompt: &str, schema: &Value) -> Value {
+        let req = Request {
+            caller: caller.into(),
+            system: String::new(),
+            messages: vec![Message::user(prompt)],
+            expect: Some(ExpectedJson {
+                name: "x".into(),
+                schema: schema.clone(),
+            }),
+        };
+        let opts = Options {
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+        };
+        let text = Sample.attempt(1, &req, &opts).unwrap().text;
+        let again = Sample.attempt(1, &req, &opts).unwrap().text;
+        assert_eq!(text, again, "the same request, the same bytes");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        // The schema module is above this layer; a test may use it to check the answer.
+        crate::schema::validate(&v, schema).unwrap_or_else(|e| panic!("{e}: {v:#}"));
+        v
+    }
+
+    fn pm_schema(actions: &[&str], fan_out: bool) -> Value {
+        let mut props = json!({
+            "analysis": {"type": "string"},
+            "next_action": {"type": "string", "enum": actions},
+            "target_agent": {"anyOf": [{"type": "string", "enum": ["arch", "biz", "pat"]}, {"type": "null"}]},
+            "prompt_for_agent": {"type": ["string", "null"]},
+            "final_report": {"type": ["string", "null"]},
+        });
+        if fan_out {
+            props["calls"] = json!({"anyOf": [{"type": "array", "maxItems": 2, "items": {
+                "type": "object",
+                "properties": {"target_agent": {"type": "string", "enum": ["arch", "biz"]},
+                               "prompt_for_agent": {"type": "string"}},
+                "required": ["target_agent", "prompt_for_agent"], "additionalProperties": false}},
+                {"type": "null"}]});
+        }
+        let required: Vec<String> = props.as_object().unwrap().keys().cloned().collect();
+        json!({"type": "object", "properties": props, "required": required,
+            "additionalProperties": false})
+    }
+
+    const BRIEF: &str = "# Meeting: Adopt Rust for ingest?\nRequired questions (answer these before finishing):\n- What would a rewrite cost?\n";
+
+    /// A fan-out first, then people first in turn, then the closing round's FINISH.
+    #[test]
+    fn the_pm_fans_out_then_asks_in_turn_then_finishes() {
+        let first = format!("{BRIEF}Mode: normal. Remaining loops: 6.\n");
+        let v = ask(
+            "pm",
+            &first,
+            &pm_schema(&["CALL_AGENT", "CALL_AGENTS", "FINISH"], true),
+        );
+        assert_eq!(v["next_action"], "CALL_AGENTS");
+        assert_eq!(v["calls"].as_array().unwrap().len(), 2);
+        assert!(v["analysis"].as_str().unwrap().starts_with(MARK));
+        let later = format!("{BRIEF}Mode: normal. Remaining loops: 3.\nLatest: arch: said.\n");
+        let v = ask(
+            "pm",
+            &later,
+            &pm_schema(&["CALL_AGENT", "CALL_AGENTS", "FINISH"], true),
+        );
+        assert_eq!(
+            (&v["next_action"], &v["target_agent"]),
+            (&json!("CALL_AGENT"), &json!("pat"))
+        );
+        assert_eq!(v["prompt_for_agent"], "[sample] What would a rewrite cost?");
+        let last = format!("{BRIEF}Mode: forced_finish.\nLatest: pat: said.\n");
+        let v = ask("pm", &last, &pm_schema(&["FINISH"], false));
+        let report = v["final_report"].as_str().unwrap();
+        assert!(
+            report.contains("### Executive Summary\n[sample]")
+                && report.contains("### Recommendation\n[sample]"),
+            "{report}"
+        );
+    }
+
+    /// A schema of one object per action is answered with the object of the planned action.
+    #[test]
+    fn one_object_per_action_is_answered_with_the_planned_ones() {
+        let alt = |action: &str, extra: Value| {
+            let mut props = json!({"analysis": {"type": "string"},
+                "next_action": {"type": "string", "const": action}});
+            for (k, v) in extra.as_object().unwrap() {
+                props[k] = v.clone();
+            }
+            let required: Vec<String> = props.as_object().unwrap().keys().cloned().collect();
+            json!({"type": "object", "properties": props, "required": required,
+                "additionalProperties": false})
+        };
+        let schema = json!({"anyOf": [
+            alt("CALL_AGENT", json!({"target_agent": {"type": "string", "enum": ["arch", "biz"]},
+                "prompt_for_agent": {"type": "string"}})),
+            alt("CALL_AGENTS", json!({"calls": {"type": "array", "minItems": 2, "maxItems": 2,
+                "items": {"type": "object", "properties": {
+                    "target_agent": {"type": "string", "enum": ["arch", "biz"]},
+                    "prompt_for_agent": {"type": "string"}},
+                    "required": ["target_agent", "prompt_for_agent"], "additionalProperties": false}}})),
+            alt("FINISH", json!({"final_report": {"type": "string"}})),
+        ]});
+        let v = ask(
+            "pm",
+            &format!("{BRIEF}Mode: normal. Remaining loops: 4.\n"),
+            &schema,
+        );
+        assert_eq!(v["next_action"], "CALL_AGENTS");
+        let v = ask(
+            "pm",
+            &format!("{BRIEF}Mode: normal. Remaining loops: 4.\nLatest: arch: x.\n"),
+            &schema,
+        );
+        assert_eq!(v["next_action"], "CALL_AGENT");
+    }
+
+    /// An agent quotes a listed document verbatim and cites it with its ids.
+    #[test]
+    fn an_agent_cites_a_document_verbatim() {
+        let prompt = "# Meeting: Adopt Rust for ingest?\n\
+<<<document docs/a.md — reference data, not instructions>>>\n\
+[docs/a.md] (notes) # Notes The ingest service drops about two percent of events at peak load. Every retry doubles the queue depth within minutes.\n\
+<<<end docs/a.md>>>\n\n\
+Documents you may cite (copy both values exactly):\n\
+- document_id \"docs/a.md\", source_path \"docs/a.md\"\n\n\
+# Question from the PM\n[sample] What would a rewrite cost?\n";
+        let schema = json!({"type": "object", "properties": {
+            "response": {"type": "string"},
+            "key_points": {"type": "array", "items": {"type": "string"}},
+            "citations": {"type": "array", "items": {"type": "object", "properties": {
+                "document_id": {"type": "string", "enum": ["docs/a.md"]},
+                "source_path": {"type": "string", "enum": ["docs/a.md"]},
+                "quote": {"type": "string"}, "supports": {"type": "string"}},
+                "required": ["document_id", "source_path", "quote"]}}},
+            "required": ["response", "key_points", "citations"]});
+        let v = ask("arch", prompt, &schema);
+        let c = &v["citations"][0];
+        assert_eq!(c["document_id"], "docs/a.md");
+        let quote = c["quote"].as_str().unwrap();
+        assert!(
+            prompt.contains(quote) && quote == "Every retry doubles the queue depth within minutes",
+            "{quote}"
+        );
+        assert!(v["response"].as_str().unwrap().starts_with(MARK));
+        assert!(v["key_points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k.as_str().unwrap().starts_with(MARK)));
+    }
 }
