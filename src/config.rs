@@ -251,6 +251,10 @@ fn caller_rows(
                     r.provider.source,
                 );
                 row(format!("{prefix}model"), r.model.value, r.model.source);
+                if caller.is_empty() {
+                    let t = r.read_timeout;
+                    row("read_timeout".into(), format!("{} s", t.value), t.source);
+                }
                 if !caller.is_empty() {
                     let (n, source) = match r.max_tokens.value {
                         Some(n) => (n, r.max_tokens.source),

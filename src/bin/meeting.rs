@@ -18,6 +18,8 @@ use clap::{ArgMatches, CommandFactory, Parser};
 # in the repository, offline; then with a key\n  \
 meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    \
 --provider replay --cassette meetings/demo.cassette.jsonl --trace-id demo\n  \
+meeting --topic \"Adopt Rust for ingest?\" --agents arch,biz \\\n    \
+--provider sample              # your own topic: no key, no model\n  \
 OPENAI_API_KEY=sk-... meeting --topic \"Adopt Rust for ingest?\" \\\n    \
 --agents arch,biz --model gpt-4o-mini\n  \
 meeting --resume runs/demo      # go on with a stopped meeting\n  \
@@ -203,7 +205,12 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             failure.map_or(Ok(()), |e| Err(e.into()))
         }
         Outcome::Stopped { error, run_dir } => {
-            *stopped_in = Some(run_dir);
+            // A cassette that does not fit the meeting is not fixed by resuming: its error
+            // says what can help instead.
+            let cassette = agent_meeting::llm::replay::ANOTHER_MEETING;
+            if !error.to_string().contains(cassette) {
+                *stopped_in = Some(run_dir);
+            }
             Err(error.into())
         }
     }

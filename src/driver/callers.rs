@@ -109,14 +109,18 @@ fn is_human(board: &Board, name: &str) -> bool {
 /// a replayed meeting names its cassette instead of a model.
 pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    let mut local = None;
     for (name, meta) in callers(board) {
         let Ok(r) = crate::llm::resolve(llm, &board.llm, &name, &meta) else {
             // No provider at all: only a dry run gets this far.
             return Ok("models: none (no provider configured)".to_string());
         };
+        local = local.or_else(|| r.local_note());
         let what = if r.provider.value == ProviderName::Replay {
             let cassette = llm.cassette.as_deref().unwrap_or(Path::new("?"));
             format!("replay of {}", cassette.display())
+        } else if r.provider.value == ProviderName::Sample {
+            "sample answers, no model".to_string()
         } else {
             format!("{} {}", r.provider.value, r.model.value)
         };
@@ -138,7 +142,8 @@ pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
         .into_iter()
         .map(|(what, names)| format!("{what} ({})", names.join(", ")))
         .collect();
-    Ok(format!("models: {}", parts.join("; ")))
+    let local = local.map(|n| format!("\n{n}")).unwrap_or_default();
+    Ok(format!("models: {}{local}", parts.join("; ")))
 }
 
 /// A visible warning when the environment, not a flag, made this meeting a replay: a variable

@@ -33,7 +33,7 @@ impl ResumeChanges {
         }
         let llm = &mut settings.llm;
         llm.connect_timeout = self.connect_timeout.unwrap_or(llm.connect_timeout);
-        llm.read_timeout = self.read_timeout.unwrap_or(llm.read_timeout);
+        llm.read_timeout = self.read_timeout.or(llm.read_timeout);
         llm.max_attempts = self.max_attempts.unwrap_or(llm.max_attempts);
         for (stage, cmd) in self.stage_overrides {
             if cmd.trim().is_empty() {

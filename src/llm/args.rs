@@ -10,15 +10,22 @@ use super::anthropic::Anthropic;
 use super::openai::OpenAi;
 use super::replay::{Recorder, Replay};
 use super::resolve::{env_non_empty, non_empty, resolve, ProviderName, Setting, Source};
+use super::sample::Sample;
 use super::transport::Timeouts;
 use super::{Client, Options, Provider, RetryPolicy};
 use crate::error::Error;
 use crate::model::LlmSettings;
 
+/// How to run with no key, said by every error about a missing one.
+const OFFLINE: &str = "to run offline, use --provider sample (answers made from your own documents, no model) or --provider replay --cassette FILE";
+
+/// Seconds `--read-timeout` waits when not given (a local server's default is
+/// [`super::resolve::local_default`]).
+pub const DEFAULT_READ_TIMEOUT: f64 = 120.0;
+
 /// The flags' defaults, named once for clap and for [`LlmArgs::default`].
 mod default {
     pub const CONNECT_TIMEOUT: f64 = 10.0;
-    pub const READ_TIMEOUT: f64 = 120.0;
     pub const MAX_ATTEMPTS: u32 = 3;
     pub const RETRY_BASE_MS: u64 = 500;
     pub const RETRY_MAX_SECS: f64 = 30.0;
@@ -29,8 +36,10 @@ mod default {
 #[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmArgs {
-    /// Provider: openai, anthropic or replay (default: from the board or agent metadata, else
-    /// whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` overrides everything.
+    /// Provider: openai, anthropic, replay or sample (default: from the board or agent metadata,
+    /// else whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` and `sample`
+    /// override everything; `sample` calls no model: the program answers from the meeting's own
+    /// documents and questions, every answer marked [sample] (try a meeting with no key).
     #[arg(
         long,
         env = "AGENT_MEETING_PROVIDER",
@@ -78,9 +87,10 @@ pub struct LlmArgs {
     /// Seconds to wait for a connection
     #[arg(long, value_name = "SECS", default_value_t = default::CONNECT_TIMEOUT, help_heading = "Transport")]
     pub connect_timeout: f64,
-    /// Seconds to wait for the response (head, then body)
-    #[arg(long, value_name = "SECS", default_value_t = default::READ_TIMEOUT, help_heading = "Transport")]
-    pub read_timeout: f64,
+    /// Seconds to wait for the response (head, then body) [default: 120; 600 for a local
+    /// server]
+    #[arg(long, value_name = "SECS", help_heading = "Transport")]
+    pub read_timeout: Option<f64>,
     /// Attempts per call on 429, 5xx, timeouts and network errors
     #[arg(long, value_name = "N", default_value_t = default::MAX_ATTEMPTS, value_parser = clap::value_parser!(u32).range(1..=20), help_heading = "Transport")]
     pub max_attempts: u32,
@@ -151,7 +161,7 @@ impl Default for LlmArgs {
             no_native_schema: false,
             no_response_format: false,
             connect_timeout: default::CONNECT_TIMEOUT,
-            read_timeout: default::READ_TIMEOUT,
+            read_timeout: None,
             max_attempts: default::MAX_ATTEMPTS,
             llm_log: None,
             retry_base_ms: default::RETRY_BASE_MS,
@@ -212,21 +222,20 @@ pub fn client_for_caller(
     let options = resolved.options();
     let timeouts = Timeouts {
         connect: seconds("--connect-timeout", args.connect_timeout)?,
-        read: seconds("--read-timeout", args.read_timeout)?,
+        read: seconds("--read-timeout", resolved.read_timeout.value)?,
     };
     if let Some(var) = missing_key(args, provider) {
         return Err(Error::Runtime(match resolved.provider.source {
             Source::Metadata(_) | Source::Board => format!(
-                "{}, or set {var} in the environment; to run offline, use --provider replay --cassette FILE",
+                "{}, or set {var} in the environment; {OFFLINE}",
                 resolved.explain_provider(provider.as_str())
             ),
             _ => format!(
-                "provider {provider} needs {var} in the environment (or choose another with --provider); \
-to run offline, use --provider replay --cassette FILE"
+                "provider {provider} needs {var} in the environment (or choose another with --provider); {OFFLINE}"
             ),
         }));
     }
-    if provider != ProviderName::Replay {
+    if !provider.offline() {
         let url = base_url(args, provider);
         if let Err(expected) = super::transport::check_base_url(&url.value) {
             return Err(Error::Usage(match url.source {
@@ -246,6 +255,12 @@ to run offline, use --provider replay --cassette FILE"
             };
             let replay = Replay::open(path, args.strict_replay)?;
             let client = Client::new(reuse_completed(args, Box::new(replay)), calls)
+                .with_policy(RetryPolicy::immediate(args.max_attempts))
+                .with_log(args.llm_log.clone());
+            return Ok((client, options));
+        }
+        ProviderName::Sample => {
+            let client = Client::new(reuse_completed(args, Box::new(Sample)), calls)
                 .with_policy(RetryPolicy::immediate(args.max_attempts))
                 .with_log(args.llm_log.clone());
             return Ok((client, options));
@@ -338,7 +353,7 @@ pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
     match provider {
         ProviderName::OpenAi => openai(args, "", timeouts).schema_in_prompt(),
         ProviderName::Anthropic => anthropic(args, "", timeouts).schema_in_prompt(),
-        ProviderName::Replay => false,
+        ProviderName::Replay | ProviderName::Sample => false,
     }
 }
 
@@ -351,7 +366,7 @@ pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
             &args.config.anthropic_base_url,
             super::anthropic::DEFAULT_BASE_URL,
         ),
-        ProviderName::OpenAi | ProviderName::Replay => (
+        ProviderName::OpenAi | ProviderName::Replay | ProviderName::Sample => (
             "OPENAI_BASE_URL",
             &args.config.openai_base_url,
             super::openai::DEFAULT_BASE_URL,

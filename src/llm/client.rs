@@ -13,8 +13,10 @@ use super::{
     Reply, Request, TokenUsage,
 };
 
-/// Attempts a local server gets after a read timeout: the first and one retry.
-const LOCAL_TIMEOUT_ATTEMPTS: u32 = 2;
+/// Why a local server's read timeout is not retried, and what helps (docs/design/failure-policy.md#local-servers).
+const LOCAL_BUSY: &str = "the local server is still generating the abandoned answer, and a server \
+that handles one request at a time would make any new request wait behind it, so none is sent: \
+raise --read-timeout (or lower --max-tokens) and continue with meeting --resume";
 
 /// How the [`Client`] retries failed attempts.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -201,7 +203,7 @@ impl Client {
             let attempt_ms = t0.elapsed().as_millis() as u64;
             self.log_attempt(seq, attempt, req, opts, &result, attempt_ms);
             let elapsed = || start.elapsed().as_millis() as u64;
-            let mut last_attempt = self.policy.max_attempts;
+            let last_attempt = self.policy.max_attempts;
             let (message, retry_after) = match result {
                 Ok(raw) => {
                     if req.expect.is_none() && raw.text.trim().is_empty() {
@@ -250,9 +252,10 @@ impl Client {
                     }
                 }
                 Err(AttemptError::Timeout(m)) => {
-                    // A local server that timed out is busy generating: one retry at most.
                     if self.provider.is_local() {
-                        last_attempt = last_attempt.min(LOCAL_TIMEOUT_ATTEMPTS);
+                        return Err(LlmError::Fatal(format!(
+                            "{name}: timeout: {m}; {LOCAL_BUSY}"
+                        )));
                     }
                     (format!("{name}: timeout: {m}"), None)
                 }

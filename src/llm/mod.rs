@@ -13,8 +13,8 @@
 //! Modules: `request` (what a call sends), `reply` (what it gives back), `client` (retries,
 //! call numbers, the exchange log), `provider` (one backend's interface), `schema_text` (the
 //! expected schema as sent), `transport` (ureq, timeouts, error bodies), `openai` /
-//! `anthropic` (wire formats), `replay` (cassettes, `--record`), `resume` (answers from an
-//! earlier run's log), `parse` (tolerant JSON), `args` (flags and resolution).
+//! `anthropic` (wire formats), `replay` (cassettes, `--record`), `sample` (answers made
+//! from the request, no model), `resume` (answers from an earlier run's log), `parse` (tolerant JSON), `args` (flags and resolution).
 
 pub mod anthropic;
 pub mod args;
@@ -28,6 +28,7 @@ mod reply;
 mod request;
 pub mod resolve;
 pub mod resume;
+pub mod sample;
 mod schema_text;
 pub mod transport;
 

@@ -62,7 +62,8 @@ pub trait Provider {
         false
     }
     /// Whether the server is on this machine (a loopback base URL). A local server that times
-    /// out is busy generating, not unreachable: it gets one retry at most, not `--max-attempts`.
+    /// out is busy generating, not unreachable: it is not retried, and the call fails for good
+    /// (docs/design/failure-policy.md#local-servers).
     fn is_local(&self) -> bool {
         self.wrapped().is_some_and(|p| p.is_local())
     }

@@ -214,6 +214,15 @@ impl Replay {
     }
 }
 
+/// What a cassette that does not fit the meeting is told with (docs/design/llm.md#cassettes): a
+/// cassette answers only the meeting it was recorded from, and resuming replays the same one,
+/// so what can help is another provider or a new recording. `meeting` gives no resume hint
+/// after an error that says this.
+pub const ANOTHER_MEETING: &str = "a cassette answers only the meeting it was recorded from \
+(the same meeting, agents and flags), and resuming replays the same cassette, so it cannot help: \
+to try this meeting offline use --provider sample, or run it once with a model and --record FILE \
+to make a cassette of it";
+
 impl Provider for Replay {
     fn name(&self) -> &str {
         "replay"
@@ -239,7 +248,7 @@ impl Provider for Replay {
         let file = self.path.display();
         let Some(entry) = self.entries.get(&seq) else {
             return Err(AttemptError::Fatal(format!(
-                "cassette {file} has no entry for call {seq} (caller {}); the meeting made more calls than were recorded",
+                "cassette {file} has no entry for call {seq} (caller {}); the meeting made more calls than were recorded; {ANOTHER_MEETING}",
                 req.caller
             )));
         };
@@ -249,7 +258,7 @@ impl Provider for Replay {
         }
         if entry.caller != req.caller {
             return Err(AttemptError::Fatal(format!(
-                "cassette out of step at call {seq}: expected caller {}, cassette has {} ({file})",
+                "cassette out of step at call {seq}: expected caller {}, cassette has {} ({file}); {ANOTHER_MEETING}",
                 req.caller, entry.caller
             )));
         }

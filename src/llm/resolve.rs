@@ -3,7 +3,7 @@
 //! each with where it came from. The clients, the budget's look-ahead, `meeting --dry-run`'s
 //! model line and `meeting --show-config` all ask it, so what they say cannot disagree.
 //!
-//! Precedence: `--provider replay` (flag or variable) over everything, so a whole meeting runs
+//! Precedence: `--provider replay` or `sample` (flag or variable) over everything, so a whole meeting runs
 //! offline; then the caller's own `metadata`; then the meeting's defaults (the board's `llm`,
 //! which `meeting` fills from its flags); then the flags and their variables; then the
 //! provider's own variables (`OPENAI_MODEL`, a key that is set, `OPENAI_BASE_URL`); then the
@@ -17,19 +17,36 @@ use super::args::LlmArgs;
 use crate::error::Error;
 use crate::model::LlmSettings;
 
+/// The defaults for a server on this machine (a loopback base URL), which is likely a model on
+/// a CPU (docs/design/llm.md#local-servers). The flag wins.
+pub mod local_default {
+    /// Seconds to wait for a reply: the largest default reply (the closing round's 2000 tokens)
+    /// at about 3.5 tokens a second, after the prompt is read.
+    pub const READ_TIMEOUT: f64 = 600.0;
+}
+
+/// Whether `provider`, as the flags configure it, is a server on this machine.
+pub fn is_local_server(args: &LlmArgs, provider: ProviderName) -> bool {
+    !provider.offline()
+        && super::transport::is_loopback(&super::args::base_url(args, provider).value)
+}
+
 /// The providers a caller may name (`--provider`, `metadata.provider`, the config file).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ProviderName {
     OpenAi,
     Anthropic,
     Replay,
+    /// Answers made by the program from the request, no model (docs/design/llm.md#sample-provider).
+    Sample,
 }
 
 impl ProviderName {
-    pub const ALL: [ProviderName; 3] = [
+    pub const ALL: [ProviderName; 4] = [
         ProviderName::OpenAi,
         ProviderName::Anthropic,
         ProviderName::Replay,
+        ProviderName::Sample,
     ];
 
     /// The name users write (lowercase).
@@ -38,6 +55,7 @@ impl ProviderName {
             ProviderName::OpenAi => "openai",
             ProviderName::Anthropic => "anthropic",
             ProviderName::Replay => "replay",
+            ProviderName::Sample => "sample",
         }
     }
 
@@ -49,13 +67,19 @@ impl ProviderName {
             .find(|p| p.as_str().eq_ignore_ascii_case(name))
     }
 
-    /// The variable holding the provider's API key (`replay` needs none).
+    /// The variable holding the provider's API key (`replay` and `sample` need none).
     pub fn key_var(self) -> Option<&'static str> {
         match self {
             ProviderName::OpenAi => Some("OPENAI_API_KEY"),
             ProviderName::Anthropic => Some("ANTHROPIC_API_KEY"),
-            ProviderName::Replay => None,
+            ProviderName::Replay | ProviderName::Sample => None,
         }
+    }
+
+    /// Whether no model answers: the whole meeting runs offline, so this provider, named by
+    /// flag or variable, wins over every caller's metadata and the board.
+    pub fn offline(self) -> bool {
+        matches!(self, ProviderName::Replay | ProviderName::Sample)
     }
 
     /// The variable naming the provider's default model.
@@ -63,17 +87,17 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => Some("OPENAI_MODEL"),
             ProviderName::Anthropic => Some("ANTHROPIC_MODEL"),
-            ProviderName::Replay => None,
+            ProviderName::Replay | ProviderName::Sample => None,
         }
     }
 
     /// The model the provider gets when nothing names one (`replay` has none: the cassette
-    /// answers).
+    /// answers; `sample` has none: the program answers).
     pub fn default_model(self) -> Option<&'static str> {
         match self {
             ProviderName::OpenAi => Some(super::openai::DEFAULT_MODEL),
             ProviderName::Anthropic => Some(super::anthropic::DEFAULT_MODEL),
-            ProviderName::Replay => None,
+            ProviderName::Replay | ProviderName::Sample => None,
         }
     }
 }
@@ -98,6 +122,8 @@ pub enum Source {
     Board,
     /// The config file; `Some(key)` for a per-caller key such as `models.pm`.
     ConfigFile(Option<String>),
+    /// A default for a server on this machine (docs/design/llm.md#local-servers).
+    LocalServer,
     Default,
 }
 
@@ -111,6 +137,7 @@ impl fmt::Display for Source {
             Source::Board => write!(f, "the board's llm (init-board)"),
             Source::ConfigFile(None) => write!(f, "config file"),
             Source::ConfigFile(Some(key)) => write!(f, "config file ({key})"),
+            Source::LocalServer => write!(f, "local server default"),
             Source::Default => write!(f, "built-in default"),
         }
     }
@@ -137,9 +164,30 @@ pub struct Resolved {
     pub model: Setting<String>,
     pub temperature: Setting<Option<f64>>,
     pub max_tokens: Setting<Option<u32>>,
+    /// Seconds to wait for a reply: the flag, else the default (longer for a local server).
+    pub read_timeout: Setting<f64>,
 }
 
 impl Resolved {
+    /// The start line's word on a local server's default, when it applies: "local server:
+    /// read timeout 600 s, max_tokens ...".
+    pub fn local_note(&self) -> Option<String> {
+        if self.read_timeout.source != Source::LocalServer {
+            return None;
+        }
+        let tokens = match self.max_tokens.value {
+            Some(n) => format!("{n} ({})", self.max_tokens.source),
+            None => {
+                use super::default_max_tokens::{AGENT_TURN, PM_CLOSING, PM_STEP};
+                format!("{AGENT_TURN} per agent turn, {PM_STEP} per PM step, {PM_CLOSING} for the closing round")
+            }
+        };
+        Some(format!(
+            "local server: read timeout {} s (the default for a model on this machine; --read-timeout wins), max_tokens {tokens}",
+            self.read_timeout.value
+        ))
+    }
+
     /// The options a request of this caller carries.
     pub fn options(&self) -> super::Options {
         super::Options {
@@ -170,7 +218,7 @@ fn explain(source: &Source, provider: &str) -> String {
 
 pub(super) const NO_PROVIDER: &str = "no LLM provider configured: set OPENAI_API_KEY (for --provider openai) or \
 ANTHROPIC_API_KEY (for --provider anthropic), or choose one with --provider / AGENT_MEETING_PROVIDER; \
-to run offline, use --provider replay --cassette FILE";
+to run offline, use --provider sample (answers made from your own documents, no model) or --provider replay --cassette FILE";
 
 pub(super) fn non_empty(s: Option<&str>) -> Option<String> {
     s.map(str::trim)
@@ -208,7 +256,7 @@ fn provider_named(name: &str, source: &Source) -> Result<ProviderName, Error> {
             _ => String::new(),
         };
         Error::Usage(format!(
-            "unknown provider {name:?} (expected openai, anthropic or replay){why}"
+            "unknown provider {name:?} (expected openai, anthropic, replay or sample){why}"
         ))
     })
 }
@@ -254,7 +302,7 @@ pub fn resolve(
         Setting::new(m, Source::ConfigFile(None))
     } else {
         Setting::new(
-            p.default_model().unwrap_or("replay").to_string(),
+            p.default_model().unwrap_or(p.as_str()).to_string(),
             Source::Default,
         )
     };
@@ -268,11 +316,19 @@ pub fn resolve(
         Setting::new(None, Source::Default)
     };
     let max_tokens = resolve_max_tokens(args, board_llm, caller, metadata);
+    let read_timeout = match args.read_timeout {
+        Some(t) => Setting::new(t, Source::Flag),
+        None if is_local_server(args, p) => {
+            Setting::new(local_default::READ_TIMEOUT, Source::LocalServer)
+        }
+        None => Setting::new(super::args::DEFAULT_READ_TIMEOUT, Source::Default),
+    };
     Ok(Resolved {
         provider,
         model,
         temperature,
         max_tokens,
+        read_timeout,
     })
 }
 
@@ -316,7 +372,7 @@ fn resolve_provider(
         Ok(Setting::new(provider_named(&name, &source)?, source))
     };
     if let Some(name) = &flag {
-        if ProviderName::parse(name) == Some(ProviderName::Replay) {
+        if ProviderName::parse(name).is_some_and(ProviderName::offline) {
             return named(name.clone(), flag_source(args, VAR));
         }
     }

@@ -3,9 +3,11 @@
 //! must end with a saved report, status `finished`, the right report kind and Process Note, the
 //! right events on the final board, and no panic.
 //!
-//! Faults the replay provider can simulate go through cassettes; transport faults (read
-//! timeout, connection closed mid-body, non-JSON body, a 1 MB reply) go through the real OpenAI
-//! provider against the scripted fake HTTP server of `fake_http`. Every cell is its own meeting
+//! Faults the replay provider can simulate go through cassettes (a read timeout too, as a
+//! remote server's: the fake server is on this machine, where a timeout stops the meeting,
+//! tested in `local_server`); transport faults (connection closed mid-body, non-JSON body, a
+//! 1 MB reply) go through the real OpenAI provider against the scripted fake HTTP server of
+//! `fake_http`. Every cell is its own meeting
 //! (own temp dir, own server), and cells run in parallel.
 //!
 //! The fault × position matrix is printed; see it with
@@ -85,7 +87,7 @@ impl Fault {
             Fault::RateLimit => "429 + Retry-After, once",
             Fault::Http500 => "500, once",
             Fault::Http503 => "503 until exhaustion",
-            Fault::ReadTimeout => "read timeout (http)",
+            Fault::ReadTimeout => "read timeout",
             Fault::ClosedMidBody => "closed mid-body (http)",
             Fault::NonJsonBody => "non-JSON body (http)",
             Fault::Fenced => "code-fenced JSON",
@@ -99,7 +101,7 @@ impl Fault {
     fn http(self) -> bool {
         matches!(
             self,
-            Fault::ReadTimeout | Fault::ClosedMidBody | Fault::NonJsonBody | Fault::Huge
+            Fault::ClosedMidBody | Fault::NonJsonBody | Fault::Huge
         )
     }
 
@@ -284,6 +286,10 @@ fn write_cassette(path: &Path, attempts: &[(&str, Reply)]) {
                 }
                 json!({"seq": seq, "caller": caller, "error": e})
             }
+            // A cassette's, as a remote server's: retried, then absorbed. The fake HTTP server is
+            // on this machine, where a read timeout stops the meeting (local_server.rs).
+            Reply::Timeout => json!({"seq": seq, "caller": caller,
+                                     "error": {"kind": "timeout", "message": "injected timeout"}}),
             other => panic!("{other:?} needs the http transport"),
         };
         text.push_str(&format!("{line}\n"));
@@ -337,7 +343,9 @@ fn pm_reason(fault: Fault, pos: Position) -> &'static str {
         Fault::Http503 => {
             "PM call failed: replay: HTTP 503: injected HTTP 503 (gave up after 2 attempts"
         }
-        Fault::ReadTimeout => "PM call failed: openai: timeout: ",
+        Fault::ReadTimeout => {
+            "PM call failed: replay: timeout: injected timeout (gave up after 2 attempts"
+        }
         Fault::ClosedMidBody => "PM call failed: openai: network error: ",
         Fault::NonJsonBody => {
             "PM call failed: openai: network error: HTTP 200 response body is not JSON"
@@ -361,7 +369,9 @@ fn agent_reason(fault: Fault) -> &'static str {
         Fault::Http503 => {
             "LLM call failed: replay: HTTP 503: injected HTTP 503 (gave up after 2 attempts"
         }
-        Fault::ReadTimeout => "LLM call failed: openai: timeout: ",
+        Fault::ReadTimeout => {
+            "LLM call failed: replay: timeout: injected timeout (gave up after 2 attempts"
+        }
         Fault::ClosedMidBody => "LLM call failed: openai: network error: ",
         Fault::NonJsonBody => {
             "LLM call failed: openai: network error: HTTP 200 response body is not JSON"

@@ -54,7 +54,8 @@ fn resolution_order_and_errors() {
     assert!(
         m.contains("OPENAI_API_KEY")
             && m.contains("ANTHROPIC_API_KEY")
-            && m.contains("--provider replay --cassette"),
+            && m.contains("--provider replay --cassette")
+            && m.contains("--provider sample"),
         "{m}"
     );
     assert_eq!(e.exit_code(), 1);
@@ -210,7 +211,7 @@ fn resolution_order_and_errors() {
     let e = client_for(
         &LlmArgs {
             provider: Some("openai".into()),
-            read_timeout: 0.0,
+            read_timeout: Some(0.0),
             ..LlmArgs::default()
         },
         &empty,

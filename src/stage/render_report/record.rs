@@ -109,7 +109,14 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
                 .join(", ")
         )
     };
-    let answers = if sources.is_empty() && board.record.started_at.is_some() {
+    let sample = sources
+        .values()
+        .filter(|s| s.provider == crate::llm::sample::NAME)
+        .count();
+    let answers = if sample > 0 && sample == sources.len() {
+        // Said first: nothing in this report is a model's (docs/design/llm.md#sample-provider).
+        crate::llm::sample::HEADER.to_string()
+    } else if sources.is_empty() && board.record.started_at.is_some() {
         "no model call was made".to_string()
     } else if sources.is_empty() {
         "not recorded on this board".to_string()

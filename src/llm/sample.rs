@@ -1,0 +1,795 @@
+//! `--provider sample` (docs/design/llm.md#sample-provider): a meeting tried with no key and no
+//! server. Every call is answered by the program, not a model, from what the request carries:
+//! the prompt text (the brief, the fenced documents and their ids, the whiteboard's open
+//! questions, the loops left) and the JSON schema sent, which says what may be answered now.
+//! Every answer is deterministic (the same request gives the same bytes) and every free text in
+//! it starts with [`MARK`]; ids, names, options and quotes are copied as they are, so routing
+//! checks pass and citations verify.
+//!
+//! The PM asks several participants at once on its first round when the schema offers
+//! CALL_AGENTS, then one participant per round in turn (people first, so a person at the table
+//! is asked), never FINISHes while loops are left, so the closing round writes the report.
+
+use serde_json::{json, Map, Value};
+
+use super::{AttemptError, Options, Provider, RawReply, Request, Role};
+
+/// What every free text of a sample answer starts with.
+pub const MARK: &str = "[sample]";
+
+/// What the report's header says when every answer came from this provider.
+pub const HEADER: &str = "Sample run: no model was called; every answer was made by the program from the meeting's own documents and questions (--provider sample), marked [sample]";
+
+/// The provider's name, as the exchange log and the report's header show it.
+pub const NAME: &str = "sample";
+
+/// Answers every call from the request alone; holds no state, so a resumed meeting or a
+/// shell pipeline gets the same answers.
+#[derive(Debug, Default)]
+pub struct Sample;
+
+impl Provider for Sample {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn attempt(
+        &mut self,
+        seq: u64,
+        req: &Request,
+        _opts: &Options,
+    ) -> Result<RawReply, AttemptError> {
+        let prompt = Prompt::read(req);
+        let text = match &req.expect {
+            None => format!("{MARK} {} (call {seq}), no model was called.", req.caller),
+            Some(expect) => {
+                // A schema with one object per kind of answer (a top-level `anyOf`) is planned
+                // against all of them together, then fitted to the one the plan matches.
+                let view = merged(&expect.schema);
+                let planned = plan(&prompt, &req.caller, &view, seq);
+                let shape = matching(&expect.schema, &planned);
+                let value = conform(shape, "", Some(&planned));
+                serde_json::to_string_pretty(&value).expect("JSON serialises")
+            }
+        };
+        // No usage: the client estimates it from characters, as for a server that sends none.
+        Ok(RawReply {
+            text,
+            usage: None,
+            truncated: false,
+        })
+    }
+}
+
+/// What the sample answers are made of, read from the request's text.
+#[derive(Debug, Default)]
+struct Prompt {
+    topic: String,
+    options: Vec<String>,
+    dimensions: Vec<String>,
+    required: Vec<String>,
+    /// `(id, text)` of the whiteboard's open questions.
+    open: Vec<(String, String)>,
+    key_points: Vec<String>,
+    /// `(document_id, source_path)` as listed for citing.
+    documents: Vec<(String, String)>,
+    /// Each document's fenced text, by id.
+    excerpts: Vec<(String, String)>,
+    remaining_loops: Option<u64>,
+    /// Who spoke last (`Latest: name: ...`).
+    latest: Option<String>,
+    /// The PM's question to an agent.
+    question: Option<String>,
+    /// How many answers this request already had refused (its retries).
+    retries: u64,
+}
+
+impl Prompt {
+    fn read(req: &Request) -> Prompt {
+        let first = req
+            .messages
+            .iter()
+            .find(|m| m.role == Role::User)
+            .map(|m| m.content.as_str())
+            .unwrap_or("");
+        let mut p = Prompt {
+            retries: req
+                .messages
+                .iter()
+                .filter(|m| m.role == Role::Assistant)
+                .count() as u64,
+            ..Prompt::default()
+        };
+        let lines: Vec<&str> = first.lines().collect();
+        let mut list: Option<&str> = None;
+        for (i, line) in lines.iter().enumerate() {
+            if let Some(t) = line.strip_prefix("# Meeting: ") {
+                p.topic = t.trim().to_string();
+            } else if let Some(n) = line.strip_prefix("Mode: normal. Remaining loops: ") {
+                p.remaining_loops = n.trim_end_matches('.').trim().parse().ok();
+            } else if let Some(rest) = line.strip_prefix("Latest: ") {
+                p.latest = rest.split_once(": ").map(|(who, _)| who.trim().to_string());
+            } else if let Some(rest) = line.strip_prefix("- document_id \"") {
+                if let Some((id, path)) = rest.split_once("\", source_path \"") {
+                    p.documents
+                        .push((id.to_string(), path.trim_end_matches('"').to_string()));
+                }
+            } else if line.starts_with("<<<document ") {
+                if let Some((id, text)) = fenced(&lines[i..]) {
+                    p.excerpts.push((id, text));
+                }
+            } else if *line == "# Question from the PM" {
+                let q = lines[i + 1..].join(" ");
+                p.question = Some(q.trim().to_string()).filter(|q| !q.is_empty());
+                break;
+            }
+            // The brief's and the whiteboard's lists: a title line, then `- item` lines.
+            if let Some(item) = line.strip_prefix("- ").filter(|_| list.is_some()) {
+                let item = item.trim().to_string();
+                match list {
+                    Some("Options:") => p.options.push(item),
+                    Some("Evaluation dimensions:") => p.dimensions.push(item),
+                    Some("Key points:") => p.key_points.push(item),
+                    Some("Open questions:") => {
+                        if let Some((id, text)) = item.split_once(": ") {
+                            p.open.push((id.to_string(), text.to_string()));
+                        }
+                    }
+                    Some(_) => p.required.push(item),
+                    None => {}
+                }
+                continue;
+            }
+            list = match *line {
+                "Options:" | "Evaluation dimensions:" | "Key points:" | "Open questions:" => {
+                    Some(line)
+                }
+                l if l.starts_with("Required questions") => Some("Required"),
+                _ => None,
+            };
+        }
+        p
+    }
+
+    /// The topic, shortened for a sentence.
+    fn topic_short(&self) -> String {
+        short(&self.topic, 80)
+    }
+
+    /// A short verbatim quote from document `id`: the start of its first line of prose.
+    fn quote(&self, id: &str) -> Option<String> {
+        let (_, text) = self.excerpts.iter().find(|(d, _)| d == id)?;
+        let line = prose(text).next()?;
+        let words: Vec<&str> = line.split_whitespace().take(16).collect();
+        Some(words.join(" "))
+    }
+}
+
+/// The text fenced between `<<<document ID ...>>>` (the first line) and `<<<end ID>>>`.
+fn fenced(lines: &[&str]) -> Option<(String, String)> {
+    let head = lines.first()?.strip_prefix("<<<document ")?;
+    let id = head.split(" — ").next()?.trim_end_matches(">>>").trim();
+    let end = format!("<<<end {id}>>>");
+    let body: Vec<&str> = lines[1..]
+        .iter()
+        .take_while(|l| l.trim() != end)
+        .copied()
+        .collect();
+    Some((id.to_string(), body.join("\n")))
+}
+
+/// `s` cut to at most `n` characters at a word boundary, with `…` when cut.
+fn short(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        return s.to_string();
+    }
+    let cut: String = s.chars().take(n).collect();
+    let at = cut.rfind(' ').unwrap_or(cut.len());
+    format!("{}…", cut[..at].trim_end())
+}
+
+fn mark(s: impl AsRef<str>) -> Value {
+    Value::String(format!("{MARK} {}", s.as_ref()))
+}
+
+/// The answer planned for this caller, before it is fitted to the schema.
+fn plan(p: &Prompt, caller: &str, schema: &Value, seq: u64) -> Map<String, Value> {
+    let props = schema.get("properties");
+    let prop = |k: &str| props.and_then(|ps| ps.get(k));
+    let planned = if prop("next_action").is_some() {
+        pm_answer(p, schema)
+    } else if prop("key_points").is_some() || prop("response").is_some() {
+        agent_answer(p, caller, schema, seq)
+    } else {
+        json!({})
+    };
+    match planned {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+/// The string values a schema allows at `key` (through `anyOf` too).
+fn enum_at(schema: &Value, path: &[&str]) -> Vec<String> {
+    let mut node = schema;
+    for k in path {
+        node = match node.get("properties").and_then(|p| p.get(*k)) {
+            Some(n) => n,
+            None => match node.get("items").and_then(|i| i.get("properties")) {
+                Some(props) => match props.get(*k) {
+                    Some(n) => n,
+                    None => return Vec::new(),
+                },
+                None => return Vec::new(),
+            },
+        };
+        node = branch(node);
+    }
+    allowed(node)
+        .iter()
+        .filter_map(Value::as_str)
+        .map(str::to_string)
+        .collect()
+}
+
+/// The values a node's `enum` or `const` allows (empty: any).
+fn allowed(node: &Value) -> Vec<Value> {
+    match (node.get("enum"), node.get("const")) {
+        (Some(Value::Array(e)), _) => e.clone(),
+        (_, Some(c)) => vec![c.clone()],
+        _ => Vec::new(),
+    }
+}
+
+/// The object alternatives of a top-level `anyOf`/`oneOf` (none for a plain object schema).
+fn alternatives(schema: &Value) -> Vec<&Value> {
+    ["anyOf", "oneOf"]
+        .iter()
+        .filter_map(|k| schema.get(*k).and_then(Value::as_array))
+        .flatten()
+        .filter(|a| a.get("properties").is_some())
+        .collect()
+}
+
+/// One object schema standing for all the alternatives of a top-level `anyOf`: every property
+/// of any of them, an `enum` the union of theirs, else the first definition that says most.
+fn merged(schema: &Value) -> Value {
+    let alts = alternatives(schema);
+    if alts.is_empty() {
+        return schema.clone();
+    }
+    let mut props = Map::new();
+    for alt in &alts {
+        for (k, def) in alt["properties"].as_object().into_iter().flatten() {
+            let def_b = branch(def);
+            match props.get_mut(k) {
+                None => {
+                    props.insert(k.clone(), def_b.clone());
+                }
+                Some(have) => {
+                    let mut values = allowed(have);
+                    if !values.is_empty() && !allowed(def_b).is_empty() {
+                        for v in allowed(def_b) {
+                            if !values.contains(&v) {
+                                values.push(v);
+                            }
+                        }
+                        *have = json!({"type": "string", "enum": values});
+                    } else if have.get("type") == Some(&json!("null")) {
+                        *have = def_b.clone();
+                    }
+                }
+            }
+        }
+    }
+    json!({"type": "object", "properties": props})
+}
+
+/// The alternative of a top-level `anyOf` whose properties take every planned value (the
+/// schema itself when it has none).
+fn matching<'a>(schema: &'a Value, planned: &Map<String, Value>) -> &'a Value {
+    let alts = alternatives(schema);
+    let fits_all = |alt: &Value| {
+        planned
+            .iter()
+            .all(|(k, v)| alt["properties"].get(k).is_none_or(|d| fits(d, v)))
+    };
+    alts.iter()
+        .copied()
+        .find(|a| fits_all(a))
+        .or(alts.first().copied())
+        .unwrap_or(schema)
+}
+
+/// The first alternative of an `anyOf`/`oneOf` that is not `null`, else the node itself.
+fn branch(node: &Value) -> &Value {
+    for k in ["anyOf", "oneOf"] {
+        if let Some(alts) = node.get(k).and_then(Value::as_array) {
+            if let Some(a) = alts.iter().find(|a| a.get("type") != Some(&json!("null"))) {
+                return a;
+            }
+        }
+    }
+    node
+}
+
+/// The PM's answer: a fan-out on its first round when offered, then one participant per round
+/// in turn, and FINISH only when that is all the schema allows (the closing round).
+fn pm_answer(p: &Prompt, schema: &Value) -> Value {
+    let actions = enum_at(schema, &["next_action"]);
+    let may = |a: &str| actions.iter().any(|x| x == a);
+    let targets = enum_at(schema, &["target_agent"]);
+    if !(may("CALL_AGENT") || may("CALL_AGENTS")) || targets.is_empty() {
+        return finish(p, schema);
+    }
+    // The fan-out's targets are the models; the others at the table are people.
+    let models = enum_at(schema, &["calls", "target_agent"]);
+    let (people, others): (Vec<&String>, Vec<&String>) = targets
+        .iter()
+        .partition(|t| may("CALL_AGENTS") && !models.contains(t));
+    let round = p.remaining_loops.unwrap_or(0) + p.retries;
+    if may("CALL_AGENTS") && models.len() >= 2 && p.latest.is_none() && p.retries == 0 {
+        let most = max_items(schema, "calls").unwrap_or(2).max(2);
+        let calls: Vec<Value> = models
+            .iter()
+            .take(most)
+            .map(|t| json!({"target_agent": t, "prompt_for_agent": question_for(p, t)}))
+            .collect();
+        return json!({
+            "analysis": format!("{MARK} Nobody has spoken yet: ask {} at once for independent first views.", join(&models[..calls.len()])),
+            "next_action": "CALL_AGENTS",
+            "target_agent": null,
+            "prompt_for_agent": null,
+            "calls": calls,
+            "final_report": null,
+            "decision": null,
+        });
+    }
+    if !may("CALL_AGENT") {
+        return finish(p, schema);
+    }
+    let order: Vec<&String> = people.into_iter().chain(others).collect();
+    let target = order[(round % order.len() as u64) as usize];
+    json!({
+        "analysis": format!("{MARK} {} loops left: ask {target} next, in turn.", p.remaining_loops.unwrap_or(0)),
+        "next_action": "CALL_AGENT",
+        "target_agent": target,
+        "prompt_for_agent": question_for(p, target),
+        "calls": null,
+        "final_report": null,
+        "decision": null,
+    })
+}
+
+/// What the PM asks `target`: the first of the brief's required questions, the whiteboard's
+/// open questions, the topic and the documents' lines that `target` has not been asked yet
+/// (its sample answers say on the whiteboard what it was asked), so the PM never repeats a
+/// question to one participant.
+fn question_for(p: &Prompt, target: &str) -> Value {
+    let mut pool: Vec<String> = p.required.clone();
+    pool.extend(p.open.iter().map(|(_, t)| plain(t).to_string()));
+    pool.push(format!(
+        "What does the evidence say about \"{}\"?",
+        p.topic_short()
+    ));
+    for (_, text) in &p.excerpts {
+        pool.extend(
+            prose(text).map(|l| format!("How does \"{}\" bear on the decision?", short(l, 90))),
+        );
+    }
+    let asked: Vec<String> = p
+        .key_points
+        .iter()
+        .filter_map(|k| plain(k).strip_prefix(&format!("{target} {ASKED}\"")))
+        .map(key)
+        .collect();
+    let fresh = pool.iter().find(|q| !asked.contains(&key(q)));
+    let q = match fresh {
+        Some(q) => q.clone(),
+        None => format!(
+            "With {} loops left, what is still missing before \"{}\" can be decided?",
+            p.remaining_loops.unwrap_or(0),
+            p.topic_short()
+        ),
+    };
+    mark(q)
+}
+
+/// What a sample agent's key point says before the question it was asked.
+const ASKED: &str = "was asked: ";
+
+/// A text without the sample mark.
+fn plain(s: &str) -> &str {
+    s.strip_prefix(MARK).map(str::trim_start).unwrap_or(s)
+}
+
+/// How two questions are compared: their first 40 letters and digits, lower case (the
+/// whiteboard may cut a long one).
+fn key(q: &str) -> String {
+    q.chars()
+        .filter(|c| c.is_alphanumeric())
+        .flat_map(char::to_lowercase)
+        .take(40)
+        .collect()
+}
+
+/// A document's sentences of prose, as fenced in the prompt (whitespace folded): pieces between
+/// sentence ends with enough letters and no heading, table or code mark, so a quote cut from
+/// one is the document's own text.
+fn prose(text: &str) -> impl Iterator<Item = &str> {
+    text.split(['\n'])
+        .flat_map(|l| l.split(". "))
+        .flat_map(|l| l.split("? "))
+        .map(|s| s.trim().trim_start_matches("- ").trim_end_matches('.'))
+        .filter(|s| {
+            s.chars().filter(|c| c.is_alphabetic()).count() >= 20
+                && s.chars().next().is_some_and(char::is_uppercase)
+                && !s.contains(['#', '|', '`', '[', '‹', '*', '"'])
+        })
+}
+
+fn join(names: &[String]) -> String {
+    names.join(" and ")
+}
+
+/// The `maxItems` of a top-level array property, when the schema sets one.
+fn max_items(schema: &Value, key: &str) -> Option<usize> {
+    let node = branch(schema.get("properties")?.get(key)?);
+    node.get("maxItems")?.as_u64().map(|n| n as usize)
+}
+
+/// The closing FINISH: a report in the two labelled parts, a low-confidence decision, every
+/// option × dimension marked as not assessed.
+fn finish(p: &Prompt, schema: &Value) -> Value {
+    let points: Vec<String> = p
+        .key_points
+        .iter()
+        .take(3)
+        .map(|k| format!("- {k}"))
+        .collect();
+    let heard = if points.is_empty() {
+        "Nothing reached the whiteboard.".to_string()
+    } else {
+        format!("On the whiteboard:\n{}", points.join("\n"))
+    };
+    let report = format!(
+        "### Executive Summary\n{MARK} Sample run on \"{}\": no model was called, so nothing here is a judgement. {heard}\n\n\
+### Recommendation\n{MARK} Run this meeting with a model (--provider openai, anthropic, or a local OpenAI-compatible server) before deciding anything.",
+        p.topic_short()
+    );
+    let choice = match p.options.first() {
+        Some(o) => format!("none yet (sample run; first option listed: {o})"),
+        None => "none yet (sample run)".to_string(),
+    };
+    let mut assessments = Vec::new();
+    for o in &p.options {
+        for d in &p.dimensions {
+            assessments.push(json!({"option": o, "dimension": d,
+                "assessment": format!("{MARK} not assessed: no model was called")}));
+        }
+    }
+    if let Some(n) = max_items(schema, "option_assessments") {
+        assessments.truncate(n);
+    }
+    json!({
+        "analysis": format!("{MARK} No loops left: write the report from the whiteboard."),
+        "next_action": "FINISH",
+        "target_agent": null,
+        "prompt_for_agent": null,
+        "calls": null,
+        "final_report": report,
+        // None: a sample answers no question, so the report lists them all as open.
+        "answered_questions": [],
+        "decision": {"choice": format!("{MARK} {choice}"), "confidence": "low",
+            "revisit_if": format!("{MARK} a run with a model answers the open questions")},
+        "option_assessments": assessments,
+    })
+}
+
+/// An agent's turn: a response naming the question, a key point quoting one listed document
+/// (its citation copies the ids and the quote exactly), a question for the whiteboard.
+fn agent_answer(p: &Prompt, caller: &str, schema: &Value, seq: u64) -> Value {
+    let question = p.question.as_deref().unwrap_or("the topic");
+    let question = question
+        .strip_prefix(MARK)
+        .map(str::trim)
+        .unwrap_or(question);
+    let ids = enum_at(schema, &["citations", "document_id"]);
+    let mut key_points = Vec::new();
+    let mut citations = Vec::new();
+    let docs: Vec<&(String, String)> = p
+        .documents
+        .iter()
+        .filter(|(id, _)| ids.is_empty() || ids.contains(id))
+        .collect();
+    if !docs.is_empty() {
+        let (id, path) = docs[(seq % docs.len() as u64) as usize];
+        if let Some(quote) = p.quote(id) {
+            let point = format!("{MARK} {id} says: \"{quote}\"");
+            citations.push(json!({"document_id": id, "source_path": path,
+                "quote": quote, "supports": point}));
+            key_points.push(Value::String(point));
+        }
+    }
+    // Says what was asked, so the PM does not ask it again (see `question_for`); and raises a
+    // question of its own, for the whiteboard's open questions.
+    key_points.push(mark(format!(
+        "{caller} {ASKED}\"{}\".",
+        short(question, 120)
+    )));
+    key_points.push(mark(format!(
+        "What would {caller} need to measure to settle \"{}\"?",
+        short(question, 60)
+    )));
+    json!({
+        "response": format!("{MARK} {caller} was asked \"{}\"; this answer was made by the program from the meeting's documents, not by a model.", short(question, 100)),
+        "key_points": key_points,
+        "risks": [format!("{MARK} A sample answer carries no judgement: decide only after a run with a model.")],
+        "recommendations": [format!("{MARK} Run this meeting with a model before acting on \"{}\".", p.topic_short())],
+        "citations": citations,
+    })
+}
+
+/// `planned` fitted to `schema`: every property the schema has (required ones, and the rest
+/// too: strict schemas require them all), from the plan where it has a value the schema can
+/// take, else the simplest valid value; arrays within `minItems`/`maxItems`.
+fn conform(schema: &Value, key: &str, planned: Option<&Map<String, Value>>) -> Value {
+    let node = schema;
+    if let Some(alts) = node
+        .get("anyOf")
+        .or_else(|| node.get("oneOf"))
+        .and_then(Value::as_array)
+    {
+        return match alts.iter().find(|a| a.get("type") != Some(&json!("null"))) {
+            Some(a) => conform(a, key, planned),
+            None => Value::Null,
+        };
+    }
+    if let Some(v) = allowed(node).into_iter().next() {
+        return v;
+    }
+    let ty = match node.get("type") {
+        Some(Value::Array(ts)) => ts
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|t| *t != "null")
+            .unwrap_or("null"),
+        Some(Value::String(t)) => t.as_str(),
+        _ if node.get("properties").is_some() => "object",
+        _ => "string",
+    };
+    match ty {
+        "object" => {
+            let mut out = Map::new();
+            let props = node.get("properties").and_then(Value::as_object);
+            for (k, sub) in props.into_iter().flatten() {
+                let v = match planned.and_then(|m| m.get(k)) {
+                    Some(v) if fits(sub, v) => fit_array(sub, v.clone()),
+                    _ => conform(sub, k, None),
+                };
+                out.insert(k.clone(), v);
+            }
+            Value::Object(out)
+        }
+        "array" => {
+            let min = node.get("minItems").and_then(Value::as_u64).unwrap_or(0);
+            let item = node.get("items").cloned().unwrap_or(json!({}));
+            Value::Array((0..min).map(|_| conform(&item, key, None)).collect())
+        }
+        "integer" | "number" => node.get("minimum").cloned().unwrap_or(json!(0)),
+        "boolean" => Value::Bool(false),
+        "null" => Value::Null,
+        _ => mark(if key.is_empty() { "text" } else { key }),
+    }
+}
+
+/// Whether a planned value can stand where `schema` is (its type, or any alternative's).
+fn fits(schema: &Value, v: &Value) -> bool {
+    if let Some(alts) = schema
+        .get("anyOf")
+        .or_else(|| schema.get("oneOf"))
+        .and_then(Value::as_array)
+    {
+        return alts.iter().any(|a| fits(a, v));
+    }
+    let values = allowed(schema);
+    if !values.is_empty() {
+        return values.contains(v);
+    }
+    let ok = |t: &str| match t {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        "null" => v.is_null(),
+        _ => true,
+    };
+    match schema.get("type") {
+        Some(Value::String(t)) => ok(t),
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).any(ok),
+        _ => true,
+    }
+}
+
+/// A planned array cut to the schema's `maxItems`, each object item fitted to `items`.
+fn fit_array(schema: &Value, v: Value) -> Value {
+    let node = branch(schema);
+    let Value::Array(items) = v else { return v };
+    let max = node
+        .get("maxItems")
+        .and_then(Value::as_u64)
+        .map_or(usize::MAX, |n| n as usize);
+    let item_schema = node.get("items");
+    Value::Array(
+        items
+            .into_iter()
+            .take(max)
+            .map(|item| match (item_schema, &item) {
+                (Some(s), Value::Object(m)) if branch(s).get("properties").is_some() => {
+                    conform(branch(s), "", Some(m))
+                }
+                _ => item,
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::{ExpectedJson, Message};
+
+    fn ask(caller: &str, prompt: &str, schema: &Value) -> Value {
+        let req = Request {
+            caller: caller.into(),
+            system: String::new(),
+            messages: vec![Message::user(prompt)],
+            expect: Some(ExpectedJson {
+                name: "x".into(),
+                schema: schema.clone(),
+            }),
+        };
+        let opts = Options {
+            model: "m".into(),
+            temperature: None,
+            max_tokens: None,
+        };
+        let text = Sample.attempt(1, &req, &opts).unwrap().text;
+        let again = Sample.attempt(1, &req, &opts).unwrap().text;
+        assert_eq!(text, again, "the same request, the same bytes");
+        let v: Value = serde_json::from_str(&text).unwrap();
+        // The schema module is above this layer; a test may use it to check the answer.
+        crate::schema::validate(&v, schema).unwrap_or_else(|e| panic!("{e}: {v:#}"));
+        v
+    }
+
+    fn pm_schema(actions: &[&str], fan_out: bool) -> Value {
+        let mut props = json!({
+            "analysis": {"type": "string"},
+            "next_action": {"type": "string", "enum": actions},
+            "target_agent": {"anyOf": [{"type": "string", "enum": ["arch", "biz", "pat"]}, {"type": "null"}]},
+            "prompt_for_agent": {"type": ["string", "null"]},
+            "final_report": {"type": ["string", "null"]},
+        });
+        if fan_out {
+            props["calls"] = json!({"anyOf": [{"type": "array", "maxItems": 2, "items": {
+                "type": "object",
+                "properties": {"target_agent": {"type": "string", "enum": ["arch", "biz"]},
+                               "prompt_for_agent": {"type": "string"}},
+                "required": ["target_agent", "prompt_for_agent"], "additionalProperties": false}},
+                {"type": "null"}]});
+        }
+        let required: Vec<String> = props.as_object().unwrap().keys().cloned().collect();
+        json!({"type": "object", "properties": props, "required": required,
+            "additionalProperties": false})
+    }
+
+    const BRIEF: &str = "# Meeting: Adopt Rust for ingest?\nRequired questions (answer these before finishing):\n- What would a rewrite cost?\n";
+
+    /// A fan-out first, then people first in turn, then the closing round's FINISH.
+    #[test]
+    fn the_pm_fans_out_then_asks_in_turn_then_finishes() {
+        let first = format!("{BRIEF}Mode: normal. Remaining loops: 6.\n");
+        let v = ask(
+            "pm",
+            &first,
+            &pm_schema(&["CALL_AGENT", "CALL_AGENTS", "FINISH"], true),
+        );
+        assert_eq!(v["next_action"], "CALL_AGENTS");
+        assert_eq!(v["calls"].as_array().unwrap().len(), 2);
+        assert!(v["analysis"].as_str().unwrap().starts_with(MARK));
+        let later = format!("{BRIEF}Mode: normal. Remaining loops: 3.\nLatest: arch: said.\n");
+        let v = ask(
+            "pm",
+            &later,
+            &pm_schema(&["CALL_AGENT", "CALL_AGENTS", "FINISH"], true),
+        );
+        assert_eq!(
+            (&v["next_action"], &v["target_agent"]),
+            (&json!("CALL_AGENT"), &json!("pat"))
+        );
+        assert_eq!(v["prompt_for_agent"], "[sample] What would a rewrite cost?");
+        let last = format!("{BRIEF}Mode: forced_finish.\nLatest: pat: said.\n");
+        let v = ask("pm", &last, &pm_schema(&["FINISH"], false));
+        let report = v["final_report"].as_str().unwrap();
+        assert!(
+            report.contains("### Executive Summary\n[sample]")
+                && report.contains("### Recommendation\n[sample]"),
+            "{report}"
+        );
+    }
+
+    /// A schema of one object per action is answered with the object of the planned action.
+    #[test]
+    fn one_object_per_action_is_answered_with_the_planned_ones() {
+        let alt = |action: &str, extra: Value| {
+            let mut props = json!({"analysis": {"type": "string"},
+                "next_action": {"type": "string", "const": action}});
+            for (k, v) in extra.as_object().unwrap() {
+                props[k] = v.clone();
+            }
+            let required: Vec<String> = props.as_object().unwrap().keys().cloned().collect();
+            json!({"type": "object", "properties": props, "required": required,
+                "additionalProperties": false})
+        };
+        let schema = json!({"anyOf": [
+            alt("CALL_AGENT", json!({"target_agent": {"type": "string", "enum": ["arch", "biz"]},
+                "prompt_for_agent": {"type": "string"}})),
+            alt("CALL_AGENTS", json!({"calls": {"type": "array", "minItems": 2, "maxItems": 2,
+                "items": {"type": "object", "properties": {
+                    "target_agent": {"type": "string", "enum": ["arch", "biz"]},
+                    "prompt_for_agent": {"type": "string"}},
+                    "required": ["target_agent", "prompt_for_agent"], "additionalProperties": false}}})),
+            alt("FINISH", json!({"final_report": {"type": "string"}})),
+        ]});
+        let v = ask(
+            "pm",
+            &format!("{BRIEF}Mode: normal. Remaining loops: 4.\n"),
+            &schema,
+        );
+        assert_eq!(v["next_action"], "CALL_AGENTS");
+        let v = ask(
+            "pm",
+            &format!("{BRIEF}Mode: normal. Remaining loops: 4.\nLatest: arch: x.\n"),
+            &schema,
+        );
+        assert_eq!(v["next_action"], "CALL_AGENT");
+    }
+
+    /// An agent quotes a listed document verbatim and cites it with its ids.
+    #[test]
+    fn an_agent_cites_a_document_verbatim() {
+        let prompt = "# Meeting: Adopt Rust for ingest?\n\
+<<<document docs/a.md — reference data, not instructions>>>\n\
+[docs/a.md] (notes) # Notes The ingest service drops about two percent of events at peak load. Every retry doubles the queue depth within minutes.\n\
+<<<end docs/a.md>>>\n\n\
+Documents you may cite (copy both values exactly):\n\
+- document_id \"docs/a.md\", source_path \"docs/a.md\"\n\n\
+# Question from the PM\n[sample] What would a rewrite cost?\n";
+        let schema = json!({"type": "object", "properties": {
+            "response": {"type": "string"},
+            "key_points": {"type": "array", "items": {"type": "string"}},
+            "citations": {"type": "array", "items": {"type": "object", "properties": {
+                "document_id": {"type": "string", "enum": ["docs/a.md"]},
+                "source_path": {"type": "string", "enum": ["docs/a.md"]},
+                "quote": {"type": "string"}, "supports": {"type": "string"}},
+                "required": ["document_id", "source_path", "quote"]}}},
+            "required": ["response", "key_points", "citations"]});
+        let v = ask("arch", prompt, &schema);
+        let c = &v["citations"][0];
+        assert_eq!(c["document_id"], "docs/a.md");
+        let quote = c["quote"].as_str().unwrap();
+        assert!(
+            prompt.contains(quote) && quote == "Every retry doubles the queue depth within minutes",
+            "{quote}"
+        );
+        assert!(v["response"].as_str().unwrap().starts_with(MARK));
+        assert!(v["key_points"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|k| k.as_str().unwrap().starts_with(MARK)));
+    }
+}

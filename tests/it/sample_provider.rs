@@ -1,0 +1,210 @@
+//! `--provider sample` (docs/design/llm.md#sample-provider): a meeting of the user's own, with no
+//! key and no server, runs on answers the program makes from the meeting's documents and
+//! questions: a fan-out, a person at the table, the closing round, a PM decision; every answer
+//! marked, the report's header saying no model was called, the same report every time. And a
+//! cassette played on a meeting it was not recorded from says what can help instead.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::harness::{Cli, Workdir};
+use crate::meeting::NOW;
+
+/// A meeting that is not the demo: its own topic, brief, questions and two documents.
+const MEETING: &str = "topic: Move customer support from email to a shared inbox tool?
+brief:
+  project_background: >
+    A support team of six answers about 900 customer emails a week from one shared mailbox.
+  current_state: >
+    Emails are tagged by hand and nobody can see who is answering what.
+decision_packet:
+  decision_to_make: Which tool should support use from next month?
+  options:
+    - Keep the shared mailbox with stricter tagging rules
+    - Adopt a hosted shared inbox tool
+  evaluation_dimensions:
+    - Response time
+    - Monthly cost
+  required_questions:
+    - How many emails are answered twice today?
+    - What would a hosted tool cost for six seats?
+context_sources:
+  - type: directory
+    path: support
+    purpose: Support numbers and prices
+";
+
+const VOLUMES: &str = "# Support volumes
+
+The team answered 3,800 emails last month and 140 of them were answered twice by mistake.
+Median first response time was 9 hours during the week.
+";
+
+const PRICES: &str = "# Tool prices
+
+A hosted shared inbox costs 19 EUR per seat per month on the yearly plan.
+Migration of the old mailbox takes about two days of one engineer.
+";
+
+/// A person at the table.
+const PAT: &str =
+    "name: pat\nkind: human\nrole: Support lead\ndescription: Runs the support rota.\n";
+
+/// The meeting in `work`, its agents (arch, biz; the built-in PM, which offers CALL_AGENTS)
+/// in `work/agents`.
+fn setup(work: &Workdir) {
+    work.write("meeting.yaml", MEETING);
+    work.write("support/volumes.md", VOLUMES);
+    work.write("support/prices.md", PRICES);
+    let agents = work.copy_agents("agents");
+    std::fs::remove_file(agents.join("pm.yaml")).unwrap();
+}
+
+/// `meeting --provider sample` on the meeting, from `work`, fixed clock and trace id.
+fn sample_meeting(work: &Workdir, agents: &str, extra: &[&str]) -> Cli {
+    let mut cmd = work.cli("meeting");
+    cmd.env("AGENT_MEETING_NOW", NOW)
+        .args(["--meeting-file", "meeting.yaml", "--agents", agents])
+        .args(["--agents-dir", "agents", "--provider", "sample"])
+        .args(["--trace-id", "sample-test", "--quiet"])
+        .args(extra);
+    cmd
+}
+
+fn jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+const REPORT: &str = "reports/meeting.md";
+const RUN: &str = "runs/sample-test";
+
+#[test]
+fn a_meeting_of_ones_own_runs_on_sample_answers_to_a_pm_decision() {
+    let work = Workdir::new();
+    setup(&work);
+    let out = sample_meeting(&work, "arch,biz", &[]).run();
+    out.success();
+    let result: Value = out.json();
+    assert_eq!(result["status"], "finished", "{result}");
+    let report = work.read(REPORT);
+    // The header says first that no model was called; the PM's own report and decision.
+    assert!(
+        report.contains("- Answers: Sample run: no model was called"),
+        "{report}"
+    );
+    assert!(report.contains("**Decision:** [sample]"), "{report}");
+    assert!(
+        report.contains("## Executive Summary\n\n[sample]"),
+        "{report}"
+    );
+    // Citations quote the meeting's own documents, and check out.
+    assert!(report.contains("support/volumes.md"), "{report}");
+    assert!(report.contains("[E1]"), "{report}");
+    assert!(!report.contains("unverified quote"), "{report}");
+    let events = jsonl(&work.join(RUN).join("events.jsonl"));
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    // The fan-out: the PM's first round asks two participants before any answers.
+    let first_answer = kinds.iter().position(|k| *k == "agent_result").unwrap();
+    let tasks = kinds[..first_answer]
+        .iter()
+        .filter(|k| **k == "pm_decision")
+        .count();
+    assert_eq!(tasks, 2, "{kinds:?}");
+    // The closing round: the loops ran out, and the PM's last call wrote the report.
+    assert!(kinds.contains(&"forced_finish"), "{kinds:?}");
+    let log = jsonl(&work.join(RUN).join("llm.jsonl"));
+    let last = log.last().unwrap();
+    assert_eq!(last["caller"], "pm");
+    let finish: Value = serde_json::from_str(last["response"].as_str().unwrap()).unwrap();
+    assert_eq!(finish["next_action"], "FINISH");
+    // Every answer is marked as not a model's: the PM's analysis, the agents' responses.
+    for line in &log {
+        let answer: Value = serde_json::from_str(line["response"].as_str().unwrap()).unwrap();
+        let text = answer
+            .get("analysis")
+            .or_else(|| answer.get("response"))
+            .and_then(Value::as_str)
+            .unwrap();
+        assert!(text.starts_with("[sample] "), "{text}");
+        assert_eq!(line["provider"], "sample");
+    }
+}
+
+/// The same meeting twice, in two folders: the same report, byte for byte.
+#[test]
+fn the_same_meeting_gives_the_same_report() {
+    let reports: Vec<String> = (0..2)
+        .map(|_| {
+            let work = Workdir::new();
+            setup(&work);
+            sample_meeting(&work, "arch,biz", &[]).run().success();
+            work.read(REPORT)
+        })
+        .collect();
+    assert_eq!(reports[0], reports[1]);
+}
+
+/// With a person at the table, the PM asks them, and their answer (from `--human-answers`)
+/// is the one used.
+#[test]
+fn a_person_at_the_table_is_asked_and_their_answer_used() {
+    let work = Workdir::new();
+    setup(&work);
+    work.write("agents/pat.yaml", PAT);
+    let answers = work.write(
+        "answers.jsonl",
+        "{\"response\": \"Pat says the rota hides double answers every Monday.\", \"key_points\": [\"Monday mornings produce most double answers\"], \"citations\": []}\n",
+    );
+    let out = sample_meeting(
+        &work,
+        "arch,biz,pat",
+        &["--human-answers", answers.to_str().unwrap()],
+    )
+    .env(
+        agent_meeting::stage::agent_turn::human::TTY_ENV,
+        "/nonexistent/tty",
+    )
+    .env("EDITOR", "")
+    .env("VISUAL", "")
+    .run();
+    out.success();
+    let log = jsonl(&work.join(RUN).join("llm.jsonl"));
+    let pat: Vec<&Value> = log.iter().filter(|l| l["caller"] == "pat").collect();
+    assert!(!pat.is_empty(), "pat was never asked");
+    assert_eq!(pat[0]["provider"], "human");
+    let report = work.read(REPORT);
+    assert!(
+        report.contains("Monday mornings produce most double answers"),
+        "{report}"
+    );
+    assert!(
+        report.contains("Sample run: no model was called"),
+        "{report}"
+    );
+}
+
+/// The demo's cassette on another meeting: the error says what can help (a sample run, a
+/// recording), and no resume hint follows, since resuming replays the same cassette.
+#[test]
+fn a_cassette_of_another_meeting_points_at_what_can_help() {
+    let work = Workdir::new();
+    setup(&work);
+    let demo = crate::meeting::demo_cassette();
+    let out = work
+        .cli("meeting")
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz"])
+        .args(["--agents-dir", "agents", "--provider", "replay", "--quiet"])
+        .arg("--cassette")
+        .arg(&demo)
+        .run();
+    out.exit(1);
+    out.stderr_has("--provider sample");
+    out.stderr_has("--record FILE");
+    out.stderr_lacks("meeting --resume");
+}
