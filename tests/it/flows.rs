@@ -26,7 +26,7 @@ fn flow(name: &str, cassette: &Path, args: &[&str]) -> Cli {
 }
 
 fn cassette(name: &str) -> PathBuf {
-    root().join(format!("tests/flows/{name}.cassette.jsonl"))
+    root().join(format!("meetings/flows/{name}.cassette.jsonl"))
 }
 
 /// Run flow `name` on the demo meeting with arch and biz (`extra` after the agents), check it
@@ -343,4 +343,109 @@ fn batch_runs_a_folder_of_meeting_files() {
         assert_eq!(r["status"], "finished");
         assert!(work.join(format!("out/reports/{n}.md")).is_file());
     }
+}
+
+/// Rate limits across concurrent meetings: 20 meetings, 4 at a time, against one fake OpenAI
+/// server that refuses the first attempt of every other call with a 429 (`Retry-After: 0`).
+/// No meeting fails for a 429 its retry passed, the server never had more than 4 meetings'
+/// calls in flight, and it saw each call once plus once per 429: within meetings × calls ×
+/// attempts.
+#[test]
+fn batch_meetings_ride_out_rate_limits() {
+    use std::collections::HashSet;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    use crate::fake_http::{json as http, openai_ok, with_header, FakeServer};
+    has_parallel();
+    let replies: Vec<String> = std::fs::read_to_string(cassette("batch"))
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["response"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let (ask, answer, finish) = (replies[0].clone(), replies[1].clone(), replies[2].clone());
+    let refused: Mutex<HashSet<String>> = Mutex::new(HashSet::new());
+    let seen = AtomicUsize::new(0);
+    let refusals = std::sync::Arc::new(AtomicUsize::new(0));
+    let counted = refusals.clone();
+    let server = FakeServer::answering(move |req| {
+        let body = req.body.as_str();
+        let mut refused = refused.lock().unwrap();
+        // Each call refused at most once: its retry (the same request) passes.
+        if !refused.contains(body) && seen.fetch_add(1, Ordering::SeqCst).is_multiple_of(2) {
+            refused.insert(body.to_string());
+            counted.fetch_add(1, Ordering::SeqCst);
+            return with_header(
+                429,
+                "retry-after",
+                "0",
+                r#"{"error": {"message": "Rate limit reached", "code": "rate_limit_exceeded"}}"#,
+            );
+        }
+        let content = if !body.contains("pm_decision") {
+            &answer
+        } else if body.contains("two-week trial on one service") {
+            &finish
+        } else {
+            &ask
+        };
+        http(200, &openai_ok(content, Some((100, 10))))
+    });
+    let work = Workdir::new();
+    let lines: String = (1..=20)
+        .map(|i| {
+            format!(
+                "{}\n",
+                serde_json::json!({"topic": format!("Adopt change number {i}?")})
+            )
+        })
+        .collect();
+    let input = work.write("topics.jsonl", lines);
+    let mut cmd = Cli::new(Command::new("sh"));
+    cmd.arg("share/flows/batch.sh")
+        .arg(&input)
+        .arg(work.join("out"))
+        .args([
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+            "--max-attempts",
+            "3",
+        ])
+        .env("PATH", programs_path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("JOBS", "4");
+    let out = cmd.run();
+    out.success();
+    for i in 1..=20 {
+        let r: Value = serde_json::from_str(&work.read(format!("out/results/{i}.json"))).unwrap();
+        assert_eq!(r["status"], "finished", "meeting {i}: {r}");
+        assert!(
+            r["usage"]["calls"].as_u64().unwrap() >= 3,
+            "meeting {i}: {r}"
+        );
+    }
+    let (meetings, calls, attempts) = (20, 3, 3);
+    let count = server.count();
+    let refusals = refusals.load(Ordering::SeqCst);
+    assert_eq!(
+        count,
+        meetings * calls + refusals,
+        "each call answered once"
+    );
+    assert!(refusals >= 20, "every other call refused once: {refusals}");
+    assert!(count <= meetings * calls * attempts, "{count} requests");
+    assert!(
+        server.max_in_flight() <= 4,
+        "{} in flight",
+        server.max_in_flight()
+    );
 }
