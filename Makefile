@@ -33,10 +33,13 @@ MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
 BASH_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSH_DIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISH_DIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+# The cookbook of shell flows (share/flows/, docs/design/flows.md): scripts to run or copy.
+FLOWS_DIR = $(DESTDIR)$(PREFIX)/share/agent-meeting/flows
 
 install: build
-	install -d $(BIN_DIR) $(MAN_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR)
+	install -d $(BIN_DIR) $(MAN_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR) $(FLOWS_DIR)
 	install -m 755 target/release/agent-meeting $(BIN_DIR)/agent-meeting
+	install -m 755 share/flows/*.sh $(FLOWS_DIR)
 	@set -e; for p in $(PROGRAMS); do \
 	  echo "install $$p"; \
 	  rm -f $(BIN_DIR)/$$p; \
@@ -52,6 +55,7 @@ uninstall:
 	  rm -f $(BIN_DIR)/$$p $(MAN_DIR)/$$p.1 $(BASH_DIR)/$$p $(ZSH_DIR)/_$$p $(FISH_DIR)/$$p.fish; \
 	done
 	rm -f $(BIN_DIR)/agent-meeting
+	rm -f $(FLOWS_DIR)/*.sh; rmdir $(FLOWS_DIR) 2>/dev/null || true
 
 # Regenerate share/schemas/ from the Rust types (the test `schemas_match_types` checks them).
 schemas:

@@ -143,6 +143,24 @@ pub(crate) fn pm_asks(agent: &str, question: &str) -> Event {
     }
 }
 
+/// Who asks the questions a flow script puts on the board by hand.
+pub const FLOW: &str = "flow";
+
+/// `flow_call`: a flow script asked `agent` its `question` by writing the call on the board
+/// (docs/design/flows.md#hand-put-questions); a task like the PM's, so the diagram draws it.
+pub(crate) fn flow_asks(agent: &str, question: &str) -> Event {
+    Event {
+        message: Some(question.to_string()),
+        ..message(
+            EventType::FlowCall,
+            "agent-turn",
+            FLOW,
+            agent,
+            MessageKind::Task,
+        )
+    }
+}
+
 /// `pm_decision` as control: the PM's FINISH.
 pub(crate) fn pm_finishes() -> Event {
     Event {

@@ -41,6 +41,10 @@ struct Args {
     /// Print the Markdown report on stdout instead of the ReportResult JSON
     #[arg(long, help_heading = "Output")]
     markdown: bool,
+    /// Print the board instead of the ReportResult JSON (what next-stage and the other
+    /// stages read; the same as `jq .board`)
+    #[arg(long, help_heading = "Output", conflicts_with = "markdown")]
+    board: bool,
     /// Use this minijinja template instead of the built-in one
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     template: Option<PathBuf>,
@@ -73,6 +77,8 @@ pub fn main() -> std::process::ExitCode {
         .map_err(|e| e.or_file("<stdin>"))?;
         if args.markdown {
             cli::write_stdout(&result.markdown)?;
+        } else if args.board {
+            cli::write_stdout(&io::to_json_line(&result.board, args.output.pretty))?;
         } else {
             // Printed even when the save failed: the board records status `failed` and why.
             cli::write_stdout(&io::to_json_line(&result, args.output.pretty))?;

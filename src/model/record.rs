@@ -96,6 +96,9 @@ pub enum ProcessKind {
     UnknownQuestion,
     /// The PM repeated a question, or answers stopped adding anything (docs/design/pm-round.md#circles).
     Circles,
+    /// A person changed the board by hand, e.g. the decision at a flow's gate before the
+    /// report (docs/design/flows.md#human-gate); written by the flow, never by a stage.
+    Edited,
 }
 
 /// Why the meeting was made to close (docs/design/pm-round.md#pm-round): set where the `forced_finish` event

@@ -127,15 +127,26 @@ pub fn board() -> Board {
     init(packet, opts, NOW).expect("a good packet")
 }
 
-/// A board waiting for agent-turn: the PM asked `agent` a question.
+/// A board waiting for agent-turn: the PM asked `agent` a question (its ask is in the flow, as
+/// pm-step leaves it: agent-turn records no flow's question).
 pub fn board_with_call(agent: &str) -> Board {
     let mut b = board();
+    let prompt = "What does the cluster cost per month?";
     b.pending_call = Some(PendingCall {
         target_agent: agent.into(),
-        prompt: "What does the cluster cost per month?".into(),
+        prompt: prompt.into(),
         analysis: "cost is open".into(),
         reserve_tokens: None,
     });
+    agent_meeting::events::add_to_flow(
+        &mut b.flow,
+        FlowStep {
+            loop_no: 1,
+            kind: FlowKind::Ask,
+            agent: Some(agent.into()),
+            text: prompt.into(),
+        },
+    );
     b
 }
 

@@ -32,6 +32,7 @@ mod dry_run;
 mod examples;
 mod fan_out;
 mod faults;
+mod flows;
 mod fuzz_regressions;
 mod generate;
 mod help;

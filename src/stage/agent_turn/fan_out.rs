@@ -38,7 +38,7 @@ struct Done {
 /// provider error in any call is `Error::Runtime` (the calls that finished are in the log, so
 /// a resumed meeting does not ask them again).
 pub fn fan_out(mut board: Board, llm: &LlmArgs, clock: &dyn Clock) -> Result<Board> {
-    events::start_stage(&mut board);
+    super::start(&mut board, clock);
     let calls = std::mem::take(&mut board.pending_calls);
     let n = calls.len() as u64;
     let base = board.usage.calls;
@@ -110,6 +110,8 @@ fn one_call(
     clock: &dyn Clock,
 ) -> Result<Done> {
     let mut own = board.clone();
+    // The events before the calls (the flow's questions) are the fan-out's board's already.
+    own.new_events.clear();
     own.record.process.clear();
     own.flow = Default::default();
     own.usage.calls = 0;

@@ -15,11 +15,11 @@ use crate::error::{Error, Result};
 use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, NoJson, Options, Request};
-use crate::model::ProcessKind;
 use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, ParticipantKind, PendingCall,
     TurnStatus, AGENT_TURN_FIELDS,
 };
+use crate::model::{FlowKind, ProcessKind};
 use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard, Reader};
 use crate::schema;
 use crate::stage::Stage;
@@ -465,13 +465,45 @@ pub fn agent_turn(
     clock: &dyn Clock,
 ) -> Result<Board> {
     check_turn(&board)?;
-    events::start_stage(&mut board);
+    start(&mut board, clock);
     let call = board
         .pending_call
         .take()
         .expect("check_turn ensures a pending_call (a fan-out runs in fan_out)");
     run_call(&mut board, call, client, opts, clock)?;
     Ok(board)
+}
+
+/// The start of every agent turn: the last stage's events cleared, then each waiting call the
+/// PM did not make (a flow script wrote it on the board, docs/design/flows.md#hand-put-questions)
+/// put on the record as the PM's are: a `flow_call` event (a step of the report's diagram) and
+/// a question asked (the repeated-question measure). A call is the PM's when the flow holds
+/// its question, to its agent, in its loop (call i of a fan-out counts loop L + i).
+pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
+    events::start_stage(board);
+    let calls: Vec<(String, String)> = board
+        .pending()
+        .into_iter()
+        .map(|c| (c.target_agent.clone(), c.prompt.clone()))
+        .collect();
+    for (i, (agent, question)) in calls.into_iter().enumerate() {
+        events::in_later_loop(board, i as u32, |board| {
+            let (loop_no, text) = (
+                board.current_loop(),
+                events::flow_text(&question, events::FLOW_TEXT_CHARS),
+            );
+            let asked = board.flow.steps.iter().any(|s| {
+                s.kind == FlowKind::Ask
+                    && s.loop_no == loop_no
+                    && s.agent.as_deref() == Some(agent.as_str())
+                    && s.text == text
+            });
+            if !asked {
+                events::push(board, clock, events::flow_asks(&agent, &question));
+                crate::circles::record_ask(board, &agent, &question);
+            }
+        });
+    }
 }
 
 /// Ask `call`'s agent and leave the outcome in `last_turn` (the body of [`agent_turn`], and of
@@ -563,7 +595,7 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
 /// left): an error turn, and the meeting goes on (docs/design/agent-turn.md#a-human-at-the-table).
 pub fn no_human(mut board: Board, clock: &dyn Clock, why: &str) -> Result<Board> {
     check_turn(&board)?;
-    events::start_stage(&mut board);
+    start(&mut board, clock);
     let call = board
         .pending_call
         .take()
@@ -575,6 +607,44 @@ pub fn no_human(mut board: Board, clock: &dyn Clock, why: &str) -> Result<Board>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call a flow wrote on the board is put on the record as the PM's are (an ask in the
+    /// flow, a `flow_call` event, a question asked); the PM's own call, already in the flow,
+    /// is not recorded twice.
+    #[test]
+    fn a_hand_put_call_is_recorded_and_the_pms_is_not_doubled() {
+        let clock = events::FixedClock(crate::stage::fixtures::NOW.into());
+        let call = |agent: &str, q: &str| PendingCall {
+            target_agent: agent.into(),
+            prompt: q.into(),
+            analysis: String::new(),
+            reserve_tokens: None,
+        };
+        let mut b = crate::stage::fixtures::board(&[]);
+        b.max_parallel = 2;
+        events::push(&mut b, &clock, events::pm_asks("arch", "Cost?"));
+        b.pending_calls = vec![call("arch", "Cost?"), call("biz", "Risk?")];
+        start(&mut b, &clock);
+        let asks: Vec<(u32, Option<&str>, &str)> = b
+            .flow
+            .steps
+            .iter()
+            .map(|s| (s.loop_no, s.agent.as_deref(), s.text.as_str()))
+            .collect();
+        assert_eq!(
+            asks,
+            [(1, Some("arch"), "Cost?"), (2, Some("biz"), "Risk?")]
+        );
+        let ev = &b.new_events[..];
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!(ev[0].event_type, crate::model::EventType::FlowCall);
+        assert_eq!(
+            (ev[0].from.as_deref(), ev[0].to.as_deref(), ev[0].loop_no),
+            (Some("flow"), Some("biz"), 2)
+        );
+        assert_eq!(b.record.asked.len(), 1);
+        assert_eq!(b.record.asked[0].agent, "biz");
+    }
 
     /// A board with a pending call (and nothing to merge) is agent-turn's while the PM has not
     /// closed the meeting: the guard is the one stage rule, with no status check of its own.

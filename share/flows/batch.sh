@@ -1,0 +1,45 @@
+#!/bin/sh
+# batch.sh — many meetings at once with GNU parallel, each in its own run folder, resumable.
+#
+# Usage: share/flows/batch.sh INPUT OUT_DIR [MEETING_FLAGS...]
+#   INPUT    a JSONL file, one meeting a line: {"topic": "..."} (meeting --topic) or
+#            {"meeting_file": "path"}, each with an optional "name" (default: the line number)
+#            and "cassette" (its own replay cassette); or a folder of meeting files
+#            (*.yaml, *.yml, *.json), each named after its file
+#   OUT_DIR  gets jobs.jsonl (the meetings, numbered by line), joblog (GNU parallel's),
+#            runs/NAME/ (each meeting's run folder), reports/NAME.md and results/NAME.json
+#            (each meeting's MeetingResult); nothing else is written, so names never collide
+#   MEETING_FLAGS  given to every meeting: --agents arch,biz --provider replay ...
+#   e.g. JOBS=4 share/flows/batch.sh topics.jsonl out --agents arch,biz --model gpt-4o-mini
+# Environment: JOBS (meetings at once, default 4), and what `meeting` reads (keys, provider,
+# MEETING_CASSETTE, ...).
+#
+# Run it again to go on: the joblog skips the meetings that ended well (--resume-failed runs
+# the failed ones again), and a meeting whose run folder exists is resumed
+# (`meeting --resume`), its paid answers taken from its llm.jsonl. Exit: 0 when every meeting
+# ended well, else the number of meetings that did not (at most 101), as GNU parallel says.
+# The table of all of them: share/flows/summary.sh OUT_DIR/runs/* (docs/design/flows.md#batch).
+set -eu
+usage='usage: batch.sh INPUT OUT_DIR [MEETING_FLAGS...]'
+input=${1:?$usage}; out=${2:?$usage}; shift 2
+here=$(cd "$(dirname "$0")" && pwd)
+command -v parallel > /dev/null 2>&1 || { echo "batch.sh: GNU parallel is not installed (apt-get install parallel)" >&2; exit 2; }
+mkdir -p "$out/runs" "$out/reports" "$out/results"
+
+# The job list, written once: a second run (resume) must see the same meetings, numbered the same.
+if [ ! -f "$out/jobs.jsonl" ]; then
+  if [ -d "$input" ]; then
+    find "$input" -maxdepth 1 -type f \( -name '*.yaml' -o -name '*.yml' -o -name '*.json' \) | LC_ALL=C sort \
+      | jq -R -c '{meeting_file: ., name: (split("/") | last | sub("\\.(ya?ml|json)$"; ""))}'
+  else
+    jq -c 'if type == "object" and ((.topic | type) == "string" or (.meeting_file | type) == "string")
+           then . else error("expected {\"topic\": TEXT} or {\"meeting_file\": PATH}") end' "$input"
+  fi > "$out/jobs.jsonl.tmp" || { echo "batch.sh: $input: not a folder of meeting files or a JSONL of meetings" >&2; exit 2; }
+  jq -s -r 'to_entries[] | (.value.name // "\(.key + 1)") | tostring' "$out/jobs.jsonl.tmp" | sort | uniq -d | grep . \
+    && { echo "batch.sh: $input: the names above are given to more than one meeting" >&2; rm -f "$out/jobs.jsonl.tmp"; exit 2; }
+  mv "$out/jobs.jsonl.tmp" "$out/jobs.jsonl"
+fi
+
+n=$(grep -c . "$out/jobs.jsonl" || true)
+seq 1 "$n" | parallel --jobs "${JOBS:-4}" --joblog "$out/joblog" --resume-failed \
+  -q sh "$here/batch-one.sh" "$out" {} "$@"
