@@ -53,17 +53,18 @@ impl OtlpArgs {
     /// The flag, else the environment; None: no export. A bad URL is a usage error.
     pub fn target(&self) -> crate::Result<Option<OtlpSettings>> {
         let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let url = match (
+        let (url, from) = match (
             &self.otlp_endpoint,
             env(TRACES_ENDPOINT_ENV),
             env(ENDPOINT_ENV),
         ) {
-            (Some(flag), _, _) => traces_url(flag),
-            (None, Some(traces), _) => traces.trim().to_string(),
-            (None, None, Some(base)) => traces_url(&base),
+            (Some(flag), _, _) => (traces_url(flag), "--otlp-endpoint"),
+            (None, Some(traces), _) => (traces.trim().to_string(), TRACES_ENDPOINT_ENV),
+            (None, None, Some(base)) => (traces_url(&base), ENDPOINT_ENV),
             (None, None, None) => return Ok(None),
         };
-        check_endpoint(&url).map_err(crate::Error::Usage)?;
+        // The error names where the URL came from: a variable set long ago is easy to forget.
+        check_endpoint(&url).map_err(|e| crate::Error::Usage(format!("{from}: {e}")))?;
         Ok(Some(OtlpSettings {
             traces_url: url,
             content: self.otlp_content,
@@ -83,11 +84,11 @@ fn traces_url(base: &str) -> String {
 
 /// An http(s) URL with a host and no user or password (which `meeting.json` would keep).
 fn check_endpoint(url: &str) -> Result<(), String> {
-    crate::llm::transport::check_base_url(url).map_err(|e| format!("--otlp-endpoint: {e}"))?;
+    crate::llm::transport::check_base_url(url)?;
     let authority = url.split("://").nth(1).unwrap_or("").split('/').next();
     if authority.is_some_and(|a| a.contains('@')) {
         return Err(
-            "--otlp-endpoint: a user or password in the URL would be saved in meeting.json; \
+            "a user or password in the URL would be saved in meeting.json; \
              give credentials as headers in OTEL_EXPORTER_OTLP_HEADERS"
                 .into(),
         );

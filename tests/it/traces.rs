@@ -374,3 +374,37 @@ fn an_endpoint_with_a_password_is_refused() {
         .stderr_has("OTEL_EXPORTER_OTLP_HEADERS");
     assert!(!work.join("runs").exists(), "no run folder");
 }
+
+#[test]
+fn the_flag_wins_and_the_traces_variable_is_used_as_it_is() {
+    let work = Workdir::new();
+    let server = FakeServer::start(vec![json(200, ""), json(200, "")]);
+    // The flag wins over the variables.
+    meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--otlp-endpoint", &server.url, "-q"],
+    )
+    .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+    .run()
+    .success();
+    // The traces endpoint gets no /v1/traces added, and wins over the general one.
+    let work = Workdir::new();
+    meeting_cmd(work.path(), &demo_cassette(), &["-q"])
+        .env(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            format!("{}/otlp/spans", server.url),
+        )
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+        .run()
+        .success()
+        .stderr_is("");
+    let paths: Vec<String> = server.requests().into_iter().map(|r| r.path).collect();
+    assert_eq!(paths, ["/v1/traces", "/otlp/spans"]);
+    // A bad variable is named.
+    meeting_cmd(work.path(), &demo_cassette(), &[])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "localhost:4318")
+        .run()
+        .exit(2)
+        .stderr_has("OTEL_EXPORTER_OTLP_ENDPOINT: expected an http(s) URL");
+}
