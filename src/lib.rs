@@ -20,6 +20,7 @@ pub mod io;
 pub mod llm;
 pub mod loader;
 pub mod model;
+pub mod otlp;
 pub mod prompts;
 pub mod schema;
 pub mod stage;

@@ -38,8 +38,8 @@ struct Args {
     #[arg(long, value_name = "TOPIC", help_heading = "Input")]
     topic: Option<String>,
     /// Continue a killed or stopped meeting from its run folder; only --report-file,
-    /// --connect-timeout, --read-timeout, --max-attempts, --stage, --quiet, --step and --pretty
-    /// may be given with it
+    /// --connect-timeout, --read-timeout, --max-attempts, --stage, --quiet, --step, --pretty and
+    /// the --otlp flags may be given with it (--otlp-endpoint exports a finished one)
     #[arg(long, value_name = "DIR", help_heading = "Input")]
     resume: Option<PathBuf>,
     #[command(flatten)]
@@ -86,12 +86,14 @@ struct Args {
     #[command(flatten)]
     human: cli::HumanArgs,
     #[command(flatten)]
+    otlp: agent_meeting::otlp::OtlpArgs,
+    #[command(flatten)]
     output: OutputArgs,
 }
 
 /// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
 /// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
-const RESUME_TAKES: [&str; 9] = [
+const RESUME_TAKES: [&str; 11] = [
     "resume",
     "report_file",
     "connect_timeout",
@@ -101,6 +103,8 @@ const RESUME_TAKES: [&str; 9] = [
     "quiet",
     "step",
     "pretty",
+    "otlp_endpoint",
+    "otlp_content",
 ];
 
 /// What the flags ask: resume a run folder, or start (or dry-run) a meeting. With `--resume`,
@@ -113,7 +117,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             return Err(Error::Usage(format!(
                 "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
                  (--resume takes --report-file, --connect-timeout, --read-timeout, --max-attempts, \
-                 --stage, --quiet, --step, --pretty)"
+                 --stage, --quiet, --step, --pretty, --otlp-endpoint, --otlp-content)"
             )));
         }
         let changes = ResumeChanges {
@@ -122,6 +126,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             read_timeout: given(matches, "read_timeout"),
             max_attempts: given(matches, "max_attempts"),
             stage_overrides: driver::parse_stage_overrides(&args.stages)?,
+            otlp: args.otlp.target()?,
         };
         return Ok(Request::Resume { dir, changes });
     }
@@ -151,6 +156,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             .filter(|(_, cmd)| !cmd.trim().is_empty())
             .collect(),
         human_answers: args.human.human_answers,
+        otlp: args.otlp.target()?,
     };
     Ok(if args.dry_run {
         Request::DryRun(new)

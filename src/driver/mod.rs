@@ -68,6 +68,16 @@ pub enum Outcome {
     Stopped { error: Error, run_dir: PathBuf },
 }
 
+/// Send the run folder's trace to the collector, however the meeting ended; a failure is a
+/// warning, shown even with `--quiet`, and never the meeting's (docs/design/otel.md#traces).
+fn export_traces(dir: &std::path::Path, target: &crate::otlp::OtlpSettings, ui: Ui) {
+    match crate::otlp::export_run(dir, target) {
+        Ok(n) if !ui.quiet => note!("traces: {n} spans sent to {}", target.traces_url),
+        Ok(_) => {}
+        Err(e) => note!("meeting: warning: traces not exported: {e}"),
+    }
+}
+
 /// Run what `meeting` was asked: start, resume or dry-run, then drive the meeting to its end.
 pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
     let run = match request {
@@ -81,7 +91,11 @@ pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
             run
         }
     };
-    match drive(&run, ui) {
+    let driven = drive(&run, ui);
+    if let Some(target) = &run.settings.otlp {
+        export_traces(&run.dir.path, target, ui);
+    }
+    match driven {
         Ok(result) => {
             let failure = outcome::failure(&result, &run.settings, &run.dir.path);
             Ok(Outcome::Ended { result, failure })

@@ -22,6 +22,8 @@ pub struct ResumeChanges {
     pub max_attempts: Option<u32>,
     /// Replace these stages' overrides; an empty command restores the built-in program.
     pub stage_overrides: BTreeMap<Stage, String>,
+    /// Export the traces here (also a finished meeting's: docs/design/otel.md#traces).
+    pub otlp: Option<crate::otlp::OtlpSettings>,
 }
 
 impl ResumeChanges {
@@ -35,6 +37,9 @@ impl ResumeChanges {
         llm.connect_timeout = self.connect_timeout.unwrap_or(llm.connect_timeout);
         llm.read_timeout = self.read_timeout.or(llm.read_timeout);
         llm.max_attempts = self.max_attempts.unwrap_or(llm.max_attempts);
+        if let Some(otlp) = self.otlp {
+            settings.otlp = Some(otlp);
+        }
         for (stage, cmd) in self.stage_overrides {
             if cmd.trim().is_empty() {
                 settings.stage_overrides.remove(&stage);

@@ -65,6 +65,9 @@ pub struct RunSettings {
     /// agent-turn's `--human-answers` (absolute), when given (docs/design/agent-turn.md#a-human-at-the-table).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub human_answers: Option<PathBuf>,
+    /// Where the meeting's traces go (`--otlp-endpoint`, docs/design/otel.md#traces).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub otlp: Option<crate::otlp::OtlpSettings>,
 }
 
 /// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
@@ -128,6 +131,7 @@ pub(super) mod tests {
             config_file: None,
             user_llm_log: None,
             human_answers: Some("/m/answers.jsonl".into()),
+            otlp: None,
         }
     }
 

@@ -47,6 +47,8 @@ pub struct NewMeeting {
     /// The environment variables that set an LLM flag (`AGENT_MEETING_PROVIDER`,
     /// agent-turn's `--human-answers`.
     pub human_answers: Option<PathBuf>,
+    /// Where the traces go (`--otlp-endpoint`, docs/design/otel.md#traces).
+    pub otlp: Option<crate::otlp::OtlpSettings>,
 }
 
 /// What `--dry-run` prints: the PM's first prompt as it would be sent, and its input
@@ -208,6 +210,7 @@ fn settings_of(
         config_file: loaded.file.as_deref().map(absolute),
         user_llm_log,
         human_answers: new.human_answers.as_deref().map(absolute),
+        otlp: new.otlp,
     };
     let run_dir = crate::config::run_dir(new.run_dir, &loaded.config).0;
     Ok((settings, run_dir, numbered_from, default_report))

@@ -79,6 +79,8 @@ pub struct Recorded {
     /// Lower-cased names.
     pub headers: Vec<(String, String)>,
     pub body: String,
+    /// The body's bytes (a protobuf body is no text).
+    pub raw: Vec<u8>,
 }
 
 impl Recorded {
@@ -289,6 +291,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Recorded> {
         path,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        raw: body,
     })
 }
 

@@ -60,5 +60,6 @@ mod settings_agree;
 mod start_line;
 mod step_and_loops;
 mod terminal;
+mod traces;
 mod url_password;
 mod usage;
