@@ -34,6 +34,7 @@ mod fan_out;
 mod faults;
 mod fuzz_regressions;
 mod generate;
+mod habits;
 mod help;
 mod hostile_inputs;
 mod human;
