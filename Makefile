@@ -33,12 +33,15 @@ MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
 BASH_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 ZSH_DIR = $(DESTDIR)$(PREFIX)/share/zsh/site-functions
 FISH_DIR = $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-# The cookbook of shell flows (share/flows/, docs/design/flows.md): scripts to run or copy.
-FLOWS_DIR = $(DESTDIR)$(PREFIX)/share/agent-meeting/flows
+# share/meeting.sh, the meeting as a POSIX shell loop, and the cookbook of shell flows
+# (share/flows/, docs/design/flows.md): scripts to run and to copy from.
+SHARE_DIR = $(DESTDIR)$(PREFIX)/share/agent-meeting
+FLOWS_DIR = $(SHARE_DIR)/flows
 
 install: build
-	install -d $(BIN_DIR) $(MAN_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR) $(FLOWS_DIR)
+	install -d $(BIN_DIR) $(MAN_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR) $(SHARE_DIR) $(FLOWS_DIR)
 	install -m 755 target/release/agent-meeting $(BIN_DIR)/agent-meeting
+	install -m 755 share/meeting.sh $(SHARE_DIR)/meeting.sh
 	install -m 755 share/flows/*.sh $(FLOWS_DIR)
 	@set -e; for p in $(PROGRAMS); do \
 	  echo "install $$p"; \
@@ -54,8 +57,9 @@ uninstall:
 	@for p in $(PROGRAMS); do \
 	  rm -f $(BIN_DIR)/$$p $(MAN_DIR)/$$p.1 $(BASH_DIR)/$$p $(ZSH_DIR)/_$$p $(FISH_DIR)/$$p.fish; \
 	done
-	rm -f $(BIN_DIR)/agent-meeting
+	rm -f $(BIN_DIR)/agent-meeting $(SHARE_DIR)/meeting.sh
 	rm -f $(FLOWS_DIR)/*.sh; rmdir $(FLOWS_DIR) 2>/dev/null || true
+	rmdir $(SHARE_DIR) 2>/dev/null || true
 
 # Regenerate share/schemas/ from the Rust types (the test `schemas_match_types` checks them).
 schemas:
@@ -66,9 +70,9 @@ DEMO_FLAGS = --meeting-file meetings/demo.yaml --agents arch,biz --provider repl
 
 .PHONY: demo demo-forced announce-build
 # Said before the build starts: the first release build compiles every dependency (about 200
-# crates: a few minutes on a laptop, more on a small VM); later builds take seconds.
+# crates: about 5 minutes on 2 cores, up to 20 on a busy machine); later builds take seconds.
 announce-build:
-	@test -x target/release/meeting || echo "make: building the release programs first (the first build takes a few minutes; later ones seconds) ..."
+	@test -x target/release/meeting || echo "make: building the release programs first (the first build takes about 5 minutes on 2 cores, up to 20 on a busy machine; later ones seconds) ..."
 
 demo: announce-build build
 	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) \

@@ -72,7 +72,8 @@ pub struct HumanArgs {
 #[command(next_help_heading = "Meeting")]
 pub struct BoardArgs {
     /// Specialists taking part, in speaking-list order (comma-separated)
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    #[arg(long, short, value_delimiter = ',', value_name = "NAMES",
+          value_parser = AgentNames, hide_possible_values = true)]
     pub agents: Vec<String>,
     /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the user's
     /// agents folder, the built-in agents (see --list-agents)
@@ -101,6 +102,35 @@ pub struct BoardArgs {
     /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
     #[arg(long, value_name = "ID", value_parser = crate::model::check_trace_id)]
     pub trace_id: Option<String>,
+}
+
+/// `--agents`' values: any name (the loader checks it and suggests the closest), with the
+/// built-in agents as possible values for shell completions; a user's own agents are not
+/// known when the completion script is generated (`meeting --list-agents` lists them).
+#[derive(Debug, Clone, Copy)]
+pub struct AgentNames;
+
+impl clap::builder::TypedValueParser for AgentNames {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            crate::loader::BUILTIN_AGENTS
+                .iter()
+                .map(|(name, _)| clap::builder::PossibleValue::new(*name)),
+        ))
+    }
 }
 
 fn default_max_parallel() -> u32 {
@@ -186,8 +216,16 @@ pub fn given_outside(
         let given =
             matches.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine);
         (given && !allowed.contains(&id.as_str())).then(|| {
+            // A positional argument by its value name (`TOPIC`).
+            let positional = || {
+                arg.get_value_names()
+                    .and_then(|v| v.first())
+                    .map(|v| v.to_string())
+            };
             arg.get_long()
-                .map_or_else(|| id.to_string(), |l| format!("--{l}"))
+                .map(|l| format!("--{l}"))
+                .or_else(positional)
+                .unwrap_or_else(|| id.to_string())
         })
     })
 }
@@ -232,7 +270,16 @@ pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, cl
             }
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
-            usage_exit(program, first.strip_prefix("error: ").unwrap_or(first));
+            let first = first.strip_prefix("error: ").unwrap_or(first);
+            // clap's "did you mean" (a similar flag or value) is on a line of its own.
+            match text
+                .lines()
+                .map(str::trim)
+                .find(|l| l.starts_with("tip: ") && l.contains("similar"))
+            {
+                Some(tip) => usage_exit(program, &format!("{first}; {tip}")),
+                None => usage_exit(program, first),
+            }
         }
     }
 }
@@ -375,7 +422,9 @@ pub fn generate(cmd: &mut clap::Command, program: &str, kind: &str) -> Result<St
             clap_mangen::Man::new(cmd.clone())
                 .render(&mut out)
                 .map_err(|e| e.to_string())?;
-            return String::from_utf8(out).map_err(|e| e.to_string());
+            return String::from_utf8(out)
+                .map(man_verbatim)
+                .map_err(|e| e.to_string());
         }
         "complete-bash" => Shell::Bash,
         "complete-zsh" => Shell::Zsh,
@@ -391,6 +440,26 @@ pub fn generate(cmd: &mut clap::Command, program: &str, kind: &str) -> Result<St
     let mut out = Vec::new();
     clap_complete::generate(shell, cmd, program, &mut out);
     String::from_utf8(out).map_err(|e| e.to_string())
+}
+
+/// The man page with its EXTRA section (the examples, the environment, the exit codes: the
+/// `after_help` text) unfilled: clap_mangen writes each line as a text line, which man fills,
+/// wrapping a long example mid-command and justifying it with extra spaces; between `.nf` and
+/// `.fi` every line stays as `--help` shows it and as it is copied.
+fn man_verbatim(page: String) -> String {
+    const EXTRA: &str = "\n.SH EXTRA\n";
+    let Some(start) = page.find(EXTRA).map(|i| i + EXTRA.len()) else {
+        return page;
+    };
+    let end = page[start..]
+        .find("\n.SH ")
+        .map_or(page.len(), |i| start + i + 1);
+    format!(
+        "{}.nf\n{}.fi\n{}",
+        &page[..start],
+        &page[start..end],
+        &page[end..]
+    )
 }
 
 /// Print the board a stage made from stdin's (its error names `<stdin>`).

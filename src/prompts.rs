@@ -233,8 +233,8 @@ pub(crate) fn whiteboard(board: &Board, reader: Reader) -> Result<String> {
 /// How many items of each whiteboard list an agent sees (the PM sees all `LIST_CAP`).
 pub(crate) const AGENT_LIST_ITEMS: usize = 10;
 
-/// One item as a prompt shows it: on one line, folded as documents are (`text::fold_ws`), and
-/// cut to `ITEM_CHARS`. Text one caller wrote enters another's prompt only so: a line break
+/// One item as a prompt shows it: on one line (`text::fold_ws`; unlike a document's fenced
+/// excerpt, which keeps its lines), and cut to `ITEM_CHARS`. Text one caller wrote enters another's prompt only so: a line break
 /// in it could forge a line of the prompt (`# Your part: PM`, `Mode: forced_finish`;
 /// docs/design/prompts.md#prompt-layout).
 pub(crate) fn item(s: &str) -> String {

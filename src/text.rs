@@ -21,6 +21,30 @@ pub(crate) fn fold_ws(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Whitespace folded within each line, the lines kept: a line's indentation stays (nested
+/// lists, code), other runs of spaces and tabs become one space, trailing ones go, and a run
+/// of blank lines becomes one blank line; trimmed of blank lines at both ends. For document
+/// excerpts, whose tables and lists read as structure only line by line
+/// (docs/design/context.md#context-collection); never longer than `s`.
+pub(crate) fn fold_ws_keep_lines(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut blank = false;
+    for line in s.lines() {
+        let body = line.trim_start();
+        if body.is_empty() {
+            blank = !out.is_empty();
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(if blank { "\n\n" } else { "\n" });
+        }
+        blank = false;
+        out.push_str(&line[..line.len() - body.len()]);
+        out.push_str(&fold_ws(body));
+    }
+    out
+}
+
 /// `s` on one line (whitespace folded) and cut to `max` characters: for progress lines and
 /// one-line messages.
 pub(crate) fn one_line(s: &str, max: usize) -> String {
@@ -269,9 +293,70 @@ pub fn slug(text: &str) -> String {
     }
 }
 
+/// The candidate closest to `given` for a "did you mean" hint: the fewest single-character
+/// edits (Levenshtein, any case), and at most a third of `given`'s length (at least 1), so a
+/// name that is nothing like any candidate gets no hint; ties go to the first candidate.
+pub fn closest<'a>(given: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let given = given.to_lowercase();
+    let most = (given.chars().count() / 3).max(1);
+    candidates
+        .into_iter()
+        .map(|c| (edits(&given, &c.to_lowercase()), c))
+        .filter(|(d, _)| *d <= most)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+/// Levenshtein distance in characters (two rows).
+fn edits(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut prev = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let here = row[j + 1];
+            row[j + 1] = (prev + usize::from(ca != *cb))
+                .min(row[j] + 1)
+                .min(here + 1);
+            prev = here;
+        }
+    }
+    row[b.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fold_ws_keep_lines_keeps_tables_lists_and_indentation() {
+        let doc = "\n\n# Costs  \n\n\n| option |   cost |\n|---|---|\n| a\t| 1 |\n\n- one\n  - nested   item\n\n\n";
+        assert_eq!(
+            fold_ws_keep_lines(doc),
+            "# Costs\n\n| option | cost |\n|---|---|\n| a | 1 |\n\n- one\n  - nested item"
+        );
+        assert_eq!(fold_ws_keep_lines("  \n \t\n"), "");
+        for s in [doc, "a  b", "\t x\r\ny"] {
+            assert!(fold_ws_keep_lines(s).chars().count() <= s.chars().count());
+            assert_eq!(fold_ws(&fold_ws_keep_lines(s)), fold_ws(s));
+        }
+    }
+
+    #[test]
+    fn closest_suggests_a_near_name_and_nothing_for_a_stranger() {
+        let names = ["arch", "biz", "finance", "security"];
+        assert_eq!(closest("fiannce", names), Some("finance"));
+        assert_eq!(closest("Secuirty", names), Some("security"));
+        assert_eq!(closest("bix", names), Some("biz"));
+        assert_eq!(
+            closest("openia", ["openai", "anthropic", "replay"]),
+            Some("openai")
+        );
+        assert_eq!(closest("legal", names), None);
+        assert_eq!(closest("", names), None);
+        assert_eq!(edits("kitten", "sitting"), 3);
+    }
 
     #[test]
     fn sanitise_removes_every_control_and_invisible_mark() {

@@ -18,10 +18,9 @@ use clap::{ArgMatches, CommandFactory, Parser};
 # in the repository, offline; then with a key\n  \
 meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    \
 --provider replay --cassette meetings/demo.cassette.jsonl --trace-id demo\n  \
-meeting --topic \"Adopt Rust for ingest?\" --agents arch,biz \\\n    \
---provider sample              # your own topic: no key, no model\n  \
-OPENAI_API_KEY=sk-... meeting --topic \"Adopt Rust for ingest?\" \\\n    \
---agents arch,biz --model gpt-4o-mini\n  \
+OPENAI_API_KEY=sk-... meeting -a arch,biz -m gpt-4o-mini \"Adopt Rust for ingest?\"\n  \
+meeting -a arch,biz --provider sample \"Adopt Rust for ingest?\"   # no key, no model\n  \
+echo \"Adopt Rust?\" | OPENAI_API_KEY=sk-... meeting -a arch,biz   # the topic on stdin\n  \
 meeting --resume runs/demo      # go on with a stopped meeting\n  \
 meeting --list-agents           # the agents you can name, and where each is"
 )]
@@ -29,14 +28,25 @@ struct Args {
     /// Meeting file (.yaml, .yml or .json)
     #[arg(
         long,
+        short = 'f',
         value_name = "FILE",
-        conflicts_with = "topic",
+        value_hint = clap::ValueHint::FilePath,
+        conflicts_with_all = ["topic", "topic_arg"],
         help_heading = "Input"
     )]
     meeting_file: Option<PathBuf>,
-    /// Minimal mode: the decision to make, no documents
-    #[arg(long, value_name = "TOPIC", help_heading = "Input")]
+    /// Minimal mode: the decision to make, no documents (also the TOPIC argument, or stdin when
+    /// it is not a terminal and neither is given)
+    #[arg(
+        long,
+        value_name = "TOPIC",
+        conflicts_with = "topic_arg",
+        help_heading = "Input"
+    )]
     topic: Option<String>,
+    /// The decision to make, as --topic
+    #[arg(value_name = "TOPIC", help_heading = "Input")]
+    topic_arg: Option<String>,
     /// Continue a killed or stopped meeting from its run folder; only --report-file,
     /// --connect-timeout, --read-timeout, --max-attempts, --stage, --quiet, --step, --pretty and
     /// the --otlp flags may be given with it (--otlp-endpoint exports a finished one)
@@ -130,12 +140,16 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
         };
         return Ok(Request::Resume { dir, changes });
     }
-    let source = match (args.meeting_file, args.topic) {
+    let topic = match args.topic.or(args.topic_arg) {
+        None if args.meeting_file.is_none() && !args.step => stdin_topic()?,
+        topic => topic,
+    };
+    let source = match (args.meeting_file, topic) {
         (Some(f), None) => MeetingSource::MeetingFile(f),
         (None, Some(t)) => MeetingSource::Topic(t),
         _ => {
             return Err(Error::Usage(
-                "one of --meeting-file F or --topic T is required (or --resume DIR)".into(),
+                "one of --meeting-file F or a topic (TOPIC, --topic T or on stdin) is required (or --resume DIR)".into(),
             ))
         }
     };
@@ -163,6 +177,18 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
     } else {
         Request::Start(new)
     })
+}
+
+/// The topic piped in (`echo "..." | meeting --agents arch,biz`): read only when stdin is not
+/// a terminal and neither a meeting file nor a topic is given, and not with --step (which reads
+/// its answers there); an empty stdin (/dev/null) gives none (docs/design/agents-and-config.md#habits).
+fn stdin_topic() -> Result<Option<String>, Error> {
+    use std::io::IsTerminal;
+    if std::io::stdin().is_terminal() {
+        return Ok(None);
+    }
+    let text = io::read_stdin("<stdin>")?;
+    Ok(Some(text.trim().to_string()).filter(|t| !t.is_empty()))
 }
 
 pub fn main() -> ExitCode {

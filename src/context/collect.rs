@@ -184,6 +184,17 @@ impl Collector {
         }
         let resolved = match self.check_components(&rel) {
             Ok(r) => r,
+            Err(why) if why == reason::NOT_FOUND && !source.optional => {
+                return Err(Error::input(
+                    "",
+                    format!("context_sources[{index}].path"),
+                    format!(
+                        "{:?} not found (relative paths start at the meeting file's folder); \
+                         fix the path, or add `optional: true` to the source to skip it when missing",
+                        source.path
+                    ),
+                ));
+            }
             Err(why) => {
                 self.skip(shown, why);
                 return Ok(());

@@ -103,6 +103,8 @@ pub fn packet(
 ) -> Result<(crate::model::MeetingPacket, Vec<String>)> {
     let cwd = || PathBuf::from(".");
     let base_dir = || base_dir.unwrap_or_else(cwd);
+    // Errors about a source (a path not found, a bad glob) name the file that holds it.
+    let mut label = String::new();
     let (input, base_dir) = match from {
         InputFrom::Topic(topic) => {
             let input = MeetingInput::from_topic(&topic);
@@ -113,21 +115,23 @@ pub fn packet(
         }
         InputFrom::MeetingFile(file) => {
             let input = load_meeting_file(&file)?;
+            label = file.display().to_string();
             let dir = match file.parent() {
                 Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
                 _ => cwd(),
             };
             (input, dir)
         }
-        InputFrom::Document { label, text } => {
+        InputFrom::Document { label: doc, text } => {
+            label.clone_from(&doc);
             // JSON is tried as JSON so its errors read like JSON errors; anything else is YAML.
             let format = if text.trim_start().starts_with('{') {
                 Format::Json
             } else {
                 Format::Yaml
             };
-            let input: MeetingInput = parse_doc(&label, &text, format)?;
-            input.validate().map_err(|e| e.in_file(&label))?;
+            let input: MeetingInput = parse_doc(&doc, &text, format)?;
+            input.validate().map_err(|e| e.in_file(&doc))?;
             (input, base_dir())
         }
     };
@@ -140,7 +144,7 @@ pub fn packet(
     } else {
         Vec::new()
     };
-    let (bundle, notes) = collect_with_notes(&input, &opts)?;
+    let (bundle, notes) = collect_with_notes(&input, &opts).map_err(|e| e.or_file(&label))?;
     let own = (!own.is_empty()).then(|| Redaction {
         document_id: INPUT_LABEL.to_string(),
         kinds: own,

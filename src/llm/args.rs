@@ -44,12 +44,15 @@ pub struct LlmArgs {
         long,
         env = "AGENT_MEETING_PROVIDER",
         value_name = "NAME",
+        value_parser = super::resolve::ProviderValues,
+        hide_possible_values = true,
         help_heading = "Model"
     )]
     pub provider: Option<String>,
     /// Model name (agent metadata and the board's defaults win over this)
     #[arg(
         long,
+        short,
         env = "AGENT_MEETING_MODEL",
         value_name = "MODEL",
         help_heading = "Model"

@@ -102,6 +102,34 @@ impl ProviderName {
     }
 }
 
+/// `--provider`'s value: any string (an empty one means unset; [`resolve`] checks the name and
+/// suggests the closest), with the providers as possible values for shell completions.
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderValues;
+
+impl clap::builder::TypedValueParser for ProviderValues {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            ProviderName::ALL
+                .map(|p| clap::builder::PossibleValue::new(p.as_str()))
+                .into_iter(),
+        ))
+    }
+}
+
 impl fmt::Display for ProviderName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
@@ -255,8 +283,11 @@ fn provider_named(name: &str, source: &Source) -> Result<ProviderName, Error> {
             Source::Metadata(_) | Source::Board => format!("; {}", explain(source, name)),
             _ => String::new(),
         };
+        let near = crate::text::closest(name.trim(), ProviderName::ALL.map(ProviderName::as_str))
+            .map(|p| format!("; did you mean {p}?"))
+            .unwrap_or_default();
         Error::Usage(format!(
-            "unknown provider {name:?} (expected openai, anthropic, replay or sample){why}"
+            "unknown provider {name:?} (expected openai, anthropic, replay or sample){near}{why}"
         ))
     })
 }

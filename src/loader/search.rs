@@ -275,14 +275,9 @@ pub fn load_meeting_agents(
                 "--agents: {name:?} is the PM; the PM routes the meeting and cannot be a participant"
             )));
         }
-        let cfg = search.load(name, AgentKind::Specialist)?.ok_or_else(|| {
-            Error::Usage(format!(
-                "--agents: unknown agent {name:?}: no {name}.yaml, {name}.yml or {name}.json in {} (available: {}); \
-                 write one with: agent-builder --name {name} --description '...' --output agents/{name}.yaml",
-                search.places_label(),
-                search.available().join(", ")
-            ))
-        })?;
+        let cfg = search
+            .load(name, AgentKind::Specialist)?
+            .ok_or_else(|| unknown_agent(search, name))?;
         agents.push(cfg);
     }
     if !crate::model::is_safe_name(pm) {
@@ -301,6 +296,23 @@ pub fn load_meeting_agents(
         None => None,
     };
     Ok((agents, pm_cfg))
+}
+
+/// The error for a name no place defines: the closest existing name when one is near (a typo),
+/// else how to write the agent.
+fn unknown_agent(search: &AgentSearch, name: &str) -> Error {
+    let available = search.available();
+    let next = match crate::text::closest(name, available.iter().map(String::as_str)) {
+        Some(near) => format!("did you mean --agents {near}?"),
+        None => format!(
+            "write one with: agent-builder --name {name} --description '...' --output agents/{name}.yaml"
+        ),
+    };
+    Error::Usage(format!(
+        "--agents: unknown agent {name:?}: no {name}.yaml, {name}.yml or {name}.json in {} (available: {}); {next}",
+        search.places_label(),
+        available.join(", ")
+    ))
 }
 
 #[cfg(test)]

@@ -80,6 +80,10 @@ pub struct ContextSource {
     /// (docs/design/context.md#context-collection); `false` collects it too.
     #[serde(default = "default_true", skip_serializing_if = "is_true")]
     pub respect_gitignore: bool,
+    /// A missing `path` is skipped (`not found`) instead of refused: a misspelled path is an
+    /// error unless the source says it may be absent (docs/design/context.md#context-collection).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub optional: bool,
 }
 
 /// A meeting file (or `--topic` minimal mode, or stdin of `collect-context`).

@@ -151,6 +151,21 @@ fn unknown_agent_lists_what_exists_and_points_at_agent_builder() {
 }
 
 #[test]
+fn a_misspelled_agent_gets_the_closest_name_not_agent_builder() {
+    let work = setup();
+    let out = work
+        .cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .args(["--topic", "x", "--agents", "arch,fiannce", "--dry-run"])
+        .run();
+    out.exit(2).one_stderr_line();
+    let err = out.stderr();
+    assert!(err.contains("unknown agent \"fiannce\""), "{err}");
+    assert!(err.contains("did you mean --agents finance?"), "{err}");
+    assert!(!err.contains("agent-builder"), "{err}");
+}
+
+#[test]
 fn meeting_runs_with_built_in_agents_from_an_empty_folder() {
     let work = setup();
     let out = work

@@ -27,6 +27,7 @@ fn source(kind: SourceType, path: &str) -> ContextSource {
         max_files: 20,
         max_chars_per_file: 4000,
         respect_gitignore: true,
+        optional: false,
     }
 }
 
@@ -212,7 +213,7 @@ fn collect_context_warns_once_per_skipped_path() {
     w.write(
         "meeting.yaml",
         "topic: T\ndecision_packet:\n  decision_to_make: T\ncontext_sources:\n\
-         - {type: file, path: missing.md}\n\
+         - {type: file, path: missing.md, optional: true}\n\
          - {type: file, path: ../outside.md}\n\
          - {type: directory, path: docs}\n",
     );
@@ -229,6 +230,30 @@ fn collect_context_warns_once_per_skipped_path() {
 }
 
 #[test]
+fn a_misspelled_source_path_stops_collect_context_naming_file_and_field() {
+    let w = project();
+    w.write("docs/a.md", "a");
+    w.write(
+        "meeting.yaml",
+        "topic: T\ndecision_packet:\n  decision_to_make: T\ncontext_sources:\n\
+         - {type: directory, path: docs}\n\
+         - {type: file, path: dosc/a.md}\n",
+    );
+    let run = w
+        .cli("collect-context")
+        .args(["--meeting-file", "meeting.yaml"])
+        .run();
+    run.exit(2).one_stderr_line();
+    let err = run.stderr();
+    assert!(
+        err.starts_with(
+            "collect-context: meeting.yaml: context_sources[1].path: \"dosc/a.md\" not found"
+        ),
+        "{err}"
+    );
+}
+
+#[test]
 fn a_directory_source_warns_about_at_most_twenty_paths() {
     let w = project();
     for i in 0..25 {
@@ -238,7 +263,7 @@ fn a_directory_source_warns_about_at_most_twenty_paths() {
         "meeting.yaml",
         "topic: T\ndecision_packet:\n  decision_to_make: T\ncontext_sources:\n\
          - {type: directory, path: docs, max_files: 2}\n\
-         - {type: file, path: gone.md}\n",
+         - {type: file, path: gone.md, optional: true}\n",
     );
     let run = w
         .cli("collect-context")

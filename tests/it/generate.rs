@@ -200,3 +200,110 @@ fn make_install_knows_every_program() {
     let listed: Vec<&str> = line["PROGRAMS =".len()..].split_whitespace().collect();
     assert_eq!(listed, PROGRAMS, "Makefile PROGRAMS");
 }
+
+/// The examples read in `man meeting` as in `meeting --help`, at 80 columns too: one command
+/// line per line, the continuation indented under it, neither wrapped nor justified.
+#[test]
+fn man_keeps_the_examples_verbatim() {
+    if !have("man") {
+        eprintln!("skipped: no man");
+        return;
+    }
+    let dir = Workdir::new();
+    let page = cli("meeting").args(["--generate", "man"]).run().stdout();
+    let path = dir.write("meeting.1", page);
+    let out = Command::new("man")
+        .arg("-l")
+        .arg(&path)
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .env("MANWIDTH", "80")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let lines: Vec<&str> = text.lines().map(str::trim_end).collect();
+    let help = cli("meeting").arg("--help").run().stdout();
+    let examples = help
+        .split("Examples:\n")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    // How much deeper man indents the section: the same for every line, so the
+    // continuation lines stay indented under their command.
+    let shifts: Vec<usize> = examples
+        .lines()
+        .map(|want| {
+            let got = lines
+                .iter()
+                .find(|l| l.trim() == want.trim())
+                .unwrap_or_else(|| panic!("man meeting lacks the example line {want:?}:\n{text}"));
+            indent(got) - indent(want)
+        })
+        .collect();
+    assert!(
+        shifts.windows(2).all(|w| w[0] == w[1]),
+        "{shifts:?}\n{text}"
+    );
+}
+
+/// The completions offer the providers after --provider, the built-in agents after --agents
+/// and files after --meeting-file.
+#[test]
+fn completions_offer_providers_and_meeting_files() {
+    let zsh = cli("meeting")
+        .args(["--generate", "complete-zsh"])
+        .run()
+        .stdout();
+    assert!(zsh.contains(":NAME:(openai anthropic replay)"), "{zsh}");
+    let file_arg = zsh
+        .lines()
+        .find(|l| l.contains("--meeting-file=["))
+        .expect("zsh: --meeting-file");
+    assert!(file_arg.contains(":_files"), "{file_arg}");
+    assert!(
+        zsh.contains(":NAMES:(arch biz data finance product security sre)"),
+        "{zsh}"
+    );
+    let fish = cli("meeting")
+        .args(["--generate", "complete-fish"])
+        .run()
+        .stdout();
+    let provider = fish
+        .lines()
+        .find(|l| l.contains("-l provider"))
+        .expect("fish: --provider");
+    assert!(
+        provider.contains("openai") && provider.contains("anthropic"),
+        "{provider}"
+    );
+    let file = fish
+        .lines()
+        .find(|l| l.contains("-l meeting-file"))
+        .expect("fish: --meeting-file");
+    assert!(file.contains(" -F"), "{file}");
+}
+
+/// `make install` puts the shell loop beside the programs (`make -n`: the commands, none run).
+#[test]
+fn make_install_installs_the_shell_loop() {
+    if !have("make") {
+        eprintln!("skipped: no make");
+        return;
+    }
+    let out = Command::new("make")
+        .args(["-n", "install", "PREFIX=/opt/am", "DESTDIR=/tmp/stage"])
+        .current_dir(crate::harness::root())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "install -m 755 share/meeting.sh /tmp/stage/opt/am/share/agent-meeting/meeting.sh"
+        ),
+        "{text}"
+    );
+}

@@ -35,6 +35,7 @@ mod faults;
 mod flows;
 mod fuzz_regressions;
 mod generate;
+mod habits;
 mod help;
 mod hostile_inputs;
 mod human;

@@ -382,6 +382,7 @@ fn redacted_bundle(secret: &str) -> agent_meeting::model::ContextBundle {
         max_files: 20,
         max_chars_per_file: 4000,
         respect_gitignore: true,
+        optional: false,
     }];
     collect(&input, &CollectOptions::new(w.path())).unwrap()
 }
