@@ -89,8 +89,9 @@ struct Args {
 
 /// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
 /// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
-const RESUME_TAKES: [&str; 9] = [
+const RESUME_TAKES: [&str; 10] = [
     "resume",
+    "headers",
     "report_file",
     "connect_timeout",
     "read_timeout",
@@ -111,7 +112,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             return Err(Error::Usage(format!(
                 "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
                  (--resume takes --report-file, --connect-timeout, --read-timeout, --max-attempts, \
-                 --stage, --quiet, --step, --pretty)"
+                 --header, --stage, --quiet, --step, --pretty)"
             )));
         }
         let changes = ResumeChanges {
@@ -120,6 +121,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             read_timeout: given(matches, "read_timeout"),
             max_attempts: given(matches, "max_attempts"),
             stage_overrides: driver::parse_stage_overrides(&args.stages)?,
+            headers: args.llm.headers,
         };
         return Ok(Request::Resume { dir, changes });
     }

@@ -22,6 +22,9 @@ pub struct ResumeChanges {
     pub max_attempts: Option<u32>,
     /// Replace these stages' overrides; an empty command restores the built-in program.
     pub stage_overrides: BTreeMap<Stage, String>,
+    /// `--header`s: not kept in `meeting.json`, given again to every resume, like keys
+    /// (docs/design/llm.md#gateways).
+    pub headers: Vec<String>,
 }
 
 impl ResumeChanges {
@@ -48,7 +51,7 @@ impl ResumeChanges {
 
 /// Go on with a killed or stopped meeting from the last complete output in its run folder,
 /// with `changes` applied and saved back to `meeting.json`.
-pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
+pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     let file = dir.join("meeting.json");
     let text = crate::io::read_text_file(&file)?;
     let mut settings: RunSettings = crate::io::parse_versioned(
@@ -69,6 +72,7 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     }
     cut_torn_line(&dir.join("llm.jsonl"))?;
     let (step, _, board) = run.resume_point()?;
+    settings.llm.headers = std::mem::take(&mut changes.headers);
     let changed = changes.apply(&mut settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.

@@ -22,13 +22,16 @@ use crate::model::LlmSettings;
 pub enum ProviderName {
     OpenAi,
     Anthropic,
+    /// Azure OpenAI: OpenAI's wire format on a deployment path (docs/design/llm.md#azure).
+    Azure,
     Replay,
 }
 
 impl ProviderName {
-    pub const ALL: [ProviderName; 3] = [
+    pub const ALL: [ProviderName; 4] = [
         ProviderName::OpenAi,
         ProviderName::Anthropic,
+        ProviderName::Azure,
         ProviderName::Replay,
     ];
 
@@ -37,6 +40,7 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => "openai",
             ProviderName::Anthropic => "anthropic",
+            ProviderName::Azure => "azure",
             ProviderName::Replay => "replay",
         }
     }
@@ -54,6 +58,7 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => Some("OPENAI_API_KEY"),
             ProviderName::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderName::Azure => Some("AZURE_OPENAI_API_KEY"),
             ProviderName::Replay => None,
         }
     }
@@ -63,17 +68,17 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => Some("OPENAI_MODEL"),
             ProviderName::Anthropic => Some("ANTHROPIC_MODEL"),
-            ProviderName::Replay => None,
+            ProviderName::Azure | ProviderName::Replay => None,
         }
     }
 
     /// The model the provider gets when nothing names one (`replay` has none: the cassette
-    /// answers).
+    /// answers; `azure` has none: the model is the user's deployment).
     pub fn default_model(self) -> Option<&'static str> {
         match self {
             ProviderName::OpenAi => Some(super::openai::DEFAULT_MODEL),
             ProviderName::Anthropic => Some(super::anthropic::DEFAULT_MODEL),
-            ProviderName::Replay => None,
+            ProviderName::Azure | ProviderName::Replay => None,
         }
     }
 }
@@ -208,7 +213,7 @@ fn provider_named(name: &str, source: &Source) -> Result<ProviderName, Error> {
             _ => String::new(),
         };
         Error::Usage(format!(
-            "unknown provider {name:?} (expected openai, anthropic or replay){why}"
+            "unknown provider {name:?} (expected openai, anthropic, azure or replay){why}"
         ))
     })
 }
@@ -254,7 +259,7 @@ pub fn resolve(
         Setting::new(m, Source::ConfigFile(None))
     } else {
         Setting::new(
-            p.default_model().unwrap_or("replay").to_string(),
+            p.default_model().unwrap_or(p.as_str()).to_string(),
             Source::Default,
         )
     };
@@ -342,6 +347,7 @@ fn resolve_provider(
     for (var, p) in [
         ("OPENAI_API_KEY", ProviderName::OpenAi),
         ("ANTHROPIC_API_KEY", ProviderName::Anthropic),
+        ("AZURE_OPENAI_API_KEY", ProviderName::Azure),
         ("OPENAI_BASE_URL", ProviderName::OpenAi),
     ] {
         if env_non_empty(var).is_some() {

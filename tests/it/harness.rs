@@ -77,7 +77,13 @@ pub fn programs_path() -> String {
 
 /// Prefixes of variables the programs read (provider, keys, model, cassette, retry timing,
 /// prompts, clock, blessing): a developer's shell must not change what a test sees.
-const SCRUBBED_PREFIXES: [&str; 4] = ["AGENT_MEETING_", "MEETING_", "OPENAI_", "ANTHROPIC_"];
+const SCRUBBED_PREFIXES: [&str; 5] = [
+    "AGENT_MEETING_",
+    "MEETING_",
+    "OPENAI_",
+    "ANTHROPIC_",
+    "AZURE_OPENAI_",
+];
 /// Single variables with the same effect (colour; the shell loop's inputs).
 const SCRUBBED: [&str; 4] = ["NO_COLOR", "CLICOLOR_FORCE", "TRACE_ID", "BOARD_OUT"];
 

@@ -33,6 +33,7 @@ mod examples;
 mod fan_out;
 mod faults;
 mod fuzz_regressions;
+mod gateway;
 mod generate;
 mod help;
 mod hostile_inputs;
