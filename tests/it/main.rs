@@ -14,6 +14,7 @@ mod fake_http;
 mod fixtures;
 mod harness;
 
+mod adr;
 mod agent_builder;
 mod agent_turn;
 mod agents_lookup;

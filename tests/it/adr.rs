@@ -1,0 +1,117 @@
+//! Decision records (docs/design/report.md#adr): `render-report --adr DIR` writes the decision
+//! as a MADR record numbered after the records in DIR, links the one it supersedes and marks
+//! that one's status, and writes none for a fallback report.
+
+use std::path::Path;
+
+use crate::harness::{cli, golden, Workdir};
+use crate::meeting::{demo_cassette, final_board, meeting_cmd};
+use crate::report::fallback_board;
+
+/// The demo meeting's final board (replayed, fixed clock), as JSON text.
+fn demo_board(work: &Workdir) -> String {
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    final_board(&work.join("runs/demo-test")).to_string()
+}
+
+/// An ADR folder holding records 0001 and 0002 (the second in MADR's front matter form).
+fn adr_dir(work: &Workdir) -> std::path::PathBuf {
+    work.write(
+        "docs/adr/0001-record-architecture-decisions.md",
+        "# 1. Record architecture decisions\n\n## Status\n\nAccepted\n",
+    );
+    work.write(
+        "docs/adr/0002-run-reports-on-the-primary.md",
+        "---\nstatus: accepted\ndate: 2025-01-10\n---\n# Run reports on the primary\n\nBody kept.\n",
+    );
+    work.write("docs/adr/README.md", "Not a record.\n");
+    work.join("docs/adr")
+}
+
+fn records(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+const NEW: &str = "0003-move-nightly-batch-reporting-off-the-primary-postgres.md";
+
+#[test]
+fn the_demo_decision_is_the_next_record_and_supersedes_the_old_one() {
+    let work = Workdir::new();
+    let board = demo_board(&work);
+    let dir = adr_dir(&work);
+    let out = cli("render-report")
+        .arg("--report-file")
+        .arg(work.join("reports/demo.md"))
+        .arg("--adr")
+        .arg(&dir)
+        .args(["--supersedes", "0002"])
+        .stdin(board.clone())
+        .run();
+    out.success()
+        .stderr_has("render-report: wrote the decision record");
+    assert_eq!(
+        records(&dir),
+        [
+            "0001-record-architecture-decisions.md",
+            "0002-run-reports-on-the-primary.md",
+            NEW,
+            "README.md"
+        ]
+    );
+    let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
+    golden("demo_adr.md", &record);
+    assert!(record.contains("Supersedes [ADR-0002](0002-run-reports-on-the-primary.md)."));
+    assert!(record.contains("* Full report: [../../reports/demo.md](../../reports/demo.md)"));
+    // The superseded record says so; the rest of it is as it was.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("0002-run-reports-on-the-primary.md")).unwrap(),
+        format!("---\nstatus: \"superseded by [ADR-0003]({NEW})\"\ndate: 2025-01-10\n---\n# Run reports on the primary\n\nBody kept.\n")
+    );
+    // The next meeting takes the next number, never this one.
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(board)
+        .run()
+        .success();
+    assert!(records(&dir)
+        .iter()
+        .any(|n| n == "0004-move-nightly-batch-reporting-off-the-primary-postgres.md"));
+}
+
+#[test]
+fn a_fallback_report_writes_no_record() {
+    let work = Workdir::new();
+    let dir = adr_dir(&work);
+    let before = records(&dir);
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(fallback_board().to_string())
+        .run()
+        .success()
+        .stderr_has("no decision record written: the report is a fallback");
+    assert_eq!(records(&dir), before);
+}
+
+#[test]
+fn superseding_a_record_that_is_not_there_is_refused() {
+    let work = Workdir::new();
+    let board = demo_board(&work);
+    let dir = adr_dir(&work);
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .args(["--supersedes", "7"])
+        .stdin(board)
+        .run()
+        .exit(2)
+        .stderr_has("--supersedes: expected the number of a record in");
+    assert_eq!(records(&dir).len(), 3, "no record written");
+}
