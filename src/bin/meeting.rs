@@ -1,6 +1,6 @@
 //! `meeting`: run a whole meeting: the board through every stage, the run folder, the report.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, OutputArgs};
@@ -68,6 +68,14 @@ struct Args {
     /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     report_file: Option<PathBuf>,
+    /// Also write the decision as a MADR record in this folder (docs/adr), numbered after the
+    /// records there; a fallback report (no PM decision) writes none
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    adr: Option<PathBuf>,
+    /// The number of the record in the --adr folder this decision supersedes (such as 0003;
+    /// the meeting file's `supersedes:` says the same)
+    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
+    supersedes: Option<String>,
     /// Folder that holds the run folders [default: the config file's run_dir, else runs]
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     run_dir: Option<PathBuf>,
@@ -89,8 +97,10 @@ struct Args {
 
 /// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
 /// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
-const RESUME_TAKES: [&str; 10] = [
+const RESUME_TAKES: [&str; 12] = [
     "resume",
+    "adr",
+    "supersedes",
     "headers",
     "report_file",
     "connect_timeout",
@@ -112,7 +122,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             return Err(Error::Usage(format!(
                 "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
                  (--resume takes --report-file, --connect-timeout, --read-timeout, --max-attempts, \
-                 --header, --stage, --quiet, --step, --pretty)"
+                 --header, --adr, --supersedes, --stage, --quiet, --step, --pretty)"
             )));
         }
         let changes = ResumeChanges {
@@ -159,6 +169,28 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
     })
 }
 
+/// `--adr`: the decision record of a meeting that ended with its report saved
+/// (docs/design/report.md#adr), written from the run folder's final board.
+fn write_adr(
+    result: &agent_meeting::model::MeetingResult,
+    dir: &Path,
+    supersedes: Option<&str>,
+) -> Result<(), Error> {
+    use agent_meeting::stage::render_report as report;
+    let (Some(run_dir), Some(report_file)) = (&result.run_dir, &result.report_file) else {
+        return Ok(());
+    };
+    let board = driver::final_board(Path::new(run_dir))?;
+    let req = report::AdrRequest {
+        dir,
+        report_file: Some(Path::new(report_file)),
+        supersedes,
+    };
+    let outcome = report::write_adr(&board, &req)?;
+    agent_meeting::note!("{}", report::adr_note("meeting", &outcome));
+    Ok(())
+}
+
 pub fn main() -> ExitCode {
     // Set when the meeting stopped on a failure with its run folder resumable.
     let mut stopped_in: Option<PathBuf> = None;
@@ -194,6 +226,11 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     }
     let ui = Ui::new(args.quiet, args.step);
     let (json, pretty) = (args.json, args.output.pretty);
+    let adr = args.adr.clone().map(|dir| (dir, args.supersedes.clone()));
+    if let Some((dir, Some(n))) = &adr {
+        // A wrong number is found before any call.
+        agent_meeting::stage::render_report::check_supersedes(dir, n)?;
+    }
     match driver::meeting(request(args, &matches)?, ui)? {
         Outcome::DryRun(dry) => cli::write_stdout(&if json {
             io::to_json_line(&dry.pm_input, pretty)
@@ -201,6 +238,9 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             dry.prompt
         }),
         Outcome::Ended { result, failure } => {
+            if let (Some((dir, supersedes)), None) = (&adr, &failure) {
+                write_adr(&result, dir, supersedes.as_deref())?;
+            }
             cli::write_stdout(&io::to_json_line(&result, pretty))?;
             failure.map_or(Ok(()), |e| Err(e.into()))
         }

@@ -115,3 +115,45 @@ fn superseding_a_record_that_is_not_there_is_refused() {
         .stderr_has("--supersedes: expected the number of a record in");
     assert_eq!(records(&dir).len(), 3, "no record written");
 }
+
+/// `meeting --adr DIR --supersedes N` writes the record of the meeting it ran, linking the
+/// report it saved.
+#[test]
+fn a_meeting_writes_its_record() {
+    let work = Workdir::new();
+    let dir = adr_dir(&work);
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--adr", &dir_arg, "--supersedes", "1"],
+    )
+    .run();
+    out.check(out.code() == Some(0), "the meeting")
+        .stderr_has("meeting: wrote the decision record");
+    let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
+    assert!(record.contains("* Full report: [../../report.md](../../report.md)"));
+    assert!(record.contains("Supersedes [ADR-0001](0001-record-architecture-decisions.md)."));
+    assert!(
+        std::fs::read_to_string(dir.join("0001-record-architecture-decisions.md"))
+            .unwrap()
+            .contains(&format!("## Status\n\nSuperseded by [ADR-0003]({NEW})\n"))
+    );
+}
+
+/// The meeting file's `supersedes:` is the same as the flag.
+#[test]
+fn the_meeting_files_supersedes_links_the_old_record() {
+    let work = Workdir::new();
+    let mut board: serde_json::Value = serde_json::from_str(&demo_board(&work)).unwrap();
+    board["meeting_input"]["supersedes"] = serde_json::json!("0002");
+    let dir = adr_dir(&work);
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(board.to_string())
+        .run()
+        .success();
+    let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
+    assert!(record.contains("Supersedes [ADR-0002](0002-run-reports-on-the-primary.md)."));
+}

@@ -87,6 +87,7 @@ pub fn write_adr(board: &Board, req: &AdrRequest) -> Result<AdrOutcome> {
     std::fs::create_dir_all(req.dir).map_err(|e| io_error(req.dir, &e))?;
     let superseded = req
         .supersedes
+        .or(board.meeting_input.supersedes.as_deref())
         .map(|s| find_record(req.dir, s))
         .transpose()?;
     let view = view_model(board, kind);
