@@ -157,3 +157,39 @@ fn the_meeting_files_supersedes_links_the_old_record() {
     let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
     assert!(record.contains("Supersedes [ADR-0002](0002-run-reports-on-the-primary.md)."));
 }
+
+/// The README's context source recipe, as written there, gives a meeting the earlier records.
+#[test]
+fn the_readmes_recipe_collects_the_earlier_records() {
+    let readme = std::fs::read_to_string(crate::harness::root().join("README.md")).unwrap();
+    let after = &readme[readme
+        .find("To let a meeting read the earlier decisions")
+        .expect("the recipe")..];
+    let start = after.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let recipe = &after[start..start + after[start..].find("```").unwrap()];
+    let work = Workdir::new();
+    adr_dir(&work);
+    work.write(
+        "meeting.yaml",
+        format!("topic: Replace the reporting database?\ndecision_packet:\n  decision_to_make: Replace it?\n{recipe}"),
+    );
+    let out = work
+        .cli("collect-context")
+        .args(["--meeting-file", "meeting.yaml"])
+        .run();
+    out.success();
+    let packet: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    let paths: Vec<&str> = packet["context_bundle"]["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["source_path"].as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "docs/adr/0001-record-architecture-decisions.md",
+            "docs/adr/0002-run-reports-on-the-primary.md"
+        ]
+    );
+}
