@@ -235,3 +235,80 @@ fn azure_without_a_deployment_or_endpoint_says_what_is_missing() {
         .exit(1)
         .stderr_has("provider azure needs AZURE_OPENAI_ENDPOINT");
 }
+
+/// The demo cassette's answers as Anthropic text replies (the schema in the prompt).
+fn demo_answers_anthropic() -> Vec<Action> {
+    std::fs::read_to_string(demo_cassette())
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            http(
+                200,
+                &crate::fake_http::anthropic_text(v["response"].as_str().unwrap(), Some((100, 10))),
+            )
+        })
+        .collect()
+}
+
+/// Anthropic requests carry the headers too; a header named like the provider's own
+/// credential header replaces it (one `x-api-key`, the gateway's).
+#[test]
+fn anthropic_requests_carry_the_headers_and_one_may_replace_the_key_header() {
+    let work = Workdir::new();
+    let server = FakeServer::start(demo_answers_anthropic());
+    demo(&work)
+        .env("ANTHROPIC_BASE_URL", &server.url)
+        .env("ANTHROPIC_API_KEY", "anthropic-key-not-real")
+        .env("GW_TOKEN", TOKEN)
+        .args(["--provider", "anthropic", "--no-native-schema"])
+        .args(["--header", "X-Api-Key: ${GW_TOKEN}"])
+        .args(["--header", &format!("X-Team: {LITERAL}")])
+        .run()
+        .exit(0);
+    let requests = server.requests();
+    assert!(requests.len() >= 3);
+    for r in requests {
+        let keys: Vec<&str> = r
+            .headers
+            .iter()
+            .filter(|(k, _)| k == "x-api-key")
+            .map(|(_, v)| v.as_str())
+            .collect();
+        assert_eq!(keys, [TOKEN], "{:?}", r.headers);
+        assert_eq!(r.header("x-team"), Some(LITERAL));
+        assert!(r.header("anthropic-version").is_some());
+    }
+}
+
+/// `meeting.json` keeps no header: a resumed meeting sends the `--header`s it is given.
+#[test]
+fn a_resume_sends_the_headers_it_is_given() {
+    let work = Workdir::new();
+    // The first call is refused: the meeting stops, resumable.
+    let refusing = FakeServer::start(vec![http(401, &openai_error("no", "bad_key"))]);
+    demo(&work)
+        .env("OPENAI_BASE_URL", format!("{}/v1", refusing.url))
+        .env("GW_TOKEN", TOKEN)
+        .args(["--provider", "openai"])
+        .args(["--header", "X-Gateway-Key: ${GW_TOKEN}"])
+        .run()
+        .exit(1);
+    let run = work.join("runs/gw-test");
+    assert!(!std::fs::read_to_string(run.join("meeting.json"))
+        .unwrap()
+        .contains("X-Gateway-Key"));
+    let server = FakeServer::start(demo_answers());
+    cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("GW_TOKEN", TOKEN)
+        .arg("--resume")
+        .arg(&run)
+        .args(["--header", "X-Gateway-Key: ${GW_TOKEN}", "--quiet"])
+        .run()
+        .exit(0);
+    assert!(server.count() >= 3);
+    for r in server.requests() {
+        assert_eq!(r.header("x-gateway-key"), Some(TOKEN));
+    }
+}
