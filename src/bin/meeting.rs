@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
 use agent_meeting::llm::LlmArgs;
+use agent_meeting::model::MeetingStatus;
 use agent_meeting::{config, io, loader, Error};
 use clap::{ArgMatches, CommandFactory, Parser};
 
@@ -238,7 +239,12 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             dry.prompt
         }),
         Outcome::Ended { result, failure } => {
-            if let (Some((dir, supersedes)), None) = (&adr, &failure) {
+            // A saved report with a decision makes a record; a fallback says it makes none.
+            let saved = matches!(
+                result.status,
+                MeetingStatus::Finished | MeetingStatus::NoDecision
+            );
+            if let (Some((dir, supersedes)), true) = (&adr, saved) {
                 write_adr(&result, dir, supersedes.as_deref())?;
             }
             cli::write_stdout(&io::to_json_line(&result, pretty))?;

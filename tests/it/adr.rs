@@ -193,3 +193,29 @@ fn the_readmes_recipe_collects_the_earlier_records() {
         ]
     );
 }
+
+/// A meeting that ends without a PM decision (exit 3, a fallback report) writes no record and
+/// says so.
+#[test]
+fn a_meeting_without_a_decision_writes_no_record() {
+    let work = Workdir::new();
+    let first = std::fs::read_to_string(demo_cassette()).unwrap();
+    let mut text = format!("{}\n", first.lines().next().unwrap());
+    // arch fails (3 attempts), then every PM round fails.
+    let mut callers = vec!["arch"; 3];
+    callers.extend(["pm"; 9]);
+    for (i, caller) in callers.iter().enumerate() {
+        let line = serde_json::json!({"seq": i + 2, "caller": caller,
+            "error": {"kind": "http", "status": 500, "message": "overloaded"}});
+        text.push_str(&format!("{line}\n"));
+    }
+    let cassette = work.write("flaky.jsonl", text);
+    let dir = adr_dir(&work);
+    let before = records(&dir);
+    let dir_arg = dir.to_string_lossy().into_owned();
+    meeting_cmd(work.path(), &cassette, &["--quiet", "--adr", &dir_arg])
+        .run()
+        .exit(3)
+        .stderr_has("meeting: no decision record written: the report is a fallback");
+    assert_eq!(records(&dir), before);
+}
