@@ -98,7 +98,7 @@ pub fn write_adr(board: &Board, req: &AdrRequest) -> Result<AdrOutcome> {
         let meta = AdrMeta {
             number: format!("{number:04}"),
             title: title.clone(),
-            date: view.record.date.get(..10).unwrap_or("").to_string(),
+            date: day_of(&view.record.date),
             context: context_of(board),
             supersedes: superseded.clone(),
             report: req
@@ -129,6 +129,14 @@ fn render(view: View, adr: AdrMeta) -> Result<String> {
             ))
         })?;
     Ok(super::markdown::tidy_markdown(&text))
+}
+
+/// The record header's date as MADR writes it (`2026-11-30`), or empty when not recorded.
+fn day_of(date: &str) -> String {
+    date.get(..10)
+        .filter(|d| d.bytes().filter(u8::is_ascii_digit).count() == 8)
+        .unwrap_or("")
+        .to_string()
 }
 
 /// A title from the topic: one line, without its question mark.
@@ -366,6 +374,12 @@ mod tests {
             "# 3. Old\n\nDate: x\n\n## Status\n\nSuperseded by [ADR-0005](0005-new.md)\n\n## Context\n"
         );
         assert_eq!(amended_text("# Old\n\nNo status here.\n", link), None);
+    }
+
+    #[test]
+    fn the_date_is_the_day_or_nothing() {
+        assert_eq!(day_of("2026-11-30 12:00:00 UTC"), "2026-11-30");
+        assert_eq!(day_of("not recorded"), "");
     }
 
     #[test]
