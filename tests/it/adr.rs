@@ -156,6 +156,14 @@ fn the_meeting_files_supersedes_links_the_old_record() {
         .success();
     let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
     assert!(record.contains("Supersedes [ADR-0002](0002-run-reports-on-the-primary.md)."));
+    board["meeting_input"]["supersedes"] = serde_json::json!("0009");
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(board.to_string())
+        .run()
+        .exit(2)
+        .stderr_has("the meeting file's supersedes: expected the number of a record in");
 }
 
 /// The README's context source recipe, as written there, gives a meeting the earlier records.

@@ -85,11 +85,17 @@ pub fn write_adr(board: &Board, req: &AdrRequest) -> Result<AdrOutcome> {
         return Ok(AdrOutcome::NoDecision);
     }
     std::fs::create_dir_all(req.dir).map_err(|e| io_error(req.dir, &e))?;
-    let superseded = req
-        .supersedes
-        .or(board.meeting_input.supersedes.as_deref())
-        .map(|s| find_record(req.dir, s))
-        .transpose()?;
+    let superseded = match (req.supersedes, &board.meeting_input.supersedes) {
+        (Some(n), _) => Some(find_record(req.dir, n)?),
+        // Named in the meeting file: the error says so, not `--supersedes`.
+        (None, Some(n)) => Some(find_record(req.dir, n).map_err(|e| match e {
+            Error::Usage(m) => {
+                Error::Usage(m.replacen("--supersedes", "the meeting file's supersedes", 1))
+            }
+            e => e,
+        })?),
+        (None, None) => None,
+    };
     let view = view_model(board, kind);
     let title = title_of(&view.topic);
     let slug = slug_of(&title);
