@@ -321,6 +321,9 @@ const ENVIRONMENT: &str = "Environment:
   OPENAI_API_KEY, ANTHROPIC_API_KEY    API keys (read from the environment only, never written)
   OPENAI_BASE_URL, ANTHROPIC_BASE_URL  API base URLs (any OpenAI-compatible server)
   OPENAI_MODEL, ANTHROPIC_MODEL        the model when neither --model nor the board names one
+  AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT, OPENAI_API_VERSION
+                                       --provider azure: key, resource endpoint, api-version
+  AGENT_MEETING_HEADERS                extra request headers, one 'Name: value' per line
   AGENT_MEETING_CONFIG                 config file [default: ~/.config/agent-meeting/config.yaml]
   AGENT_MEETING_PROMPTS                a folder of prompt templates replacing the built-in ones
   NO_COLOR                             no colour on stderr

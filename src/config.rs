@@ -275,6 +275,16 @@ fn caller_rows(
     Ok(rows)
 }
 
+/// Where the `--header`s came from: the flag or `AGENT_MEETING_HEADERS`.
+fn headers_source(llm: &crate::llm::LlmArgs) -> Source {
+    let var = crate::llm::headers::HEADERS_VAR;
+    if llm.from_env.iter().any(|v| v == var) {
+        Source::Env(var.into())
+    } else {
+        Source::Flag
+    }
+}
+
 /// What `--show-config` prints: each setting, its value and where it came from, in the
 /// precedence flag > environment > config file > built-in default; the provider, model and
 /// `max_tokens` of each caller as a run would resolve them (`crate::llm::resolve`, the
@@ -303,7 +313,28 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
         let shown = crate::llm::transport::masked_url(&url.value);
         row(&format!("base_urls.{p}"), shown, url.source);
     }
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+    let azure = crate::llm::args::base_url(&llm, crate::llm::ProviderName::Azure);
+    let shown = crate::llm::transport::masked_url(&azure.value);
+    let shown = if shown.is_empty() {
+        "not set".into()
+    } else {
+        shown
+    };
+    row("azure endpoint", shown, azure.source);
+    let version = crate::llm::args::azure_api_version();
+    row("azure api-version", version.value, version.source);
+    for h in crate::llm::headers::specs(&llm.headers)? {
+        row(
+            &format!("header {}", h.name),
+            h.shown_value(),
+            headers_source(&llm),
+        );
+    }
+    for var in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "AZURE_OPENAI_API_KEY",
+    ] {
         let set = match std::env::var(var) {
             Ok(v) if !v.trim().is_empty() => "set",
             _ => "not set",

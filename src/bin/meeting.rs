@@ -1,11 +1,12 @@
 //! `meeting`: run a whole meeting: the board through every stage, the run folder, the report.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
 use agent_meeting::llm::LlmArgs;
+use agent_meeting::model::MeetingStatus;
 use agent_meeting::{config, io, loader, Error};
 use clap::{ArgMatches, CommandFactory, Parser};
 
@@ -80,6 +81,14 @@ struct Args {
     /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     report_file: Option<PathBuf>,
+    /// Also write the decision as a MADR record in this folder (docs/adr), numbered after the
+    /// records there; a fallback report (no PM decision) writes none
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    adr: Option<PathBuf>,
+    /// The number of the record in the --adr folder this decision supersedes (such as 0003;
+    /// the meeting file's `supersedes:` says the same)
+    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
+    supersedes: Option<String>,
     /// Folder that holds the run folders [default: the config file's run_dir, else runs]
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     run_dir: Option<PathBuf>,
@@ -103,8 +112,11 @@ struct Args {
 
 /// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
 /// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
-const RESUME_TAKES: [&str; 11] = [
+const RESUME_TAKES: [&str; 14] = [
     "resume",
+    "adr",
+    "supersedes",
+    "headers",
     "report_file",
     "connect_timeout",
     "read_timeout",
@@ -127,7 +139,8 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             return Err(Error::Usage(format!(
                 "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
                  (--resume takes --report-file, --connect-timeout, --read-timeout, --max-attempts, \
-                 --stage, --quiet, --step, --pretty, --otlp-endpoint, --otlp-content)"
+                 --header, --adr, --supersedes, --stage, --quiet, --step, --pretty, --otlp-endpoint, \
+                 --otlp-content)"
             )));
         }
         let changes = ResumeChanges {
@@ -137,6 +150,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             max_attempts: given(matches, "max_attempts"),
             stage_overrides: driver::parse_stage_overrides(&args.stages)?,
             otlp: args.otlp.target()?,
+            headers: args.llm.headers,
         };
         return Ok(Request::Resume { dir, changes });
     }
@@ -191,6 +205,28 @@ fn stdin_topic() -> Result<Option<String>, Error> {
     Ok(Some(text.trim().to_string()).filter(|t| !t.is_empty()))
 }
 
+/// `--adr`: the decision record of a meeting that ended with its report saved
+/// (docs/design/report.md#adr), written from the run folder's final board.
+fn write_adr(
+    result: &agent_meeting::model::MeetingResult,
+    dir: &Path,
+    supersedes: Option<&str>,
+) -> Result<(), Error> {
+    use agent_meeting::stage::render_report as report;
+    let (Some(run_dir), Some(report_file)) = (&result.run_dir, &result.report_file) else {
+        return Ok(());
+    };
+    let board = driver::final_board(Path::new(run_dir))?;
+    let req = report::AdrRequest {
+        dir,
+        report_file: Some(Path::new(report_file)),
+        supersedes,
+    };
+    let outcome = report::write_adr(&board, &req)?;
+    agent_meeting::note!("{}", report::adr_note("meeting", &outcome));
+    Ok(())
+}
+
 pub fn main() -> ExitCode {
     // Set when the meeting stopped on a failure with its run folder resumable.
     let mut stopped_in: Option<PathBuf> = None;
@@ -226,6 +262,11 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     }
     let ui = Ui::new(args.quiet, args.step);
     let (json, pretty) = (args.json, args.output.pretty);
+    let adr = args.adr.clone().map(|dir| (dir, args.supersedes.clone()));
+    if let Some((dir, Some(n))) = &adr {
+        // A wrong number is found before any call.
+        agent_meeting::stage::render_report::check_supersedes(dir, n)?;
+    }
     match driver::meeting(request(args, &matches)?, ui)? {
         Outcome::DryRun(dry) => cli::write_stdout(&if json {
             io::to_json_line(&dry.pm_input, pretty)
@@ -233,6 +274,14 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             dry.prompt
         }),
         Outcome::Ended { result, failure } => {
+            // A saved report with a decision makes a record; a fallback says it makes none.
+            let saved = matches!(
+                result.status,
+                MeetingStatus::Finished | MeetingStatus::NoDecision
+            );
+            if let (Some((dir, supersedes)), true) = (&adr, saved) {
+                write_adr(&result, dir, supersedes.as_deref())?;
+            }
             cli::write_stdout(&io::to_json_line(&result, pretty))?;
             failure.map_or(Ok(()), |e| Err(e.into()))
         }

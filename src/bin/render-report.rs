@@ -52,6 +52,13 @@ struct Args {
     /// events.jsonl) instead of the board's last 30 loops
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
+    /// Also write the decision as a MADR record in this folder (docs/adr), numbered after the
+    /// records there; a fallback report (no PM decision) writes none
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    adr: Option<PathBuf>,
+    /// The number of the record in the --adr folder this decision supersedes (such as 0003)
+    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
+    supersedes: Option<String>,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -64,6 +71,9 @@ pub fn main() -> std::process::ExitCode {
             .as_deref()
             .map(report::UserTemplate::load)
             .transpose()?;
+        if let (Some(dir), Some(n)) = (&args.adr, &args.supersedes) {
+            report::check_supersedes(dir, n)?;
+        }
         let board = io::read_board_stdin()?;
         let report_file = args.report_file.as_deref();
         let result = match &args.events {
@@ -83,9 +93,21 @@ pub fn main() -> std::process::ExitCode {
             // Printed even when the save failed: the board records status `failed` and why.
             cli::write_stdout(&io::to_json_line(&result, args.output.pretty))?;
         }
-        match (result.status, result.board.last_error) {
-            (Status::Failed, Some(why)) => Err(Error::Runtime(why).into()),
-            _ => Ok(()),
+        match (result.status, &result.board.last_error) {
+            (Status::Failed, Some(why)) => Err(Error::Runtime(why.clone()).into()),
+            _ => match &args.adr {
+                Some(dir) => {
+                    let req = report::AdrRequest {
+                        dir,
+                        report_file,
+                        supersedes: args.supersedes.as_deref(),
+                    };
+                    let outcome = report::write_adr(&result.board, &req)?;
+                    agent_meeting::note!("{}", report::adr_note("render-report", &outcome));
+                    Ok(())
+                }
+                None => Ok(()),
+            },
         }
     })
 }

@@ -23,6 +23,8 @@ pub(crate) fn check_llm_config(
     allow_missing_keys: bool,
 ) -> Result<Vec<String>> {
     let mut missing: Vec<String> = Vec::new();
+    // A malformed `--header` is refused even when no client is built (a dry run, no key).
+    crate::llm::headers::specs(&llm.headers)?;
     for (name, meta) in callers(board) {
         if allow_missing_keys {
             let gap = match crate::llm::resolve(llm, &board.llm, &name, &meta) {

@@ -78,6 +78,15 @@ fn export_traces(dir: &std::path::Path, target: &crate::otlp::OtlpSettings, ui: 
     }
 }
 
+/// The board a run folder ended with, from its newest whole checkpoint (`meeting --adr`
+/// writes the decision record from it).
+pub fn final_board(dir: &std::path::Path) -> Result<crate::model::Board> {
+    let run = RunDir {
+        path: dir.to_path_buf(),
+    };
+    run.resume_point().map(|(_, _, board)| board)
+}
+
 /// Run what `meeting` was asked: start, resume or dry-run, then drive the meeting to its end.
 pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
     let run = match request {

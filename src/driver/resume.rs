@@ -24,6 +24,9 @@ pub struct ResumeChanges {
     pub stage_overrides: BTreeMap<Stage, String>,
     /// Export the traces here (also a finished meeting's: docs/design/otel.md#traces).
     pub otlp: Option<crate::otlp::OtlpSettings>,
+    /// `--header`s: not kept in `meeting.json`, given again to every resume, like keys
+    /// (docs/design/llm.md#gateways).
+    pub headers: Vec<String>,
 }
 
 impl ResumeChanges {
@@ -53,7 +56,7 @@ impl ResumeChanges {
 
 /// Go on with a killed or stopped meeting from the last complete output in its run folder,
 /// with `changes` applied and saved back to `meeting.json`.
-pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
+pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     let file = dir.join("meeting.json");
     let text = crate::io::read_text_file(&file)?;
     let mut settings: RunSettings = crate::io::parse_versioned(
@@ -74,6 +77,7 @@ pub fn resume(dir: &Path, changes: ResumeChanges) -> Result<Run> {
     }
     cut_torn_line(&dir.join("llm.jsonl"))?;
     let (step, _, board) = run.resume_point()?;
+    settings.llm.headers = std::mem::take(&mut changes.headers);
     let changed = changes.apply(&mut settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.

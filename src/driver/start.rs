@@ -125,6 +125,9 @@ fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
     if dry_run {
         if !ui.quiet {
             crate::note!("{models}");
+            if let Some(h) = crate::llm::headers::shown_line(&settings.llm.headers) {
+                crate::note!("{h}");
+            }
         }
         for m in &missing {
             crate::note!("meeting: warning: {m}");

@@ -33,6 +33,12 @@ impl Anthropic {
             native_schema,
         }
     }
+
+    /// Gateway headers on every request (docs/design/llm.md#gateways).
+    pub fn with_headers(mut self, headers: super::headers::Expanded) -> Anthropic {
+        self.http = self.http.with_headers(headers);
+        self
+    }
 }
 
 /// Anthropic's prompt-cache breakpoint: everything up to the marked block is cached for a few

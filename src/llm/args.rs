@@ -36,10 +36,11 @@ mod default {
 #[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmArgs {
-    /// Provider: openai, anthropic, replay or sample (default: from the board or agent metadata,
-    /// else whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` and `sample`
-    /// override everything; `sample` calls no model: the program answers from the meeting's own
-    /// documents and questions, every answer marked [sample] (try a meeting with no key).
+    /// Provider: openai, anthropic, azure, replay or sample (default: from the board or agent
+    /// metadata, else whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` and
+    /// `sample` override everything; `sample` calls no model: the program answers from the
+    /// meeting's own documents and questions, every answer marked [sample] (try a meeting with no
+    /// key).
     #[arg(
         long,
         env = "AGENT_MEETING_PROVIDER",
@@ -87,6 +88,19 @@ pub struct LlmArgs {
     /// --no-native-schema
     #[arg(long, help_heading = "Model")]
     pub no_response_format: bool,
+    /// An extra HTTP header on every request, 'Name: value' (repeatable; a gateway's key as
+    /// 'X-Key: ${VAR}' is read from the environment, so it stays off the command line). Values
+    /// are never shown; AGENT_MEETING_HEADERS holds one header per line
+    #[arg(
+        long = "header",
+        value_name = "NAME: VALUE",
+        env = "AGENT_MEETING_HEADERS",
+        value_delimiter = '\n',
+        hide_env_values = true,
+        help_heading = "Model"
+    )]
+    #[serde(skip)]
+    pub headers: Vec<String>,
     /// Seconds to wait for a connection
     #[arg(long, value_name = "SECS", default_value_t = default::CONNECT_TIMEOUT, help_heading = "Transport")]
     pub connect_timeout: f64,
@@ -163,6 +177,7 @@ impl Default for LlmArgs {
             strict_replay: false,
             no_native_schema: false,
             no_response_format: false,
+            headers: Vec::new(),
             connect_timeout: default::CONNECT_TIMEOUT,
             read_timeout: None,
             max_attempts: default::MAX_ATTEMPTS,
@@ -248,6 +263,9 @@ pub fn client_for_caller(
         }
     }
     let key = |var: &str| env_non_empty(var).unwrap_or_default();
+    // Checked for every provider, read from the environment only for the real ones.
+    super::headers::specs(&args.headers)?;
+    let headers = || super::headers::expanded(&args.headers);
     let real: Box<dyn Provider> = match provider {
         ProviderName::Replay => {
             let Some(path) = &args.cassette else {
@@ -268,8 +286,19 @@ pub fn client_for_caller(
                 .with_log(args.llm_log.clone());
             return Ok((client, options));
         }
-        ProviderName::OpenAi => Box::new(openai(args, &key("OPENAI_API_KEY"), timeouts)),
-        ProviderName::Anthropic => Box::new(anthropic(args, &key("ANTHROPIC_API_KEY"), timeouts)),
+        ProviderName::OpenAi => {
+            Box::new(openai(args, &key("OPENAI_API_KEY"), timeouts).with_headers(headers()?))
+        }
+        ProviderName::Azure => {
+            if resolved.model.source == Source::Default {
+                return Err(Error::Usage(AZURE_NEEDS_DEPLOYMENT.to_string()));
+            }
+            let azure = azure(args, &key("AZURE_OPENAI_API_KEY"), timeouts);
+            Box::new(azure.with_headers(headers()?))
+        }
+        ProviderName::Anthropic => {
+            Box::new(anthropic(args, &key("ANTHROPIC_API_KEY"), timeouts).with_headers(headers()?))
+        }
     };
     let provider_box: Box<dyn Provider> = match &args.record {
         Some(path) => Box::new(Recorder::new(real, path)),
@@ -323,6 +352,45 @@ fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
     }
 }
 
+const AZURE_NEEDS_DEPLOYMENT: &str = "provider azure needs the deployment's name as the model: \
+--model DEPLOYMENT (or AGENT_MEETING_MODEL, the agent's metadata.model, the config file's model)";
+
+/// The `api-version` an Azure OpenAI request carries when `OPENAI_API_VERSION` names none: the
+/// GA version with structured outputs (docs/design/llm.md#azure).
+pub const AZURE_API_VERSION: &str = "2024-10-21";
+
+/// Azure OpenAI's `api-version` and its source: `OPENAI_API_VERSION`, as the Azure SDKs read
+/// it, else [`AZURE_API_VERSION`].
+pub fn azure_api_version() -> Setting<String> {
+    const VAR: &str = "OPENAI_API_VERSION";
+    match env_non_empty(VAR) {
+        Some(v) => Setting {
+            value: v.trim().to_string(),
+            source: Source::Env(VAR.to_string()),
+        },
+        None => Setting {
+            value: AZURE_API_VERSION.to_string(),
+            source: Source::Default,
+        },
+    }
+}
+
+/// The Azure OpenAI provider: the OpenAI one on the endpoint's deployment path.
+fn azure(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+    let openai = OpenAi::new(
+        &base_url(args, ProviderName::Azure).value,
+        api_key,
+        native(args),
+        timeouts,
+    )
+    .azure(&azure_api_version().value);
+    if args.no_response_format {
+        openai.with_mode(super::openai::JsonMode::Prompt)
+    } else {
+        openai
+    }
+}
+
 /// The Anthropic provider as the flags configure it.
 fn anthropic(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> Anthropic {
     Anthropic::new(
@@ -341,6 +409,10 @@ pub fn missing_key(args: &LlmArgs, provider: ProviderName) -> Option<&'static st
     {
         return None;
     }
+    // An Azure resource has no default endpoint: it is as needed as the key.
+    if provider == ProviderName::Azure && env_non_empty(AZURE_ENDPOINT).is_none() {
+        return Some(AZURE_ENDPOINT);
+    }
     let var = provider.key_var()?;
     env_non_empty(var).is_none().then_some(var)
 }
@@ -356,20 +428,31 @@ pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
     match provider {
         ProviderName::OpenAi => openai(args, "", timeouts).schema_in_prompt(),
         ProviderName::Anthropic => anthropic(args, "", timeouts).schema_in_prompt(),
+        ProviderName::Azure => azure(args, "", timeouts).schema_in_prompt(),
         ProviderName::Replay | ProviderName::Sample => false,
     }
 }
 
+/// The variable naming an Azure OpenAI resource's endpoint, as the Azure SDKs read it.
+pub const AZURE_ENDPOINT: &str = "AZURE_OPENAI_ENDPOINT";
+
 /// A provider's API base URL and its source: its environment variable, else the config
-/// file's, else the provider's own (`replay` has none: the OpenAI one is shown).
+/// file's, else the provider's own (`replay` has none: the OpenAI one is shown; `azure` has
+/// none: `AZURE_OPENAI_ENDPOINT` names the resource).
 pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
+    if provider == ProviderName::Azure {
+        return Setting {
+            value: env_non_empty(AZURE_ENDPOINT).unwrap_or_default(),
+            source: Source::Env(AZURE_ENDPOINT.to_string()),
+        };
+    }
     let (var, config, default) = match provider {
         ProviderName::Anthropic => (
             "ANTHROPIC_BASE_URL",
             &args.config.anthropic_base_url,
             super::anthropic::DEFAULT_BASE_URL,
         ),
-        ProviderName::OpenAi | ProviderName::Replay | ProviderName::Sample => (
+        ProviderName::OpenAi | ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => (
             "OPENAI_BASE_URL",
             &args.config.openai_base_url,
             super::openai::DEFAULT_BASE_URL,

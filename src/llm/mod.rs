@@ -19,6 +19,7 @@
 pub mod anthropic;
 pub mod args;
 mod client;
+pub mod headers;
 mod notation;
 pub mod openai;
 pub mod parse;

@@ -15,6 +15,8 @@ pub struct OpenAi {
     base_url: String,
     api_key: String,
     mode: JsonMode,
+    /// Azure OpenAI's `api-version`, when this is an Azure deployment (docs/design/llm.md#azure).
+    azure: Option<String>,
 }
 
 /// How a JSON answer is asked for.
@@ -41,6 +43,42 @@ impl OpenAi {
             } else {
                 JsonMode::Object
             },
+            azure: None,
+        }
+    }
+
+    /// An Azure OpenAI resource (`base_url` is its endpoint): the model names the deployment,
+    /// the key goes in `api-key`, and every request carries `api-version`.
+    pub fn azure(mut self, api_version: &str) -> OpenAi {
+        self.azure = Some(api_version.to_string());
+        self
+    }
+
+    /// Gateway headers on every request (docs/design/llm.md#gateways).
+    pub fn with_headers(mut self, headers: super::headers::Expanded) -> OpenAi {
+        self.http = self.http.with_headers(headers);
+        self
+    }
+
+    /// Where a request for `model` goes, and its credential header.
+    fn endpoint(&self, model: &str) -> (String, Option<(&'static str, String)>) {
+        let key = (!self.api_key.is_empty()).then_some(self.api_key.as_str());
+        match &self.azure {
+            Some(version) => (
+                join_url(
+                    &self.base_url,
+                    &format!(
+                        "openai/deployments/{}/chat/completions?api-version={}",
+                        url_part(model),
+                        url_part(version)
+                    ),
+                ),
+                key.map(|k| ("api-key", k.to_string())),
+            ),
+            None => (
+                join_url(&self.base_url, "chat/completions"),
+                key.map(|k| ("authorization", format!("Bearer {k}"))),
+            ),
         }
     }
 
@@ -91,7 +129,11 @@ pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Val
 
 impl Provider for OpenAi {
     fn name(&self) -> &str {
-        "openai"
+        if self.azure.is_some() {
+            "azure"
+        } else {
+            "openai"
+        }
     }
 
     fn is_local(&self) -> bool {
@@ -113,15 +155,10 @@ impl Provider for OpenAi {
         opts: &Options,
     ) -> Result<RawReply, AttemptError> {
         let body = request_body(req, opts, self.mode);
-        let auth = format!("Bearer {}", self.api_key);
-        let url = join_url(&self.base_url, "chat/completions");
         // A local server (Ollama, llama.cpp) may run without a key: then no header at all.
-        let headers: &[(&str, &str)] = if self.api_key.is_empty() {
-            &[]
-        } else {
-            &[("authorization", &auth)]
-        };
-        let resp = self.http.post_json(&url, headers, &body)?;
+        let (url, auth) = self.endpoint(&opts.model);
+        let headers: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let resp = self.http.post_json(&url, &headers, &body)?;
         let message = resp.pointer("/choices/0/message").ok_or_else(|| {
             AttemptError::Network(self.http.redact(&format!(
                 "response has no choices[0].message: {}",
@@ -153,6 +190,19 @@ impl Provider for OpenAi {
             truncated,
         })
     }
+}
+
+/// A deployment name or API version as one URL path segment or query value: unreserved
+/// characters kept, anything else percent-encoded.
+fn url_part(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 /// OpenAI's `usage`: `prompt_tokens` (cached ones included), `completion_tokens`, and

@@ -36,6 +36,8 @@ pub fn is_local_server(args: &LlmArgs, provider: ProviderName) -> bool {
 pub enum ProviderName {
     OpenAi,
     Anthropic,
+    /// Azure OpenAI: OpenAI's wire format on a deployment path (docs/design/llm.md#azure).
+    Azure,
     Replay,
     /// Answers made by the program from the request, no model (docs/design/llm.md#sample-provider).
     Sample,
@@ -45,6 +47,7 @@ impl ProviderName {
     pub const ALL: [ProviderName; 4] = [
         ProviderName::OpenAi,
         ProviderName::Anthropic,
+        ProviderName::Azure,
         ProviderName::Replay,
         ProviderName::Sample,
     ];
@@ -54,6 +57,7 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => "openai",
             ProviderName::Anthropic => "anthropic",
+            ProviderName::Azure => "azure",
             ProviderName::Replay => "replay",
             ProviderName::Sample => "sample",
         }
@@ -72,6 +76,7 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => Some("OPENAI_API_KEY"),
             ProviderName::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderName::Azure => Some("AZURE_OPENAI_API_KEY"),
             ProviderName::Replay | ProviderName::Sample => None,
         }
     }
@@ -87,17 +92,18 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => Some("OPENAI_MODEL"),
             ProviderName::Anthropic => Some("ANTHROPIC_MODEL"),
-            ProviderName::Replay | ProviderName::Sample => None,
+            ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
         }
     }
 
     /// The model the provider gets when nothing names one (`replay` has none: the cassette
-    /// answers; `sample` has none: the program answers).
+    /// answers; `sample` has none: the program answers; `azure` has none: the model is the
+    /// user's deployment).
     pub fn default_model(self) -> Option<&'static str> {
         match self {
             ProviderName::OpenAi => Some(super::openai::DEFAULT_MODEL),
             ProviderName::Anthropic => Some(super::anthropic::DEFAULT_MODEL),
-            ProviderName::Replay | ProviderName::Sample => None,
+            ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
         }
     }
 }
@@ -287,7 +293,7 @@ fn provider_named(name: &str, source: &Source) -> Result<ProviderName, Error> {
             .map(|p| format!("; did you mean {p}?"))
             .unwrap_or_default();
         Error::Usage(format!(
-            "unknown provider {name:?} (expected openai, anthropic, replay or sample){near}{why}"
+            "unknown provider {name:?} (expected openai, anthropic, azure, replay or sample){near}{why}"
         ))
     })
 }
@@ -429,6 +435,7 @@ fn resolve_provider(
     for (var, p) in [
         ("OPENAI_API_KEY", ProviderName::OpenAi),
         ("ANTHROPIC_API_KEY", ProviderName::Anthropic),
+        ("AZURE_OPENAI_API_KEY", ProviderName::Azure),
         ("OPENAI_BASE_URL", ProviderName::OpenAi),
     ] {
         if env_non_empty(var).is_some() {

@@ -37,6 +37,11 @@ pub struct Http {
     userinfo: Option<String>,
     read_timeout: Duration,
     local: bool,
+    /// `--header`s, sent on every request (docs/design/llm.md#gateways); their values are
+    /// scrubbed like the key.
+    extra: Vec<(String, String)>,
+    /// Their values, and the variables' values read into them.
+    extra_secrets: Vec<String>,
 }
 
 impl Http {
@@ -62,7 +67,17 @@ impl Http {
             userinfo: userinfo(base_url).map(str::to_string),
             read_timeout: timeouts.read,
             local,
+            extra: Vec::new(),
+            extra_secrets: Vec::new(),
         }
+    }
+
+    /// Send these headers on every request too; one named like a provider header (a gateway's
+    /// own `Authorization`) replaces it.
+    pub fn with_headers(mut self, headers: super::headers::Expanded) -> Http {
+        self.extra = headers.sent;
+        self.extra_secrets = headers.secrets;
+        self
     }
 
     /// Whether the server is on this machine (see [`super::Provider::is_local`]).
@@ -73,7 +88,10 @@ impl Http {
     /// Replace the secret wherever it appears (short values would match by accident), and the
     /// base URL's password.
     pub(crate) fn redact(&self, text: &str) -> String {
-        let text = redact(text, &self.secret);
+        let mut text = redact(text, &self.secret);
+        for secret in &self.extra_secrets {
+            text = redact(&text, secret);
+        }
         match &self.userinfo {
             Some(info) => text.replace(info.as_str(), &masked_userinfo(info)),
             None => text,
@@ -93,8 +111,12 @@ impl Http {
             .agent
             .post(url)
             .header("content-type", "application/json");
-        for (k, v) in headers {
+        let replaced = |k: &str| self.extra.iter().any(|(n, _)| n.eq_ignore_ascii_case(k));
+        for (k, v) in headers.iter().filter(|(k, _)| !replaced(k)) {
             req = req.header(*k, *v);
+        }
+        for (k, v) in &self.extra {
+            req = req.header(k.as_str(), v.as_str());
         }
         let mut resp = req.send(&bytes[..]).map_err(|e| self.map_error(e, url))?;
         let status = resp.status().as_u16();

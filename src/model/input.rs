@@ -99,6 +99,10 @@ pub struct MeetingInput {
     /// The meeting's budget (`init-board --max-total-tokens` wins over it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<MeetingBudget>,
+    /// The number of the decision record this meeting's decision supersedes (`0003`), linked
+    /// from the record `--adr` writes (docs/design/report.md#adr); `--supersedes` wins over it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
 }
 
 /// A meeting file's `budget:` (docs/design/pm-round.md#token-budget).
@@ -122,6 +126,7 @@ impl MeetingInput {
             },
             context_sources: Vec::new(),
             budget: None,
+            supersedes: None,
         }
     }
 

@@ -92,6 +92,7 @@ pub fn board() -> Board {
         },
         context_sources: vec![],
         budget: None,
+        supersedes: None,
     };
     let context_bundle = ContextBundle {
         summary: "[docs/costs.md] (background) The cluster costs $4,000 per month.".into(),

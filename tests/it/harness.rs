@@ -83,6 +83,7 @@ const SCRUBBED_PREFIXES: [&str; 5] = [
     "OPENAI_",
     "ANTHROPIC_",
     "OTEL_EXPORTER_OTLP_",
+    "AZURE_OPENAI_",
 ];
 /// Single variables with the same effect (colour; the shell loop's inputs).
 const SCRUBBED: [&str; 4] = ["NO_COLOR", "CLICOLOR_FORCE", "TRACE_ID", "BOARD_OUT"];

@@ -14,6 +14,7 @@ mod fake_http;
 mod fixtures;
 mod harness;
 
+mod adr;
 mod agent_builder;
 mod agent_turn;
 mod agents_lookup;
@@ -34,6 +35,7 @@ mod fan_out;
 mod faults;
 mod flows;
 mod fuzz_regressions;
+mod gateway;
 mod generate;
 mod habits;
 mod help;

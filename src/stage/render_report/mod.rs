@@ -25,9 +25,12 @@ use crate::model::{
 use crate::stage::Stage;
 use crate::text::fold_ws;
 
+mod adr;
 mod markdown;
 mod mermaid;
 mod record;
+
+pub use adr::{adr_note, check_supersedes, write_adr, AdrOutcome, AdrRequest};
 
 pub use crate::final_report::{split_final_report, ReportParts, SEE_SUMMARY};
 pub use mermaid::mermaid;
@@ -241,7 +244,7 @@ fn template_error(e: &minijinja::Error) -> String {
 fn render_with(
     name: &str,
     user_source: Option<&str>,
-    view: &View,
+    view: &impl Serialize,
 ) -> std::result::Result<String, minijinja::Error> {
     // What the templates show of models, documents and the board cannot hide what follows it
     // (docs/design/report.md#sanitising); the templates' own Markdown is not touched.

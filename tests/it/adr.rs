@@ -1,0 +1,229 @@
+//! Decision records (docs/design/report.md#adr): `render-report --adr DIR` writes the decision
+//! as a MADR record numbered after the records in DIR, links the one it supersedes and marks
+//! that one's status, and writes none for a fallback report.
+
+use std::path::Path;
+
+use crate::harness::{cli, golden, Workdir};
+use crate::meeting::{demo_cassette, final_board, meeting_cmd};
+use crate::report::fallback_board;
+
+/// The demo meeting's final board (replayed, fixed clock), as JSON text.
+fn demo_board(work: &Workdir) -> String {
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    final_board(&work.join("runs/demo-test")).to_string()
+}
+
+/// An ADR folder holding records 0001 and 0002 (the second in MADR's front matter form).
+fn adr_dir(work: &Workdir) -> std::path::PathBuf {
+    work.write(
+        "docs/adr/0001-record-architecture-decisions.md",
+        "# 1. Record architecture decisions\n\n## Status\n\nAccepted\n",
+    );
+    work.write(
+        "docs/adr/0002-run-reports-on-the-primary.md",
+        "---\nstatus: accepted\ndate: 2025-01-10\n---\n# Run reports on the primary\n\nBody kept.\n",
+    );
+    work.write("docs/adr/README.md", "Not a record.\n");
+    work.join("docs/adr")
+}
+
+fn records(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+const NEW: &str = "0003-move-nightly-batch-reporting-off-the-primary-postgres.md";
+
+#[test]
+fn the_demo_decision_is_the_next_record_and_supersedes_the_old_one() {
+    let work = Workdir::new();
+    let board = demo_board(&work);
+    let dir = adr_dir(&work);
+    let out = cli("render-report")
+        .arg("--report-file")
+        .arg(work.join("reports/demo.md"))
+        .arg("--adr")
+        .arg(&dir)
+        .args(["--supersedes", "0002"])
+        .stdin(board.clone())
+        .run();
+    out.success()
+        .stderr_has("render-report: wrote the decision record");
+    assert_eq!(
+        records(&dir),
+        [
+            "0001-record-architecture-decisions.md",
+            "0002-run-reports-on-the-primary.md",
+            NEW,
+            "README.md"
+        ]
+    );
+    let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
+    golden("demo_adr.md", &record);
+    assert!(record.contains("Supersedes [ADR-0002](0002-run-reports-on-the-primary.md)."));
+    assert!(record.contains("* Full report: [../../reports/demo.md](../../reports/demo.md)"));
+    // The superseded record says so; the rest of it is as it was.
+    assert_eq!(
+        std::fs::read_to_string(dir.join("0002-run-reports-on-the-primary.md")).unwrap(),
+        format!("---\nstatus: \"superseded by [ADR-0003]({NEW})\"\ndate: 2025-01-10\n---\n# Run reports on the primary\n\nBody kept.\n")
+    );
+    // The next meeting takes the next number, never this one.
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(board)
+        .run()
+        .success();
+    assert!(records(&dir)
+        .iter()
+        .any(|n| n == "0004-move-nightly-batch-reporting-off-the-primary-postgres.md"));
+}
+
+#[test]
+fn a_fallback_report_writes_no_record() {
+    let work = Workdir::new();
+    let dir = adr_dir(&work);
+    let before = records(&dir);
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(fallback_board().to_string())
+        .run()
+        .success()
+        .stderr_has("no decision record written: the report is a fallback");
+    assert_eq!(records(&dir), before);
+}
+
+#[test]
+fn superseding_a_record_that_is_not_there_is_refused() {
+    let work = Workdir::new();
+    let board = demo_board(&work);
+    let dir = adr_dir(&work);
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .args(["--supersedes", "7"])
+        .stdin(board)
+        .run()
+        .exit(2)
+        .stderr_has("--supersedes: expected the number of a record in");
+    assert_eq!(records(&dir).len(), 3, "no record written");
+}
+
+/// `meeting --adr DIR --supersedes N` writes the record of the meeting it ran, linking the
+/// report it saved.
+#[test]
+fn a_meeting_writes_its_record() {
+    let work = Workdir::new();
+    let dir = adr_dir(&work);
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--adr", &dir_arg, "--supersedes", "1"],
+    )
+    .run();
+    out.check(out.code() == Some(0), "the meeting")
+        .stderr_has("meeting: wrote the decision record");
+    let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
+    assert!(record.contains("* Full report: [../../report.md](../../report.md)"));
+    assert!(record.contains("Supersedes [ADR-0001](0001-record-architecture-decisions.md)."));
+    assert!(
+        std::fs::read_to_string(dir.join("0001-record-architecture-decisions.md"))
+            .unwrap()
+            .contains(&format!("## Status\n\nSuperseded by [ADR-0003]({NEW})\n"))
+    );
+}
+
+/// The meeting file's `supersedes:` is the same as the flag.
+#[test]
+fn the_meeting_files_supersedes_links_the_old_record() {
+    let work = Workdir::new();
+    let mut board: serde_json::Value = serde_json::from_str(&demo_board(&work)).unwrap();
+    board["meeting_input"]["supersedes"] = serde_json::json!("0002");
+    let dir = adr_dir(&work);
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(board.to_string())
+        .run()
+        .success();
+    let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
+    assert!(record.contains("Supersedes [ADR-0002](0002-run-reports-on-the-primary.md)."));
+    board["meeting_input"]["supersedes"] = serde_json::json!("0009");
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(board.to_string())
+        .run()
+        .exit(2)
+        .stderr_has("the meeting file's supersedes: expected the number of a record in");
+}
+
+/// The README's context source recipe, as written there, gives a meeting the earlier records.
+#[test]
+fn the_readmes_recipe_collects_the_earlier_records() {
+    let readme = std::fs::read_to_string(crate::harness::root().join("README.md")).unwrap();
+    let after = &readme[readme
+        .find("To let a meeting read the earlier decisions")
+        .expect("the recipe")..];
+    let start = after.find("```yaml\n").unwrap() + "```yaml\n".len();
+    let recipe = &after[start..start + after[start..].find("```").unwrap()];
+    let work = Workdir::new();
+    adr_dir(&work);
+    work.write(
+        "meeting.yaml",
+        format!("topic: Replace the reporting database?\ndecision_packet:\n  decision_to_make: Replace it?\n{recipe}"),
+    );
+    let out = work
+        .cli("collect-context")
+        .args(["--meeting-file", "meeting.yaml"])
+        .run();
+    out.success();
+    let packet: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+    let paths: Vec<&str> = packet["context_bundle"]["documents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|d| d["source_path"].as_str())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "docs/adr/0001-record-architecture-decisions.md",
+            "docs/adr/0002-run-reports-on-the-primary.md"
+        ]
+    );
+}
+
+/// A meeting that ends without a PM decision (exit 3, a fallback report) writes no record and
+/// says so.
+#[test]
+fn a_meeting_without_a_decision_writes_no_record() {
+    let work = Workdir::new();
+    let first = std::fs::read_to_string(demo_cassette()).unwrap();
+    let mut text = format!("{}\n", first.lines().next().unwrap());
+    // arch fails (3 attempts), then every PM round fails.
+    let mut callers = vec!["arch"; 3];
+    callers.extend(["pm"; 9]);
+    for (i, caller) in callers.iter().enumerate() {
+        let line = serde_json::json!({"seq": i + 2, "caller": caller,
+            "error": {"kind": "http", "status": 500, "message": "overloaded"}});
+        text.push_str(&format!("{line}\n"));
+    }
+    let cassette = work.write("flaky.jsonl", text);
+    let dir = adr_dir(&work);
+    let before = records(&dir);
+    let dir_arg = dir.to_string_lossy().into_owned();
+    meeting_cmd(work.path(), &cassette, &["--quiet", "--adr", &dir_arg])
+        .run()
+        .exit(3)
+        .stderr_has("meeting: no decision record written: the report is a fallback");
+    assert_eq!(records(&dir), before);
+}
