@@ -44,7 +44,7 @@ pub enum ProviderName {
 }
 
 impl ProviderName {
-    pub const ALL: [ProviderName; 4] = [
+    pub const ALL: [ProviderName; 5] = [
         ProviderName::OpenAi,
         ProviderName::Anthropic,
         ProviderName::Azure,

@@ -77,7 +77,7 @@ pub fn programs_path() -> String {
 
 /// Prefixes of variables the programs read (provider, keys, model, cassette, retry timing,
 /// prompts, clock, blessing): a developer's shell must not change what a test sees.
-const SCRUBBED_PREFIXES: [&str; 5] = [
+const SCRUBBED_PREFIXES: [&str; 6] = [
     "AGENT_MEETING_",
     "MEETING_",
     "OPENAI_",
