@@ -257,7 +257,7 @@ fn completions_offer_providers_and_meeting_files() {
         .args(["--generate", "complete-zsh"])
         .run()
         .stdout();
-    assert!(zsh.contains(":NAME:(openai anthropic replay)"), "{zsh}");
+    assert!(zsh.contains(":NAME:(openai anthropic azure replay sample)"), "{zsh}");
     let file_arg = zsh
         .lines()
         .find(|l| l.contains("--meeting-file=["))
