@@ -21,6 +21,7 @@ pub mod llm;
 pub mod loader;
 pub mod model;
 pub mod prompts;
+pub(crate) mod review;
 pub mod schema;
 pub mod stage;
 pub mod text;

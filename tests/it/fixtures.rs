@@ -92,6 +92,7 @@ pub fn board() -> Board {
         },
         context_sources: vec![],
         budget: None,
+        review: None,
     };
     let context_bundle = ContextBundle {
         summary: "[docs/costs.md] (background) The cluster costs $4,000 per month.".into(),
@@ -114,6 +115,7 @@ pub fn board() -> Board {
             agent("arch", "software architect"),
             agent("biz", "business analyst"),
         ],
+        reviewers: vec![],
         pm: None,
         llm: LlmSettings {
             provider: "replay".into(),

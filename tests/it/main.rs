@@ -50,6 +50,7 @@ mod pm_step;
 mod prompt_layout;
 mod redaction_corpus;
 mod report;
+mod review;
 mod sanitise;
 mod schemas;
 mod secrets;
