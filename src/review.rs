@@ -166,7 +166,13 @@ pub(crate) fn check_verdict(
     board: &Board,
     value: &Value,
 ) -> std::result::Result<ReviewVerdict, String> {
-    let mut v: ReviewVerdict = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
+    // A null list is an empty one (small models write null where nothing is to say).
+    let mut value = value.clone();
+    drop_nulls(&mut value);
+    if let Some(items) = value.get_mut("objections").and_then(Value::as_array_mut) {
+        items.iter_mut().for_each(drop_nulls);
+    }
+    let mut v: ReviewVerdict = serde_path_to_error::deserialize(value).map_err(|e| {
         let path = e.path().to_string();
         if path == "." {
             e.inner().to_string()
@@ -217,6 +223,13 @@ pub(crate) fn check_verdict(
         }
     }
     Ok(v)
+}
+
+/// An object's null fields left out (they are absent, as the PM's are).
+fn drop_nulls(v: &mut Value) {
+    if let Value::Object(obj) = v {
+        obj.retain(|_, v| !v.is_null());
+    }
 }
 
 /// A verdict's line for the events and the diagram.
@@ -683,5 +696,58 @@ mod tests {
             text.contains("Mode: review.") && text.contains("- O1 by biz, about the decision"),
             "{text}"
         );
+    }
+}
+
+#[cfg(test)]
+mod draft_tests {
+    use super::*;
+    use crate::model::{Confidence, Decision, Finding, FindingKind, OptionAssessment};
+
+    /// The reviewer gets the draft: the decision, the recommendation, the options table, the
+    /// findings with their evidence marks and the open questions.
+    #[test]
+    fn the_reviewer_sees_the_whole_draft() {
+        let mut b = crate::stage::fixtures::board(&["Who runs it?"]);
+        b.status = Status::Reviewing;
+        b.final_report =
+            Some("### Executive Summary\nAdopt it.\n### Recommendation\nStart in May.".into());
+        b.record.decision = Some(Decision {
+            choice: "Adopt the warehouse".into(),
+            confidence: Confidence::Medium,
+            revisit_if: "costs double".into(),
+        });
+        b.record.option_assessments.push(OptionAssessment {
+            option: "Warehouse".into(),
+            dimension: "Cost".into(),
+            assessment: "1,200 USD a month".into(),
+        });
+        b.record.findings.push(Finding {
+            kind: FindingKind::Risk,
+            text: "Loading lags a day".into(),
+            by: vec!["arch".into()],
+            loop_no: 1,
+            evidence: vec!["E1".into()],
+        });
+        b.evidence.push(Evidence {
+            id: "E1".into(),
+            agent: "arch".into(),
+            loop_no: 1,
+            document_id: "d".into(),
+            source_path: "d".into(),
+            quote: "q".into(),
+            verified: true,
+        });
+        let text = reviewer_message(&b, "biz", false).unwrap().content;
+        for part in [
+            "Decision: Adopt the warehouse (confidence medium); revisit if costs double",
+            "Recommendation: Start in May.",
+            "- Warehouse × Cost: 1,200 USD a month",
+            "- [risk] Loading lags a day (by arch; E1 verified)",
+            "Who runs it?",
+            "Reply fields: verdict",
+        ] {
+            assert!(text.contains(part), "{part:?} in {text}");
+        }
     }
 }

@@ -173,6 +173,11 @@ fn an_objection_revises_the_decision_and_another_is_overruled_both_in_the_report
         report.contains("Replica lag reached 40 minutes"),
         "{report}"
     );
+    // The reviewers in the diagram, asked at once in the draft's loop.
+    assert!(
+        report.contains("    par L2 at once\n        PM->>sre: L2 Review"),
+        "{report}"
+    );
     let board = final_board(&run_dir(&work));
     assert_eq!(board["status"], "finished");
     assert_eq!(board["review_round"], 1);
@@ -362,4 +367,73 @@ fn the_reviewers_are_asked_concurrently() {
     let report = work.read("report.md");
     assert!(report.contains("decision revised by the PM"), "{report}");
     assert!(report.contains("overruled by the PM"), "{report}");
+}
+
+/// The PM may ask a participant about an objection (loops permitting): the objection is
+/// addressed by that participant's answer; its next FINISH, with the review rounds spent, is
+/// the report.
+#[test]
+fn an_objection_asked_about_is_addressed_by_the_answer() {
+    let work = work(true);
+    let mut lines = to_objections();
+    lines.push(pm(json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "biz",
+        "prompt_for_agent": "What would tuning the slowest jobs gain, in minutes?",
+        "final_report": null,
+        "objection_responses": [
+            {"id": "O1", "resolution": "overrule", "reason": "A lag alarm covers it; the deadline has 2 hours of margin."},
+            {"id": "O2", "resolution": "ask", "reason": "The gain of tuning is what decides it."}]})));
+    lines.push((
+        "biz",
+        json!({"response": "Tuning gains about 10 minutes a night.",
+            "key_points": ["Tuning gains about 10 minutes a night"], "risks": [],
+            "recommendations": [], "citations": []}),
+    ));
+    lines.push(pm(finish(
+        "Read replica",
+        "high",
+        "Move reporting to a read replica.",
+        Value::Null,
+    )));
+    let c = cassette(&work, &lines);
+    meeting(&work, &c, &["--quiet"]).run().exit(0);
+    let report = work.read("report.md");
+    assert!(
+        report.contains("— addressed: the PM asked biz (The gain of tuning is what decides it.); biz answered: Tuning gains about 10 minutes a night."),
+        "{report}"
+    );
+    assert!(
+        report.contains("— overruled by the PM: A lag alarm covers it"),
+        "{report}"
+    );
+    let board = final_board(&run_dir(&work));
+    assert_eq!(board["loop_count"], 2, "the question about O2 took a loop");
+    assert_eq!(
+        board["review_round"], 1,
+        "one round: the second FINISH is final"
+    );
+}
+
+/// With two review rounds the revised FINISH is reviewed again; both approving, it is the
+/// report, and the round-1 objections keep their resolutions.
+#[test]
+fn a_second_round_reviews_the_revised_draft() {
+    let work = work(false);
+    let text = format!("{MEETING}review: {{by: [sre, devils-advocate], rounds: 2}}\n");
+    work.write("meeting.yaml", text);
+    let mut lines = to_objections();
+    lines.push(answer());
+    for who in ["sre", "devils-advocate"] {
+        lines.push((who, json!({"verdict": "approve", "objections": null})));
+    }
+    let c = cassette(&work, &lines);
+    meeting(&work, &c, &["--quiet"]).run().exit(0);
+    let board = final_board(&run_dir(&work));
+    assert_eq!(board["review_round"], 2);
+    assert_eq!(board["objections"].as_array().unwrap().len(), 2);
+    let report = work.read("report.md");
+    assert!(
+        report.contains("**Decision:** Read replica, with lag monitoring (confidence: medium)"),
+        "{report}"
+    );
+    assert!(report.contains("decision revised by the PM"), "{report}");
 }
