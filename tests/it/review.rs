@@ -437,3 +437,43 @@ fn a_second_round_reviews_the_revised_draft() {
     );
     assert!(report.contains("decision revised by the PM"), "{report}");
 }
+
+/// Bad review settings stop the meeting before any call, one line naming the field (exit 2).
+#[test]
+fn bad_review_settings_are_refused_naming_the_field() {
+    let c = PathBuf::from("/nonexistent-cassette.jsonl");
+    for (review, says) in [
+        (
+            "review: {by: [nobody]}\n",
+            "review.by[0]: unknown agent \"nobody\"",
+        ),
+        (
+            "review: {rounds: 0}\n",
+            "review.rounds: 0 (expected 1 to 5)",
+        ),
+        (
+            "review: {by: [sre, sre]}\n",
+            "review.by[1]: \"sre\" is named twice",
+        ),
+        (
+            "review: {by: [pm]}\n",
+            "review.by[0]: \"pm\" is not an agent name a reviewer may have",
+        ),
+        (
+            "review: {by: [ana]}\n",
+            "review.by[0]: \"ana\" is a person; reviewers are models",
+        ),
+    ] {
+        let work = work(false);
+        work.write(
+            "agents/ana.yaml",
+            "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows the nights on call.\n",
+        );
+        work.write("meeting.yaml", format!("{MEETING}{review}"));
+        let out = meeting(&work, &c, &["--quiet"]).run();
+        out.exit(2);
+        let err = out.stderr();
+        assert!(err.contains(says), "{review}: {err}");
+        assert_eq!(err.lines().count(), 1, "{review}: {err}");
+    }
+}
