@@ -477,3 +477,35 @@ fn bad_review_settings_are_refused_naming_the_field() {
         assert_eq!(err.lines().count(), 1, "{review}: {err}");
     }
 }
+
+/// A question about an objection that spends the last loop leads to the closing round; when
+/// that fails too, the fallback report still shows the challenges and how far each got.
+#[test]
+fn the_fallback_report_shows_the_challenges() {
+    let work = work(true);
+    let mut lines = to_objections();
+    lines.push(pm(json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "biz",
+        "prompt_for_agent": "What would tuning the slowest jobs gain, in minutes?",
+        "final_report": null,
+        "objection_responses": [
+            {"id": "O1", "resolution": "overrule", "reason": "A lag alarm covers it; the deadline has 2 hours of margin."},
+            {"id": "O2", "resolution": "ask", "reason": "The gain of tuning is what decides it."}]})));
+    lines.push((
+        "biz",
+        json!({"response": "Tuning gains about 10 minutes a night.",
+            "key_points": [], "risks": [], "recommendations": [], "citations": []}),
+    ));
+    lines.push(pm(json!("not a decision")));
+    lines.push(pm(json!("not a decision")));
+    let c = cassette(&work, &lines);
+    meeting(&work, &c, &["--quiet", "--max-loops", "2"])
+        .run()
+        .exit(3);
+    let report = work.read("report.md");
+    assert!(report.contains("## Challenges"), "{report}");
+    assert!(
+        report.contains("biz answered: Tuning gains about 10 minutes a night."),
+        "{report}"
+    );
+    assert!(report.contains("overruled by the PM"), "{report}");
+}
