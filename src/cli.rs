@@ -99,6 +99,11 @@ pub struct BoardArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
+    /// Reviewers of the PM's draft before the report is final (comma-separated; the built-in
+    /// `devils-advocate` is one); wins over the meeting file's `review.by`
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub review_by: Vec<String>,
     /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
     #[arg(long, value_name = "ID", value_parser = crate::model::check_trace_id)]
     pub trace_id: Option<String>,

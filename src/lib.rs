@@ -22,6 +22,7 @@ pub mod loader;
 pub mod model;
 pub mod otlp;
 pub mod prompts;
+pub(crate) mod review;
 pub mod schema;
 pub mod stage;
 pub mod text;

@@ -22,7 +22,7 @@ pub(crate) const ITEM_CHARS: usize = 500;
 /// meeting's stable block shared by the PM and every agent, the whiteboard, each caller's own
 /// part (role, rules, the question or the mode), the PM's built-in role, and the retry
 /// correction.
-pub(crate) const TEMPLATES: [(&str, &str); 8] = [
+pub(crate) const TEMPLATES: [(&str, &str); 9] = [
     (
         "meeting_system.j2",
         include_str!("../share/prompts/meeting_system.j2"),
@@ -49,6 +49,7 @@ pub(crate) const TEMPLATES: [(&str, &str); 8] = [
         "human_turn.j2",
         include_str!("../share/prompts/human_turn.j2"),
     ),
+    ("review.j2", include_str!("../share/prompts/review.j2")),
 ];
 
 /// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.

@@ -53,9 +53,19 @@ pub(crate) fn check_llm_config(
 }
 
 /// The model callers of a meeting, PM first, with their metadata (a `kind: human` participant
-/// calls no model: it needs no provider or key).
+/// calls no model: it needs no provider or key), then the reviewers who are no participants
+/// (docs/design/review.md#settings).
 pub(crate) fn callers(board: &Board) -> Vec<Caller> {
-    let agents = board.participants.iter().map(|n| (n, board.agents.get(n)));
+    let reviewers: Vec<String> = board
+        .reviewers()
+        .into_iter()
+        .filter(|r| !board.participants.contains(r))
+        .collect();
+    let agents = board
+        .participants
+        .iter()
+        .chain(&reviewers)
+        .map(|n| (n, board.agents.get(n)));
     callers_of(board.pm.as_ref(), agents)
 }
 

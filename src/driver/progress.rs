@@ -200,7 +200,11 @@ fn failed_request_line(line: &str, ui: Ui) -> Option<String> {
 /// its answers stands `loops A-B/M`, one loop per call (docs/design/agent-turn.md#fan-out).
 fn loop_tag(board: &Board) -> String {
     let first = board.current_loop();
-    let fan_out = board.pending_calls.len().max(board.last_turns.len()) as u32;
+    // Reviewers' calls are no loops (docs/design/review.md#flow).
+    let fan_out = match board.status {
+        Status::Reviewing => 1,
+        _ => board.pending_calls.len().max(board.last_turns.len()) as u32,
+    };
     let last = (first + fan_out.saturating_sub(1)).min(board.max_loops.max(1));
     range_tag(first, last, board.max_loops)
 }
@@ -476,14 +480,21 @@ fn turn_lines(
     let name = paint(ui, "1;33", &turn.agent_name);
     let stats = stats(before, after, &turn.agent_name);
     let mut lines = retry_lines(after, &turn.agent_name, lead, ui);
-    lines.push(match &turn.result {
-        Some(r) => format!(
+    lines.push(match (&turn.result, &turn.review) {
+        (_, Some(v)) => format!(
+            "{lead}{name}: review: {} {stats}",
+            match v.verdict {
+                crate::model::Verdict::Approve => "approve".to_string(),
+                crate::model::Verdict::Object => plural(v.objections.len() as u64, "objection"),
+            }
+        ),
+        (Some(r), _) => format!(
             "{lead}{name}: {}, {}, {} {stats}",
             plural(r.key_points.len() as u64, "key point"),
             plural(r.risks.len() as u64, "risk"),
             plural(r.citations.len() as u64, "citation"),
         ),
-        None => format!(
+        (None, None) => format!(
             "{lead}{name}: {} {} {stats}",
             paint(ui, "1;31", "failed:"),
             one_line(turn.error.as_deref().unwrap_or("?"), usize::MAX)

@@ -13,10 +13,14 @@ use super::rules::{load_agent_file, load_agent_text, AgentKind};
 
 /// The agents that ship inside the programs (`share/agents/`), embedded like the prompts: a
 /// meeting works from any folder after `cargo install` (docs/design/agents-and-config.md#agent-lookup).
-pub const BUILTIN_AGENTS: [(&str, &str); 7] = [
+pub const BUILTIN_AGENTS: [(&str, &str); 8] = [
     ("arch", include_str!("../../share/agents/arch.yaml")),
     ("biz", include_str!("../../share/agents/biz.yaml")),
     ("data", include_str!("../../share/agents/data.yaml")),
+    (
+        "devils-advocate",
+        include_str!("../../share/agents/devils-advocate.yaml"),
+    ),
     ("finance", include_str!("../../share/agents/finance.yaml")),
     ("product", include_str!("../../share/agents/product.yaml")),
     ("security", include_str!("../../share/agents/security.yaml")),
@@ -175,7 +179,7 @@ impl AgentSearch {
     }
 
     /// The specialists one could name instead of an unknown one (not the PM).
-    fn available(&self) -> Vec<String> {
+    pub(crate) fn available(&self) -> Vec<String> {
         let mut names: Vec<String> = self
             .places
             .iter()

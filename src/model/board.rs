@@ -11,6 +11,9 @@ use super::*;
 #[serde(rename_all = "snake_case")]
 pub enum Status {
     Running,
+    /// The reviewers have the PM's draft, or the PM answers their objections
+    /// (docs/design/review.md).
+    Reviewing,
     Finishing,
     Finished,
     ForcedStop,
@@ -75,6 +78,10 @@ pub struct LastTurn {
     pub prompt: String,
     pub result: Option<AgentTurnResult>,
     pub error: Option<String>,
+    /// A reviewer's verdict on the PM's draft (docs/design/review.md#verdict), instead of
+    /// `result`; absent on every other turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewVerdict>,
 }
 
 /// The whiteboard: the whole state of a meeting, passed from stage to stage.
@@ -123,6 +130,14 @@ pub struct Board {
     pub recent_errors: Vec<String>,
     pub final_report: Option<String>,
     pub process_note: Option<String>,
+    /// Review rounds begun (docs/design/review.md); written only in a meeting with review, so
+    /// a board without it is the same bytes as before (no new board version: an absent field
+    /// means no review yet, which is what 0 says).
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub review_round: u32,
+    /// The reviewers' objections, with ids and how each was resolved (absent: none raised).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objections: Vec<Objection>,
     /// The decision record for the report: questions, provenance, decision, process notes.
     #[serde(default, skip_serializing_if = "MeetingRecord::is_empty")]
     pub record: MeetingRecord,
@@ -227,7 +242,7 @@ fn check_calls_and_turns(b: &Board) -> Result<(), crate::error::Invalid> {
     let mut asked: Vec<&str> = Vec::new();
     for (at, call) in calls {
         let name = call.target_agent.as_str();
-        if !b.participants.iter().any(|p| p == name) {
+        if !b.may_answer(name) {
             return Err(Invalid::at(
                 format!("{at}.target_agent"),
                 format!(
@@ -263,7 +278,7 @@ fn check_calls_and_turns(b: &Board) -> Result<(), crate::error::Invalid> {
     let mut answered: Vec<&str> = Vec::new();
     for (at, turn) in turns {
         let name = turn.agent_name.as_str();
-        if !b.participants.iter().any(|p| p == name) {
+        if !b.may_answer(name) {
             return Err(Invalid::at(
                 format!("{at}.agent_name"),
                 format!(
@@ -284,6 +299,23 @@ fn check_calls_and_turns(b: &Board) -> Result<(), crate::error::Invalid> {
 }
 
 impl Board {
+    /// The reviewers of the meeting's drafts, in order (docs/design/review.md#settings); none
+    /// without review.
+    pub fn reviewers(&self) -> Vec<String> {
+        self.meeting_input
+            .review
+            .as_ref()
+            .map(ReviewSettings::reviewers)
+            .unwrap_or_default()
+    }
+
+    /// Whether `name` may be called now: a participant, or, while the board is `reviewing`,
+    /// a reviewer (who need not be a participant).
+    fn may_answer(&self, name: &str) -> bool {
+        self.participants.iter().any(|p| p == name)
+            || (self.status == Status::Reviewing && self.reviewers().iter().any(|r| r == name))
+    }
+
     /// Whether an agent turn is waiting to be run: a single call or a fan-out.
     pub fn has_pending_calls(&self) -> bool {
         self.pending_call.is_some() || !self.pending_calls.is_empty()

@@ -71,6 +71,9 @@ pub struct PmDecision {
     /// With FINISH: a short verdict per option and evaluation dimension.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub option_assessments: Vec<OptionAssessment>,
+    /// While reviewers' objections are open: the PM's answer to each (docs/design/review.md#pm-answer).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub objection_responses: Vec<super::ObjectionResponse>,
 }
 
 /// One question the PM marks answered (docs/design/whiteboard.md#questions).
@@ -166,6 +169,13 @@ pub(crate) fn decision_shape() -> &'static DecisionShape {
         }
     });
     &SHAPE
+}
+
+/// A schemars schema of any document a model answers with, in the plain form models are sent
+/// (see [`DecisionShape`]).
+pub(crate) fn plain_schema(generated: &Value) -> Value {
+    let defs = generated["$defs"].as_object().cloned().unwrap_or_default();
+    plain(generated, &defs)
 }
 
 /// `schema` (schemars' output) in the plain form models are sent (see [`DecisionShape`]).
@@ -403,6 +413,7 @@ mod tests {
             answered_questions: vec![],
             decision: None,
             option_assessments: vec![],
+            objection_responses: vec![],
         };
         assert!(call(Some("arch"), Some("How long?")).validate().is_ok());
         assert_eq!(
@@ -423,6 +434,7 @@ mod tests {
             answered_questions: vec![],
             decision: None,
             option_assessments: vec![],
+            objection_responses: vec![],
         };
         let report =
             "### Executive Summary\nKeep Python.\n\n### Recommendation\nRevisit in 6 months.";

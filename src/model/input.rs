@@ -3,7 +3,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use super::is_zero;
+use super::{is_zero, ReviewSettings};
 use crate::error::Invalid;
 
 /// Shared background of the meeting.
@@ -103,6 +103,9 @@ pub struct MeetingInput {
     /// from the record `--adr` writes (docs/design/report.md#adr); `--supersedes` wins over it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub supersedes: Option<String>,
+    /// Reviewer mode (docs/design/review.md#settings): who reviews the PM's draft.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewSettings>,
 }
 
 /// A meeting file's `budget:` (docs/design/pm-round.md#token-budget).
@@ -127,6 +130,7 @@ impl MeetingInput {
             context_sources: Vec::new(),
             budget: None,
             supersedes: None,
+            review: None,
         }
     }
 
@@ -149,6 +153,32 @@ impl MeetingInput {
                 "budget.max_total_tokens",
                 "must be greater than 0",
             ));
+        }
+        if let Some(r) = &self.review {
+            if !(1..=super::MAX_REVIEW_ROUNDS).contains(&r.rounds) {
+                return Err(Invalid::at(
+                    "review.rounds",
+                    format!("{} (expected 1 to {})", r.rounds, super::MAX_REVIEW_ROUNDS),
+                ));
+            }
+            if r.by.len() > super::MAX_PARALLEL as usize {
+                return Err(Invalid::at(
+                    "review.by",
+                    format!(
+                        "{} reviewers (expected at most {})",
+                        r.by.len(),
+                        super::MAX_PARALLEL
+                    ),
+                ));
+            }
+            for (i, name) in r.by.iter().enumerate() {
+                if r.by[..i].contains(name) {
+                    return Err(Invalid::at(
+                        format!("review.by[{i}]"),
+                        format!("{name:?} is named twice"),
+                    ));
+                }
+            }
         }
         for (i, s) in self.context_sources.iter().enumerate() {
             let at = |f: &str| format!("context_sources[{i}].{f}");

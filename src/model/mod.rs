@@ -14,6 +14,7 @@ mod input;
 mod names;
 mod record;
 mod report;
+mod review;
 mod usage;
 
 pub use agent::*;
@@ -25,6 +26,7 @@ pub use input::*;
 pub(crate) use names::wire_name;
 pub use record::*;
 pub use report::*;
+pub use review::*;
 pub use usage::*;
 
 use schemars::JsonSchema;

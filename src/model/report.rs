@@ -37,6 +37,7 @@ pub struct ReportResult {
 #[serde(rename_all = "snake_case")]
 pub enum MeetingStatus {
     Running,
+    Reviewing,
     Finishing,
     ForcedStop,
     /// The report is saved and carries the PM's decision (its own report, normal or forced).
@@ -57,6 +58,7 @@ impl From<Status> for MeetingStatus {
     fn from(s: Status) -> MeetingStatus {
         match s {
             Status::Running => MeetingStatus::Running,
+            Status::Reviewing => MeetingStatus::Reviewing,
             Status::Finishing => MeetingStatus::Finishing,
             Status::ForcedStop => MeetingStatus::ForcedStop,
             Status::Finished => MeetingStatus::Finished,

@@ -13,6 +13,8 @@ use crate::whiteboard::{append_unique, summary_lines};
 #[derive(Debug, Clone)]
 pub struct InitOptions {
     pub agents: Vec<AgentConfig>,
+    /// The configs of the meeting's reviewers who are not participants (docs/design/review.md#settings).
+    pub reviewers: Vec<AgentConfig>,
     pub pm: Option<AgentConfig>,
     pub llm: LlmSettings,
     pub max_loops: u32,
@@ -35,7 +37,23 @@ pub struct InitArgs<'a> {
 
 /// The `init-board` program on a packet (`label` names where it came from in errors): the
 /// participants' and the PM's configs looked up, the trace id settled, a fresh board.
-pub fn run(packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> {
+pub fn run(mut packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> {
+    // `--review-by` wins over the meeting file's `review.by` (its rounds kept, else one).
+    let review_by: Vec<String> = args
+        .board
+        .review_by
+        .iter()
+        .map(|n| n.trim().to_string())
+        .filter(|n| !n.is_empty())
+        .collect();
+    if !review_by.is_empty() {
+        let input = &mut packet.meeting_input;
+        let rounds = input.review.as_ref().map_or(1, |r| r.rounds);
+        input.review = Some(crate::model::ReviewSettings {
+            by: review_by,
+            rounds,
+        });
+    }
     packet
         .meeting_input
         .validate()
@@ -45,10 +63,12 @@ pub fn run(packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> 
     let search = crate::loader::AgentSearch::new(b.agents_dir.as_deref(), config.user_agents_dir());
     let (agents, pm) =
         crate::loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
+    let reviewers = load_reviewers(&search, &packet.meeting_input, &agents, pm_name)?;
     let now = events::clock_from_env().now();
     let trace_id = b.trace_id.clone().unwrap_or_else(|| new_trace_id(&now));
     let opts = InitOptions {
         agents,
+        reviewers,
         pm,
         llm: args.llm,
         // Flag > config file > built-in default (docs/design/agents-and-config.md#config); the budget: flag >
@@ -69,6 +89,48 @@ pub fn run(packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> 
         trace_id,
     };
     init(packet, opts, &now)
+}
+
+/// The configs of the meeting's reviewers who are not among `participants`, looked up like
+/// them; a reviewer must be a model (a person reviews the report itself), not the PM.
+fn load_reviewers(
+    search: &crate::loader::AgentSearch,
+    input: &crate::model::MeetingInput,
+    participants: &[AgentConfig],
+    pm: &str,
+) -> Result<Vec<AgentConfig>> {
+    let Some(review) = &input.review else {
+        return Ok(Vec::new());
+    };
+    let mut out: Vec<AgentConfig> = Vec::new();
+    for (i, name) in review.reviewers().iter().enumerate() {
+        let at = format!("review.by[{i}]");
+        if !crate::model::is_safe_name(name) || name == pm {
+            return Err(Error::Usage(format!(
+                "{at}: {name:?} is not an agent name a reviewer may have (1-64 of A-Z a-z 0-9 _ -, not the PM)"
+            )));
+        }
+        let cfg = match participants.iter().find(|a| &a.name == name) {
+            Some(a) => a.clone(),
+            None => search
+                .load(name, crate::loader::AgentKind::Specialist)?
+                .ok_or_else(|| {
+                    Error::Usage(format!(
+                        "{at}: unknown agent {name:?} (available: {})",
+                        search.available().join(", ")
+                    ))
+                })?,
+        };
+        if cfg.kind == crate::model::ParticipantKind::Human {
+            return Err(Error::Usage(format!(
+                "{at}: {name:?} is a person; reviewers are models (a person reviews the report itself)"
+            )));
+        }
+        if !participants.iter().any(|a| &a.name == name) {
+            out.push(cfg);
+        }
+    }
+    Ok(out)
 }
 
 /// A fresh board: status `running`, loop 0, `required_questions` seeding `open_questions`.
@@ -111,6 +173,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         agents: opts
             .agents
             .into_iter()
+            .chain(opts.reviewers)
             .map(|a| (a.name.clone(), a))
             .collect(),
         pm: opts.pm,
@@ -135,6 +198,8 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         recent_errors: Vec::new(),
         final_report: None,
         process_note: None,
+        review_round: 0,
+        objections: Vec::new(),
         record: Default::default(),
         new_events: Vec::new(),
         event_count: 0,

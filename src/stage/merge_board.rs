@@ -6,7 +6,7 @@ use crate::circles;
 use crate::error::Result;
 use crate::events;
 use crate::model::{
-    AgentTurnResult, Board, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer,
+    AgentTurnResult, Board, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer, Status,
     TurnStatus, EVIDENCE_CAP,
 };
 use crate::stage::Stage;
@@ -50,6 +50,10 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         Some(turn) => vec![turn],
         None => std::mem::take(&mut board.last_turns),
     };
+    if board.status == Status::Reviewing {
+        merge_reviews(&mut board, turns, now);
+        return Ok(board);
+    }
     // The questions the PM marked answered when it made this call (docs/design/whiteboard.md#questions).
     // A question they answer counts for the (first) turn: it was not a quiet one.
     let mut answered_before = answered(&board);
@@ -60,6 +64,27 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         answered_before = answered(&board);
     }
     Ok(board)
+}
+
+/// Fold the reviewers' verdicts in, in call order (docs/design/review.md#objections): each
+/// objection filed with its id, a failed review counted among the errors. A review is no
+/// loop: the loop budget is the PM's questions'. With no objection open the draft is the
+/// report.
+fn merge_reviews(board: &mut Board, turns: Vec<LastTurn>, now: &str) {
+    for turn in turns {
+        let message = match (&turn.status, &turn.review) {
+            (TurnStatus::Ok, Some(v)) => {
+                let filed = crate::review::file_objections(board, &turn.agent_name, v);
+                format!("{}: review, {filed} objections", turn.agent_name)
+            }
+            _ => {
+                merge_error(board, &turn);
+                format!("{}: review error recorded", turn.agent_name)
+            }
+        };
+        events::push_at(board, now, events::board_merged(message));
+    }
+    crate::review::after_reviews(board);
 }
 
 /// How many of the meeting's questions are answered.
@@ -79,6 +104,7 @@ fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usi
             let adds = circles::adds_something(board, &result);
             merge_result(board, &result);
             circles::record_answer(board, &turn.agent_name, Some(headline(&result.response)));
+            crate::review::note_answer(board, &turn.agent_name, &headline(&result.response));
             answered_by_person(board, &turn, &result);
             let quiet = !adds && answered(board) == answered_before;
             note_quiet_turn(board, now, quiet);
@@ -264,6 +290,7 @@ mod tests {
             prompt: "q".into(),
             result: Some(r),
             error: None,
+            review: None,
         });
     }
 
@@ -324,6 +351,7 @@ mod tests {
             prompt: "q".into(),
             result: None,
             error: Some("timeout".into()),
+            review: None,
         });
         b = merge(b, NOW).unwrap();
         assert_eq!(b.latest_agent_outputs["arch"].response, "Second.");
@@ -475,6 +503,7 @@ mod tests {
                 prompt: "q".into(),
                 result: None,
                 error: Some(format!("invalid JSON {i}")),
+                review: None,
             });
             b = merge(b, NOW).unwrap();
         }
@@ -516,6 +545,7 @@ mod tests {
             prompt: "q".into(),
             result: None,
             error: None,
+            review: None,
         });
         b = merge(b, NOW).unwrap();
         assert_eq!((b.loop_count, b.status), (2, Status::Running));

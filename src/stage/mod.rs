@@ -163,6 +163,7 @@ pub(crate) mod fixtures {
         };
         let opts = super::init_board::InitOptions {
             agents: vec![agent("arch"), agent("biz")],
+            reviewers: vec![],
             pm: None,
             llm: LlmSettings {
                 provider: "replay".into(),
@@ -205,9 +206,20 @@ mod tests {
             prompt: "q".into(),
             result: None,
             error: Some("x".into()),
+            review: None,
         };
         type Row = (Status, bool, bool, Option<&'static str>, Option<Stage>);
-        let rows: [Row; 13] = [
+        let rows: [Row; 16] = [
+            // Reviewing (docs/design/review.md#flow): the draft is in `final_report`.
+            (Status::Reviewing, true, false, Some("Go."), Some(AgentTurn)),
+            (
+                Status::Reviewing,
+                false,
+                true,
+                Some("Go."),
+                Some(MergeBoard),
+            ),
+            (Status::Reviewing, false, false, Some("Go."), Some(PmStep)),
             (Status::Running, false, false, None, Some(PmStep)),
             (Status::Running, true, false, None, Some(AgentTurn)),
             (Status::Running, false, true, None, Some(MergeBoard)),

@@ -143,7 +143,9 @@ fn unknown_agent_lists_what_exists_and_points_at_agent_builder() {
         "{err}"
     );
     assert!(
-        err.contains("(available: arch, biz, cost, data, finance, product, security, sre)"),
+        err.contains(
+            "(available: arch, biz, cost, data, devils-advocate, finance, product, security, sre)"
+        ),
         "{err}"
     );
     assert!(err.contains("agent-builder --name lawyer"), "{err}");

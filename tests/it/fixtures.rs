@@ -93,6 +93,7 @@ pub fn board() -> Board {
         context_sources: vec![],
         budget: None,
         supersedes: None,
+        review: None,
     };
     let context_bundle = ContextBundle {
         summary: "[docs/costs.md] (background) The cluster costs $4,000 per month.".into(),
@@ -115,6 +116,7 @@ pub fn board() -> Board {
             agent("arch", "software architect"),
             agent("biz", "business analyst"),
         ],
+        reviewers: vec![],
         pm: None,
         llm: LlmSettings {
             provider: "replay".into(),

@@ -93,6 +93,7 @@ fn board_for(stage: &str) -> Value {
                 prompt: "What does it cost?".into(),
                 result: None,
                 error: Some("timeout".into()),
+                review: None,
             });
         }
         "render-report" => b.status = agent_meeting::model::Status::ForcedStop,

@@ -55,6 +55,7 @@ mod pm_step;
 mod prompt_layout;
 mod redaction_corpus;
 mod report;
+mod review;
 mod sanitise;
 mod sample_provider;
 mod schemas;

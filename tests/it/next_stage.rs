@@ -76,6 +76,36 @@ fn next_stage_names_the_program_for_every_state() {
         ),
         (vec![("status", json!("forced_stop"))], "render-report"),
         (vec![("status", json!("failed"))], "render-report"),
+        // Reviewer mode (docs/design/review.md#flow): the draft in final_report.
+        (
+            vec![
+                ("status", json!("reviewing")),
+                ("final_report", json!("Go.")),
+            ],
+            "pm-step",
+        ),
+        (
+            vec![
+                ("status", json!("reviewing")),
+                ("final_report", json!("Go.")),
+                (
+                    "pending_call",
+                    json!({"target_agent": "biz", "prompt": "Review."}),
+                ),
+            ],
+            "agent-turn",
+        ),
+        (
+            vec![
+                ("status", json!("reviewing")),
+                ("final_report", json!("Go.")),
+                (
+                    "last_turn",
+                    json!({"agent_name": "biz", "status": "error", "prompt": "q", "error": "x"}),
+                ),
+            ],
+            "merge-board",
+        ),
         (vec![("status", json!("finished"))], "none"),
     ];
     every_case(

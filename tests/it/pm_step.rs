@@ -485,6 +485,7 @@ fn wrong_stage_boards_name_the_right_stage() {
                     prompt: "q".into(),
                     result: None,
                     error: Some("x".into()),
+                    review: None,
                 })
             }),
             "merge-board should run next",

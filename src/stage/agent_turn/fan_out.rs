@@ -122,7 +122,14 @@ fn one_call(
     let (client, opts) = client_for_caller(&args, &board.llm, &agent.name, &agent.metadata, 0)?;
     let log = llm.llm_log.as_deref().map(|l| part_path(l, first_seq));
     let mut client = client.with_log(log).in_fan_out(base, index, n);
-    events::in_later_loop(&mut own, index as u32, |own| {
+    // Reviewers' calls are no loops (docs/design/review.md#flow): all stand in the loop the
+    // PM's draft was written in.
+    let offset = if own.status == crate::model::Status::Reviewing {
+        0
+    } else {
+        index as u32
+    };
+    events::in_later_loop(&mut own, offset, |own| {
         run_call(own, call, &mut client, &opts, clock)
     })?;
     Ok(Done {

@@ -5,6 +5,7 @@
 
 pub mod fan_out;
 pub mod human;
+mod review;
 
 pub use fan_out::{fan_out, is_fan_out};
 
@@ -515,6 +516,9 @@ fn run_call(
     opts: &Options,
     clock: &dyn Clock,
 ) -> Result<()> {
+    if review::is_review(board) {
+        return review::review_call(board, call, client, opts, clock);
+    }
     let agent = board.agents[&call.target_agent].clone();
     let name = agent.name.clone();
     let request = if agent.kind == ParticipantKind::Human {
@@ -565,6 +569,7 @@ fn run_call(
                 prompt: call.prompt,
                 result: Some(result),
                 error: None,
+                review: None,
             });
         }
         Err((error, plain)) => error_turn(board, clock, call, &error, &plain),
@@ -588,6 +593,7 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
         prompt: call.prompt,
         result: None,
         error: Some(error.to_string()),
+        review: None,
     });
 }
 

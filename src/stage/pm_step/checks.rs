@@ -140,6 +140,7 @@ impl Asker for PmAsk<'_> {
             Mode::ForcedFinish => {
                 "The meeting is in forced_finish mode: next_action must be \"FINISH\" with a final_report."
             }
+            Mode::Review => "",
         };
         let offer = Offered::of(self.board);
         let field = invalid.field().unwrap_or_default();
@@ -270,6 +271,13 @@ pub(super) fn check_decision(
         Invalid::Schema(e.to_string(), plain)
     })?;
     check_answered_by(board, &decision)?;
+    if mode == Mode::Review {
+        crate::review::check_responses(board, &decision).map_err(|(e, p)| Invalid::Schema(e, p))?;
+    } else if !decision.objection_responses.is_empty() {
+        return Err(schema_error(
+            "objection_responses: there are no open objections: leave it null".into(),
+        ));
+    }
     if decision.next_action == NextAction::Finish {
         return Ok(decision);
     }

@@ -17,6 +17,7 @@ use crate::events::{self, Clock};
 use crate::llm::{default_max_tokens, Client, Options, Request};
 use crate::model::PM_CALLER;
 use crate::model::{Board, ForcedReason, NextAction, PendingCall, PmDecision, ProcessKind, Status};
+use crate::review;
 use crate::stage::Stage;
 use crate::whiteboard::{apply_answers, note_caller, note_process, sync_questions};
 use checks::{Invalid, PmAsk};
@@ -27,6 +28,8 @@ use checks::{Invalid, PmAsk};
 pub enum Mode {
     Normal,
     ForcedFinish,
+    /// The PM answers the reviewers' open objections (docs/design/review.md#pm-answer).
+    Review,
 }
 
 impl Mode {
@@ -35,9 +38,12 @@ impl Mode {
     }
 }
 
-/// `forced_finish` when the board is `finishing` without a report or the loop budget is spent.
+/// `review` while the board is `reviewing` (the reviewers objected); `forced_finish` when the
+/// board is `finishing` without a report or the loop budget is spent.
 pub fn mode(board: &Board) -> Mode {
-    if board.status == Status::Finishing || board.loop_count >= board.max_loops {
+    if board.status == Status::Reviewing {
+        Mode::Review
+    } else if board.status == Status::Finishing || board.loop_count >= board.max_loops {
         Mode::ForcedFinish
     } else {
         Mode::Normal
@@ -72,7 +78,7 @@ pub fn run(board: Board, llm: &crate::llm::LlmArgs) -> Result<Board> {
 fn pm_max_tokens(mode: Mode) -> u32 {
     match mode {
         Mode::Normal => default_max_tokens::PM_STEP,
-        Mode::ForcedFinish => default_max_tokens::PM_CLOSING,
+        Mode::ForcedFinish | Mode::Review => default_max_tokens::PM_CLOSING,
     }
 }
 
@@ -272,6 +278,8 @@ fn pm_step_with(
             board.final_report = d.final_report;
         }
         (Mode::ForcedFinish, Err(f)) => fail_closing_round(&mut board, f, plan.budget_note, clock),
+        (Mode::Review, Ok(d)) => answer_objections(&mut board, d, clock),
+        (Mode::Review, Err(f)) => fail_review_round(&mut board, f, clock),
     }
     Ok(board)
 }
@@ -321,8 +329,43 @@ fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Cl
             board.status = Status::Finishing;
             keep_decision(board, &d, clock);
             board.final_report = d.final_report;
+            // With reviewers and rounds left the FINISH is a draft (docs/design/review.md).
+            if review::wants_review(board) {
+                review::start(board, clock);
+            }
         }
     }
+}
+
+/// The PM's checked answer to the open objections (docs/design/review.md#pm-answer): each
+/// objection resolved as it says; a FINISH is the revised (or kept) report, reviewed again
+/// while rounds are left; a CALL_AGENT asks a participant and the meeting runs on (its next
+/// FINISH is the draft).
+fn answer_objections(board: &mut Board, d: PmDecision, clock: &dyn Clock) {
+    review::apply_responses(board, &d.objection_responses, d.target_agent.as_deref());
+    if d.next_action != NextAction::Finish {
+        board.status = Status::Running;
+        board.final_report = None;
+    }
+    apply_decision(board, d, 0, clock);
+}
+
+/// A failed answer to the objections: the draft stands as the report, its objections open
+/// (docs/design/review.md#forced-finish).
+fn fail_review_round(board: &mut Board, f: Failure, clock: &dyn Clock) {
+    events::push(board, clock, events::pm_round_failed(&f.error));
+    board.last_error = Some(f.error);
+    let n = review::open(board).count();
+    note_process(
+        board,
+        ProcessKind::RoundFailed,
+        format!(
+            "The PM's answer to the reviewers' objections failed: {}; the draft report stands with {n} objection{} open.",
+            f.plain,
+            if n == 1 { "" } else { "s" }
+        ),
+    );
+    board.status = Status::Finishing;
 }
 
 /// Failed PM rounds in a row after which the meeting is closed

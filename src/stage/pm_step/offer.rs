@@ -77,7 +77,15 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     input["role"] = json!(role);
     input["schema_in_prompt"] = json!(schema_in_prompt);
     let offer = Offered::of(board);
-    input["offer_call"] = json!(offer.actions.contains(&NextAction::CallAgent));
+    // Answering objections: CALL_AGENT only while loops are left; otherwise as before.
+    let actions = match mode(board) {
+        Mode::Review => offer.actions_in(Mode::Review, board),
+        _ => offer.actions.clone(),
+    };
+    input["offer_call"] = json!(actions.contains(&NextAction::CallAgent));
+    if mode(board) == Mode::Review {
+        input["review"] = crate::review::for_pm(board);
+    }
     input["offer_answered"] = json!(offer.answered > 0);
     input["offer_assessments"] = json!(offer.assessments > 0);
     input["max_calls"] = json!(if offer.actions.contains(&NextAction::CallAgents) {
@@ -160,11 +168,27 @@ impl Offered {
         }
     }
 
-    /// The actions of a round in `mode`: the closing round may only FINISH.
-    pub(super) fn actions_in(&self, mode: Mode) -> Vec<NextAction> {
+    /// The actions of a round in `mode`: the closing round may only FINISH; answering
+    /// objections, FINISH or, while loops are left, one CALL_AGENT (docs/design/review.md#pm-answer).
+    pub(super) fn actions_in(&self, mode: Mode, board: &Board) -> Vec<NextAction> {
         match mode {
             Mode::Normal => self.actions.clone(),
             Mode::ForcedFinish => vec![NextAction::Finish],
+            Mode::Review => self
+                .actions
+                .iter()
+                .copied()
+                .filter(|a| {
+                    *a == NextAction::Finish
+                        || (*a == NextAction::CallAgent && board.loop_count < board.max_loops)
+                })
+                .chain(std::iter::once(NextAction::Finish))
+                .fold(Vec::new(), |mut v, a| {
+                    if !v.contains(&a) {
+                        v.push(a);
+                    }
+                    v
+                }),
         }
     }
 }
@@ -265,7 +289,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     let shape = &crate::model::decision_shape().schema;
     let mut properties = shape["properties"].clone();
     let offer = Offered::of(board);
-    let actions = offer.actions_in(mode);
+    let actions = offer.actions_in(mode, board);
     let names: Vec<&str> = actions.iter().map(|a| a.as_str()).collect();
     properties["next_action"]["enum"] = json!(names);
     if actions.contains(&NextAction::CallAgent) {
@@ -296,6 +320,17 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     properties["answered_questions"] = bounded_or_null(answered, 0, offer.answered);
     let assessments = properties["option_assessments"].take();
     properties["option_assessments"] = bounded_or_null(assessments, 0, offer.assessments);
+    // Answering objections: one response per open objection, by id; offered only then, so
+    // the schema (part of the cached prefix) of a meeting without review never changes.
+    let review_ids = match mode {
+        Mode::Review => crate::review::open_ids(board),
+        _ => Vec::new(),
+    };
+    let mut responses = properties["objection_responses"].take();
+    responses["items"]["properties"]["id"]["enum"] = json!(review_ids);
+    responses["minItems"] = json!(review_ids.len());
+    responses["maxItems"] = json!(review_ids.len());
+    properties["objection_responses"] = responses;
     // Offered only where they apply (docs/design/prompts.md#prompt-layout): every field is paid for on
     // every call, and a field with nothing to say invites filler.
     let props = properties
@@ -305,6 +340,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         ("calls", fan_out),
         ("answered_questions", offer.answered > 0),
         ("option_assessments", offer.assessments > 0),
+        ("objection_responses", !review_ids.is_empty()),
     ] {
         if !offered {
             props.shift_remove(name);
@@ -535,6 +571,11 @@ mod tests {
                 dimension: "Cost".into(),
                 assessment: "ok".into(),
             }],
+            objection_responses: vec![crate::model::ObjectionResponse {
+                id: "O1".into(),
+                resolution: crate::model::Resolution::Overrule,
+                reason: "It stands.".into(),
+            }],
         };
         let written = serde_json::to_value(&full).unwrap();
         let keys: Vec<&String> = written.as_object().unwrap().keys().collect();
@@ -559,8 +600,40 @@ mod tests {
         dp.evaluation_dimensions = vec!["Cost".into()];
         let sent = pm_expected_json(&board, Mode::Normal).schema;
         let sent_keys: Vec<&String> = sent["properties"].as_object().unwrap().keys().collect();
-        assert_eq!(sent_keys, shape.fields.iter().collect::<Vec<_>>());
+        // Every field but the answers to objections, offered only while some are open
+        // (docs/design/review.md#pm-answer).
+        let normal: Vec<&String> = shape
+            .fields
+            .iter()
+            .filter(|f| *f != "objection_responses")
+            .collect();
+        assert_eq!(sent_keys, normal);
+        let mut reviewing = board.clone();
+        reviewing.status = crate::model::Status::Reviewing;
+        reviewing.objections.push(crate::model::Objection {
+            id: "O1".into(),
+            by: "biz".into(),
+            about: "the decision".into(),
+            why: "No cost figure.".into(),
+            evidence: vec![],
+            round: 1,
+            status: crate::model::ObjectionStatus::Open,
+            resolution: None,
+            asked: None,
+            answer: None,
+        });
+        let review = pm_expected_json(&reviewing, Mode::Review).schema;
+        let o = &review["properties"]["objection_responses"];
+        assert_eq!(o["items"]["properties"]["id"]["enum"], json!(["O1"]));
+        assert_eq!(
+            (o["minItems"].clone(), o["maxItems"].clone()),
+            (json!(1), json!(1))
+        );
         let mut answer = written.clone();
+        answer
+            .as_object_mut()
+            .unwrap()
+            .remove("objection_responses");
         answer["calls"] = json!([{"target_agent": "arch", "prompt_for_agent": "Cost?"},
             {"target_agent": "biz", "prompt_for_agent": "Risk?"}]);
         answer["final_report"] =

@@ -82,7 +82,13 @@ pub fn mermaid_of(participants: &[String], flow: &Flow) -> String {
             let (ask, got) = (&steps[i..i + asks], &steps[i + asks..i + asks + answers]);
             let first = shown_loop(ask[0].loop_no);
             let last = shown_loop(ask[asks - 1].loop_no);
-            lines.push(format!("    par L{first}-L{last} at once"));
+            // Reviewers' calls all stand in one loop (docs/design/review.md#flow).
+            let span = if first == last {
+                format!("L{first}")
+            } else {
+                format!("L{first}-L{last}")
+            };
+            lines.push(format!("    par {span} at once"));
             for (k, a) in ask.iter().enumerate() {
                 if k > 0 {
                     lines.push("    and".to_string());

@@ -42,7 +42,7 @@ const FORCED_TEMPLATE: &str = include_str!("../../../share/templates/forced.md.j
 const FALLBACK_TEMPLATE: &str = include_str!("../../../share/templates/fallback.md.j2");
 const APPENDIX_TEMPLATE: &str = include_str!("../../../share/templates/appendix.md.j2");
 /// The parts every kind includes (and a user template may include).
-const PARTS: [(&str, &str); 5] = [
+const PARTS: [(&str, &str); 6] = [
     ("appendix.md.j2", APPENDIX_TEMPLATE),
     (
         "record.md.j2",
@@ -59,6 +59,10 @@ const PARTS: [(&str, &str); 5] = [
     (
         "evidence.md.j2",
         include_str!("../../../share/templates/evidence.md.j2"),
+    ),
+    (
+        "challenges.md.j2",
+        include_str!("../../../share/templates/challenges.md.j2"),
     ),
 ];
 
@@ -299,6 +303,9 @@ pub(crate) struct View {
     /// the PM gave none).
     pub decision: Option<record::DecisionView>,
     pub assessments: Option<record::AssessmentTable>,
+    /// The reviewers' objections and how each was resolved (docs/design/review.md#report);
+    /// empty without review (no section).
+    pub challenges: Vec<crate::review::Challenge>,
     /// Every tracked question with its status; the required ones; answered questions raised
     /// during the meeting.
     pub questions: Vec<record::QuestionRow>,
@@ -434,6 +441,7 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
         record: record::header(board),
         decision: record::decision(board, kind),
         assessments: record::assessments(board, kind),
+        challenges: crate::review::challenges(board),
         required_questions: questions
             .iter()
             .filter(|q| q.origin == "required")

@@ -1,0 +1,146 @@
+//! A reviewer's turn (docs/design/review.md#verdict): while the board is `reviewing`, the
+//! call is a reviewer's, asked for a verdict on the PM's draft instead of an answer to a
+//! question, through the same ask loop (one retry, the token budget), and left in
+//! `last_turn.review` for merge-board. Several reviewers run as a fan-out, each call here.
+
+use serde_json::Value;
+
+use crate::ask::{ask, Asked, Asker};
+use crate::error::Result;
+use crate::events::{self, Clock};
+use crate::llm::{default_max_tokens, Client, NoJson, Options, Request};
+use crate::model::{Board, LastTurn, PendingCall, ProcessKind, ReviewVerdict, Status, TurnStatus};
+use crate::prompts::{meeting_system, retry_message};
+use crate::review::{check_verdict, reviewer_message, verdict_expected_json, verdict_headline};
+use crate::whiteboard::{note_caller, note_process};
+
+/// Whether the board's calls are reviewers'.
+pub(super) fn is_review(board: &Board) -> bool {
+    board.status == Status::Reviewing
+}
+
+/// Why a verdict cannot be used: the model's words (the reader gets them cut).
+struct ReviewAsk<'a> {
+    board: &'a mut Board,
+    clock: &'a dyn Clock,
+    name: &'a str,
+}
+
+impl Asker for ReviewAsk<'_> {
+    type Answer = ReviewVerdict;
+    type Invalid = String;
+
+    fn check(
+        &mut self,
+        json: Result<&Value, &NoJson>,
+    ) -> std::result::Result<ReviewVerdict, String> {
+        let value = json.map_err(|e| format!("the reply was {}", e.what()))?;
+        check_verdict(self.board, value)
+    }
+
+    fn correction(&self, error: &String) -> Result<String> {
+        retry_message(error, "", &[], "")
+    }
+
+    fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
+        Some((&mut *self.board, self.clock))
+    }
+
+    fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
+        crate::budget::refuse(self.board, request, opts, 0)
+    }
+
+    fn rejected(&mut self, attempt: u32, error: &String, retried: bool) {
+        if !retried {
+            return;
+        }
+        let name = self.name;
+        note_process(
+            self.board,
+            ProcessKind::Retried,
+            format!(
+                "{name}'s review was unusable ({}); it was asked again.",
+                crate::text::cut(error, 160)
+            ),
+        );
+        let ev = events::agent_retry(name, attempt, error.clone());
+        events::push(self.board, self.clock, ev);
+    }
+}
+
+/// Ask `call`'s reviewer for its verdict and leave it in `last_turn` (an error turn when no
+/// usable verdict came).
+pub(super) fn review_call(
+    board: &mut Board,
+    call: PendingCall,
+    client: &mut Client,
+    opts: &Options,
+    clock: &dyn Clock,
+) -> Result<()> {
+    let name = call.target_agent.clone();
+    let request = Request {
+        caller: name.clone(),
+        system: meeting_system()?,
+        messages: vec![reviewer_message(board, &name, client.schema_in_prompt())?],
+        expect: Some(verdict_expected_json(board)),
+    };
+    let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);
+    let calls_before = client.calls();
+    let mut asker = ReviewAsk {
+        board: &mut *board,
+        clock,
+        name: &name,
+    };
+    let outcome = match ask(client, opts, request, &mut asker)? {
+        Asked::Answer(v) => Ok(v),
+        Asked::Invalid(e) => Err((
+            e.clone(),
+            crate::ask::unusable_for_reader(&crate::text::cut(&e, 160)),
+        )),
+        Asked::Failed(e) => Err((
+            format!("LLM call failed: {e}"),
+            crate::ask::failed_for_reader(&e),
+        )),
+        Asked::OverBudget(why) => Err((
+            format!("not asked: {why}"),
+            "not asked: the token budget had no room for it".to_string(),
+        )),
+    };
+    if client.calls() > calls_before {
+        note_caller(board, &name, client, opts);
+    }
+    match outcome {
+        Ok(v) => {
+            events::push(
+                board,
+                clock,
+                events::agent_result(&name, verdict_headline(&v)),
+            );
+            board.last_turn = Some(LastTurn {
+                agent_name: name,
+                status: TurnStatus::Ok,
+                prompt: call.prompt,
+                result: None,
+                error: None,
+                review: Some(v),
+            });
+        }
+        Err((error, plain)) => {
+            note_process(
+                board,
+                ProcessKind::TurnFailed,
+                format!("{name}'s review failed: {plain}; the draft went on without it."),
+            );
+            events::push(board, clock, events::agent_error(&name, &error));
+            board.last_turn = Some(LastTurn {
+                agent_name: name,
+                status: TurnStatus::Error,
+                prompt: call.prompt,
+                result: None,
+                error: Some(error),
+                review: None,
+            });
+        }
+    }
+    Ok(())
+}
