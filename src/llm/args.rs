@@ -452,7 +452,10 @@ pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
             &args.config.anthropic_base_url,
             super::anthropic::DEFAULT_BASE_URL,
         ),
-        ProviderName::OpenAi | ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => (
+        ProviderName::OpenAi
+        | ProviderName::Azure
+        | ProviderName::Replay
+        | ProviderName::Sample => (
             "OPENAI_BASE_URL",
             &args.config.openai_base_url,
             super::openai::DEFAULT_BASE_URL,

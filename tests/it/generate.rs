@@ -257,14 +257,17 @@ fn completions_offer_providers_and_meeting_files() {
         .args(["--generate", "complete-zsh"])
         .run()
         .stdout();
-    assert!(zsh.contains(":NAME:(openai anthropic azure replay sample)"), "{zsh}");
+    assert!(
+        zsh.contains(":NAME:(openai anthropic azure replay sample)"),
+        "{zsh}"
+    );
     let file_arg = zsh
         .lines()
         .find(|l| l.contains("--meeting-file=["))
         .expect("zsh: --meeting-file");
     assert!(file_arg.contains(":_files"), "{file_arg}");
     assert!(
-        zsh.contains(":NAMES:(arch biz data finance product security sre)"),
+        zsh.contains(":NAMES:(arch biz data devils-advocate finance product security sre)"),
         "{zsh}"
     );
     let fish = cli("meeting")

@@ -482,6 +482,11 @@ pub fn agent_turn(
 /// its question, to its agent, in its loop (call i of a fan-out counts loop L + i).
 pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
     events::start_stage(board);
+    if review::is_review(board) {
+        // Reviewers' calls are the program's, on the record already, and take no loop
+        // (docs/design/review.md).
+        return;
+    }
     let calls: Vec<(String, String)> = board
         .pending()
         .into_iter()
