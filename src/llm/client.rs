@@ -205,33 +205,7 @@ impl Client {
             let elapsed = || start.elapsed().as_millis() as u64;
             let last_attempt = self.policy.max_attempts;
             let (message, retry_after) = match result {
-                Ok(raw) => {
-                    if req.expect.is_none() && raw.text.trim().is_empty() {
-                        return Err(LlmError::Transient {
-                            message: format!("{name}: the model returned an empty reply"),
-                            attempts: attempt,
-                            duration_ms: elapsed(),
-                        });
-                    }
-                    let usage = raw.usage.unwrap_or_else(|| estimate_usage(req, &raw.text));
-                    let json = req.expect.as_ref().map(|_| {
-                        parse::parse_json_reply(&raw.text).map_err(|e| {
-                            if raw.truncated {
-                                NoJson::CutOff(opts.max_tokens)
-                            } else {
-                                NoJson::Invalid(e)
-                            }
-                        })
-                    });
-                    return Ok(Reply {
-                        text: raw.text,
-                        json,
-                        usage,
-                        duration_ms: elapsed(),
-                        attempts: attempt,
-                        truncated: raw.truncated,
-                    });
-                }
+                Ok(raw) => return reply(&name, raw, req, opts, attempt, elapsed()),
                 Err(AttemptError::Fatal(m)) => return Err(LlmError::Fatal(format!("{name}: {m}"))),
                 Err(AttemptError::Http {
                     status,
@@ -419,6 +393,44 @@ pub(crate) fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
         },
         estimated: true,
     }
+}
+
+/// A provider's answer as the caller gets it: usage (estimated when the provider gave none),
+/// the JSON parsed tolerantly when one is expected, a cut-off reply told apart from an invalid
+/// one; an empty free-text reply is a transient failure.
+fn reply(
+    name: &str,
+    raw: RawReply,
+    req: &Request,
+    opts: &Options,
+    attempts: u32,
+    duration_ms: u64,
+) -> Result<Reply, LlmError> {
+    if req.expect.is_none() && raw.text.trim().is_empty() {
+        return Err(LlmError::Transient {
+            message: format!("{name}: the model returned an empty reply"),
+            attempts,
+            duration_ms,
+        });
+    }
+    let usage = raw.usage.unwrap_or_else(|| estimate_usage(req, &raw.text));
+    let json = req.expect.as_ref().map(|_| {
+        parse::parse_json_reply(&raw.text).map_err(|e| {
+            if raw.truncated {
+                NoJson::CutOff(opts.max_tokens)
+            } else {
+                NoJson::Invalid(e)
+            }
+        })
+    });
+    Ok(Reply {
+        text: raw.text,
+        json,
+        usage,
+        duration_ms,
+        attempts,
+        truncated: raw.truncated,
+    })
 }
 
 #[cfg(test)]
