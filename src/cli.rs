@@ -73,7 +73,7 @@ pub struct HumanArgs {
 pub struct BoardArgs {
     /// Specialists taking part, in speaking-list order (comma-separated)
     #[arg(long, short, value_delimiter = ',', value_name = "NAMES",
-          value_parser = AgentNames, hide_possible_values = true)]
+          value_parser = agent_names(), hide_possible_values = true)]
     pub agents: Vec<String>,
     /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the user's
     /// agents folder, the built-in agents (see --list-agents)
@@ -109,33 +109,14 @@ pub struct BoardArgs {
     pub trace_id: Option<String>,
 }
 
-/// `--agents`' values: any name (the loader checks it and suggests the closest), with the
-/// built-in agents as possible values for shell completions; a user's own agents are not
-/// known when the completion script is generated (`meeting --list-agents` lists them).
-#[derive(Debug, Clone, Copy)]
-pub struct AgentNames;
-
-impl clap::builder::TypedValueParser for AgentNames {
-    type Value = String;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<String, clap::Error> {
-        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
-    }
-
-    fn possible_values(
-        &self,
-    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(
-            crate::loader::BUILTIN_AGENTS
-                .iter()
-                .map(|(name, _)| clap::builder::PossibleValue::new(*name)),
-        ))
-    }
+/// `--agents`' values: any name (the loader checks it), the built-in agents completed.
+fn agent_names() -> crate::llm::resolve::AnyNamed {
+    crate::llm::resolve::AnyNamed(|| {
+        crate::loader::BUILTIN_AGENTS
+            .iter()
+            .map(|(n, _)| *n)
+            .collect()
+    })
 }
 
 fn default_max_parallel() -> u32 {

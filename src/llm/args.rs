@@ -45,7 +45,7 @@ pub struct LlmArgs {
         long,
         env = "AGENT_MEETING_PROVIDER",
         value_name = "NAME",
-        value_parser = super::resolve::ProviderValues,
+        value_parser = super::resolve::AnyNamed::providers(),
         hide_possible_values = true,
         help_heading = "Model"
     )]

@@ -108,12 +108,21 @@ impl ProviderName {
     }
 }
 
-/// `--provider`'s value: any string (an empty one means unset; [`resolve`] checks the name and
-/// suggests the closest), with the providers as possible values for shell completions.
-#[derive(Debug, Clone, Copy)]
-pub struct ProviderValues;
+/// A flag's value that may be any string (the program checks it and suggests the closest
+/// name), with the names `0` gives as possible values for shell completions: `--provider`'s
+/// (the providers) and `--agents`' (the built-in agents; a user's own are not known when the
+/// completion script is generated).
+#[derive(Clone, Copy)]
+pub struct AnyNamed(pub fn() -> Vec<&'static str>);
 
-impl clap::builder::TypedValueParser for ProviderValues {
+impl AnyNamed {
+    /// `--provider`'s: an empty value means unset; [`resolve`] checks the name.
+    pub fn providers() -> AnyNamed {
+        AnyNamed(|| ProviderName::ALL.map(ProviderName::as_str).to_vec())
+    }
+}
+
+impl clap::builder::TypedValueParser for AnyNamed {
     type Value = String;
 
     fn parse_ref(
@@ -129,9 +138,9 @@ impl clap::builder::TypedValueParser for ProviderValues {
         &self,
     ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
         Some(Box::new(
-            ProviderName::ALL
-                .map(|p| clap::builder::PossibleValue::new(p.as_str()))
-                .into_iter(),
+            (self.0)()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
         ))
     }
 }
