@@ -186,6 +186,76 @@ fn human_gate_by_jq_and_a_broken_edit() {
         .stderr_has("expected a decision");
 }
 
+/// review: the reviewers (sre, a non-participant, and the built-in devil's advocate) read the
+/// PM's draft at once; sre's objection revises the decision (the lag gate, confidence high to
+/// medium) and the devil's advocate's is overruled with a reason. The flow shows each step of
+/// the review on stderr as it happens, and the report's Challenges section keeps both.
+#[test]
+fn review_shows_the_objections_as_they_come_and_the_report_keeps_them() {
+    let work = Workdir::new();
+    let report = work.join("report.md");
+    let out = flow(
+        "review",
+        &cassette("review"),
+        &["meetings/demo.yaml", "arch,biz", "sre,devils-advocate"],
+    )
+    .arg(&report)
+    .run();
+    out.success();
+    let line: Value = out.json();
+    assert_eq!(line["status"], "finished", "{}", out.stderr());
+    assert_eq!(line["usage"]["calls"], 8, "{line}");
+    let text = work.read("report.md");
+    golden("flows/review.md", &text);
+    let challenges = text
+        .split("## Challenges\n\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap_or_else(|| panic!("no Challenges section in:\n{text}"));
+    let lines: Vec<&str> = challenges.lines().collect();
+    assert_eq!(lines.len(), 2, "{challenges}");
+    assert!(
+        lines[0].starts_with("- **O1** raised by sre (review round 1) about the decision's confidence:")
+            && lines[0].contains("— decision revised by the PM: The run now starts only when replica lag is below 60 seconds"),
+        "{challenges}"
+    );
+    assert!(
+        lines[1].starts_with("- **O2** raised by devils-advocate (review round 1) about the managed warehouse option:")
+            && lines[1].contains("— overruled by the PM: The warehouse needs 6 jobs rewritten"),
+        "{challenges}"
+    );
+    assert!(text.contains(
+        "**Decision:** Move the nightly run to a dedicated read replica, starting with a two-week trial of the smaller db.r6g.xlarge, its start gated on replica lag below 60 seconds (confidence: medium)."
+    ), "{text}");
+    // What the flow printed, in the order it happened: the draft, the verdicts, the
+    // objections filed, their resolutions, the revised decision.
+    let err = out.stderr();
+    let review: Vec<&str> = err
+        .lines()
+        .filter(|l| !l.contains(": loop "))
+        .map(|l| l.split_once(": ").map_or(l, |(head, _)| head))
+        .collect();
+    assert_eq!(
+        review,
+        [
+            "review round 1, the draft",
+            "sre",
+            "devils-advocate",
+            "  O1 by sre, about the decision's confidence",
+            "  O2 by devils-advocate, about the managed warehouse option",
+            "  O1 revised",
+            "  O2 overruled",
+            "the decision now",
+        ],
+        "{err}"
+    );
+    assert!(err.contains("review round 1, the draft: Move the nightly run to a dedicated read replica, starting with a two-week trial of the smaller db.r6g.xlarge (confidence: high)\n"), "{err}");
+    assert!(
+        err.contains("\nsre: object\ndevils-advocate: object\n"),
+        "{err}"
+    );
+}
+
 /// `render-report --board` prints the ReportResult's board, the document the stages and
 /// next-stage read; with --markdown it is a usage error.
 #[test]
