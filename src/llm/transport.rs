@@ -239,8 +239,23 @@ pub fn check_base_url(url: &str) -> Result<(), String> {
         let authority = r.split(['/', '?', '#']).next().unwrap_or("");
         authority.rsplit('@').next().unwrap_or("")
     });
+    // What the HTTP client will parse: a bracket left open, a port above 65535 or a character
+    // no URL holds would otherwise surface only as a network error at the first call.
+    // The userinfo is left out: its password is masked everywhere, whatever it holds.
+    let parses = || {
+        let bare = userinfo(url).map_or(url.to_string(), |info| url.replacen(info, "", 1));
+        bare.parse::<ureq::http::Uri>().is_ok_and(|uri| {
+            uri.authority().is_some_and(|a| {
+                let host_port = a.as_str().rsplit('@').next().unwrap_or("");
+                let port = (!host_port.ends_with(']'))
+                    .then(|| host_port.rsplit_once(':').map(|(_, p)| p))
+                    .flatten();
+                port.is_none_or(|p| p.parse::<u16>().is_ok())
+            })
+        })
+    };
     match host {
-        Some(h) if !h.is_empty() && !url.contains(char::is_whitespace) => Ok(()),
+        Some(h) if !h.is_empty() && !url.contains(char::is_whitespace) && parses() => Ok(()),
         _ => Err(format!(
             "expected an http(s) URL with a host, such as http://localhost:11434/v1, got {:?}",
             masked_url(url)
@@ -340,6 +355,8 @@ mod tests {
             "http://localhost:11434/v1",
             "HTTPS://api.openai.com/v1",
             "http://u:p@h:1",
+            "http://[::1]:8080/v1",
+            "http://127.0.0.1:65535/v1",
         ] {
             assert_eq!(check_base_url(ok), Ok(()), "{ok}");
         }
@@ -350,6 +367,9 @@ mod tests {
             "http:///v1",
             "http://h /v1",
             "",
+            "http://[::1/v1",
+            "http://h:99999/v1",
+            "http://h:x/v1",
         ] {
             assert!(check_base_url(bad).is_err(), "{bad}");
         }

@@ -92,4 +92,17 @@ fn a_base_url_that_is_no_url_is_refused_naming_where_it_was_set() {
         .run()
         .exit(2)
         .stderr_has("config.yaml: base_urls.anthropic: expected an http(s) URL with a host");
+    // URLs the HTTP client cannot parse: refused up front too, not retried as network errors.
+    for bad in ["http://[::1/v1", "http://h:99999/v1"] {
+        work.write(
+            "cfg/agent-meeting/config.yaml",
+            format!("base_urls: {{openai: '{bad}'}}\n"),
+        );
+        work.cli("meeting")
+            .env("XDG_CONFIG_HOME", work.join("cfg"))
+            .arg("--show-config")
+            .run()
+            .exit(2)
+            .stderr_has("config.yaml: base_urls.openai: expected an http(s) URL with a host");
+    }
 }
