@@ -20,6 +20,7 @@ use super::Redaction;
 use crate::error::{Error, Result};
 use crate::io::os_error;
 use crate::model::{ContextDocument, ContextSource, DocumentSource, SkippedPath, SourceType};
+use crate::text::sanitise;
 
 /// Folders never walked into (docs/design/context.md#context-collection).
 pub(crate) const IGNORED_DIRS: [&str; 10] = [
@@ -60,6 +61,9 @@ pub(crate) mod reason {
     pub const NOT_A_DIRECTORY: &str = "not a directory";
     /// Followed by `: <os error>`.
     pub const UNREADABLE: &str = "unreadable";
+    /// A name that would act on a terminal or read otherwise than it says
+    /// (docs/design/context.md#context-collection).
+    pub const UNSAFE_NAME: &str = "its name holds control or invisible characters";
 }
 
 /// One collection run: the documents and skipped paths so far, in source order.
@@ -122,10 +126,12 @@ impl Collector {
         (self.documents, self.skipped, self.redacted, self.warnings)
     }
 
-    fn skip(&mut self, path: impl Into<String>, reason: impl Into<String>) {
+    /// Record a skipped path, shown with [`safe_name`]: it reaches stderr, the packet and the
+    /// boards, and foreign text is cleaned where it enters (docs/design/context.md#context-collection).
+    fn skip(&mut self, path: impl AsRef<str>, reason: impl AsRef<str>) {
         self.skipped.push(SkippedPath {
-            path: path.into(),
-            reason: reason.into(),
+            path: safe_name(path.as_ref()),
+            reason: safe_name(reason.as_ref()),
         });
     }
 
@@ -143,7 +149,7 @@ impl Collector {
             self.warnings.push(format!(
                 "and {} more skipped under {} (context_bundle.skipped_paths lists them)",
                 new.len() - MAX_SKIP_WARNINGS,
-                source.path
+                safe_name(&source.path)
             ));
         }
         result
@@ -252,6 +258,11 @@ impl Collector {
     /// Read one file already cleared by the path rules.
     fn file(&mut self, r: Resolved, source_type: DocumentSource, source: &ContextSource) {
         let id = display_rel(&r.rel);
+        // Checked before anything else, so such a name never becomes a document id.
+        if safe_name(&id) != id {
+            self.skip(id, reason::UNSAFE_NAME);
+            return;
+        }
         if !self.seen.insert(id.clone()) {
             self.skip(id, reason::DUPLICATE);
             return;
@@ -419,6 +430,23 @@ impl Collector {
         }
         matches
     }
+}
+
+/// `name` with every character [`sanitise`] would change, and every line break or tab, as `?`:
+/// one line, nothing that acts on a terminal or hides, and visibly not the real name
+/// (docs/design/context.md#context-collection).
+fn safe_name(name: &str) -> String {
+    let mut buf = [0u8; 4];
+    name.chars()
+        .map(|c| {
+            let one: &str = c.encode_utf8(&mut buf);
+            if c.is_control() || sanitise(one) != one {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
 }
 
 fn unreadable(e: &io::Error) -> String {

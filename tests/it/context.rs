@@ -907,3 +907,51 @@ fn cli_help_has_example() {
             "collect-context --meeting-file meetings/demo.yaml | jq '.context_bundle.documents[].document_id'",
         );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Unsafe names (docs/design/context.md#context-collection)
+
+#[test]
+fn names_with_control_or_invisible_characters_are_skipped_and_shown_cleaned() {
+    let p = Project::new();
+    p.write("docs/ok.md", "fine");
+    p.write("docs/\u{202e}evil\u{1b}[31m.md", "hidden");
+    p.write("docs/.env\u{1b}[31m", "KEY=1");
+    p.write("docs/zero\u{200b}width.md", "hidden");
+    p.write("docs/two\nlines.md", "hidden");
+    let f = p.write(
+        "m.yaml",
+        "topic: t\ndecision_packet: {decision_to_make: d}\ncontext_sources:\n  - {type: directory, path: docs, purpose: p}\n",
+    );
+    let b = collect(&load_meeting_file(&f).unwrap(), &p.opts()).unwrap();
+    assert_eq!(ids(&b), ["docs/ok.md"]);
+    let unsafe_name = "its name holds control or invisible characters";
+    assert_eq!(
+        skipped(&b),
+        [
+            ("docs/.env?[31m", "sensitive"),
+            ("docs/two?lines.md", unsafe_name),
+            ("docs/zero?width.md", unsafe_name),
+            ("docs/?evil?[31m.md", unsafe_name),
+        ]
+    );
+
+    let out = cmd().arg("--meeting-file").arg(&f).run();
+    out.success();
+    for (name, text) in [("stdout", out.stdout()), ("stderr", out.stderr())] {
+        assert!(
+            !text.contains(['\u{1b}', '\u{202e}', '\u{200b}']),
+            "{name}: {text:?}"
+        );
+        assert!(!text.contains("hidden"), "{name}: {text:?}");
+    }
+    let err = out.stderr();
+    assert!(
+        err.contains("collect-context: skipped docs/.env?[31m: sensitive"),
+        "{err:?}"
+    );
+    assert!(
+        err.contains(&format!("skipped docs/?evil?[31m.md: {unsafe_name}")),
+        "{err:?}"
+    );
+}

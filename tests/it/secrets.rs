@@ -439,3 +439,36 @@ fn a_quote_of_redacted_text_verifies_only_against_the_redacted_excerpt() {
         "the secret is not in what the model saw; the marker is"
     );
 }
+
+#[test]
+fn decision_packet_values_ending_like_a_variable_name_are_redacted() {
+    let w = Workdir::new();
+    // Built from pieces, so this file does not look like a leak to a scanner.
+    let (a, b, c) = (
+        format!("Ab9Qx7Lm2{}", "KEY"),
+        format!("OptK3y9Qx7OPT{}", "KEY"),
+        format!("EvK3y9Qx7EVAL{}", "KEY"),
+    );
+    let m = w.write(
+        "m.yaml",
+        format!(
+            "topic: t\ndecision_packet: {{decision_to_make: \"api_key={a}\", options: [\"api_key={b}\", \"b\"], evaluation_dimensions: [\"STRIPE_KEY={c}\"]}}\n"
+        ),
+    );
+    let out = w.cli("collect-context").arg("--meeting-file").arg(&m).run();
+    let text = out.stdout();
+    let v: Value = out.success().json();
+    for secret in [&a, &b, &c] {
+        assert!(!text.contains(secret.as_str()), "{secret} leaked: {text}");
+    }
+    let d = &v["meeting_input"]["decision_packet"];
+    assert_eq!(
+        d["decision_to_make"],
+        "api_key=[REDACTED:secret-assignment]"
+    );
+    assert_eq!(d["options"][0], "api_key=[REDACTED:secret-assignment]");
+    assert_eq!(
+        d["evaluation_dimensions"][0],
+        "STRIPE_KEY=[REDACTED:secret-assignment]"
+    );
+}

@@ -383,6 +383,32 @@ mod tests {
     }
 
     #[test]
+    fn random_values_ending_like_a_variable_name_are_secrets() {
+        // Built from pieces: a value that ends in `KEY` is not a reference to one.
+        for (name, value) in [
+            ("api_key", format!("Ab9Qx7Lm2{}", "KEY")),
+            ("api_key", format!("OptK3y9Qx7OPT{}", "KEY")),
+            ("STRIPE_KEY", format!("EvK3y9Qx7EVAL{}", "KEY")),
+        ] {
+            let text = format!("{name}={value}");
+            assert_eq!(
+                redact(&text).text,
+                format!("{name}=[REDACTED:secret-assignment]"),
+                "{text}"
+            );
+        }
+        // Names of variables in one case per word stay references.
+        for text in [
+            "api_key_env: OPENAI_API_KEY",
+            "password = DB_PASSWORD_2",
+            "password = hashedPassword",
+            "token = db_token_v2",
+        ] {
+            assert_eq!(redact(text).text, text);
+        }
+    }
+
+    #[test]
     fn one_huge_line_is_redacted_like_short_ones() {
         // The checks on a match look at a bounded window of its line (minified JSON).
         let item = "{\"db_password\": \"Hunter2-x\", \"note\": \"caf\u{e9} \u{2014} ok\"}, ";

@@ -291,8 +291,18 @@ pub(super) fn is_reference(v: &str) -> bool {
             .iter()
             .any(|k| l.contains(k))
     };
+    // A variable is named in one case per word (`OPENAI_API_KEY`, `db_password_2`,
+    // `hashedPassword`); a word mixing both cases with digits (`Ab9Qx7Lm2KEY`) is random, a
+    // value that merely ends like a name (docs/design/context.md#context-collection).
+    let random = |s: &str| {
+        s.split('_').any(|w| {
+            w.bytes().any(|b| b.is_ascii_digit())
+                && w.bytes().any(|b| b.is_ascii_lowercase())
+                && w.bytes().any(|b| b.is_ascii_uppercase())
+        })
+    };
     if ident(v) {
-        return named(v) || CODE_WORDS.contains(&v);
+        return (named(v) && !random(v)) || CODE_WORDS.contains(&v);
     }
     let parts: Vec<&str> = v.split('.').collect();
     if parts.len() >= 2 && parts.iter().all(|p| ident(p)) {
