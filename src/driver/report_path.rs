@@ -117,14 +117,7 @@ pub(super) fn check_report_path(
             report.display()
         )));
     }
-    // The report replaces the file by a rename: a device or a pipe there (`/dev/null` as root)
-    // would be replaced by a regular file.
-    if report.metadata().is_ok_and(|m| !m.is_file()) {
-        return Err(Error::Usage(format!(
-            "--report-file: {} is not a regular file (a device, a pipe or a socket); expected a Markdown file path",
-            report.display()
-        )));
-    }
+    crate::stage::render_report::check_report_file(report)?;
     let mut inputs: Vec<(&str, PathBuf)> = Vec::new();
     if let MeetingSource::MeetingFile(f) = &settings.source {
         inputs.push(("meeting file", f.clone()));

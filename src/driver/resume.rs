@@ -8,8 +8,9 @@ use super::drive::Run;
 use super::report_path::{check_report_path, prove_writable};
 use super::run_dir::RunDir;
 use super::settings::{absolute, RunSettings, SETTINGS_VERSION};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::io::to_json_line;
+use crate::model::{Board, ReportResult, Status};
 use crate::stage::Stage;
 
 /// What `--resume` may change: settings that do not change what the meeting is
@@ -76,13 +77,19 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         settings.config_file = Some(absolute(&dir.join("config.yaml")));
     }
     cut_torn_line(&dir.join("llm.jsonl"))?;
-    let (step, _, board) = run.resume_point()?;
+    let (step, stage, board) = run.resume_point()?;
     settings.llm.headers = std::mem::take(&mut changes.headers);
+    let saved_report = settings.report_file.clone();
     let changed = changes.apply(&mut settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.
         check_report_path(&settings, &board, &run.path)?;
         prove_writable(&settings.report_file)?;
+        if let Some(file) = &settings.human_answers {
+            crate::stage::agent_turn::human::answer_lines(file)?;
+        }
+    } else if board.status == Status::Finished && settings.report_file != saved_report {
+        save_report_again(&run, (step, stage), &settings, &board, &saved_report)?;
     }
     if changed {
         run.write(&file, to_json_line(&settings, true).as_bytes())?;
@@ -90,6 +97,43 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     run.discard_after(step)?;
     let tally = run.resume_events(&board)?;
     Ok(Run::new(run, settings, board, step + 1, tally, lock))
+}
+
+/// An ended meeting given a new `--report-file`: its saved report (the render-report
+/// checkpoint's Markdown, byte for byte) is written there too, with the checks and the atomic
+/// write of a normal save, so the MeetingResult never names a report that is not on disk
+/// (docs/design/run-folder.md#resume).
+fn save_report_again(
+    run: &RunDir,
+    (step, stage): (u32, Stage),
+    settings: &RunSettings,
+    board: &Board,
+    saved: &Path,
+) -> Result<()> {
+    let report = &settings.report_file;
+    check_report_path(settings, board, &run.path)?;
+    prove_writable(report)?;
+    let checkpoint = run.file(step, stage, "out");
+    let markdown = match stage {
+        Stage::RenderReport => {
+            let text = crate::io::read_text_file(&checkpoint)?;
+            crate::io::parse_doc::<ReportResult>(
+                &checkpoint.display().to_string(),
+                &text,
+                crate::io::Format::Json,
+            )?
+            .markdown
+        }
+        _ => {
+            return Err(Error::Usage(format!(
+                "--report-file: the meeting in {} has ended and its report is at {}; the run folder holds no copy of it to save at {}",
+                run.path.display(),
+                saved.display(),
+                report.display()
+            )))
+        }
+    };
+    crate::io::write_atomic(report, markdown.as_bytes())
 }
 
 /// A crash or a full disk may leave the exchange log's last line torn: it is cut at the last

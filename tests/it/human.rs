@@ -342,6 +342,21 @@ fn meeting_reads_the_answers_file_before_any_call() {
     assert!(!work.join("runs").exists(), "no run folder, so no call");
 }
 
+/// A `--human-answers` file that is not JSONL is parsed before the first call too: exit 2
+/// naming the file, the line and what was expected, and no model call made.
+#[test]
+fn meeting_parses_the_answers_file_before_any_call() {
+    let work = Workdir::new();
+    let c = cassette(&work, &[(1, "pm", ask_ana()), (3, "pm", finish())]);
+    let answers = work.write("answers.jsonl", "{\"response\": \"Fine.\"}\nnot json\n");
+    let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
+    out.exit(2).one_stderr_line().stderr_has(&format!(
+        "{}: line 2: expected one JSON object per line",
+        answers.display()
+    ));
+    assert!(!work.join("runs").exists(), "no run folder, so no call");
+}
+
 /// `share/meeting.sh` with MEETING_HUMAN_ANSWERS holds the same meeting as the driver with
 /// `--human-answers` (the variable is the flag's): the same final board and report.
 #[test]

@@ -1021,3 +1021,34 @@ fn the_loop_runs_in_the_meeting_process_and_an_override_as_a_process() {
         "the override ran as a process ({with_children} of {samples} samples)"
     );
 }
+
+/// An ended meeting resumed with a new --report-file saves its report there too, byte for
+/// byte, through the checks of a start: the MeetingResult never names a report that is not on
+/// disk, and a pipe there is refused (exit 2) and left a pipe.
+#[test]
+fn a_new_report_file_on_an_ended_meeting_saves_the_report_there() {
+    let work = Workdir::new();
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
+    out.check(out.code() == Some(0), "the meeting");
+    let first = work.read("report.md");
+    let new = work.join("later/new.md");
+    let out = resume_cmd(work.path(), work.join("runs/demo-test"))
+        .arg("--report-file")
+        .arg(&new)
+        .run();
+    out.check(out.code() == Some(0), "the resume");
+    let result: Value = serde_json::from_str(&out.stdout()).unwrap();
+    assert_eq!(result["report_file"], new.display().to_string());
+    assert_eq!(std::fs::read_to_string(&new).unwrap(), first);
+    let pipe = work.join("p.md");
+    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success());
+    let out = resume_cmd(work.path(), work.join("runs/demo-test"))
+        .arg("--report-file")
+        .arg(&pipe)
+        .run();
+    out.exit(2).stderr_has("is not a regular file");
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::symlink_metadata(&pipe).unwrap().file_type();
+    assert!(kind.is_fifo(), "the pipe was replaced");
+}

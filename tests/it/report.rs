@@ -579,6 +579,31 @@ fn cli_writes_report_and_prints_finished_board() {
     );
 }
 
+/// A pipe (or a device) at --report-file is refused (exit 2) and stays what it is: the save's
+/// rename would replace it by a regular file.
+#[test]
+fn cli_refuses_a_pipe_as_report_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let pipe = dir.path().join("p.md");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let out = cmd()
+        .arg("--report-file")
+        .arg(&pipe)
+        .stdin(stdin_of(&normal_board()))
+        .run();
+    out.exit(2)
+        .one_stderr_line()
+        .stderr_starts_with("render-report: --report-file:")
+        .stderr_has("is not a regular file");
+    use std::os::unix::fs::FileTypeExt;
+    let kind = std::fs::symlink_metadata(&pipe).unwrap().file_type();
+    assert!(kind.is_fifo(), "the pipe was replaced");
+}
+
 #[test]
 fn cli_markdown_flag_prints_markdown() {
     let expected = render(&forced_board()).markdown;

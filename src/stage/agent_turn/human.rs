@@ -70,16 +70,29 @@ fn answered_so_far(board: &Board) -> usize {
         .sum()
 }
 
-/// The answers of a `--human-answers` file, one per non-blank line; an unreadable file is bad
-/// input. `meeting` reads it once before the first call, so a wrong path stops it there.
+/// The answers of a `--human-answers` file, one JSON object per non-blank line; a file that
+/// cannot be read, or a line that is not a JSON object, is bad input. `meeting` reads it once
+/// before the first call, so a wrong path or a broken file stops it there
+/// (docs/design/agent-turn.md#a-human-at-the-table).
 pub fn answer_lines(file: &Path) -> Result<Vec<String>> {
+    let label = file.display().to_string();
     let text = crate::io::read_text_file(file)?;
-    Ok(text
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .map(str::to_string)
-        .collect())
+    let mut lines = Vec::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if !matches!(serde_json::from_str::<Value>(line), Ok(Value::Object(_))) {
+            return Err(crate::error::Error::input(
+                &label,
+                format!("line {}", n + 1),
+                "expected one JSON object per line (a person's answer, like an AgentTurnResult)",
+            ));
+        }
+        lines.push(line.to_string());
+    }
+    Ok(lines)
 }
 
 /// Decide where the answer comes from: `Ok(Err(why))` when no one can answer (the turn is an

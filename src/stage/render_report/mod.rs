@@ -207,12 +207,28 @@ pub(crate) fn finish(
     })
 }
 
-/// `render-report` in one call: check the stage, render, save.
+/// Refuse (exit 2) a report path that exists and is neither a regular file nor a folder: the
+/// report replaces the file by a rename, so a device or a pipe there (`/dev/null` as root)
+/// would be replaced by a regular file. (A folder is not replaced: its save fails, exit 1.)
+/// The one rule of `render-report --report-file` and `meeting --report-file`
+/// (docs/design/report.md#report).
+pub fn check_report_file(report: &Path) -> Result<()> {
+    if report.metadata().is_ok_and(|m| !m.is_file() && !m.is_dir()) {
+        return Err(Error::Usage(format!(
+            "--report-file: {} is not a regular file (a device, a pipe or a socket); expected a Markdown file path",
+            report.display()
+        )));
+    }
+    Ok(())
+}
+
+/// `render-report` in one call: check the stage and the report path, render, save.
 pub fn run(
     mut board: Board,
     template: Option<&UserTemplate>,
     report_file: Option<&Path>,
 ) -> Result<ReportResult> {
+    report_file.map(check_report_file).transpose()?;
     crate::events::start_stage(&mut board);
     let rendered = render(&board, template)?;
     finish(board, rendered, report_file)
@@ -226,6 +242,7 @@ pub fn run_with_flow(
     template: Option<&UserTemplate>,
     report_file: Option<&Path>,
 ) -> Result<ReportResult> {
+    report_file.map(check_report_file).transpose()?;
     crate::events::start_stage(&mut board);
     let drawn = Board {
         flow,
