@@ -68,6 +68,25 @@ pub(crate) enum Asked<A, I> {
     OverBudget(String),
 }
 
+impl<A, I> Asked<A, I> {
+    /// A turn's outcome: the answer, or why it failed as `(for the model and the board, for the
+    /// report's reader)`; `invalid` words an answer that stayed invalid.
+    pub(crate) fn into_turn(
+        self,
+        invalid: impl FnOnce(I) -> (String, String),
+    ) -> Result<A, (String, String)> {
+        match self {
+            Asked::Answer(a) => Ok(a),
+            Asked::Invalid(e) => Err(invalid(e)),
+            Asked::Failed(e) => Err((format!("LLM call failed: {e}"), failed_for_reader(&e))),
+            Asked::OverBudget(why) => Err((
+                format!("not asked: {why}"),
+                "not asked: the token budget had no room for it".to_string(),
+            )),
+        }
+    }
+}
+
 /// The report's words for an ask whose answer stayed unusable (`why`, for the reader).
 pub(crate) fn unusable_for_reader(why: &str) -> String {
     format!("its answer was unusable ({why}), also when asked again")

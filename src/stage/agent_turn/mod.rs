@@ -11,7 +11,7 @@ pub use fan_out::{fan_out, is_fan_out};
 
 use serde_json::{json, Map, Value};
 
-use crate::ask::{ask, Asked, Asker};
+use crate::ask::{ask, Asker};
 use crate::error::{Error, Result};
 use crate::events::{self, Clock};
 use crate::io::kind_of;
@@ -545,21 +545,12 @@ fn run_call(
     };
     let calls_before = client.calls();
     // `Err`: why the turn failed, for the model and `last_turn` and for the report's reader.
-    let outcome = match ask(client, opts, request, &mut turn)? {
-        Asked::Answer(result) => Ok(result),
-        Asked::Invalid(error) => Err((
+    let outcome = ask(client, opts, request, &mut turn)?.into_turn(|error| {
+        (
             error.for_model(),
             crate::ask::unusable_for_reader(&error.for_reader()),
-        )),
-        Asked::Failed(e) => Err((
-            format!("LLM call failed: {e}"),
-            crate::ask::failed_for_reader(&e),
-        )),
-        Asked::OverBudget(why) => Err((
-            format!("not asked: {why}"),
-            "not asked: the token budget had no room for it".to_string(),
-        )),
-    };
+        )
+    });
     if client.calls() > calls_before {
         note_caller(board, &name, client, opts);
     }

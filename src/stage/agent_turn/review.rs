@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::ask::{ask, Asked, Asker};
+use crate::ask::{ask, Asker};
 use crate::error::Result;
 use crate::events::{self, Clock};
 use crate::llm::{default_max_tokens, Client, NoJson, Options, Request};
@@ -91,21 +91,10 @@ pub(super) fn review_call(
         clock,
         name: &name,
     };
-    let outcome = match ask(client, opts, request, &mut asker)? {
-        Asked::Answer(v) => Ok(v),
-        Asked::Invalid(e) => Err((
-            e.clone(),
-            crate::ask::unusable_for_reader(&crate::text::cut(&e, 160)),
-        )),
-        Asked::Failed(e) => Err((
-            format!("LLM call failed: {e}"),
-            crate::ask::failed_for_reader(&e),
-        )),
-        Asked::OverBudget(why) => Err((
-            format!("not asked: {why}"),
-            "not asked: the token budget had no room for it".to_string(),
-        )),
-    };
+    let outcome = ask(client, opts, request, &mut asker)?.into_turn(|e| {
+        let reader = crate::ask::unusable_for_reader(&crate::text::cut(&e, 160));
+        (e, reader)
+    });
     if client.calls() > calls_before {
         note_caller(board, &name, client, opts);
     }
