@@ -323,10 +323,9 @@ pub(super) fn load_agent_text(
         return Err(Error::input(
             label,
             "name",
-            format!(
-                "{:?} does not match the file name {stem:?} (the file stem must equal name)",
-                cfg.name
-            ),
+            // The value is not repeated: a file read by mistake may hold a secret there
+            // (docs/design/agents-and-config.md#agent-lookup).
+            format!("does not match the file name {stem:?} (the file stem must equal name)"),
         ));
     }
     validate_agent(&cfg, kind).map_err(|e| e.in_file(label))?;
