@@ -229,71 +229,73 @@ fn check_calls_and_turns(b: &Board) -> Result<(), crate::error::Invalid> {
             "expected either last_turn or last_turns, not both",
         ));
     }
-    let calls = b
-        .pending_call
-        .iter()
-        .map(|c| ("pending_call".to_string(), c))
-        .chain(
-            b.pending_calls
-                .iter()
-                .enumerate()
-                .map(|(i, c)| (format!("pending_calls[{i}]"), c)),
-        );
-    let mut asked: Vec<&str> = Vec::new();
-    for (at, call) in calls {
-        let name = call.target_agent.as_str();
-        if !b.may_answer(name) {
-            return Err(Invalid::at(
-                format!("{at}.target_agent"),
-                format!(
-                    "{name:?} is not a participant ({})",
-                    b.participants.join(", ")
-                ),
-            ));
-        }
-        if asked.contains(&name) {
-            return Err(Invalid::at(
-                format!("{at}.target_agent"),
-                format!("{name:?} is asked twice in one fan-out"),
-            ));
-        }
-        asked.push(name);
-        if call.prompt.trim().is_empty() {
-            return Err(Invalid::at(
-                format!("{at}.prompt"),
-                "empty (expected the question for the agent)",
-            ));
-        }
+    let calls = entries("pending_call", b.pending_call.as_ref(), &b.pending_calls);
+    each_once(
+        b,
+        &calls,
+        "target_agent",
+        "is asked twice in one fan-out",
+        |c| &c.target_agent,
+    )?;
+    if let Some((at, _)) = calls.iter().find(|(_, c)| c.prompt.trim().is_empty()) {
+        return Err(Invalid::at(
+            format!("{at}.prompt"),
+            "empty (expected the question for the agent)",
+        ));
     }
-    let turns = b
-        .last_turn
-        .iter()
-        .map(|t| ("last_turn".to_string(), t))
+    let turns = entries("last_turn", b.last_turn.as_ref(), &b.last_turns);
+    each_once(
+        b,
+        &turns,
+        "agent_name",
+        "answers twice in one fan-out",
+        |t| &t.agent_name,
+    )?;
+    Ok(())
+}
+
+/// A board's one-or-many field (`pending_call` / `pending_calls`, `last_turn` / `last_turns`)
+/// as entries with their field paths.
+fn entries<'a, T>(one: &str, single: Option<&'a T>, many: &'a [T]) -> Vec<(String, &'a T)> {
+    single
+        .map(|x| (one.to_string(), x))
+        .into_iter()
         .chain(
-            b.last_turns
-                .iter()
+            many.iter()
                 .enumerate()
-                .map(|(i, t)| (format!("last_turns[{i}]"), t)),
-        );
-    let mut answered: Vec<&str> = Vec::new();
-    for (at, turn) in turns {
-        let name = turn.agent_name.as_str();
-        if !b.may_answer(name) {
+                .map(|(i, x)| (format!("{one}s[{i}]"), x)),
+        )
+        .collect()
+}
+
+/// Every entry names someone who may answer, and no one twice.
+fn each_once<T>(
+    b: &Board,
+    entries: &[(String, &T)],
+    field: &str,
+    twice: &str,
+    name: impl Fn(&T) -> &String,
+) -> Result<(), crate::error::Invalid> {
+    use crate::error::Invalid;
+    let mut seen: Vec<&str> = Vec::new();
+    for (at, x) in entries {
+        let who = name(x).as_str();
+        if !b.may_answer(who) {
             return Err(Invalid::at(
-                format!("{at}.agent_name"),
+                format!("{at}.{field}"),
                 format!(
-                    "{name:?} is not a participant ({})",
+                    "{who:?} is not a participant ({})",
                     b.participants.join(", ")
                 ),
             ));
         }
-        if answered.contains(&name) {
+        if seen.contains(&who) {
             return Err(Invalid::at(
-                format!("{at}.agent_name"),
-                format!("{name:?} answers twice in one fan-out"),
+                format!("{at}.{field}"),
+                format!("{who:?} {twice}"),
             ));
         }
-        answered.push(name);
+        seen.push(who);
     }
     Ok(())
 }
