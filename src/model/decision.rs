@@ -267,7 +267,8 @@ const BARE_REPLIES: [&str; 12] = [
 
 /// Why `text` is not content where a finding, a risk or a question is expected, or `None`
 /// when it is (docs/design/pm-round.md#content): a placeholder ([`is_placeholder`]), a bare id
-/// (`Q1`, `E3`), a bare yes or no, or only the name of one of `names` (the participants).
+/// (`Q1`, `E3`), a bare yes or no, only the name of one of `names` (the participants), or no
+/// word at all (`123456`).
 /// The one rule for the PM's questions and the agents' findings, risks and questions; the
 /// reason is what the ask loop's retry tells the model.
 pub(crate) fn not_content(text: &str, names: &[String]) -> Option<String> {
@@ -309,6 +310,11 @@ pub(crate) fn not_content(text: &str, names: &[String]) -> Option<String> {
     if is_placeholder(t) {
         return Some(format!(
             "{shown:?} is a placeholder, not content: write the specific text (at least {MIN_REAL_CHARS} letters)"
+        ));
+    }
+    if !t.chars().any(char::is_alphabetic) {
+        return Some(format!(
+            "{shown:?} has no words, not content: write the finding, risk or question itself in words"
         ));
     }
     None
@@ -558,6 +564,8 @@ mod tests {
             ("business analyst", "participant's name"),
             ("...", "placeholder"),
             ("TBD", "placeholder"),
+            ("123456", "no words"),
+            ("12.50 %", "no words"),
         ] {
             let got = not_content(text, &names).unwrap_or_default();
             assert!(got.contains(why), "{text:?}: {got}");
@@ -569,6 +577,7 @@ mod tests {
             "Cost?",
             "选哪个？",
             "Quorum",
+            "Is 12 ms fast enough?",
         ] {
             assert_eq!(not_content(text, &names), None, "{text:?}");
         }

@@ -334,14 +334,21 @@ fn first_pm_request(work: &Workdir) -> (Value, String) {
 fn max_parallel_1_never_offers_call_agents() {
     let offered = |extra: &[&str]| {
         let work = Workdir::new();
-        let c = cassette(&work, vec![finish()]);
+        let c = cassette(
+            &work,
+            vec![
+                ask("arch", QA),
+                answer("arch", "a replica halves it"),
+                finish(),
+            ],
+        );
         fan_meeting(work.path(), &c, extra).run().success();
         first_pm_request(&work)
     };
     let (schema, text) = offered(&[]);
     assert_eq!(
         schema["properties"]["next_action"]["enum"],
-        json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"])
+        json!(["CALL_AGENT", "CALL_AGENTS"])
     );
     assert!(schema["properties"]["calls"].is_object(), "{schema}");
     assert!(
@@ -351,7 +358,7 @@ fn max_parallel_1_never_offers_call_agents() {
     let (schema, text) = offered(&["--max-parallel", "1"]);
     assert_eq!(
         schema["properties"]["next_action"]["enum"],
-        json!(["CALL_AGENT", "FINISH"])
+        json!(["CALL_AGENT"])
     );
     assert!(schema["properties"].get("calls").is_none(), "{schema}");
     assert!(!text.contains("CALL_AGENTS"), "{text}");

@@ -130,6 +130,19 @@ pub fn board() -> Board {
     init(packet, opts, NOW).expect("a good packet")
 }
 
+/// [`board`] once `who` has answered a question of the PM's: FINISH is offered only from
+/// then on (no meeting finishes before anyone has been asked).
+pub fn answered_by(who: &str) -> Board {
+    let mut b = board();
+    b.record.asked.push(AskedQuestion {
+        agent: who.into(),
+        question: "How long would the rewrite take?".into(),
+        loop_no: 1,
+        answer: Some("About four months.".into()),
+    });
+    b
+}
+
 /// A board waiting for agent-turn: the PM asked `agent` a question (its ask is in the flow, as
 /// pm-step leaves it: agent-turn records no flow's question).
 pub fn board_with_call(agent: &str) -> Board {

@@ -310,7 +310,8 @@ fn the_shipped_pm_config_offers_call_agents() {
     let p = &first["schema"]["schema"]["properties"];
     assert_eq!(
         p["next_action"]["enum"],
-        serde_json::json!(["CALL_AGENT", "CALL_AGENTS", "FINISH"])
+        serde_json::json!(["CALL_AGENT", "CALL_AGENTS"]),
+        "no FINISH before anyone has been asked"
     );
     assert_eq!(p["calls"]["anyOf"][0]["maxItems"], 2, "arch and biz");
 }

@@ -127,7 +127,7 @@ fn call_counter_continues_from_the_board() {
 
 #[test]
 fn finish_sets_finishing_with_report() {
-    let mut b0 = board();
+    let mut b0 = answered_by("arch");
     b0.last_error = Some("Agent biz failed: timeout".into());
     let (b, _) = run(b0, vec![ok_json(finish(REPORT))]);
     assert_eq!(b.status, Status::Finishing);
@@ -245,7 +245,10 @@ fn invalid_json_twice_fails_the_round() {
 fn schema_invalid_decision_retried_once_then_round_fails() {
     let no_report = json!({"analysis": "x", "next_action": "FINISH", "final_report": null});
     let bad_action = json!({"analysis": "x", "next_action": "ASK", "target_agent": "arch"});
-    let (b, reqs) = run(board(), vec![ok_json(no_report), ok_json(bad_action)]);
+    let (b, reqs) = run(
+        answered_by("arch"),
+        vec![ok_json(no_report), ok_json(bad_action)],
+    );
     assert_eq!(reqs.len(), 2);
     let fb = last_user(&reqs[1]);
     assert!(
@@ -573,7 +576,7 @@ fn pm_config_prompt_and_output_schema_apply() {
 /// an answer that picks it anyway is asked again naming `next_action` and its allowed values.
 #[test]
 fn the_schema_and_the_retry_follow_the_pm_configs_actions() {
-    let mut b0 = board();
+    let mut b0 = answered_by("biz");
     b0.max_parallel = 3;
     let mut pm = agent("pm", "moderator");
     pm.output_schema = match json!({"type": "object", "properties": {
@@ -818,7 +821,10 @@ fn cli_rejects_bad_board_version_and_shows_example_in_help() {
 fn placeholder_answers_are_retried_with_the_reason() {
     let dots = json!({"next_action": "FINISH", "target_agent": "...",
                       "prompt_for_agent": "...", "final_report": "..."});
-    let (b, reqs) = run(board(), vec![ok_json(dots.clone()), ok_json(dots)]);
+    let (b, reqs) = run(
+        answered_by("arch"),
+        vec![ok_json(dots.clone()), ok_json(dots)],
+    );
     assert_eq!(reqs.len(), 2);
     let fb = last_user(&reqs[1]);
     assert!(
@@ -855,7 +861,7 @@ fn placeholder_answers_are_retried_with_the_reason() {
     );
 
     let (b, reqs) = run(
-        board(),
+        answered_by("arch"),
         vec![
             ok_json(finish("We should keep Python.")),
             ok_json(finish(REPORT)),
@@ -876,9 +882,49 @@ fn a_finish_with_a_stray_target_is_taken_without_a_retry() {
     let finish = json!({"analysis": "Enough.", "next_action": "FINISH", "target_agent": "arch",
         "prompt_for_agent": "Anything else?",
         "final_report": "### Executive Summary\nKeep Python.\n### Recommendation\nTune the jobs."});
-    let (b, reqs) = run(board(), vec![ok_json(finish)]);
+    let (b, reqs) = run(answered_by("arch"), vec![ok_json(finish)]);
     assert_eq!(reqs.len(), 1, "no retry");
     assert_eq!(b.status, Status::Finishing);
     assert!(b.pending_call.is_none());
     assert!(b.final_report.unwrap().contains("Tune the jobs."));
+}
+
+/// No meeting finishes before anyone has been asked: the first round's schema offers only the
+/// calls (its report and decision null, no answered questions), its rules say so, and a
+/// FINISH there is asked again naming the actions allowed (seen with SmolLM2-135M and Gemma 3
+/// 270M, which took the FINISH they were offered at once with a report of nothing).
+#[test]
+fn the_first_round_offers_no_finish() {
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok_json(finish(REPORT)),
+            ok_json(call("arch", "How long would the rewrite take?")),
+        ],
+    );
+    let p = &reqs[0].expect.as_ref().unwrap().schema["properties"];
+    assert_eq!(p["next_action"]["enum"], json!(["CALL_AGENT"]));
+    assert_eq!(
+        (&p["final_report"], &p["decision"]),
+        (&json!({"type": "null"}), &json!({"type": "null"}))
+    );
+    assert!(p.get("answered_questions").is_none() && p.get("option_assessments").is_none());
+    let rules = last_user(&reqs[0]);
+    assert!(
+        rules.contains("No FINISH before a participant has been asked."),
+        "{rules}"
+    );
+    assert!(!rules.contains("### Executive Summary"), "{rules}");
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("next_action: \"FINISH\" is not allowed")
+            && fb.contains("Allowed values for next_action: CALL_AGENT."),
+        "{fb}"
+    );
+    assert_eq!(b.pending_call.unwrap().target_agent, "arch");
+    // Once someone has been asked (here: has answered), FINISH and its fields are offered.
+    let (_, reqs) = run(answered_by("arch"), vec![ok_json(finish(REPORT))]);
+    let p = &reqs[0].expect.as_ref().unwrap().schema["properties"];
+    assert_eq!(p["next_action"]["enum"], json!(["CALL_AGENT", "FINISH"]));
+    assert!(p.get("answered_questions").is_some() && p.get("option_assessments").is_some());
 }

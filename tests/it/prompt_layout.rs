@@ -269,10 +269,7 @@ fn the_reply_format_is_said_once() {
             } else {
                 assert_eq!(blocks, 1, "{stage}: one schema block: {text}");
                 let (field, short) = if stage == "pm-step" {
-                    (
-                        "\"next_action\"",
-                        "\"next_action\": \"CALL_AGENT\" | \"FINISH\"",
-                    )
+                    ("\"next_action\"", "\"next_action\": \"CALL_AGENT\", ")
                 } else {
                     ("\"key_points\"", "string[]")
                 };

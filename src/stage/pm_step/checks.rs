@@ -525,6 +525,7 @@ mod tests {
         .unwrap()
         .clone();
         b.pm = Some(pm);
+        crate::stage::pm_step::offer::tests::answered(&mut b, "biz");
         let limits = budget::AgentLimits::resolve(&b, &crate::llm::LlmArgs::default());
         let clock = crate::events::FixedClock(crate::stage::fixtures::NOW.into());
         let call = json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",

@@ -83,6 +83,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
         _ => offer.actions.clone(),
     };
     input["offer_call"] = json!(actions.contains(&NextAction::CallAgent));
+    input["offer_finish"] = json!(actions.contains(&NextAction::Finish));
     if mode(board) == Mode::Review {
         input["review"] = crate::review::for_pm(board);
     }
@@ -152,17 +153,28 @@ impl Offered {
             .filter(|a| allowed.contains(a))
             .filter(|a| fan_out > 0 || *a != NextAction::CallAgents)
             .collect();
+        let answerers = answerers(board);
+        // No FINISH before the PM has asked anyone (docs/design/pm-round.md#first-round): a
+        // meeting that asks nobody is not one, and a small model offered FINISH at once
+        // takes it with a report of nothing. The closing round still only finishes.
+        if !crate::final_report::pm_asked_anyone(board)
+            && actions.iter().any(|a| *a != NextAction::Finish)
+        {
+            actions.retain(|a| *a != NextAction::Finish);
+        }
         if actions.is_empty() {
             actions.push(NextAction::Finish);
         }
         Offered {
             actions,
-            answered: if board.open_questions.is_empty() {
+            // Not before someone has answered: no entry could be right then, and a small
+            // model offered the list fills it (the one change of the schema in a meeting).
+            answered: if board.open_questions.is_empty() || answerers.is_empty() {
                 0
             } else {
                 crate::model::LIST_CAP
             },
-            answerers: answerers(board),
+            answerers,
             assessments: dp.options.len() * dp.evaluation_dimensions.len(),
             fan_out,
         }
@@ -304,9 +316,14 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         properties["target_agent"] = json!({"type": "null"});
         properties["prompt_for_agent"] = json!({"type": "null"});
     }
+    let finish = actions.contains(&NextAction::Finish);
     if actions == [NextAction::Finish] {
         // A round that may only FINISH must write the report: a string, never null.
         properties["final_report"] = json!({"type": "string"});
+    } else if !finish {
+        // Before anyone has answered: nothing of a FINISH, which a small model would fill.
+        properties["final_report"] = json!({"type": "null"});
+        properties["decision"] = json!({"type": "null"});
     }
     let fan_out = actions.contains(&NextAction::CallAgents);
     // A fan-out's calls go to the participants who are models; null when not CALL_AGENTS.
@@ -339,7 +356,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     for (name, offered) in [
         ("calls", fan_out),
         ("answered_questions", offer.answered > 0),
-        ("option_assessments", offer.assessments > 0),
+        ("option_assessments", finish && offer.assessments > 0),
         ("objection_responses", !review_ids.is_empty()),
     ] {
         if !offered {
@@ -359,7 +376,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::stage::pm_step::checks::check_decision;
 
@@ -507,7 +524,8 @@ mod tests {
             );
             keys
         };
-        let bare = crate::stage::fixtures::board(&[]);
+        let mut bare = crate::stage::fixtures::board(&[]);
+        answered(&mut bare, "arch");
         assert_eq!(
             fields(&bare),
             [
@@ -524,6 +542,11 @@ mod tests {
         assert!(text.contains("A FINISH adds decision."), "{text}");
         let mut full = crate::stage::fixtures::board(&["Which is cheaper?"]);
         full.meeting_input.decision_packet.options = vec!["A".into(), "B".into()];
+        assert!(
+            !fields(&full).contains(&"answered_questions".to_string()),
+            "nobody has answered yet"
+        );
+        answered(&mut full, "arch");
         let dims_only = fields(&full);
         assert!(dims_only.contains(&"answered_questions".to_string()));
         assert!(
@@ -675,6 +698,15 @@ mod tests {
         .unwrap()
         .clone();
         board.pm = Some(pm);
+        let actions = |b: &Board, m: Mode| {
+            pm_expected_json(b, m).schema["properties"]["next_action"]["enum"].clone()
+        };
+        assert_eq!(
+            actions(&board, Mode::Normal),
+            json!(["CALL_AGENTS"]),
+            "no FINISH before anyone has been asked"
+        );
+        answered(&mut board, "biz");
         let actions = |b: &Board, m: Mode| {
             pm_expected_json(b, m).schema["properties"]["next_action"]["enum"].clone()
         };
