@@ -222,8 +222,13 @@ fn blank(s: &Option<String>) -> bool {
 const MIN_REAL_CHARS: usize = 4;
 
 /// Stock stand-ins a model writes where content should be (compared lower-case, letters and
-/// digits only).
-const FILLERS: [&str; 10] = [
+/// digits only), the PM's action names among them (a small model's question "CALL_AGENTS").
+const FILLERS: [&str; 15] = [
+    "callagent",
+    "callagents",
+    "call agent",
+    "call agents",
+    "finish",
     "tbd",
     "todo",
     "none",
@@ -564,6 +569,8 @@ mod tests {
             ("business analyst", "participant's name"),
             ("...", "placeholder"),
             ("TBD", "placeholder"),
+            ("CALL_AGENTS", "placeholder"),
+            ("Call agent.", "placeholder"),
             ("123456", "no words"),
             ("12.50 %", "no words"),
         ] {

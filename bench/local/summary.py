@@ -1,0 +1,21 @@
+"""The table of BENCHMARKS.md's "Small local models" from bench/local/run.sh's folder."""
+import collections, glob, json, os, sys
+
+out = sys.argv[1]
+print('| model | meeting | ending (exit) | loops | usable / total calls | fan-outs | failed PM rounds | tokens | longest call s | wall s |')
+print('|---|---|---|---:|---:|---:|---:|---:|---:|---:|')
+for res in sorted(glob.glob(f'{out}/*.json')):
+    base = res[:-5]
+    model, _, name = os.path.basename(base).rsplit('-', 2)
+    r = json.load(open(res))
+    x = json.load(open(base + '.exit'))
+    ev = [json.loads(l) for l in open(r['run_dir'] + '/events.jsonl')]
+    calls = [json.loads(l) for l in open(r['run_dir'] + '/llm.jsonl')]
+    pm = collections.Counter(e['ts'] for e in ev if e['type'] == 'pm_decision')  # a fan-out: one ts
+    usable = len(pm) + sum(e['type'] == 'agent_result' for e in ev)
+    total = sum(e['type'] == 'llm_call' for e in ev)
+    fan = sum(n > 1 for n in pm.values())
+    failed = sum(e['type'] == 'pm_round_failed' for e in ev)
+    tokens = r['usage']['prompt_tokens'] + r['usage']['completion_tokens']
+    longest = max((c.get('duration_ms') or 0 for c in calls), default=0) / 1000
+    print(f"| {model} | {name} | {r['status']} ({x['exit']}) | {r['loops']} | {usable} / {total} | {fan} | {failed} | {tokens:,} | {longest:.0f} | {x['secs']} |")
