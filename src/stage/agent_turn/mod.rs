@@ -310,6 +310,10 @@ fn allowed_ids(docs: &[ContextDocument]) -> String {
     }
 }
 
+/// Most items of each list an agent's reply may hold, as sent in its schema where its config
+/// sets no bound (docs/design/prompts.md#structured-output).
+const AGENT_LIST_MAX: usize = 8;
+
 /// The JSON the agent must return: its own `output_schema`, with `citations[].document_id` and
 /// `citations[].source_path` kept to the collected documents' values when there are any, and
 /// `citations` kept empty when there are none (docs/design/prompts.md#structured-output), so a
@@ -317,6 +321,19 @@ fn allowed_ids(docs: &[ContextDocument]) -> String {
 /// agent's own schema and the documents (`check_answer`).
 pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument]) -> ExpectedJson {
     let mut schema = Value::Object(agent.output_schema.clone());
+    // Every list bounded where the config leaves it open, so a grammar-constrained small
+    // model cannot run on inside one to max_tokens (seen with SmolLM2-135M: a `risks` list
+    // repeated until the reply was cut off). A bound for decoding, not a rule: the answer
+    // is checked against the config's own schema, and the whiteboard keeps its own caps.
+    for list in ["key_points", "risks", "recommendations", "citations"] {
+        let open = schema
+            .pointer_mut(&format!("/properties/{list}"))
+            .and_then(Value::as_object_mut)
+            .filter(|l| l.get("type") == Some(&json!("array")) && !l.contains_key("maxItems"));
+        if let Some(l) = open {
+            l.insert("maxItems".into(), json!(AGENT_LIST_MAX));
+        }
+    }
     if docs.is_empty() {
         let citations = schema
             .pointer_mut("/properties/citations")
@@ -768,6 +785,38 @@ mod tests {
             assert!(v.is_valid(&json!({"response": "r", "citations": []})));
             assert!(!v.is_valid(&cited_of(s)));
         }
+    }
+
+    /// Every list of the agent's reply is bounded in the schema sent, where its config leaves
+    /// it open; a bound of the config's own stays.
+    #[test]
+    fn every_agent_list_is_bounded() {
+        let mut agent = crate::stage::fixtures::agent("arch");
+        let list = json!({"type": "array", "items": {"type": "string"}});
+        agent.output_schema = json!({"type": "object", "properties": {
+            "response": {"type": "string"}, "key_points": list, "risks": list,
+            "recommendations": list, "citations": {"type": "array", "items": {"type": "object",
+                "properties": {"document_id": {"type": "string"}}}}}})
+        .as_object()
+        .unwrap()
+        .clone();
+        let sent = agent_expected_json(&agent, &[]).schema;
+        for list in ["key_points", "risks", "recommendations"] {
+            assert_eq!(
+                sent["properties"][list]["maxItems"],
+                json!(AGENT_LIST_MAX),
+                "{list}"
+            );
+        }
+        let strict = crate::llm::openai::to_strict(&sent).expect("strict-able");
+        assert_eq!(
+            strict["properties"]["risks"]["maxItems"],
+            json!(AGENT_LIST_MAX)
+        );
+        agent.output_schema["properties"]["risks"]["maxItems"] = json!(3);
+        let sent = agent_expected_json(&agent, &[]).schema;
+        assert_eq!(sent["properties"]["risks"]["maxItems"], json!(3));
+        assert_eq!(sent["properties"]["citations"]["maxItems"], json!(0));
     }
 
     /// An answer with one citation, shaped for `schema` (strict schemas require `supports`).
