@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::events::{self, Clock};
-use crate::llm::{Client, LlmError, Message, NoJson, Options, Reply, Request};
+use crate::llm::{Client, ExpectedJson, LlmError, Message, NoJson, Options, Reply, Request};
 use crate::model::Board;
 use crate::prompts::echo_reply;
 
@@ -46,6 +46,10 @@ pub(crate) trait Asker {
     /// After each invalid answer (its logical attempt, 1-based): the stage's events.
     /// `retried` tells whether the answer gets its retry or ends the ask.
     fn rejected(&mut self, _attempt: u32, _invalid: &Self::Invalid, _retried: bool) {}
+
+    /// Before the retry: narrow the schema it is sent with to what the correction asks for
+    /// (docs/design/failure-policy.md#ask-loop); unchanged by default.
+    fn narrow(&self, _expect: &mut ExpectedJson) {}
 
     /// Before every call, the retry included: why it must not be made (the token budget,
     /// docs/design/pm-round.md#token-budget), or `None`.
@@ -152,6 +156,9 @@ pub(crate) fn ask<S: Asker>(
             return Ok(Asked::Invalid(invalid));
         }
         let correction = stage.correction(&invalid)?;
+        if let Some(expect) = request.expect.as_mut() {
+            stage.narrow(expect);
+        }
         request
             .messages
             .push(echo_reply(reply.text, reply.truncated));

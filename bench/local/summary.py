@@ -5,6 +5,8 @@ out = sys.argv[1]
 print('| model | meeting | ending (exit) | loops | usable / total calls | fan-outs | failed PM rounds | tokens | longest call s | wall s |')
 print('|---|---|---|---:|---:|---:|---:|---:|---:|---:|')
 for res in sorted(glob.glob(f'{out}/*.json')):
+    if not os.path.exists(res[:-5] + ".exit"):
+        continue  # still running
     base = res[:-5]
     model, _, name = os.path.basename(base).rsplit('-', 2)
     r = json.load(open(res))

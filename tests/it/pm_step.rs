@@ -928,3 +928,53 @@ fn the_first_round_offers_no_finish() {
     assert_eq!(p["next_action"]["enum"], json!(["CALL_AGENT", "FINISH"]));
     assert!(p.get("answered_questions").is_some() && p.get("option_assessments").is_some());
 }
+
+/// The retry of an answer that chose an action this round offers keeps the action and needs
+/// its fields (a grammar-constrained model answered CALL_AGENTS with `calls: null`, and
+/// CALL_AGENT with a null target, again and again); an action not offered leaves the schema
+/// as it was.
+#[test]
+fn the_retry_keeps_the_chosen_action_with_its_fields_required() {
+    let no_target = json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": null,
+        "prompt_for_agent": "How long would the rewrite take?", "final_report": null});
+    let (b, reqs) = run(
+        board(),
+        vec![
+            ok_json(no_target),
+            ok_json(call("arch", "How long would the rewrite take?")),
+        ],
+    );
+    assert_eq!(b.pending_call.unwrap().target_agent, "arch");
+    let first = &reqs[0].expect.as_ref().unwrap().schema["properties"];
+    let retry = &reqs[1].expect.as_ref().unwrap().schema["properties"];
+    assert!(first["target_agent"]["anyOf"].is_array(), "{first}");
+    assert_eq!(retry["next_action"]["enum"], json!(["CALL_AGENT"]));
+    assert_eq!(
+        retry["target_agent"],
+        json!({"type": "string", "enum": ["arch", "biz"]})
+    );
+    assert_eq!(retry["prompt_for_agent"]["type"], json!("string"));
+
+    let mut b0 = answered_by("arch");
+    b0.max_parallel = 3;
+    let no_calls = json!({"analysis": "a", "next_action": "CALL_AGENTS", "calls": null});
+    let fan = json!({"analysis": "Both views.", "next_action": "CALL_AGENTS", "calls": [
+        {"target_agent": "arch", "prompt_for_agent": "Which module would you port first?"},
+        {"target_agent": "biz", "prompt_for_agent": "What would the rewrite cost?"}]});
+    let (b, reqs) = run(b0, vec![ok_json(no_calls), ok_json(fan)]);
+    assert_eq!(b.pending_calls.len(), 2, "{:?}", b.last_error);
+    let retry = &reqs[1].expect.as_ref().unwrap().schema["properties"];
+    assert_eq!(retry["next_action"]["enum"], json!(["CALL_AGENTS"]));
+    assert_eq!(retry["calls"]["type"], json!("array"), "{retry}");
+    assert_eq!(retry["calls"]["minItems"], json!(2), "{retry}");
+
+    // A FINISH in the first round is not offered: the retry's schema is the first's.
+    let (_, reqs) = run(
+        board(),
+        vec![
+            ok_json(finish(REPORT)),
+            ok_json(call("arch", "How long would the rewrite take?")),
+        ],
+    );
+    assert_eq!(reqs[0].expect, reqs[1].expect);
+}

@@ -11,7 +11,7 @@ use crate::circles::{self, GOING_IN_CIRCLES};
 use crate::error::Result;
 use crate::events::{self, Clock};
 use crate::io::kind_of;
-use crate::llm::{NoJson, Options, Request};
+use crate::llm::{ExpectedJson, NoJson, Options, Request};
 use crate::model::{decision_shape, AskedQuestion, Board, NextAction, PmDecision, ProcessKind};
 use crate::prompts::retry_message;
 use crate::schema;
@@ -109,6 +109,8 @@ pub(super) struct PmAsk<'a> {
     /// Tokens a normal round keeps for the closing round (0: none, or this is it).
     pub(super) reserve: u64,
     pub(super) limits: &'a budget::AgentLimits,
+    /// The action the last answer chose, when this round offers it: its retry keeps it.
+    pub(super) chosen: Option<NextAction>,
 }
 
 impl Asker for PmAsk<'_> {
@@ -117,6 +119,11 @@ impl Asker for PmAsk<'_> {
 
     fn check(&mut self, json: Result<&Value, &NoJson>) -> Result<PmDecision, Invalid> {
         let value = json.map_err(|e| Invalid::Json(e.clone()))?;
+        let offered = Offered::of(self.board).actions_in(self.mode, self.board);
+        self.chosen = value
+            .get("next_action")
+            .and_then(Value::as_str)
+            .and_then(|a| offered.into_iter().find(|o| o.as_str() == a));
         let d = check_decision(self.board, self.mode, value)?;
         let n = d.calls.len();
         if d.next_action == NextAction::CallAgents
@@ -156,6 +163,15 @@ impl Asker for PmAsk<'_> {
             _ => Vec::new(),
         };
         retry_message(&error, field, &allowed, note)
+    }
+
+    /// The retry of an answer that chose an action this round offers keeps that action, its
+    /// fields required (docs/design/pm-round.md#pm-round): a grammar-constrained small model
+    /// that answered CALL_AGENTS with `calls: null` cannot do it again.
+    fn narrow(&self, expect: &mut ExpectedJson) {
+        if let Some(action) = self.chosen {
+            super::offer::narrow_to(&mut expect.schema, action);
+        }
     }
 
     fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
@@ -542,6 +558,7 @@ mod tests {
             mode: Mode::Normal,
             reserve: 0,
             limits: &limits,
+            chosen: None,
         };
         for (answer, field, allowed) in [
             (call, "next_action", Some("CALL_AGENTS, FINISH")),

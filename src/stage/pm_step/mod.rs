@@ -244,6 +244,7 @@ fn pm_step_with(
         mode: plan.mode,
         reserve: plan.reserve,
         limits,
+        chosen: None,
     };
     let calls_before = client.calls();
     let outcome = Failure::of(ask(client, opts, request, &mut pm)?);

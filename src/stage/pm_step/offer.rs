@@ -375,6 +375,46 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     }
 }
 
+/// The schema of a retry that keeps `action` (`PmAsk::narrow`, docs/design/pm-round.md#pm-round):
+/// `next_action` that action alone, and the fields it needs no longer nullable — CALL_AGENT's
+/// target and question, CALL_AGENTS' calls, FINISH's report. The rest stays as sent.
+pub(super) fn narrow_to(schema: &mut Value, action: NextAction) {
+    let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    props.insert(
+        "next_action".into(),
+        json!({"type": "string", "enum": [action.as_str()]}),
+    );
+    let needed: &[&str] = match action {
+        NextAction::CallAgent => &["target_agent", "prompt_for_agent"],
+        NextAction::CallAgents => &["calls"],
+        NextAction::Finish => &["final_report"],
+    };
+    for field in needed {
+        if let Some(v) = props.get_mut(*field) {
+            not_null(v);
+        }
+    }
+}
+
+/// A nullable schema without its null: the other branch of `anyOf: [X, {"type": "null"}]`, or
+/// `"type": [T, "null"]` as `T`.
+fn not_null(v: &mut Value) {
+    let null = json!({"type": "null"});
+    if let Some(branches) = v.get("anyOf").and_then(Value::as_array) {
+        let rest: Vec<Value> = branches.iter().filter(|b| **b != null).cloned().collect();
+        if rest.len() == 1 {
+            *v = rest[0].clone();
+        }
+    } else if let Some(types) = v.get("type").and_then(Value::as_array) {
+        let rest: Vec<Value> = types.iter().filter(|t| *t != "null").cloned().collect();
+        if rest.len() == 1 {
+            v["type"] = rest[0].clone();
+        }
+    }
+}
+
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
@@ -504,6 +544,25 @@ pub(super) mod tests {
                 .get("calls")
                 .is_none()
         );
+    }
+
+    /// A narrowed retry schema stays one OpenAI's strict mode and a validator take, for every
+    /// action.
+    #[test]
+    fn a_narrowed_schema_is_still_strict() {
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        board.max_parallel = 3;
+        answered(&mut board, "arch");
+        for action in NextAction::ALL {
+            let mut schema = pm_expected_json(&board, Mode::Normal).schema;
+            narrow_to(&mut schema, action);
+            assert_eq!(
+                schema["properties"]["next_action"]["enum"],
+                json!([action.as_str()])
+            );
+            crate::llm::openai::to_strict(&schema).expect("strict-able");
+            jsonschema::validator_for(&schema).expect("a schema");
+        }
     }
 
     /// The optional fields are offered where they apply, in the schema and the rules alike.
