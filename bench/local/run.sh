@@ -2,7 +2,7 @@
 # Meetings against a local OpenAI-compatible server, one after another, with default flags
 # (BENCHMARKS.md, "Small local models"); outside CI. From the repository root:
 #   bench/local/run.sh PORT MODEL OUT demo ci demo ci
-# Each meeting leaves OUT/MODEL-N-NAME.{json,err,md}; then bench/local/summary.py OUT.
+# Each meeting leaves OUT/MODEL-N-NAME.{json,err,md,exit}; then bench/local/summary.py OUT...
 set -u
 port=$1 model=$2 out=$3; shift 3
 mkdir -p "$out"

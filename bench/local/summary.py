@@ -1,10 +1,10 @@
-"""The table of BENCHMARKS.md's "Small local models" from bench/local/run.sh's folder."""
+"""The table of BENCHMARKS.md's "Small local models" from bench/local/run.sh's folders:
+`summary.py OUT...`, one row per finished meeting."""
 import collections, glob, json, os, sys
 
-out = sys.argv[1]
 print('| model | meeting | ending (exit) | loops | usable / total calls | fan-outs | failed PM rounds | tokens | longest call s | wall s |')
 print('|---|---|---|---:|---:|---:|---:|---:|---:|---:|')
-for res in sorted(glob.glob(f'{out}/*.json')):
+for res in sorted(r for out in sys.argv[1:] for r in glob.glob(f'{out}/*.json')):
     if not os.path.exists(res[:-5] + ".exit"):
         continue  # still running
     base = res[:-5]
