@@ -166,7 +166,7 @@ impl Asker for PmAsk<'_> {
     }
 
     /// The retry of an answer that chose an action this round offers keeps that action, its
-    /// fields required (docs/design/pm-round.md#pm-round): a grammar-constrained small model
+    /// fields required (docs/design/failure-policy.md#ask-loop): a grammar-constrained small model
     /// that answered CALL_AGENTS with `calls: null` cannot do it again.
     fn narrow(&self, expect: &mut ExpectedJson) {
         if let Some(action) = self.chosen {

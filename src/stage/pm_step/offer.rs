@@ -321,7 +321,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         // A round that may only FINISH must write the report: a string, never null.
         properties["final_report"] = json!({"type": "string"});
     } else if !finish {
-        // Before anyone has answered: nothing of a FINISH, which a small model would fill.
+        // Before the PM has asked anyone: nothing of a FINISH, which a small model would fill.
         properties["final_report"] = json!({"type": "null"});
         properties["decision"] = json!({"type": "null"});
     }
@@ -375,7 +375,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     }
 }
 
-/// The schema of a retry that keeps `action` (`PmAsk::narrow`, docs/design/pm-round.md#pm-round):
+/// The schema of a retry that keeps `action` (`PmAsk::narrow`, docs/design/failure-policy.md#ask-loop):
 /// `next_action` that action alone, and the fields it needs no longer nullable — CALL_AGENT's
 /// target and question, CALL_AGENTS' calls, FINISH's report. The rest stays as sent.
 pub(super) fn narrow_to(schema: &mut Value, action: NextAction) {
