@@ -109,7 +109,7 @@ pub(super) struct PmAsk<'a> {
     /// Tokens a normal round keeps for the closing round (0: none, or this is it).
     pub(super) reserve: u64,
     pub(super) limits: &'a budget::AgentLimits,
-    /// The action the last answer chose, when this round offers it: its retry keeps it.
+    /// The action the last answer chose; its retry keeps it when this round offers it.
     pub(super) chosen: Option<NextAction>,
 }
 
@@ -119,11 +119,10 @@ impl Asker for PmAsk<'_> {
 
     fn check(&mut self, json: Result<&Value, &NoJson>) -> Result<PmDecision, Invalid> {
         let value = json.map_err(|e| Invalid::Json(e.clone()))?;
-        let offered = Offered::of(self.board).actions_in(self.mode, self.board);
         self.chosen = value
             .get("next_action")
             .and_then(Value::as_str)
-            .and_then(|a| offered.into_iter().find(|o| o.as_str() == a));
+            .and_then(|a| NextAction::ALL.into_iter().find(|o| o.as_str() == a));
         let d = check_decision(self.board, self.mode, value)?;
         let n = d.calls.len();
         if d.next_action == NextAction::CallAgents
@@ -169,7 +168,8 @@ impl Asker for PmAsk<'_> {
     /// fields required (docs/design/failure-policy.md#ask-loop): a grammar-constrained small model
     /// that answered CALL_AGENTS with `calls: null` cannot do it again.
     fn narrow(&self, expect: &mut ExpectedJson) {
-        if let Some(action) = self.chosen {
+        let offered = || Offered::of(self.board).actions_in(self.mode, self.board);
+        if let Some(action) = self.chosen.filter(|a| offered().contains(a)) {
             super::offer::narrow_to(&mut expect.schema, action);
         }
     }
