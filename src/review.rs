@@ -50,7 +50,7 @@ pub(crate) fn open(board: &Board) -> impl Iterator<Item = &Objection> {
 pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
     board.review_round += 1;
     board.status = Status::Reviewing;
-    let mut calls: Vec<PendingCall> = board
+    let calls: Vec<PendingCall> = board
         .reviewers()
         .into_iter()
         .map(|r| PendingCall {
@@ -67,11 +67,7 @@ pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
             events::pm_asks(&call.target_agent, REVIEW_QUESTION),
         );
     }
-    if calls.len() == 1 {
-        board.pending_call = calls.pop();
-    } else {
-        board.pending_calls = calls;
-    }
+    board.pending_calls = calls;
 }
 
 /// The draft as a reviewer sees it: the decision, the recommendation, the options table, the

@@ -45,7 +45,7 @@ flow_put() {
 
 # flow_ask AGENT QUESTION: put one call on the board, let the agent answer, merge the answer.
 flow_ask() {
-  flow_put '.pending_call = {target_agent: $a, prompt: $q}' --arg a "$1" --arg q "$2"
+  flow_put '.pending_calls = [{target_agent: $a, prompt: $q}]' --arg a "$1" --arg q "$2"
   flow_stage agent-turn
   flow_stage merge-board
 }

@@ -26,7 +26,7 @@ while :; do
     | ($w.objections // [] | map({key: .id, value: .}) | from_entries) as $before
     | (select((.review_round // 0) > ($w.review_round // 0))
        | "review round \(.review_round), the draft: \(.record.decision.choice) (confidence: \(.record.decision.confidence))"),
-      ($w | [.last_turn // empty, .last_turns[]?] | .[] | select(.review and $stage == "merge-board")
+      ($w.last_turns[] | select(.review and $stage == "merge-board")
        | "\(.agent_name): \(.review.verdict)"),
       (.objections[]? | select($before[.id] == null) | "  \(.id) by \(.by), about \(.about): \(.why)"),
       (.objections[]? | select($before[.id] != null and $before[.id].status != .status)

@@ -1,5 +1,5 @@
-//! `agent-turn`: run the agent call a board's pending_call asks for; the board with
-//! `last_turn` set goes to stdout.
+//! `agent-turn`: run the agent calls a board's pending_calls ask for; the board with their
+//! turns in `last_turns` goes to stdout.
 
 use std::process::ExitCode;
 
@@ -7,20 +7,20 @@ use agent_meeting::cli;
 use agent_meeting::stage::agent_turn as turn;
 use clap::Parser;
 
-/// Ask the agent the PM chose and record its checked answer (or its failure) in last_turn.
+/// Ask the agent the PM chose and record its checked answer (or its failure) in last_turns.
 #[derive(Parser)]
 #[command(
     name = "agent-turn",
     version,
-    after_help = "Reads a Board with a pending_call on stdin, writes the Board with last_turn set and\n\
-                  pending_call cleared on stdout; a fan-out's pending_calls run concurrently and\n\
-                  become last_turns, in call order. A `kind: human` agent answers in\n\
+    after_help = "Reads a Board with pending_calls on stdin, writes the Board with their turns in\n\
+                  last_turns and pending_calls cleared on stdout; a fan-out's calls run concurrently,\n\
+                  their turns in call order. A `kind: human` agent answers in\n\
                   $VISUAL/$EDITOR or on the terminal, or from --human-answers.\n\n\
                   Example:\n  \
 # in the repository; the stages take the replay settings from the environment\n  \
                   export AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl\n  \
                   collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz \\\n    \
-                  | pm-step | agent-turn | jq .last_turn"
+                  | pm-step | agent-turn | jq '.last_turns[0]'"
 )]
 struct Args {
     #[command(flatten)]

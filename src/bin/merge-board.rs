@@ -1,4 +1,4 @@
-//! `merge-board`: Board with `last_turn` on stdin → Board with it merged on stdout.
+//! `merge-board`: Board with `last_turns` on stdin → Board with them merged on stdout.
 
 use std::process::ExitCode;
 

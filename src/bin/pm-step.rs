@@ -11,12 +11,12 @@ use clap::Parser;
 #[command(
     name = "pm-step",
     version,
-    after_help = "Reads a Board on stdin, writes the Board with the PM's decision applied (pending_call,\n\
-                  a fan-out's pending_calls, final_report, or the forced-finish outcome) on stdout.\n\n\
+    after_help = "Reads a Board on stdin, writes the Board with the PM's decision applied (pending_calls:\n\
+                  one call, or a fan-out's, final_report, or the forced-finish outcome) on stdout.\n\n\
                   Example:\n  \
 # in the repository\n  \
                   collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz \\\n    \
-                  | pm-step --provider replay --cassette meetings/demo.cassette.jsonl | jq .pending_call"
+                  | pm-step --provider replay --cassette meetings/demo.cassette.jsonl | jq '.pending_calls[0]'"
 )]
 struct Args {
     #[command(flatten)]

@@ -286,7 +286,7 @@ fn board_summary(board: &Board) -> String {
         plural(board.usage.attempts(), "LLM call"),
         board.usage.tokens.total()
     ));
-    for call in board.pending() {
+    for call in &board.pending_calls {
         out.push_str(&format!(
             "\npending: pm → {}: {}",
             call.target_agent,
@@ -327,7 +327,7 @@ pub(super) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
             lines.push(format!("{tag} {line}"));
             Some(lines.join("\n"))
         }
-        Stage::AgentTurn if !after.last_turns.is_empty() => {
+        Stage::AgentTurn if after.last_turns.len() > 1 => {
             let lines: Vec<String> = after
                 .last_turns
                 .iter()
@@ -336,7 +336,7 @@ pub(super) fn progress_line(stage: Stage, before: &Board, after: &Board, ui: Ui)
             Some(format!("{tag} answers\n{}", lines.join("\n")))
         }
         Stage::AgentTurn => {
-            let turn = after.last_turn.as_ref()?;
+            let turn = after.last_turns.first()?;
             Some(turn_lines(turn, before, after, &format!("{tag} "), ui))
         }
         _ => None,
@@ -351,7 +351,13 @@ fn pm_line(before: &Board, after: &Board, ui: Ui) -> Option<String> {
     let failed = paint(ui, "1;31", "pm");
     // Whole: the telling part of a reason ("dns error") is often at its end.
     let why = || one_line(after.last_error.as_deref().unwrap_or("?"), usize::MAX);
-    Some(if !after.pending_calls.is_empty() {
+    Some(if let [call] = after.pending_calls.as_slice() {
+        format!(
+            "{pm} → {}: {} {stats}",
+            paint(ui, "1;33", &call.target_agent),
+            one_line(&call.prompt, 81)
+        )
+    } else if !after.pending_calls.is_empty() {
         // A fan-out: its calls together, one line each under the header.
         let names: Vec<&str> = after
             .pending_calls
@@ -370,12 +376,6 @@ fn pm_line(before: &Board, after: &Board, ui: Ui) -> Option<String> {
             ));
         }
         text
-    } else if let Some(call) = &after.pending_call {
-        format!(
-            "{pm} → {}: {} {stats}",
-            paint(ui, "1;33", &call.target_agent),
-            one_line(&call.prompt, 81)
-        )
     } else if after.status == Status::ForcedStop && after.has_final_report() {
         format!("{closing} ({}): FINISH {stats}", forced_why(after))
     } else if after.status == Status::ForcedStop {
@@ -536,12 +536,12 @@ mod tests {
             ticker: true,
             ..Ui::default()
         };
-        board.pending_call = Some(crate::model::PendingCall {
+        board.pending_calls = vec![crate::model::PendingCall {
             target_agent: "arch".into(),
             prompt: "q".into(),
             analysis: String::new(),
             reserve_tokens: None,
-        });
+        }];
         assert!(ui.for_stage(&board).ticker);
         board.agents.get_mut("arch").unwrap().kind = crate::model::ParticipantKind::Human;
         assert!(!ui.for_stage(&board).ticker);

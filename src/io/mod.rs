@@ -128,11 +128,11 @@ pub fn stdin_hint(program: &str) -> String {
             "init-board --agents arch,biz < packet.json | pm-step",
         ),
         "agent-turn" => (
-            "a Board with a pending_call (pm-step's output) on stdin",
+            "a Board with pending_calls (pm-step's output) on stdin",
             "pm-step < board.json | agent-turn",
         ),
         "merge-board" => (
-            "a Board with a last_turn (agent-turn's output) on stdin",
+            "a Board with last_turns (agent-turn's output) on stdin",
             "agent-turn < board.json | merge-board",
         ),
         "render-report" => (

@@ -52,7 +52,7 @@ pub struct PendingCall {
     pub reserve_tokens: Option<u64>,
 }
 
-/// How a turn or a call ended: an agent turn (`last_turn.status`) and the `llm_call`,
+/// How a turn or a call ended: an agent turn (`last_turns[i].status`) and the `llm_call`,
 /// `agent_result` and `agent_error` events.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -117,14 +117,12 @@ pub struct Board {
     pub latest_agent_outputs: BTreeMap<String, AgentTurnResult>,
     /// Every validated citation of the meeting, in the order they were merged.
     pub evidence: Vec<Evidence>,
-    pub pending_call: Option<PendingCall>,
-    pub last_turn: Option<LastTurn>,
-    /// A fan-out's calls waiting for `agent-turn`, in call order (docs/design/agent-turn.md#fan-out); a
-    /// single call stays in `pending_call`.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The calls waiting for `agent-turn`, in call order: one for the PM's CALL_AGENT (or a
+    /// reviewer's), several for a fan-out (docs/design/agent-turn.md#fan-out); empty: none.
+    #[serde(default)]
     pub pending_calls: Vec<PendingCall>,
-    /// A fan-out's turns waiting for `merge-board`, in call order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The turns waiting for `merge-board`, in call order (one per call that ran).
+    #[serde(default)]
     pub last_turns: Vec<LastTurn>,
     pub last_error: Option<String>,
     pub recent_errors: Vec<String>,
@@ -213,23 +211,11 @@ pub(crate) fn check_invariants(b: &Board) -> Result<(), crate::error::Invalid> {
     check_calls_and_turns(b)
 }
 
-/// The calls and turns of [`check_invariants`]: one kind at a time, each naming a participant
-/// once, each call with a question.
+/// The calls and turns of [`check_invariants`]: each naming a participant once, each call
+/// with a question.
 fn check_calls_and_turns(b: &Board) -> Result<(), crate::error::Invalid> {
     use crate::error::Invalid;
-    if b.pending_call.is_some() && !b.pending_calls.is_empty() {
-        return Err(Invalid::at(
-            "pending_calls",
-            "expected either pending_call or pending_calls, not both",
-        ));
-    }
-    if b.last_turn.is_some() && !b.last_turns.is_empty() {
-        return Err(Invalid::at(
-            "last_turns",
-            "expected either last_turn or last_turns, not both",
-        ));
-    }
-    let calls = entries("pending_call", b.pending_call.as_ref(), &b.pending_calls);
+    let calls = entries("pending_calls", &b.pending_calls);
     each_once(
         b,
         &calls,
@@ -243,7 +229,7 @@ fn check_calls_and_turns(b: &Board) -> Result<(), crate::error::Invalid> {
             "empty (expected the question for the agent)",
         ));
     }
-    let turns = entries("last_turn", b.last_turn.as_ref(), &b.last_turns);
+    let turns = entries("last_turns", &b.last_turns);
     each_once(
         b,
         &turns,
@@ -254,17 +240,12 @@ fn check_calls_and_turns(b: &Board) -> Result<(), crate::error::Invalid> {
     Ok(())
 }
 
-/// A board's one-or-many field (`pending_call` / `pending_calls`, `last_turn` / `last_turns`)
-/// as entries with their field paths.
-fn entries<'a, T>(one: &str, single: Option<&'a T>, many: &'a [T]) -> Vec<(String, &'a T)> {
-    single
-        .map(|x| (one.to_string(), x))
-        .into_iter()
-        .chain(
-            many.iter()
-                .enumerate()
-                .map(|(i, x)| (format!("{one}s[{i}]"), x)),
-        )
+/// A board's list field as entries with their field paths (`pending_calls[0]`, ...).
+fn entries<'a, T>(field: &str, items: &'a [T]) -> Vec<(String, &'a T)> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, x)| (format!("{field}[{i}]"), x))
         .collect()
 }
 
@@ -316,24 +297,6 @@ impl Board {
     fn may_answer(&self, name: &str) -> bool {
         self.participants.iter().any(|p| p == name)
             || (self.status == Status::Reviewing && self.reviewers().iter().any(|r| r == name))
-    }
-
-    /// Whether an agent turn is waiting to be run: a single call or a fan-out.
-    pub fn has_pending_calls(&self) -> bool {
-        self.pending_call.is_some() || !self.pending_calls.is_empty()
-    }
-
-    /// Whether a turn (or a fan-out's turns) is waiting to be merged.
-    pub fn has_turns(&self) -> bool {
-        self.last_turn.is_some() || !self.last_turns.is_empty()
-    }
-
-    /// The calls waiting for `agent-turn`, in call order (one, or a fan-out's).
-    pub fn pending(&self) -> Vec<&PendingCall> {
-        self.pending_call
-            .iter()
-            .chain(&self.pending_calls)
-            .collect()
     }
 
     /// Whether the PM's report is there (a blank one counts as none), the one test every

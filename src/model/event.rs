@@ -38,7 +38,7 @@ pub enum EventType {
     PmRepeatedQuestion,
     /// Two agent turns in a row added nothing new to the whiteboard (docs/design/pm-round.md#circles).
     MeetingStalled,
-    /// A question a flow script put on the board itself (`pending_call`/`pending_calls`, not
+    /// A question a flow script put on the board itself (`pending_calls`, not
     /// the PM's), recorded by `agent-turn` when it asks it (docs/design/flows.md#hand-put-questions).
     FlowCall,
 }

@@ -35,14 +35,20 @@ use serde_json::Value;
 /// Current major versions of the documents that flow between the programs.
 /// 3: the fields every stage writes are required (no defaults kept for boards of earlier
 /// releases), evidence ids are always set and the record says why a meeting was forced to
-/// close (docs/design/run-folder.md#events). Earlier boards are refused ([`OLDER_BOARDS`]).
-pub const BOARD_VERSION: u32 = 3;
+/// close (docs/design/run-folder.md#events). 4: one shape per fact: calls only in
+/// `pending_calls`, turns only in `last_turns` (a single call is a list of one). Earlier
+/// boards are refused ([`OLDER_BOARDS`]).
+pub const BOARD_VERSION: u32 = 4;
 
 /// Every earlier board version, with what its boards predate: each is refused with this
 /// reason, not converted (docs/design/run-folder.md#events).
-pub(crate) const OLDER_BOARDS: [(u32, &str); 2] = [
+pub(crate) const OLDER_BOARDS: [(u32, &str); 3] = [
     (1, "bounded boards (its whole history in event_log)"),
     (2, "required board fields and typed forced-finish reasons"),
+    (
+        3,
+        "one shape for calls and turns (pending_calls, last_turns)",
+    ),
 ];
 pub const PACKET_VERSION: u32 = 1;
 pub const REPORT_VERSION: u32 = 1;

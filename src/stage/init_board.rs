@@ -190,8 +190,6 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         risks: Vec::new(),
         latest_agent_outputs: BTreeMap::new(),
         evidence: Vec::new(),
-        pending_call: None,
-        last_turn: None,
         pending_calls: Vec::new(),
         last_turns: Vec::new(),
         last_error: None,

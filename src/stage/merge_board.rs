@@ -1,4 +1,4 @@
-//! The `merge-board` stage: fold the agent turn in `last_turn` into the whiteboard (merge
+//! The `merge-board` stage: fold the agent turns in `last_turns` into the whiteboard (merge
 //! rules 1–7, docs/design/whiteboard.md#merge-rules). No LLM, no clock: the caller passes the timestamp, so
 //! every function here is pure.
 
@@ -39,17 +39,14 @@ pub(crate) fn is_question(item: &str) -> bool {
     })
 }
 
-/// `merge-board`: fold `last_turn` into the whiteboard (merge rules 1–7, docs/design/whiteboard.md#merge-rules),
-/// or a fan-out's `last_turns` one after another in call order, each counting one loop, exactly
-/// as if they had run one by one (docs/design/agent-turn.md#fan-out).
+/// `merge-board`: fold the turns in `last_turns` into the whiteboard (merge rules 1–7,
+/// docs/design/whiteboard.md#merge-rules) one after another in call order, each counting one
+/// loop, exactly as if a fan-out's had run one by one (docs/design/agent-turn.md#fan-out).
 pub fn merge(mut board: Board, now: &str) -> Result<Board> {
-    // The guard also checks the board's invariants: one kind of turn, each a participant's.
+    // The guard also checks the board's invariants: each turn a participant's, once.
     board.expect_stage(Stage::MergeBoard)?;
     events::start_stage(&mut board);
-    let turns: Vec<LastTurn> = match board.last_turn.take() {
-        Some(turn) => vec![turn],
-        None => std::mem::take(&mut board.last_turns),
-    };
+    let turns: Vec<LastTurn> = std::mem::take(&mut board.last_turns);
     if board.status == Status::Reviewing {
         merge_reviews(&mut board, turns, now);
         return Ok(board);
@@ -284,7 +281,7 @@ mod tests {
     use crate::whiteboard::SUMMARY_MAX_CHARS;
 
     fn ok_turn(b: &mut Board, name: &str, r: AgentTurnResult) {
-        b.last_turn = Some(LastTurn {
+        b.last_turns.push(LastTurn {
             agent_name: name.into(),
             status: TurnStatus::Ok,
             prompt: "q".into(),
@@ -330,12 +327,15 @@ mod tests {
     }
 
     #[test]
-    fn a_board_with_both_kinds_of_turn_is_refused() {
+    fn a_board_with_two_turns_of_one_agent_is_refused() {
         let mut b = board(&[]);
         ok_turn(&mut b, "arch", result("R.", &[], &[], &[]));
-        b.last_turns = vec![b.last_turn.clone().unwrap()];
+        ok_turn(&mut b, "arch", result("R.", &[], &[], &[]));
         let e = merge(b, NOW).unwrap_err().to_string();
-        assert!(e.contains("last_turns: expected either"), "{e}");
+        assert!(
+            e.contains("last_turns[1].agent_name: \"arch\" answers twice"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -345,7 +345,7 @@ mod tests {
         b = merge(b, NOW).unwrap();
         ok_turn(&mut b, "arch", result("Second.", &[], &[], &[]));
         b = merge(b, NOW).unwrap();
-        b.last_turn = Some(LastTurn {
+        b.last_turns.push(LastTurn {
             agent_name: "arch".into(),
             status: TurnStatus::Error,
             prompt: "q".into(),
@@ -497,7 +497,7 @@ mod tests {
         b = merge(b, NOW).unwrap();
         let before = b.clone();
         for i in 0..7 {
-            b.last_turn = Some(LastTurn {
+            b.last_turns.push(LastTurn {
                 agent_name: "biz".into(),
                 status: TurnStatus::Error,
                 prompt: "q".into(),
@@ -539,7 +539,7 @@ mod tests {
         ok_turn(&mut b, "arch", result("R.", &[], &[], &[]));
         b = merge(b, NOW).unwrap();
         assert_eq!((b.loop_count, b.status), (1, Status::Running));
-        b.last_turn = Some(LastTurn {
+        b.last_turns.push(LastTurn {
             agent_name: "biz".into(),
             status: TurnStatus::Error,
             prompt: "q".into(),
@@ -550,7 +550,7 @@ mod tests {
         b = merge(b, NOW).unwrap();
         assert_eq!((b.loop_count, b.status), (2, Status::Running));
         assert_eq!(b.next_stage(), Some(Stage::PmStep));
-        assert!(b.last_turn.is_none());
+        assert!(b.last_turns.is_empty());
         assert_eq!(
             b.new_events.last().unwrap().event_type,
             EventType::BoardMerged
@@ -721,7 +721,7 @@ mod tests {
     }
 
     #[test]
-    fn merge_refuses_board_without_last_turn() {
+    fn merge_refuses_board_without_turns() {
         let b = board(&[]);
         let e = merge(b, NOW).unwrap_err().to_string();
         assert_eq!(e, "pm-step should run next, not merge-board");

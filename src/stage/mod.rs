@@ -75,8 +75,8 @@ impl Board {
             // `failed` means the report could not be saved: render-report tries again.
             Status::Failed | Status::ForcedStop => Some(Stage::RenderReport),
             Status::Finishing if self.has_final_report() => Some(Stage::RenderReport),
-            _ if self.has_turns() => Some(Stage::MergeBoard),
-            _ if self.has_pending_calls() => Some(Stage::AgentTurn),
+            _ if !self.last_turns.is_empty() => Some(Stage::MergeBoard),
+            _ if !self.pending_calls.is_empty() => Some(Stage::AgentTurn),
             // Also `finishing` without a report and a spent loop budget: the PM's forced
             // finish round.
             _ => Some(Stage::PmStep),
@@ -189,7 +189,7 @@ mod tests {
         b
     }
 
-    /// Every row of the state table (docs/design/flow.md#next-stage): status × pending_call × last_turn ×
+    /// Every row of the state table (docs/design/flow.md#next-stage): status × pending_calls × last_turns ×
     /// final_report → next stage.
     #[test]
     fn next_stage_table() {
@@ -261,8 +261,8 @@ mod tests {
         for (status, pending, last, report, want) in rows {
             let mut b = board();
             b.status = status;
-            b.pending_call = pending.then(|| call.clone());
-            b.last_turn = last.then(|| turn.clone());
+            b.pending_calls = pending.then(|| call.clone()).into_iter().collect();
+            b.last_turns = last.then(|| turn.clone()).into_iter().collect();
             b.final_report = report.map(str::to_string);
             assert_eq!(
                 b.next_stage(),

@@ -29,7 +29,7 @@ fn run(board: Board, replies: Vec<Result<RawReply, AttemptError>>) -> (Board, Ve
 }
 
 fn turn_of(b: &Board) -> &LastTurn {
-    b.last_turn.as_ref().expect("last_turn")
+    &b.last_turns[0]
 }
 
 #[test]
@@ -42,7 +42,7 @@ fn ok_turn_marks_citations_and_records_events() {
     v["agent_name"] = json!("impostor");
     v["confidence"] = json!("high");
     let (b, reqs) = run(board_with_call("arch"), vec![ok_json(v)]);
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
     let t = turn_of(&b);
     assert_eq!((t.agent_name.as_str(), t.status), ("arch", TurnStatus::Ok));
     assert_eq!(t.prompt, "What does the cluster cost per month?");
@@ -139,7 +139,7 @@ fn two_failures_give_an_error_turn() {
         vec![ok("I think we should keep Python."), ok("{\"response\": ")],
     );
     assert_eq!(reqs.len(), 2);
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
     let t = turn_of(&b);
     assert_eq!(t.status, TurnStatus::Error);
     assert_eq!(t.result, None);
@@ -326,7 +326,7 @@ fn wrong_stage_boards_name_the_right_stage() {
         (
             {
                 let mut b = board();
-                b.last_turn = Some(LastTurn {
+                b.last_turns.push(LastTurn {
                     agent_name: "arch".into(),
                     status: TurnStatus::Error,
                     prompt: "q".into(),
@@ -382,7 +382,7 @@ fn agent_input_has_the_three_runtime_fields() {
     let mut b = board_with_call("arch");
     b.summary = "topic\nLatest: arch\ncounts".into();
     b.key_points = vec!["k1".into(), "x".repeat(900)];
-    let call = b.pending_call.clone().unwrap();
+    let call = b.pending_calls[0].clone();
     let v = agent_input(&b, &call);
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(keys, ["prompt", "meeting_summary", "context_summary"]);
@@ -406,7 +406,7 @@ fn golden_agent_prompt() {
         b.topic
     );
     b.key_points = vec!["Budget is fixed for the year".into()];
-    let call = b.pending_call.clone().unwrap();
+    let call = b.pending_calls[0].clone();
     let text = turn::render_agent_user(&b, &call).unwrap();
     assert!(
         text.contains(&b.context_bundle.summary),
@@ -451,11 +451,11 @@ fn cli_runs_a_turn_from_a_cassette() {
         .json();
     assert_eq!(turn_of(&b).status, TurnStatus::Ok);
     assert_eq!(b.usage.calls, 5);
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
 }
 
 #[test]
-fn cli_refuses_a_board_without_pending_call() {
+fn cli_refuses_a_board_without_pending_calls() {
     cli("agent-turn")
         .stdin(serde_json::to_string(&board()).unwrap())
         .run()

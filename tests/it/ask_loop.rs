@@ -102,7 +102,7 @@ fn pm_rate_limited_on_its_only_attempt_is_asked_once_without_waiting() {
         (Status::Running, 1),
         "asked again next round"
     );
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
     let err = b.last_error.as_deref().unwrap();
     assert!(err.starts_with("PM call failed: openai: HTTP 429"), "{err}");
     assert_eq!(b.usage.calls, 1);
@@ -183,7 +183,7 @@ fn pm_not_json_is_retried_once_with_the_exact_error() {
     ]);
     let b = stage("pm-step", &server, &openai(common::board()), 3);
     assert_eq!(server.count(), 2);
-    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    assert_eq!(b.pending_calls[0].target_agent, "arch");
     let invalid: Vec<_> = b
         .new_events
         .iter()
@@ -258,7 +258,7 @@ fn pm_reply_cut_at_max_tokens_says_so_and_the_retry_quotes_only_its_head() {
     let runaway = format!("{{\"analysis\": \"{}", "cost ".repeat(4000));
     let server = FakeServer::start(vec![cut_at_max_tokens(&runaway), ok_answer(&call("arch"))]);
     let b = stage("pm-step", &server, &openai(common::board()), 1);
-    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    assert_eq!(b.pending_calls[0].target_agent, "arch");
     let invalid: Vec<_> = b
         .new_events
         .iter()
@@ -362,7 +362,7 @@ fn agent_invalid_citation_is_retried_once_with_the_exact_error() {
     assert_eq!(server.count(), 2);
     let error = "citations[0].document_id: \"docs/secret.md\" is not one of the collected documents (allowed: docs/costs.md, docs/team.md)";
     assert!(last_user(&server, 1).contains(error));
-    let turn = b.last_turn.as_ref().unwrap();
+    let turn = &b.last_turns[0];
     assert_eq!(turn.status, TurnStatus::Ok);
     let retry: Vec<_> = b
         .new_events
@@ -386,7 +386,7 @@ fn agent_invalid_twice_is_two_requests_and_an_error_turn() {
         3,
     );
     assert_eq!(server.count(), 2);
-    let turn = b.last_turn.as_ref().unwrap();
+    let turn = &b.last_turns[0];
     assert_eq!(turn.status, TurnStatus::Error);
     assert!(turn.error.as_deref().unwrap().contains("not valid JSON"));
 }
@@ -401,7 +401,7 @@ fn agent_unavailable_costs_max_attempts_and_gives_an_error_turn() {
         3,
     );
     assert_eq!(server.count(), 3);
-    let turn = b.last_turn.as_ref().unwrap();
+    let turn = &b.last_turns[0];
     assert_eq!(turn.status, TurnStatus::Error);
     let err = turn.error.as_deref().unwrap();
     assert!(

@@ -25,6 +25,7 @@
 
 use std::path::{Path, PathBuf};
 
+use agent_meeting::model::BOARD_VERSION;
 use serde_json::Value;
 
 use crate::harness::{cli, par_map, root, select, Workdir, PROGRAMS};
@@ -1007,10 +1008,11 @@ fn merge_board_refuses_wrong_stage_and_bad_versions() {
         .exit(2)
         .stdout_is("")
         .stderr_is("merge-board: pm-step should run next, not merge-board\n");
-    let bumped = board.replacen("\"board_version\":3", "\"board_version\":9", 1);
-    cli("merge-board").stdin(bumped).run().exit(2).stderr_is(
-        "merge-board: <stdin>: board_version: version 9 is not supported (expected 3)\n",
-    );
+    let now = format!("\"board_version\":{BOARD_VERSION}");
+    let bumped = board.replacen(&now, "\"board_version\":9", 1);
+    cli("merge-board").stdin(bumped).run().exit(2).stderr_is(&format!(
+        "merge-board: <stdin>: board_version: version 9 is not supported (expected {BOARD_VERSION})\n",
+    ));
     cli("merge-board")
         .stdin(vec![0xffu8, 0xfe, 0x00])
         .run()

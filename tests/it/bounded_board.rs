@@ -251,7 +251,7 @@ fn resume_refuses_a_board_from_before_the_change() {
         .collect();
     let out = resume_cmd(&root(), &run_dir).run();
     out.exit(2);
-    out.stderr_has("0006-pm-step.out.json: board_version: version 1 is not supported (expected 3): a board from before bounded boards");
+    out.stderr_has(&format!("0006-pm-step.out.json: board_version: version 1 is not supported (expected {}): a board from before bounded boards", agent_meeting::model::BOARD_VERSION));
     let after: Vec<(String, Vec<u8>)> = file_names(&run_dir)
         .into_iter()
         .map(|n| {
@@ -427,7 +427,7 @@ fn a_long_meeting_keeps_a_bounded_board() {
 fn a_users_stage_that_keeps_the_events_records_none_twice() {
     let work = Workdir::new();
     // merge-board replaced by a pass-through: the turn is dropped, agent-turn's events stay.
-    let stage = "merge-board=jq -c '.last_turn = null | .loop_count += 1'";
+    let stage = "merge-board=jq -c '.last_turns = [] | .loop_count += 1'";
     meeting_cmd(
         work.path(),
         &demo_cassette(),

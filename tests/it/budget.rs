@@ -247,10 +247,10 @@ fn an_agent_turn_keeps_the_closing_reserve() {
     for (limit, reserve, asked) in [(100_000, 5_000, true), (6_000, 5_000, false)] {
         let mut board = board_with_call("arch");
         board.max_total_tokens = Some(limit);
-        board.pending_call.as_mut().unwrap().reserve_tokens = Some(reserve);
+        board.pending_calls[0].reserve_tokens = Some(reserve);
         let (mut c, seen) = client(&board, vec![ok_json(answer.clone())]);
         let b = agent_turn(board, &mut c, &opts(), &clock()).unwrap();
-        let turn = b.last_turn.as_ref().unwrap();
+        let turn = &b.last_turns[0];
         assert_eq!(seen.borrow().len(), usize::from(asked), "limit {limit}");
         if asked {
             assert_eq!(turn.status, TurnStatus::Ok);
@@ -296,7 +296,7 @@ fn a_retry_that_would_break_the_budget_is_not_sent() {
         let b = agent_turn(board, &mut c, &opts(), &clock()).unwrap();
         if seen.borrow().len() == 1 {
             assert!(events_of(&b, "agent_retry").is_empty(), "limit {limit}");
-            let error = b.last_turn.as_ref().unwrap().error.as_deref().unwrap();
+            let error = &b.last_turns[0].error.as_deref().unwrap();
             assert!(error.contains("token budget"), "{error}");
             assert!(agent_meeting::budget::used(&b) <= limit);
             found = true;

@@ -816,7 +816,10 @@ fn a_fan_out_the_token_budget_cannot_hold_is_refused() {
     refused_once(&work, "the token budget has no room for 3 calls at once");
     let board = final_board(&work);
     assert_eq!(board["loop_count"], 1);
-    assert!(board["pending_calls"].is_null() && board["last_turns"].is_null());
+    assert_eq!(
+        (&board["pending_calls"], &board["last_turns"]),
+        (&serde_json::json!([]), &serde_json::json!([]))
+    );
     let md = work.read("report.md");
     assert!(md.contains("Token budget: "), "{md}");
 }

@@ -363,7 +363,7 @@ fn pm_reason(fault: Fault, pos: Position) -> &'static str {
     }
 }
 
-/// Why the agent turn failed (`last_turn.error`, `Agent arch failed: ...`).
+/// Why the agent turn failed (`last_turns[0].error`, `Agent arch failed: ...`).
 fn agent_reason(fault: Fault) -> &'static str {
     match fault {
         Fault::Http503 => {

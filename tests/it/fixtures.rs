@@ -148,7 +148,7 @@ pub fn answered_by(who: &str) -> Board {
 pub fn board_with_call(agent: &str) -> Board {
     let mut b = board();
     let prompt = "What does the cluster cost per month?";
-    b.pending_call = Some(PendingCall {
+    b.pending_calls.push(PendingCall {
         target_agent: agent.into(),
         prompt: prompt.into(),
         analysis: "cost is open".into(),

@@ -31,7 +31,7 @@ fn board_reader(text: &str) {
     };
     let _ = pm::pm_input(&b);
     let _ = turn::meeting_summary(&b);
-    if let Some(call) = &b.pending_call {
+    for call in &b.pending_calls {
         let _ = turn::render_agent_user(&b, call);
     }
     let _ = report::render(&b, None);

@@ -87,7 +87,7 @@ fn board_for(stage: &str) -> Value {
         "pm-step" => {}
         "agent-turn" => b = fixtures::board_with_call("arch"),
         "merge-board" => {
-            b.last_turn = Some(agent_meeting::model::LastTurn {
+            b.last_turns.push(agent_meeting::model::LastTurn {
                 agent_name: "arch".into(),
                 status: agent_meeting::model::TurnStatus::Error,
                 prompt: "What does it cost?".into(),
@@ -156,42 +156,36 @@ fn a_board_that_breaks_an_invariant_is_refused_by_every_stage_naming_the_field()
         (
             "an empty question",
             &["agent-turn"],
-            |b| b["pending_call"]["prompt"] = json!("  \n"),
-            "pending_call.prompt: empty (expected the question for the agent)",
+            |b| b["pending_calls"][0]["prompt"] = json!("  \n"),
+            "pending_calls[0].prompt: empty (expected the question for the agent)",
         ),
         (
             "a question to someone not in the meeting",
             &["agent-turn"],
-            |b| b["pending_call"]["target_agent"] = json!("ghost"),
-            "pending_call.target_agent: \"ghost\" is not a participant (arch, biz)",
+            |b| b["pending_calls"][0]["target_agent"] = json!("ghost"),
+            "pending_calls[0].target_agent: \"ghost\" is not a participant (arch, biz)",
         ),
         (
             "a fan-out asking one agent twice",
             &["agent-turn"],
             |b| {
-                let call = b["pending_call"].take();
+                let call = b["pending_calls"][0].take();
                 b["max_parallel"] = json!(2);
                 b["pending_calls"] = json!([call.clone(), call]);
             },
             "pending_calls[1].target_agent: \"arch\" is asked twice in one fan-out",
         ),
         (
-            "both kinds of call",
-            &["agent-turn"],
-            |b| b["pending_calls"] = json!([b["pending_call"].clone()]),
-            "pending_calls: expected either pending_call or pending_calls, not both",
-        ),
-        (
             "a turn from an agent not in the meeting",
             &["merge-board"],
-            |b| b["last_turn"]["agent_name"] = json!("ghost"),
-            "last_turn.agent_name: \"ghost\" is not a participant (arch, biz)",
+            |b| b["last_turns"][0]["agent_name"] = json!("ghost"),
+            "last_turns[0].agent_name: \"ghost\" is not a participant (arch, biz)",
         ),
         (
             "a fan-out answered twice by one agent",
             &["merge-board"],
             |b| {
-                let turn = b["last_turn"].take();
+                let turn = b["last_turns"][0].take();
                 b["last_turns"] = json!([turn.clone(), turn]);
             },
             "last_turns[1].agent_name: \"arch\" answers twice in one fan-out",

@@ -226,7 +226,7 @@ fn human_board() -> String {
 
 fn turn_of(out: &crate::harness::Run) -> Value {
     let b: Value = out.json();
-    b["last_turn"].clone()
+    b["last_turns"][0].clone()
 }
 
 #[test]

@@ -112,7 +112,7 @@ fn a_stage_through_a_link_writes_the_same_board() {
     ];
     let run = |cli: Cli| run_on(cli, &pm, &board.output.stdout);
     let want = run(direct("pm-step"));
-    want.success().stdout_has("pending_call");
+    want.success().stdout_has("pending_calls");
     let got = run(through_link(links.path(), "pm-step"));
     got.success().stderr_is(&want.stderr());
     assert_eq!(untimed(&got.stdout()), untimed(&want.stdout()));

@@ -64,8 +64,8 @@ fn next_stage_names_the_program_for_every_state() {
     let turn = json!({"agent_name": "arch", "status": "error", "prompt": "q", "error": "x"});
     let cases = [
         (vec![], "pm-step"),
-        (vec![("pending_call", call)], "agent-turn"),
-        (vec![("last_turn", turn)], "merge-board"),
+        (vec![("pending_calls", json!([call]))], "agent-turn"),
+        (vec![("last_turns", json!([turn]))], "merge-board"),
         (vec![("status", json!("finishing"))], "pm-step"),
         (
             vec![
@@ -89,8 +89,8 @@ fn next_stage_names_the_program_for_every_state() {
                 ("status", json!("reviewing")),
                 ("final_report", json!("Go.")),
                 (
-                    "pending_call",
-                    json!({"target_agent": "biz", "prompt": "Review."}),
+                    "pending_calls",
+                    json!([{"target_agent": "biz", "prompt": "Review."}]),
                 ),
             ],
             "agent-turn",
@@ -100,8 +100,8 @@ fn next_stage_names_the_program_for_every_state() {
                 ("status", json!("reviewing")),
                 ("final_report", json!("Go.")),
                 (
-                    "last_turn",
-                    json!({"agent_name": "biz", "status": "error", "prompt": "q", "error": "x"}),
+                    "last_turns",
+                    json!([{"agent_name": "biz", "status": "error", "prompt": "q", "error": "x"}]),
                 ),
             ],
             "merge-board",

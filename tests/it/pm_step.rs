@@ -43,7 +43,7 @@ fn last_user(req: &agent_meeting::llm::Request) -> &str {
 }
 
 #[test]
-fn call_agent_sets_pending_call_and_records_events() {
+fn call_agent_sets_one_pending_call_and_records_events() {
     let (b, reqs) = run(
         board(),
         vec![ok_json(call(
@@ -52,13 +52,13 @@ fn call_agent_sets_pending_call_and_records_events() {
         ))],
     );
     assert_eq!(
-        b.pending_call,
-        Some(PendingCall {
+        b.pending_calls,
+        vec![PendingCall {
             target_agent: "arch".into(),
             prompt: "How many weeks would the rewrite take?".into(),
             analysis: "cost is the main open question".into(),
             reserve_tokens: None,
-        })
+        }]
     );
     assert_eq!(b.status, Status::Running);
     assert_eq!(b.loop_count, 0);
@@ -132,7 +132,7 @@ fn finish_sets_finishing_with_report() {
     let (b, _) = run(b0, vec![ok_json(finish(REPORT))]);
     assert_eq!(b.status, Status::Finishing);
     assert_eq!(b.final_report.as_deref(), Some(REPORT));
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
     assert_eq!(b.process_note, None);
     assert_eq!(
         b.last_error, None,
@@ -158,7 +158,7 @@ fn invalid_json_is_retried_once_with_the_error() {
             ok_json(call("arch", "What would it cost?")),
         ],
     );
-    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    assert_eq!(b.pending_calls[0].target_agent, "arch");
     assert_eq!(reqs.len(), 2);
     let retry = &reqs[1];
     assert_eq!(retry.messages.len(), 3);
@@ -206,7 +206,7 @@ fn invalid_json_twice_fails_the_round() {
     // (docs/design/pm-round.md#failed-rounds).
     assert_eq!((b.status, b.record.failed_rounds), (Status::Running, 1));
     assert_eq!(b.final_report, None);
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
     assert!(
         b.last_error
             .as_deref()
@@ -282,7 +282,7 @@ fn one_retry_for_an_invalid_answer_of_any_kind() {
     );
     assert_eq!(reqs.len(), 2);
     assert!(last_user(&reqs[1]).contains("not valid JSON"));
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
     assert_eq!(
         (b.status, b.record.failed_rounds),
         (Status::Running, 1),
@@ -333,7 +333,7 @@ fn unknown_targets_twice_end_the_round() {
         .unwrap()
         .starts_with("PM routing failed: target_agent \"security\""));
     assert_eq!(b.loop_count, 0);
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
 }
 
 #[test]
@@ -345,7 +345,7 @@ fn one_routing_error_then_valid_call() {
             ok_json(call("biz", "Is it secure enough?")),
         ],
     );
-    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "biz");
+    assert_eq!(b.pending_calls[0].target_agent, "biz");
     assert_eq!(events_of(&b, "pm_routing_error").len(), 1);
     assert_eq!(b.status, Status::Running);
 }
@@ -370,7 +370,7 @@ fn forced_mode_refuses_call_agent_then_accepts_finish() {
     );
     assert_eq!(b.status, Status::ForcedStop);
     assert_eq!(b.final_report.as_deref(), Some(REPORT));
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
     assert_eq!(
         b.process_note.as_deref(),
         Some("Meeting stopped after reaching max loop limit (6/6) before full convergence.")
@@ -437,7 +437,7 @@ fn a_failed_call_ends_the_round_without_being_sent_again() {
         vec![timeout(), ok_json(call("arch", "What would it cost?"))],
     );
     assert_eq!(reqs.len(), 1);
-    assert_eq!(b.pending_call, None);
+    assert!(b.pending_calls.is_empty());
     assert_eq!(
         (b.status, b.record.failed_rounds),
         (Status::Running, 1),
@@ -477,12 +477,12 @@ fn wrong_stage_boards_name_the_right_stage() {
     type Edit = Box<dyn Fn(&mut agent_meeting::model::Board)>;
     let cases: Vec<(Edit, &str)> = vec![
         (
-            Box::new(|b| b.pending_call = board_with_call("arch").pending_call),
+            Box::new(|b| b.pending_calls = board_with_call("arch").pending_calls),
             "agent-turn should run next",
         ),
         (
             Box::new(|b| {
-                b.last_turn = Some(agent_meeting::model::LastTurn {
+                b.last_turns.push(agent_meeting::model::LastTurn {
                     agent_name: "arch".into(),
                     status: agent_meeting::model::TurnStatus::Error,
                     prompt: "q".into(),
@@ -568,7 +568,7 @@ fn pm_config_prompt_and_output_schema_apply() {
         fb.contains("PM output schema") && fb.contains("/analysis"),
         "{fb}"
     );
-    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "arch");
+    assert_eq!(b.pending_calls[0].target_agent, "arch");
 }
 
 /// The schema sent is what this PM may answer: a PM config allowing only CALL_AGENTS and
@@ -623,7 +623,7 @@ fn extra_keys_and_null_analysis_are_tolerated() {
                    "prompt_for_agent": "What is the budget?", "confidence": 0.9});
     let (b, reqs) = run(board(), vec![ok_json(v)]);
     assert_eq!(reqs.len(), 1);
-    assert_eq!(b.pending_call.unwrap().analysis, "");
+    assert_eq!(b.pending_calls[0].analysis, "");
 }
 
 #[test]
@@ -780,7 +780,7 @@ fn cli_applies_a_decision() {
         .run()
         .success()
         .json();
-    assert_eq!(b.pending_call.as_ref().unwrap().target_agent, "biz");
+    assert_eq!(b.pending_calls[0].target_agent, "biz");
     assert_eq!(b.usage.calls, 1);
     assert!(b.new_events.iter().all(|e| e.ts == NOW));
 }
@@ -856,7 +856,7 @@ fn placeholder_answers_are_retried_with_the_reason() {
         last_user(&reqs[1])
     );
     assert_eq!(
-        b.pending_call.unwrap().prompt,
+        b.pending_calls[0].prompt,
         "How long would the rewrite take?"
     );
 
@@ -885,7 +885,7 @@ fn a_finish_with_a_stray_target_is_taken_without_a_retry() {
     let (b, reqs) = run(answered_by("arch"), vec![ok_json(finish)]);
     assert_eq!(reqs.len(), 1, "no retry");
     assert_eq!(b.status, Status::Finishing);
-    assert!(b.pending_call.is_none());
+    assert!(b.pending_calls.is_empty());
     assert!(b.final_report.unwrap().contains("Tune the jobs."));
 }
 
@@ -921,7 +921,7 @@ fn the_first_round_offers_no_finish() {
             && fb.contains("Allowed values for next_action: CALL_AGENT."),
         "{fb}"
     );
-    assert_eq!(b.pending_call.unwrap().target_agent, "arch");
+    assert_eq!(b.pending_calls[0].target_agent, "arch");
     // Once someone has been asked (here: has answered), FINISH and its fields are offered.
     let (_, reqs) = run(answered_by("arch"), vec![ok_json(finish(REPORT))]);
     let p = &reqs[0].expect.as_ref().unwrap().schema["properties"];
@@ -944,7 +944,7 @@ fn the_retry_keeps_the_chosen_action_with_its_fields_required() {
             ok_json(call("arch", "How long would the rewrite take?")),
         ],
     );
-    assert_eq!(b.pending_call.unwrap().target_agent, "arch");
+    assert_eq!(b.pending_calls[0].target_agent, "arch");
     let first = &reqs[0].expect.as_ref().unwrap().schema["properties"];
     let retry = &reqs[1].expect.as_ref().unwrap().schema["properties"];
     assert!(first["target_agent"]["anyOf"].is_array(), "{first}");

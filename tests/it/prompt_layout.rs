@@ -291,7 +291,7 @@ fn empty_lists_and_sections_are_left_out() {
     call.open_questions.clear();
     call.context_bundle.documents.clear();
     call.context_bundle.summary.clear();
-    let agent = turn::render_agent_user(&call, call.pending_call.as_ref().unwrap()).unwrap();
+    let agent = turn::render_agent_user(&call, &call.pending_calls[0]).unwrap();
     for (who, t) in [("pm", &text), ("agent", &agent)] {
         assert!(!t.contains("(none)"), "{who}: {t}");
         assert!(!t.to_lowercase().contains("(empty"), "{who}: {t}");
@@ -336,7 +336,7 @@ fn an_agent_sees_the_first_items_of_each_list_and_no_latest_answer() {
     call.risks = vec!["risk 1".into()];
     call.summary = "arch: Five months.".into();
     let pm = pm::render_pm_user(&call).unwrap();
-    let agent = turn::render_agent_user(&call, call.pending_call.as_ref().unwrap()).unwrap();
+    let agent = turn::render_agent_user(&call, &call.pending_calls[0]).unwrap();
     assert!(pm.contains("- point 15\n") && pm.contains("Latest: arch: Five months."));
     assert!(agent.contains("- point 10\n"), "{agent}");
     assert!(!agent.contains("- point 11\n"), "{agent}");

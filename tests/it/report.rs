@@ -33,7 +33,7 @@ fn event(loop_no: u32, ty: &str, extra: Value) -> Value {
 /// A board after two loops: arch answered with citations, biz failed once.
 pub(crate) fn base_board() -> Value {
     json!({
-        "board_version": 3,
+        "board_version": agent_meeting::model::BOARD_VERSION,
         "trace_id": "t-123",
         "topic": "Adopt Rust for the billing service?",
         "participants": ["arch", "biz"],
@@ -71,8 +71,8 @@ pub(crate) fn base_board() -> Value {
                 ]
             }
         },
-        "pending_call": null,
-        "last_turn": null,
+        "pending_calls": [],
+        "last_turns": [],
         "last_error": null,
         "recent_errors": ["Agent biz failed: timeout"],
         "final_report": "# Final Report\n\n## Executive Summary\n\nRust is a good fit for billing.\n\n## Recommendation\n\nPilot Rust on the invoice exporter first.\n\n## What is still uncertain\n\n- Migration time.\n",
@@ -667,9 +667,9 @@ fn cli_wrong_stage_exits_2_naming_next_stage() {
     running["status"] = json!("running");
     running["final_report"] = json!(null);
     let mut pending = running.clone();
-    pending["pending_call"] = json!({"target_agent": "arch", "prompt": "q"});
+    pending["pending_calls"] = json!([{"target_agent": "arch", "prompt": "q"}]);
     let mut merged = running.clone();
-    merged["last_turn"] = json!({"agent_name": "arch", "status": "ok", "prompt": "q", "result": {"response": "r"}, "error": null});
+    merged["last_turns"] = json!([{"agent_name": "arch", "status": "ok", "prompt": "q", "result": {"response": "r"}, "error": null}]);
     let mut finishing = running.clone();
     finishing["status"] = json!("finishing");
     for (b, stage) in [
@@ -725,12 +725,11 @@ fn cli_write_failure_exits_1_without_partial_file() {
 #[test]
 fn cli_refuses_unknown_board_version_and_bad_input() {
     let mut b = normal_board();
-    b["board_version"] = json!(4);
-    cmd()
-        .stdin(stdin_of(&b))
-        .run()
-        .exit(2)
-        .stderr_has("board_version: version 4 is not supported");
+    b["board_version"] = json!(agent_meeting::model::BOARD_VERSION + 1);
+    cmd().stdin(stdin_of(&b)).run().exit(2).stderr_has(&format!(
+        "board_version: version {} is not supported",
+        agent_meeting::model::BOARD_VERSION + 1
+    ));
     let mut b = normal_board();
     b["topik"] = json!("x");
     cmd().stdin(stdin_of(&b)).run().exit(2).stderr_has("topik");

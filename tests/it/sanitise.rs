@@ -189,7 +189,7 @@ fn a_person_at_the_terminal_sees_the_question_sanitised() {
     ana.output_schema.clear();
     b.agents.insert("ana".into(), ana);
     b.participants.push("ana".into());
-    b.pending_call.as_mut().unwrap().prompt = format!("marker-asked{HOSTILE} Who is paged?");
+    b.pending_calls[0].prompt = format!("marker-asked{HOSTILE} Who is paged?");
     let tty = work.write("tty", "Me.\n\n\n\n\n\n\n");
     let run = work
         .cli("agent-turn")

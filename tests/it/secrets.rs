@@ -430,7 +430,7 @@ fn a_quote_of_redacted_text_verifies_only_against_the_redacted_excerpt() {
     });
     let (mut c, _) = client(&b, vec![ok_json(reply)]);
     let b = agent_turn(b, &mut c, &opts(), &clock()).expect("agent_turn");
-    let t = b.last_turn.as_ref().expect("last turn");
+    let t = &b.last_turns[0];
     assert_eq!(t.status, TurnStatus::Ok);
     let cites = &t.result.as_ref().unwrap().citations;
     assert_eq!(

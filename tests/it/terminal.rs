@@ -52,8 +52,8 @@ fn every_program_reading_stdin_refuses_a_terminal_with_its_hint() {
             "init-board reads a MeetingPacket (collect-context's output) on stdin; e.g. collect-context --meeting-file m.yaml | init-board --agents arch,biz",
         ),
         ("pm-step", &[], "pm-step reads a Board (init-board's or merge-board's output) on stdin; e.g. "),
-        ("agent-turn", &[], "agent-turn reads a Board with a pending_call (pm-step's output) on stdin; e.g. "),
-        ("merge-board", &[], "merge-board reads a Board with a last_turn (agent-turn's output) on stdin; e.g. "),
+        ("agent-turn", &[], "agent-turn reads a Board with pending_calls (pm-step's output) on stdin; e.g. "),
+        ("merge-board", &[], "merge-board reads a Board with last_turns (agent-turn's output) on stdin; e.g. "),
         ("render-report", &[], "render-report reads a finishing or forced_stop Board (pm-step's output) on stdin; e.g. "),
         ("next-stage", &[], "next-stage reads a Board on stdin and prints the stage it waits for; e.g. next-stage < "),
         ("agent-builder", &[], "agent-builder reads the agent's description on stdin, or --description TEXT; e.g. "),
@@ -233,7 +233,10 @@ fn an_unknown_document_still_says_the_version_is_missing() {
         "merge-board",
         &[],
         r#"{"topic": "only a topic"}"#,
-        "board_version: missing (expected 3)",
+        &format!(
+            "board_version: missing (expected {})",
+            agent_meeting::model::BOARD_VERSION
+        ),
     );
     refused(
         "init-board",

@@ -21,9 +21,17 @@ use crate::whiteboard::append_process;
 
 use super::run_call;
 
-/// Whether the board waits for a fan-out's turn.
+/// Whether the board waits for a fan-out's turn: more than one call.
 pub fn is_fan_out(board: &Board) -> bool {
-    board.pending_call.is_none() && !board.pending_calls.is_empty()
+    board.pending_calls.len() > 1
+}
+
+/// The call waiting when it is the only one (the PM's CALL_AGENT, or a single reviewer's).
+pub fn single_call(board: &Board) -> Option<&PendingCall> {
+    match board.pending_calls.as_slice() {
+        [call] => Some(call),
+        _ => None,
+    }
 }
 
 /// What one call of the fan-out left: its copy of the board, and the highest call number it
@@ -151,9 +159,7 @@ fn take_outcome(board: &mut Board, before: &Usage, own: Board) {
     append_process(board, own.record.process);
     board.record.callers.extend(own.record.callers);
     add_usage(&mut board.usage, before, &own.usage);
-    if let Some(turn) = own.last_turn {
-        board.last_turns.push(turn);
-    }
+    board.last_turns.extend(own.last_turns);
 }
 
 /// Add to `total` what `after` holds beyond `before` (tokens, time; `after.calls` and each

@@ -51,9 +51,7 @@ pub enum Source {
 
 /// Whether the board's pending call is addressed to a human.
 pub fn is_human_turn(board: &Board) -> bool {
-    board
-        .pending_call
-        .as_ref()
+    super::single_call(board)
         .and_then(|c| board.agents.get(&c.target_agent))
         .is_some_and(|a| a.kind == ParticipantKind::Human)
 }
@@ -141,7 +139,7 @@ fn tty_path() -> PathBuf {
 pub fn turn(board: Board, answers: Option<&Path>, llm: &crate::llm::LlmArgs) -> Result<Board> {
     let clock = crate::events::clock_from_env();
     let logged = |why: String| {
-        let name = board.pending_call.as_ref().map(|c| c.target_agent.as_str());
+        let name = super::single_call(&board).map(|c| c.target_agent.as_str());
         match (&llm.llm_log, llm.reuse_log, name) {
             (Some(log), true, Some(name))
                 if crate::llm::resume::has_reply(log, board.usage.calls + 1, name) =>
@@ -170,10 +168,7 @@ fn from_cassette(
     board: &Board,
     llm: &crate::llm::LlmArgs,
 ) -> Result<Option<crate::llm::replay::Replay>> {
-    let Some(agent) = board
-        .pending_call
-        .as_ref()
-        .and_then(|c| board.agents.get(&c.target_agent))
+    let Some(agent) = super::single_call(board).and_then(|c| board.agents.get(&c.target_agent))
     else {
         return Ok(None);
     };

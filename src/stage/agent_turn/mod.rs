@@ -1,13 +1,13 @@
 //! The `agent-turn` stage (docs/design/agent-turn.md#agent-turn): ask the specialist the PM chose through the
 //! ask loop (docs/design/failure-policy.md#ask-loop), check its answer (its output schema, the AgentTurnResult
-//! structure, the citations), and leave the outcome in `last_turn` for `merge-board`. A
+//! structure, the citations), and leave the outcome in `last_turns` for `merge-board`. A
 //! `kind: human` agent is asked the same way, through a person instead of a model (`human`).
 
 pub mod fan_out;
 pub mod human;
 mod review;
 
-pub use fan_out::{fan_out, is_fan_out};
+pub use fan_out::{fan_out, is_fan_out, single_call};
 
 use serde_json::{json, Map, Value};
 
@@ -42,10 +42,7 @@ pub fn run(
     if human::is_human_turn(&board) {
         return human::turn(board, human_answers, llm);
     }
-    let agent = board
-        .pending_call
-        .as_ref()
-        .and_then(|c| board.agents.get(&c.target_agent));
+    let agent = single_call(&board).and_then(|c| board.agents.get(&c.target_agent));
     let caller = agent.map_or_else(Default::default, |a| (a.name.clone(), a.metadata.clone()));
     crate::stage::run_llm(board, llm, caller, agent_turn)
 }
@@ -66,12 +63,8 @@ pub fn check_turn(board: &Board) -> Result<()> {
             ),
         ));
     }
-    for (i, call) in board.pending().into_iter().enumerate() {
-        let at = if board.pending_call.is_some() {
-            "pending_call".to_string()
-        } else {
-            format!("pending_calls[{i}]")
-        };
+    for (i, call) in board.pending_calls.iter().enumerate() {
+        let at = format!("pending_calls[{i}]");
         if !board.agents.contains_key(&call.target_agent) {
             let mut known: Vec<&str> = board.agents.keys().map(String::as_str).collect();
             known.sort_unstable();
@@ -91,7 +84,7 @@ pub fn check_turn(board: &Board) -> Result<()> {
         let agent = &board.agents[name];
         crate::loader::validate_agent(agent, crate::loader::AgentKind::Specialist)
             .map_err(|e| e.under(&format!("agents.{name}")).in_file(""))?;
-        if !board.pending_calls.is_empty() && agent.kind == ParticipantKind::Human {
+        if is_fan_out(board) && agent.kind == ParticipantKind::Human {
             return Err(Error::input(
                 "",
                 format!("{at}.target_agent"),
@@ -176,7 +169,7 @@ pub fn render_agent_user(board: &Board, call: &PendingCall) -> Result<String> {
 }
 
 /// Why an agent's answer cannot be used: said to the model exactly (the retry's correction,
-/// `last_turn.error`) and to the report's reader in plain words.
+/// `last_turns[i].error`) and to the report's reader in plain words.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum AnswerError {
     /// The reply has no JSON object (the parse error, or the cut-off message).
@@ -190,7 +183,7 @@ pub(crate) enum AnswerError {
 }
 
 impl AnswerError {
-    /// What the model is told (and `last_turn.error` keeps).
+    /// What the model is told (and `last_turns[i].error` keeps).
     pub(crate) fn for_model(&self) -> String {
         match self {
             AnswerError::NotJson(e) => format!("the reply was {}", e.what()),
@@ -471,8 +464,8 @@ impl Asker for TurnAsk<'_> {
     }
 }
 
-/// Run the agent turn the board's `pending_call` asks for and return the board with
-/// `last_turn` set (ok or error) and `pending_call` cleared. An invalid answer gets the ask
+/// Run the one agent turn the board's `pending_calls` ask for and return the board with its
+/// turn in `last_turns` (ok or error) and no call pending. An invalid answer gets the ask
 /// loop's one retry; an answer still invalid, or a call that failed after the client's
 /// attempts, is an error turn, not a program failure. A fatal provider error is
 /// `Error::Runtime`; an input that breaks the agent's `input_schema` is `Error::Input`.
@@ -484,10 +477,7 @@ pub fn agent_turn(
 ) -> Result<Board> {
     check_turn(&board)?;
     start(&mut board, clock);
-    let call = board
-        .pending_call
-        .take()
-        .expect("check_turn ensures a pending_call (a fan-out runs in fan_out)");
+    let call = take_single_call(&mut board)?;
     run_call(&mut board, call, client, opts, clock)?;
     Ok(board)
 }
@@ -505,8 +495,8 @@ pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
         return;
     }
     let calls: Vec<(String, String)> = board
-        .pending()
-        .into_iter()
+        .pending_calls
+        .iter()
         .map(|c| (c.target_agent.clone(), c.prompt.clone()))
         .collect();
     for (i, (agent, question)) in calls.into_iter().enumerate() {
@@ -529,7 +519,7 @@ pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
     }
 }
 
-/// Ask `call`'s agent and leave the outcome in `last_turn` (the body of [`agent_turn`], and of
+/// Ask `call`'s agent and add the outcome to `last_turns` (the body of [`agent_turn`], and of
 /// each call of a fan-out, on its own copy of the board).
 fn run_call(
     board: &mut Board,
@@ -561,7 +551,7 @@ fn run_call(
         reserve: call.reserve_tokens.unwrap_or(0),
     };
     let calls_before = client.calls();
-    // `Err`: why the turn failed, for the model and `last_turn` and for the report's reader.
+    // `Err`: why the turn failed, for the model and `last_turns` and for the report's reader.
     let outcome = ask(client, opts, request, &mut turn)?.into_turn(|error| {
         (
             error.for_model(),
@@ -576,7 +566,7 @@ fn run_call(
         Ok(result) => {
             let ev = events::agent_result(&name, crate::text::headline(&result.response));
             events::push(board, clock, ev);
-            board.last_turn = Some(LastTurn {
+            board.last_turns.push(LastTurn {
                 agent_name: name,
                 status: TurnStatus::Ok,
                 prompt: call.prompt,
@@ -590,7 +580,7 @@ fn run_call(
     Ok(())
 }
 
-/// Record a failed turn of the pending call's agent: `error` for the PM and `last_turn`,
+/// Record a failed turn of the pending call's agent: `error` for the PM and `last_turns`,
 /// `plain` for the report's reader.
 fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &str, plain: &str) {
     let name = call.target_agent.clone();
@@ -600,7 +590,7 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
         format!("{name}'s turn failed: {plain}; the findings lack its answer."),
     );
     events::push(board, clock, events::agent_error(&name, error));
-    board.last_turn = Some(LastTurn {
+    board.last_turns.push(LastTurn {
         agent_name: name,
         status: TurnStatus::Error,
         prompt: call.prompt,
@@ -615,12 +605,24 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
 pub fn no_human(mut board: Board, clock: &dyn Clock, why: &str) -> Result<Board> {
     check_turn(&board)?;
     start(&mut board, clock);
-    let call = board
-        .pending_call
-        .take()
-        .expect("check_turn ensures a pending_call");
+    let call = take_single_call(&mut board)?;
     error_turn(&mut board, clock, call, why, why);
     Ok(board)
+}
+
+/// The one call of a board `check_turn` accepted, taken off it; a fan-out's calls are
+/// [`fan_out`]'s, so more than one is a caller's mistake, refused like a wrong stage.
+fn take_single_call(board: &mut Board) -> Result<PendingCall> {
+    match <[PendingCall; 1]>::try_from(std::mem::take(&mut board.pending_calls)) {
+        Ok([call]) => Ok(call),
+        Err(calls) => {
+            let n = calls.len();
+            board.pending_calls = calls;
+            Err(Error::Usage(format!(
+                "agent_turn runs one call; this board has {n} (a fan-out runs in fan_out)"
+            )))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -670,12 +672,12 @@ mod tests {
     #[test]
     fn a_pending_call_is_agent_turns_while_the_meeting_is_not_over() {
         let mut b = crate::stage::fixtures::board(&[]);
-        b.pending_call = Some(PendingCall {
+        b.pending_calls = vec![PendingCall {
             target_agent: "arch".into(),
             prompt: "q".into(),
             analysis: String::new(),
             reserve_tokens: None,
-        });
+        }];
         for status in [
             crate::model::Status::Running,
             crate::model::Status::Finishing,
@@ -690,9 +692,9 @@ mod tests {
     /// The schema sent keeps citations to the collected documents (an enum of their ids and
     /// paths); without documents it is the agent's own. OpenAI's strict conversion keeps the
     /// enums, and the schema compiles as JSON Schema (Anthropic's tool input).
-    /// A hand-edited board cannot hold both kinds of turn, nor more calls than a fan-out may.
+    /// A hand-edited board cannot hold more calls than a fan-out may.
     #[test]
-    fn a_board_with_too_many_or_both_kinds_of_call_is_refused() {
+    fn a_board_with_too_many_calls_is_refused() {
         let mut b = crate::stage::fixtures::board(&[]);
         let call = |agent: &str| crate::model::PendingCall {
             target_agent: agent.into(),
@@ -700,11 +702,6 @@ mod tests {
             analysis: String::new(),
             reserve_tokens: None,
         };
-        b.pending_calls = vec![call("arch"), call("biz")];
-        b.pending_call = Some(call("arch"));
-        let e = check_turn(&b).unwrap_err().to_string();
-        assert!(e.contains("pending_calls: expected either"), "{e}");
-        b.pending_call = None;
         let names: Vec<String> = (0..9).map(|i| format!("a{i}")).collect();
         for n in &names {
             b.participants.push(n.clone());

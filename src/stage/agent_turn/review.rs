@@ -1,7 +1,7 @@
 //! A reviewer's turn (docs/design/review.md#verdict): while the board is `reviewing`, the
 //! call is a reviewer's, asked for a verdict on the PM's draft instead of an answer to a
 //! question, through the same ask loop (one retry, the token budget), and left in
-//! `last_turn.review` for merge-board. Several reviewers run as a fan-out, each call here.
+//! `last_turns[i].review` for merge-board. Several reviewers run as a fan-out, each call here.
 
 use serde_json::Value;
 
@@ -68,7 +68,7 @@ impl Asker for ReviewAsk<'_> {
     }
 }
 
-/// Ask `call`'s reviewer for its verdict and leave it in `last_turn` (an error turn when no
+/// Ask `call`'s reviewer for its verdict and add it to `last_turns` (an error turn when no
 /// usable verdict came).
 pub(super) fn review_call(
     board: &mut Board,
@@ -105,7 +105,7 @@ pub(super) fn review_call(
                 clock,
                 events::agent_result(&name, verdict_headline(&v)),
             );
-            board.last_turn = Some(LastTurn {
+            board.last_turns.push(LastTurn {
                 agent_name: name,
                 status: TurnStatus::Ok,
                 prompt: call.prompt,
@@ -121,7 +121,7 @@ pub(super) fn review_call(
                 format!("{name}'s review failed: {plain}; the draft went on without it."),
             );
             events::push(board, clock, events::agent_error(&name, &error));
-            board.last_turn = Some(LastTurn {
+            board.last_turns.push(LastTurn {
                 agent_name: name,
                 status: TurnStatus::Error,
                 prompt: call.prompt,

@@ -207,7 +207,7 @@ impl Failure {
 }
 
 /// Run one PM round on `board` (docs/design/pm-round.md#pm-round) and return the board with its outcome applied:
-/// `pending_call` (CALL_AGENT), `finishing` + `final_report` (FINISH), `finishing` +
+/// `pending_calls` (one for CALL_AGENT, several for CALL_AGENTS), `finishing` + `final_report` (FINISH), `finishing` +
 /// `last_error` (round failed), or `forced_stop` with or without a report (forced_finish mode).
 /// Never changes `loop_count`. A fatal provider error is `Error::Runtime`.
 pub fn pm_step(
@@ -296,12 +296,12 @@ fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Cl
             let prompt = d.prompt_for_agent.unwrap_or_default();
             events::push(board, clock, events::pm_asks(&target, &prompt));
             circles::record_ask(board, &target, &prompt);
-            board.pending_call = Some(PendingCall {
+            board.pending_calls = vec![PendingCall {
                 target_agent: target,
                 prompt,
                 analysis: d.analysis,
                 reserve_tokens: board.max_total_tokens.map(|_| reserve),
-            });
+            }];
         }
         NextAction::CallAgents => {
             let reserve_tokens = board.max_total_tokens.map(|_| reserve);
