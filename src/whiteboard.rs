@@ -86,24 +86,25 @@ fn record_of<'a>(board: &'a Board, text: &str) -> Option<&'a Question> {
     board.record.questions.iter().find(|q| q.text == text)
 }
 
-/// Give every open question without a record one (a board seeded by `init-board`, or one from
-/// before question tracking): required when the meeting file lists it, else raised.
-pub(crate) fn sync_questions(board: &mut Board) {
-    let required = &board.meeting_input.decision_packet.required_questions;
+/// The meeting file's required questions as they enter a fresh board (`init-board`): each
+/// on the whiteboard with its record, `Q1`, `Q2`, … in the file's order, so every question on
+/// the board has its id from the moment it is there (the board invariant, docs/design/flow.md#board-invariants).
+pub(crate) fn seed_questions(board: &mut Board) {
+    let required = board
+        .meeting_input
+        .decision_packet
+        .required_questions
+        .clone();
+    append_unique(&mut board.open_questions, required);
     for text in board.open_questions.clone() {
-        if record_of(board, &text).is_some() || board.record.questions.len() >= QUESTIONS_CAP {
+        if record_of(board, &text).is_some() {
             continue;
         }
-        let origin = if required.contains(&text) {
-            QuestionOrigin::Required
-        } else {
-            QuestionOrigin::Raised
-        };
         let id = next_question_id(&board.record.questions);
         board.record.questions.push(Question {
             id,
             text,
-            origin,
+            origin: QuestionOrigin::Required,
             raised_by: None,
             loop_no: None,
             answer: None,
@@ -119,7 +120,6 @@ pub(crate) fn raise_questions(
     agent: &str,
     loop_no: u32,
 ) {
-    sync_questions(board);
     for text in texts {
         if text.trim().is_empty() || board.open_questions.contains(&text) {
             continue;
@@ -143,20 +143,13 @@ pub(crate) fn raise_questions(
     }
 }
 
-/// The open questions as the models see them: `Q2: text`, in whiteboard order.
+/// The open questions as the models see them: `Q2: text`, in whiteboard order (each has its
+/// record: the board invariant).
 pub(crate) fn numbered_open_questions(board: &Board) -> Vec<String> {
-    let mut next = board.record.questions.len();
     board
         .open_questions
         .iter()
-        .map(|text| match record_of(board, text) {
-            Some(q) => format!("{}: {text}", q.id),
-            None => {
-                // Not yet synced (a board straight from init-board): the id it will get.
-                next += 1;
-                format!("Q{next}: {text}")
-            }
-        })
+        .filter_map(|text| record_of(board, text).map(|q| format!("{}: {text}", q.id)))
         .collect()
 }
 
@@ -170,7 +163,6 @@ pub(crate) fn answer_question(
     by: &[String],
     loop_no: u32,
 ) -> Result<(), String> {
-    sync_questions(board);
     let r = reference.trim();
     let found = board
         .record

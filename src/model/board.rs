@@ -208,7 +208,51 @@ pub(crate) fn check_invariants(b: &Board) -> Result<(), crate::error::Invalid> {
             "0 (expected at least 1, or no field)",
         ));
     }
-    check_calls_and_turns(b)
+    check_calls_and_turns(b)?;
+    check_questions(b)
+}
+
+/// The open questions are the record's unanswered ones: a question enters the board with its
+/// record (an id, where it came from) and leaves `open_questions` when it is answered
+/// (docs/design/whiteboard.md#questions), so neither list can say what the other does not.
+fn check_questions(b: &Board) -> Result<(), crate::error::Invalid> {
+    use crate::error::Invalid;
+    for (i, text) in b.open_questions.iter().enumerate() {
+        match b.record.questions.iter().find(|q| q.text == *text) {
+            None => {
+                return Err(Invalid::at(
+                    format!("open_questions[{i}]"),
+                    format!(
+                        "{:?} has no entry in record.questions (expected every open question tracked, with its id)",
+                        crate::text::cut(text, 80)
+                    ),
+                ))
+            }
+            Some(q) if q.answer.is_some() => {
+                return Err(Invalid::at(
+                    format!("open_questions[{i}]"),
+                    format!("{:?} is answered in record.questions ({}); an answered question is not open", crate::text::cut(text, 80), q.id),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    let unlisted = b
+        .record
+        .questions
+        .iter()
+        .enumerate()
+        .find(|(_, q)| q.answer.is_none() && !b.open_questions.contains(&q.text));
+    if let Some((j, q)) = unlisted {
+        return Err(Invalid::at(
+            format!("record.questions[{j}]"),
+            format!(
+                "{} is unanswered but not in open_questions (expected an open question on the whiteboard)",
+                q.id
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The calls and turns of [`check_invariants`]: each naming a participant once, each call

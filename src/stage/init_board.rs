@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use crate::error::{Error, Result};
 use crate::events;
 use crate::model::{AgentConfig, Board, LlmSettings, MeetingPacket, Status, Usage, BOARD_VERSION};
-use crate::whiteboard::{append_unique, summary_lines};
+use crate::whiteboard::summary_lines;
 
 /// What `init-board` needs besides the packet.
 #[derive(Debug, Clone)]
@@ -144,16 +144,6 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         ));
     }
     let participants: Vec<String> = opts.agents.iter().map(|a| a.name.clone()).collect();
-    let mut open_questions = Vec::new();
-    append_unique(
-        &mut open_questions,
-        packet
-            .meeting_input
-            .decision_packet
-            .required_questions
-            .iter()
-            .cloned(),
-    );
     let topic = packet.meeting_input.topic.clone();
     let max_total_tokens = opts.max_total_tokens.or(packet
         .meeting_input
@@ -185,7 +175,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         status: Status::Running,
         summary: String::new(),
         key_points: Vec::new(),
-        open_questions,
+        open_questions: Vec::new(),
         decisions: Vec::new(),
         risks: Vec::new(),
         latest_agent_outputs: BTreeMap::new(),
@@ -206,6 +196,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         meeting_input: packet.meeting_input,
         context_bundle: packet.context_bundle,
     };
+    crate::whiteboard::seed_questions(&mut board);
     board.summary = summary_lines(&board, "No participant has spoken yet.");
     let event = events::meeting_started(format!(
         "participants: {}; max loops: {}{}; documents: {}",

@@ -13,7 +13,7 @@ use crate::stage::Stage;
 use crate::text::headline;
 use crate::whiteboard::{
     append_unique, apply_answers, link_evidence, note_process, raise_questions, record_findings,
-    summary_lines, sync_questions, RECENT_ERRORS_CAP,
+    summary_lines, RECENT_ERRORS_CAP,
 };
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
@@ -177,7 +177,6 @@ fn note_quiet_turn(board: &mut Board, now: &str, quiet: bool) {
 fn merge_result(board: &mut Board, result: &AgentTurnResult) {
     let agent = result.agent_name.as_str();
     let loop_no = board.current_loop();
-    sync_questions(board);
     let (questions, points): (Vec<String>, Vec<String>) = result
         .key_points
         .iter()

@@ -136,6 +136,31 @@ fn a_board_that_breaks_an_invariant_is_refused_by_every_stage_naming_the_field()
             "agents.biz.name: \"arch\" is not the key it is filed under (\"biz\")",
         ),
         (
+            "an open question without its record",
+            &STAGES,
+            |b| b["open_questions"] = json!(["Who pays?"]),
+            "open_questions[0]: \"Who pays?\" has no entry in record.questions (expected every open question tracked, with its id)",
+        ),
+        (
+            "an answered question still open",
+            &STAGES,
+            |b| {
+                b["open_questions"] = json!(["Who pays?"]);
+                b["record"]["questions"] = json!([{"id": "Q1", "text": "Who pays?", "origin": "raised",
+                    "answer": {"text": "Finance.", "by": ["biz"], "loop": 1}}]);
+            },
+            "open_questions[0]: \"Who pays?\" is answered in record.questions (Q1); an answered question is not open",
+        ),
+        (
+            "an unanswered question off the whiteboard",
+            &STAGES,
+            |b| {
+                b["open_questions"] = json!([]);
+                b["record"]["questions"] = json!([{"id": "Q1", "text": "Who pays?", "origin": "raised"}]);
+            },
+            "record.questions[0]: Q1 is unanswered but not in open_questions (expected an open question on the whiteboard)",
+        ),
+        (
             "max_parallel 0",
             &STAGES,
             |b| b["max_parallel"] = json!(0),

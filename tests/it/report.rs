@@ -32,6 +32,15 @@ fn event(loop_no: u32, ty: &str, extra: Value) -> Value {
 
 /// A board after two loops: arch answered with citations, biz failed once.
 pub(crate) fn base_board() -> Value {
+    let mut b = board_without_record();
+    // The open question's record, which it got when it entered the board.
+    b["record"] = json!({"questions": [
+        {"id": "Q1", "text": "How long is the migration?", "origin": "raised"}
+    ]});
+    b
+}
+
+fn board_without_record() -> Value {
     json!({
         "board_version": agent_meeting::model::BOARD_VERSION,
         "trace_id": "t-123",
@@ -280,6 +289,7 @@ fn sections_come_from_the_board_lists() {
     for k in ["key_points", "risks", "open_questions", "decisions"] {
         b[k] = json!([]);
     }
+    b["record"]["questions"] = json!([]);
     let md = render(&b).markdown;
     for s in ["Key Findings", "Risks", "Proposals made during the meeting"] {
         assert_eq!(section(&md, s).trim(), "None recorded.", "{s}");

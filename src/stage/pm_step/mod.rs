@@ -19,7 +19,7 @@ use crate::model::PM_CALLER;
 use crate::model::{Board, ForcedReason, NextAction, PendingCall, PmDecision, ProcessKind, Status};
 use crate::review;
 use crate::stage::Stage;
-use crate::whiteboard::{apply_answers, note_caller, note_process, sync_questions};
+use crate::whiteboard::{apply_answers, note_caller, note_process};
 use checks::{Invalid, PmAsk};
 
 /// Whether the PM may still call agents (the PM input's `mode`, by its serde name).
@@ -231,7 +231,6 @@ fn pm_step_with(
 ) -> Result<Board> {
     check_turn(&board)?;
     events::start_stage(&mut board);
-    sync_questions(&mut board);
     if board.record.started_at.is_none() {
         board.record.started_at = Some(clock.now());
     }

@@ -207,12 +207,10 @@ fn source_of(board: &Board, caller: &str) -> String {
     }
 }
 
-/// Every tracked question as a row, in id order; questions on the whiteboard that the record
-/// lacks (a board from before question tracking) are added as open.
+/// Every tracked question as a row, in id order.
 pub(crate) fn questions(board: &Board) -> Vec<QuestionRow> {
-    let mut b = board.clone();
-    crate::whiteboard::sync_questions(&mut b);
-    b.record
+    board
+        .record
         .questions
         .iter()
         .map(|q| {
