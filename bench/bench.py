@@ -456,10 +456,12 @@ class FakeOpenAI:
         import http.server
         import threading
         self.replies = list(replies)
+        self.times = []  # (request arrived, answer sent), by time.perf_counter()
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self):
+                arrived = time.perf_counter()
                 n = int(self.headers.get("content-length", 0))
                 self.rfile.read(n)
                 text = outer.replies.pop(0) if outer.replies else "{}"
@@ -471,6 +473,8 @@ class FakeOpenAI:
                 self.send_header("content-length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+                self.wfile.flush()
+                outer.times.append((arrived, time.perf_counter()))
 
             def log_message(self, *a):
                 pass
@@ -1011,6 +1015,67 @@ FINDINGS = """## Findings and changes
 """
 
 
+# ------------------------------------------------------------------------------------------
+# Progress (issue 36): what the UI costs the pipeline, seen at the server
+
+def ui_gaps(bindir, work, mode, loops, tag):
+    """Median gap (s) between the fake server's answer and the next request, over a meeting of
+    `loops` turns in one UI mode: `quiet` (-q), `file` (progress to a file, the default when
+    stderr is not a terminal) or `terminal` (stderr a pseudo-terminal: the ticker runs too)."""
+    import pty
+    mf, agents_dir, agents, replies = baseline_files(work, os.path.join(ROOT, "agents"), loops)
+    server = FakeOpenAI(replies)
+    run_dir = os.path.join(work, "ui-runs")
+    trace = f"ui-{tag}-{mode}"
+    shutil.rmtree(os.path.join(run_dir, trace), ignore_errors=True)
+    env = {k: v for k, v in os.environ.items()
+           if not (k.startswith("OPENAI") or k.startswith("ANTHROPIC") or k.startswith("AGENT_MEETING") or k.startswith("MEETING_"))}
+    env.update(OPENAI_BASE_URL=server.url, OPENAI_API_KEY="bench-key-not-real")
+    cmd = [os.path.join(bindir, "meeting"), "--meeting-file", mf, "--agents", agents, "--agents-dir", agents_dir,
+           "--provider", "openai", "--max-loops", str(loops + 1), "--run-dir", run_dir, "--trace-id", trace,
+           "--report-file", os.path.join(work, f"{trace}.md")] + (["--quiet"] if mode == "quiet" else [])
+    master = None
+    try:
+        if mode == "terminal":
+            master, slave = pty.openpty()
+            p = subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=slave)
+            os.close(slave)
+            while True:  # drain the terminal until the program closes it
+                try:
+                    if not os.read(master, 65536):
+                        break
+                except OSError:
+                    break
+            rc = p.wait()
+        else:
+            with open(os.path.join(work, f"{trace}.stderr"), "w") as err:
+                rc = subprocess.run(cmd, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=err).returncode
+    finally:
+        server.close()
+        if master is not None:
+            os.close(master)
+    if rc != 0:
+        raise SystemExit(f"bench: {cmd!r} failed ({rc})")
+    t = server.times
+    return statistics.median(t[i + 1][0] - t[i][1] for i in range(len(t) - 1))
+
+
+def progress_cost(bindir, work, loops, runs, out, before=None):
+    builds = [("this build", bindir)] + ([("before", before)] if before else [])
+    out.append(f"## Progress (what the UI costs between two model calls)\n")
+    out.append(f"A meeting of {loops} agent turns against a local OpenAI-compatible fake server; the figure is the "
+               "median gap between the server's answer and the next request (orchestration, the board, the run "
+               f"folder and the UI), median of {runs} runs. The share of wall against a model taking 1 s a "
+               "call is gap ÷ (gap + 1 s).\n")
+    out.append("| build | UI | gap between calls | share of wall at 1 s a call |")
+    out.append("|---|---|---:|---:|")
+    for name, b in builds:
+        for mode in ("quiet", "file", "terminal"):
+            g = statistics.median(ui_gaps(b, work, mode, loops, f"{name[:4]}{i}") for i in range(runs))
+            out.append(f"| {name} | {mode} | {g * 1000:.1f} ms | {100 * g / (g + 1):.2f}% |")
+    out.append("")
+
+
 def machine():
     cpu = "unknown"
     with open("/proc/cpuinfo") as f:
@@ -1033,7 +1098,7 @@ def machine():
             f"- build: {rustc}, release profile, commit {commit}\n")
 
 
-SECTIONS = ["stages", "context", "meetings", "economy", "bounded", "fanout"]
+SECTIONS = ["stages", "context", "meetings", "economy", "bounded", "fanout", "progress"]
 
 
 def main():
@@ -1084,7 +1149,11 @@ def main():
         if "fanout" in only:
             fan_out(bindir, work, 1 if a.quick else 3, out, 500 if a.quick else FAN_DELAY_MS)
             print(f"bench: fan-out done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
-        if a.before and only != {"bounded"}:
+        if "progress" in only:
+            progress_cost(bindir, work, 10 if a.quick else 30, 3 if a.quick else 5, out,
+                          os.path.abspath(a.before) if a.before else None)
+            print(f"bench: progress done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        if a.before and only - {"bounded", "progress"}:
             before_after(bindir, os.path.abspath(a.before), work, stage_sizes[-1], meet_sizes[-1], runs, out)
             print(f"bench: before/after done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         out.append(FINDINGS)

@@ -5,8 +5,7 @@
 
 use std::io::{BufRead, IsTerminal};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use super::outcome::plural;
@@ -63,46 +62,72 @@ pub(super) fn ticker_label(stage: Stage, board: &Board) -> String {
     }
 }
 
-/// The elapsed-time indicator of a running stage (`  pm-step … 1.4 s`), shown after 0.6 s
-/// when the UI has a ticker; it stops and wipes its line when dropped.
-pub(super) struct Ticker {
-    done: Arc<AtomicBool>,
+/// A thread beside a running stage that waits between its rounds and stops the moment it is
+/// dropped: dropping the sender wakes its wait at once, so the stage's end never waits for a
+/// sleep to run out (docs/design/run-folder.md#progress).
+struct Beside {
+    stop: Option<mpsc::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-impl Ticker {
-    pub(super) fn start(ui: Ui, name: &str) -> Ticker {
-        let done = Arc::new(AtomicBool::new(false));
-        let thread = ui
-            .ticker
-            .then(|| spawn_ticker(name.to_string(), done.clone()));
-        Ticker { done, thread }
+/// What a [`Beside`] thread waits on.
+struct Stop(mpsc::Receiver<()>);
+
+impl Stop {
+    /// Wait up to `d`; `false` once the stage has ended (the thread should finish).
+    fn wait(&self, d: Duration) -> bool {
+        matches!(self.0.recv_timeout(d), Err(mpsc::RecvTimeoutError::Timeout))
     }
 }
 
-impl Drop for Ticker {
+impl Beside {
+    fn spawn(run: impl FnOnce(Stop) + Send + 'static) -> Beside {
+        let (tx, rx) = mpsc::channel();
+        Beside {
+            stop: Some(tx),
+            thread: Some(std::thread::spawn(move || run(Stop(rx)))),
+        }
+    }
+}
+
+impl Drop for Beside {
     fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
+        drop(self.stop.take());
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || {
-        let start = Instant::now();
-        while !done.load(Ordering::Relaxed) {
-            std::thread::sleep(Duration::from_millis(200));
-            if start.elapsed() > Duration::from_millis(600) {
-                let line = format!("  {name} … {:.1} s ", start.elapsed().as_secs_f64());
-                crate::io::redraw_note(Some(&line));
-            }
+/// The elapsed-time indicator of a running stage (`  pm-step … 1.4 s`), shown after 0.6 s
+/// when the UI has a ticker; it stops and wipes its line when dropped.
+pub(super) struct Ticker {
+    _running: Option<Beside>,
+}
+
+impl Ticker {
+    pub(super) fn start(ui: Ui, name: &str) -> Ticker {
+        let name = name.to_string();
+        Ticker {
+            _running: ui
+                .ticker
+                .then(|| Beside::spawn(move |stop| tick(&name, &stop))),
         }
-        if start.elapsed() > Duration::from_millis(600) {
-            crate::io::redraw_note(None);
+    }
+}
+
+fn tick(name: &str, stop: &Stop) {
+    let start = Instant::now();
+    let shown = || start.elapsed() > Duration::from_millis(600);
+    while stop.wait(Duration::from_millis(200)) {
+        if shown() {
+            let line = format!("  {name} … {:.1} s ", start.elapsed().as_secs_f64());
+            crate::io::redraw_note(Some(&line));
         }
-    })
+    }
+    if shown() {
+        crate::io::redraw_note(None);
+    }
 }
 
 /// Failed model requests shown as they happen, while a stage runs (docs/design/run-folder.md#run-folder): a
@@ -110,19 +135,17 @@ fn spawn_ticker(name: String, done: Arc<AtomicBool>) -> std::thread::JoinHandle<
 /// the elapsed counter. Read from the exchange log the stage appends to (one line per
 /// request, synced as it comes), from `from` on; stops, after a last read, when dropped.
 pub(super) struct LiveLines {
-    done: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _running: Option<Beside>,
 }
 
 impl LiveLines {
     pub(super) fn start(ui: Ui, log: Option<&Path>, from: u64, before: &Board) -> LiveLines {
-        let done = Arc::new(AtomicBool::new(false));
         let thread = match log {
             Some(log) if !ui.quiet => {
-                let (log, flag) = (log.to_path_buf(), done.clone());
+                let log = log.to_path_buf();
                 let tag = paint(ui, "2", &format!("[{}]", loop_tag(before)));
-                Some(std::thread::spawn(move || {
-                    watch_log(&log, from, &flag, |line| {
+                Some(Beside::spawn(move |stop| {
+                    watch_log(&log, from, &stop, |line| {
                         if let Some(text) = failed_request_line(line, ui) {
                             // Over the elapsed counter's line, which the next tick redraws.
                             let wipe = if ui.ticker { "\r\x1b[2K" } else { "" };
@@ -133,27 +156,18 @@ impl LiveLines {
             }
             _ => None,
         };
-        LiveLines { done, thread }
+        LiveLines { _running: thread }
     }
 }
 
-impl Drop for LiveLines {
-    fn drop(&mut self) {
-        self.done.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Call `each` with every whole line appended to `log` after byte `from`, until `done` (one
-/// last read then, so no line written before the stage ended is missed).
-fn watch_log(log: &Path, from: u64, done: &AtomicBool, mut each: impl FnMut(&str)) {
+/// Call `each` with every whole line appended to `log` after byte `from`, until the stage
+/// ends (one last read then, so no line written before the stage ended is missed).
+fn watch_log(log: &Path, from: u64, stop: &Stop, mut each: impl FnMut(&str)) {
     use std::io::{Read, Seek, SeekFrom};
     let mut pos = from;
     let mut pending: Vec<u8> = Vec::new();
+    let mut last = false;
     loop {
-        let last = done.load(Ordering::Relaxed);
         if let Ok(mut f) = std::fs::File::open(log) {
             if f.seek(SeekFrom::Start(pos)).is_ok() {
                 let mut bytes = Vec::new();
@@ -170,7 +184,7 @@ fn watch_log(log: &Path, from: u64, done: &AtomicBool, mut each: impl FnMut(&str
         if last {
             return;
         }
-        std::thread::sleep(Duration::from_millis(100));
+        last = !stop.wait(Duration::from_millis(100));
     }
 }
 
@@ -519,6 +533,47 @@ mod tests {
         board.status = Status::Running;
         board.loop_count = 6;
         assert_eq!(ticker_label(Stage::PmStep, &board), "pm closing round");
+    }
+
+    /// Dropping a progress thread wakes its wait: the stage's end does not wait for a sleep to
+    /// run out. Each round here waits an hour, so only the wake can end the thread; the
+    /// receiver's 60 s is a deadlock guard, never reached when the rule holds.
+    #[test]
+    fn a_progress_thread_stops_when_dropped_not_when_its_wait_runs_out() {
+        let (rounds_tx, rounds) = mpsc::channel();
+        let beside = Beside::spawn(move |stop| {
+            rounds_tx.send("started").unwrap();
+            while stop.wait(Duration::from_secs(3600)) {
+                rounds_tx.send("woke by timeout").unwrap();
+            }
+            rounds_tx.send("stopped").unwrap();
+        });
+        assert_eq!(rounds.recv().unwrap(), "started");
+        let (dropped_tx, dropped) = mpsc::channel();
+        std::thread::spawn(move || {
+            drop(beside);
+            dropped_tx.send(()).unwrap();
+        });
+        assert!(
+            dropped.recv_timeout(Duration::from_secs(60)).is_ok(),
+            "drop hung"
+        );
+        assert_eq!(rounds.try_iter().collect::<Vec<_>>(), ["stopped"]);
+    }
+
+    /// The log watcher reads once more after the stage ended: a line written just before the
+    /// end is shown.
+    #[test]
+    fn the_log_watcher_reads_the_last_lines_after_the_stage_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("llm.jsonl");
+        std::fs::write(&log, "old\n").unwrap();
+        let (tx, rx) = mpsc::channel();
+        drop(tx);
+        let mut seen = Vec::new();
+        std::fs::write(&log, "old\nnew\npartial").unwrap();
+        watch_log(&log, 4, &Stop(rx), |l| seen.push(l.to_string()));
+        assert_eq!(seen, ["new\n"]);
     }
 
     #[test]

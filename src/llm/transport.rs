@@ -32,16 +32,49 @@ impl Default for Timeouts {
 /// A JSON-over-HTTP client for one provider and one secret.
 pub struct Http {
     agent: ureq::Agent,
-    secret: String,
-    /// The base URL's `user:password@`, shown nowhere (see [`masked_url`]).
-    userinfo: Option<String>,
+    /// The key, the base URL's password and the `--header` values.
+    secrets: Secrets,
     read_timeout: Duration,
     local: bool,
     /// `--header`s, sent on every request (docs/design/llm.md#gateways); their values are
     /// scrubbed like the key.
     extra: Vec<(String, String)>,
-    /// Their values, and the variables' values read into them.
-    extra_secrets: Vec<String>,
+}
+
+/// What must never be shown of a request: its credentials, scrubbed from every text a
+/// server sends back before anyone sees it (error bodies, redirect targets, echoes). The one
+/// redaction path for foreign text, shared by the providers and the trace exporter.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Secrets {
+    values: Vec<String>,
+    /// A URL's `user:password@`, shown as `user:***@` (see [`masked_url`]).
+    userinfo: Option<String>,
+}
+
+impl Secrets {
+    /// The secrets of a request to `url` carrying these credential `values`.
+    pub(crate) fn new(url: &str, values: impl IntoIterator<Item = String>) -> Secrets {
+        Secrets {
+            values: values.into_iter().collect(),
+            userinfo: userinfo(url).map(str::to_string),
+        }
+    }
+
+    pub(crate) fn add(&mut self, values: impl IntoIterator<Item = String>) {
+        self.values.extend(values);
+    }
+
+    /// `text` with every secret replaced (short values would match by accident).
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut text = text.to_string();
+        for secret in &self.values {
+            text = redact(&text, secret);
+        }
+        match &self.userinfo {
+            Some(info) => text.replace(info.as_str(), &masked_userinfo(info)),
+            None => text,
+        }
+    }
 }
 
 impl Http {
@@ -53,8 +86,11 @@ impl Http {
         if local {
             builder = builder.proxy(None);
         }
+        // A redirect is never followed: ureq would re-send every header but `Authorization` and
+        // `Cookie` to wherever it points (docs/design/llm.md#redirects).
         let config = builder
             .http_status_as_error(false)
+            .max_redirects(0)
             .timeout_connect(Some(timeouts.connect))
             .timeout_send_body(Some(timeouts.read))
             .timeout_recv_response(Some(timeouts.read))
@@ -63,12 +99,10 @@ impl Http {
             .build();
         Http {
             agent: ureq::Agent::new_with_config(config),
-            secret: secret.to_string(),
-            userinfo: userinfo(base_url).map(str::to_string),
+            secrets: Secrets::new(base_url, [secret.to_string()]),
             read_timeout: timeouts.read,
             local,
             extra: Vec::new(),
-            extra_secrets: Vec::new(),
         }
     }
 
@@ -76,7 +110,7 @@ impl Http {
     /// own `Authorization`) replaces it.
     pub fn with_headers(mut self, headers: super::headers::Expanded) -> Http {
         self.extra = headers.sent;
-        self.extra_secrets = headers.secrets;
+        self.secrets.add(headers.secrets);
         self
     }
 
@@ -85,17 +119,9 @@ impl Http {
         self.local
     }
 
-    /// Replace the secret wherever it appears (short values would match by accident), and the
-    /// base URL's password.
+    /// `text` with the key, the base URL's password and the header values scrubbed.
     pub(crate) fn redact(&self, text: &str) -> String {
-        let mut text = redact(text, &self.secret);
-        for secret in &self.extra_secrets {
-            text = redact(&text, secret);
-        }
-        match &self.userinfo {
-            Some(info) => text.replace(info.as_str(), &masked_userinfo(info)),
-            None => text,
-        }
+        self.secrets.scrub(text)
     }
 
     /// POST `body` to `url`; a 2xx JSON body is returned, anything else becomes an attempt error.
@@ -125,6 +151,14 @@ impl Http {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
+        if (300..400).contains(&status) {
+            let location = resp.headers().get("location").and_then(|v| v.to_str().ok());
+            return Err(AttemptError::Fatal(self.redact(&redirect_refused(
+                status,
+                location,
+                "--base-url",
+            ))));
+        }
         let text = resp.body_mut().read_to_string();
         if !(200..300).contains(&status) {
             let text = text.unwrap_or_default();
@@ -182,6 +216,19 @@ impl Http {
             other => AttemptError::Network(self.redact(&format!("{url}: {other}"))),
         }
     }
+}
+
+/// The error for a redirect we do not follow: the status, where it points, and the remedy
+/// (`setting` names what to change: a flag or a variable).
+pub(crate) fn redirect_refused(status: u16, location: Option<&str>, setting: &str) -> String {
+    let to = match location {
+        Some(l) => format!("to {}", cut(l, 200)),
+        None => "with no Location".to_string(),
+    };
+    format!(
+        "HTTP {status} redirect {to} not followed: a request that carries credentials goes only \
+         to the address you gave; set {setting} to the address that answers"
+    )
 }
 
 /// Whether an I/O error is a failed host name lookup: std words every `getaddrinfo` failure

@@ -193,9 +193,11 @@ pub fn export_run(dir: &Path, target: &OtlpSettings) -> Result<usize, ExportErro
 }
 
 fn post(url: &str, headers: &[(String, String)], body: &[u8]) -> Result<(), ExportError> {
+    // A collector's reply may echo the headers it was sent: they are its credentials.
+    let secrets = crate::llm::transport::Secrets::new(url, headers.iter().map(|(_, v)| v.clone()));
     let fail = |message: String| ExportError::Http {
-        url: url.to_string(),
-        message,
+        url: crate::llm::transport::masked_url(url),
+        message: secrets.scrub(&message),
     };
     let mut builder = ureq::Agent::config_builder();
     if crate::llm::transport::is_loopback(url) {
@@ -204,6 +206,8 @@ fn post(url: &str, headers: &[(String, String)], body: &[u8]) -> Result<(), Expo
     let agent = ureq::Agent::new_with_config(
         builder
             .http_status_as_error(false)
+            // Never followed: the headers are the collector's credentials (docs/design/llm.md#redirects).
+            .max_redirects(0)
             .timeout_global(Some(Duration::from_secs(30)))
             .timeout_connect(Some(Duration::from_secs(5)))
             .user_agent(concat!("agent-meeting/", env!("CARGO_PKG_VERSION")))
@@ -218,6 +222,17 @@ fn post(url: &str, headers: &[(String, String)], body: &[u8]) -> Result<(), Expo
     // The error text names no header: their values are credentials.
     let response = request.send(body).map_err(|e| fail(e.to_string()))?;
     let status = response.status().as_u16();
+    if (300..400).contains(&status) {
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|v| v.to_str().ok());
+        return Err(fail(crate::llm::transport::redirect_refused(
+            status,
+            location,
+            "--otlp-endpoint",
+        )));
+    }
     if !(200..300).contains(&status) {
         let text = response.into_body().read_to_string().unwrap_or_default();
         return Err(fail(format!(

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use crate::harness::{root, Workdir};
+use crate::harness::{skip_without, Tool};
 use crate::meeting::{demo_cassette, meeting_cmd, resume_cmd, shell_loop};
 
 /// Every event of a meeting, from its run folder's `events.jsonl`.
@@ -145,6 +146,9 @@ fn the_run_folder_keeps_the_last_boards_and_the_whole_history() {
 /// `share/meeting.sh` with EVENTS_OUT writes the same events as the driver, once each.
 #[test]
 fn the_shell_loop_records_the_same_events() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     let want = run_events(&demo_keeping_boards(&work));
     let events_out = work.join("sh-events.jsonl");
@@ -425,6 +429,9 @@ fn a_long_meeting_keeps_a_bounded_board() {
 /// driver records only the events by which `event_count` grew, so none lands twice.
 #[test]
 fn a_users_stage_that_keeps_the_events_records_none_twice() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     // merge-board replaced by a pass-through: the turn is dropped, agent-turn's events stay.
     let stage = "merge-board=jq -c '.last_turns = [] | .loop_count += 1'";

@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::fake_http::{json as http, openai_ok, Action, FakeServer};
 use crate::harness::{cli, every_case, wait_for, Cli, Workdir};
+use crate::harness::{skip_without, Tool};
 use crate::meeting::NOW;
 
 pub(crate) const AGENTS: &str = "arch,biz,sre";
@@ -593,6 +594,9 @@ fn progress_shows_a_fan_outs_calls_together() {
 /// `share/meeting.sh` gives the same board and report as the driver on a fan-out meeting.
 #[test]
 fn the_shell_loop_equals_the_driver_on_a_fan_out_meeting() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     let mut lines = three_way();
     lines[1].delay_ms = 300; // arch's answer most likely comes last

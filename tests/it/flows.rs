@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::harness::{cli, golden, programs_path, root, Cli, Run, Workdir};
+use crate::harness::{cli, golden, programs_path, root, skip_without, Cli, Run, Tool, Workdir};
 use crate::meeting::NOW;
 
 /// `sh share/flows/<name>.sh ARGS...` with the programs on PATH, the clock and trace id pinned,
@@ -77,6 +77,9 @@ fn events_of(text: &str) -> Vec<Value> {
 /// diagram as the PM's are (a `par` block) and logged as `flow_call` events from `flow`.
 #[test]
 fn ask_all_asks_every_participant_at_once() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let q = "What is the main risk of each option?";
     let (report, events) = run_flow("ask-all", "ask-all", &[q], &[]);
     for line in [
@@ -107,6 +110,9 @@ fn ask_all_asks_every_participant_at_once() {
 
 #[test]
 fn pipeline_gives_each_agent_the_previous_answer() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let (_, events) = run_flow(
         "pipeline",
         "pipeline",
@@ -127,6 +133,9 @@ fn pipeline_gives_each_agent_the_previous_answer() {
 
 #[test]
 fn debate_alternates_for_the_rounds_then_the_pm_decides() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let (_, events) = run_flow(
         "debate",
         "debate",
@@ -149,6 +158,9 @@ fn debate_alternates_for_the_rounds_then_the_pm_decides() {
 /// report's Process Note says what they changed.
 #[test]
 fn human_gate_lets_a_person_edit_the_decision_and_says_so() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let editor = format!(
         "sh {}",
         root().join("tests/flows/lower-confidence.sh").display()
@@ -164,6 +176,9 @@ fn human_gate_lets_a_person_edit_the_decision_and_says_so() {
 /// an edit that breaks the decision stops the flow (exit 2) before the report.
 #[test]
 fn human_gate_by_jq_and_a_broken_edit() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     let report = work.join("r.md");
     let run = |filter: &str| {
@@ -192,6 +207,9 @@ fn human_gate_by_jq_and_a_broken_edit() {
 /// the review on stderr as it happens, and the report's Challenges section keeps both.
 #[test]
 fn review_shows_the_objections_as_they_come_and_the_report_keeps_them() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     let report = work.join("report.md");
     let out = flow(
@@ -260,6 +278,9 @@ fn review_shows_the_objections_as_they_come_and_the_report_keeps_them() {
 /// next-stage read; with --markdown it is a usage error.
 #[test]
 fn render_report_prints_the_bare_board() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     let board = work.join("board.json");
     flow(
@@ -310,20 +331,14 @@ fn batch(work: &Path, input: &Path, flags: &[&str]) -> Run {
         .run()
 }
 
-fn has_parallel() {
-    let ok = Command::new("parallel").arg("--version").output();
-    assert!(
-        ok.is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("GNU parallel")),
-        "GNU parallel is needed for the batch recipe's test: apt-get install parallel (.ci/run installs it)"
-    );
-}
-
 /// 20 replayed meetings, 4 at a time: each its own run folder, report and result; a meeting
 /// that failed (its cassette missing) is run again by the second call (--resume-failed) and
 /// the others are not; the summary lists all 20.
 #[test]
 fn batch_runs_twenty_meetings_under_gnu_parallel_and_resumes_the_failed() {
-    has_parallel();
+    if skip_without(Tool::GnuParallel) || skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     let late = work.join("late.jsonl");
     let lines: String = (1..=20)
@@ -394,7 +409,9 @@ fn batch_runs_twenty_meetings_under_gnu_parallel_and_resumes_the_failed() {
 /// A folder of meeting files: each meeting named after its file.
 #[test]
 fn batch_runs_a_folder_of_meeting_files() {
-    has_parallel();
+    if skip_without(Tool::GnuParallel) || skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     for n in ["alpha", "beta", "gamma"] {
         work.write(
@@ -427,7 +444,9 @@ fn batch_meetings_ride_out_rate_limits() {
     use std::sync::Mutex;
 
     use crate::fake_http::{json as http, openai_ok, with_header, FakeServer};
-    has_parallel();
+    if skip_without(Tool::GnuParallel) || skip_without(Tool::Jq) {
+        return;
+    }
     let replies: Vec<String> = std::fs::read_to_string(cassette("batch"))
         .unwrap()
         .lines()

@@ -312,3 +312,56 @@ fn a_resume_sends_the_headers_it_is_given() {
         assert_eq!(r.header("x-gateway-key"), Some(TOKEN));
     }
 }
+
+/// A base URL that answers with a redirect: nothing is sent to where it points — not the key,
+/// not a header, not the prompt — for every provider and every redirect status; the meeting
+/// stops at once (no retry re-sends the key) with the status, the target and the remedy.
+#[test]
+fn a_redirect_is_not_followed_and_no_credential_reaches_the_other_host() {
+    const KEY: &str = "provider-key-9d8c7b6a5f";
+    for (provider, status) in [
+        ("openai", 301),
+        ("openai", 307),
+        ("anthropic", 302),
+        ("azure", 308),
+        ("openai", 303),
+    ] {
+        let work = Workdir::new();
+        let elsewhere = FakeServer::start(vec![]);
+        let target = format!("{}/v1/chat/completions", elsewhere.url);
+        let redirecting = FakeServer::answering(move |_| {
+            crate::fake_http::with_header(status, "location", &target, "")
+        });
+        let mut c = demo(&work);
+        c.env("GW_TOKEN", TOKEN)
+            .env("OPENAI_API_KEY", KEY)
+            .env("ANTHROPIC_API_KEY", KEY)
+            .env("AZURE_OPENAI_API_KEY", KEY)
+            .env("OPENAI_BASE_URL", format!("{}/v1", redirecting.url))
+            .env("ANTHROPIC_BASE_URL", &redirecting.url)
+            .env("AZURE_OPENAI_ENDPOINT", &redirecting.url)
+            .args([
+                "--provider",
+                provider,
+                "--header",
+                "X-Gateway-Key: ${GW_TOKEN}",
+            ]);
+        if provider == "azure" {
+            c.args(["--model", "team-gpt4o"]);
+        }
+        let out = c.run();
+        let case = format!("{provider} {status}");
+        out.exit(1)
+            .stderr_has(&format!("HTTP {status} redirect to {}", elsewhere.url))
+            .stderr_has("not followed")
+            .stderr_has("set --base-url");
+        assert_eq!(elsewhere.count(), 0, "{case}: the other host saw a request");
+        assert_eq!(
+            redirecting.count(),
+            1,
+            "{case}: a refused redirect is not retried"
+        );
+        assert!(!out.stderr().contains(KEY), "{case}");
+        assert_hidden("stderr", out.stderr());
+    }
+}

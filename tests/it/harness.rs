@@ -4,7 +4,8 @@
 //! (`bad_inputs`, `faults`, ...) with their `CASE=<name>` filter, [`every_case`] for tables that
 //! report every failing case at once, one golden-file helper, a readiness poll for tests that
 //! signal a process ([`wait_for`]), and a way for a test that changes the process environment
-//! to run in a process of its own.
+//! to run in a process of its own, and [`skip_without`] for tests that need a tool beyond the
+//! Rust toolchain (jq, GNU parallel).
 //!
 //! No test asserts on wall-clock time: a program that runs longer than [`HANG_GUARD`] is
 //! killed and its run fails as hung, which guards against hangs, not slowness.
@@ -73,6 +74,77 @@ pub fn programs_path() -> String {
         bin_dir().display(),
         std::env::var("PATH").unwrap_or_default()
     )
+}
+
+/// A tool some tests need beyond the Rust toolchain: the shell flows read boards with jq, the
+/// batch recipe runs under GNU parallel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Jq,
+    GnuParallel,
+}
+
+impl Tool {
+    /// How the closing summary names it: what is missing and how to get it.
+    fn missing(self) -> &'static str {
+        match self {
+            Tool::Jq => "jq not found — apt-get install jq (or brew install jq)",
+            Tool::GnuParallel => {
+                "GNU parallel not found — apt-get install parallel (or brew install parallel)"
+            }
+        }
+    }
+
+    fn found(self) -> bool {
+        static FOUND: std::sync::OnceLock<[bool; 2]> = std::sync::OnceLock::new();
+        let runs = |program: &str, says: &str| {
+            Command::new(program)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| {
+                    o.status.success() && String::from_utf8_lossy(&o.stdout).contains(says)
+                })
+        };
+        let found = FOUND.get_or_init(|| [runs("jq", "jq"), runs("parallel", "GNU parallel")]);
+        found[self as usize]
+    }
+}
+
+/// The file the skipped tests are listed in, one `test<TAB>reason` line each: `make test` prints
+/// them in one closing summary line.
+pub fn skipped_list() -> PathBuf {
+    std::env::var_os("SKIPPED_TESTS_FILE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("skipped-tests"))
+}
+
+/// Whether the calling test must be skipped because `tool` is not installed; the skip is listed
+/// by the test's name for the closing summary. With `CI` set, a missing tool fails the test
+/// instead, naming the tool: CI runs every test.
+pub fn skip_without(tool: Tool) -> bool {
+    if tool.found() {
+        return false;
+    }
+    assert!(
+        std::env::var_os("CI").is_none_or(|v| v.is_empty()),
+        "{} (CI is set: every test must run)",
+        tool.missing()
+    );
+    let test = std::thread::current()
+        .name()
+        .unwrap_or("a test")
+        .to_string();
+    let line = format!("{test}\t{}\n", tool.missing());
+    let list = skipped_list();
+    let _ = std::fs::create_dir_all(list.parent().unwrap_or(Path::new(".")));
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&list)
+    {
+        let _ = f.write_all(line.as_bytes());
+    }
+    true
 }
 
 /// Prefixes of variables the programs read (provider, keys, model, cassette, retry timing,

@@ -10,6 +10,7 @@ use serde_json::{json, Value};
 
 use crate::fixtures::{agent, board_with_call};
 use crate::harness::{cli, Workdir};
+use crate::harness::{skip_without, Tool};
 use crate::meeting::{final_board, without_timings};
 
 const ANA: &str =
@@ -361,6 +362,9 @@ fn meeting_parses_the_answers_file_before_any_call() {
 /// `--human-answers` (the variable is the flag's): the same final board and report.
 #[test]
 fn the_shell_loop_takes_the_answers_too() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     // Both find ana in the user's agents folder.
     work.write("cfg/agent-meeting/agents/ana.yaml", ANA);

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::harness::{bin_dir, cli, every_case, par_map, root, wait_for, Cli, Workdir};
+use crate::harness::{skip_without, Tool};
 
 pub(crate) const NOW: &str = "2026-11-30T12:00:00Z";
 
@@ -265,6 +266,9 @@ fn quiet_is_silent_and_forced_demo_has_a_process_note() {
 
 #[test]
 fn shell_loop_gives_the_same_board_and_report() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     let out = meeting_cmd(work.path(), &demo_cassette(), &["--quiet"]).run();
     out.exit(0);
@@ -360,6 +364,9 @@ fn a_failed_pm_round_is_asked_again_in_the_next_round() {
         "{report}"
     );
     assert!(!report.contains("closed early"), "{report}");
+    if skip_without(Tool::Jq) {
+        return;
+    }
 
     let sh_report = work.join("sh-report.md");
     let out = shell_loop(&cassette, &sh_report).run();
@@ -853,15 +860,17 @@ fn misuse_is_refused_before_any_model_call() {
         Some("meeting: stage merge-board made no progress: its output board is its input")
     );
     // Only render-report may end the meeting.
-    let work = Workdir::new();
-    let out = meeting_cmd(
-        work.path(),
-        &demo_cassette(),
-        &["--quiet", "--stage", "pm-step=jq -c '.status=\"finished\"'"],
-    )
-    .run();
-    out.exit(1);
-    out.stderr_has("stage pm-step set status finished but only render-report may");
+    if !skip_without(Tool::Jq) {
+        let work = Workdir::new();
+        let out = meeting_cmd(
+            work.path(),
+            &demo_cassette(),
+            &["--quiet", "--stage", "pm-step=jq -c '.status=\"finished\"'"],
+        )
+        .run();
+        out.exit(1);
+        out.stderr_has("stage pm-step set status finished but only render-report may");
+    }
     // Output that is not a board is the stage's failure (exit 1), not the user's input.
     let work = Workdir::new();
     let out = meeting_cmd(
@@ -939,6 +948,9 @@ fn a_resume_waits_a_moment_for_a_process_letting_go_of_the_folder() {
 /// report is saved, the status is `failed`, the exit code 1.
 #[test]
 fn shell_loop_fails_like_the_driver_when_no_model_answered() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = Workdir::new();
     // Three PM rounds of two logical calls each: a failed round is asked again once.
     let junk = (1..=6)

@@ -5,6 +5,7 @@
 use serde_json::{json, Value};
 
 use crate::harness::{cli, every_case, root, wait_for, Cli};
+use crate::harness::{skip_without, Tool};
 use crate::meeting::held_demo_cassette;
 
 fn program(name: &str) -> Cli {
@@ -210,6 +211,9 @@ fn a_finished_board_is_over_for_every_stage_but_a_re_render() {
 /// ends the loop (it does not retry forever).
 #[test]
 fn the_shell_loop_stops_when_the_report_cannot_be_saved() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let path = crate::harness::programs_path();
     let mut sh = std::process::Command::new("sh");
@@ -236,6 +240,9 @@ fn the_shell_loop_stops_when_the_report_cannot_be_saved() {
 #[cfg(unix)]
 #[test]
 fn the_shell_loop_cleans_up_on_ctrl_c_and_sigterm() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     use std::os::unix::process::CommandExt;
     for (signal, code) in [(libc::SIGINT, 130), (libc::SIGTERM, 143)] {
         let tmp = tempfile::tempdir().unwrap();

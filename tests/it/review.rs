@@ -11,6 +11,7 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::harness::{cli, programs_path, root, Cli, Workdir};
+use crate::harness::{skip_without, Tool};
 use crate::meeting::{final_board, without_timings, NOW};
 
 const DOC: &str = "docs/timings.md";
@@ -218,6 +219,9 @@ fn review_by_flag_equals_the_meeting_files_review() {
 /// and the same report.
 #[test]
 fn the_shell_loop_agrees_with_the_driver_through_a_review() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
     let work = work(true);
     let mut lines = to_objections();
     lines.push(answer());

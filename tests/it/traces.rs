@@ -408,3 +408,42 @@ fn the_flag_wins_and_the_traces_variable_is_used_as_it_is() {
         .exit(2)
         .stderr_has("OTEL_EXPORTER_OTLP_ENDPOINT: expected an http(s) URL");
 }
+
+/// A collector that redirects gets nothing more: its target sees no request (the headers are
+/// the collector's credentials), and the warning names the status, the target and the remedy;
+/// a collector whose error echoes a header value has it scrubbed.
+#[test]
+fn a_collector_redirect_is_not_followed_and_an_echoed_header_is_scrubbed() {
+    const KEY: &str = "collector-key-4e5f6a7b8c";
+    let work = Workdir::new();
+    let elsewhere = FakeServer::start(vec![]);
+    let target = format!("{}/v1/traces", elsewhere.url);
+    let redirecting = FakeServer::start(vec![crate::fake_http::with_header(
+        307, "location", &target, "",
+    )]);
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--otlp-endpoint", &redirecting.url, "-q"],
+    )
+    .env("OTEL_EXPORTER_OTLP_HEADERS", format!("x-api-key={KEY}"))
+    .run();
+    out.success()
+        .one_stderr_line()
+        .stderr_has(&format!("HTTP 307 redirect to {target} not followed"))
+        .stderr_has("set --otlp-endpoint");
+    assert_eq!(elsewhere.count(), 0, "the other host saw a request");
+    assert_eq!(redirecting.count(), 1);
+
+    let work = Workdir::new();
+    let echoing = FakeServer::start(vec![json(401, &format!("bad key {KEY}"))]);
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--otlp-endpoint", &echoing.url, "-q"],
+    )
+    .env("OTEL_EXPORTER_OTLP_HEADERS", format!("x-api-key={KEY}"))
+    .run();
+    out.success().stderr_has("HTTP 401 bad key [redacted]");
+    assert!(!out.stderr().contains(KEY), "{}", out.stderr());
+}
