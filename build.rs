@@ -1,6 +1,6 @@
 //! Adds the git commit to `--version` (`meeting 0.1.0 (abc1234)`) when built from a checkout
 //! with git available; anything else (a crates.io tarball, no git) silently gives the plain
-//! version. The result is `AGENT_MEETING_COMMIT_SUFFIX`, read by `src/cli.rs`.
+//! version. The result is `AGENT_MEETING_COMMIT_SUFFIX`, read by `src/cli/mod.rs`.
 
 use std::path::Path;
 use std::process::Command;

@@ -1,31 +1,40 @@
 //! agent-meeting: small composable programs that run a decision meeting between LLM agents.
 //!
-//! Modules follow the data flow of a meeting (docs/ARCHITECTURE.md#module-map-where-each-rule-lives): `model` (the documents),
-//! `loader` (agent configs), `context` (collection), `stage` (one module per stage program and
-//! the rule that orders them), `driver` (the `meeting` loop and its run folder). Beside them,
-//! what several stages share: `ask` (the ask loop), `budget` (the token budget), `llm` (providers; imports nothing above
-//! it), `schema`, `prompts`, `text`, `whiteboard`, `events`. `io`, `error` and `cli` are the edges.
+//! The layers, bottom to top (docs/ARCHITECTURE.md#module-map-where-each-rule-lives); a module
+//! imports only from its own layer's foundations or below, never upward, and the import graph
+//! has no circle (`tests/it/layers.rs` keeps it so):
+//!
+//! 1. `text` (cut, fold, plural, the sanitiser, the Markdown line lexer) and `error`.
+//! 2. `schema` (JSON Schema validation), `model` (the documents), `io` (reading documents,
+//!    atomic writes, stderr notes).
+//! 3. `llm`: providers, retries, the exchange log, cassettes; nothing above it.
+//! 4. `loader` (agent configs) and `context` (collect-context).
+//! 5. `meeting`: the rules several stages share (events, ask loop, prompts, whiteboard,
+//!    circles, budget, review, the final report).
+//! 6. `stage` (one module per stage program and the rule that orders them) and `otlp`
+//!    (traces of a run folder).
+//! 7. `cli`: the programs' shared edge (flag groups, the config file, `main_with`).
+//! 8. `driver`: the `meeting` loop and its run folder.
 
-pub(crate) mod ask;
-pub mod budget;
-pub mod circles;
-pub mod cli;
-pub mod config;
-pub mod context;
-pub mod driver;
 pub mod error;
-pub mod events;
-pub(crate) mod final_report;
-pub mod io;
-pub mod llm;
-pub mod loader;
-pub mod model;
-pub mod otlp;
-pub mod prompts;
-pub(crate) mod review;
-pub mod schema;
-pub mod stage;
 pub mod text;
-pub mod whiteboard;
+
+pub mod io;
+pub mod model;
+pub mod schema;
+
+pub mod llm;
+
+pub mod context;
+pub mod loader;
+
+pub mod meeting;
+
+pub mod otlp;
+pub mod stage;
+
+pub mod cli;
+
+pub mod driver;
 
 pub use error::{Error, Invalid, Result};

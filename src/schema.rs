@@ -16,6 +16,7 @@ use regex::Regex;
 use serde_json::{Map, Number, Value};
 
 use crate::error::join_path;
+use crate::text::{plural, plural_of};
 
 /// The type names, in the order a list of them is printed.
 const TYPES: [&str; 7] = [
@@ -463,7 +464,10 @@ impl Run<'_> {
             if (obj.len() as u64) < n {
                 self.fail(
                     at,
-                    format!("{value} has less than {n} propert{}", plural_y(n)),
+                    format!(
+                        "{value} has less than {}",
+                        plural_of(n, "property", "properties")
+                    ),
                 );
             }
         }
@@ -471,7 +475,10 @@ impl Run<'_> {
             if obj.len() as u64 > n {
                 self.fail(
                     at,
-                    format!("{value} has more than {n} propert{}", plural_y(n)),
+                    format!(
+                        "{value} has more than {}",
+                        plural_of(n, "property", "properties")
+                    ),
                 );
             }
         }
@@ -519,12 +526,12 @@ impl Run<'_> {
         let len = items.len() as u64;
         if let Some(n) = map.get("minItems").and_then(count) {
             if len < n {
-                self.fail(at, format!("{value} has less than {n} item{}", plural(n)));
+                self.fail(at, format!("{value} has less than {}", plural(n, "item")));
             }
         }
         if let Some(n) = map.get("maxItems").and_then(count) {
             if len > n {
-                self.fail(at, format!("{value} has more than {n} item{}", plural(n)));
+                self.fail(at, format!("{value} has more than {}", plural(n, "item")));
             }
         }
         if map.get("uniqueItems") == Some(&Value::Bool(true)) {
@@ -546,7 +553,7 @@ impl Run<'_> {
             if chars < n {
                 self.fail(
                     at,
-                    format!("{value} is shorter than {n} character{}", plural(n)),
+                    format!("{value} is shorter than {}", plural(n, "character")),
                 );
             }
         }
@@ -554,7 +561,7 @@ impl Run<'_> {
             if chars > n {
                 self.fail(
                     at,
-                    format!("{value} is longer than {n} character{}", plural(n)),
+                    format!("{value} is longer than {}", plural(n, "character")),
                 );
             }
         }
@@ -693,22 +700,6 @@ fn enum_message(value: &Value, options: &[Value]) -> String {
         n => format!("{} or {} other candidates", shown[..2].join(", "), n - 2),
     };
     format!("{value} is not one of {listed}")
-}
-
-fn plural(n: u64) -> &'static str {
-    if n == 1 {
-        ""
-    } else {
-        "s"
-    }
-}
-
-fn plural_y(n: u64) -> &'static str {
-    if n == 1 {
-        "y"
-    } else {
-        "ies"
-    }
 }
 
 #[cfg(test)]

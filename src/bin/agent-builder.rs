@@ -89,7 +89,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         name: args.name.clone().or_else(|| stem.map(str::to_string)),
         role: args.role.clone(),
     };
-    let llm = agent_meeting::config::with_config(args.llm.clone())?;
+    let llm = agent_meeting::cli::config::with_config(args.llm.clone())?;
     let (mut client, opts) = client_for(&llm, &LlmSettings::default(), &serde_json::Map::new(), 0)?;
     let cfg = build_agent(&mut client, &opts, &spec)?;
     let text = loader::agent_config_text(&cfg, format)?;

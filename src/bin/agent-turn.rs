@@ -34,7 +34,7 @@ struct Args {
 pub fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
-        let llm = agent_meeting::config::with_config(args.llm)?;
+        let llm = agent_meeting::cli::config::with_config(args.llm)?;
         let board = agent_meeting::io::read_board_stdin()?;
         let answers = args.human.human_answers.as_deref();
         cli::write_stage_board(turn::run(board, &llm, answers), &args.output)

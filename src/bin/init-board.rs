@@ -2,10 +2,11 @@
 
 use std::process::ExitCode;
 
+use agent_meeting::cli::config;
 use agent_meeting::cli::{self, BoardArgs, OutputArgs};
+use agent_meeting::io;
 use agent_meeting::model::{LlmSettings, MeetingPacket, PACKET_VERSION};
 use agent_meeting::stage::init_board::{self as board, InitArgs};
-use agent_meeting::{config, io};
 use clap::Parser;
 
 /// Create the meeting's whiteboard from a collected MeetingPacket.

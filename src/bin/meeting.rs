@@ -3,11 +3,12 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use agent_meeting::cli::config;
 use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
 use agent_meeting::llm::LlmArgs;
 use agent_meeting::model::MeetingStatus;
-use agent_meeting::{config, io, loader, Error};
+use agent_meeting::{io, loader, Error};
 use clap::{ArgMatches, CommandFactory, Parser};
 
 /// Run a decision meeting between LLM agents and write its Markdown report.

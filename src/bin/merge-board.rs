@@ -3,8 +3,9 @@
 use std::process::ExitCode;
 
 use agent_meeting::cli::{self, OutputArgs};
+use agent_meeting::io;
+use agent_meeting::meeting::events;
 use agent_meeting::stage::merge_board;
-use agent_meeting::{events, io};
 use clap::Parser;
 
 /// Merge the last agent turn into the whiteboard (deterministic, no LLM).

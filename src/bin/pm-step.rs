@@ -28,7 +28,7 @@ struct Args {
 pub fn main() -> ExitCode {
     cli::main_with("pm-step", || {
         let args: Args = cli::parse_args("pm-step");
-        let llm = agent_meeting::config::with_config(args.llm)?;
+        let llm = agent_meeting::cli::config::with_config(args.llm)?;
         let board = agent_meeting::io::read_board_stdin()?;
         cli::write_stage_board(pm::run(board, &llm), &args.output)
     })

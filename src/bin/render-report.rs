@@ -78,8 +78,8 @@ pub fn main() -> std::process::ExitCode {
         let report_file = args.report_file.as_deref();
         let result = match &args.events {
             Some(file) => {
-                let events = agent_meeting::events::read_events_file(file)?;
-                let flow = agent_meeting::events::full_flow(&events);
+                let events = agent_meeting::meeting::events::read_events_file(file)?;
+                let flow = agent_meeting::meeting::events::full_flow(&events);
                 report::run_with_flow(board, flow, template.as_ref(), report_file)
             }
             None => report::run(board, template.as_ref(), report_file),

@@ -66,9 +66,8 @@ impl Redaction {
                 kinds.push(k);
             }
         }
-        let n = self.kinds.len();
-        let noun = if n == 1 { "secret" } else { "secrets" };
-        format!("{n} {noun} redacted ({})", kinds.join(", "))
+        let n = crate::text::plural(self.kinds.len() as u64, "secret");
+        format!("{n} redacted ({})", kinds.join(", "))
     }
 }
 

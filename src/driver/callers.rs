@@ -33,7 +33,7 @@ pub(crate) fn check_llm_config(
                 Err(_) => None,
                 Ok(r) => {
                     let provider = r.provider.value;
-                    crate::llm::args::missing_key(llm, provider).map(|var| {
+                    crate::llm::build::missing_key(llm, provider).map(|var| {
                         format!(
                             "{var} is not set: a real meeting would stop here ({provider} needs it)"
                         )
@@ -98,7 +98,7 @@ pub fn callers_of_agents(b: &crate::cli::BoardArgs) -> Result<Vec<Caller>> {
     }
     let search = crate::loader::AgentSearch::new(
         b.agents_dir.as_deref(),
-        crate::config::load()?.config.user_agents_dir(),
+        crate::cli::config::load()?.config.user_agents_dir(),
     );
     let pm_name = b.pm.as_deref().unwrap_or(crate::model::PM_CALLER);
     let (agents, pm) =

@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::model::{
     Board, Event, EventType, MeetingResult, MeetingStatus, Status, TurnStatus, Usage,
 };
+use crate::text::plural;
 
 /// What the meeting's events say about its model calls, counted as the events go by (the
 /// board keeps no history, docs/design/run-folder.md#events): constant work per stage, and rebuilt from
@@ -104,14 +105,6 @@ impl Answers {
     }
 }
 
-/// `n thing` or `n things`: the one plural rule of what `meeting` prints.
-pub(super) fn plural(n: impl Into<u64>, thing: &str) -> String {
-    match n.into() {
-        1 => format!("1 {thing}"),
-        n => format!("{n} {thing}s"),
-    }
-}
-
 /// The MeetingResult printed on stdout (docs/design/flow.md#statuses). Its status is the
 /// board's, except for a saved report: `failed` when no model contributed to it, else
 /// `no_decision` when it is the fallback (the PM made no decision); `last_error` says why.
@@ -127,7 +120,7 @@ pub(super) fn result_of(
     let (status, why) = match board.status {
         Status::Finished => match (
             answers.failure(),
-            crate::final_report::no_decision_reason(board),
+            crate::meeting::final_report::no_decision_reason(board),
         ) {
             (Some(failure), _) => (MeetingStatus::Failed, Some(failure)),
             (None, Some(reason)) => (
@@ -223,7 +216,7 @@ mod tests {
             event_type: EventType::LlmCall,
             status: Some(status),
             error: error.map(str::to_string),
-            ..crate::events::event(EventType::LlmCall, "pm")
+            ..crate::meeting::events::event(EventType::LlmCall, "pm")
         };
         let mut tally = Tally::default();
         tally.add(&[call(TurnStatus::Error, Some("HTTP 500: down"))]);
@@ -238,7 +231,7 @@ mod tests {
         tally.add(&[call(TurnStatus::Ok, None)]);
         assert_eq!(Answers::of(&board, &tally).answered, 1);
         assert!(Answers::of(&board, &tally).failure().is_some());
-        tally.add(&[crate::events::event(EventType::PmDecision, "pm")]);
+        tally.add(&[crate::meeting::events::event(EventType::PmDecision, "pm")]);
         assert_eq!(Answers::of(&board, &tally).failure(), None);
         // No call at all: failed when the report is the fallback (a budget too small for any
         // call), not when a user's own stage wrote the PM's report without a model.

@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use super::outcome::plural;
 use crate::error::Result;
 use crate::model::{Board, Event, EventType, ForcedReason, Status, PM_CALLER};
 use crate::stage::Stage;
 use crate::text::one_line;
+use crate::text::plural;
 
 /// How the driver talks to the user.
 #[derive(Debug, Clone, Copy, Default)]

@@ -34,7 +34,7 @@ pub(super) enum Made {
 pub(super) struct Stages<'a> {
     settings: &'a RunSettings,
     /// An unreadable file fails the stage that needs it, as it would fail the program.
-    config: Result<crate::config::Config>,
+    config: Result<crate::cli::config::Config>,
     llm: Result<LlmArgs>,
     template: Result<Option<render_report::UserTemplate>>,
 }
@@ -42,7 +42,8 @@ pub(super) struct Stages<'a> {
 impl<'a> Stages<'a> {
     /// Read the run's config file and template once.
     pub fn new(settings: &'a RunSettings) -> Stages<'a> {
-        let config = crate::config::load_file(settings.config_file.as_deref()).map(|l| l.config);
+        let config =
+            crate::cli::config::load_file(settings.config_file.as_deref()).map(|l| l.config);
         let llm = config.as_ref().map_err(Clone::clone).map(|config| LlmArgs {
             config: config.llm_defaults(),
             ..settings.llm.clone()
@@ -122,7 +123,7 @@ impl<'a> Stages<'a> {
                 Made::Board(agent_turn::run(board, llm()?, s.human_answers.as_deref())?)
             }
             Stage::MergeBoard => {
-                let now = crate::events::clock_from_env().now();
+                let now = crate::meeting::events::clock_from_env().now();
                 Made::Board(merge_board::merge(board, &now)?)
             }
             Stage::RenderReport => Made::Report(render_report::run(
@@ -267,7 +268,7 @@ fn run_command(
     cmd.arg("-c").arg(command);
     // The meeting's config file, pinned; empty: none (docs/design/agents-and-config.md#config).
     cmd.env(
-        crate::config::CONFIG_ENV,
+        crate::cli::config::CONFIG_ENV,
         settings.config_file.as_deref().unwrap_or(Path::new("")),
     );
     cmd.stdin(Stdio::piped())

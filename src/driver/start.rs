@@ -159,13 +159,13 @@ fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
 fn settings_of(
     new: NewMeeting,
 ) -> Result<(RunSettings, PathBuf, Option<PathBuf>, Option<PathBuf>)> {
-    let loaded = crate::config::load()?;
+    let loaded = crate::cli::config::load()?;
     if new.board.agents.iter().all(|a| a.trim().is_empty()) {
         return Err(Error::Usage(
             "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
         ));
     }
-    let now = crate::events::clock_from_env().now();
+    let now = crate::meeting::events::clock_from_env().now();
     let mut board_args = new.board;
     if !new.max_loops_given {
         // Flag > config file > built-in default (docs/design/agents-and-config.md#config).
@@ -193,7 +193,7 @@ fn settings_of(
             (free, kept, Some(default))
         }
     };
-    let mut llm = crate::config::with_config(new.llm)?;
+    let mut llm = crate::cli::config::with_config(new.llm)?;
     // The stages log into the run folder; the user's own log gets a copy of every line.
     let user_llm_log = llm.llm_log.take().map(|l| absolute(&l));
     let settings = RunSettings {
@@ -215,7 +215,7 @@ fn settings_of(
         human_answers: new.human_answers.as_deref().map(absolute),
         otlp: new.otlp,
     };
-    let run_dir = crate::config::run_dir(new.run_dir, &loaded.config).0;
+    let run_dir = crate::cli::config::run_dir(new.run_dir, &loaded.config).0;
     Ok((settings, run_dir, numbered_from, default_report))
 }
 
@@ -253,7 +253,7 @@ fn create(checked: Checked, ui: Ui) -> Result<Run> {
     if settings.config_file.is_some() {
         // The stages of this run read the settings as they were at its start.
         let copy = dir.path.join("config.yaml");
-        let text = serde_yaml::to_string(&crate::config::load()?.config)
+        let text = serde_yaml::to_string(&crate::cli::config::load()?.config)
             .map_err(|e| Error::Runtime(format!("config.yaml: {e}")))?;
         dir.write(&copy, text.as_bytes())?;
         settings.config_file = Some(absolute(&copy));
@@ -345,7 +345,7 @@ fn dry_run_prompt(llm: &LlmArgs, board: &Board) -> Result<DryRun> {
         .map(|p| p.metadata.clone())
         .unwrap_or_default();
     let in_prompt = crate::llm::resolve(llm, &board.llm, crate::model::PM_CALLER, &pm_meta)
-        .map(|r| crate::llm::args::schema_in_prompt(llm, r.provider.value))
+        .map(|r| crate::llm::build::schema_in_prompt(llm, r.provider.value))
         .unwrap_or(false);
     use crate::stage::pm_step;
     let request = crate::llm::Request {

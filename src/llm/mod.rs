@@ -7,7 +7,7 @@
 //! number, which is the board's `usage.calls`, so replay cassettes stay in step across the
 //! separate processes of one meeting.
 //!
-//! The stages reach it through the ask loop (`crate::ask`), which validates answers; this layer
+//! The stages reach it through the ask loop (`crate::meeting::ask`), which validates answers; this layer
 //! imports nothing above it (only the documents, errors and file reading it needs).
 //!
 //! Modules: `request` (what a call sends), `reply` (what it gives back), `client` (retries,
@@ -18,6 +18,7 @@
 
 pub mod anthropic;
 pub mod args;
+pub mod build;
 mod client;
 pub mod headers;
 mod notation;
@@ -33,13 +34,14 @@ pub mod sample;
 mod schema_text;
 pub mod transport;
 
-pub use args::{client_for, client_for_caller, ConfigDefaults, LlmArgs};
+pub use args::{ConfigDefaults, LlmArgs};
+pub use build::{client_for, client_for_caller};
 pub use client::{Client, RetryPolicy};
 pub use parse::parse_json_reply;
-pub use provider::{AttemptError, Provider, RawReply};
+pub use provider::{AnyNamed, AttemptError, Provider, ProviderName, RawReply};
 pub use reply::{LlmError, NoJson, Reply, TokenUsage, CUT_OFF};
 pub use request::{default_max_tokens, ExpectedJson, Message, Options, Request, Role};
-pub use resolve::{resolve, ProviderName, Resolved, Setting, Source};
+pub use resolve::{resolve, Resolved, Setting, Source};
 pub use schema_text::SCHEMA_BLOCK_HEAD;
 pub(crate) use schema_text::{schema_name, system_text, without_meta_keys};
 pub use transport::Timeouts;

@@ -1,6 +1,8 @@
 //! One backend behind the [`Client`](super::Client) (docs/design/llm.md#llm-layer): the [`Provider`]
 //! trait, what one attempt gives back ([`RawReply`]) and why it failed ([`AttemptError`]).
 
+use std::fmt;
+
 use super::{Options, Request, TokenUsage};
 
 /// What one HTTP attempt (or one cassette line) gave back.
@@ -80,5 +82,125 @@ pub trait Provider {
     /// said once (docs/design/prompts.md#prompt-layout).
     fn schema_in_prompt(&self) -> bool {
         self.wrapped().is_some_and(|p| p.schema_in_prompt())
+    }
+}
+
+/// The providers a caller may name (`--provider`, `metadata.provider`, the config file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ProviderName {
+    OpenAi,
+    Anthropic,
+    /// Azure OpenAI: OpenAI's wire format on a deployment path (docs/design/llm.md#azure).
+    Azure,
+    Replay,
+    /// Answers made by the program from the request, no model (docs/design/llm.md#sample-provider).
+    Sample,
+}
+
+impl ProviderName {
+    pub const ALL: [ProviderName; 5] = [
+        ProviderName::OpenAi,
+        ProviderName::Anthropic,
+        ProviderName::Azure,
+        ProviderName::Replay,
+        ProviderName::Sample,
+    ];
+
+    /// The name users write (lowercase).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderName::OpenAi => "openai",
+            ProviderName::Anthropic => "anthropic",
+            ProviderName::Azure => "azure",
+            ProviderName::Replay => "replay",
+            ProviderName::Sample => "sample",
+        }
+    }
+
+    /// A name as users write it: trimmed, any case.
+    pub fn parse(name: &str) -> Option<ProviderName> {
+        let name = name.trim();
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(name))
+    }
+
+    /// The variable holding the provider's API key (`replay` and `sample` need none).
+    pub fn key_var(self) -> Option<&'static str> {
+        match self {
+            ProviderName::OpenAi => Some("OPENAI_API_KEY"),
+            ProviderName::Anthropic => Some("ANTHROPIC_API_KEY"),
+            ProviderName::Azure => Some("AZURE_OPENAI_API_KEY"),
+            ProviderName::Replay | ProviderName::Sample => None,
+        }
+    }
+
+    /// Whether no model answers: the whole meeting runs offline, so this provider, named by
+    /// flag or variable, wins over every caller's metadata and the board.
+    pub fn offline(self) -> bool {
+        matches!(self, ProviderName::Replay | ProviderName::Sample)
+    }
+
+    /// The variable naming the provider's default model.
+    pub(super) fn model_var(self) -> Option<&'static str> {
+        match self {
+            ProviderName::OpenAi => Some("OPENAI_MODEL"),
+            ProviderName::Anthropic => Some("ANTHROPIC_MODEL"),
+            ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
+        }
+    }
+
+    /// The model the provider gets when nothing names one (`replay` has none: the cassette
+    /// answers; `sample` has none: the program answers; `azure` has none: the model is the
+    /// user's deployment).
+    pub fn default_model(self) -> Option<&'static str> {
+        match self {
+            ProviderName::OpenAi => Some(super::openai::DEFAULT_MODEL),
+            ProviderName::Anthropic => Some(super::anthropic::DEFAULT_MODEL),
+            ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
+        }
+    }
+}
+
+/// A flag's value that may be any string (the program checks it and suggests the closest
+/// name), with the names `0` gives as possible values for shell completions: `--provider`'s
+/// (the providers) and `--agents`' (the built-in agents; a user's own are not known when the
+/// completion script is generated).
+#[derive(Clone, Copy)]
+pub struct AnyNamed(pub fn() -> Vec<&'static str>);
+
+impl AnyNamed {
+    /// `--provider`'s: an empty value means unset; [`resolve`] checks the name.
+    pub fn providers() -> AnyNamed {
+        AnyNamed(|| ProviderName::ALL.map(ProviderName::as_str).to_vec())
+    }
+}
+
+impl clap::builder::TypedValueParser for AnyNamed {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            (self.0)()
+                .into_iter()
+                .map(clap::builder::PossibleValue::new),
+        ))
+    }
+}
+
+impl fmt::Display for ProviderName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }

@@ -14,6 +14,7 @@ use std::fmt;
 use serde_json::{Map, Value};
 
 use super::args::LlmArgs;
+pub use super::provider::ProviderName;
 use crate::error::Error;
 use crate::model::LlmSettings;
 
@@ -27,128 +28,7 @@ pub mod local_default {
 
 /// Whether `provider`, as the flags configure it, is a server on this machine.
 pub fn is_local_server(args: &LlmArgs, provider: ProviderName) -> bool {
-    !provider.offline()
-        && super::transport::is_loopback(&super::args::base_url(args, provider).value)
-}
-
-/// The providers a caller may name (`--provider`, `metadata.provider`, the config file).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ProviderName {
-    OpenAi,
-    Anthropic,
-    /// Azure OpenAI: OpenAI's wire format on a deployment path (docs/design/llm.md#azure).
-    Azure,
-    Replay,
-    /// Answers made by the program from the request, no model (docs/design/llm.md#sample-provider).
-    Sample,
-}
-
-impl ProviderName {
-    pub const ALL: [ProviderName; 5] = [
-        ProviderName::OpenAi,
-        ProviderName::Anthropic,
-        ProviderName::Azure,
-        ProviderName::Replay,
-        ProviderName::Sample,
-    ];
-
-    /// The name users write (lowercase).
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderName::OpenAi => "openai",
-            ProviderName::Anthropic => "anthropic",
-            ProviderName::Azure => "azure",
-            ProviderName::Replay => "replay",
-            ProviderName::Sample => "sample",
-        }
-    }
-
-    /// A name as users write it: trimmed, any case.
-    pub fn parse(name: &str) -> Option<ProviderName> {
-        let name = name.trim();
-        Self::ALL
-            .into_iter()
-            .find(|p| p.as_str().eq_ignore_ascii_case(name))
-    }
-
-    /// The variable holding the provider's API key (`replay` and `sample` need none).
-    pub fn key_var(self) -> Option<&'static str> {
-        match self {
-            ProviderName::OpenAi => Some("OPENAI_API_KEY"),
-            ProviderName::Anthropic => Some("ANTHROPIC_API_KEY"),
-            ProviderName::Azure => Some("AZURE_OPENAI_API_KEY"),
-            ProviderName::Replay | ProviderName::Sample => None,
-        }
-    }
-
-    /// Whether no model answers: the whole meeting runs offline, so this provider, named by
-    /// flag or variable, wins over every caller's metadata and the board.
-    pub fn offline(self) -> bool {
-        matches!(self, ProviderName::Replay | ProviderName::Sample)
-    }
-
-    /// The variable naming the provider's default model.
-    fn model_var(self) -> Option<&'static str> {
-        match self {
-            ProviderName::OpenAi => Some("OPENAI_MODEL"),
-            ProviderName::Anthropic => Some("ANTHROPIC_MODEL"),
-            ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
-        }
-    }
-
-    /// The model the provider gets when nothing names one (`replay` has none: the cassette
-    /// answers; `sample` has none: the program answers; `azure` has none: the model is the
-    /// user's deployment).
-    pub fn default_model(self) -> Option<&'static str> {
-        match self {
-            ProviderName::OpenAi => Some(super::openai::DEFAULT_MODEL),
-            ProviderName::Anthropic => Some(super::anthropic::DEFAULT_MODEL),
-            ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
-        }
-    }
-}
-
-/// A flag's value that may be any string (the program checks it and suggests the closest
-/// name), with the names `0` gives as possible values for shell completions: `--provider`'s
-/// (the providers) and `--agents`' (the built-in agents; a user's own are not known when the
-/// completion script is generated).
-#[derive(Clone, Copy)]
-pub struct AnyNamed(pub fn() -> Vec<&'static str>);
-
-impl AnyNamed {
-    /// `--provider`'s: an empty value means unset; [`resolve`] checks the name.
-    pub fn providers() -> AnyNamed {
-        AnyNamed(|| ProviderName::ALL.map(ProviderName::as_str).to_vec())
-    }
-}
-
-impl clap::builder::TypedValueParser for AnyNamed {
-    type Value = String;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<String, clap::Error> {
-        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
-    }
-
-    fn possible_values(
-        &self,
-    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(
-            (self.0)()
-                .into_iter()
-                .map(clap::builder::PossibleValue::new),
-        ))
-    }
-}
-
-impl fmt::Display for ProviderName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
+    !provider.offline() && super::transport::is_loopback(&base_url(args, provider).value)
 }
 
 /// Where one setting's value came from.
@@ -452,6 +332,72 @@ fn resolve_provider(
         }
     }
     Err(Error::Runtime(NO_PROVIDER.to_string()))
+}
+
+/// The `api-version` an Azure OpenAI request carries when `OPENAI_API_VERSION` names none: the
+/// GA version with structured outputs (docs/design/llm.md#azure).
+pub const AZURE_API_VERSION: &str = "2024-10-21";
+
+/// Azure OpenAI's `api-version` and its source: `OPENAI_API_VERSION`, as the Azure SDKs read
+/// it, else [`AZURE_API_VERSION`].
+pub fn azure_api_version() -> Setting<String> {
+    const VAR: &str = "OPENAI_API_VERSION";
+    match env_non_empty(VAR) {
+        Some(v) => Setting {
+            value: v.trim().to_string(),
+            source: Source::Env(VAR.to_string()),
+        },
+        None => Setting {
+            value: AZURE_API_VERSION.to_string(),
+            source: Source::Default,
+        },
+    }
+}
+
+/// The variable naming an Azure OpenAI resource's endpoint, as the Azure SDKs read it.
+pub const AZURE_ENDPOINT: &str = "AZURE_OPENAI_ENDPOINT";
+
+/// A provider's API base URL and its source: its environment variable, else the config
+/// file's, else the provider's own (`replay` has none: the OpenAI one is shown; `azure` has
+/// none: `AZURE_OPENAI_ENDPOINT` names the resource).
+pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
+    if provider == ProviderName::Azure {
+        return Setting {
+            value: env_non_empty(AZURE_ENDPOINT).unwrap_or_default(),
+            source: Source::Env(AZURE_ENDPOINT.to_string()),
+        };
+    }
+    let (var, config, default) = match provider {
+        ProviderName::Anthropic => (
+            "ANTHROPIC_BASE_URL",
+            &args.config.anthropic_base_url,
+            super::anthropic::DEFAULT_BASE_URL,
+        ),
+        ProviderName::OpenAi
+        | ProviderName::Azure
+        | ProviderName::Replay
+        | ProviderName::Sample => (
+            "OPENAI_BASE_URL",
+            &args.config.openai_base_url,
+            super::openai::DEFAULT_BASE_URL,
+        ),
+    };
+    if let Some(url) = env_non_empty(var) {
+        Setting {
+            value: url,
+            source: Source::Env(var.to_string()),
+        }
+    } else if let Some(url) = non_empty(config.as_deref()) {
+        Setting {
+            value: url,
+            source: Source::ConfigFile(None),
+        }
+    } else {
+        Setting {
+            value: default.to_string(),
+            source: Source::Default,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -380,7 +380,7 @@ impl PmDecision {
                     ));
                 }
                 let report = self.final_report.as_deref().unwrap_or_default();
-                let (summary, recommendation) = crate::final_report::labelled_parts(report);
+                let (summary, recommendation) = crate::text::markdown::labelled_parts(report);
                 let missing: Vec<&str> = [
                     ("### Executive Summary", summary),
                     ("### Recommendation", recommendation),

@@ -143,7 +143,7 @@ pub enum ExportError {
 pub fn trace_of_run(dir: &Path, content: bool) -> Result<Trace, ExportError> {
     let events_file = dir.join("events.jsonl");
     let events = if events_file.exists() {
-        crate::events::read_events_file(&events_file)
+        crate::meeting::events::read_events_file(&events_file)
             .map_err(|e| ExportError::RunFolder(e.to_string()))?
     } else {
         Vec::new()

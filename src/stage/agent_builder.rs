@@ -4,10 +4,10 @@
 use minijinja::{context, Environment, UndefinedBehavior};
 use serde_json::{json, Value};
 
-use crate::ask::{ask, Asked, Asker};
 use crate::error::Error;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, NoJson, Options, Request};
 use crate::loader::AgentKind;
+use crate::meeting::ask::{ask, Asked, Asker};
 use crate::model::AgentConfig;
 use crate::schema::validate;
 

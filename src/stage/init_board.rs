@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 
 use crate::error::{Error, Result};
-use crate::events;
+use crate::meeting::events;
+use crate::meeting::whiteboard::summary_lines;
 use crate::model::{AgentConfig, Board, LlmSettings, MeetingPacket, Status, Usage, BOARD_VERSION};
-use crate::whiteboard::summary_lines;
 
 /// What `init-board` needs besides the packet.
 #[derive(Debug, Clone)]
@@ -32,7 +32,7 @@ pub struct InitArgs<'a> {
     pub llm: LlmSettings,
     /// Whether `--max-loops` was given: a flag wins over the config file's `max_loops`.
     pub max_loops_given: bool,
-    pub config: &'a crate::config::Config,
+    pub config: &'a crate::cli::config::Config,
 }
 
 /// The `init-board` program on a packet (`label` names where it came from in errors): the
@@ -196,7 +196,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         meeting_input: packet.meeting_input,
         context_bundle: packet.context_bundle,
     };
-    crate::whiteboard::seed_questions(&mut board);
+    crate::meeting::whiteboard::seed_questions(&mut board);
     board.summary = summary_lines(&board, "No participant has spoken yet.");
     let event = events::meeting_started(format!(
         "participants: {}; max loops: {}{}; documents: {}",

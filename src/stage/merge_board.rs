@@ -2,19 +2,19 @@
 //! rules 1–7, docs/design/whiteboard.md#merge-rules). No LLM, no clock: the caller passes the timestamp, so
 //! every function here is pure.
 
-use crate::circles;
 use crate::error::Result;
-use crate::events;
+use crate::meeting::circles;
+use crate::meeting::events;
+use crate::meeting::whiteboard::{
+    append_unique, apply_answers, link_evidence, note_process, raise_questions, record_findings,
+    summary_lines, RECENT_ERRORS_CAP,
+};
 use crate::model::{
     AgentTurnResult, Board, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer, Status,
     TurnStatus, EVIDENCE_CAP,
 };
 use crate::stage::Stage;
 use crate::text::headline;
-use crate::whiteboard::{
-    append_unique, apply_answers, link_evidence, note_process, raise_questions, record_findings,
-    summary_lines, RECENT_ERRORS_CAP,
-};
 
 /// Merge rule 2's question test: ends with `?`/`？`, or starts with a question word.
 pub(crate) fn is_question(item: &str) -> bool {
@@ -71,7 +71,7 @@ fn merge_reviews(board: &mut Board, turns: Vec<LastTurn>, now: &str) {
     for turn in turns {
         let message = match (&turn.status, &turn.review) {
             (TurnStatus::Ok, Some(v)) => {
-                let filed = crate::review::file_objections(board, &turn.agent_name, v);
+                let filed = crate::meeting::review::file_objections(board, &turn.agent_name, v);
                 format!("{}: review, {filed} objections", turn.agent_name)
             }
             _ => {
@@ -81,7 +81,7 @@ fn merge_reviews(board: &mut Board, turns: Vec<LastTurn>, now: &str) {
         };
         events::push_at(board, now, events::board_merged(message));
     }
-    crate::review::after_reviews(board);
+    crate::meeting::review::after_reviews(board);
 }
 
 /// How many of the meeting's questions are answered.
@@ -101,7 +101,11 @@ fn merge_turn(board: &mut Board, turn: LastTurn, now: &str, answered_before: usi
             let adds = circles::adds_something(board, &result);
             merge_result(board, &result);
             circles::record_answer(board, &turn.agent_name, Some(headline(&result.response)));
-            crate::review::note_answer(board, &turn.agent_name, &headline(&result.response));
+            crate::meeting::review::note_answer(
+                board,
+                &turn.agent_name,
+                &headline(&result.response),
+            );
             answered_by_person(board, &turn, &result);
             let quiet = !adds && answered(board) == answered_before;
             note_quiet_turn(board, now, quiet);
@@ -140,12 +144,12 @@ fn answered_by_person(board: &mut Board, turn: &LastTurn, result: &AgentTurnResu
     if !person {
         return;
     }
-    if let Some(id) = crate::whiteboard::question_asked(board, &turn.prompt) {
+    if let Some(id) = crate::meeting::whiteboard::question_asked(board, &turn.prompt) {
         let answer = headline(&result.response);
         let by = [turn.agent_name.clone()];
         let loop_no = board.loop_count;
         // It names an open question, so it is found.
-        let _ = crate::whiteboard::answer_question(board, &id, &answer, &by, loop_no);
+        let _ = crate::meeting::whiteboard::answer_question(board, &id, &answer, &by, loop_no);
     }
 }
 
@@ -276,8 +280,8 @@ mod tests {
     use super::*;
     use crate::model::*;
 
+    use crate::meeting::whiteboard::SUMMARY_MAX_CHARS;
     use crate::stage::fixtures::{board, NOW};
-    use crate::whiteboard::SUMMARY_MAX_CHARS;
 
     fn ok_turn(b: &mut Board, name: &str, r: AgentTurnResult) {
         b.last_turns.push(LastTurn {
@@ -643,11 +647,17 @@ mod tests {
         );
         assert_eq!(b.record.questions[0].origin, QuestionOrigin::Required);
         assert_eq!(
-            crate::whiteboard::numbered_open_questions(&b),
+            crate::meeting::whiteboard::numbered_open_questions(&b),
             ["Q1: Cost?", "Q2: How fast?", "Q3: Why now?"]
         );
-        crate::whiteboard::answer_question(&mut b, "q2", "Fast enough.", &["arch".into()], 1)
-            .unwrap();
+        crate::meeting::whiteboard::answer_question(
+            &mut b,
+            "q2",
+            "Fast enough.",
+            &["arch".into()],
+            1,
+        )
+        .unwrap();
         assert_eq!(b.open_questions, ["Cost?", "Why now?"]);
         // Raised again after its answer: it stays answered, no new id.
         ok_turn(
@@ -658,13 +668,14 @@ mod tests {
         b = merge(b, NOW).unwrap();
         assert_eq!(b.open_questions, ["Cost?", "Why now?", "Who pays?"]);
         assert_eq!(b.record.questions.last().unwrap().id, "Q4");
-        let e = crate::whiteboard::answer_question(&mut b, "Q9", "x", &[], 2).unwrap_err();
+        let e = crate::meeting::whiteboard::answer_question(&mut b, "Q9", "x", &[], 2).unwrap_err();
         assert!(
             e.contains("\"Q9\" is not a question") && e.contains("Q1, Q3, Q4"),
             "{e}"
         );
         // By exact text too.
-        crate::whiteboard::answer_question(&mut b, "Who pays?", "Finance.", &[], 2).unwrap();
+        crate::meeting::whiteboard::answer_question(&mut b, "Who pays?", "Finance.", &[], 2)
+            .unwrap();
         assert_eq!(b.open_questions, ["Cost?", "Why now?"]);
     }
 

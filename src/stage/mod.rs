@@ -127,13 +127,13 @@ pub(crate) fn run_llm(
         Board,
         &mut crate::llm::Client,
         &crate::llm::Options,
-        &dyn crate::events::Clock,
+        &dyn crate::meeting::events::Clock,
     ) -> Result<Board>,
 ) -> Result<Board> {
     let (name, metadata) = caller;
     let (mut client, opts) =
         crate::llm::client_for_caller(llm, &board.llm, &name, &metadata, board.usage.calls)?;
-    let clock = crate::events::clock_from_env();
+    let clock = crate::meeting::events::clock_from_env();
     stage(board, &mut client, &opts, clock.as_ref())
 }
 

@@ -298,7 +298,7 @@ fn a_retry_that_would_break_the_budget_is_not_sent() {
             assert!(events_of(&b, "agent_retry").is_empty(), "limit {limit}");
             let error = &b.last_turns[0].error.as_deref().unwrap();
             assert!(error.contains("token budget"), "{error}");
-            assert!(agent_meeting::budget::used(&b) <= limit);
+            assert!(agent_meeting::meeting::budget::used(&b) <= limit);
             found = true;
             break;
         }

@@ -4,8 +4,8 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
 
-use agent_meeting::events::FixedClock;
 use agent_meeting::llm::{AttemptError, Client, Options, Provider, RawReply, Request, TokenUsage};
+use agent_meeting::meeting::events::FixedClock;
 use agent_meeting::model::*;
 use agent_meeting::stage::init_board::{init, InitOptions};
 use serde_json::{json, Map, Value};
@@ -154,7 +154,7 @@ pub fn board_with_call(agent: &str) -> Board {
         analysis: "cost is open".into(),
         reserve_tokens: None,
     });
-    agent_meeting::events::add_to_flow(
+    agent_meeting::meeting::events::add_to_flow(
         &mut b.flow,
         FlowStep {
             loop_no: 1,

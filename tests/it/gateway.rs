@@ -213,7 +213,7 @@ fn azure_calls_the_deployment_path_with_its_api_key() {
     shown
         .success()
         .stdout_has("https://example-resource.openai.azure.com")
-        .stdout_has(agent_meeting::llm::args::AZURE_API_VERSION);
+        .stdout_has(agent_meeting::llm::resolve::AZURE_API_VERSION);
     assert!(!shown.stdout().contains(KEY));
 }
 

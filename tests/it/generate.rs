@@ -1,4 +1,4 @@
-//! `--generate KIND` on every program (src/cli.rs): a man page or a completion script on
+//! `--generate KIND` on every program (src/cli/mod.rs): a man page or a completion script on
 //! stdout, exit 0; a bad kind is a usage error. Also `--version` and `--help` naming it.
 
 use std::process::Command;

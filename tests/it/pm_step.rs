@@ -629,7 +629,7 @@ fn extra_keys_and_null_analysis_are_tolerated() {
 #[test]
 fn pm_input_is_exactly_the_summary_layer() {
     let mut b = board();
-    b.new_events.push(agent_meeting::events::event(
+    b.new_events.push(agent_meeting::meeting::events::event(
         agent_meeting::model::EventType::LlmCall,
         "pm",
     ));
@@ -688,7 +688,7 @@ fn stuffed(item_chars: usize) -> agent_meeting::model::Board {
     b.recent_errors = (0..20).map(|i| item("e", i)).collect();
     b.summary = "s".repeat(1200);
     for _ in 0..300 {
-        b.new_events.push(agent_meeting::events::event(
+        b.new_events.push(agent_meeting::meeting::events::event(
             agent_meeting::model::EventType::LlmCall,
             "arch",
         ));

@@ -150,7 +150,7 @@ pub(crate) fn fallback_board() -> Value {
 /// stages make it when they record them.
 pub(crate) fn board(v: &Value) -> Board {
     let mut b: Board = serde_json::from_value(v.clone()).expect("test board is valid");
-    b.flow = agent_meeting::events::full_flow(&b.new_events);
+    b.flow = agent_meeting::meeting::events::full_flow(&b.new_events);
     b
 }
 
@@ -561,7 +561,8 @@ fn stdin_of(v: &Value) -> String {
     if let Ok(events) =
         serde_json::from_value::<Vec<agent_meeting::model::Event>>(v["new_events"].clone())
     {
-        v["flow"] = serde_json::to_value(agent_meeting::events::full_flow(&events)).unwrap();
+        v["flow"] =
+            serde_json::to_value(agent_meeting::meeting::events::full_flow(&events)).unwrap();
     }
     serde_json::to_string(&v).unwrap()
 }

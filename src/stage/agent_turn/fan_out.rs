@@ -13,11 +13,11 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::events::{self, Clock};
 use crate::llm::resume::{absorb_parts, drop_absorbed_parts, part_path};
 use crate::llm::{client_for_caller, LlmArgs};
+use crate::meeting::events::{self, Clock};
+use crate::meeting::whiteboard::append_process;
 use crate::model::{Board, PendingCall, Usage};
-use crate::whiteboard::append_process;
 
 use super::run_call;
 

@@ -20,8 +20,8 @@ use serde_json::{json, Map, Value};
 
 use crate::error::Result;
 use crate::llm::{AttemptError, Client, Options, Provider, RawReply, Request, TokenUsage};
+use crate::meeting::prompts::render;
 use crate::model::{Board, ParticipantKind, PendingCall};
-use crate::prompts::render;
 
 use crate::model::HUMAN_PROVIDER as PROVIDER;
 
@@ -137,7 +137,7 @@ fn tty_path() -> PathBuf {
 /// A human's whole turn: from `answers` (`--human-answers`), the editor or the terminal,
 /// else an error turn ("no human available").
 pub fn turn(board: Board, answers: Option<&Path>, llm: &crate::llm::LlmArgs) -> Result<Board> {
-    let clock = crate::events::clock_from_env();
+    let clock = crate::meeting::events::clock_from_env();
     let logged = |why: String| {
         let name = super::single_call(&board).map(|c| c.target_agent.as_str());
         match (&llm.llm_log, llm.reuse_log, name) {
@@ -173,7 +173,7 @@ fn from_cassette(
         return Ok(None);
     };
     let replaying =
-        crate::llm::args::provider_and_model(llm, &board.llm, &agent.name, &agent.metadata)
+        crate::llm::build::provider_and_model(llm, &board.llm, &agent.name, &agent.metadata)
             .is_ok_and(|(p, _)| p == crate::llm::ProviderName::Replay);
     let (true, Some(path)) = (replaying, &llm.cassette) else {
         return Ok(None);

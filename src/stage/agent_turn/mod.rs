@@ -11,21 +11,23 @@ pub use fan_out::{fan_out, is_fan_out, single_call};
 
 use serde_json::{json, Map, Value};
 
-use crate::ask::{ask, Asker};
 use crate::error::{Error, Result};
-use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, NoJson, Options, Request};
+use crate::meeting::ask::{ask, Asker};
+use crate::meeting::events::{self, Clock};
+use crate::meeting::prompts::{
+    meeting_brief, meeting_system, render, retry_message, whiteboard, Reader,
+};
+use crate::meeting::whiteboard::{note_caller, note_process};
 use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, ParticipantKind, PendingCall,
     TurnStatus, AGENT_TURN_FIELDS,
 };
 use crate::model::{FlowKind, ProcessKind};
-use crate::prompts::{meeting_brief, meeting_system, render, retry_message, whiteboard, Reader};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::{cut, verify_quote};
-use crate::whiteboard::{note_caller, note_process};
 
 /// The `agent-turn` program on a board: check it is this stage's turn, then ask the agent the
 /// PM chose with its own provider settings, or the person (`kind: human`, from
@@ -37,7 +39,11 @@ pub fn run(
 ) -> Result<Board> {
     check_turn(&board)?;
     if is_fan_out(&board) {
-        return fan_out(board, llm, crate::events::clock_from_env().as_ref());
+        return fan_out(
+            board,
+            llm,
+            crate::meeting::events::clock_from_env().as_ref(),
+        );
     }
     if human::is_human_turn(&board) {
         return human::turn(board, human_answers, llm);
@@ -109,7 +115,7 @@ fn check_input(board: &Board, agent: &AgentConfig, call: &PendingCall) -> Result
     })
 }
 
-/// The whiteboard as the agent sees it (see [`crate::prompts::whiteboard`]).
+/// The whiteboard as the agent sees it (see [`crate::meeting::prompts::whiteboard`]).
 pub fn meeting_summary(board: &Board) -> String {
     whiteboard(board, Reader::Agent)
         .map(|s| {
@@ -442,7 +448,7 @@ impl Asker for TurnAsk<'_> {
         if self.is_human() {
             return None;
         }
-        crate::budget::refuse(self.board, request, opts, self.reserve)
+        crate::meeting::budget::refuse(self.board, request, opts, self.reserve)
     }
 
     fn rejected(&mut self, attempt: u32, error: &AnswerError, retried: bool) {
@@ -513,7 +519,7 @@ pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
             });
             if !asked {
                 events::push(board, clock, events::flow_asks(&agent, &question));
-                crate::circles::record_ask(board, &agent, &question);
+                crate::meeting::circles::record_ask(board, &agent, &question);
             }
         });
     }
@@ -555,7 +561,7 @@ fn run_call(
     let outcome = ask(client, opts, request, &mut turn)?.into_turn(|error| {
         (
             error.for_model(),
-            crate::ask::unusable_for_reader(&error.for_reader()),
+            crate::meeting::ask::unusable_for_reader(&error.for_reader()),
         )
     });
     if client.calls() > calls_before {

@@ -5,14 +5,16 @@
 
 use serde_json::Value;
 
-use crate::ask::{ask, Asker};
 use crate::error::Result;
-use crate::events::{self, Clock};
 use crate::llm::{default_max_tokens, Client, NoJson, Options, Request};
+use crate::meeting::ask::{ask, Asker};
+use crate::meeting::events::{self, Clock};
+use crate::meeting::prompts::{meeting_system, retry_message};
+use crate::meeting::review::{
+    check_verdict, reviewer_message, verdict_expected_json, verdict_headline,
+};
+use crate::meeting::whiteboard::{note_caller, note_process};
 use crate::model::{Board, LastTurn, PendingCall, ProcessKind, ReviewVerdict, Status, TurnStatus};
-use crate::prompts::{meeting_system, retry_message};
-use crate::review::{check_verdict, reviewer_message, verdict_expected_json, verdict_headline};
-use crate::whiteboard::{note_caller, note_process};
 
 /// Whether the board's calls are reviewers'.
 pub(super) fn is_review(board: &Board) -> bool {
@@ -47,7 +49,7 @@ impl Asker for ReviewAsk<'_> {
     }
 
     fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
-        crate::budget::refuse(self.board, request, opts, 0)
+        crate::meeting::budget::refuse(self.board, request, opts, 0)
     }
 
     fn rejected(&mut self, attempt: u32, error: &String, retried: bool) {
@@ -92,7 +94,7 @@ pub(super) fn review_call(
         name: &name,
     };
     let outcome = ask(client, opts, request, &mut asker)?.into_turn(|e| {
-        let reader = crate::ask::unusable_for_reader(&crate::text::cut(&e, 160));
+        let reader = crate::meeting::ask::unusable_for_reader(&crate::text::cut(&e, 160));
         (e, reader)
     });
     if client.calls() > calls_before {

@@ -5,18 +5,18 @@ use serde_json::{Map, Value};
 
 use super::offer::{fan_out_targets, Offered};
 use super::Mode;
-use crate::ask::Asker;
-use crate::budget;
-use crate::circles::{self, GOING_IN_CIRCLES};
 use crate::error::Result;
-use crate::events::{self, Clock};
 use crate::io::kind_of;
 use crate::llm::{ExpectedJson, NoJson, Options, Request};
+use crate::meeting::ask::Asker;
+use crate::meeting::budget;
+use crate::meeting::circles::{self, GOING_IN_CIRCLES};
+use crate::meeting::events::{self, Clock};
+use crate::meeting::prompts::retry_message;
+use crate::meeting::whiteboard::note_process;
 use crate::model::{decision_shape, AskedQuestion, Board, NextAction, PmDecision, ProcessKind};
-use crate::prompts::retry_message;
 use crate::schema;
 use crate::text::cut;
-use crate::whiteboard::note_process;
 
 /// Why a PM answer cannot be used; each kind leaves its own event (docs/design/pm-round.md#pm-round).
 #[derive(Debug, Clone, PartialEq)]
@@ -288,7 +288,8 @@ pub(super) fn check_decision(
     })?;
     check_answered_by(board, &decision)?;
     if mode == Mode::Review {
-        crate::review::check_responses(board, &decision).map_err(|(e, p)| Invalid::Schema(e, p))?;
+        crate::meeting::review::check_responses(board, &decision)
+            .map_err(|(e, p)| Invalid::Schema(e, p))?;
     } else if !decision.objection_responses.is_empty() {
         return Err(schema_error(
             "objection_responses: there are no open objections: leave it null".into(),
@@ -543,7 +544,7 @@ mod tests {
         b.pm = Some(pm);
         crate::stage::pm_step::offer::tests::answered(&mut b, "biz");
         let limits = budget::AgentLimits::resolve(&b, &crate::llm::LlmArgs::default());
-        let clock = crate::events::FixedClock(crate::stage::fixtures::NOW.into());
+        let clock = crate::meeting::events::FixedClock(crate::stage::fixtures::NOW.into());
         let call = json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",
             "prompt_for_agent": "What does the nightly run cost?"});
         let bad_target = json!({"analysis": "a", "next_action": "CALL_AGENTS", "calls": [

@@ -9,17 +9,17 @@ mod offer;
 pub(crate) use offer::pm_expected_json;
 pub use offer::{pm_input, pm_system_prompt, pm_user_message, render_pm_user};
 
-use crate::ask::{ask, Asked};
-use crate::budget;
-use crate::circles::{self, GOING_IN_CIRCLES};
 use crate::error::Result;
-use crate::events::{self, Clock};
 use crate::llm::{default_max_tokens, Client, Options, Request};
+use crate::meeting::ask::{ask, Asked};
+use crate::meeting::budget;
+use crate::meeting::circles::{self, GOING_IN_CIRCLES};
+use crate::meeting::events::{self, Clock};
+use crate::meeting::review;
+use crate::meeting::whiteboard::{apply_answers, note_caller, note_process};
 use crate::model::PM_CALLER;
 use crate::model::{Board, ForcedReason, NextAction, PendingCall, PmDecision, ProcessKind, Status};
-use crate::review;
 use crate::stage::Stage;
-use crate::whiteboard::{apply_answers, note_caller, note_process};
 use checks::{Invalid, PmAsk};
 
 /// Whether the PM may still call agents (the PM input's `mode`, by its serde name).
@@ -191,12 +191,12 @@ impl Failure {
                 circling: matches!(invalid, Invalid::Repeat(_)),
                 ..failure(
                     invalid.describe(),
-                    crate::ask::unusable_for_reader(&invalid.for_reader()),
+                    crate::meeting::ask::unusable_for_reader(&invalid.for_reader()),
                 )
             },
             Asked::Failed(e) => failure(
                 format!("PM call failed: {e}"),
-                crate::ask::failed_for_reader(&e),
+                crate::meeting::ask::failed_for_reader(&e),
             ),
             Asked::OverBudget(why) => Failure {
                 over_budget: true,
@@ -360,9 +360,9 @@ fn fail_review_round(board: &mut Board, f: Failure, clock: &dyn Clock) {
         board,
         ProcessKind::RoundFailed,
         format!(
-            "The PM's answer to the reviewers' objections failed: {}; the draft report stands with {n} objection{} open.",
+            "The PM's answer to the reviewers' objections failed: {}; the draft report stands with {} open.",
             f.plain,
-            if n == 1 { "" } else { "s" }
+            crate::text::plural(n as u64, "objection")
         ),
     );
     board.status = Status::Finishing;

@@ -5,18 +5,18 @@
 use serde_json::{json, Value};
 
 use super::{mode, Mode};
-use crate::circles;
 use crate::error::Result;
 use crate::llm::{ExpectedJson, Message};
-use crate::model::{Board, NextAction};
-use crate::prompts::{
+use crate::meeting::circles;
+use crate::meeting::prompts::{
     cut_list, decision_packet, item, meeting_brief, meeting_system, render, whiteboard, Reader,
     ITEM_CHARS,
 };
-use crate::text::cut;
-use crate::whiteboard::{
+use crate::meeting::whiteboard::{
     numbered_open_questions, summary_for_prompt, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS,
 };
+use crate::model::{Board, NextAction};
+use crate::text::cut;
 
 /// Everything the PM sees (docs/design/pm-round.md#pm-round), and nothing else: never the event log or raw agent
 /// outputs; every list item cut to 500 characters so the prompt stays flat over many loops.
@@ -85,7 +85,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     input["offer_call"] = json!(actions.contains(&NextAction::CallAgent));
     input["offer_finish"] = json!(actions.contains(&NextAction::Finish));
     if mode(board) == Mode::Review {
-        input["review"] = crate::review::for_pm(board);
+        input["review"] = crate::meeting::review::for_pm(board);
     }
     input["offer_answered"] = json!(offer.answered > 0);
     input["offer_assessments"] = json!(offer.assessments > 0);
@@ -157,7 +157,7 @@ impl Offered {
         // No FINISH before the PM has asked anyone (docs/design/pm-round.md#first-round): a
         // meeting that asks nobody is not one, and a small model offered FINISH at once
         // takes it with a report of nothing. The closing round still only finishes.
-        if !crate::final_report::pm_asked_anyone(board)
+        if !crate::meeting::final_report::pm_asked_anyone(board)
             && actions.iter().any(|a| *a != NextAction::Finish)
         {
             actions.retain(|a| *a != NextAction::Finish);
@@ -340,7 +340,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     // Answering objections: one response per open objection, by id; offered only then, so
     // the schema (part of the cached prefix) of a meeting without review never changes.
     let review_ids = match mode {
-        Mode::Review => crate::review::open_ids(board),
+        Mode::Review => crate::meeting::review::open_ids(board),
         _ => Vec::new(),
     };
     let mut responses = properties["objection_responses"].take();

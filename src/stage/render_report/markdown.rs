@@ -1,9 +1,9 @@
 //! The final tidying of the rendered report (docs/design/report.md#report), and the neutralising of
 //! the text it shows (docs/design/report.md#sanitising): no HTML and no unbalanced code fence of a
 //! model, a document or the board may hide what follows it. The reading of the PM's final
-//! report itself is `crate::final_report`, shared with pm-step.
+//! report itself is `crate::meeting::final_report`, shared with pm-step.
 
-use crate::final_report::{heading_level, is_fence, is_setext_underline, opens_structure, Fence};
+use crate::text::markdown::{heading_level, is_fence, is_setext_underline, opens_structure, Fence};
 
 /// Collapse runs of blank lines outside code fences, drop trailing spaces, end with one newline;
 /// and sanitise the whole report (docs/design/report.md#sanitising): no terminal escape, control or

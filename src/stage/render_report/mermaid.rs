@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::events::{flow_text, FLOW_REASON_CHARS, FLOW_TEXT_CHARS};
+use crate::meeting::events::{flow_text, FLOW_REASON_CHARS, FLOW_TEXT_CHARS};
 use crate::model::{Board, Flow, FlowKind, FlowStep};
 
 /// The loop number shown for a step: stages stamp events with the 1-based loop in progress
@@ -60,8 +60,8 @@ pub fn mermaid_of(participants: &[String], flow: &Flow) -> String {
     if flow.loops_before > 0 {
         let n = flow.loops_before;
         lines.push(format!(
-            "    Note over PM: {n} earlier loop{} not shown",
-            if n == 1 { "" } else { "s" }
+            "    Note over PM: {} not shown",
+            crate::text::plural(n, "earlier loop")
         ));
     }
     let steps = &flow.steps;

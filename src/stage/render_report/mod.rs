@@ -1,7 +1,7 @@
 //! `render-report`, the meeting report (docs/design/report.md#report): which kind of report a board calls
 //! for, the view model the templates see, the evidence list built only from validated
 //! citations, and saving the report. The tolerant reading of the PM's final report lives in
-//! `crate::final_report` (pm-step checks a FINISH with it too), the final tidying in
+//! `crate::meeting::final_report` (pm-step checks a FINISH with it too), the final tidying in
 //! `markdown`, the appendix's sequence diagram in `mermaid`.
 //!
 //! Everything a template needs is computed here, so the templates in `share/templates/` stay
@@ -32,7 +32,7 @@ mod record;
 
 pub use adr::{adr_note, check_supersedes, write_adr, AdrOutcome, AdrRequest};
 
-pub use crate::final_report::{split_final_report, ReportParts, SEE_SUMMARY};
+pub use crate::text::markdown::{split_final_report, ReportParts, SEE_SUMMARY};
 pub use mermaid::mermaid;
 
 use markdown::tidy_markdown;
@@ -229,7 +229,7 @@ pub fn run(
     report_file: Option<&Path>,
 ) -> Result<ReportResult> {
     report_file.map(check_report_file).transpose()?;
-    crate::events::start_stage(&mut board);
+    crate::meeting::events::start_stage(&mut board);
     let rendered = render(&board, template)?;
     finish(board, rendered, report_file)
 }
@@ -243,7 +243,7 @@ pub fn run_with_flow(
     report_file: Option<&Path>,
 ) -> Result<ReportResult> {
     report_file.map(check_report_file).transpose()?;
-    crate::events::start_stage(&mut board);
+    crate::meeting::events::start_stage(&mut board);
     let drawn = Board {
         flow,
         ..board.clone()
@@ -322,7 +322,7 @@ pub(crate) struct View {
     pub assessments: Option<record::AssessmentTable>,
     /// The reviewers' objections and how each was resolved (docs/design/review.md#report);
     /// empty without review (no section).
-    pub challenges: Vec<crate::review::Challenge>,
+    pub challenges: Vec<crate::meeting::review::Challenge>,
     /// Every tracked question with its status; the required ones; answered questions raised
     /// during the meeting.
     pub questions: Vec<record::QuestionRow>,
@@ -458,7 +458,7 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
         record: record::header(board),
         decision: record::decision(board, kind),
         assessments: record::assessments(board, kind),
-        challenges: crate::review::challenges(board),
+        challenges: crate::meeting::review::challenges(board),
         required_questions: questions
             .iter()
             .filter(|q| q.origin == "required")
@@ -490,7 +490,7 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
         candidate_decisions: list_items(&board.decisions),
         evidence: evidence(board),
         no_decision: match kind {
-            ReportKind::Fallback => crate::final_report::no_decision_reason(board)
+            ReportKind::Fallback => crate::meeting::final_report::no_decision_reason(board)
                 .unwrap_or_else(|| "the PM's report was not used".into()),
             _ => String::new(),
         },
@@ -521,7 +521,7 @@ fn list_items(items: &[String]) -> Vec<String> {
                 .enumerate()
                 .map(|(i, l)| {
                     // A continuation line must not open a heading inside the item.
-                    if i > 0 && crate::final_report::opens_structure(l) {
+                    if i > 0 && crate::text::markdown::opens_structure(l) {
                         format!("\\{}", l.trim_start())
                     } else {
                         l.to_string()

@@ -436,7 +436,8 @@ pub(crate) fn process_entries(
     if board.latest_agent_outputs.is_empty() {
         // Who closed it is a fact: the PM only by its own report (docs/design/report.md#fallback).
         let nobody_asked = board.loop_count == 0
-            || (!board.record.callers.is_empty() && !crate::final_report::pm_asked_anyone(board));
+            || (!board.record.callers.is_empty()
+                && !crate::meeting::final_report::pm_asked_anyone(board));
         let program_closed = board.record.forced.is_some();
         out.push(if nobody_asked && board.has_final_report() && program_closed {
             "No participant was consulted: the program closed the meeting before the PM had asked anyone, and the PM's closing report rests on the brief and the documents alone.".to_string()

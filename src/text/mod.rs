@@ -2,6 +2,8 @@
 //! sentence of an answer, a file-name slug. Everything counts characters, never bytes, so no helper here can
 //! split a multi-byte character.
 
+pub mod markdown;
+
 /// `s` cut to at most `max` characters; when something was cut, the last kept character is an
 /// ellipsis `…` marking the cut.
 pub(crate) fn cut(s: &str, max: usize) -> String {
@@ -323,6 +325,22 @@ fn edits(a: &str, b: &str) -> usize {
         }
     }
     row[b.len()]
+}
+
+/// `n thing` or `n things`: the one plural rule of what the programs print.
+pub fn plural(n: impl Into<u64>, thing: &str) -> String {
+    match n.into() {
+        1 => format!("1 {thing}"),
+        n => format!("{n} {thing}s"),
+    }
+}
+
+/// [`plural`] for a word whose plural is not `thing + s` (`property`, `properties`).
+pub fn plural_of(n: impl Into<u64>, one: &str, many: &str) -> String {
+    match n.into() {
+        1 => format!("1 {one}"),
+        n => format!("{n} {many}"),
+    }
 }
 
 #[cfg(test)]

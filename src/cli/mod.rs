@@ -1,10 +1,14 @@
 //! What every program shares at its edge: the exit-code mapping, stdout writing that treats a
-//! broken pipe as success, colour detection, and the flag groups flattened into several programs.
+//! broken pipe as success, colour detection, and the flag groups flattened into several programs;
+//! the user's config file (`config`). The top of the library beside the driver: nothing below
+//! it reads flags or the config file.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::error::Error;
+
+pub mod config;
 
 /// `--pretty`, on every program that prints JSON.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -110,8 +114,8 @@ pub struct BoardArgs {
 }
 
 /// `--agents`' values: any name (the loader checks it), the built-in agents completed.
-fn agent_names() -> crate::llm::resolve::AnyNamed {
-    crate::llm::resolve::AnyNamed(|| {
+fn agent_names() -> crate::llm::AnyNamed {
+    crate::llm::AnyNamed(|| {
         crate::loader::BUILTIN_AGENTS
             .iter()
             .map(|(n, _)| *n)

@@ -6,13 +6,13 @@
 use serde_json::{json, Value};
 
 use crate::error::Result;
-use crate::events::{self, Clock};
 use crate::llm::{ExpectedJson, Message};
+use crate::meeting::events::{self, Clock};
+use crate::meeting::prompts::{item, meeting_brief, render, whiteboard, Reader};
 use crate::model::{
     plain_schema, Board, Evidence, NextAction, Objection, ObjectionResponse, ObjectionStatus,
     PendingCall, PmDecision, Resolution, ReviewVerdict, Status, Verdict, EVIDENCE_CAP,
 };
-use crate::prompts::{item, meeting_brief, render, whiteboard, Reader};
 use crate::text::{cut, fold_ws, verify_quote};
 
 /// The question each reviewer is sent (the draft itself is in its prompt).
@@ -75,7 +75,7 @@ pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
 fn draft(board: &Board) -> Value {
     let r = &board.record;
     let report = board.final_report.as_deref().unwrap_or_default();
-    let (summary, recommendation) = crate::final_report::labelled_parts(report);
+    let (summary, recommendation) = crate::text::markdown::labelled_parts(report);
     let mark = |id: &String| {
         let verified = board.evidence.iter().any(|e| &e.id == id && e.verified);
         format!("{id} {}", if verified { "verified" } else { "unverified" })
@@ -100,7 +100,7 @@ fn draft(board: &Board) -> Value {
         "recommendation": cut(&fold_ws(&recommendation), DRAFT_CHARS),
         "options": options,
         "findings": findings,
-        "open_questions": crate::prompts::cut_list(&crate::whiteboard::numbered_open_questions(board)),
+        "open_questions": crate::meeting::prompts::cut_list(&crate::meeting::whiteboard::numbered_open_questions(board)),
     })
 }
 

@@ -10,9 +10,9 @@ use serde_json::json;
 
 use crate::error::{Error, Result};
 use crate::llm::Message;
+use crate::meeting::whiteboard::{summary_for_prompt, SUMMARY_MAX_CHARS};
 use crate::model::{Board, LIST_CAP};
 use crate::text::{cut, fold_ws};
-use crate::whiteboard::{summary_for_prompt, SUMMARY_MAX_CHARS};
 
 /// Every whiteboard item a model sees is cut to this many characters, so prompts stay flat
 /// over many loops.
@@ -25,31 +25,31 @@ pub(crate) const ITEM_CHARS: usize = 500;
 pub(crate) const TEMPLATES: [(&str, &str); 9] = [
     (
         "meeting_system.j2",
-        include_str!("../share/prompts/meeting_system.j2"),
+        include_str!("../../share/prompts/meeting_system.j2"),
     ),
     (
         "meeting_brief.j2",
-        include_str!("../share/prompts/meeting_brief.j2"),
+        include_str!("../../share/prompts/meeting_brief.j2"),
     ),
     (
         "whiteboard.j2",
-        include_str!("../share/prompts/whiteboard.j2"),
+        include_str!("../../share/prompts/whiteboard.j2"),
     ),
     (
         "pm_system.j2",
-        include_str!("../share/prompts/pm_system.j2"),
+        include_str!("../../share/prompts/pm_system.j2"),
     ),
-    ("pm_user.j2", include_str!("../share/prompts/pm_user.j2")),
+    ("pm_user.j2", include_str!("../../share/prompts/pm_user.j2")),
     (
         "agent_user.j2",
-        include_str!("../share/prompts/agent_user.j2"),
+        include_str!("../../share/prompts/agent_user.j2"),
     ),
-    ("retry.j2", include_str!("../share/prompts/retry.j2")),
+    ("retry.j2", include_str!("../../share/prompts/retry.j2")),
     (
         "human_turn.j2",
-        include_str!("../share/prompts/human_turn.j2"),
+        include_str!("../../share/prompts/human_turn.j2"),
     ),
-    ("review.j2", include_str!("../share/prompts/review.j2")),
+    ("review.j2", include_str!("../../share/prompts/review.j2")),
 ];
 
 /// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.
@@ -224,7 +224,7 @@ pub(crate) fn whiteboard(board: &Board, reader: Reader) -> Result<String> {
             "latest": reader == Reader::Pm,
             "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
             "key_points": list(&board.key_points),
-            "open_questions": list(&crate::whiteboard::numbered_open_questions(board)),
+            "open_questions": list(&crate::meeting::whiteboard::numbered_open_questions(board)),
             "decisions": list(&board.decisions),
             "risks": list(&board.risks),
         }),

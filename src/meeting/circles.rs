@@ -47,7 +47,7 @@ pub(crate) fn record_ask(board: &mut Board, agent: &str, question: &str) {
     let asked = &mut board.record.asked;
     asked.push(AskedQuestion {
         agent: agent.to_string(),
-        question: cut(&fold_ws(question), crate::prompts::ITEM_CHARS),
+        question: cut(&fold_ws(question), crate::meeting::prompts::ITEM_CHARS),
         loop_no,
         answer: None,
     });

@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use crate::llm::{default_max_tokens, LlmArgs, Options, Request};
+use crate::meeting::prompts::ITEM_CHARS;
 use crate::model::Board;
-use crate::prompts::ITEM_CHARS;
 
 /// Tokens the agent prompt's fixed text (the template: headings, rules, reply format) may take,
 /// on top of what the board puts in it.

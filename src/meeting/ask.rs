@@ -11,10 +11,10 @@
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::events::{self, Clock};
 use crate::llm::{Client, ExpectedJson, LlmError, Message, NoJson, Options, Reply, Request};
+use crate::meeting::events::{self, Clock};
+use crate::meeting::prompts::echo_reply;
 use crate::model::Board;
-use crate::prompts::echo_reply;
 
 /// Retries of an invalid answer: one, so an ask is at most two logical calls.
 const INVALID_RETRIES: u32 = 1;

@@ -309,11 +309,11 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
         crate::llm::ProviderName::OpenAi,
         crate::llm::ProviderName::Anthropic,
     ] {
-        let url = crate::llm::args::base_url(&llm, p);
+        let url = crate::llm::resolve::base_url(&llm, p);
         let shown = crate::llm::transport::masked_url(&url.value);
         row(&format!("base_urls.{p}"), shown, url.source);
     }
-    let azure = crate::llm::args::base_url(&llm, crate::llm::ProviderName::Azure);
+    let azure = crate::llm::resolve::base_url(&llm, crate::llm::ProviderName::Azure);
     let shown = crate::llm::transport::masked_url(&azure.value);
     let shown = if shown.is_empty() {
         "not set".into()
@@ -321,7 +321,7 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
         shown
     };
     row("azure endpoint", shown, azure.source);
-    let version = crate::llm::args::azure_api_version();
+    let version = crate::llm::resolve::azure_api_version();
     row("azure api-version", version.value, version.source);
     for h in crate::llm::headers::specs(&llm.headers)? {
         row(

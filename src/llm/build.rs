@@ -1,0 +1,242 @@
+//! A caller's client (docs/design/llm.md#llm-layer): the provider the resolver chose, built
+//! with its key, base URL, headers and timeouts, wrapped for recording or reuse from the log,
+//! with the retry policy; and the checks the start makes before any call (a missing key,
+//! the schema in the prompt).
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+use super::anthropic::Anthropic;
+use super::args::LlmArgs;
+use super::openai::OpenAi;
+use super::replay::{Recorder, Replay};
+use super::resolve::{
+    azure_api_version, base_url, env_non_empty, resolve, ProviderName, Source, AZURE_ENDPOINT,
+};
+use super::sample::Sample;
+use super::transport::Timeouts;
+use super::{Client, Options, Provider, RetryPolicy};
+use crate::error::Error;
+use crate::model::LlmSettings;
+
+/// How to run with no key, said by every error about a missing one.
+const OFFLINE: &str = "to run offline, use --provider sample (answers made from your own documents, no model) or --provider replay --cassette FILE";
+
+fn seconds(flag: &str, v: f64) -> Result<Duration, Error> {
+    if v.is_finite() && v > 0.0 && v <= 86_400.0 {
+        Ok(Duration::from_secs_f64(v))
+    } else {
+        Err(Error::Usage(format!(
+            "{flag}: expected a number of seconds above 0, got {v}"
+        )))
+    }
+}
+
+/// [`client_for_caller`] for a caller whose name is not known (agent-builder, checks).
+pub fn client_for(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    metadata: &Map<String, Value>,
+    calls: u64,
+) -> Result<(Client, Options), Error> {
+    client_for_caller(args, board_llm, "", metadata, calls)
+}
+
+/// Build the client and options for one caller (`caller` names the agent or PM whose
+/// `metadata` this is, for errors), as [`super::resolve`] resolves it. `calls` is the board's
+/// `usage.calls`. A missing key is a runtime error (exit 1); bad flags are usage errors (exit
+/// 2). A `max_tokens` nobody set stays `None`: each stage then sends its own default
+/// ([`super::default_max_tokens`]).
+pub fn client_for_caller(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    caller: &str,
+    metadata: &Map<String, Value>,
+    calls: u64,
+) -> Result<(Client, Options), Error> {
+    let resolved = resolve(args, board_llm, caller, metadata)?;
+    let provider = resolved.provider.value;
+    let options = resolved.options();
+    let timeouts = Timeouts {
+        connect: seconds("--connect-timeout", args.connect_timeout)?,
+        read: seconds("--read-timeout", resolved.read_timeout.value)?,
+    };
+    if let Some(var) = missing_key(args, provider) {
+        return Err(Error::Runtime(match resolved.provider.source {
+            Source::Metadata(_) | Source::Board => format!(
+                "{}, or set {var} in the environment; {OFFLINE}",
+                resolved.explain_provider(provider.as_str())
+            ),
+            _ => format!(
+                "provider {provider} needs {var} in the environment (or choose another with --provider); {OFFLINE}"
+            ),
+        }));
+    }
+    if !provider.offline() {
+        let url = base_url(args, provider);
+        if let Err(expected) = super::transport::check_base_url(&url.value) {
+            return Err(Error::Usage(match url.source {
+                Source::Env(var) => format!("{var}: {expected}"),
+                source => format!("the {provider} base URL ({source}): {expected}"),
+            }));
+        }
+    }
+    let key = |var: &str| env_non_empty(var).unwrap_or_default();
+    // Checked for every provider, read from the environment only for the real ones.
+    super::headers::specs(&args.headers)?;
+    let headers = || super::headers::expanded(&args.headers);
+    let real: Box<dyn Provider> = match provider {
+        ProviderName::Replay => {
+            let Some(path) = &args.cassette else {
+                return Err(Error::Usage(
+                    "--provider replay needs a cassette: --cassette FILE (or MEETING_CASSETTE)"
+                        .to_string(),
+                ));
+            };
+            let replay = Replay::open(path, args.strict_replay)?;
+            let client = Client::new(reuse_completed(args, Box::new(replay)), calls)
+                .with_policy(RetryPolicy::immediate(args.max_attempts))
+                .with_log(args.llm_log.clone());
+            return Ok((client, options));
+        }
+        ProviderName::Sample => {
+            let client = Client::new(reuse_completed(args, Box::new(Sample)), calls)
+                .with_policy(RetryPolicy::immediate(args.max_attempts))
+                .with_log(args.llm_log.clone());
+            return Ok((client, options));
+        }
+        ProviderName::OpenAi => {
+            Box::new(openai(args, &key("OPENAI_API_KEY"), timeouts).with_headers(headers()?))
+        }
+        ProviderName::Azure => {
+            if resolved.model.source == Source::Default {
+                return Err(Error::Usage(AZURE_NEEDS_DEPLOYMENT.to_string()));
+            }
+            let azure = azure(args, &key("AZURE_OPENAI_API_KEY"), timeouts);
+            Box::new(azure.with_headers(headers()?))
+        }
+        ProviderName::Anthropic => {
+            Box::new(anthropic(args, &key("ANTHROPIC_API_KEY"), timeouts).with_headers(headers()?))
+        }
+    };
+    let provider_box: Box<dyn Provider> = match &args.record {
+        Some(path) => Box::new(Recorder::new(real, path)),
+        None => real,
+    };
+    let provider_box = reuse_completed(args, provider_box);
+    let retry_max = seconds(
+        "--retry-max-secs",
+        args.retry_max_secs.max(f64::MIN_POSITIVE),
+    )?;
+    let policy = RetryPolicy {
+        max_attempts: args.max_attempts,
+        base_delay: Duration::from_millis(args.retry_base_ms),
+        max_delay: retry_max,
+    };
+    let client = Client::new(provider_box, calls)
+        .with_policy(policy)
+        .with_log(args.llm_log.clone());
+    Ok((client, options))
+}
+
+/// The provider and model one caller will use (`replay` answers from the cassette: its model
+/// is the one recorded). Fails as [`client_for_caller`] would when no provider is chosen.
+pub fn provider_and_model(
+    args: &LlmArgs,
+    board_llm: &LlmSettings,
+    caller: &str,
+    metadata: &Map<String, Value>,
+) -> Result<(ProviderName, String), Error> {
+    let r = resolve(args, board_llm, caller, metadata)?;
+    Ok((r.provider.value, r.model.value))
+}
+
+/// Whether the flags ask for the provider's native structured output.
+fn native(args: &LlmArgs) -> bool {
+    !args.no_native_schema && !args.no_response_format
+}
+
+/// The OpenAI provider as the flags configure it.
+fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+    let openai = OpenAi::new(
+        &base_url(args, ProviderName::OpenAi).value,
+        api_key,
+        native(args),
+        timeouts,
+    );
+    if args.no_response_format {
+        openai.with_mode(super::openai::JsonMode::Prompt)
+    } else {
+        openai
+    }
+}
+
+const AZURE_NEEDS_DEPLOYMENT: &str = "provider azure needs the deployment's name as the model: \
+--model DEPLOYMENT (or AGENT_MEETING_MODEL, the agent's metadata.model, the config file's model)";
+
+/// The Azure OpenAI provider: the OpenAI one on the endpoint's deployment path.
+fn azure(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+    let openai = OpenAi::new(
+        &base_url(args, ProviderName::Azure).value,
+        api_key,
+        native(args),
+        timeouts,
+    )
+    .azure(&azure_api_version().value);
+    if args.no_response_format {
+        openai.with_mode(super::openai::JsonMode::Prompt)
+    } else {
+        openai
+    }
+}
+
+/// The Anthropic provider as the flags configure it.
+fn anthropic(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> Anthropic {
+    Anthropic::new(
+        &base_url(args, ProviderName::Anthropic).value,
+        api_key,
+        native(args),
+        timeouts,
+    )
+}
+
+/// The variable holding `provider`'s API key when a call would need it and it is not set. A
+/// local OpenAI-compatible server (loopback base URL) needs none.
+pub fn missing_key(args: &LlmArgs, provider: ProviderName) -> Option<&'static str> {
+    if provider == ProviderName::OpenAi
+        && super::transport::is_loopback(&base_url(args, provider).value)
+    {
+        return None;
+    }
+    // An Azure resource has no default endpoint: it is as needed as the key.
+    if provider == ProviderName::Azure && env_non_empty(AZURE_ENDPOINT).is_none() {
+        return Some(AZURE_ENDPOINT);
+    }
+    let var = provider.key_var()?;
+    env_non_empty(var).is_none().then_some(var)
+}
+
+/// Whether `provider`, as the flags configure it, wants the reply schema described in the
+/// prompt (no native structured output): asked of the provider itself, built without a key
+/// (`--dry-run` shows the prompt exactly as it would be sent).
+pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
+    let timeouts = Timeouts {
+        connect: Duration::from_secs(1),
+        read: Duration::from_secs(1),
+    };
+    match provider {
+        ProviderName::OpenAi => openai(args, "", timeouts).schema_in_prompt(),
+        ProviderName::Anthropic => anthropic(args, "", timeouts).schema_in_prompt(),
+        ProviderName::Azure => azure(args, "", timeouts).schema_in_prompt(),
+        ProviderName::Replay | ProviderName::Sample => false,
+    }
+}
+
+/// With `--reuse-log`, calls that completed in an earlier (killed) run come from the log.
+fn reuse_completed(args: &LlmArgs, provider: Box<dyn Provider>) -> Box<dyn Provider> {
+    match (&args.llm_log, args.reuse_log) {
+        (Some(log), true) => Box::new(super::resume::FromLog::new(provider, log)),
+        _ => provider,
+    }
+}
