@@ -3,10 +3,11 @@
 use std::process::ExitCode;
 
 use agent_meeting::cli::config;
+use agent_meeting::cli::settings;
 use agent_meeting::cli::{self, BoardArgs, OutputArgs};
 use agent_meeting::io;
 use agent_meeting::model::{LlmSettings, MeetingPacket, PACKET_VERSION};
-use agent_meeting::stage::init_board::{self as board, InitArgs};
+use agent_meeting::stage::init_board as board;
 use clap::Parser;
 
 /// Create the meeting's whiteboard from a collected MeetingPacket.
@@ -52,18 +53,21 @@ pub fn main() -> ExitCode {
         let text = io::read_stdin("<stdin>")?;
         let packet: MeetingPacket =
             io::parse_versioned("<stdin>", &text, "packet_version", PACKET_VERSION)?;
-        let init = InitArgs {
-            board: &args.board,
-            llm: LlmSettings {
-                provider: args.provider.unwrap_or_default(),
-                model: args.model,
-                temperature: args.temperature,
-                max_tokens: args.max_tokens,
-            },
-            max_loops_given: matches.value_source("max_loops")
-                == Some(clap::parser::ValueSource::CommandLine),
-            config,
+        let llm = LlmSettings {
+            provider: args.provider.unwrap_or_default(),
+            model: args.model,
+            temperature: args.temperature,
+            max_tokens: args.max_tokens,
         };
+        let max_loops_given =
+            matches.value_source("max_loops") == Some(clap::parser::ValueSource::CommandLine);
+        let init = settings::init_args(
+            &args.board,
+            max_loops_given,
+            llm,
+            config,
+            &packet.meeting_input,
+        );
         let board = board::run(packet, "<stdin>", init)?;
         cli::write_stdout(&io::to_json_line(&board, args.output.pretty))
     })

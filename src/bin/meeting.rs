@@ -242,7 +242,7 @@ pub fn main() -> ExitCode {
 fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
     if args.show_config {
-        let given = config::Given {
+        let given = agent_meeting::cli::settings::Given {
             callers: driver::callers_of_agents(&args.board)?,
             llm: LlmArgs {
                 from_env: cli::env_sources(&Args::command(), &matches),
@@ -254,7 +254,10 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
             default_max_loops: args.board.max_loops,
             max_total_tokens: args.board.max_total_tokens,
         };
-        return cli::write_stdout(&config::show(&given, config::load()?)?);
+        return cli::write_stdout(&agent_meeting::cli::settings::show(
+            &given,
+            config::load()?,
+        )?);
     }
     if args.list_agents {
         let search =

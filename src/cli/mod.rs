@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use crate::error::Error;
 
 pub mod config;
+pub mod settings;
 
 /// `--pretty`, on every program that prints JSON.
 #[derive(Debug, Clone, Default, clap::Args)]

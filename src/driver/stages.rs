@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line};
 use crate::llm::LlmArgs;
 use crate::model::{Board, LlmSettings, MeetingPacket, ReportResult, Status, PACKET_VERSION};
-use crate::stage::init_board::{self, InitArgs};
+use crate::stage::init_board;
 use crate::stage::{agent_turn, merge_board, pm_step, render_report, Stage};
 
 /// What a stage of the loop run in-process made: a board, or render-report's result.
@@ -89,13 +89,15 @@ impl<'a> Stages<'a> {
     pub fn init(&self, packet: MeetingPacket) -> Result<Board> {
         let s = self.settings;
         guarded(Stage::InitBoard, || {
-            let args = InitArgs {
-                board: &s.board,
-                llm: LlmSettings::from_flags(&s.llm),
-                // `meeting` settles the loop limit itself (flag > config file > default).
-                max_loops_given: true,
-                config: self.config.as_ref().map_err(Clone::clone)?,
-            };
+            // `meeting` settled the loop limit when it started (`settings_of`): its board
+            // flags carry it, as given.
+            let args = crate::cli::settings::init_args(
+                &s.board,
+                true,
+                LlmSettings::from_flags(&s.llm),
+                self.config.as_ref().map_err(Clone::clone)?,
+                &packet.meeting_input,
+            );
             init_board::run(packet, "<stdin>", args)
         })
     }

@@ -167,10 +167,9 @@ fn settings_of(
     }
     let now = crate::meeting::events::clock_from_env().now();
     let mut board_args = new.board;
-    if !new.max_loops_given {
-        // Flag > config file > built-in default (docs/design/agents-and-config.md#config).
-        board_args.max_loops = loaded.config.max_loops.unwrap_or(board_args.max_loops);
-    }
+    let flag = new.max_loops_given.then_some(board_args.max_loops);
+    board_args.max_loops =
+        crate::cli::settings::max_loops(flag, board_args.max_loops, &loaded.config).value;
     board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
     let source = match new.source {
         MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),
@@ -215,7 +214,7 @@ fn settings_of(
         human_answers: new.human_answers.as_deref().map(absolute),
         otlp: new.otlp,
     };
-    let run_dir = crate::cli::config::run_dir(new.run_dir, &loaded.config).0;
+    let run_dir = crate::cli::settings::run_dir(new.run_dir, &loaded.config).0;
     Ok((settings, run_dir, numbered_from, default_report))
 }
 

@@ -47,6 +47,8 @@ pub enum Source {
     ConfigFile(Option<String>),
     /// A default for a server on this machine (docs/design/llm.md#local-servers).
     LocalServer,
+    /// The meeting file (its `budget`, for instance).
+    MeetingFile,
     Default,
 }
 
@@ -61,6 +63,7 @@ impl fmt::Display for Source {
             Source::ConfigFile(None) => write!(f, "config file"),
             Source::ConfigFile(Some(key)) => write!(f, "config file ({key})"),
             Source::LocalServer => write!(f, "local server default"),
+            Source::MeetingFile => write!(f, "meeting file"),
             Source::Default => write!(f, "built-in default"),
         }
     }

@@ -3,6 +3,7 @@
 //! loads the configs and reads the clock first.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use crate::error::{Error, Result};
 use crate::meeting::events;
@@ -25,14 +26,24 @@ pub struct InitOptions {
     pub trace_id: String,
 }
 
-/// What `init-board` is told besides the packet: its flags, the config file's settings.
-pub struct InitArgs<'a> {
-    pub board: &'a crate::cli::BoardArgs,
+/// What `init-board` is told besides the packet, settled at the edge (`cli::settings`): who
+/// takes part, where their configs are, and the resolved limits. No flag, no config file.
+#[derive(Debug, Clone)]
+pub struct InitArgs {
+    pub agents: Vec<String>,
+    /// The PM's config name, when one was named (`--pm`).
+    pub pm: Option<String>,
+    pub agents_dir: Option<PathBuf>,
+    /// The user's agents folder (the config file's `agents_dir`, else the config folder's).
+    pub user_agents_dir: Option<PathBuf>,
+    /// `--review-by`: wins over the meeting file's `review.by`.
+    pub review_by: Vec<String>,
+    pub trace_id: Option<String>,
     /// The meeting's default provider and model settings (`--provider`, `--model`, ...).
     pub llm: LlmSettings,
-    /// Whether `--max-loops` was given: a flag wins over the config file's `max_loops`.
-    pub max_loops_given: bool,
-    pub config: &'a crate::cli::config::Config,
+    pub max_loops: u32,
+    pub max_parallel: u32,
+    pub max_total_tokens: Option<u64>,
 }
 
 /// The `init-board` program on a packet (`label` names where it came from in errors): the
@@ -40,7 +51,6 @@ pub struct InitArgs<'a> {
 pub fn run(mut packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> {
     // `--review-by` wins over the meeting file's `review.by` (its rounds kept, else one).
     let review_by: Vec<String> = args
-        .board
         .review_by
         .iter()
         .map(|n| n.trim().to_string())
@@ -58,34 +68,21 @@ pub fn run(mut packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Boa
         .meeting_input
         .validate()
         .map_err(|e| e.under("meeting_input").in_file(label))?;
-    let (b, config) = (args.board, args.config);
-    let pm_name = b.pm.as_deref().unwrap_or("pm");
-    let search = crate::loader::AgentSearch::new(b.agents_dir.as_deref(), config.user_agents_dir());
+    let pm_name = args.pm.as_deref().unwrap_or("pm");
+    let search = crate::loader::AgentSearch::new(args.agents_dir.as_deref(), args.user_agents_dir);
     let (agents, pm) =
-        crate::loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
+        crate::loader::load_meeting_agents(&search, &args.agents, pm_name, args.pm.is_some())?;
     let reviewers = load_reviewers(&search, &packet.meeting_input, &agents, pm_name)?;
     let now = events::clock_from_env().now();
-    let trace_id = b.trace_id.clone().unwrap_or_else(|| new_trace_id(&now));
+    let trace_id = args.trace_id.unwrap_or_else(|| new_trace_id(&now));
     let opts = InitOptions {
         agents,
         reviewers,
         pm,
         llm: args.llm,
-        // Flag > config file > built-in default (docs/design/agents-and-config.md#config); the budget: flag >
-        // meeting file > config file.
-        max_loops: match args.max_loops_given {
-            true => b.max_loops,
-            false => config.max_loops.unwrap_or(b.max_loops),
-        },
-        max_parallel: b.max_parallel,
-        max_total_tokens: b.max_total_tokens.or_else(|| {
-            let in_file = packet
-                .meeting_input
-                .budget
-                .as_ref()
-                .and_then(|b| b.max_total_tokens);
-            in_file.or(config.budget.as_ref().map(|b| b.max_total_tokens))
-        }),
+        max_loops: args.max_loops,
+        max_parallel: args.max_parallel,
+        max_total_tokens: args.max_total_tokens,
         trace_id,
     };
     init(packet, opts, &now)

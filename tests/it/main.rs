@@ -41,6 +41,7 @@ mod habits;
 mod help;
 mod hostile_inputs;
 mod human;
+mod layers;
 mod llm_http;
 mod llm_replay;
 mod llm_resolve;

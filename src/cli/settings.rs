@@ -1,0 +1,289 @@
+//! The one resolver of the meeting's settings that are not the LLM's (docs/design/agents-and-config.md#config):
+//! the loop limit and the token budget, each with where it came from, as the LLM resolver
+//! gives its settings (`llm::resolve`). `init-board`, the `meeting` driver and `--show-config`
+//! all ask it, so what they use and what they show cannot disagree ([`show`] prints them). The stages below get the
+//! resolved values only: nothing under the edge reads a flag or the config file.
+
+use std::path::PathBuf;
+
+use super::config::{user_agents_dir, Config, Loaded, CONFIG_ENV};
+use super::BoardArgs;
+use crate::error::{Error, Result};
+use crate::llm::{Setting, Source};
+use crate::model::{LlmSettings, MeetingInput};
+use crate::stage::init_board::InitArgs;
+
+/// `max_loops`: the flag (when given) > the config file > the built-in default.
+pub fn max_loops(flag: Option<u32>, default: u32, config: &Config) -> Setting<u32> {
+    match (flag, config.max_loops) {
+        (Some(n), _) => Setting {
+            value: n,
+            source: Source::Flag,
+        },
+        (None, Some(n)) => Setting {
+            value: n,
+            source: Source::ConfigFile(None),
+        },
+        (None, None) => Setting {
+            value: default,
+            source: Source::Default,
+        },
+    }
+}
+
+/// `budget.max_total_tokens`: the flag > the meeting file's `budget` > the config file's;
+/// none by default. `meeting_file` is `None` where no meeting file is known (`--show-config`
+/// without one).
+pub fn max_total_tokens(
+    flag: Option<u64>,
+    meeting_file: Option<&MeetingInput>,
+    config: &Config,
+) -> Setting<Option<u64>> {
+    let in_file = meeting_file
+        .and_then(|m| m.budget.as_ref())
+        .and_then(|b| b.max_total_tokens);
+    match (flag, in_file, &config.budget) {
+        (Some(n), _, _) => Setting {
+            value: Some(n),
+            source: Source::Flag,
+        },
+        (None, Some(n), _) => Setting {
+            value: Some(n),
+            source: Source::MeetingFile,
+        },
+        (None, None, Some(b)) => Setting {
+            value: Some(b.max_total_tokens),
+            source: Source::ConfigFile(None),
+        },
+        (None, None, None) => Setting {
+            value: None,
+            source: Source::Default,
+        },
+    }
+}
+
+/// What `init-board` is given, from the board flags (`max_loops_given`: whether `--max-loops`
+/// was on the command line), the meeting's LLM defaults, the config file and the meeting's
+/// input (for its budget).
+pub fn init_args(
+    board: &BoardArgs,
+    max_loops_given: bool,
+    llm: LlmSettings,
+    config: &Config,
+    input: &MeetingInput,
+) -> InitArgs {
+    InitArgs {
+        agents: board.agents.clone(),
+        pm: board.pm.clone(),
+        agents_dir: board.agents_dir.clone(),
+        user_agents_dir: config.user_agents_dir(),
+        review_by: board.review_by.clone(),
+        trace_id: board.trace_id.clone(),
+        llm,
+        max_loops: max_loops(
+            max_loops_given.then_some(board.max_loops),
+            board.max_loops,
+            config,
+        )
+        .value,
+        max_parallel: board.max_parallel,
+        max_total_tokens: max_total_tokens(board.max_total_tokens, Some(input), config).value,
+    }
+}
+
+/// The folder `--agents-dir` names, if any (kept apart for `--show-config`'s row).
+pub fn agents_dir(flag: Option<&PathBuf>, config: &Config) -> Option<Setting<PathBuf>> {
+    match (flag, &config.agents_dir) {
+        (Some(d), _) => Some(Setting {
+            value: d.clone(),
+            source: Source::Flag,
+        }),
+        (None, Some(d)) => Some(Setting {
+            value: d.clone(),
+            source: Source::ConfigFile(None),
+        }),
+        (None, None) => None,
+    }
+}
+
+/// Where `meeting` keeps run folders, and why: `--run-dir` > the config file's > `runs`.
+pub fn run_dir(flag: Option<PathBuf>, cfg: &Config) -> (PathBuf, Source) {
+    match (flag, &cfg.run_dir) {
+        (Some(d), _) => (d, Source::Flag),
+        (None, Some(d)) => (d.clone(), Source::ConfigFile(None)),
+        (None, None) => (PathBuf::from("runs"), Source::Default),
+    }
+}
+
+/// What the command line (or a flag's variable) gave, for [`show`].
+#[derive(Debug, Clone, Default)]
+pub struct Given {
+    /// The LLM flags, their `from_env` filled.
+    pub llm: crate::llm::LlmArgs,
+    pub agents_dir: Option<PathBuf>,
+    pub run_dir: Option<PathBuf>,
+    pub max_loops: Option<u32>,
+    /// The built-in loop limit.
+    pub default_max_loops: u32,
+    pub max_total_tokens: Option<u64>,
+    /// The meeting's model callers with their config metadata, PM first (empty without
+    /// `--agents`): each gets rows of its own.
+    pub callers: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
+}
+
+/// One row of [`show`]: a setting, its value, where it came from.
+type Row = (String, String, String);
+
+/// The provider, model and `max_tokens` rows: for a caller with no metadata, then for each of
+/// `callers`, as `llm::resolve` resolves them for a run.
+fn caller_rows(
+    llm: &crate::llm::LlmArgs,
+    callers: &[(String, serde_json::Map<String, serde_json::Value>)],
+) -> Result<Vec<Row>> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut row = |name: String, value: String, source: Source| {
+        rows.push((name, value, source.to_string()));
+    };
+    let board_llm = crate::model::LlmSettings::from_flags(llm);
+    let no_meta = serde_json::Map::new();
+    let all = std::iter::once((String::new(), &no_meta))
+        .chain(callers.iter().map(|(n, m)| (n.clone(), m)));
+    for (caller, meta) in all {
+        let prefix = if caller.is_empty() {
+            String::new()
+        } else {
+            format!("{caller}.")
+        };
+        match crate::llm::resolve(llm, &board_llm, &caller, meta) {
+            Ok(r) => {
+                row(
+                    format!("{prefix}provider"),
+                    r.provider.value.to_string(),
+                    r.provider.source,
+                );
+                row(format!("{prefix}model"), r.model.value, r.model.source);
+                if caller.is_empty() {
+                    let t = r.read_timeout;
+                    row("read_timeout".into(), format!("{} s", t.value), t.source);
+                }
+                if !caller.is_empty() {
+                    let (n, source) = match r.max_tokens.value {
+                        Some(n) => (n, r.max_tokens.source),
+                        None => (
+                            crate::llm::default_max_tokens::of_caller(&caller),
+                            Source::Default,
+                        ),
+                    };
+                    row(format!("{prefix}max_tokens"), n.to_string(), source);
+                }
+            }
+            Err(Error::Runtime(_)) => {
+                row(format!("{prefix}provider"), "none".into(), Source::Default)
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(rows)
+}
+
+/// Where the `--header`s came from: the flag or `AGENT_MEETING_HEADERS`.
+fn headers_source(llm: &crate::llm::LlmArgs) -> Source {
+    let var = crate::llm::headers::HEADERS_VAR;
+    if llm.from_env.iter().any(|v| v == var) {
+        Source::Env(var.into())
+    } else {
+        Source::Flag
+    }
+}
+
+/// What `--show-config` prints: each setting, its value and where it came from, in the
+/// precedence flag > environment > config file > built-in default; the provider, model and
+/// `max_tokens` of each caller as a run would resolve them (`crate::llm::resolve`, the
+/// resolver the clients use). No key is printed, only whether it is set.
+pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
+    let cfg = &loaded.config;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut llm = given.llm.clone();
+    llm.config = cfg.llm_defaults();
+    rows.extend(caller_rows(&llm, &given.callers)?);
+    let mut row = |name: &str, value: String, source: Source| {
+        rows.push((name.to_string(), value, source.to_string()));
+    };
+    for (caller, m) in &cfg.models {
+        row(
+            &format!("models.{caller}"),
+            m.clone(),
+            Source::ConfigFile(None),
+        );
+    }
+    for p in [
+        crate::llm::ProviderName::OpenAi,
+        crate::llm::ProviderName::Anthropic,
+    ] {
+        let url = crate::llm::resolve::base_url(&llm, p);
+        let shown = crate::llm::transport::masked_url(&url.value);
+        row(&format!("base_urls.{p}"), shown, url.source);
+    }
+    let azure = crate::llm::resolve::base_url(&llm, crate::llm::ProviderName::Azure);
+    let shown = crate::llm::transport::masked_url(&azure.value);
+    let shown = if shown.is_empty() {
+        "not set".into()
+    } else {
+        shown
+    };
+    row("azure endpoint", shown, azure.source);
+    let version = crate::llm::resolve::azure_api_version();
+    row("azure api-version", version.value, version.source);
+    for h in crate::llm::headers::specs(&llm.headers)? {
+        row(
+            &format!("header {}", h.name),
+            h.shown_value(),
+            headers_source(&llm),
+        );
+    }
+    for var in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "AZURE_OPENAI_API_KEY",
+    ] {
+        let set = match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => "set",
+            _ => "not set",
+        };
+        row(var, set.into(), Source::Env(var.into()));
+    }
+    let (agents_dir, source) = match agents_dir(given.agents_dir.as_ref(), cfg) {
+        Some(d) => (d.value.display().to_string(), d.source),
+        None => (
+            user_agents_dir()?.map_or_else(|| "-".into(), |d| d.display().to_string()),
+            Source::Default,
+        ),
+    };
+    let name = if given.agents_dir.is_some() {
+        "agents_dir (--agents-dir)"
+    } else {
+        "agents_dir (user agents folder)"
+    };
+    row(name, agents_dir, source);
+    let (run, source) = run_dir(given.run_dir.clone(), cfg);
+    row("run_dir", run.display().to_string(), source);
+    let loops = max_loops(given.max_loops, given.default_max_loops, cfg);
+    row("max_loops", loops.value.to_string(), loops.source);
+    let budget = max_total_tokens(given.max_total_tokens, None, cfg);
+    let shown = budget.value.map_or_else(
+        || "none (or the meeting file's budget)".into(),
+        |n| n.to_string(),
+    );
+    row("budget.max_total_tokens", shown, budget.source);
+    let mut out = match (&loaded.file, &loaded.looked_at) {
+        (Some(f), _) => format!("# config file: {}\n", f.display()),
+        (None, Some(p)) => format!("# config file: none ({} does not exist)\n", p.display()),
+        (None, None) => format!("# config file: none ({} is empty)\n", CONFIG_ENV),
+    };
+    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
+    let w1 = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
+    for (name, value, source) in rows {
+        out.push_str(&format!("{name:w0$}  {value:w1$}  {source}\n"));
+    }
+    Ok(out)
+}
