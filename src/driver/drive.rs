@@ -9,7 +9,7 @@ use super::progress::{confirm_step, progress_line, LiveLines, Ui};
 use super::run_dir::RunDir;
 use super::run_dir::{added_events, copy_log_tail};
 use super::settings::RunSettings;
-use super::stages::{run_loop_stage, Made, Stages};
+use super::stages::{run_loop_stage, LoopStage, Made, Ran, Stages};
 use super::stop::Watch;
 use crate::error::{Error, Result};
 use crate::model::{Board, MeetingResult, Status};
@@ -124,20 +124,34 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());
+        let Some(loop_stage) = LoopStage::of(stage) else {
+            return Err(Error::Runtime(format!(
+                "the board asks for {stage}, which runs only before the meeting's loop"
+            )));
+        };
         let outcome = {
             let _live = LiveLines::start(ui.for_stage(&at.board), log, log_len, &at.board);
-            run_loop_stage(&stages, stage, &at.board, ui.for_stage(&at.board), &watch)
+            run_loop_stage(
+                &stages,
+                loop_stage,
+                &at.board,
+                ui.for_stage(&at.board),
+                &watch,
+            )
         };
         // Failed attempts are logged too: copy whatever the stage appended, however it ended.
         if let (Some(log), Some(user)) = (log, settings.user_llm_log.as_deref()) {
             copy_log_tail(log, log_len, user)?;
         }
-        let (handed, failure) = outcome?;
-        if let Some(e) = failure {
-            return failed_stage(&mut at, stage, handed, e);
-        }
-        let Some((out_text, made)) = handed else {
-            unreachable!("a stage that did not fail handed its output over")
+        let (out_text, made) = match outcome? {
+            Ran::Made { text, made } => (text, made),
+            Ran::Failed(e) => return Err(e),
+            // The `failed` result of a report that could not be saved is kept and ends the
+            // meeting.
+            Ran::Unsaved { text, report } => {
+                at.checkpoint(stage, &report.board, &text)?;
+                return Ok(at.result(&report.board));
+            }
         };
         let next = checked_output(stage, made, &at.board)?;
         at.checkpoint(stage, &next, &out_text)?;
@@ -156,24 +170,6 @@ fn next_input(run: &RunDir) -> Result<PathBuf> {
     Ok(run
         .last_output()?
         .map_or_else(|| run.path.clone(), |(_, _, path)| path))
-}
-
-/// A stage failed: the meeting stops with its error — unless it is render-report handing over
-/// the `failed` result of a report it could not save, which is kept and ends the meeting.
-fn failed_stage(
-    at: &mut Position,
-    stage: Stage,
-    handed: super::stages::Handed,
-    e: Error,
-) -> Result<MeetingResult> {
-    let Some((text, Made::Report(report))) = handed else {
-        return Err(e);
-    };
-    if report.status != Status::Failed {
-        return Err(e);
-    }
-    at.checkpoint(stage, &report.board, &text)?;
-    Ok(at.result(&report.board))
 }
 
 /// The board a stage made, refused when it breaks the driver's rules: only render-report may

@@ -29,6 +29,49 @@ pub(super) enum Made {
     Report(ReportResult),
 }
 
+/// The four stages of the loop: what `Board::next_stage` names. collect-context and
+/// init-board run once, before the loop ([`Stages::collect`], [`Stages::init`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum LoopStage {
+    PmStep,
+    AgentTurn,
+    MergeBoard,
+    RenderReport,
+}
+
+impl LoopStage {
+    /// The loop stage `stage` is; `None` for the two that run before the loop.
+    pub(super) fn of(stage: Stage) -> Option<LoopStage> {
+        match stage {
+            Stage::PmStep => Some(LoopStage::PmStep),
+            Stage::AgentTurn => Some(LoopStage::AgentTurn),
+            Stage::MergeBoard => Some(LoopStage::MergeBoard),
+            Stage::RenderReport => Some(LoopStage::RenderReport),
+            Stage::CollectContext | Stage::InitBoard => None,
+        }
+    }
+
+    pub(super) fn stage(self) -> Stage {
+        match self {
+            LoopStage::PmStep => Stage::PmStep,
+            LoopStage::AgentTurn => Stage::AgentTurn,
+            LoopStage::MergeBoard => Stage::MergeBoard,
+            LoopStage::RenderReport => Stage::RenderReport,
+        }
+    }
+}
+
+/// How a stage of the loop ended.
+pub(super) enum Ran {
+    /// It made its output: the line the checkpoint keeps, and that output read.
+    Made { text: String, made: Made },
+    /// render-report could not save the report: its `failed` result, whose `last_error` says
+    /// why, is kept and ends the meeting.
+    Unsaved { text: String, report: ReportResult },
+    /// It failed and handed over nothing to keep: the meeting stops, resumable.
+    Failed(Error),
+}
+
 /// The settings every in-process stage of one run shares, read once: the run's pinned config
 /// file (docs/design/agents-and-config.md#config), the LLM flags over it, and render-report's template.
 pub(super) struct Stages<'a> {
@@ -104,38 +147,40 @@ impl<'a> Stages<'a> {
 
     /// Run a stage of the loop on `board`. Like a program that prints its board and exits
     /// non-zero, render-report hands over its `failed` result together with the error.
-    pub fn run(&self, stage: Stage, board: &Board) -> (Option<Made>, Option<Error>) {
-        match guarded(stage, || self.body(stage, board.clone())) {
-            Ok(Made::Report(r)) if r.status == Status::Failed => {
-                let why = r.board.last_error.clone().unwrap_or_default();
-                let e = failed(stage, Error::Runtime(why));
-                (Some(Made::Report(r)), Some(e))
+    pub fn run(&self, stage: LoopStage, board: &Board) -> Ran {
+        let made = match guarded(stage.stage(), || self.body(stage, board.clone())) {
+            Ok(made) => made,
+            Err(e) => return Ran::Failed(e),
+        };
+        let text = match &made {
+            Made::Board(b) => to_json_line(b, false),
+            Made::Report(r) => to_json_line(r, false),
+        };
+        match made {
+            Made::Report(report) if report.status == Status::Failed => {
+                Ran::Unsaved { text, report }
             }
-            Ok(made) => (Some(made), None),
-            Err(e) => (None, Some(e)),
+            made => Ran::Made { text, made },
         }
     }
 
-    fn body(&self, stage: Stage, board: Board) -> Result<Made> {
+    fn body(&self, stage: LoopStage, board: Board) -> Result<Made> {
         let s = self.settings;
         let llm = || self.llm.as_ref().map_err(Clone::clone);
         Ok(match stage {
-            Stage::PmStep => Made::Board(pm_step::run(board, llm()?)?),
-            Stage::AgentTurn => {
+            LoopStage::PmStep => Made::Board(pm_step::run(board, llm()?)?),
+            LoopStage::AgentTurn => {
                 Made::Board(agent_turn::run(board, llm()?, s.human_answers.as_deref())?)
             }
-            Stage::MergeBoard => {
+            LoopStage::MergeBoard => {
                 let now = crate::meeting::events::clock_from_env().now();
                 Made::Board(merge_board::merge(board, &now)?)
             }
-            Stage::RenderReport => Made::Report(render_report::run(
+            LoopStage::RenderReport => Made::Report(render_report::run(
                 board,
                 self.template.as_ref().map_err(Clone::clone)?.as_ref(),
                 Some(&s.report_file),
             )?),
-            Stage::CollectContext | Stage::InitBoard => {
-                unreachable!("{stage} runs once, before the loop (Stages::collect, init)")
-            }
         })
     }
 }
@@ -169,33 +214,21 @@ fn with_code(stage: Stage, code: u8, e: &Error) -> Error {
     }
 }
 
-/// What a stage of the loop handed over: its output line (the checkpoint) and that output read.
-pub(super) type Handed = Option<(String, Made)>;
-
 /// Run one stage of the loop on `board`: in this process when it is a built-in stage, else its
 /// command with the board on stdin, its output read back (a user's stage prints the
 /// pipeline's own data: output that is not a board is a runtime failure of that stage, exit 1,
 /// not bad input from the user).
 pub(super) fn run_loop_stage(
     stages: &Stages,
-    stage: Stage,
+    loop_stage: LoopStage,
     board: &Board,
     ui: Ui,
     watch: &Watch,
-) -> Result<(Handed, Option<Error>)> {
+) -> Result<Ran> {
+    let stage = loop_stage.stage();
     let Some(command) = stages.settings.stage_overrides.get(&stage) else {
-        let (made, failure) = {
-            let _ticker = Ticker::start(ui, &super::progress::ticker_label(stage, board));
-            stages.run(stage, board)
-        };
-        let handed = made.map(|m| {
-            let text = match &m {
-                Made::Board(b) => to_json_line(b, false),
-                Made::Report(r) => to_json_line(r, false),
-            };
-            (text, m)
-        });
-        return Ok((handed, failure));
+        let _ticker = Ticker::start(ui, &super::progress::ticker_label(stage, board));
+        return Ok(stages.run(loop_stage, board));
     };
     let input = to_json_line(board, false);
     let settings = stages.settings;
@@ -210,8 +243,11 @@ pub(super) fn run_loop_stage(
         let report = (stage == Stage::RenderReport)
             .then(|| crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json))
             .and_then(|r| r.ok())
-            .map(|r| (text.clone(), Made::Report(r)));
-        return Ok((report, Some(e)));
+            .filter(|r| r.status == Status::Failed);
+        return Ok(match report {
+            Some(report) => Ran::Unsaved { text, report },
+            None => Ran::Failed(e),
+        });
     }
     if std::str::from_utf8(&stdout).is_err() {
         return Err(Error::Runtime(format!(
@@ -225,7 +261,7 @@ pub(super) fn run_loop_stage(
     } else {
         Made::Board(crate::io::parse_board(&label, &text).map_err(unreadable)?)
     };
-    Ok((Some((text, made)), None))
+    Ok(Ran::Made { text, made })
 }
 
 /// collect-context or init-board replaced by the user's `command`, before the run folder
