@@ -72,6 +72,10 @@ pub enum Error {
     /// Something failed while running (provider unreachable after retries, disk full); exit 1.
     #[error("{0}")]
     Runtime(String),
+    /// A runtime failure that resuming the meeting would meet again (a cassette recorded from
+    /// another meeting); exit 1, and `meeting` offers no `--resume` line for it.
+    #[error("{0}")]
+    NotResumable(String),
     /// The meeting ended with its report saved, but the report is the fallback: the PM made
     /// no decision; exit 3, so `meeting && publish` publishes only decisions.
     #[error("{0}")]
@@ -120,7 +124,7 @@ impl Error {
     pub fn exit_code(&self) -> u8 {
         match self {
             Error::Input { .. } | Error::Usage(_) => 2,
-            Error::Runtime(_) => 1,
+            Error::Runtime(_) | Error::NotResumable(_) => 1,
             Error::NoDecision(_) => 3,
         }
     }

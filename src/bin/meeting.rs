@@ -292,8 +292,7 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
         Outcome::Stopped { error, run_dir } => {
             // A cassette that does not fit the meeting is not fixed by resuming: its error
             // says what can help instead.
-            let cassette = agent_meeting::llm::replay::ANOTHER_MEETING;
-            if !error.to_string().contains(cassette) {
+            if !matches!(error, Error::NotResumable(_)) {
                 *stopped_in = Some(run_dir);
             }
             Err(error.into())

@@ -207,10 +207,10 @@ fn failed(stage: Stage, e: Error) -> Error {
 fn with_code(stage: Stage, code: u8, e: &Error) -> Error {
     let name = stage.program();
     let msg = format!("stage {name} failed (exit {code}): {name}: {e}");
-    if code == 2 {
-        Error::Usage(msg)
-    } else {
-        Error::Runtime(msg)
+    match e {
+        Error::NotResumable(_) => Error::NotResumable(msg),
+        _ if code == 2 => Error::Usage(msg),
+        _ => Error::Runtime(msg),
     }
 }
 

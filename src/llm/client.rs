@@ -207,6 +207,9 @@ impl Client {
             let (message, retry_after) = match result {
                 Ok(raw) => return reply(&name, raw, req, opts, attempt, elapsed()),
                 Err(AttemptError::Fatal(m)) => return Err(LlmError::Fatal(format!("{name}: {m}"))),
+                Err(AttemptError::OutOfStep(m)) => {
+                    return Err(LlmError::OutOfStep(format!("{name}: {m}")))
+                }
                 Err(AttemptError::Http {
                     status,
                     message,
@@ -369,7 +372,7 @@ fn attempt_error_text(e: &AttemptError) -> String {
         AttemptError::Timeout(m) => format!("timeout: {m}"),
         AttemptError::Network(m) => format!("network error: {m}"),
         AttemptError::Unreachable(m) => format!("unreachable: {m}"),
-        AttemptError::Fatal(m) => m.clone(),
+        AttemptError::Fatal(m) | AttemptError::OutOfStep(m) => m.clone(),
     }
 }
 

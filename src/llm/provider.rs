@@ -30,8 +30,11 @@ pub enum AttemptError {
     /// No connection at all (refused, unknown host): retried, and when the attempts are
     /// spent the provider is unreachable — a runtime failure (exit 1), not a meeting event.
     Unreachable(String),
-    /// Not retryable and not the model's fault (missing key, cassette out of step).
+    /// Not retryable and not the model's fault (missing key, an unwritable recording).
     Fatal(String),
+    /// A cassette that does not answer this meeting (out of step, too short): fatal, and
+    /// resuming the meeting would meet it again.
+    OutOfStep(String),
 }
 
 /// One backend: OpenAI, Anthropic, replay, or a test fake. `seq` is the global call number of

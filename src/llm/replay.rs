@@ -247,7 +247,7 @@ impl Provider for Replay {
     ) -> Result<RawReply, AttemptError> {
         let file = self.path.display();
         let Some(entry) = self.entries.get(&seq) else {
-            return Err(AttemptError::Fatal(format!(
+            return Err(AttemptError::OutOfStep(format!(
                 "cassette {file} has no entry for call {seq} (caller {}); the meeting made more calls than were recorded; {ANOTHER_MEETING}",
                 req.caller
             )));
@@ -257,7 +257,7 @@ impl Provider for Replay {
             std::thread::sleep(std::time::Duration::from_millis(ms.min(600_000)));
         }
         if entry.caller != req.caller {
-            return Err(AttemptError::Fatal(format!(
+            return Err(AttemptError::OutOfStep(format!(
                 "cassette out of step at call {seq}: expected caller {}, cassette has {} ({file}); {ANOTHER_MEETING}",
                 req.caller, entry.caller
             )));
@@ -389,7 +389,7 @@ impl Provider for Recorder {
                 })
             }
             // A local configuration problem, not an exchange: nothing to replay.
-            Err(AttemptError::Fatal(_)) => return result,
+            Err(AttemptError::Fatal(_) | AttemptError::OutOfStep(_)) => return result,
         }
         if let Err(e) = append_line(
             &self.path,

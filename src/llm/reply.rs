@@ -126,6 +126,9 @@ pub enum LlmError {
     /// the program fails fast (exit 1) with this message.
     #[error("{0}")]
     Fatal(String),
+    /// A cassette that does not answer this meeting: fatal, and not fixed by resuming.
+    #[error("{0}")]
+    OutOfStep(String),
     /// 429/5xx/timeouts/dropped connections after retries, context-length errors, empty
     /// replies: the meeting absorbs it (agent error turn, failed PM round); the ask loop never
     /// sends the same request again (docs/design/failure-policy.md#ask-loop).

@@ -131,6 +131,7 @@ pub(crate) fn ask<S: Asker>(
             Ok(reply) => reply,
             // Provider errors already name the provider (`openai: HTTP 401: ...`).
             Err(LlmError::Fatal(m)) => return Err(Error::Runtime(m)),
+            Err(LlmError::OutOfStep(m)) => return Err(Error::NotResumable(m)),
             Err(e @ LlmError::Transient { .. }) => return Ok(Asked::Failed(e.to_string())),
         };
         // Where a model's words enter the meeting: sanitised once, before the stage reads them,

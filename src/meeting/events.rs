@@ -494,7 +494,7 @@ pub(crate) fn record_llm_call(
         Err(e) => {
             let duration = match e {
                 LlmError::Transient { duration_ms, .. } => *duration_ms,
-                LlmError::Fatal(_) => 0,
+                LlmError::Fatal(_) | LlmError::OutOfStep(_) => 0,
             };
             entry.duration_ms += duration;
             ev.status = Some(TurnStatus::Error);

@@ -133,7 +133,10 @@ fn caller_mismatch_names_the_call() {
     let err = replay_client(&p, 1)
         .call(&req("pm", "q"), &opts())
         .unwrap_err();
-    let LlmError::Fatal(m) = err else { panic!() };
+    // Typed apart from other fatal errors: resuming would meet it again.
+    let LlmError::OutOfStep(m) = err else {
+        panic!("{err:?}")
+    };
     assert!(
         m.starts_with(
             "replay: cassette out of step at call 2: expected caller pm, cassette has arch"
@@ -152,7 +155,10 @@ fn missing_entry_names_call_and_file() {
     let err = replay_client(&p, 1)
         .call(&req("pm", "q"), &opts())
         .unwrap_err();
-    let LlmError::Fatal(m) = err else { panic!() };
+    // Typed apart from other fatal errors: resuming would meet it again.
+    let LlmError::OutOfStep(m) = err else {
+        panic!("{err:?}")
+    };
     assert!(
         m.contains("no entry for call 2") && m.contains(&p.display().to_string()),
         "{m}"

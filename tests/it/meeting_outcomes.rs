@@ -488,6 +488,23 @@ fn a_failed_stage_says_how_to_resume() {
     ));
 }
 
+/// A cassette that does not answer this meeting stops it (exit 1) without the resume line:
+/// resuming would meet the same cassette; the error says what helps instead. Told by the
+/// error's kind, not its words.
+#[test]
+fn a_cassette_of_another_meeting_offers_no_resume() {
+    let work = Workdir::new();
+    let first = std::fs::read_to_string(demo_cassette()).unwrap();
+    let short = work.write(
+        "short.jsonl",
+        format!("{}\n", first.lines().next().unwrap()),
+    );
+    let out = meeting_cmd(work.path(), &short, &["--quiet"]).run();
+    out.exit(1)
+        .stderr_has("no entry for call 2")
+        .stderr_lacks("continue with  meeting --resume");
+}
+
 /// SIGTERM mid-meeting: the meeting dies of the signal (exit 143 in a shell) after saying how
 /// to continue, and the resumed meeting finishes.
 #[test]
