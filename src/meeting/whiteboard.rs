@@ -193,6 +193,12 @@ pub(crate) fn answer_question(
             board.record.questions[i].id
         ));
     }
+    if !crate::text::adds_to(&board.record.questions[i].text, answer) {
+        return Err(format!(
+            "answered_questions: the answer to {} only repeats the question; an answer says what the question does not",
+            board.record.questions[i].id
+        ));
+    }
     let q = &mut board.record.questions[i];
     if q.answer.is_some() {
         return Ok(());

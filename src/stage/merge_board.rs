@@ -679,6 +679,40 @@ mod tests {
         assert_eq!(b.open_questions, ["Cost?", "Why now?"]);
     }
 
+    /// An answer that only repeats its question answers nothing: the question stays open and
+    /// the PM is told why (docs/design/whiteboard.md#questions).
+    #[test]
+    fn an_answer_that_repeats_the_question_leaves_it_open() {
+        let mut b = board(&["What does the migration cost per year?"]);
+        for echo in [
+            "What does the migration cost per year?",
+            "what does the migration cost, per year",
+            "The migration cost?",
+        ] {
+            let e = crate::meeting::whiteboard::answer_question(&mut b, "Q1", echo, &[], 1)
+                .unwrap_err();
+            assert!(e.contains("only repeats the question"), "{e}");
+        }
+        assert_eq!(b.open_questions, ["What does the migration cost per year?"]);
+        b.record.pending_answers = vec![AnsweredQuestion {
+            question: "Q1".into(),
+            answer: "What does the migration cost per year?".into(),
+            by: vec!["arch".into()],
+        }];
+        ok_turn(&mut b, "arch", AgentTurnResult::default());
+        let b = merge(b, NOW).unwrap();
+        assert_eq!(b.record.questions[0].answer, None);
+        assert!(
+            b.recent_errors.iter().any(|e| e.contains("only repeats")),
+            "{:?}",
+            b.recent_errors
+        );
+        let mut b = b;
+        crate::meeting::whiteboard::answer_question(&mut b, "Q1", "About 40k a year.", &[], 2)
+            .unwrap();
+        assert!(b.open_questions.is_empty());
+    }
+
     /// Each kept citation gets its number; `supports` links it to the finding it names in the
     /// same answer (case, spacing and a final full stop aside); findings keep who said them.
     #[test]

@@ -91,6 +91,20 @@ pub(crate) fn verify_quote(excerpt: &str, quote: &str) -> bool {
     !q.trim().is_empty() && fold_ws(excerpt).contains(q.trim())
 }
 
+/// Whether `answer` says anything `question` does not (docs/design/whiteboard.md#questions):
+/// it holds a word the question lacks, case and punctuation aside. An answer that repeats the
+/// question, word for word, reordered or in part, answers nothing.
+pub(crate) fn adds_to(question: &str, answer: &str) -> bool {
+    let words = |s: &str| -> std::collections::HashSet<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let asked = words(question);
+    words(answer).iter().any(|w| !asked.contains(w))
+}
+
 // ---------------------------------------------------------------------------------------------
 // Foreign text (docs/design/report.md#sanitising): what a model, a document or a provider wrote is
 // shown on a terminal, stored on the board, sent in a prompt and written into the report. None
@@ -346,6 +360,19 @@ pub fn plural_of(n: impl Into<u64>, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_adds_a_word_the_question_lacks() {
+        let q = "Should we move to Postgres?";
+        assert!(!adds_to(q, "Should we move to Postgres?"));
+        assert!(!adds_to(q, "should we MOVE to postgres"));
+        assert!(!adds_to(q, "Move to Postgres."));
+        assert!(!adds_to(q, ""));
+        assert!(adds_to(q, "Yes."));
+        assert!(adds_to(q, "Move to Postgres by March."));
+        assert!(adds_to("是否迁移？", "是的"));
+        assert!(!adds_to("是否迁移？", "是否迁移"));
+    }
 
     #[test]
     fn fold_ws_keep_lines_keeps_tables_lists_and_indentation() {
