@@ -267,9 +267,12 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     let ui = Ui::new(args.quiet, args.step);
     let (json, pretty) = (args.json, args.output.pretty);
     let adr = args.adr.clone().map(|dir| (dir, args.supersedes.clone()));
-    if let Some((dir, Some(n))) = &adr {
-        // A wrong number is found before any call.
-        agent_meeting::stage::render_report::check_supersedes(dir, n)?;
+    if let Some((dir, supersedes)) = &adr {
+        // A folder the record cannot go to, or a wrong number, is found before any call.
+        agent_meeting::stage::render_report::check_adr_dir(dir)?;
+        if let Some(n) = supersedes {
+            agent_meeting::stage::render_report::check_supersedes(dir, n)?;
+        }
     }
     match driver::meeting(request(args, &matches)?, ui)? {
         Outcome::DryRun(dry) => cli::write_stdout(&if json {
@@ -283,10 +286,12 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
                 result.status,
                 MeetingStatus::Finished | MeetingStatus::NoDecision
             );
+            // The result first: a record that cannot be written after all does not hide the
+            // meeting's outcome.
+            cli::write_stdout(&io::to_json_line(&result, pretty))?;
             if let (Some((dir, supersedes)), true) = (&adr, saved) {
                 write_adr(&result, dir, supersedes.as_deref())?;
             }
-            cli::write_stdout(&io::to_json_line(&result, pretty))?;
             failure.map_or(Ok(()), |e| Err(e.into()))
         }
         Outcome::Stopped { error, run_dir } => {

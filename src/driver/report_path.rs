@@ -183,27 +183,44 @@ pub(super) fn check_report_path(
     Ok(())
 }
 
-/// Create the report's folder and prove a file can be made there (created and removed), so a
-/// bad path costs no model call.
+/// Create the report's folder and prove the report can be written there — a file of a few KiB
+/// made and removed, and a report that exists opened for writing (another user's file in a
+/// sticky folder is not ours to replace) — so a bad path costs no model call.
 pub(super) fn prove_writable(report: &Path) -> Result<()> {
+    let usage = |why: String| Error::Usage(format!("--report-file: {why}"));
+    let text = report.as_os_str().to_string_lossy();
+    if text.ends_with(std::path::MAIN_SEPARATOR) || report.file_name().is_none() {
+        return Err(usage(format!(
+            "{} names a folder (expected a Markdown file path such as {}report.md)",
+            report.display(),
+            text.trim_end_matches(std::path::MAIN_SEPARATOR).to_string() + "/"
+        )));
+    }
     let dir = report
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let fail = |e: std::io::Error| {
-        Error::Usage(format!(
-            "--report-file: cannot write a file in {}: {}",
+    std::fs::create_dir_all(dir).map_err(|e| {
+        usage(format!(
+            "cannot create the folder {}: {}",
             dir.display(),
             os_error(&e)
         ))
-    };
-    std::fs::create_dir_all(dir).map_err(fail)?;
-    tempfile::Builder::new()
-        .prefix(".agent-meeting-check")
-        .tempfile_in(dir)
-        .map_err(fail)?
-        .close()
-        .map_err(fail)
+    })?;
+    crate::io::prove_writable_dir(dir).map_err(usage)?;
+    if report.is_file() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(report)
+            .map_err(|e| {
+                usage(format!(
+                    "cannot replace {}: {}",
+                    report.display(),
+                    os_error(&e)
+                ))
+            })?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -259,6 +259,50 @@ pub fn to_json_line<T: Serialize>(value: &T, pretty: bool) -> String {
     s
 }
 
+/// Prove that a file of a few KiB can be written in `dir` before anything is paid for
+/// (docs/design/run-folder.md#run-folder): a folder that is missing counts by its nearest
+/// existing ancestor (it is made when the output is written); that ancestor must be a folder,
+/// writable, with room. Nothing is left behind. `Err` is the reason, for a usage error that
+/// names the flag.
+pub fn prove_writable_dir(dir: &Path) -> std::result::Result<(), String> {
+    let dir = if dir.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        dir
+    };
+    let existing = dir
+        .ancestors()
+        .find(|a| a.as_os_str().is_empty() || std::fs::symlink_metadata(a).is_ok())
+        .map(|a| {
+            if a.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                a
+            }
+        })
+        .unwrap_or(Path::new("/"));
+    if !existing.is_dir() {
+        return Err(format!("{} is not a folder", existing.display()));
+    }
+    let fail = |e: std::io::Error| {
+        format!(
+            "cannot write a file in {}: {}",
+            existing.display(),
+            os_error(&e)
+        )
+    };
+    let mut probe = tempfile::Builder::new()
+        .prefix(".agent-meeting-check")
+        .tempfile_in(existing)
+        .map_err(fail)?;
+    // A report or a record takes a few KiB: a full disk refuses them now, not after the meeting.
+    probe
+        .write_all(&[0u8; 8192])
+        .and_then(|()| probe.as_file().sync_all())
+        .map_err(fail)?;
+    probe.close().map_err(fail)
+}
+
 /// Write `contents` to `path` through a temporary file in the same folder and a rename.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> Result<()> {
     write_replacing(path, contents, true)

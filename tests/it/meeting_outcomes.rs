@@ -488,6 +488,57 @@ fn a_failed_stage_says_how_to_resume() {
     ));
 }
 
+/// Every output the meeting will write is checked before the first model call (exit 2, the
+/// flag and the path named, no run folder): a report path that names a folder, a report folder
+/// under a file, an `--adr` that is a file or lies under one. The cassette is empty: a call
+/// would fail with exit 1 instead.
+#[test]
+fn unwritable_outputs_are_refused_before_any_call() {
+    let work = Workdir::new();
+    let empty = work.write("empty.jsonl", "");
+    let file = work.write("afile", "kept");
+    let at = |p: &str| work.join(p).display().to_string();
+    let cases = [
+        (
+            "--report-file",
+            at("newdir") + "/",
+            "names a folder (expected a Markdown file path",
+        ),
+        (
+            "--report-file",
+            at("afile/r.md"),
+            "cannot create the folder",
+        ),
+        ("--adr", at("afile"), "is a file, not a folder"),
+        ("--adr", at("afile/records"), "is not a folder"),
+    ];
+    for (flag, path, what) in cases {
+        let mut cmd = cli("meeting");
+        cmd.env("AGENT_MEETING_NOW", NOW)
+            .args([
+                "--meeting-file",
+                "meetings/demo.yaml",
+                "--agents",
+                "arch,biz",
+            ])
+            .args(["--provider", "replay", "--trace-id", "t"])
+            .arg("--cassette")
+            .arg(&empty)
+            .arg("--run-dir")
+            .arg(work.join("runs"));
+        if flag == "--adr" {
+            cmd.arg("--report-file").arg(work.join("report.md"));
+        }
+        let out = cmd.args([flag, &path]).run();
+        out.exit(2)
+            .one_stderr_line()
+            .stderr_has(&format!("meeting: {flag}: "))
+            .stderr_has(what);
+        assert!(!work.join("runs").exists(), "{flag} {path}: no run folder");
+    }
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "kept");
+}
+
 /// A cassette that does not answer this meeting stops it (exit 1) without the resume line:
 /// resuming would meet the same cassette; the error says what helps instead. Told by the
 /// error's kind, not its words.

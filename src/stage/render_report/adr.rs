@@ -215,6 +215,18 @@ fn next_number(dir: &Path) -> Result<u32> {
 
 /// Whether `--supersedes` names a record in `dir`: checked before the report is rendered, so
 /// a wrong number changes nothing.
+/// Refuse (exit 2, before any model call) an `--adr` folder the record could not be written
+/// to: a file, a folder we may not write, a full disk.
+pub fn check_adr_dir(dir: &Path) -> Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::Usage(format!(
+            "--adr: {} is a file, not a folder (expected the folder of the decision records)",
+            dir.display()
+        )));
+    }
+    crate::io::prove_writable_dir(dir).map_err(|why| Error::Usage(format!("--adr: {why}")))
+}
+
 pub fn check_supersedes(dir: &Path, given: &str) -> Result<()> {
     find_record(dir, given).map(|_| ())
 }

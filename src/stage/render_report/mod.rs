@@ -30,7 +30,7 @@ mod markdown;
 mod mermaid;
 mod record;
 
-pub use adr::{adr_note, check_supersedes, write_adr, AdrOutcome, AdrRequest};
+pub use adr::{adr_note, check_adr_dir, check_supersedes, write_adr, AdrOutcome, AdrRequest};
 
 pub use crate::text::markdown::{split_final_report, ReportParts, SEE_SUMMARY};
 pub use mermaid::mermaid;
