@@ -129,7 +129,7 @@ pub fn packet(
             } else {
                 Format::Yaml
             };
-            let input: MeetingInput = parse_doc(&doc, &text, format)?;
+            let input = parse_doc::<MeetingInput>(&doc, &text, format)?.settled();
             input.validate().map_err(|e| e.in_file(&doc))?;
             (input, base_dir())
         }
@@ -177,7 +177,7 @@ pub fn load_meeting_file(path: &Path) -> Result<MeetingInput> {
         ));
     };
     let text = read_text_file(path)?;
-    let input: MeetingInput = parse_doc(&label, &text, format)?;
+    let input = parse_doc::<MeetingInput>(&label, &text, format)?.settled();
     input.validate().map_err(|e| e.in_file(&label))?;
     Ok(input)
 }

@@ -26,6 +26,8 @@ pub struct MeetingBrief {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DecisionPacket {
+    /// What to decide; the topic when a meeting file leaves it out ([`MeetingInput::settled`]).
+    #[serde(default)]
     pub decision_to_make: String,
     #[serde(default)]
     pub options: Vec<String>,
@@ -93,6 +95,9 @@ pub struct MeetingInput {
     pub topic: String,
     #[serde(default)]
     pub brief: MeetingBrief,
+    /// Optional: a meeting file with only `topic` runs like `--topic` (the topic is the
+    /// decision to make).
+    #[serde(default)]
     pub decision_packet: DecisionPacket,
     #[serde(default)]
     pub context_sources: Vec<ContextSource>,
@@ -132,6 +137,15 @@ impl MeetingInput {
             supersedes: None,
             review: None,
         }
+    }
+
+    /// A meeting file as read, its defaults filled: a decision to make left out (or blank) is
+    /// the topic, as `--topic` makes it ([`MeetingInput::from_topic`]).
+    pub fn settled(mut self) -> MeetingInput {
+        if self.decision_packet.decision_to_make.trim().is_empty() {
+            self.decision_packet.decision_to_make = self.topic.clone();
+        }
+        self
     }
 
     pub fn validate(&self) -> Result<(), Invalid> {

@@ -753,11 +753,9 @@ fn load_meeting_file_names_file_and_field() {
         "m2.yml",
         "topic: t\ndecision_packet: {decision_to_make: ' '}\n",
     );
-    let e = load_meeting_file(&f).unwrap_err().to_string();
-    assert!(
-        e.ends_with("m2.yml: decision_packet.decision_to_make: must not be empty"),
-        "{e}"
-    );
+    // A blank decision is the topic (a meeting file with only a topic runs like --topic).
+    let m = load_meeting_file(&f).unwrap();
+    assert_eq!(m.decision_packet.decision_to_make, "t");
     let f = p.write("m.toml", "topic = 't'");
     let e = load_meeting_file(&f).unwrap_err();
     assert_eq!(e.exit_code(), 2);
@@ -812,6 +810,27 @@ fn cli_topic_mode() {
         "Adopt Rust?"
     );
     assert_eq!(v["context_bundle"]["documents"], serde_json::json!([]));
+}
+
+/// A meeting file with only `topic` gives the meeting input `--topic` gives: the topic is the
+/// decision to make, everything else its default; a blank decision is the topic too.
+#[test]
+fn a_meeting_file_with_only_a_topic_is_the_topic_mode() {
+    let work = crate::harness::Workdir::new();
+    let input = |out: &crate::harness::Run| {
+        let v: serde_json::Value = serde_json::from_str(&out.stdout()).unwrap();
+        v["meeting_input"].clone()
+    };
+    let topic = cmd().args(["--topic", "Adopt Rust?"]).run();
+    for text in [
+        "topic: Adopt Rust?\n",
+        "topic: Adopt Rust?\ndecision_packet: {decision_to_make: ' '}\n",
+    ] {
+        let file = work.write("q.yaml", text);
+        let out = cmd().arg("--meeting-file").arg(&file).run();
+        out.success();
+        assert_eq!(input(&out), input(&topic), "{text}");
+    }
 }
 
 #[test]
@@ -884,7 +903,7 @@ fn cli_stdin_json_uses_base_dir() {
 #[test]
 fn cli_bad_stdin_is_exit_2_with_empty_stdout() {
     cmd()
-        .stdin("topic: t\n")
+        .stdin("topic: t\ndecision_packet: [a]\n")
         .run()
         .exit(2)
         .stdout_is("")
