@@ -158,6 +158,27 @@ impl Collector {
     fn source_paths(&mut self, index: usize, source: &ContextSource) -> Result<()> {
         let rel = match self.resolve(&source.path) {
             Ok(r) => r,
+            // A source the meeting names is meant to be read: one outside the root is an
+            // error that says which root would take it (docs/design/context.md#context-collection).
+            Err((_, why)) if why == reason::OUTSIDE_ROOT && !source.optional => {
+                let wanted = normalize(&self.base.join(&source.path));
+                let common = self
+                    .root
+                    .ancestors()
+                    .find(|a| wanted.starts_with(a))
+                    .unwrap_or(Path::new("/"));
+                return Err(Error::input(
+                    "",
+                    format!("context_sources[{index}].path"),
+                    format!(
+                        "{:?} is outside the context root {}; give --context-root {} (a folder holding both), \
+                         or add `optional: true` to the source to skip it",
+                        source.path,
+                        self.root.display(),
+                        common.display()
+                    ),
+                ));
+            }
             Err((shown, why)) => {
                 self.skip(shown, why);
                 return Ok(());

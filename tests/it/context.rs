@@ -154,13 +154,14 @@ fn no_git_means_base_dir_is_the_root() {
     {
         return;
     }
-    let b = collect(
+    let e = collect(
         &input(vec![file("here.md"), file("../up.md")]),
         &CollectOptions::new(&base),
     )
-    .unwrap();
+    .unwrap_err();
+    assert!(e.to_string().contains("is outside the context root"), "{e}");
+    let b = collect(&input(vec![file("here.md")]), &CollectOptions::new(&base)).unwrap();
     assert_eq!(ids(&b), ["here.md"]);
-    assert_eq!(skipped(&b), [("../up.md", "outside context root")]);
 }
 
 #[test]
@@ -521,16 +522,34 @@ fn invalid_utf8_is_decoded_with_replacement_characters() {
 // Rule 9: context root and secrets
 
 #[test]
-fn sources_outside_the_root_are_skipped_as_written() {
+fn sources_outside_the_root_are_refused_unless_optional() {
     let p = Project::new();
     let outside = p.root.parent().unwrap().join("outside.md");
     fs::write(&outside, "private").unwrap();
     let abs = outside.to_string_lossy().to_string();
+    // A source the meeting names is meant to be read: outside the root it is an error naming
+    // the field, --context-root and the folder that would hold both.
+    let parent = p.root.parent().unwrap().display().to_string();
+    p.write("x.md", "in");
+    for source in [file("../outside.md"), file(&abs), dir("..")] {
+        let e = collect(&input(vec![file("x.md"), source.clone()]), &p.opts())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("context_sources[1].path: "), "{e}");
+        assert!(e.contains("is outside the context root"), "{e}");
+        assert!(e.contains(&format!("give --context-root {parent} ")), "{e}");
+        assert!(e.contains("optional: true"), "{e}");
+    }
+    // Marked optional, they are skipped as written.
+    let optional = |mut s: ContextSource| {
+        s.optional = true;
+        s
+    };
     let b = p.collect(vec![
-        file("../outside.md"),
-        file(&abs),
-        file("../does-not-exist.md"),
-        dir(".."),
+        optional(file("../outside.md")),
+        optional(file(&abs)),
+        optional(file("../does-not-exist.md")),
+        optional(dir("..")),
     ]);
     assert!(b.documents.is_empty());
     assert_eq!(
@@ -548,9 +567,19 @@ fn sources_outside_the_root_are_skipped_as_written() {
     p.write("other.md", "out");
     let mut opts = p.opts();
     opts.context_root = Some(p.root.join("docs"));
-    let b = collect(&input(vec![file("docs/in.md"), file("other.md")]), &opts).unwrap();
+    let b = collect(
+        &input(vec![file("docs/in.md"), optional(file("other.md"))]),
+        &opts,
+    )
+    .unwrap();
     assert_eq!(ids(&b), ["in.md"]);
     assert_eq!(skipped(&b), [("other.md", "outside context root")]);
+    let e = collect(&input(vec![file("other.md")]), &opts).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(&format!("give --context-root {} ", p.root.display())),
+        "{e}"
+    );
 }
 
 #[test]

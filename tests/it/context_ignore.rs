@@ -214,7 +214,7 @@ fn collect_context_warns_once_per_skipped_path() {
         "meeting.yaml",
         "topic: T\ndecision_packet:\n  decision_to_make: T\ncontext_sources:\n\
          - {type: file, path: missing.md, optional: true}\n\
-         - {type: file, path: ../outside.md}\n\
+         - {type: file, path: ../outside.md, optional: true}\n\
          - {type: directory, path: docs}\n",
     );
     let run = w

@@ -14,27 +14,36 @@ fn packet(work: &Workdir) -> Value {
 
 #[test]
 fn context_options_reach_collect_context() {
-    // A context root that holds none of the demo's documents: every source is outside it.
+    // A context root that holds none of the demo's documents: a source outside it stops the
+    // meeting before any call, naming the flag (a document the meeting names is not dropped).
     let work = Workdir::new();
     let elsewhere = work.join("elsewhere");
     std::fs::create_dir_all(&elsewhere).unwrap();
+    meeting_cmd(work.path(), &demo_cassette(), &["--quiet"])
+        .arg("--context-root")
+        .arg(&elsewhere)
+        .run()
+        .exit(2)
+        .stderr_has("is outside the context root")
+        .stderr_has("--context-root");
+    // The root given is kept in meeting.json.
+    let work = Workdir::new();
+    let root = crate::harness::root();
     meeting_cmd(
         work.path(),
         &demo_cassette(),
         &["--quiet", "--stage", "pm-step=exit 1"],
     )
     .arg("--context-root")
-    .arg(&elsewhere)
+    .arg(&root)
     .run()
     .exit(1);
-    let p = packet(&work);
-    assert_eq!(p["context_bundle"]["documents"], serde_json::json!([]));
-    assert!(!p["context_bundle"]["skipped_paths"]
+    assert!(!packet(&work)["context_bundle"]["documents"]
         .as_array()
         .unwrap()
         .is_empty());
     let settings: Value = serde_json::from_str(&work.read("runs/demo-test/meeting.json")).unwrap();
-    assert_eq!(settings["context_root"], elsewhere.display().to_string());
+    assert_eq!(settings["context_root"], root.display().to_string());
 
     // A smaller summary bound.
     let work = Workdir::new();
