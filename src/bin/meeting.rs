@@ -49,11 +49,17 @@ struct Args {
     /// The decision to make, as --topic
     #[arg(value_name = "TOPIC", help_heading = "Input")]
     topic_arg: Option<String>,
-    /// Continue a killed or stopped meeting from its run folder; only --report-file,
-    /// --connect-timeout, --read-timeout, --max-attempts, --stage, --quiet, --step, --pretty and
-    /// the --otlp flags may be given with it (--otlp-endpoint exports a finished one)
+    /// Continue a killed or stopped meeting from its run folder; it takes only the flags that do
+    /// not change what the meeting is (the error for another names them; --otlp-endpoint exports
+    /// a finished one). What the folder asks for that runs a command, writes a file or sends
+    /// your key elsewhere (its --stage, --record, --llm-log, a config copy's base URL) must be
+    /// given again, or --trust-run-dir
     #[arg(long, value_name = "DIR", help_heading = "Input")]
     resume: Option<PathBuf>,
+    /// With --resume: use what the run folder asks for without it being given again, and resume
+    /// a folder another user owns or others may write (only for a folder you trust)
+    #[arg(long, requires = "resume", help_heading = "Input")]
+    trust_run_dir: bool,
     #[command(flatten)]
     context: ContextArgs,
     #[command(flatten)]
@@ -113,8 +119,9 @@ struct Args {
 
 /// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
 /// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
-const RESUME_TAKES: [&str; 14] = [
+const RESUME_TAKES: [&str; 15] = [
     "resume",
+    "trust_run_dir",
     "adr",
     "supersedes",
     "headers",
@@ -136,12 +143,18 @@ const RESUME_TAKES: [&str; 14] = [
 /// the saved settings win over them silently.
 fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
     if let Some(dir) = args.resume {
-        if let Some(flag) = cli::given_outside(&Args::command(), matches, &RESUME_TAKES) {
+        let command = Args::command();
+        if let Some(flag) = cli::given_outside(&command, matches, &RESUME_TAKES) {
+            // The list is the one --resume takes, named as on the command line.
+            let takes: Vec<String> = RESUME_TAKES[1..]
+                .iter()
+                .filter_map(|id| command.get_arguments().find(|a| a.get_id() == *id))
+                .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
+                .collect();
             return Err(Error::Usage(format!(
                 "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
-                 (--resume takes --report-file, --connect-timeout, --read-timeout, --max-attempts, \
-                 --header, --adr, --supersedes, --stage, --quiet, --step, --pretty, --otlp-endpoint, \
-                 --otlp-content)"
+                 (--resume takes {})",
+                takes.join(", ")
             )));
         }
         let changes = ResumeChanges {
@@ -152,6 +165,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             stage_overrides: driver::parse_stage_overrides(&args.stages)?,
             otlp: args.otlp.target()?,
             headers: args.llm.headers,
+            trust_run_dir: args.trust_run_dir,
         };
         return Ok(Request::Resume { dir, changes });
     }

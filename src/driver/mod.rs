@@ -26,6 +26,7 @@ mod settings;
 mod stages;
 mod start;
 mod stop;
+mod trust;
 
 use std::path::PathBuf;
 

@@ -28,6 +28,9 @@ pub struct ResumeChanges {
     /// `--header`s: not kept in `meeting.json`, given again to every resume, like keys
     /// (docs/design/llm.md#gateways).
     pub headers: Vec<String>,
+    /// `--trust-run-dir`: use what the run folder asks for without it being given again, from
+    /// a folder whoever may write (docs/design/run-folder.md#a-run-folder-is-input).
+    pub trust_run_dir: bool,
 }
 
 impl ResumeChanges {
@@ -58,6 +61,9 @@ impl ResumeChanges {
 /// Go on with a killed or stopped meeting from the last complete output in its run folder,
 /// with `changes` applied and saved back to `meeting.json`.
 pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
+    if !changes.trust_run_dir {
+        super::trust::check_owner(dir)?;
+    }
     let file = dir.join("meeting.json");
     let text = crate::io::read_text_file(&file)?;
     let mut settings: RunSettings = crate::io::parse_versioned(
@@ -78,6 +84,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     }
     cut_torn_line(&dir.join("llm.jsonl"))?;
     let (step, stage, board) = run.resume_point()?;
+    trust_or_refuse(dir, &settings, &changes, &board)?;
     settings.llm.headers = std::mem::take(&mut changes.headers);
     let saved_report = settings.report_file.clone();
     let changed = changes.apply(&mut settings);
@@ -97,6 +104,59 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     run.discard_after(step)?;
     let tally = run.resume_events(&board)?;
     Ok(Run::new(run, settings, board, step + 1, tally, lock))
+}
+
+/// Refuse what the saved settings would use that the person resuming did not give again,
+/// unless they trust the folder (then it is said on stderr, before the first call).
+fn trust_or_refuse(
+    dir: &Path,
+    settings: &RunSettings,
+    changes: &ResumeChanges,
+    board: &Board,
+) -> Result<()> {
+    let urls = |c: &crate::cli::config::Config| {
+        [
+            ("openai", c.base_urls.openai.clone()),
+            ("anthropic", c.base_urls.anthropic.clone()),
+        ]
+    };
+    let copy = match &settings.config_file {
+        Some(copy) => urls(&crate::cli::config::load_file(Some(copy))?.config),
+        None => urls(&Default::default()),
+    };
+    let own = crate::cli::config::load()
+        .map(|l| urls(&l.config))
+        .unwrap_or_else(|_| urls(&Default::default()));
+    let report = &settings.report_file;
+    let markdown = report
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"));
+    let report_at_risk = board.next_stage().is_some()
+        && !markdown
+        && std::fs::metadata(report).is_ok_and(|m| m.is_file() && m.len() > 0);
+    let stages_left = match board.next_stage() {
+        None => vec![],
+        Some(Stage::RenderReport) => vec![Stage::RenderReport],
+        Some(_) => Stage::ALL.to_vec(),
+    };
+    let given = super::trust::GivenAgain {
+        stages: &changes.stage_overrides,
+        stages_left: &stages_left,
+        otlp: changes.otlp.is_some(),
+        report_file: changes.report_file.is_some(),
+    };
+    let untrusted = super::trust::not_given_again(settings, &given, &copy, &own, report_at_risk);
+    match (untrusted.is_empty(), changes.trust_run_dir) {
+        (true, _) => Ok(()),
+        (false, false) => Err(super::trust::refused(dir, &untrusted)),
+        (false, true) => {
+            crate::note!(
+                "meeting: --trust-run-dir: using the run folder's {}",
+                untrusted.join(", ")
+            );
+            Ok(())
+        }
+    }
 }
 
 /// An ended meeting given a new `--report-file`: its saved report (the render-report
