@@ -54,11 +54,16 @@ pub(crate) mod reason {
     pub const OUTSIDE_ROOT: &str = "outside context root";
     pub const SENSITIVE: &str = "sensitive";
     pub const DUPLICATE: &str = "duplicate";
-    pub const MAX_FILES: &str = "max_files";
+    /// The files of a directory source past its `max_files`, counted on one line rather than
+    /// listed: a source over a huge folder must not fill every board and the report.
+    pub fn max_files(more: usize, max: usize) -> String {
+        format!("{more} more files not collected (max_files {max})")
+    }
     pub const IGNORED: &str = "ignored directory";
     /// Inside a run folder of `meeting`, or `runs/` / `reports/` under the context root.
     pub const TOOL_OUTPUT: &str = "agent-meeting output";
     pub const NOT_A_DIRECTORY: &str = "not a directory";
+    pub const NOT_UTF8: &str = "its name is not UTF-8";
     /// Followed by `: <os error>`.
     pub const UNREADABLE: &str = "unreadable";
     /// A name that would act on a terminal or read otherwise than it says
@@ -376,10 +381,8 @@ impl Collector {
                 Err(e) => self.skip(id, unreadable(&e)),
             }
         }
-        for (rel, _) in cut {
-            let mut full = dir.rel.clone();
-            full.extend(rel.split('/').map(str::to_string));
-            self.skip(display_rel(&full), reason::MAX_FILES);
+        if !cut.is_empty() {
+            self.skip(shown, reason::max_files(cut.len(), source.max_files));
         }
         Ok(())
     }
@@ -444,6 +447,13 @@ impl Collector {
             let Ok(rel) = entry.path().strip_prefix(dir_path) else {
                 continue;
             };
+            // A name that is no UTF-8 cannot be a document id: said so, shown lossy like other
+            // odd names (never the file system's "not found" for a file that is there).
+            if rel.to_str().is_none() {
+                let at = entry.path().strip_prefix(&self.root).unwrap_or(rel);
+                self.skip(at.to_string_lossy(), reason::NOT_UTF8);
+                continue;
+            }
             let rel = components(rel).join("/");
             if wanted(&rel) {
                 matches.push((rel, file_type.is_symlink()));

@@ -94,7 +94,7 @@ pub fn client_for_caller(
                         .to_string(),
                 ));
             };
-            let replay = Replay::open(path, args.strict_replay)?;
+            let replay = Replay::open(path, args.strict_replay)?.with_read_timeout(timeouts.read);
             let client = Client::new(reuse_completed(args, Box::new(replay)), calls)
                 .with_policy(RetryPolicy::immediate(args.max_attempts))
                 .with_log(args.llm_log.clone());

@@ -85,6 +85,8 @@ pub struct Replay {
     strict: bool,
     /// The call number of the last attempt answered, for its `note`.
     last_seq: Option<u64>,
+    /// `--read-timeout`: a `delay_ms` longer than this is a timeout, as a slow server's is.
+    read_timeout: std::time::Duration,
 }
 
 impl Replay {
@@ -95,7 +97,14 @@ impl Replay {
             entries: entries(path)?,
             strict,
             last_seq: None,
+            read_timeout: super::transport::Timeouts::default().read,
         })
+    }
+
+    /// Wait for a delayed answer at most `read`, like a real provider (`--read-timeout`).
+    pub fn with_read_timeout(mut self, read: std::time::Duration) -> Replay {
+        self.read_timeout = read;
+        self
     }
 }
 
@@ -254,7 +263,15 @@ impl Provider for Replay {
         };
         self.last_seq = Some(seq);
         if let Some(ms) = entry.delay_ms {
-            std::thread::sleep(std::time::Duration::from_millis(ms.min(600_000)));
+            let delay = std::time::Duration::from_millis(ms);
+            if delay > self.read_timeout {
+                std::thread::sleep(self.read_timeout);
+                return Err(AttemptError::Timeout(format!(
+                    "no answer within {} s (the cassette's delay_ms {ms}); a slow server needs a longer --read-timeout",
+                    self.read_timeout.as_secs_f64()
+                )));
+            }
+            std::thread::sleep(delay);
         }
         if entry.caller != req.caller {
             return Err(AttemptError::OutOfStep(format!(

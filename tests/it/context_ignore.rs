@@ -256,13 +256,14 @@ fn a_misspelled_source_path_stops_collect_context_naming_file_and_field() {
 #[test]
 fn a_directory_source_warns_about_at_most_twenty_paths() {
     let w = project();
+    // Files whose names say they hold secrets: each is skipped on a line of its own.
     for i in 0..25 {
-        w.write(format!("docs/f{i:02}.md"), "x");
+        w.write(format!("docs/k{i:02}.pem"), "x");
     }
     w.write(
         "meeting.yaml",
         "topic: T\ndecision_packet:\n  decision_to_make: T\ncontext_sources:\n\
-         - {type: directory, path: docs, max_files: 2}\n\
+         - {type: directory, path: docs, max_files: 100}\n\
          - {type: file, path: gone.md, optional: true}\n",
     );
     let run = w
@@ -270,13 +271,33 @@ fn a_directory_source_warns_about_at_most_twenty_paths() {
         .args(["--meeting-file", "meeting.yaml"])
         .run();
     run.success()
-        .stderr_has("collect-context: skipped docs/f02.md: max_files\n")
-        .stderr_has("collect-context: skipped docs/f21.md: max_files\n")
-        .stderr_lacks("docs/f22.md")
-        .stderr_has("collect-context: and 3 more skipped under docs (context_bundle.skipped_paths lists them)\n")
+        .stderr_has("collect-context: skipped docs/k00.pem: sensitive\n")
+        .stderr_has("collect-context: skipped docs/k19.pem: sensitive\n")
+        .stderr_lacks("docs/k20.pem")
+        .stderr_has("collect-context: and 5 more skipped under docs (context_bundle.skipped_paths lists them)\n")
         // The next source's warnings are not swallowed by the cap.
         .stderr_has("collect-context: skipped gone.md: not found\n");
     assert_eq!(run.stderr().lines().count(), 22, "{}", run.stderr());
+}
+
+/// The files past `max_files` are one line, however many there are.
+#[test]
+fn the_files_past_max_files_are_counted_on_one_line() {
+    let w = project();
+    for i in 0..25 {
+        w.write(format!("docs/f{i:02}.md"), "x");
+    }
+    w.write(
+        "meeting.yaml",
+        "topic: T\ncontext_sources:\n - {type: directory, path: docs, max_files: 2}\n",
+    );
+    let run = w
+        .cli("collect-context")
+        .args(["--meeting-file", "meeting.yaml"])
+        .run();
+    run.success()
+        .one_stderr_line()
+        .stderr_has("collect-context: skipped docs: 23 more files not collected (max_files 2)\n");
 }
 
 #[test]

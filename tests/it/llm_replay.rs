@@ -326,3 +326,35 @@ fn client_for_replay_applies_max_attempts() {
     );
     assert_eq!(c.calls(), 5);
 }
+
+/// A cassette's `delay_ms` longer than the read timeout is a timeout, as a slow server's is:
+/// the wait is bounded by `--read-timeout` (here 50 ms against a delay of 10^15 ms), and the
+/// error says which delay and what helps (a retry would be the cassette's next line).
+#[test]
+fn a_delay_past_the_read_timeout_is_a_timeout() {
+    let d = tempfile::tempdir().unwrap();
+    let p = write(
+        d.path(),
+        &[
+            json!({"seq": 1, "caller": "pm", "response": "{}", "delay_ms": 1_000_000_000_000_000u64}),
+        ],
+    );
+    let replay = Replay::open(&p, false)
+        .unwrap()
+        .with_read_timeout(std::time::Duration::from_millis(50));
+    let err = Client::new(Box::new(replay), 0)
+        .with_policy(RetryPolicy::immediate(1))
+        .call(&req("pm", "q"), &opts())
+        .unwrap_err();
+    let LlmError::Transient {
+        message, attempts, ..
+    } = err
+    else {
+        panic!("{err:?}")
+    };
+    assert_eq!(attempts, 1);
+    assert!(
+        message.contains("delay_ms 1000000000000000") && message.contains("--read-timeout"),
+        "{message}"
+    );
+}
