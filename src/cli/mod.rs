@@ -9,6 +9,38 @@ use std::process::ExitCode;
 use crate::error::Error;
 
 pub mod config;
+
+/// Set by `meeting` for a `--stage` command, to its own process id: a program of ours started
+/// under the command dies with its parent (the command's shell, which dies with the meeting),
+/// and does not start when the meeting is already gone, so no stage outlives a killed meeting
+/// to make a paid call the resume makes again (docs/design/run-folder.md#run-folder).
+pub const STAGE_CHILD_ENV: &str = "AGENT_MEETING_STAGE_CHILD";
+
+fn die_with_parent_when_a_stage() {
+    #[cfg(target_os = "linux")]
+    if let Some(meeting) = std::env::var(STAGE_CHILD_ENV)
+        .ok()
+        .and_then(|p| p.parse::<i32>().ok())
+    {
+        // A meeting that is gone, or dead and not yet reaped, is no meeting to work for.
+        let meeting_alive = || {
+            std::fs::read_to_string(format!("/proc/{meeting}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(')')
+                    .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+            })
+        };
+        // SAFETY: prctl with PR_SET_PDEATHSIG takes no pointers; getppid only asks.
+        let parent_changed = unsafe {
+            let parent = libc::getppid();
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::getppid() != parent
+        };
+        // The parent or the meeting went before the signal was set: none will come.
+        if parent_changed || !meeting_alive() {
+            std::process::exit(137);
+        }
+    }
+}
 pub mod settings;
 
 /// `--pretty`, on every program that prints JSON.
@@ -131,6 +163,7 @@ fn default_max_parallel() -> u32 {
 /// Run a program's body and turn its outcome into the documented exit code: 0 success, 2 bad
 /// usage or input, 1 runtime failure. The message is one line, prefixed with the program name.
 pub fn main_with(program: &str, body: impl FnOnce() -> anyhow::Result<()>) -> ExitCode {
+    die_with_parent_when_a_stage();
     match body() {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

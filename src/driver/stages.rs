@@ -313,6 +313,12 @@ fn run_command(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     die_with_parent(&mut cmd);
+    // Its own process group: a stop of the meeting stops the command and everything it
+    // started (a shell's `agent-turn` and its calls), not only the shell (docs/design/run-folder.md#run-folder).
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // Our own programs started by the command die with their parent too (`cli::main_with`).
+    cmd.env(crate::cli::STAGE_CHILD_ENV, std::process::id().to_string());
     let mut child = cmd.spawn().map_err(|e| {
         Error::Runtime(format!(
             "cannot start {name}: {} (install the programs with `cargo install --path .` or put them on PATH)",

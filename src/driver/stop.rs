@@ -133,7 +133,10 @@ mod unix {
     fn stop_now(sig: i32, child: &Mutex<Option<u32>>, hint: &str) -> ! {
         let pid = *child.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            // The stage leads its own process group: the group goes, its children with it.
+            if rustix::process::kill_process_group(pid, rustix::process::Signal::TERM).is_err() {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+            }
         }
         crate::note!("{hint}");
         let _ = signal_hook::low_level::emulate_default_handler(sig);

@@ -617,6 +617,80 @@ fn sigterm_says_how_to_resume() {
     assert!(work.join("report.md").is_file());
 }
 
+/// Whether process `pid` has ended (gone, or a zombie nobody reaped yet).
+#[cfg(target_os = "linux")]
+fn ended(pid: &str) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(')')
+            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+    }
+}
+
+/// A `--stage` command runs in its own process group, stopped with the meeting: after a
+/// SIGTERM (the command's background child) and a SIGKILL (our own program under the
+/// command's shell) nothing of the stage is left to make a paid call the resume makes again.
+#[cfg(target_os = "linux")]
+#[test]
+fn nothing_a_stage_command_started_outlives_the_meeting() {
+    let work = Workdir::new();
+    let held = held_demo_cassette(work.path(), Some(2));
+    let pid_file = work.join("stage.pid");
+    let stages = [
+        // SIGTERM: a child the command put in the background.
+        (
+            libc::SIGTERM,
+            format!("agent-turn=sleep 300 & echo $! > '{}'; wait", pid_file.display()),
+        ),
+        // SIGKILL: our agent-turn, in the middle of its held call, under a second shell.
+        (
+            libc::SIGKILL,
+            format!(
+                "agent-turn=sh -c 'echo $$ > \"{}\"; exec \"{}\" --provider replay --cassette \"{}\"'",
+                pid_file.display(),
+                crate::harness::bin("agent-turn").display(),
+                held.display()
+            ),
+        ),
+    ];
+    for (signal, stage) in stages {
+        let _ = std::fs::remove_file(&pid_file);
+        let _ = std::fs::remove_dir_all(work.join("runs"));
+        let mut child = Cli::new(Command::new(crate::harness::bin("meeting")))
+            .args([
+                "--meeting-file",
+                "meetings/demo.yaml",
+                "--agents",
+                "arch,biz",
+            ])
+            .args(["--provider", "replay", "--trace-id", "demo-test", "--quiet"])
+            .arg("--cassette")
+            .arg(&held)
+            .arg("--run-dir")
+            .arg(work.join("runs"))
+            .arg("--report-file")
+            .arg(work.join("report.md"))
+            .args(["--stage", &stage])
+            .env("AGENT_MEETING_NOW", NOW)
+            .spawn();
+        wait_for("the stage's process", || {
+            std::fs::read_to_string(&pid_file).is_ok_and(|p| p.trim().parse::<u32>().is_ok())
+        });
+        let pid = std::fs::read_to_string(&pid_file)
+            .unwrap()
+            .trim()
+            .to_string();
+        assert!(!ended(&pid), "the stage is running");
+        // SAFETY: kill(2) on our own child, still running.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        child.wait().unwrap();
+        wait_for("the stage's process to end with the meeting", || {
+            ended(&pid)
+        });
+    }
+}
+
 /// A provider chosen by an agent's `metadata.provider` cannot be overridden by `--provider`:
 /// the missing-key error names that agent and does not suggest the flag (checked by `meeting`
 /// before any run folder exists, and by the stage itself).
