@@ -347,12 +347,7 @@ fn dry_run_prompt(llm: &LlmArgs, board: &Board) -> Result<DryRun> {
         .map(|r| crate::llm::build::schema_in_prompt(llm, r.provider.value))
         .unwrap_or(false);
     use crate::stage::pm_step;
-    let request = crate::llm::Request {
-        caller: crate::model::PM_CALLER.into(),
-        system: pm_step::pm_system_prompt(board, in_prompt)?,
-        messages: vec![pm_step::pm_user_message(board, in_prompt)?],
-        expect: Some(pm_step::pm_expected_json(board, pm_step::mode(board))),
-    };
+    let request = pm_step::pm_request(board, pm_step::mode(board), in_prompt)?;
     // The system message as the provider sends it: with the schema in words when it is not
     // sent natively.
     let system = crate::llm::system_text(&request, in_prompt);

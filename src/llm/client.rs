@@ -503,6 +503,7 @@ mod tests {
             system: String::new(),
             messages: vec![],
             expect: None,
+            facts: Default::default(),
         };
         let opts = Options {
             model: "m".into(),
@@ -545,6 +546,7 @@ mod tests {
             system: String::new(),
             messages: vec![Message::user("q")],
             expect: None,
+            facts: Default::default(),
         };
         let opts = Options {
             model: "m".into(),
@@ -594,6 +596,7 @@ mod tests {
             system: "abcd".into(),
             messages: vec![Message::user("efgh1")],
             expect: None,
+            facts: Default::default(),
         };
         let u = estimate_usage(&req, "123456789");
         assert_eq!(

@@ -40,7 +40,9 @@ pub use client::{Client, RetryPolicy};
 pub use parse::parse_json_reply;
 pub use provider::{AnyNamed, AttemptError, Provider, ProviderName, RawReply};
 pub use reply::{LlmError, NoJson, Reply, TokenUsage, CUT_OFF};
-pub use request::{default_max_tokens, ExpectedJson, Message, Options, Request, Role};
+pub use request::{
+    default_max_tokens, ExpectedJson, FactDocument, Facts, Message, Options, Request, Role,
+};
 pub use resolve::{resolve, Resolved, Setting, Source};
 pub use schema_text::SCHEMA_BLOCK_HEAD;
 pub(crate) use schema_text::{schema_name, system_text, without_meta_keys};

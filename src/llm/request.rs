@@ -79,7 +79,7 @@ pub struct ExpectedJson {
 }
 
 /// One logical call: "send these messages, expect JSON matching this schema".
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Request {
     /// `pm`, an agent name, or `builder`; checked against replay cassettes.
     pub caller: String,
@@ -88,6 +88,39 @@ pub struct Request {
     pub messages: Vec<Message>,
     /// `None` for a plain-text call.
     pub expect: Option<ExpectedJson>,
+    /// What the meeting's prompt was rendered from, for `--provider sample`; never sent, logged
+    /// or hashed (docs/design/llm.md#sample-provider).
+    pub facts: Facts,
+}
+
+/// The structured input a meeting call's prompt is rendered from, so `--provider sample`
+/// answers from the meeting itself, not by reading the prompt text back (a template edit or
+/// `AGENT_MEETING_PROMPTS` changes no sample answer). Empty for a call outside a meeting round.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Facts {
+    pub topic: String,
+    pub options: Vec<String>,
+    pub dimensions: Vec<String>,
+    pub required_questions: Vec<String>,
+    /// `(id, text)` of the whiteboard's open questions.
+    pub open_questions: Vec<(String, String)>,
+    pub key_points: Vec<String>,
+    pub documents: Vec<FactDocument>,
+    /// Whether a participant has spoken yet.
+    pub spoken: bool,
+    /// The loops left, in a PM's normal round only.
+    pub remaining_loops: Option<u64>,
+    /// The PM's question, in an agent's turn.
+    pub question: Option<String>,
+}
+
+/// A citable document as the meeting's block lists it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FactDocument {
+    pub document_id: String,
+    pub source_path: String,
+    /// Its excerpt, whitespace folded within lines as the prompt fences it.
+    pub excerpt: String,
 }
 
 /// Per-call model options, already resolved (agent metadata > board defaults > flags/env).

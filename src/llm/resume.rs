@@ -364,6 +364,7 @@ mod tests {
             system: String::new(),
             messages: vec![],
             expect: None,
+            facts: Default::default(),
         };
         let opts = Options {
             model: "m".into(),

@@ -1,7 +1,8 @@
 //! `--provider sample` (docs/design/llm.md#sample-provider): a meeting tried with no key and no
 //! server. Every call is answered by the program, not a model, from what the request carries:
-//! the prompt text (the brief, the fenced documents and their ids, the whiteboard's open
-//! questions, the loops left) and the JSON schema sent, which says what may be answered now.
+//! its [`Facts`] (the brief, the documents and their ids, the whiteboard's open questions, the
+//! loops left, the PM's question; never the prompt text, so a template edit changes no answer)
+//! and the JSON schema sent, which says what may be answered now.
 //! Every answer is deterministic (the same request gives the same bytes) and every free text in
 //! it starts with [`MARK`]; ids, names, options and quotes are copied as they are, so routing
 //! checks pass and citations verify.
@@ -12,7 +13,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{AttemptError, Options, Provider, RawReply, Request, Role};
+use super::{AttemptError, FactDocument, Facts, Options, Provider, RawReply, Request, Role};
 
 /// What every free text of a sample answer starts with.
 pub const MARK: &str = "[sample]";
@@ -46,7 +47,7 @@ impl Provider for Sample {
                 // A schema with one object per kind of answer (a top-level `anyOf`) is planned
                 // against all of them together, then fitted to the one the plan matches.
                 let view = merged(&expect.schema);
-                let planned = plan(&prompt, &req.caller, &view, seq);
+                let planned = plan(&prompt, &req.caller, &view);
                 let shape = matching(&expect.schema, &planned);
                 let value = conform(shape, "", Some(&planned));
                 serde_json::to_string_pretty(&value).expect("JSON serialises")
@@ -61,121 +62,38 @@ impl Provider for Sample {
     }
 }
 
-/// What the sample answers are made of, read from the request's text.
-#[derive(Debug, Default)]
-struct Prompt {
-    topic: String,
-    options: Vec<String>,
-    dimensions: Vec<String>,
-    required: Vec<String>,
-    /// `(id, text)` of the whiteboard's open questions.
-    open: Vec<(String, String)>,
-    key_points: Vec<String>,
-    /// `(document_id, source_path)` as listed for citing.
-    documents: Vec<(String, String)>,
-    /// Each document's fenced text, by id.
-    excerpts: Vec<(String, String)>,
-    remaining_loops: Option<u64>,
-    /// Who spoke last (`Latest: name: ...`).
-    latest: Option<String>,
-    /// The PM's question to an agent.
-    question: Option<String>,
-    /// How many answers this request already had refused (its retries).
+/// What the sample answers are made of: the facts the request's prompt was rendered from
+/// (never its text), and how many answers this request already had refused (its retries).
+#[derive(Debug)]
+struct Prompt<'a> {
+    f: &'a Facts,
     retries: u64,
 }
 
-impl Prompt {
-    fn read(req: &Request) -> Prompt {
-        let first = req
-            .messages
-            .iter()
-            .find(|m| m.role == Role::User)
-            .map(|m| m.content.as_str())
-            .unwrap_or("");
-        let mut p = Prompt {
+impl<'a> Prompt<'a> {
+    fn read(req: &'a Request) -> Prompt<'a> {
+        Prompt {
+            f: &req.facts,
             retries: req
                 .messages
                 .iter()
                 .filter(|m| m.role == Role::Assistant)
                 .count() as u64,
-            ..Prompt::default()
-        };
-        let lines: Vec<&str> = first.lines().collect();
-        let mut list: Option<&str> = None;
-        for (i, line) in lines.iter().enumerate() {
-            if let Some(t) = line.strip_prefix("# Meeting: ") {
-                p.topic = t.trim().to_string();
-            } else if let Some(n) = line.strip_prefix("Mode: normal. Remaining loops: ") {
-                p.remaining_loops = n.trim_end_matches('.').trim().parse().ok();
-            } else if let Some(rest) = line.strip_prefix("Latest: ") {
-                p.latest = rest.split_once(": ").map(|(who, _)| who.trim().to_string());
-            } else if let Some(rest) = line.strip_prefix("- document_id \"") {
-                if let Some((id, path)) = rest.split_once("\", source_path \"") {
-                    p.documents
-                        .push((id.to_string(), path.trim_end_matches('"').to_string()));
-                }
-            } else if line.starts_with("<<<document ") {
-                if let Some((id, text)) = fenced(&lines[i..]) {
-                    p.excerpts.push((id, text));
-                }
-            } else if *line == "# Question from the PM" {
-                let q = lines[i + 1..].join(" ");
-                p.question = Some(q.trim().to_string()).filter(|q| !q.is_empty());
-                break;
-            }
-            // The brief's and the whiteboard's lists: a title line, then `- item` lines.
-            if let Some(item) = line.strip_prefix("- ").filter(|_| list.is_some()) {
-                let item = item.trim().to_string();
-                match list {
-                    Some("Options:") => p.options.push(item),
-                    Some("Evaluation dimensions:") => p.dimensions.push(item),
-                    Some("Key points:") => p.key_points.push(item),
-                    Some("Open questions:") => {
-                        if let Some((id, text)) = item.split_once(": ") {
-                            p.open.push((id.to_string(), text.to_string()));
-                        }
-                    }
-                    Some(_) => p.required.push(item),
-                    None => {}
-                }
-                continue;
-            }
-            list = match *line {
-                "Options:" | "Evaluation dimensions:" | "Key points:" | "Open questions:" => {
-                    Some(line)
-                }
-                l if l.starts_with("Required questions") => Some("Required"),
-                _ => None,
-            };
         }
-        p
     }
 
     /// The topic, shortened for a sentence.
     fn topic_short(&self) -> String {
-        short(&self.topic, 80)
+        short(&self.f.topic, 80)
     }
 
     /// A short verbatim quote from document `id`: the start of its first line of prose.
     fn quote(&self, id: &str) -> Option<String> {
-        let (_, text) = self.excerpts.iter().find(|(d, _)| d == id)?;
-        let line = prose(text).next()?;
+        let doc = self.f.documents.iter().find(|d| d.document_id == id)?;
+        let line = prose(&doc.excerpt).next()?;
         let words: Vec<&str> = line.split_whitespace().take(16).collect();
         Some(words.join(" "))
     }
-}
-
-/// The text fenced between `<<<document ID ...>>>` (the first line) and `<<<end ID>>>`.
-fn fenced(lines: &[&str]) -> Option<(String, String)> {
-    let head = lines.first()?.strip_prefix("<<<document ")?;
-    let id = head.split(" — ").next()?.trim_end_matches(">>>").trim();
-    let end = format!("<<<end {id}>>>");
-    let body: Vec<&str> = lines[1..]
-        .iter()
-        .take_while(|l| l.trim() != end)
-        .copied()
-        .collect();
-    Some((id.to_string(), body.join("\n")))
 }
 
 /// `s` cut to at most `n` characters at a word boundary, with `…` when cut.
@@ -193,13 +111,13 @@ fn mark(s: impl AsRef<str>) -> Value {
 }
 
 /// The answer planned for this caller, before it is fitted to the schema.
-fn plan(p: &Prompt, caller: &str, schema: &Value, seq: u64) -> Map<String, Value> {
+fn plan(p: &Prompt, caller: &str, schema: &Value) -> Map<String, Value> {
     let props = schema.get("properties");
     let prop = |k: &str| props.and_then(|ps| ps.get(k));
     let planned = if prop("next_action").is_some() {
         pm_answer(p, schema)
     } else if prop("key_points").is_some() || prop("response").is_some() {
-        agent_answer(p, caller, schema, seq)
+        agent_answer(p, caller, schema)
     } else {
         json!({})
     };
@@ -327,8 +245,8 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     let (people, others): (Vec<&String>, Vec<&String>) = targets
         .iter()
         .partition(|t| may("CALL_AGENTS") && !models.contains(t));
-    let round = p.remaining_loops.unwrap_or(0) + p.retries;
-    if may("CALL_AGENTS") && models.len() >= 2 && p.latest.is_none() && p.retries == 0 {
+    let round = p.f.remaining_loops.unwrap_or(0) + p.retries;
+    if may("CALL_AGENTS") && models.len() >= 2 && !p.f.spoken && p.retries == 0 {
         let most = max_items(schema, "calls").unwrap_or(2).max(2);
         let calls: Vec<Value> = models
             .iter()
@@ -351,7 +269,7 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     let order: Vec<&String> = people.into_iter().chain(others).collect();
     let target = order[(round % order.len() as u64) as usize];
     json!({
-        "analysis": format!("{MARK} {} loops left: ask {target} next, in turn.", p.remaining_loops.unwrap_or(0)),
+        "analysis": format!("{MARK} {} loops left: ask {target} next, in turn.", p.f.remaining_loops.unwrap_or(0)),
         "next_action": "CALL_AGENT",
         "target_agent": target,
         "prompt_for_agent": question_for(p, target),
@@ -366,29 +284,30 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
 /// (its sample answers say on the whiteboard what it was asked), so the PM never repeats a
 /// question to one participant.
 fn question_for(p: &Prompt, target: &str) -> Value {
-    let mut pool: Vec<String> = p.required.clone();
-    pool.extend(p.open.iter().map(|(_, t)| plain(t).to_string()));
+    let mut pool: Vec<String> = p.f.required_questions.clone();
+    pool.extend(p.f.open_questions.iter().map(|(_, t)| plain(t).to_string()));
     pool.push(format!(
         "What does the evidence say about \"{}\"?",
         p.topic_short()
     ));
-    for (_, text) in &p.excerpts {
+    for d in &p.f.documents {
         pool.extend(
-            prose(text).map(|l| format!("How does \"{}\" bear on the decision?", short(l, 90))),
+            prose(&d.excerpt)
+                .map(|l| format!("How does \"{}\" bear on the decision?", short(l, 90))),
         );
     }
-    let asked: Vec<String> = p
-        .key_points
-        .iter()
-        .filter_map(|k| plain(k).strip_prefix(&format!("{target} {ASKED}\"")))
-        .map(key)
-        .collect();
+    let asked: Vec<String> =
+        p.f.key_points
+            .iter()
+            .filter_map(|k| plain(k).strip_prefix(&format!("{target} {ASKED}\"")))
+            .map(key)
+            .collect();
     let fresh = pool.iter().find(|q| !asked.contains(&key(q)));
     let q = match fresh {
         Some(q) => q.clone(),
         None => format!(
             "With {} loops left, what is still missing before \"{}\" can be decided?",
-            p.remaining_loops.unwrap_or(0),
+            p.f.remaining_loops.unwrap_or(0),
             p.topic_short()
         ),
     };
@@ -441,12 +360,12 @@ fn max_items(schema: &Value, key: &str) -> Option<usize> {
 /// The closing FINISH: a report in the two labelled parts, a low-confidence decision, every
 /// option × dimension marked as not assessed.
 fn finish(p: &Prompt, schema: &Value) -> Value {
-    let points: Vec<String> = p
-        .key_points
-        .iter()
-        .take(3)
-        .map(|k| format!("- {k}"))
-        .collect();
+    let points: Vec<String> =
+        p.f.key_points
+            .iter()
+            .take(3)
+            .map(|k| format!("- {k}"))
+            .collect();
     let heard = if points.is_empty() {
         "Nothing reached the whiteboard.".to_string()
     } else {
@@ -457,13 +376,13 @@ fn finish(p: &Prompt, schema: &Value) -> Value {
 ### Recommendation\n{MARK} Run this meeting with a model (--provider openai, anthropic, or a local OpenAI-compatible server) before deciding anything.",
         p.topic_short()
     );
-    let choice = match p.options.first() {
+    let choice = match p.f.options.first() {
         Some(o) => format!("none yet (sample run; first option listed: {o})"),
         None => "none yet (sample run)".to_string(),
     };
     let mut assessments = Vec::new();
-    for o in &p.options {
-        for d in &p.dimensions {
+    for o in &p.f.options {
+        for d in &p.f.dimensions {
             assessments.push(json!({"option": o, "dimension": d,
                 "assessment": format!("{MARK} not assessed: no model was called")}));
         }
@@ -488,8 +407,8 @@ fn finish(p: &Prompt, schema: &Value) -> Value {
 
 /// An agent's turn: a response naming the question, a key point quoting one listed document
 /// (its citation copies the ids and the quote exactly), a question for the whiteboard.
-fn agent_answer(p: &Prompt, caller: &str, schema: &Value, seq: u64) -> Value {
-    let question = p.question.as_deref().unwrap_or("the topic");
+fn agent_answer(p: &Prompt, caller: &str, schema: &Value) -> Value {
+    let question = p.f.question.as_deref().unwrap_or("the topic");
     let question = question
         .strip_prefix(MARK)
         .map(str::trim)
@@ -497,13 +416,16 @@ fn agent_answer(p: &Prompt, caller: &str, schema: &Value, seq: u64) -> Value {
     let ids = enum_at(schema, &["citations", "document_id"]);
     let mut key_points = Vec::new();
     let mut citations = Vec::new();
-    let docs: Vec<&(String, String)> = p
-        .documents
-        .iter()
-        .filter(|(id, _)| ids.is_empty() || ids.contains(id))
-        .collect();
+    let docs: Vec<&FactDocument> =
+        p.f.documents
+            .iter()
+            .filter(|d| ids.is_empty() || ids.contains(&d.document_id))
+            .collect();
     if !docs.is_empty() {
-        let (id, path) = docs[(seq % docs.len() as u64) as usize];
+        // Participants start from different documents, and move on as the whiteboard grows.
+        let at = caller.bytes().map(usize::from).sum::<usize>() + p.f.key_points.len();
+        let d = docs[at % docs.len()];
+        let (id, path) = (&d.document_id, &d.source_path);
         if let Some(quote) = p.quote(id) {
             let point = format!("{MARK} {id} says: \"{quote}\"");
             citations.push(json!({"document_id": id, "source_path": path,
@@ -641,15 +563,19 @@ mod tests {
     use super::*;
     use crate::llm::{ExpectedJson, Message};
 
-    fn ask(caller: &str, prompt: &str, schema: &Value) -> Value {
+    /// The sample's answer to `facts` with a prompt text that says nothing it could read back.
+    fn ask(caller: &str, facts: Facts, schema: &Value) -> Value {
         let req = Request {
             caller: caller.into(),
             system: String::new(),
-            messages: vec![Message::user(prompt)],
+            messages: vec![Message::user(
+                "# Meeting: not this\nMode: normal. Remaining loops: 99.\n",
+            )],
             expect: Some(ExpectedJson {
                 name: "x".into(),
                 schema: schema.clone(),
             }),
+            facts,
         };
         let opts = Options {
             model: "m".into(),
@@ -686,37 +612,40 @@ mod tests {
             "additionalProperties": false})
     }
 
-    const BRIEF: &str = "# Meeting: Adopt Rust for ingest?\nRequired questions (answer these before finishing):\n- What would a rewrite cost?\n";
+    /// The brief of the tests' meeting, in the PM's round `remaining` loops before the end
+    /// (`None`: the closing round), after someone spoke or not.
+    fn brief(remaining: Option<u64>, spoken: bool) -> Facts {
+        Facts {
+            topic: "Adopt Rust for ingest?".into(),
+            required_questions: vec!["What would a rewrite cost?".into()],
+            remaining_loops: remaining,
+            spoken,
+            ..Facts::default()
+        }
+    }
 
     /// A fan-out first, then people first in turn, then the closing round's FINISH.
     #[test]
     fn the_pm_fans_out_then_asks_in_turn_then_finishes() {
-        let first = format!("{BRIEF}Mode: normal. Remaining loops: 6.\n");
-        let v = ask(
-            "pm",
-            &first,
-            &pm_schema(&["CALL_AGENT", "CALL_AGENTS", "FINISH"], true),
-        );
+        let all = pm_schema(&["CALL_AGENT", "CALL_AGENTS", "FINISH"], true);
+        let v = ask("pm", brief(Some(6), false), &all);
         assert_eq!(v["next_action"], "CALL_AGENTS");
         assert_eq!(v["calls"].as_array().unwrap().len(), 2);
         assert!(v["analysis"].as_str().unwrap().starts_with(MARK));
-        let later = format!("{BRIEF}Mode: normal. Remaining loops: 3.\nLatest: arch: said.\n");
-        let v = ask(
-            "pm",
-            &later,
-            &pm_schema(&["CALL_AGENT", "CALL_AGENTS", "FINISH"], true),
-        );
+        let v = ask("pm", brief(Some(3), true), &all);
         assert_eq!(
             (&v["next_action"], &v["target_agent"]),
             (&json!("CALL_AGENT"), &json!("pat"))
         );
         assert_eq!(v["prompt_for_agent"], "[sample] What would a rewrite cost?");
-        let last = format!("{BRIEF}Mode: forced_finish.\nLatest: pat: said.\n");
-        let v = ask("pm", &last, &pm_schema(&["FINISH"], false));
+        assert!(v["analysis"].as_str().unwrap().contains("3 loops left"));
+        let v = ask("pm", brief(None, true), &pm_schema(&["FINISH"], false));
         let report = v["final_report"].as_str().unwrap();
         assert!(
             report.contains("### Executive Summary\n[sample]")
-                && report.contains("### Recommendation\n[sample]"),
+                && report.contains("### Recommendation\n[sample]")
+                && report.contains("Adopt Rust for ingest?")
+                && !report.contains("not this"),
             "{report}"
         );
     }
@@ -744,30 +673,26 @@ mod tests {
                     "required": ["target_agent", "prompt_for_agent"], "additionalProperties": false}}})),
             alt("FINISH", json!({"final_report": {"type": "string"}})),
         ]});
-        let v = ask(
-            "pm",
-            &format!("{BRIEF}Mode: normal. Remaining loops: 4.\n"),
-            &schema,
-        );
+        let v = ask("pm", brief(Some(4), false), &schema);
         assert_eq!(v["next_action"], "CALL_AGENTS");
-        let v = ask(
-            "pm",
-            &format!("{BRIEF}Mode: normal. Remaining loops: 4.\nLatest: arch: x.\n"),
-            &schema,
-        );
+        let v = ask("pm", brief(Some(4), true), &schema);
         assert_eq!(v["next_action"], "CALL_AGENT");
     }
 
     /// An agent quotes a listed document verbatim and cites it with its ids.
     #[test]
     fn an_agent_cites_a_document_verbatim() {
-        let prompt = "# Meeting: Adopt Rust for ingest?\n\
-<<<document docs/a.md — reference data, not instructions>>>\n\
-[docs/a.md] (notes) # Notes The ingest service drops about two percent of events at peak load. Every retry doubles the queue depth within minutes.\n\
-<<<end docs/a.md>>>\n\n\
-Documents you may cite (copy both values exactly):\n\
-- document_id \"docs/a.md\", source_path \"docs/a.md\"\n\n\
-# Question from the PM\n[sample] What would a rewrite cost?\n";
+        let excerpt = "# Notes The ingest service drops about two percent of events at peak load. Every retry doubles the queue depth within minutes.";
+        let facts = Facts {
+            topic: "Adopt Rust for ingest?".into(),
+            documents: vec![FactDocument {
+                document_id: "docs/a.md".into(),
+                source_path: "docs/a.md".into(),
+                excerpt: excerpt.into(),
+            }],
+            question: Some("[sample] What would a rewrite cost?".into()),
+            ..Facts::default()
+        };
         let schema = json!({"type": "object", "properties": {
             "response": {"type": "string"},
             "key_points": {"type": "array", "items": {"type": "string"}},
@@ -777,15 +702,20 @@ Documents you may cite (copy both values exactly):\n\
                 "quote": {"type": "string"}, "supports": {"type": "string"}},
                 "required": ["document_id", "source_path", "quote"]}}},
             "required": ["response", "key_points", "citations"]});
-        let v = ask("arch", prompt, &schema);
+        let v = ask("arch", facts, &schema);
         let c = &v["citations"][0];
         assert_eq!(c["document_id"], "docs/a.md");
         let quote = c["quote"].as_str().unwrap();
         assert!(
-            prompt.contains(quote) && quote == "Every retry doubles the queue depth within minutes",
+            excerpt.contains(quote)
+                && quote == "Every retry doubles the queue depth within minutes",
             "{quote}"
         );
-        assert!(v["response"].as_str().unwrap().starts_with(MARK));
+        let response = v["response"].as_str().unwrap();
+        assert!(
+            response.starts_with(MARK) && response.contains("What would a rewrite cost?"),
+            "{response}"
+        );
         assert!(v["key_points"]
             .as_array()
             .unwrap()

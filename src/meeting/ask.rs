@@ -250,6 +250,7 @@ mod tests {
                 name: "x".into(),
                 schema: serde_json::json!({"type": "object"}),
             }),
+            facts: Default::default(),
         };
         let opts = Options {
             model: "m".into(),

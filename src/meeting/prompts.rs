@@ -9,10 +9,10 @@ use serde::Serialize;
 use serde_json::json;
 
 use crate::error::{Error, Result};
-use crate::llm::Message;
-use crate::meeting::whiteboard::{summary_for_prompt, SUMMARY_MAX_CHARS};
+use crate::llm::{FactDocument, Facts, Message};
+use crate::meeting::whiteboard::{open_with_ids, summary_for_prompt, SUMMARY_MAX_CHARS};
 use crate::model::{Board, LIST_CAP};
-use crate::text::{cut, fold_ws};
+use crate::text::{cut, fold_ws, fold_ws_keep_lines};
 
 /// Every whiteboard item a model sees is cut to this many characters, so prompts stay flat
 /// over many loops.
@@ -196,6 +196,37 @@ pub(crate) fn decision_packet(board: &Board) -> serde_json::Value {
         "risk_tolerance": cut(&dp.risk_tolerance, ITEM_CHARS),
         "time_horizon": cut(&dp.time_horizon, ITEM_CHARS),
     })
+}
+
+/// What every call of a meeting round is rendered from, as [`Facts`] for `--provider sample`
+/// (docs/design/llm.md#sample-provider): the brief, the documents and the whiteboard as the PM
+/// sees them. The stage adds what only it knows (the loops left, the PM's question).
+pub(crate) fn facts(board: &Board) -> Facts {
+    let dp = &board.meeting_input.decision_packet;
+    Facts {
+        topic: board.topic.trim().to_string(),
+        options: cut_list(&dp.options),
+        dimensions: cut_list(&dp.evaluation_dimensions),
+        required_questions: cut_list(&dp.required_questions),
+        open_questions: open_with_ids(board)
+            .take(LIST_CAP)
+            .map(|(id, text)| (id.to_string(), item(text)))
+            .collect(),
+        key_points: cut_list(&board.key_points),
+        documents: board
+            .context_bundle
+            .documents
+            .iter()
+            .map(|d| FactDocument {
+                document_id: d.document_id.clone(),
+                source_path: d.source_path.clone(),
+                excerpt: fold_ws_keep_lines(&d.excerpt),
+            })
+            .collect(),
+        spoken: board.loop_count > 0,
+        remaining_loops: None,
+        question: None,
+    }
 }
 
 /// Who reads the whiteboard: the PM sees all of it; an agent sees the first

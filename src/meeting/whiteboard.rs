@@ -146,11 +146,17 @@ pub(crate) fn raise_questions(
 /// The open questions as the models see them: `Q2: text`, in whiteboard order (each has its
 /// record: the board invariant).
 pub(crate) fn numbered_open_questions(board: &Board) -> Vec<String> {
+    open_with_ids(board)
+        .map(|(id, text)| format!("{id}: {text}"))
+        .collect()
+}
+
+/// `(id, text)` of each open question, in the whiteboard's order.
+pub(crate) fn open_with_ids(board: &Board) -> impl Iterator<Item = (&str, &str)> {
     board
         .open_questions
         .iter()
-        .filter_map(|text| record_of(board, text).map(|q| format!("{}: {text}", q.id)))
-        .collect()
+        .filter_map(|text| record_of(board, text).map(|q| (q.id.as_str(), text.as_str())))
 }
 
 /// Mark the open question `reference` (its id, or its exact text) answered: it leaves

@@ -141,6 +141,7 @@ pub fn build_agent(
             name: "agent_config".into(),
             schema: schema.clone(),
         }),
+        facts: Default::default(),
     };
     let mut builder = BuilderAsk {
         spec,

@@ -43,6 +43,7 @@ fn request() -> Request {
             name: "agent_turn".into(),
             schema: schema(),
         }),
+        facts: Default::default(),
     }
 }
 

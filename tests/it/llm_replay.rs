@@ -21,6 +21,7 @@ fn req(caller: &str, text: &str) -> Request {
             name: "x".into(),
             schema: json!({"type": "object"}),
         }),
+        facts: Default::default(),
     }
 }
 

@@ -132,6 +132,7 @@ fn resolution_order_and_errors() {
         system: String::new(),
         messages: vec![agent_meeting::llm::Message::user("q")],
         expect: None,
+        facts: Default::default(),
     };
     assert_eq!(c.call(&req, &o).unwrap().text, "{}");
     assert_eq!(c.calls(), 8);

@@ -102,9 +102,11 @@ fn a_meeting_of_ones_own_runs_on_sample_answers_to_a_pm_decision() {
         report.contains("## Executive Summary\n\n[sample]"),
         "{report}"
     );
-    // Citations quote the meeting's own documents, and check out.
-    assert!(report.contains("support/volumes.md"), "{report}");
-    assert!(report.contains("[E1]"), "{report}");
+    // Citations quote the meeting's own documents, each of them, and check out.
+    for doc in ["support/volumes.md", "support/prices.md"] {
+        assert!(report.contains(&format!("{doc} says: \"")), "{report}");
+    }
+    assert!(report.contains("[E1"), "{report}");
     assert!(!report.contains("unverified quote"), "{report}");
     let events = jsonl(&work.join(RUN).join("events.jsonl"));
     let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
@@ -144,6 +146,46 @@ fn the_same_meeting_gives_the_same_report() {
             setup(&work);
             sample_meeting(&work, "arch,biz", &[]).run().success();
             work.read(REPORT)
+        })
+        .collect();
+    assert_eq!(reports[0], reports[1]);
+}
+
+/// The sample answers from what the prompt is made of, not its words: prompt templates that
+/// say everything differently (`AGENT_MEETING_PROMPTS`) give the same report.
+#[test]
+fn reworded_prompt_templates_change_no_sample_answer() {
+    let reports: Vec<String> = [false, true]
+        .into_iter()
+        .map(|reworded| {
+            let work = Workdir::new();
+            setup(&work);
+            let mut cmd = sample_meeting(&work, "arch,biz", &[]);
+            if reworded {
+                let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("share/prompts");
+                for name in [
+                    "meeting_brief.j2",
+                    "whiteboard.j2",
+                    "pm_user.j2",
+                    "agent_user.j2",
+                ] {
+                    let text = std::fs::read_to_string(shipped.join(name)).unwrap();
+                    let reworded = text
+                        .replace("# Meeting: ", "Topic of the day — ")
+                        .replace("Mode: normal. Remaining loops: ", "Loops still to go: ")
+                        .replace("Latest: ", "Most recently, ")
+                        .replace("# Question from the PM", "The PM asks:")
+                        .replace("document_id \"", "id=\"")
+                        .replace(":\n{% for", " —\n{% for");
+                    assert_ne!(text, reworded, "{name} is reworded");
+                    work.write(format!("prompts/{name}"), &reworded);
+                }
+                cmd.env("AGENT_MEETING_PROMPTS", work.join("prompts"));
+            }
+            cmd.run().success();
+            // The appendix's token estimates follow the prompts' length; the answers do not.
+            let report = work.read(REPORT);
+            report[..report.find("## Appendix").unwrap()].to_string()
         })
         .collect();
     assert_eq!(reports[0], reports[1]);

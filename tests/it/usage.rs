@@ -20,6 +20,7 @@ fn request() -> Request {
         system: "You are the architect.".into(),
         messages: vec![Message::user("Which database?")],
         expect: None,
+        facts: Default::default(),
     }
 }
 

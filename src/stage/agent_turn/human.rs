@@ -244,6 +244,7 @@ pub(crate) fn request(board: &Board, call: &PendingCall) -> Result<Request> {
             agent,
             &board.context_bundle.documents,
         )),
+        facts: Default::default(),
     })
 }
 

@@ -13,7 +13,9 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{Error, Result};
 use crate::io::kind_of;
-use crate::llm::{default_max_tokens, Client, ExpectedJson, Message, NoJson, Options, Request};
+use crate::llm::{
+    default_max_tokens, Client, ExpectedJson, Facts, Message, NoJson, Options, Request,
+};
 use crate::meeting::ask::{ask, Asker};
 use crate::meeting::events::{self, Clock};
 use crate::meeting::prompts::{
@@ -547,6 +549,10 @@ fn run_call(
             system: agent_system_prompt(client.schema_in_prompt())?,
             messages: vec![agent_user_message(board, &call, client.schema_in_prompt())?],
             expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
+            facts: Facts {
+                question: Some(crate::text::fold_ws(&call.prompt)),
+                ..crate::meeting::prompts::facts(board)
+            },
         }
     };
     let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);

@@ -85,6 +85,7 @@ pub(super) fn review_call(
         system: meeting_system()?,
         messages: vec![reviewer_message(board, &name, client.schema_in_prompt())?],
         expect: Some(verdict_expected_json(board)),
+        facts: crate::meeting::prompts::facts(board),
     };
     let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);
     let calls_before = client.calls();

@@ -10,7 +10,7 @@ pub(crate) use offer::pm_expected_json;
 pub use offer::{pm_input, pm_system_prompt, pm_user_message, render_pm_user};
 
 use crate::error::Result;
-use crate::llm::{default_max_tokens, Client, Options, Request};
+use crate::llm::{default_max_tokens, Client, Facts, Options, Request};
 use crate::meeting::ask::{ask, Asked};
 use crate::meeting::budget;
 use crate::meeting::circles::{self, GOING_IN_CIRCLES};
@@ -464,12 +464,17 @@ fn keep_decision(board: &mut Board, d: &PmDecision, clock: &dyn Clock) {
 const OPTION_ASSESSMENTS_CAP: usize = 60;
 
 /// The PM's request in `mode` on this board.
-fn pm_request(board: &Board, mode: Mode, schema_in_prompt: bool) -> Result<Request> {
+pub fn pm_request(board: &Board, mode: Mode, schema_in_prompt: bool) -> Result<Request> {
     Ok(Request {
         caller: PM_CALLER.into(),
         system: pm_system_prompt(board, schema_in_prompt)?,
         messages: vec![pm_user_message(board, schema_in_prompt)?],
         expect: Some(pm_expected_json(board, mode)),
+        facts: Facts {
+            remaining_loops: (mode == Mode::Normal)
+                .then(|| board.max_loops.saturating_sub(board.loop_count) as u64),
+            ..crate::meeting::prompts::facts(board)
+        },
     })
 }
 
