@@ -37,6 +37,13 @@ pub fn main() -> ExitCode {
         let llm = agent_meeting::cli::config::with_config(args.llm)?;
         let board = agent_meeting::io::read_board_stdin()?;
         let answers = args.human.human_answers.as_deref();
-        cli::write_stage_board(turn::run(board, &llm, answers), &args.output)
+        cli::write_stage_board(
+            turn::run(
+                board,
+                &mut agent_meeting::llm::Clients::per_stage(&llm),
+                answers,
+            ),
+            &args.output,
+        )
     })
 }

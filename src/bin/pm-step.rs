@@ -30,6 +30,9 @@ pub fn main() -> ExitCode {
         let args: Args = cli::parse_args("pm-step");
         let llm = agent_meeting::cli::config::with_config(args.llm)?;
         let board = agent_meeting::io::read_board_stdin()?;
-        cli::write_stage_board(pm::run(board, &llm), &args.output)
+        cli::write_stage_board(
+            pm::run(board, &mut agent_meeting::llm::Clients::per_stage(&llm)),
+            &args.output,
+        )
     })
 }

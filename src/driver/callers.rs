@@ -5,14 +5,12 @@
 
 use std::path::Path;
 
-use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::llm::{LlmArgs, ProviderName};
 use crate::model::{AgentConfig, Board, ParticipantKind};
 
-/// A model caller: its name (`pm` or the agent's) and its config's metadata.
-pub type Caller = (String, Map<String, Value>);
+pub use crate::stage::Caller;
 
 /// Resolve the provider of the PM and of every participant once, as the stages will. With
 /// `allow_missing_keys` (a dry run) a missing key or no provider at all is not an error: what

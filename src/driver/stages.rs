@@ -18,7 +18,7 @@ use crate::cli::ContextArgs;
 use crate::context::InputFrom;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line};
-use crate::llm::LlmArgs;
+use crate::llm::{Clients, LlmArgs};
 use crate::model::{Board, LlmSettings, MeetingPacket, ReportResult, Status, PACKET_VERSION};
 use crate::stage::init_board;
 use crate::stage::{agent_turn, merge_board, pm_step, render_report, Stage};
@@ -78,7 +78,9 @@ pub(super) struct Stages<'a> {
     settings: &'a RunSettings,
     /// An unreadable file fails the stage that needs it, as it would fail the program.
     config: Result<crate::cli::config::Config>,
-    llm: Result<LlmArgs>,
+    /// The LLM flags over the config file's defaults, and each caller's client, kept for
+    /// the run (docs/design/llm.md#llm-layer).
+    llm: Result<std::cell::RefCell<Clients>>,
     template: Result<Option<render_report::UserTemplate>>,
 }
 
@@ -87,9 +89,11 @@ impl<'a> Stages<'a> {
     pub fn new(settings: &'a RunSettings) -> Stages<'a> {
         let config =
             crate::cli::config::load_file(settings.config_file.as_deref()).map(|l| l.config);
-        let llm = config.as_ref().map_err(Clone::clone).map(|config| LlmArgs {
-            config: config.llm_defaults(),
-            ..settings.llm.clone()
+        let llm = config.as_ref().map_err(Clone::clone).map(|config| {
+            std::cell::RefCell::new(Clients::for_run(LlmArgs {
+                config: config.llm_defaults(),
+                ..settings.llm.clone()
+            }))
         });
         let template = settings
             .template
@@ -168,10 +172,12 @@ impl<'a> Stages<'a> {
         let s = self.settings;
         let llm = || self.llm.as_ref().map_err(Clone::clone);
         Ok(match stage {
-            LoopStage::PmStep => Made::Board(pm_step::run(board, llm()?)?),
-            LoopStage::AgentTurn => {
-                Made::Board(agent_turn::run(board, llm()?, s.human_answers.as_deref())?)
-            }
+            LoopStage::PmStep => Made::Board(pm_step::run(board, &mut llm()?.borrow_mut())?),
+            LoopStage::AgentTurn => Made::Board(agent_turn::run(
+                board,
+                &mut llm()?.borrow_mut(),
+                s.human_answers.as_deref(),
+            )?),
             LoopStage::MergeBoard => {
                 let now = crate::meeting::events::clock_from_env().now();
                 Made::Board(merge_board::merge(board, &now)?)

@@ -33,6 +33,64 @@ fn seconds(flag: &str, v: f64) -> Result<Duration, Error> {
     }
 }
 
+/// The model clients of one meeting in one process, by caller (docs/design/llm.md#llm-layer).
+/// The driver keeps each caller's client for the whole run ([`Clients::for_run`]), so a
+/// cassette is parsed, the exchange log read and a server's connection opened once per
+/// caller, not once per stage; a program builds the one its stage needs
+/// ([`Clients::per_stage`]).
+pub struct Clients {
+    args: LlmArgs,
+    keep: bool,
+    kept: std::collections::BTreeMap<String, (Client, Options)>,
+}
+
+impl Clients {
+    /// Clients built for each stage and dropped with it (one program, one stage).
+    pub fn per_stage(args: &LlmArgs) -> Clients {
+        Clients {
+            args: args.clone(),
+            keep: false,
+            kept: Default::default(),
+        }
+    }
+
+    /// Clients kept from stage to stage of one run, one per caller.
+    pub fn for_run(args: LlmArgs) -> Clients {
+        Clients {
+            keep: true,
+            ..Clients::per_stage(&args)
+        }
+    }
+
+    /// The flags and config defaults the clients are built from.
+    pub fn args(&self) -> &LlmArgs {
+        &self.args
+    }
+
+    /// The client and options of `caller` (`metadata` its config's), numbering its calls
+    /// after `calls` (the board's `usage.calls`): the kept one, else built as
+    /// [`client_for_caller`] builds it. Give it back with [`Clients::put_back`].
+    pub fn take(
+        &mut self,
+        board_llm: &LlmSettings,
+        caller: &str,
+        metadata: &Map<String, Value>,
+        calls: u64,
+    ) -> Result<(Client, Options), Error> {
+        match self.kept.remove(caller) {
+            Some((client, opts)) => Ok((client.after_call(calls), opts)),
+            None => client_for_caller(&self.args, board_llm, caller, metadata, calls),
+        }
+    }
+
+    /// Keep `caller`'s client for its next stage (when kept for the run).
+    pub fn put_back(&mut self, caller: &str, client: Client, opts: Options) {
+        if self.keep {
+            self.kept.insert(caller.to_string(), (client, opts));
+        }
+    }
+}
+
 /// [`client_for_caller`] for a caller whose name is not known (agent-builder, checks).
 pub fn client_for(
     args: &LlmArgs,
@@ -238,5 +296,54 @@ fn reuse_completed(args: &LlmArgs, provider: Box<dyn Provider>) -> Box<dyn Provi
     match (&args.llm_log, args.reuse_log) {
         (Some(log), true) => Box::new(super::resume::FromLog::new(provider, log)),
         _ => provider,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The driver's clients are kept from stage to stage, one per caller, each numbering its
+    /// calls after the board's count; a program's are built for the stage (the cassette is
+    /// read again each time: gone, it is an error).
+    #[test]
+    fn a_run_keeps_one_client_per_caller() {
+        let dir = tempfile::tempdir().unwrap();
+        let cassette = dir.path().join("c.jsonl");
+        let line = |seq: u64, caller: &str| {
+            format!("{{\"seq\":{seq},\"caller\":\"{caller}\",\"response\":\"r{seq}\"}}\n")
+        };
+        std::fs::write(&cassette, line(1, "pm") + &line(2, "arch") + &line(3, "pm")).unwrap();
+        let args = LlmArgs {
+            provider: Some("replay".into()),
+            cassette: Some(cassette.clone()),
+            ..LlmArgs::default()
+        };
+        let board = LlmSettings::default();
+        let none = Map::new();
+        let ask = |client: &mut Client, caller: &str, opts: &Options| {
+            let req = super::super::Request {
+                caller: caller.into(),
+                messages: vec![super::super::Message::user("q")],
+                ..Default::default()
+            };
+            client.call(&req, opts).map(|r| r.text)
+        };
+        let mut run = Clients::for_run(args.clone());
+        let (mut pm, opts) = run.take(&board, "pm", &none, 0).unwrap();
+        assert_eq!(ask(&mut pm, "pm", &opts).unwrap(), "r1");
+        run.put_back("pm", pm, opts);
+        std::fs::remove_file(&cassette).unwrap();
+        // arch was never asked: its client is built now, and the cassette is gone.
+        assert!(run.take(&board, "arch", &none, 1).is_err());
+        let (mut pm, opts) = run.take(&board, "pm", &none, 2).unwrap();
+        assert_eq!(
+            ask(&mut pm, "pm", &opts).unwrap(),
+            "r3",
+            "call 3, after the board's 2"
+        );
+        assert_eq!(pm.calls(), 3);
+        let mut stage = Clients::per_stage(&args);
+        assert!(stage.take(&board, "pm", &none, 0).is_err(), "built again");
     }
 }

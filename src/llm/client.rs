@@ -112,6 +112,15 @@ impl Client {
         }
     }
 
+    /// This client for a later stage: its next call is number `calls + 1` (the board's
+    /// `usage.calls` then), its waits counted afresh.
+    pub fn after_call(mut self, calls: u64) -> Client {
+        self.calls = calls;
+        self.fan_out = None;
+        self.waits.clear();
+        self
+    }
+
     /// Number this client's attempts as call `index` (0-based) of a fan-out of `of` calls that
     /// starts after call number `base` (docs/design/agent-turn.md#fan-out): every call's numbers are fixed
     /// before any is sent, whatever order the answers arrive in — without retries the calls

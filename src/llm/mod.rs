@@ -35,7 +35,7 @@ mod schema_text;
 pub mod transport;
 
 pub use args::{ConfigDefaults, LlmArgs};
-pub use build::{client_for, client_for_caller};
+pub use build::{client_for, client_for_caller, Clients};
 pub use client::{Client, RetryPolicy};
 pub use parse::parse_json_reply;
 pub use provider::{AnyNamed, AttemptError, Provider, ProviderName, RawReply};

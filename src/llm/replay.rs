@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -94,7 +94,7 @@ impl Replay {
     pub fn open(path: &Path, strict: bool) -> Result<Replay, Error> {
         Ok(Replay {
             path: path.to_path_buf(),
-            entries: entries(path)?,
+            entries: Arc::new(parse_cassette(path)?),
             strict,
             last_seq: None,
             read_timeout: super::transport::Timeouts::default().read,
@@ -106,32 +106,6 @@ impl Replay {
         self.read_timeout = read;
         self
     }
-}
-
-/// The cassette's lines by call number. A meeting driven in one process opens its cassette
-/// once per LLM stage: the lines are parsed once and kept while the file is unchanged (same
-/// file, size and modification time).
-fn entries(path: &Path) -> Result<Entries, Error> {
-    /// Device, inode, size, modification time.
-    type Stamp = (u64, u64, u64, Option<std::time::SystemTime>);
-    static PARSED: Mutex<BTreeMap<PathBuf, (Stamp, Entries)>> = Mutex::new(BTreeMap::new());
-    let stamp = std::fs::metadata(path).ok().map(|m| -> Stamp {
-        let (dev, ino) = super::resume::file_id(&m);
-        (dev, ino, m.len(), m.modified().ok())
-    });
-    let cache = || PARSED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(stamp) = stamp {
-        if let Some((at, entries)) = cache().get(path) {
-            if *at == stamp {
-                return Ok(entries.clone());
-            }
-        }
-    }
-    let entries = Arc::new(parse_cassette(path)?);
-    if let Some(stamp) = stamp {
-        cache().insert(path.to_path_buf(), (stamp, entries.clone()));
-    }
-    Ok(entries)
 }
 
 /// Read and check a cassette; a missing or malformed file is bad input (exit 2) naming file
@@ -440,30 +414,4 @@ pub(crate) fn append_line(path: &Path, line: &str, sync: bool) -> std::io::Resul
         f.sync_data()?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A cassette is parsed once per process while unchanged, and read again once it changes.
-    #[test]
-    fn a_changed_cassette_is_read_again() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("c.jsonl");
-        let line =
-            |seq: u64| format!("{{\"seq\":{seq},\"caller\":\"pm\",\"response\":\"r{seq}\"}}\n");
-        std::fs::write(&path, line(1)).unwrap();
-        let first = Replay::open(&path, false).unwrap();
-        let again = Replay::open(&path, false).unwrap();
-        assert!(Arc::ptr_eq(&first.entries, &again.entries), "parsed once");
-        std::fs::write(&path, line(1) + &line(2)).unwrap();
-        let changed = Replay::open(&path, false).unwrap();
-        assert!(changed.has_entry(2, "pm"));
-        std::fs::write(&path, "[1]\n").unwrap();
-        assert!(
-            Replay::open(&path, false).is_err(),
-            "a broken cassette is still refused"
-        );
-    }
 }

@@ -1,10 +1,10 @@
 //! Reusing completed calls from a run's exchange log (`llm.jsonl`), so that a resumed meeting
 //! never repeats an LLM call that had already completed before it was killed.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -176,48 +176,19 @@ fn with_parts(done: Arc<Done>, log: &Path) -> Arc<Done> {
     Arc::new(all)
 }
 
-/// What this process has read of a log: every LLM stage of a meeting driven in one process
-/// reads only the lines appended since the stage before, not the whole log again (its cost
-/// grew with the meeting; docs/design/run-folder.md#resume).
-#[derive(Default)]
-struct ReadSoFar {
-    /// The file read (device, inode): another file at the same path is read afresh.
-    file: (u64, u64),
-    /// Bytes read: up to the end of the last whole line.
-    offset: u64,
-    done: Arc<Done>,
-}
-
 /// The successful replies in the log, by call number (the first of each); a torn last line is
-/// left until it ends.
+/// left until it ends. Read once per client: the driver keeps one client per caller for the
+/// run (`llm::Clients`), so a resumed meeting reads its log once per caller, not per stage.
 fn completed(log: &Path) -> Arc<Done> {
-    static READ: Mutex<BTreeMap<PathBuf, ReadSoFar>> = Mutex::new(BTreeMap::new());
-    let Ok(mut f) = std::fs::File::open(log) else {
+    let Ok(text) = std::fs::read(log) else {
         return Arc::default();
     };
-    let Ok(meta) = f.metadata() else {
-        return Arc::default();
-    };
-    let mut cache = READ.lock().unwrap_or_else(|e| e.into_inner());
-    let read = cache.entry(log.to_path_buf()).or_default();
-    let file = file_id(&meta);
-    if read.file != file || meta.len() < read.offset {
-        *read = ReadSoFar {
-            file,
-            ..ReadSoFar::default()
-        };
+    let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let mut done = Done::new();
+    for line in text[..whole].split(|&b| b == b'\n') {
+        take_line(&mut done, line);
     }
-    let mut tail = Vec::new();
-    if f.seek(SeekFrom::Start(read.offset)).is_err() || f.read_to_end(&mut tail).is_err() {
-        return read.done.clone();
-    }
-    let whole = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-    let done = Arc::make_mut(&mut read.done);
-    for line in tail[..whole].split(|&b| b == b'\n') {
-        take_line(done, line);
-    }
-    read.offset += whole as u64;
-    read.done.clone()
+    Arc::new(done)
 }
 
 /// Keep the reply of one log line, when it is a successful one (the first of its number).
@@ -240,18 +211,6 @@ fn take_line(done: &mut Done, line: &[u8]) {
             truncated: logged.truncated == Value::Bool(true),
         },
     ));
-}
-
-/// Which file this is (device, inode): another file put at the same path differs.
-#[cfg(unix)]
-pub(crate) fn file_id(meta: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (meta.dev(), meta.ino())
-}
-
-#[cfg(not(unix))]
-pub(crate) fn file_id(_meta: &std::fs::Metadata) -> (u64, u64) {
-    (0, 0)
 }
 
 /// The fields of an exchange-log line a reused reply needs; any other is skipped.

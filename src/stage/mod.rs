@@ -115,13 +115,13 @@ impl Board {
 /// Who calls the model, and the metadata that may choose its provider and model.
 pub type Caller = (String, serde_json::Map<String, serde_json::Value>);
 
-/// Run a stage that calls a model: the client for `caller` (`llm` holds the flags and the
-/// config file's defaults), the clock from the environment. The programs and the `meeting`
-/// driver, which runs the built-in stages in its own process, both come here
+/// Run a stage that calls a model: the client for `caller` from `clients` (the flags and the
+/// config file's defaults; kept for the run when the `meeting` driver runs the stage in its
+/// own process), the clock from the environment. The programs and the driver both come here
 /// (docs/design/run-folder.md#run-folder).
 pub(crate) fn run_llm(
     board: Board,
-    llm: &crate::llm::LlmArgs,
+    clients: &mut crate::llm::Clients,
     caller: Caller,
     stage: impl FnOnce(
         Board,
@@ -131,10 +131,11 @@ pub(crate) fn run_llm(
     ) -> Result<Board>,
 ) -> Result<Board> {
     let (name, metadata) = caller;
-    let (mut client, opts) =
-        crate::llm::client_for_caller(llm, &board.llm, &name, &metadata, board.usage.calls)?;
+    let (mut client, opts) = clients.take(&board.llm, &name, &metadata, board.usage.calls)?;
     let clock = crate::meeting::events::clock_from_env();
-    stage(board, &mut client, &opts, clock.as_ref())
+    let made = stage(board, &mut client, &opts, clock.as_ref());
+    clients.put_back(&name, client, opts);
+    made
 }
 
 /// Boards for the stages' unit tests, built the way `init-board` builds them.

@@ -33,26 +33,27 @@ use crate::text::{cut, verify_quote};
 
 /// The `agent-turn` program on a board: check it is this stage's turn, then ask the agent the
 /// PM chose with its own provider settings, or the person (`kind: human`, from
-/// `human_answers` when given); `llm` holds the flags and config defaults.
+/// `human_answers` when given); each model's client comes from `clients`, except in a
+/// fan-out, whose calls each write their own side files and so get a client of their own.
 pub fn run(
     board: Board,
-    llm: &crate::llm::LlmArgs,
+    clients: &mut crate::llm::Clients,
     human_answers: Option<&std::path::Path>,
 ) -> Result<Board> {
     check_turn(&board)?;
     if is_fan_out(&board) {
         return fan_out(
             board,
-            llm,
+            clients.args(),
             crate::meeting::events::clock_from_env().as_ref(),
         );
     }
     if human::is_human_turn(&board) {
-        return human::turn(board, human_answers, llm);
+        return human::turn(board, human_answers, clients.args());
     }
     let agent = single_call(&board).and_then(|c| board.agents.get(&c.target_agent));
     let caller = agent.map_or_else(Default::default, |a| (a.name.clone(), a.metadata.clone()));
-    crate::stage::run_llm(board, llm, caller, agent_turn)
+    crate::stage::run_llm(board, clients, caller, agent_turn)
 }
 
 /// Refuse a board that is not `agent-turn`'s turn, naming the stage that should run (exit 2).

@@ -62,13 +62,13 @@ pub fn check_turn(board: &Board) -> Result<()> {
 }
 
 /// The `pm-step` program on a board: check it is the PM's turn, then ask the PM with its own
-/// provider settings (its config's metadata); `llm` holds the flags and config defaults.
-pub fn run(board: Board, llm: &crate::llm::LlmArgs) -> Result<Board> {
+/// provider settings (its config's metadata), its client from `clients`.
+pub fn run(board: Board, clients: &mut crate::llm::Clients) -> Result<Board> {
     check_turn(&board)?;
     let metadata = board.pm.as_ref().map(|p| p.metadata.clone());
     let caller = (PM_CALLER.to_string(), metadata.unwrap_or_default());
-    let limits = budget::AgentLimits::resolve(&board, llm);
-    super::run_llm(board, llm, caller, |board, client, opts, clock| {
+    let limits = budget::AgentLimits::resolve(&board, clients.args());
+    super::run_llm(board, clients, caller, |board, client, opts, clock| {
         pm_step_with(board, client, opts, clock, &limits)
     })
 }
