@@ -1,13 +1,12 @@
 //! `meeting`: run a whole meeting: the board through every stage, the run folder, the report.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_meeting::cli::config;
 use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
 use agent_meeting::llm::LlmArgs;
-use agent_meeting::model::MeetingStatus;
 use agent_meeting::{io, loader, Error};
 use clap::{ArgMatches, CommandFactory, Parser};
 
@@ -166,6 +165,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             otlp: args.otlp.target()?,
             headers: args.llm.headers,
             trust_run_dir: args.trust_run_dir,
+            adr: adr_of(&args.adr, &args.supersedes),
         };
         return Ok(Request::Resume { dir, changes });
     }
@@ -200,11 +200,20 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             .collect(),
         human_answers: args.human.human_answers,
         otlp: args.otlp.target()?,
+        adr: adr_of(&args.adr, &args.supersedes),
     };
     Ok(if args.dry_run {
         Request::DryRun(new)
     } else {
         Request::Start(new)
+    })
+}
+
+/// `--adr DIR` with its `--supersedes N`.
+fn adr_of(dir: &Option<PathBuf>, supersedes: &Option<String>) -> Option<driver::AdrSettings> {
+    dir.clone().map(|dir| driver::AdrSettings {
+        dir,
+        supersedes: supersedes.clone(),
     })
 }
 
@@ -220,40 +229,18 @@ fn stdin_topic() -> Result<Option<String>, Error> {
     Ok(Some(text.trim().to_string()).filter(|t| !t.is_empty()))
 }
 
-/// `--adr`: the decision record of a meeting that ended with its report saved
-/// (docs/design/report.md#adr), written from the run folder's final board.
-fn write_adr(
-    result: &agent_meeting::model::MeetingResult,
-    dir: &Path,
-    supersedes: Option<&str>,
-) -> Result<(), Error> {
-    use agent_meeting::stage::render_report as report;
-    let (Some(run_dir), Some(report_file)) = (&result.run_dir, &result.report_file) else {
-        return Ok(());
-    };
-    let board = driver::final_board(Path::new(run_dir))?;
-    let req = report::AdrRequest {
-        dir,
-        report_file: Some(Path::new(report_file)),
-        supersedes,
-    };
-    let outcome = report::write_adr(&board, &req)?;
-    agent_meeting::note!("{}", report::adr_note("meeting", &outcome));
-    Ok(())
-}
-
 pub fn main() -> ExitCode {
-    // Set when the meeting stopped on a failure with its run folder resumable.
-    let mut stopped_in: Option<PathBuf> = None;
-    let code = cli::main_with("meeting", || run(&mut stopped_in));
-    if let Some(dir) = stopped_in {
+    // Set when the meeting stopped or ended owing something a resume can finish.
+    let mut after: Option<String> = None;
+    let code = cli::main_with("meeting", || run(&mut after));
+    if let Some(hint) = after {
         // After the error line: the last thing read says how to go on (docs/design/run-folder.md#resume).
-        agent_meeting::note!("{}", driver::resume_hint(&dir));
+        agent_meeting::note!("{hint}");
     }
     code
 }
 
-fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
+fn run(after: &mut Option<String>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
     if args.show_config {
         let given = agent_meeting::cli::settings::Given {
@@ -280,39 +267,28 @@ fn run(stopped_in: &mut Option<PathBuf>) -> anyhow::Result<()> {
     }
     let ui = Ui::new(args.quiet, args.step);
     let (json, pretty) = (args.json, args.output.pretty);
-    let adr = args.adr.clone().map(|dir| (dir, args.supersedes.clone()));
-    if let Some((dir, supersedes)) = &adr {
-        // A folder the record cannot go to, or a wrong number, is found before any call.
-        agent_meeting::stage::render_report::check_adr_dir(dir)?;
-        if let Some(n) = supersedes {
-            agent_meeting::stage::render_report::check_supersedes(dir, n)?;
-        }
-    }
     match driver::meeting(request(args, &matches)?, ui)? {
         Outcome::DryRun(dry) => cli::write_stdout(&if json {
             io::to_json_line(&dry.pm_input, pretty)
         } else {
             dry.prompt
         }),
-        Outcome::Ended { result, failure } => {
-            // A saved report with a decision makes a record; a fallback says it makes none.
-            let saved = matches!(
-                result.status,
-                MeetingStatus::Finished | MeetingStatus::NoDecision
-            );
-            // The result first: a record that cannot be written after all does not hide the
-            // meeting's outcome.
+        Outcome::Ended {
+            result,
+            failure,
+            hint,
+        } => {
+            // The result even when the decision record could not be written: that does not
+            // hide the meeting's outcome.
             cli::write_stdout(&io::to_json_line(&result, pretty))?;
-            if let (Some((dir, supersedes)), true) = (&adr, saved) {
-                write_adr(&result, dir, supersedes.as_deref())?;
-            }
+            *after = hint;
             failure.map_or(Ok(()), |e| Err(e.into()))
         }
         Outcome::Stopped { error, run_dir } => {
             // A cassette that does not fit the meeting is not fixed by resuming: its error
             // says what can help instead.
             if !matches!(error, Error::NotResumable(_)) {
-                *stopped_in = Some(run_dir);
+                *after = Some(driver::resume_hint(&run_dir));
             }
             Err(error.into())
         }

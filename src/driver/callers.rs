@@ -5,7 +5,6 @@
 
 use std::path::Path;
 
-
 use crate::error::{Error, Result};
 use crate::llm::{LlmArgs, ProviderName};
 use crate::model::{AgentConfig, Board, ParticipantKind};

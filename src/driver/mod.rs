@@ -13,12 +13,14 @@
 //! - `resume`: `--resume`
 //! - `progress`: what stderr shows, and `--step`'s prompt
 //! - `outcome`: the tally of the events, the MeetingResult, a failed meeting's error
+//! - `record`: the decision record a meeting owes (`--adr`), written once
 //! - `stop`: Ctrl-C and SIGTERM while a meeting drives its folder
 
 mod callers;
 mod drive;
 mod outcome;
 mod progress;
+mod record;
 mod report_path;
 mod resume;
 mod run_dir;
@@ -34,6 +36,7 @@ pub use callers::callers_of_agents;
 pub use drive::{drive, Run};
 pub use outcome::{final_line, Answers, Tally};
 pub use progress::{stderr_is_tty, Ui};
+pub use record::AdrSettings;
 pub use resume::{resume, ResumeChanges};
 pub use run_dir::{RunDir, KEEP_BOARDS, KEEP_BOARDS_ENV};
 pub use settings::{parse_stage_overrides, MeetingSource, RunSettings, SETTINGS_VERSION};
@@ -63,6 +66,8 @@ pub enum Outcome {
     Ended {
         result: MeetingResult,
         failure: Option<Error>,
+        /// After the error: how to finish what the meeting still owes (its decision record).
+        hint: Option<String>,
     },
     /// A stage failed with the run folder resumable: the error, then the hint
     /// ([`resume_hint`]) on how to go on (docs/design/run-folder.md#resume).
@@ -77,6 +82,28 @@ fn export_traces(dir: &std::path::Path, target: &crate::otlp::OtlpSettings, ui: 
         Ok(_) => {}
         Err(e) => note!("meeting: warning: traces not exported: {e}"),
     }
+}
+
+/// The decision record the meeting owes once its report is saved, written (or finished) while
+/// the run folder is still locked; what was written is said on stderr.
+fn owed_record(run: &Run, result: &MeetingResult) -> Result<()> {
+    let dir = &run.dir.path;
+    let (true, Some(report)) = (record::makes_record(result.status), &result.report_file) else {
+        return Ok(());
+    };
+    if !record::owed(dir, &run.settings) {
+        return Ok(());
+    }
+    let board = final_board(dir)?;
+    if let Some(outcome) =
+        record::write_owed(dir, &run.settings, &board, std::path::Path::new(report))?
+    {
+        note!(
+            "{}",
+            crate::stage::render_report::adr_note("meeting", &outcome)
+        );
+    }
+    Ok(())
 }
 
 /// The board a run folder ended with, from its newest whole checkpoint (`meeting --adr`
@@ -107,8 +134,21 @@ pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
     }
     match driven {
         Ok(result) => {
-            let failure = outcome::failure(&result, &run.settings, &run.dir.path);
-            Ok(Outcome::Ended { result, failure })
+            let mut failure = outcome::failure(&result, &run.settings, &run.dir.path);
+            let mut hint = None;
+            if let Err(e) = owed_record(&run, &result) {
+                failure.get_or_insert(e);
+                hint = run
+                    .settings
+                    .adr
+                    .as_ref()
+                    .map(|adr| record::resume_hint(&run.dir.path, adr));
+            }
+            Ok(Outcome::Ended {
+                result,
+                failure,
+                hint,
+            })
         }
         Err(error) => Ok(Outcome::Stopped {
             error,

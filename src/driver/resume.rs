@@ -31,6 +31,8 @@ pub struct ResumeChanges {
     /// `--trust-run-dir`: use what the run folder asks for without it being given again, from
     /// a folder whoever may write (docs/design/run-folder.md#a-run-folder-is-input).
     pub trust_run_dir: bool,
+    /// `--adr` (and `--supersedes`): the decision record to write, or to finish writing.
+    pub adr: Option<super::record::AdrSettings>,
 }
 
 impl ResumeChanges {
@@ -46,6 +48,14 @@ impl ResumeChanges {
         llm.max_attempts = self.max_attempts.unwrap_or(llm.max_attempts);
         if let Some(otlp) = self.otlp {
             settings.otlp = Some(otlp);
+        }
+        if let Some(adr) = self.adr {
+            // The saved number stands unless another is given.
+            let saved = settings.adr.take().and_then(|a| a.supersedes);
+            settings.adr = Some(super::record::AdrSettings {
+                dir: absolute(&adr.dir),
+                supersedes: adr.supersedes.or(saved),
+            });
         }
         for (stage, cmd) in self.stage_overrides {
             if cmd.trim().is_empty() {
@@ -85,6 +95,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     cut_torn_line(&dir.join("llm.jsonl"))?;
     let (step, stage, board) = run.resume_point()?;
     trust_or_refuse(dir, &settings, &changes, &board)?;
+    let adr_owed = super::record::owed(dir, &settings) || changes.adr.is_some();
     settings.llm.headers = std::mem::take(&mut changes.headers);
     let saved_report = settings.report_file.clone();
     let changed = changes.apply(&mut settings);
@@ -97,6 +108,10 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         }
     } else if board.status == Status::Finished && settings.report_file != saved_report {
         save_report_again(&run, (step, stage), &settings, &board, &saved_report)?;
+    }
+    if let (Some(adr), true) = (&settings.adr, adr_owed) {
+        // A folder the record cannot go to, or a wrong number, is found before any call.
+        super::record::check(adr)?;
     }
     if changed {
         run.write(&file, to_json_line(&settings, true).as_bytes())?;
@@ -144,6 +159,7 @@ fn trust_or_refuse(
         stages_left: &stages_left,
         otlp: changes.otlp.is_some(),
         report_file: changes.report_file.is_some(),
+        adr: changes.adr.is_some() || !super::record::owed(dir, settings),
     };
     let untrusted = super::trust::not_given_again(settings, &given, &copy, &own, report_at_risk);
     match (untrusted.is_empty(), changes.trust_run_dir) {

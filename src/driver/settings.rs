@@ -68,6 +68,9 @@ pub struct RunSettings {
     /// Where the meeting's traces go (`--otlp-endpoint`, docs/design/otel.md#traces).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub otlp: Option<crate::otlp::OtlpSettings>,
+    /// The decision record the meeting owes (`--adr`, docs/design/report.md#adr).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adr: Option<super::record::AdrSettings>,
 }
 
 /// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
@@ -133,6 +136,7 @@ pub(super) mod tests {
             user_llm_log: None,
             human_answers: Some("/m/answers.jsonl".into()),
             otlp: None,
+            adr: None,
         }
     }
 

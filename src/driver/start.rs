@@ -49,6 +49,8 @@ pub struct NewMeeting {
     pub human_answers: Option<PathBuf>,
     /// Where the traces go (`--otlp-endpoint`, docs/design/otel.md#traces).
     pub otlp: Option<crate::otlp::OtlpSettings>,
+    /// `--adr` (and `--supersedes`): the decision record to write once the report is saved.
+    pub adr: Option<super::record::AdrSettings>,
 }
 
 /// What `--dry-run` prints: the PM's first prompt as it would be sent, and its input
@@ -114,6 +116,10 @@ pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
 /// prints the models line and only warns of a missing key (docs/design/run-folder.md#run-folder).
 fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
     let (settings, run_dir, numbered_from, default_report) = settings_of(new)?;
+    if let Some(adr) = &settings.adr {
+        // A folder the record cannot go to, or a wrong number, is found before any call.
+        super::record::check(adr)?;
+    }
     if let Some(file) = &settings.human_answers {
         // Read now, not at the person's turn after paid calls.
         crate::stage::agent_turn::human::answer_lines(file)?;
@@ -213,6 +219,10 @@ fn settings_of(
         user_llm_log,
         human_answers: new.human_answers.as_deref().map(absolute),
         otlp: new.otlp,
+        adr: new.adr.map(|a| super::record::AdrSettings {
+            dir: absolute(&a.dir),
+            ..a
+        }),
     };
     let run_dir = crate::cli::settings::run_dir(new.run_dir, &loaded.config).0;
     Ok((settings, run_dir, numbered_from, default_report))

@@ -3,7 +3,7 @@
 //! another user owns or others may write, and uses nothing from it that runs a command, writes
 //! a file outside the folder or sends the resumer's key and prompts elsewhere — stage
 //! overrides, `--record`, `--llm-log`, a base URL of the config copy, a trace collector, a
-//! report path over an existing file — unless the person resuming gives it again in this
+//! report path over an existing file, a decision record still owed — unless the person resuming gives it again in this
 //! invocation or says `--trust-run-dir`.
 
 use std::path::Path;
@@ -61,6 +61,8 @@ pub(super) struct GivenAgain<'a> {
     pub stages_left: &'a [Stage],
     pub otlp: bool,
     pub report_file: bool,
+    /// `--adr` was given again, or the saved one owes nothing.
+    pub adr: bool,
 }
 
 /// What the saved settings would use that the person resuming did not give again: each as
@@ -97,6 +99,9 @@ pub(super) fn not_given_again(
     }
     if let (Some(otlp), false) = (&settings.otlp, given.otlp) {
         out.push(format!("--otlp-endpoint {}", otlp.traces_url));
+    }
+    if let (Some(adr), false) = (&settings.adr, given.adr) {
+        out.push(format!("--adr {}", adr.dir.display()));
     }
     if report_at_risk && !given.report_file {
         out.push(format!(

@@ -80,22 +80,23 @@ pub fn adr_note(program: &str, outcome: &AdrOutcome) -> String {
 
 /// Write the board's decision as the next record in `req.dir`.
 pub fn write_adr(board: &Board, req: &AdrRequest) -> Result<AdrOutcome> {
+    write_adr_noting(board, req, |_| Ok(()))
+}
+
+/// [`write_adr`], calling `written` with the record's path once it is on disk and before the
+/// superseded record is amended: a caller that keeps it can finish a write stopped between
+/// the two ([`amend_superseded`]) instead of writing a second record.
+pub fn write_adr_noting(
+    board: &Board,
+    req: &AdrRequest,
+    written: impl FnOnce(&Path) -> Result<()>,
+) -> Result<AdrOutcome> {
     let kind = report_kind(board)?;
     if kind == ReportKind::Fallback {
         return Ok(AdrOutcome::NoDecision);
     }
     std::fs::create_dir_all(req.dir).map_err(|e| io_error(req.dir, &e))?;
-    let superseded = match (req.supersedes, &board.meeting_input.supersedes) {
-        (Some(n), _) => Some(find_record(req.dir, n)?),
-        // Named in the meeting file: the error says so, not `--supersedes`.
-        (None, Some(n)) => Some(find_record(req.dir, n).map_err(|e| match e {
-            Error::Usage(m) => {
-                Error::Usage(m.replacen("--supersedes", "the meeting file's supersedes", 1))
-            }
-            e => e,
-        })?),
-        (None, None) => None,
-    };
+    let superseded = superseded_of(board, req)?;
     let view = view_model(board, kind);
     let title = title_of(&view.topic);
     let slug = slug_of(&title);
@@ -115,6 +116,7 @@ pub fn write_adr(board: &Board, req: &AdrRequest) -> Result<AdrOutcome> {
         let text = render(view.clone(), meta)?;
         let path = req.dir.join(format!("{number:04}-{slug}.md"));
         if create_exclusive(&path, &text)? {
+            written(&path)?;
             let amended = match &superseded {
                 Some(old) => amend_status(&req.dir.join(&old.file), &path)?,
                 None => None,
@@ -123,6 +125,30 @@ pub fn write_adr(board: &Board, req: &AdrRequest) -> Result<AdrOutcome> {
         }
         // Another meeting took this number between our look and our write: take the next.
         number += 1;
+    }
+}
+
+/// The record this one supersedes: `--supersedes`, else the meeting file's `supersedes`.
+fn superseded_of(board: &Board, req: &AdrRequest) -> Result<Option<Superseded>> {
+    Ok(match (req.supersedes, &board.meeting_input.supersedes) {
+        (Some(n), _) => Some(find_record(req.dir, n)?),
+        // Named in the meeting file: the error says so, not `--supersedes`.
+        (None, Some(n)) => Some(find_record(req.dir, n).map_err(|e| match e {
+            Error::Usage(m) => {
+                Error::Usage(m.replacen("--supersedes", "the meeting file's supersedes", 1))
+            }
+            e => e,
+        })?),
+        (None, None) => None,
+    })
+}
+
+/// Amend the status of the record `record` supersedes (the second half of [`write_adr`], for a
+/// write that stopped after the record was on disk); the amended record, if any.
+pub fn amend_superseded(board: &Board, req: &AdrRequest, record: &Path) -> Result<Option<PathBuf>> {
+    match superseded_of(board, req)? {
+        Some(old) => amend_status(&req.dir.join(&old.file), record),
+        None => Ok(None),
     }
 }
 

@@ -30,7 +30,10 @@ mod markdown;
 mod mermaid;
 mod record;
 
-pub use adr::{adr_note, check_adr_dir, check_supersedes, write_adr, AdrOutcome, AdrRequest};
+pub use adr::{
+    adr_note, amend_superseded, check_adr_dir, check_supersedes, write_adr, write_adr_noting,
+    AdrOutcome, AdrRequest,
+};
 
 pub use crate::text::markdown::{split_final_report, ReportParts, SEE_SUMMARY};
 pub use mermaid::mermaid;
