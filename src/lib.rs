@@ -15,6 +15,7 @@
 //!    (traces of a run folder).
 //! 7. `cli`: the programs' shared edge (flag groups, the config file, `main_with`).
 //! 8. `driver`: the `meeting` loop and its run folder.
+//! 9. `mcp`: `agent-meeting mcp`, meetings as tools for coding agents (runs `meeting`).
 
 pub mod error;
 pub mod text;
@@ -36,5 +37,7 @@ pub mod stage;
 pub mod cli;
 
 pub mod driver;
+
+pub mod mcp;
 
 pub use error::{Error, Invalid, Result};

@@ -20,6 +20,8 @@ mod agent_turn;
 mod collect_context;
 #[path = "init-board.rs"]
 mod init_board;
+#[path = "mcp.rs"]
+mod mcp;
 #[path = "meeting.rs"]
 mod meeting;
 #[path = "merge-board.rs"]
@@ -81,6 +83,11 @@ fn main() -> ExitCode {
             cli::set_args(argv[1..].to_vec());
             program(name).unwrap()()
         }
+        // The MCP server: a mode of this executable, not a program with a link of its own.
+        Some("mcp") => {
+            cli::set_args(argv[1..].to_vec());
+            mcp::main()
+        }
         None | Some("-h" | "--help" | "help") => {
             print(&help());
             ExitCode::SUCCESS
@@ -109,7 +116,8 @@ fn help() -> String {
         "The agent-meeting programs in one executable.\n\n\
          Usage: {ME} PROGRAM [ARGS]...\n       \
          PROGRAM [ARGS]...            (through a link named after the program)\n       \
-         {ME} --install-links DIR\n\n\
+         {ME} --install-links DIR\n       \
+         {ME} mcp                     (an MCP server for coding agents: {ME} mcp --help)\n\n\
          Programs (each one's flags: {ME} PROGRAM --help):\n  {}\n\n\
          Options:\n  \
          --install-links DIR  Make a link named after each program in DIR, pointing to this\n                       \

@@ -35,7 +35,7 @@ use std::path::PathBuf;
 pub use callers::callers_of_agents;
 pub use drive::{drive, Run};
 pub use outcome::{final_line, Answers, Tally};
-pub use progress::{stderr_is_tty, Ui};
+pub use progress::{loop_of_line, stderr_is_tty, Ui};
 pub use record::AdrSettings;
 pub use resume::{resume, ResumeChanges};
 pub use run_dir::{RunDir, KEEP_BOARDS, KEEP_BOARDS_ENV};

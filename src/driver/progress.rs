@@ -231,6 +231,19 @@ fn range_tag(first: u32, last: u32, max: u32) -> String {
     }
 }
 
+/// The loops a progress line on stderr stands in, read back from its `[loop 2/6]` or
+/// `[loops 1-2/6]` tag ([`range_tag`]): `(last, max)`. For whoever watches a meeting's stderr
+/// (the MCP server's progress notifications).
+pub fn loop_of_line(line: &str) -> Option<(u32, u32)> {
+    let tag = line.strip_prefix('[')?.split(']').next()?;
+    let range = tag
+        .strip_prefix("loops ")
+        .or_else(|| tag.strip_prefix("loop "))?;
+    let (span, max) = range.split_once('/')?;
+    let last = span.rsplit('-').next()?;
+    Some((last.parse().ok()?, max.parse().ok()?))
+}
+
 /// The loop of a stage's line: the loops its own events are stamped with (the numbers the
 /// report shows for them), else the loop its board stands in.
 fn stage_tag(after: &Board) -> String {
@@ -520,6 +533,17 @@ fn turn_lines(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A progress line's tag reads back as the loops it was written from.
+    #[test]
+    fn a_line_says_its_loop() {
+        for (first, last, max) in [(2, 2, 6), (1, 3, 6), (12, 12, 20)] {
+            let line = format!("[{}] pm → arch: why?", range_tag(first, last, max));
+            assert_eq!(loop_of_line(&line), Some((last, max)), "{line}");
+        }
+        assert_eq!(loop_of_line("finished: 3 loops"), None);
+        assert_eq!(loop_of_line("[sample] x"), None);
+    }
 
     /// The closing round is named while it runs; other stages by their program.
     #[test]

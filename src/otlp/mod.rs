@@ -21,6 +21,9 @@ pub const TRACES_ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT";
 pub const ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 pub const TRACES_HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_TRACES_HEADERS";
 pub const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
+/// A W3C `traceparent` the meeting's trace goes under (the MCP server sets it from a tool
+/// call's `_meta.traceparent`; the name OpenTelemetry's environment carriers use).
+pub const TRACEPARENT_ENV: &str = "TRACEPARENT";
 
 /// `meeting`'s trace flags.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -47,6 +50,9 @@ pub struct OtlpSettings {
     /// Prompts, answers and error texts included (`--otlp-content`).
     #[serde(default)]
     pub content: bool,
+    /// The W3C `traceparent` the meeting's root span is a child of (`TRACEPARENT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
 }
 
 impl OtlpArgs {
@@ -68,6 +74,8 @@ impl OtlpArgs {
         Ok(Some(OtlpSettings {
             traces_url: url,
             content: self.otlp_content,
+            // A malformed one is no parent: the meeting's trace stands on its own.
+            parent: env(TRACEPARENT_ENV).filter(|tp| spans::parse_traceparent(tp).is_some()),
         }))
     }
 }
@@ -182,7 +190,10 @@ pub fn encode(trace: &Trace) -> Vec<u8> {
 
 /// Export a run folder's trace to `target`; the number of spans sent.
 pub fn export_run(dir: &Path, target: &OtlpSettings) -> Result<usize, ExportError> {
-    let trace = trace_of_run(dir, target.content)?;
+    let mut trace = trace_of_run(dir, target.content)?;
+    if let Some(parent) = target.parent.as_deref().and_then(spans::parse_traceparent) {
+        trace.put_under(parent);
+    }
     let body = encode(&trace);
     let headers = std::env::var(TRACES_HEADERS_ENV)
         .or_else(|_| std::env::var(HEADERS_ENV))

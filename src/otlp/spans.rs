@@ -463,6 +463,43 @@ pub fn build(meeting: &str, events: &[Event], calls: &[Call], content: bool) -> 
     }
 }
 
+/// A W3C `traceparent` (`00-<trace id>-<span id>-<flags>`): its trace and span ids.
+pub fn parse_traceparent(tp: &str) -> Option<([u8; 16], [u8; 8])> {
+    let parts: Vec<&str> = tp.trim().split('-').collect();
+    let [version, trace, span, flags] = parts.as_slice() else {
+        return None;
+    };
+    let hex = |s: &str, out: &mut [u8]| -> Option<()> {
+        if s.len() != out.len() * 2 {
+            return None;
+        }
+        for (i, b) in out.iter_mut().enumerate() {
+            *b = u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(())
+    };
+    let (mut t, mut sp, mut v, mut f) = ([0u8; 16], [0u8; 8], [0u8; 1], [0u8; 1]);
+    hex(version, &mut v)?;
+    hex(flags, &mut f)?;
+    hex(trace, &mut t)?;
+    hex(span, &mut sp)?;
+    // All-zero ids are invalid (W3C Trace Context), and version ff is forbidden.
+    if v[0] == 0xff || t == [0; 16] || sp == [0; 8] {
+        return None;
+    }
+    Some((t, sp))
+}
+
+impl Trace {
+    /// The trace as a child of another's span: its trace id, the root span's parent.
+    pub fn put_under(&mut self, (trace_id, span_id): ([u8; 16], [u8; 8])) {
+        self.trace_id = trace_id;
+        for s in self.spans.iter_mut().filter(|s| s.parent.is_none()) {
+            s.parent = Some(span_id);
+        }
+    }
+}
+
 fn bounds(times: &[u64], fallback: u64) -> (u64, u64) {
     let start = times.iter().min().copied().unwrap_or(fallback);
     let end = times.iter().max().copied().unwrap_or(fallback);

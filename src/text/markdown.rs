@@ -100,6 +100,15 @@ fn read_labels(report: &str) -> Option<Labelled> {
     })
 }
 
+/// The body of a rendered report's `## title` section (up to the next `##` heading): the
+/// report's own headings, which no model text can forge (docs/design/report.md#sanitising).
+pub fn report_section<'a>(md: &'a str, title: &str) -> Option<&'a str> {
+    let head = format!("\n## {title}\n");
+    let start = md.find(&head)? + head.len();
+    let rest = &md[start..];
+    Some(rest.find("\n## ").map_or(rest, |end| &rest[..end]))
+}
+
 /// Split the PM's final report into its executive summary and recommendation. The labels are
 /// recognised case-insensitively as a Markdown heading of any level, a bold or italic line, or
 /// a `Label:` line (text after the colon belongs to the part). A part runs until the other

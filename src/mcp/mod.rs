@@ -1,0 +1,517 @@
+//! `agent-meeting mcp` (docs/design/mcp.md): a meeting as a tool for coding agents, over the
+//! Model Context Protocol's stdio transport — newline-delimited JSON-RPC 2.0 on stdin and
+//! stdout, nothing else on stdout, logs on stderr. Both eras of the protocol are served on one
+//! stream: the `initialize` handshake (2025-06-18, 2025-11-25) and the stateless revision
+//! 2026-07-28 (`server/discover`, the protocol version in each request's `_meta`,
+//! `resultType` on every result). Each `tools/call` runs on a thread of its own, so a
+//! meeting in progress does not hold up `meeting_status`, a ping or a cancel.
+
+mod runs;
+mod tools;
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+pub use runs::Place;
+use tools::Tool;
+
+/// The handshake-era revisions served, newest first (an `initialize` asking another gets
+/// the newest).
+const LEGACY_VERSIONS: [&str; 3] = ["2025-11-25", "2025-06-18", "2025-03-26"];
+/// The stateless revisions served.
+const STATELESS_VERSIONS: [&str; 1] = ["2026-07-28"];
+
+const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
+const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
+const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+
+/// How long a client may keep `tools/list` and `server/discover` (the tools never change
+/// while the server runs).
+const TTL_MS: u64 = 3_600_000;
+
+const INSTRUCTIONS: &str = "Decision meetings between LLM agents: a PM routes questions to specialists who answer from the documents you give, with checked citations, and every meeting ends with a Markdown decision record on disk. Use list_agents to choose participants; meeting_run blocks until the report is written (minutes); meeting_start, meeting_status and meeting_result run one in the background. Provider, model and keys are the server's own.";
+
+/// JSON-RPC error codes (the JSON-RPC 2.0 ones, and MCP 2026-07-28's unsupported version).
+mod code {
+    pub const PARSE: i64 = -32700;
+    pub const INVALID_REQUEST: i64 = -32600;
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    pub const INVALID_PARAMS: i64 = -32602;
+    pub const UNSUPPORTED_VERSION: i64 = -32022;
+}
+
+/// The era a request is served in: `Stateless` when its `_meta` names a protocol version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Era {
+    Legacy,
+    Stateless,
+}
+
+/// One message for stdout: a compact line (no embedded newline), written whole.
+#[derive(Clone)]
+struct Out(Arc<Mutex<Box<dyn Write + Send>>>);
+
+impl Out {
+    fn send(&self, msg: &Value) {
+        let mut line = serde_json::to_string(msg).expect("JSON serialises");
+        line.push('\n');
+        let mut w = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        // A client that went away: nothing more to say to it.
+        let _ = w.write_all(line.as_bytes()).and_then(|()| w.flush());
+    }
+
+    fn result(&self, id: &Value, era: Era, result: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "result": stamped(result, era)}));
+    }
+
+    fn error(&self, id: &Value, code: i64, message: &str, data: Option<Value>) {
+        let mut error = json!({"code": code, "message": message});
+        if let Some(d) = data {
+            error["data"] = d;
+        }
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "error": error}));
+    }
+}
+
+/// A result as its era shapes it: a stateless one says it is complete and who answered.
+fn stamped(mut result: Value, era: Era) -> Value {
+    if era == Era::Stateless {
+        if let Some(o) = result.as_object_mut() {
+            o.insert("resultType".into(), json!("complete"));
+            let meta = o.entry("_meta").or_insert_with(|| json!({}));
+            meta[SERVER_INFO_KEY] = server_info();
+        }
+    }
+    result
+}
+
+fn server_info() -> Value {
+    json!({"name": "agent-meeting", "title": "agent-meeting", "version": crate::cli::VERSION})
+}
+
+/// The calls in flight that a cancel can stop: request id → the meeting's process id, once
+/// it runs, and whether it was cancelled (then no response is sent).
+#[derive(Default)]
+struct InFlight(Mutex<BTreeMap<String, Call>>);
+
+#[derive(Default, Clone, Copy)]
+struct Call {
+    pid: Option<u32>,
+    cancelled: bool,
+}
+
+impl InFlight {
+    fn with<R>(&self, f: impl FnOnce(&mut BTreeMap<String, Call>) -> R) -> R {
+        f(&mut self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Where the server runs meetings: the run folders under `run_dir` (else the config file's,
+/// else `runs`), documents below `context_root` (else the nearest `.git` ancestor of the
+/// current folder), `meeting` run from this executable, meeting files made for a topic with
+/// documents kept in the user's data folder.
+pub fn place(
+    run_dir: Option<std::path::PathBuf>,
+    context_root: Option<std::path::PathBuf>,
+) -> Result<Place> {
+    let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let config = &crate::cli::config::load()?.config;
+    let runs = abs(&crate::cli::settings::run_dir(run_dir, config).0);
+    let here = std::env::current_dir()
+        .map_err(|e| Error::Runtime(format!("the current folder: {}", crate::io::os_error(&e))))?;
+    let context_root = match context_root {
+        Some(d) => abs(&d),
+        None => crate::context::default_context_root(&here),
+    };
+    let exe = std::env::current_exe().map_err(|e| {
+        Error::Runtime(format!(
+            "cannot find this executable: {}",
+            crate::io::os_error(&e)
+        ))
+    })?;
+    let made = dirs::data_local_dir()
+        .map(|d| d.join("agent-meeting").join("mcp"))
+        .unwrap_or_else(|| runs.join(".mcp"));
+    Ok(Place {
+        runs,
+        context_root,
+        exe,
+        made,
+    })
+}
+
+/// Serve MCP on `input`/`output` until the input ends (the client closed it). Meetings
+/// started with `meeting_start` go on after that; a `meeting_run` still in progress is
+/// interrupted, resumable.
+pub fn serve(input: impl BufRead, output: Box<dyn Write + Send>, place: Place) -> Result<()> {
+    let server = Arc::new(Server {
+        out: Out(Arc::new(Mutex::new(output))),
+        place,
+        children: runs::Children::default(),
+        in_flight: InFlight::default(),
+    });
+    let mut workers = Vec::new();
+    for line in input.lines() {
+        let line = line.map_err(|e| Error::Runtime(format!("stdin: {e}")))?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(worker) = server.clone().take(&line) {
+            workers.push(worker);
+        }
+    }
+    // The client is gone: a blocking meeting stops as with Ctrl-C, resumable.
+    server.in_flight.with(|calls| {
+        calls
+            .values()
+            .filter_map(|c| c.pid)
+            .for_each(runs::interrupt);
+    });
+    for w in workers {
+        let _ = w.join();
+    }
+    Ok(())
+}
+
+struct Server {
+    out: Out,
+    place: Place,
+    children: runs::Children,
+    in_flight: InFlight,
+}
+
+impl Server {
+    /// Handle one line; a `tools/call` returns the thread that answers it.
+    fn take(self: Arc<Self>, line: &str) -> Option<std::thread::JoinHandle<()>> {
+        let msg: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => {
+                self.out.error(
+                    &Value::Null,
+                    code::PARSE,
+                    &format!("parse error: {e}"),
+                    None,
+                );
+                return None;
+            }
+        };
+        let Some(obj) = msg.as_object() else {
+            // Batches went in 2025-06-18.
+            self.out.error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                "expected one JSON-RPC message (an object) per line",
+                None,
+            );
+            return None;
+        };
+        let Some(method) = obj.get("method").and_then(Value::as_str) else {
+            // A response to nothing we asked (we send no requests): ignored.
+            return None;
+        };
+        let params = obj.get("params").cloned().unwrap_or(json!({}));
+        let Some(id) = obj.get("id").cloned() else {
+            self.notified(method, &params);
+            return None;
+        };
+        let era = match self.era(&id, &params) {
+            Ok(era) => era,
+            Err(()) => return None,
+        };
+        match method {
+            "initialize" => self.out.result(&id, Era::Legacy, initialize(&params)),
+            "ping" => self.out.result(&id, era, json!({})),
+            "server/discover" => self.out.result(&id, Era::Stateless, discover()),
+            "tools/list" => {
+                let tools: Vec<Value> = Tool::ALL.into_iter().map(Tool::listed).collect();
+                let mut result = json!({ "tools": tools });
+                if era == Era::Stateless {
+                    result["ttlMs"] = json!(TTL_MS);
+                    result["cacheScope"] = json!("public");
+                }
+                self.out.result(&id, era, result);
+            }
+            "tools/call" => return Some(self.call(id, era, params)),
+            other => self.out.error(
+                &id,
+                code::METHOD_NOT_FOUND,
+                &format!("method not found: {other}"),
+                None,
+            ),
+        }
+        None
+    }
+
+    /// The era of a request, or `Err` once the error is sent: a protocol version in `_meta`
+    /// must be one served and come with the client's capabilities.
+    fn era(&self, id: &Value, params: &Value) -> std::result::Result<Era, ()> {
+        let meta = params.get("_meta");
+        let Some(version) = meta.and_then(|m| m.get(VERSION_KEY)) else {
+            return Ok(Era::Legacy);
+        };
+        let requested = version.as_str().unwrap_or_default();
+        if !STATELESS_VERSIONS.contains(&requested) {
+            let supported: Vec<&str> = STATELESS_VERSIONS
+                .iter()
+                .chain(&LEGACY_VERSIONS)
+                .copied()
+                .collect();
+            self.out.error(
+                id,
+                code::UNSUPPORTED_VERSION,
+                "Unsupported protocol version",
+                Some(json!({"supported": supported, "requested": version})),
+            );
+            return Err(());
+        }
+        if meta.and_then(|m| m.get(CAPABILITIES_KEY)).is_none() {
+            self.out.error(
+                id,
+                code::INVALID_PARAMS,
+                &format!("params._meta: {CAPABILITIES_KEY} is required with {VERSION_KEY}"),
+                None,
+            );
+            return Err(());
+        }
+        Ok(Era::Stateless)
+    }
+
+    fn notified(&self, method: &str, params: &Value) {
+        if method == "notifications/cancelled" {
+            let Some(id) = params.get("requestId") else {
+                return;
+            };
+            let key = id.to_string();
+            let pid = self.in_flight.with(|calls| {
+                calls.get_mut(&key).map(|c| {
+                    c.cancelled = true;
+                    c.pid
+                })
+            });
+            if let Some(Some(pid)) = pid {
+                runs::interrupt(pid);
+            }
+        }
+        // notifications/initialized and the rest: nothing to do.
+    }
+
+    /// Answer a `tools/call` on a thread of its own.
+    fn call(self: Arc<Self>, id: Value, era: Era, params: Value) -> std::thread::JoinHandle<()> {
+        let key = id.to_string();
+        self.in_flight
+            .with(|calls| calls.insert(key.clone(), Call::default()));
+        std::thread::spawn(move || {
+            let answer = self.tool(&key, &params);
+            let cancelled = self
+                .in_flight
+                .with(|calls| calls.remove(&key).is_some_and(|c| c.cancelled));
+            // A cancelled request gets no response (the client has moved on).
+            if cancelled {
+                return;
+            }
+            match answer {
+                Ok(result) => self.out.result(&id, era, result),
+                Err((code, message)) => self.out.error(&id, code, &message, None),
+            }
+        })
+    }
+
+    /// A tool's result; `Err` only for a call that names no tool (a protocol error).
+    fn tool(&self, key: &str, params: &Value) -> std::result::Result<Value, (i64, String)> {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or("");
+        let Some(tool) = Tool::of(name) else {
+            let names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
+            return Err((
+                code::INVALID_PARAMS,
+                format!("unknown tool {name:?} (tools: {})", names.join(", ")),
+            ));
+        };
+        let args = params.get("arguments").cloned().unwrap_or(Value::Null);
+        let token = params
+            .get("_meta")
+            .and_then(|m| m.get("progressToken"))
+            .cloned();
+        let traceparent = params
+            .get("_meta")
+            .and_then(|m| m.get("traceparent"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let done = match tool {
+            Tool::MeetingRun => self.meeting_run(key, &args, token, traceparent),
+            Tool::MeetingStart => self.meeting_start(&args, traceparent),
+            Tool::MeetingStatus => tools::args::<tools::StatusArgs>(&args).and_then(|a| {
+                let (dir, id) = tools::run_dir_of(&self.place, &a.run_id)?;
+                runs::status(&dir, &id, &self.children).map(|s| (s.to_string(), s, false))
+            }),
+            Tool::MeetingResult => self.meeting_result(&args),
+            Tool::ListAgents => tools::args::<tools::NoArgs>(&args)
+                .and_then(|_| tools::list_agents())
+                .map(|v| (v.to_string(), v, false)),
+        };
+        Ok(match done {
+            Ok((text, structured, is_error)) => json!({
+                "content": [{"type": "text", "text": text}],
+                "structuredContent": structured,
+                "isError": is_error,
+            }),
+            // A meeting that cannot run is the tool's answer, not a protocol error.
+            Err(e) => json!({
+                "content": [{"type": "text", "text": e.to_string()}],
+                "isError": true,
+            }),
+        })
+    }
+
+    fn meeting_run(
+        &self,
+        key: &str,
+        args: &Value,
+        token: Option<Value>,
+        traceparent: Option<String>,
+    ) -> Result<(String, Value, bool)> {
+        let a: tools::MeetingArgs = tools::args(args)?;
+        let launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        let mut last = 0.0f64;
+        let progress = |line: &str| {
+            let (Some(token), Some((n, max))) = (&token, crate::driver::loop_of_line(line)) else {
+                return;
+            };
+            // Monotonic: within a loop each line moves a little further, never to the next.
+            let base = n.saturating_sub(1) as f64;
+            let step = if last >= base && last < base + 1.0 {
+                last + (base + 1.0 - last) / 2.0
+            } else {
+                base + 0.5
+            };
+            if step <= last {
+                return;
+            }
+            last = step;
+            self.out.send(
+                &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                "params": {"progressToken": token, "progress": step, "total": max,
+                           "message": line}}),
+            );
+        };
+        let ended = runs::run_blocking(
+            &self.place,
+            &launch,
+            |pid| {
+                self.in_flight.with(|calls| {
+                    if let Some(c) = calls.get_mut(key) {
+                        c.pid = Some(pid);
+                    }
+                })
+            },
+            progress,
+        )?;
+        match ended.result {
+            Some(result) => {
+                let text = tools::summary_text(&result);
+                let error = runs::is_error(result.status);
+                Ok((text, to_value(&result), error))
+            }
+            None => Err(Error::Runtime(if ended.said.is_empty() {
+                format!("meeting stopped (exit {:?})", ended.code)
+            } else {
+                ended.said.join("\n")
+            })),
+        }
+    }
+
+    fn meeting_start(
+        &self,
+        args: &Value,
+        traceparent: Option<String>,
+    ) -> Result<(String, Value, bool)> {
+        let a: tools::MeetingArgs = tools::args(args)?;
+        let launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        runs::start_detached(&self.place, &launch, &self.children)?;
+        let v = json!({"run_id": launch.run_id, "run_dir": launch.run_dir.display().to_string()});
+        Ok((
+            format!(
+                "Meeting {} started in {}; ask meeting_status or meeting_result (wait_seconds up to {}).",
+                launch.run_id,
+                launch.run_dir.display(),
+                tools::MAX_WAIT_SECONDS
+            ),
+            v,
+            false,
+        ))
+    }
+
+    fn meeting_result(&self, args: &Value) -> Result<(String, Value, bool)> {
+        let a: tools::ResultArgs = tools::args(args)?;
+        let (dir, id) = tools::run_dir_of(&self.place, &a.run_id)?;
+        let wait =
+            std::time::Duration::from_secs(a.wait_seconds.min(tools::MAX_WAIT_SECONDS).into());
+        let until = std::time::Instant::now() + wait;
+        loop {
+            let status = runs::status(&dir, &id, &self.children)?;
+            let state = status["status"].as_str().unwrap_or_default().to_string();
+            if state != "running" {
+                return match runs::ended_result(&dir)? {
+                    Some(result) => {
+                        let error = runs::is_error(result.status);
+                        Ok((tools::summary_text(&result), to_value(&result), error))
+                    }
+                    None => Err(Error::Runtime(format!(
+                        "meeting {id} has stopped before its end ({} of {} loops); continue it with meeting_start {{\"resume\": \"{id}\"}}",
+                        status["loop"], status["max_loops"]
+                    ))),
+                };
+            }
+            if std::time::Instant::now() >= until {
+                return Err(Error::Runtime(format!(
+                    "meeting {id} is still running (loop {} of {}); ask again with wait_seconds",
+                    status["loop"], status["max_loops"]
+                )));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+fn to_value(result: &crate::model::MeetingResult) -> Value {
+    serde_json::to_value(result).unwrap_or(Value::Null)
+}
+
+fn now() -> String {
+    crate::meeting::events::clock_from_env().now()
+}
+
+/// The `initialize` result: the client's version when served, else the newest.
+fn initialize(params: &Value) -> Value {
+    let asked = params
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let version = if LEGACY_VERSIONS.contains(&asked) {
+        asked
+    } else {
+        LEGACY_VERSIONS[0]
+    };
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": server_info(),
+        "instructions": INSTRUCTIONS,
+    })
+}
+
+/// The `server/discover` result (2026-07-28).
+fn discover() -> Value {
+    let mut supported: Vec<&str> = STATELESS_VERSIONS.to_vec();
+    supported.extend(LEGACY_VERSIONS);
+    json!({
+        "supportedVersions": supported,
+        "capabilities": {"tools": {}},
+        "instructions": INSTRUCTIONS,
+        "ttlMs": TTL_MS,
+        "cacheScope": "public",
+    })
+}

@@ -1,0 +1,298 @@
+//! The meetings the MCP server runs (docs/design/mcp.md#meetings): each one is the `meeting`
+//! program, run as a child process of this executable with the flags a tool call settled, so a
+//! meeting reached through MCP is the meeting a shell runs — same checks, same run folder, same
+//! exit codes, resumable with `meeting --resume`. A blocking run reads the child's progress
+//! lines from its stderr; a detached one (`meeting_start`) runs in its own process group and
+//! outlives the server, and its state is read from its run folder.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::model::{MeetingResult, MeetingStatus};
+
+/// Where the server runs meetings: the folder holding run folders, the context root for
+/// documents named by a tool call, and the executable to run `meeting` from.
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub runs: PathBuf,
+    pub context_root: PathBuf,
+    pub exe: PathBuf,
+    /// Where meeting files made from a topic and documents are kept (one folder per run).
+    pub made: PathBuf,
+}
+
+/// A `meeting` command line, ready to run.
+#[derive(Debug, Clone)]
+pub struct Launch {
+    pub args: Vec<String>,
+    /// The run folder it will use.
+    pub run_dir: PathBuf,
+    pub run_id: String,
+    /// The caller's W3C `traceparent`: the meeting's trace becomes its child.
+    pub traceparent: Option<String>,
+}
+
+impl Launch {
+    pub fn with_traceparent(self, traceparent: Option<String>) -> Launch {
+        Launch {
+            traceparent,
+            ..self
+        }
+    }
+}
+
+/// How a blocking run ended.
+pub struct Ended {
+    /// The MeetingResult the program printed, when it printed one.
+    pub result: Option<MeetingResult>,
+    /// Its exit code (`None`: killed by a signal).
+    pub code: Option<i32>,
+    /// Its last lines on stderr that are no progress lines (the error, the resume hint).
+    pub said: Vec<String>,
+}
+
+/// The children this server started and has not reaped yet, by run id.
+#[derive(Default)]
+pub struct Children {
+    running: Mutex<BTreeMap<String, Child>>,
+}
+
+impl Children {
+    /// Keep a detached child until it is reaped.
+    fn keep(&self, id: &str, child: Child) {
+        self.lock().insert(id.to_string(), child);
+    }
+
+    /// Whether this server's child for `id` is still running (reaping it when it has ended).
+    pub fn alive(&self, id: &str) -> bool {
+        let mut running = self.lock();
+        let done = match running.get_mut(id) {
+            None => return false,
+            Some(child) => !matches!(child.try_wait(), Ok(None)),
+        };
+        if done {
+            running.remove(id);
+        }
+        !done
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, Child>> {
+        self.running.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Run `launch` to its end, calling `progress` with each progress line (`[loop 2/6] …`), and
+/// `started` with the child's process id once it runs (so a cancel can interrupt it).
+pub fn run_blocking(
+    place: &Place,
+    launch: &Launch,
+    started: impl FnOnce(u32),
+    mut progress: impl FnMut(&str),
+) -> Result<Ended> {
+    let mut child = command(place, launch)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| spawn_error(place, &e))?;
+    started(child.id());
+    let mut stdout = child.stdout.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let mut said = Vec::new();
+    let err = child.stderr.take().expect("piped");
+    for line in BufReader::new(err).lines().map_while(|l| l.ok()) {
+        crate::note!("{line}");
+        if crate::driver::loop_of_line(&line).is_some() {
+            progress(&line);
+        } else {
+            said.push(line);
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Error::Runtime(format!("meeting: {}", crate::io::os_error(&e))))?;
+    let text = out.join().unwrap_or_default();
+    let result = text
+        .lines()
+        .rev()
+        .find_map(|l| serde_json::from_str::<MeetingResult>(l).ok());
+    let keep = said.len().saturating_sub(4);
+    Ok(Ended {
+        result,
+        code: status.code(),
+        said: said.split_off(keep),
+    })
+}
+
+/// Start `launch` detached (its own process group, no terminal, nothing of ours on its
+/// stdin), and return once its run folder holds the meeting — or with its error when it
+/// stops first (a bad meeting file, a missing key: before any call).
+pub fn start_detached(place: &Place, launch: &Launch, children: &Children) -> Result<()> {
+    let mut cmd = command(place, launch);
+    cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        cmd.process_group(0);
+    }
+    let mut child = cmd.spawn().map_err(|e| spawn_error(place, &e))?;
+    // Its stderr goes on to ours while we run (a closed one does not stop the meeting).
+    let said = Arc::new(Mutex::new(Vec::<String>::new()));
+    let err = child.stderr.take().expect("piped");
+    let lines = said.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(|l| l.ok()) {
+            crate::note!("{line}");
+            lines.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+        }
+    });
+    let settings = launch.run_dir.join("meeting.json");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            // Let the reader take the last lines.
+            std::thread::sleep(Duration::from_millis(50));
+            if settings.exists() && status.success() {
+                return Ok(());
+            }
+            let said = said.lock().unwrap_or_else(|e| e.into_inner());
+            let last: Vec<&str> = said
+                .iter()
+                .rev()
+                .take(3)
+                .rev()
+                .map(String::as_str)
+                .collect();
+            return Err(Error::Runtime(if last.is_empty() {
+                format!("meeting stopped before it started ({status})")
+            } else {
+                last.join("\n")
+            }));
+        }
+        if settings.exists() {
+            children.keep(&launch.run_id, child);
+            return Ok(());
+        }
+        if Instant::now() > deadline {
+            children.keep(&launch.run_id, child);
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn command(place: &Place, launch: &Launch) -> Command {
+    let mut cmd = Command::new(&place.exe);
+    cmd.arg("meeting").args(&launch.args).stdin(Stdio::null());
+    if let Some(tp) = &launch.traceparent {
+        cmd.env(crate::otlp::TRACEPARENT_ENV, tp);
+    }
+    cmd
+}
+
+fn spawn_error(place: &Place, e: &std::io::Error) -> Error {
+    Error::Runtime(format!(
+        "cannot run {} meeting: {}",
+        place.exe.display(),
+        crate::io::os_error(e)
+    ))
+}
+
+/// Interrupt a running meeting the way Ctrl-C does: it stops between stages, resumable.
+pub fn interrupt(pid: u32) {
+    #[cfg(unix)]
+    if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+    }
+    #[cfg(not(unix))]
+    let _ = pid;
+}
+
+/// Whether another process holds the run folder (a meeting is driving it).
+fn locked(run_dir: &Path) -> bool {
+    let Ok(file) = std::fs::OpenOptions::new()
+        .write(true)
+        .open(run_dir.join(".lock"))
+    else {
+        return false;
+    };
+    // Taken here, the lock is let go with the file at once.
+    file.try_lock().is_err()
+}
+
+/// What `meeting_status` says of a run folder: where the meeting stands, from its newest
+/// checkpoint and last event, and whether something is driving it.
+pub fn status(run_dir: &Path, id: &str, children: &Children) -> Result<Value> {
+    if !run_dir.join("meeting.json").exists() {
+        return Err(Error::Usage(format!(
+            "no meeting {id}: {} holds no run folder",
+            run_dir.display()
+        )));
+    }
+    let running = children.alive(id) || locked(run_dir);
+    let board = crate::driver::final_board(run_dir)?;
+    let state = if running {
+        "running".to_string()
+    } else if board.next_stage().is_some() {
+        "stopped".to_string()
+    } else {
+        serde_json::to_value(board.status)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    };
+    let last_event = last_line(&run_dir.join("events.jsonl"));
+    Ok(json!({
+        "run_id": id,
+        "run_dir": run_dir.display().to_string(),
+        "status": state,
+        "loop": board.loop_count,
+        "max_loops": board.max_loops,
+        "calls": board.usage.calls,
+        "tokens": board.usage.tokens.prompt_tokens + board.usage.tokens.completion_tokens,
+        "last_event": last_event,
+    }))
+}
+
+/// The last whole line of a JSONL file, parsed.
+fn last_line(path: &Path) -> Value {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .rev()
+        .find_map(|l| serde_json::from_str(l).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// The MeetingResult of an ended meeting's run folder, as `meeting --resume` prints it (no
+/// call is made: the meeting has ended). `None` while it has not ended.
+pub fn ended_result(run_dir: &Path) -> Result<Option<MeetingResult>> {
+    let board = crate::driver::final_board(run_dir)?;
+    if board.next_stage().is_some() {
+        return Ok(None);
+    }
+    let ui = crate::driver::Ui::new(true, false);
+    let request = crate::driver::Request::Resume {
+        dir: run_dir.to_path_buf(),
+        changes: Default::default(),
+    };
+    match crate::driver::meeting(request, ui)? {
+        crate::driver::Outcome::Ended { result, .. } => Ok(Some(result)),
+        crate::driver::Outcome::Stopped { error, .. } => Err(error),
+        crate::driver::Outcome::DryRun(_) => Ok(None),
+    }
+}
+
+/// Whether a meeting that ended so is an error for the tool's caller.
+pub fn is_error(status: MeetingStatus) -> bool {
+    matches!(status, MeetingStatus::Failed)
+}

@@ -1,0 +1,336 @@
+//! The MCP server's tools (docs/design/mcp.md#tools): their input schemas (from the argument
+//! types, by schemars), their output schemas (from our own documents), and how each call
+//! becomes a `meeting` command line or a look into a run folder. A meeting's provider, model
+//! and keys come from the server's environment and config file, never from a tool argument.
+
+use std::path::{Path, PathBuf};
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use super::runs::{Launch, Place};
+use crate::error::{Error, Result};
+use crate::model::MeetingResult;
+
+/// The arguments of `meeting_run` and `meeting_start`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingArgs {
+    /// The decision to make, in a sentence (instead of a meeting file).
+    pub topic: Option<String>,
+    /// A meeting file (.yaml, .yml or .json): topic, brief, decision packet, documents.
+    pub meeting_file: Option<String>,
+    /// The specialists taking part, in speaking order (see list_agents), e.g. ["arch", "biz"].
+    #[serde(default)]
+    pub agents: Vec<String>,
+    /// Documents the participants may read and cite (paths, with a topic).
+    #[serde(default)]
+    pub documents: Vec<String>,
+    /// Most agent turns before the PM must close the meeting (default 6).
+    pub max_loops: Option<u32>,
+    /// Reviewers of the PM's draft before the report is final, e.g. ["devils-advocate"].
+    #[serde(default)]
+    pub reviewers: Vec<String>,
+    /// Continue a stopped meeting: its run_id (or run folder) instead of a new meeting.
+    pub resume: Option<String>,
+}
+
+/// The arguments of `meeting_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatusArgs {
+    /// The run_id meeting_start returned (or the run folder).
+    pub run_id: String,
+}
+
+/// The arguments of `meeting_result`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResultArgs {
+    /// The run_id meeting_start returned (or the run folder).
+    pub run_id: String,
+    /// Wait up to this many seconds (at most 50) for the meeting to end; 0: do not wait.
+    #[serde(default)]
+    pub wait_seconds: u32,
+}
+
+/// The arguments of `list_agents` (none).
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+/// The longest `wait_seconds`: every call ends well inside the minute some clients allow.
+pub const MAX_WAIT_SECONDS: u32 = 50;
+
+/// The tool names, in the order `tools/list` gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    MeetingRun,
+    MeetingStart,
+    MeetingStatus,
+    MeetingResult,
+    ListAgents,
+}
+
+impl Tool {
+    pub const ALL: [Tool; 5] = [
+        Tool::MeetingRun,
+        Tool::MeetingStart,
+        Tool::MeetingStatus,
+        Tool::MeetingResult,
+        Tool::ListAgents,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::MeetingRun => "meeting_run",
+            Tool::MeetingStart => "meeting_start",
+            Tool::MeetingStatus => "meeting_status",
+            Tool::MeetingResult => "meeting_result",
+            Tool::ListAgents => "list_agents",
+        }
+    }
+
+    pub fn of(name: &str) -> Option<Tool> {
+        Tool::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    fn description(self) -> &'static str {
+        match self {
+            Tool::MeetingRun => "Run a decision meeting between LLM agents to its end and return its decision record: a PM routes questions to specialists (list_agents), who answer from the documents with checked citations; the Markdown report is written to disk. Blocks until the report is written (minutes); sends progress when asked. Give a topic (and documents) or a meeting file, and agents. Use resume to continue a stopped meeting.",
+            Tool::MeetingStart => "Start a decision meeting (as meeting_run) and return at once with its run_id; it runs on in its run folder even if this client goes away. Follow it with meeting_status and meeting_result.",
+            Tool::MeetingStatus => "Where a meeting started with meeting_start stands: running, stopped (resumable), finished, no_decision or failed; loop and max, LLM calls, tokens, the last event.",
+            Tool::MeetingResult => "The result of a meeting started with meeting_start: the MeetingResult and the report's decision summary once it has ended, waiting up to wait_seconds (at most 50) for it.",
+            Tool::ListAgents => "The agents a meeting can use (built-in and this project's), with their roles and where each is found.",
+        }
+    }
+
+    fn input_schema(self) -> Value {
+        let schema = match self {
+            Tool::MeetingRun | Tool::MeetingStart => schemars::schema_for!(MeetingArgs),
+            Tool::MeetingStatus => schemars::schema_for!(StatusArgs),
+            Tool::MeetingResult => schemars::schema_for!(ResultArgs),
+            Tool::ListAgents => schemars::schema_for!(NoArgs),
+        };
+        plain(schema.to_value())
+    }
+
+    fn output_schema(self) -> Value {
+        match self {
+            Tool::MeetingRun | Tool::MeetingResult => {
+                plain(schemars::schema_for!(MeetingResult).to_value())
+            }
+            Tool::MeetingStart => json!({"type": "object",
+                "properties": {"run_id": {"type": "string"}, "run_dir": {"type": "string"}},
+                "required": ["run_id", "run_dir"]}),
+            Tool::MeetingStatus => json!({"type": "object", "properties": {
+                "run_id": {"type": "string"}, "run_dir": {"type": "string"},
+                "status": {"type": "string", "enum": ["running", "stopped", "reviewing",
+                    "finishing", "forced_stop", "finished", "failed"]},
+                "loop": {"type": "integer"}, "max_loops": {"type": "integer"},
+                "calls": {"type": "integer"}, "tokens": {"type": "integer"},
+                "last_event": {}},
+                "required": ["run_id", "run_dir", "status", "loop", "max_loops", "calls", "tokens"]}),
+            Tool::ListAgents => json!({"type": "object", "properties": {"agents": {
+                "type": "array", "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "role": {"type": "string"},
+                    "found_in": {"type": "string"}},
+                "required": ["name", "role", "found_in"]}}}, "required": ["agents"]}),
+        }
+    }
+
+    /// What the tool does to the world: MCP's hints (a meeting writes a run folder and a
+    /// report, and calls the network; status, result and the list only read).
+    fn annotations(self) -> Value {
+        let reads = matches!(
+            self,
+            Tool::MeetingStatus | Tool::MeetingResult | Tool::ListAgents
+        );
+        json!({
+            "readOnlyHint": reads,
+            "destructiveHint": false,
+            "idempotentHint": reads,
+            "openWorldHint": !reads,
+        })
+    }
+
+    /// The tool as `tools/list` shows it.
+    pub fn listed(self) -> Value {
+        json!({
+            "name": self.name(),
+            "title": self.name().replace('_', " "),
+            "description": self.description(),
+            "inputSchema": self.input_schema(),
+            "outputSchema": self.output_schema(),
+            "annotations": self.annotations(),
+        })
+    }
+}
+
+/// A schema as a tool shows it: without `$schema` and `title` (the tool has its own).
+fn plain(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("$schema");
+        o.remove("title");
+    }
+    v
+}
+
+/// A tool's arguments, or the message a caller can fix them by.
+pub fn args<T: for<'de> Deserialize<'de>>(v: &Value) -> Result<T> {
+    let v = if v.is_null() { json!({}) } else { v.clone() };
+    serde_path_to_error::deserialize(v).map_err(|e| {
+        let at = e.path().to_string();
+        let at = if at == "." {
+            String::new()
+        } else {
+            format!("{at}: ")
+        };
+        Error::Usage(format!("arguments: {at}{}", e.inner()))
+    })
+}
+
+/// The run folder a `run_id` (or a path) names.
+pub fn run_dir_of(place: &Place, id: &str) -> Result<(PathBuf, String)> {
+    let as_path = Path::new(id);
+    if id.contains('/') || as_path.join("meeting.json").exists() {
+        let dir = std::path::absolute(as_path).unwrap_or_else(|_| as_path.to_path_buf());
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        return Ok((dir, name));
+    }
+    if id.is_empty() || id.contains(['\\', '\0']) || id.starts_with('.') {
+        return Err(Error::Usage(format!("run_id: {id:?} names no meeting")));
+    }
+    Ok((place.runs.join(id), id.to_string()))
+}
+
+/// The `meeting` command line of a meeting call: a resume, a meeting file, a topic, or a
+/// topic with documents (a meeting file made for it, kept under `place.made`).
+pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
+    if let Some(id) = &a.resume {
+        let (run_dir, run_id) = run_dir_of(place, id)?;
+        return Ok(Launch {
+            args: vec!["--resume".into(), run_dir.display().to_string()],
+            run_dir,
+            run_id,
+            traceparent: None,
+        });
+    }
+    let run_id = crate::stage::init_board::new_trace_id(now);
+    let mut args: Vec<String> = Vec::new();
+    let topic = a.topic.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    match (&a.meeting_file, topic) {
+        (Some(_), Some(_)) => {
+            return Err(Error::Usage(
+                "give a topic or a meeting_file, not both (a meeting file holds its own topic)"
+                    .into(),
+            ))
+        }
+        (Some(_), None) if !a.documents.is_empty() => {
+            return Err(Error::Usage(
+                "documents go with a topic; a meeting file lists its own context_sources".into(),
+            ))
+        }
+        (Some(f), None) => args.extend(["--meeting-file".into(), absolute(f)]),
+        (None, Some(t)) if a.documents.is_empty() => args.extend(["--topic".into(), t.into()]),
+        (None, Some(t)) => {
+            let file = made_meeting_file(place, &run_id, t, &a.documents)?;
+            args.extend(["--meeting-file".into(), file.display().to_string()]);
+            args.extend([
+                "--context-root".into(),
+                place.context_root.display().to_string(),
+            ]);
+        }
+        (None, None) => {
+            return Err(Error::Usage(
+                "a topic or a meeting_file is required (or resume)".into(),
+            ))
+        }
+    }
+    if !a.agents.is_empty() {
+        args.extend(["--agents".into(), a.agents.join(",")]);
+    }
+    if let Some(n) = a.max_loops {
+        args.extend(["--max-loops".into(), n.to_string()]);
+    }
+    if !a.reviewers.is_empty() {
+        args.extend(["--review-by".into(), a.reviewers.join(",")]);
+    }
+    args.extend(["--run-dir".into(), place.runs.display().to_string()]);
+    args.extend(["--trace-id".into(), run_id.clone()]);
+    Ok(Launch {
+        run_dir: place.runs.join(&run_id),
+        run_id,
+        args,
+        traceparent: None,
+    })
+}
+
+fn absolute(p: &str) -> String {
+    std::path::absolute(p)
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|_| p.to_string())
+}
+
+/// A meeting file for a topic and documents: each document a `file` source, by its absolute
+/// path (under the server's context root, as any meeting's documents must be).
+fn made_meeting_file(place: &Place, run_id: &str, topic: &str, docs: &[String]) -> Result<PathBuf> {
+    let sources: Vec<Value> = docs
+        .iter()
+        .map(|d| json!({"type": "file", "path": absolute(d)}))
+        .collect();
+    let meeting = json!({"topic": topic, "context_sources": sources});
+    let dir = place.made.join(run_id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::Runtime(format!("{}: {}", dir.display(), crate::io::os_error(&e))))?;
+    let file = dir.join(format!("{}.json", crate::text::slug(topic)));
+    crate::io::write_atomic(&file, crate::io::to_json_line(&meeting, true).as_bytes())?;
+    Ok(file)
+}
+
+/// `list_agents`: every agent the lookup finds from the server's folder, with its role.
+pub fn list_agents() -> Result<Value> {
+    let search = crate::loader::AgentSearch::new(None, crate::cli::config::user_agents_dir()?);
+    let agents: Vec<Value> = search
+        .list()
+        .into_iter()
+        .map(|a| {
+            json!({
+                "name": a.name,
+                "role": a.role.unwrap_or_else(|e| format!("(invalid: {e})")),
+                "found_in": a.place.label(),
+            })
+        })
+        .collect();
+    Ok(json!({ "agents": agents }))
+}
+
+/// What a coding agent reads of an ended meeting: where the report is, then its decision
+/// summary (Executive Summary and Recommendation), not the whole report.
+pub fn summary_text(result: &MeetingResult) -> String {
+    let mut out = format!(
+        "Meeting {}: {}, {} loops",
+        result.trace_id,
+        result.status.as_str(),
+        result.loops
+    );
+    if let Some(e) = &result.last_error {
+        out.push_str(&format!(" ({e})"));
+    }
+    out.push('\n');
+    let Some(path) = &result.report_file else {
+        return out;
+    };
+    out.push_str(&format!("Report: {path}\n"));
+    let report = std::fs::read_to_string(path).unwrap_or_default();
+    for title in ["Executive Summary", "Recommendation"] {
+        if let Some(body) = crate::text::markdown::report_section(&report, title) {
+            out.push_str(&format!("\n## {title}\n\n{}\n", body.trim()));
+        }
+    }
+    out
+}
