@@ -7,20 +7,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::settings::RunSettings;
+use super::settings::{AdrSettings, RunSettings};
 use crate::error::Result;
 use crate::model::{Board, MeetingStatus};
 use crate::stage::render_report::{self as report, AdrOutcome, AdrRequest};
-
-/// `--adr DIR` and `--supersedes N`, as `meeting.json` keeps them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdrSettings {
-    /// The folder of the decision records (absolute).
-    pub dir: PathBuf,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub supersedes: Option<String>,
-}
 
 /// What the run folder's `adr.json` says was written.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

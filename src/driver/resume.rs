@@ -32,7 +32,7 @@ pub struct ResumeChanges {
     /// a folder whoever may write (docs/design/run-folder.md#a-run-folder-is-input).
     pub trust_run_dir: bool,
     /// `--adr` (and `--supersedes`): the decision record to write, or to finish writing.
-    pub adr: Option<super::record::AdrSettings>,
+    pub adr: Option<super::settings::AdrSettings>,
 }
 
 impl ResumeChanges {
@@ -52,7 +52,7 @@ impl ResumeChanges {
         if let Some(adr) = self.adr {
             // The saved number stands unless another is given.
             let saved = settings.adr.take().and_then(|a| a.supersedes);
-            settings.adr = Some(super::record::AdrSettings {
+            settings.adr = Some(super::settings::AdrSettings {
                 dir: absolute(&adr.dir),
                 supersedes: adr.supersedes.or(saved),
             });

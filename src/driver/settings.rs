@@ -70,7 +70,7 @@ pub struct RunSettings {
     pub otlp: Option<crate::otlp::OtlpSettings>,
     /// The decision record the meeting owes (`--adr`, docs/design/report.md#adr).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub adr: Option<super::record::AdrSettings>,
+    pub adr: Option<AdrSettings>,
 }
 
 /// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
@@ -97,6 +97,16 @@ pub fn parse_stage_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String
         map.insert(stage, cmd.to_string());
     }
     Ok(map)
+}
+
+/// `--adr DIR` and `--supersedes N`, as `meeting.json` keeps them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdrSettings {
+    /// The folder of the decision records (absolute).
+    pub dir: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
 }
 
 #[cfg(test)]

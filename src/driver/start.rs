@@ -50,7 +50,7 @@ pub struct NewMeeting {
     /// Where the traces go (`--otlp-endpoint`, docs/design/otel.md#traces).
     pub otlp: Option<crate::otlp::OtlpSettings>,
     /// `--adr` (and `--supersedes`): the decision record to write once the report is saved.
-    pub adr: Option<super::record::AdrSettings>,
+    pub adr: Option<super::settings::AdrSettings>,
 }
 
 /// What `--dry-run` prints: the PM's first prompt as it would be sent, and its input
@@ -219,7 +219,7 @@ fn settings_of(
         user_llm_log,
         human_answers: new.human_answers.as_deref().map(absolute),
         otlp: new.otlp,
-        adr: new.adr.map(|a| super::record::AdrSettings {
+        adr: new.adr.map(|a| super::settings::AdrSettings {
             dir: absolute(&a.dir),
             ..a
         }),

@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
+use crate::fixtures::boards::fallback_board;
+use crate::fixtures::{demo_cassette, fault, final_board, meeting_cmd, Cassette};
 use crate::harness::{cli, golden, Workdir};
-use crate::meeting::{demo_cassette, final_board, meeting_cmd};
-use crate::report::fallback_board;
 
 /// The demo meeting's final board (replayed, fixed clock), as JSON text.
 fn demo_board(work: &Workdir) -> String {
@@ -207,17 +207,15 @@ fn the_readmes_recipe_collects_the_earlier_records() {
 #[test]
 fn a_meeting_without_a_decision_writes_no_record() {
     let work = Workdir::new();
-    let first = std::fs::read_to_string(demo_cassette()).unwrap();
-    let mut text = format!("{}\n", first.lines().next().unwrap());
-    // arch fails (3 attempts), then every PM round fails.
+    // The PM's first call, then arch fails (3 attempts), then every PM round fails.
     let mut callers = vec!["arch"; 3];
     callers.extend(["pm"; 9]);
-    for (i, caller) in callers.iter().enumerate() {
-        let line = serde_json::json!({"seq": i + 2, "caller": caller,
-            "error": {"kind": "http", "status": 500, "message": "overloaded"}});
-        text.push_str(&format!("{line}\n"));
-    }
-    let cassette = work.write("flaky.jsonl", text);
+    let cassette = callers
+        .iter()
+        .fold(Cassette::demo().take(1), |c, caller| {
+            c.fault(caller, fault::http(500, "overloaded"))
+        })
+        .write(work.join("flaky.jsonl"));
     let dir = adr_dir(&work);
     let before = records(&dir);
     let dir_arg = dir.to_string_lossy().into_owned();

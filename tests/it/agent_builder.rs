@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 
 use crate::fake_http::*;
+use crate::fixtures::Cassette;
 use crate::harness::{cli, every_case, golden, Cli};
 
 const KEY: &str = "sk-test-SECRET123456789012345";
@@ -34,20 +35,14 @@ fn cmd() -> Cli {
     c
 }
 
+/// The builder's replies, one call each.
 fn cassette(dir: &std::path::Path, replies: &[Value]) -> std::path::PathBuf {
-    let p = dir.join("builder.jsonl");
-    let text: String = replies
+    replies
         .iter()
-        .enumerate()
-        .map(|(i, r)| {
-            format!(
-                "{}\n",
-                json!({"seq": i + 1, "caller": "builder", "response": r.to_string()})
-            )
+        .fold(Cassette::new().no_usage(), |c, r| {
+            c.reply("builder", r.clone())
         })
-        .collect();
-    std::fs::write(&p, text).unwrap();
-    p
+        .write(dir.join("builder.jsonl"))
 }
 
 fn loads(

@@ -430,16 +430,12 @@ fn golden_agent_prompt() {
 #[test]
 fn cli_runs_a_turn_from_a_cassette() {
     let d = tempfile::tempdir().unwrap();
-    let c = d.path().join("c.jsonl");
-    let lines = [
-        json!({"seq": 4, "caller": "arch", "error": {"kind": "http", "status": 500}}),
-        json!({"seq": 5, "caller": "arch", "response": answer(json!([])).to_string()}),
-    ];
-    std::fs::write(
-        &c,
-        lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
-    )
-    .unwrap();
+    let c = Cassette::new()
+        .no_usage()
+        .at(4)
+        .fault("arch", json!({"kind": "http", "status": 500}))
+        .agent("arch", answer(json!([])))
+        .write(d.path().join("c.jsonl"));
     let mut b0 = board_with_call("arch");
     b0.usage.calls = 3;
     let b: Board = cli("agent-turn")

@@ -63,14 +63,11 @@ fn last_user(server: &FakeServer, i: usize) -> String {
 }
 
 fn call(target: &str) -> Value {
-    json!({"analysis": "cost is open", "next_action": "CALL_AGENT", "target_agent": target,
-           "prompt_for_agent": "What does the cluster cost?", "final_report": null})
+    common::pm::call(target, "What does the cluster cost?")
 }
 
 fn finish() -> Value {
-    json!({"analysis": "enough", "next_action": "FINISH", "target_agent": null,
-           "prompt_for_agent": null,
-           "final_report": "### Executive Summary\nKeep Python.\n\n### Recommendation\nKeep Python."})
+    common::pm::finish("### Executive Summary\nKeep Python.\n\n### Recommendation\nKeep Python.")
 }
 
 // --- pm-step ------------------------------------------------------------------------------

@@ -28,9 +28,8 @@ use std::path::{Path, PathBuf};
 use agent_meeting::model::BOARD_VERSION;
 use serde_json::Value;
 
+use crate::fixtures::NOW;
 use crate::harness::{cli, par_map, root, select, Workdir, PROGRAMS};
-
-const NOW: &str = "2026-11-30T12:00:00Z";
 
 fn corpus() -> PathBuf {
     root().join("tests/bad_inputs")

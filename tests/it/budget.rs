@@ -7,22 +7,19 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::fixtures::{demo_cassette, final_board, meeting_cmd, run_events, Cassette, NOW};
 use crate::harness::{cli, root, Workdir};
-use crate::meeting::{demo_cassette, final_board, meeting_cmd, NOW};
 
 /// The demo cassette without its `usage`, so every count is the client's estimate of the
 /// actual prompt and reply (the budget's own estimates are above it): the bound is exact.
+fn estimated() -> Cassette {
+    Cassette::demo().each(|l| {
+        l.as_object_mut().unwrap().remove("usage");
+    })
+}
+
 fn estimated_cassette(work: &Workdir) -> std::path::PathBuf {
-    let text: String = std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).unwrap();
-            v.as_object_mut().unwrap().remove("usage");
-            format!("{v}\n")
-        })
-        .collect();
-    work.write("estimated.jsonl", text)
+    estimated().write(work.join("estimated.jsonl"))
 }
 
 fn total(usage: &Value) -> u64 {
@@ -31,7 +28,7 @@ fn total(usage: &Value) -> u64 {
 
 /// A meeting's events of `kind`, from its run folder's `events.jsonl`.
 fn events_of(run_dir: &std::path::Path, kind: &str) -> Vec<Value> {
-    crate::bounded_board::run_events(run_dir)
+    run_events(run_dir)
         .into_iter()
         .filter(|e| e["type"] == kind)
         .collect()
@@ -73,21 +70,13 @@ fn a_small_budget_ends_with_a_report_inside_it() {
         seq > 2,
         "the budget allowed no agent turn (closing call {seq})"
     );
-    let lines: Vec<Value> = std::fs::read_to_string(&cassette)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let finish = lines.iter().rev().find(|v| v["caller"] == "pm").unwrap();
-    let mut cut: String = lines
-        .iter()
+    let lines = estimated();
+    let finish = lines.lines().iter().rev().find(|v| v["caller"] == "pm");
+    let closing = finish.unwrap().clone();
+    let cut_cassette = lines
         .take(seq as usize - 1)
-        .map(|v| format!("{v}\n"))
-        .collect();
-    let mut closing = finish.clone();
-    closing["seq"] = seq.into();
-    cut.push_str(&format!("{closing}\n"));
-    let cut_cassette = work.write("cut.jsonl", cut);
+        .line(closing)
+        .write(work.join("cut.jsonl"));
 
     let last = work.join("last");
     let run = meeting_cmd(&last, &cut_cassette, &["--max-total-tokens", &n]).run();

@@ -5,34 +5,9 @@
 
 use serde_json::{json, Value};
 
-use crate::decision_record::{cassette, section};
+use crate::fixtures::pm::{self, answer};
+use crate::fixtures::{meeting_cmd, section, Cassette};
 use crate::harness::Workdir;
-use crate::meeting::meeting_cmd;
-
-fn ask(target: &str, question: &str) -> (&'static str, Value) {
-    (
-        "pm",
-        json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": target,
-            "prompt_for_agent": question, "final_report": null}),
-    )
-}
-
-fn answer(agent: &'static str, response: &str, points: &[&str]) -> (&'static str, Value) {
-    (
-        agent,
-        json!({"response": response, "key_points": points, "risks": [], "recommendations": [],
-            "citations": []}),
-    )
-}
-
-fn finish() -> (&'static str, Value) {
-    (
-        "pm",
-        json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
-            "prompt_for_agent": null,
-            "final_report": "### Executive Summary\nDone.\n### Recommendation\nGo with the replica."}),
-    )
-}
 
 const Q: &str = "How long does the nightly run take on the primary today?";
 
@@ -58,21 +33,24 @@ fn last_user_text(call: &Value) -> String {
 #[test]
 fn a_repeated_question_is_refused_once_with_the_earlier_answer() {
     let work = Workdir::new();
-    let c = cassette(
-        &work,
-        &[
-            ask("arch", Q),
-            answer("arch", "About 3h40m on average.", &["Run takes 3h40m."]),
-            // Nearly the same question to the same participant: refused, asked again.
-            ask(
-                "arch",
-                "How long does the nightly run take on the primary, today?",
-            ),
-            ask("biz", "What does a replica cost per month?"),
-            answer("biz", "About 1,240 USD.", &["A replica costs 1,240 USD."]),
-            finish(),
-        ],
-    );
+    let c = Cassette::new()
+        .pm(pm::call("arch", Q))
+        .agent(
+            "arch",
+            answer("About 3h40m on average.", &["Run takes 3h40m."]),
+        )
+        // Nearly the same question to the same participant: refused, asked again.
+        .pm(pm::call(
+            "arch",
+            "How long does the nightly run take on the primary, today?",
+        ))
+        .pm(pm::call("biz", "What does a replica cost per month?"))
+        .agent(
+            "biz",
+            answer("About 1,240 USD.", &["A replica costs 1,240 USD."]),
+        )
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
     out.check(out.code() == Some(0), "the meeting");
     let (calls, events) = logs(&work);
@@ -103,17 +81,17 @@ fn a_repeated_question_is_refused_once_with_the_earlier_answer() {
 #[test]
 fn a_question_repeated_twice_closes_the_meeting_as_going_in_circles() {
     let work = Workdir::new();
-    let c = cassette(
-        &work,
-        &[
-            ask("arch", Q),
-            answer("arch", "About 3h40m on average.", &["Run takes 3h40m."]),
-            ask("arch", Q),
-            ask("arch", &Q.to_lowercase()),
-            // The closing round.
-            finish(),
-        ],
-    );
+    let c = Cassette::new()
+        .pm(pm::call("arch", Q))
+        .agent(
+            "arch",
+            answer("About 3h40m on average.", &["Run takes 3h40m."]),
+        )
+        .pm(pm::call("arch", Q))
+        .pm(pm::call("arch", &Q.to_lowercase()))
+        // The closing round.
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
     out.check(out.code() == Some(0), "the meeting ends with a report");
     let (calls, events) = logs(&work);
@@ -136,18 +114,18 @@ fn a_question_repeated_twice_closes_the_meeting_as_going_in_circles() {
 #[test]
 fn a_failed_turn_may_be_asked_again() {
     let work = Workdir::new();
-    let broken = ("arch", json!("not an answer"));
-    let c = cassette(
-        &work,
-        &[
-            ask("arch", Q),
-            broken.clone(),
-            broken,
-            ask("arch", Q),
-            answer("arch", "About 3h40m on average.", &["Run takes 3h40m."]),
-            finish(),
-        ],
-    );
+    let broken = json!("not an answer");
+    let c = Cassette::new()
+        .pm(pm::call("arch", Q))
+        .agent("arch", broken.clone())
+        .agent("arch", broken)
+        .pm(pm::call("arch", Q))
+        .agent(
+            "arch",
+            answer("About 3h40m on average.", &["Run takes 3h40m."]),
+        )
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
     out.check(out.code() == Some(0), "the meeting");
     let (calls, events) = logs(&work);
@@ -162,23 +140,22 @@ fn a_failed_turn_may_be_asked_again() {
 #[test]
 fn two_answers_that_add_nothing_new_put_a_stall_note_in_the_pm_prompt() {
     let work = Workdir::new();
-    let c = cassette(
-        &work,
-        &[
-            ask("arch", Q),
-            answer("arch", "About 3h40m.", &["Run takes 3h40m."]),
-            ask("biz", "What does a replica cost per month?"),
-            // Nothing new: a key point already on the whiteboard.
-            answer(
-                "biz",
-                "As said, the run takes 3h40m.",
-                &["Run takes 3h40m."],
-            ),
-            ask("arch", "Is there anything else the decision depends on?"),
-            answer("arch", "Nothing more.", &[]),
-            finish(),
-        ],
-    );
+    let c = Cassette::new()
+        .pm(pm::call("arch", Q))
+        .agent("arch", answer("About 3h40m.", &["Run takes 3h40m."]))
+        .pm(pm::call("biz", "What does a replica cost per month?"))
+        // Nothing new: a key point already on the whiteboard.
+        .agent(
+            "biz",
+            answer("As said, the run takes 3h40m.", &["Run takes 3h40m."]),
+        )
+        .pm(pm::call(
+            "arch",
+            "Is there anything else the decision depends on?",
+        ))
+        .agent("arch", answer("Nothing more.", &[]))
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
     out.check(out.code() == Some(0), "the meeting");
     let (calls, events) = logs(&work);

@@ -2,8 +2,8 @@
 //! best-effort): `meeting … 2>&1 | head -3` still runs the meeting to its report, and every
 //! program keeps its own exit code instead of panicking (exit 101).
 
+use crate::fixtures::{demo_cassette, meeting_cmd};
 use crate::harness::{cli, every_case, root, Workdir, PROGRAMS};
-use crate::meeting::{demo_cassette, meeting_cmd};
 
 #[test]
 fn a_meeting_runs_to_its_report_with_stderr_closed() {

@@ -246,7 +246,7 @@ fn init_board_takes_loops_and_budget_from_the_config_below_flags_and_the_meeting
 #[test]
 fn a_resumed_meeting_reads_its_own_folders_config_not_the_users() {
     let work = with_config("max_loops: 4\n");
-    let cassette = crate::meeting::demo_cassette();
+    let cassette = crate::fixtures::demo_cassette();
     // Stop before the first pm-step, then change the user's file and move the run folder.
     let out = work
         .cli("meeting")

@@ -6,22 +6,16 @@
 use serde_json::Value;
 
 use crate::fake_http::{json as http, openai_ok, FakeServer};
+use crate::fixtures::{demo_cassette, final_board, resume_cmd, without_timings, Cassette, NOW};
 use crate::harness::{cli, root, Workdir};
-use crate::meeting::{demo_cassette, final_board, resume_cmd, without_timings, NOW};
 
 /// The demo meeting against a live (fake) OpenAI server that gives the demo cassette's
 /// answers in order.
 fn live_demo(work: &Workdir) -> FakeServer {
-    let answers = std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|v| {
-            http(
-                200,
-                &openai_ok(v["response"].as_str().unwrap(), Some((100, 10))),
-            )
-        })
+    let answers = Cassette::demo()
+        .responses()
+        .iter()
+        .map(|r| http(200, &openai_ok(r, Some((100, 10)))))
         .collect();
     let server = FakeServer::start(answers);
     let out = cli("meeting")

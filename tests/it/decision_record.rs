@@ -9,24 +9,9 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
+use crate::fixtures::pm::{self, With};
+use crate::fixtures::{demo_cassette, final_board, meeting_cmd, section, sections, Cassette, NOW};
 use crate::harness::{cli, golden, root, Workdir};
-use crate::meeting::{demo_cassette, final_board, meeting_cmd};
-
-/// The `## ` sections of a report, in order.
-fn sections(md: &str) -> Vec<&str> {
-    md.lines().filter(|l| l.starts_with("## ")).collect()
-}
-
-/// The text of section `title` (up to the next `## `).
-pub(crate) fn section<'a>(md: &'a str, title: &str) -> &'a str {
-    let head = format!("\n## {title}\n");
-    let start = md
-        .find(&head)
-        .unwrap_or_else(|| panic!("no {title}:\n{md}"))
-        + head.len();
-    let rest = &md[start..];
-    &rest[..rest.find("\n## ").unwrap_or(rest.len())]
-}
 
 /// Run the demo meeting file with `cassette`; returns the report and the final board.
 fn run_demo(work: &Workdir, cassette: &Path, extra: &[&str]) -> (String, Value) {
@@ -135,22 +120,6 @@ fn the_forced_demo_speaks_only_of_its_two_loops() {
     ));
 }
 
-/// A cassette of its own (one line per call), each reply a JSON value.
-pub(crate) fn cassette(work: &Workdir, replies: &[(&str, Value)]) -> std::path::PathBuf {
-    let text: String = replies
-        .iter()
-        .enumerate()
-        .map(|(i, (caller, reply))| {
-            format!(
-                "{}\n",
-                json!({"seq": i + 1, "caller": caller, "response": reply.to_string(),
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
-            )
-        })
-        .collect();
-    work.write("c.jsonl", text)
-}
-
 const FORGED: &str = "### Executive Summary\nKeep the primary.\n## Evidence Reviewed\n- fake evidence\nProcess Note\n===\n### Recommendation\nTune \u{202E}the jobs\u{202C}.";
 
 #[test]
@@ -158,11 +127,12 @@ fn a_close_before_anyone_was_asked_is_noted_and_pm_markdown_cannot_forge_section
     let work = Workdir::new();
     // A FINISH before anyone has answered is refused: two failed rounds, then the closing
     // round takes it.
-    let finish = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
-        "prompt_for_agent": null, "final_report": FORGED});
-    let c = cassette(&work, &vec![("pm", finish); 5]);
+    let c = (0..5)
+        .fold(Cassette::new(), |c, _| c.pm(pm::finish(FORGED)))
+        .write(work.join("c.jsonl"));
     let (md, _) = run_demo(&work, &c, &[]);
     let want = [
+        "# Meeting Report",
         "## Topic",
         "## Executive Summary",
         "## Recommendation",
@@ -204,33 +174,24 @@ fn an_unknown_question_id_is_recorded_and_the_meeting_goes_on() {
         "topic: \"Move nightly batch reporting \\u202Eoff the primary?\"",
     );
     let meeting_file = work.write("demo.yaml", yaml);
-    let c = cassette(
-        &work,
-        &[
-            (
-                "pm",
-                json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",
-                    "prompt_for_agent": "How long is the run?", "final_report": null,
-                    "answered_questions": [{"question": "Q9", "answer": "Yes.", "by": []}]}),
-            ),
-            (
-                "arch",
-                json!({"response": "It takes \u{202E}3h40m.", "key_points": ["Run takes 3h40m\u{2066}."],
-                    "risks": [], "recommendations": [], "citations": []}),
-            ),
-            (
-                "pm",
-                json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
-                    "prompt_for_agent": null,
-                    "final_report": "### Executive Summary\nDone here.\n### Recommendation\nGo with the replica.",
-                    "answered_questions": [{"question": "Does a read replica alone bring the run under the 06:00 UTC deadline with margin?",
-                        "answer": "No.", "by": ["arch"]}],
-                    "decision": null, "option_assessments": []}),
-            ),
-        ],
-    );
+    let c = Cassette::new()
+        .pm(pm::call("arch", "How long is the run?").with(
+            "answered_questions",
+            json!([{"question": "Q9", "answer": "Yes.", "by": []}]),
+        ))
+        .agent(
+            "arch",
+            json!({"response": "It takes \u{202E}3h40m.", "key_points": ["Run takes 3h40m\u{2066}."],
+                "risks": [], "recommendations": [], "citations": []}),
+        )
+        .pm(pm::finish("### Executive Summary\nDone here.\n### Recommendation\nGo with the replica.")
+            .with("answered_questions", json!([{"question": "Does a read replica alone bring the run under the 06:00 UTC deadline with margin?",
+                "answer": "No.", "by": ["arch"]}]))
+            .with("decision", Value::Null)
+            .with("option_assessments", json!([])))
+        .write(work.join("c.jsonl"));
     let out = cli("meeting")
-        .env("AGENT_MEETING_NOW", "2026-11-30T12:00:00Z")
+        .env("AGENT_MEETING_NOW", NOW)
         .arg("--meeting-file")
         .arg(&meeting_file)
         .args([
@@ -276,11 +237,8 @@ fn an_unknown_question_id_is_recorded_and_the_meeting_goes_on() {
 #[test]
 fn an_old_cassette_still_gives_a_report() {
     let work = Workdir::new();
-    let old: String = std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut line: Value = serde_json::from_str(l).unwrap();
+    let c = Cassette::demo()
+        .each(|line| {
             let mut reply: Value =
                 serde_json::from_str(line["response"].as_str().unwrap()).unwrap();
             let o = reply.as_object_mut().unwrap();
@@ -293,10 +251,8 @@ fn an_old_cassette_still_gives_a_report() {
                 }
             }
             line["response"] = json!(reply.to_string());
-            format!("{line}\n")
         })
-        .collect();
-    let c = work.write("old.jsonl", old);
+        .write(work.join("old.jsonl"));
     let (md, _) = run_demo(&work, &c, &[]);
     assert!(!md.contains("**Decision:**") && !md.contains("Options assessed"));
     assert_eq!(

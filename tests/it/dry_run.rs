@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use crate::fixtures::{demo_cassette, meeting_cmd};
 use crate::harness::{root, Workdir};
-use crate::meeting::{demo_cassette, meeting_cmd};
 
 fn dry(work: &Workdir, extra: &[&str]) -> crate::harness::Run {
     work.cli("meeting")

@@ -6,93 +6,29 @@
 //! call number; a killed fan-out resumes without asking twice; a recorded one replays the same;
 //! `share/meeting.sh` equals the driver; progress and the report's `par` block; the budget.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{json, Value};
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::fake_http::{json as http, openai_ok, Action, FakeServer};
+use crate::fixtures::pm::{self, With};
+use crate::fixtures::{resume_cmd, without_timings, Cassette, NOW};
 use crate::harness::{cli, every_case, wait_for, Cli, Workdir};
 use crate::harness::{skip_without, Tool};
-use crate::meeting::NOW;
 
-pub(crate) const AGENTS: &str = "arch,biz,sre";
+const AGENTS: &str = "arch,biz,sre";
 
-/// One cassette line: who answers, the reply, and a simulated latency.
-pub(crate) struct Line {
-    caller: &'static str,
-    reply: Value,
-    delay_ms: u64,
-}
-
-pub(crate) fn fan(calls: &[(&str, &str)]) -> Line {
-    let calls: Vec<Value> = calls
-        .iter()
-        .map(|(t, q)| json!({"target_agent": t, "prompt_for_agent": q}))
-        .collect();
-    Line {
-        caller: "pm",
-        reply: json!({"analysis": "three views", "next_action": "CALL_AGENTS",
-            "target_agent": null, "prompt_for_agent": null, "final_report": null,
-            "calls": calls}),
-        delay_ms: 0,
-    }
-}
-
-pub(crate) fn ask(target: &str, question: &str) -> Line {
-    Line {
-        caller: "pm",
-        reply: json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": target,
-            "prompt_for_agent": question, "final_report": null}),
-        delay_ms: 0,
-    }
-}
-
-pub(crate) fn answer(agent: &'static str, point: &str) -> Line {
-    Line {
-        caller: agent,
-        reply: json!({"response": format!("{agent} says: {point}."), "key_points": [point],
-            "risks": [], "recommendations": [], "citations": []}),
-        delay_ms: 0,
-    }
-}
-
-pub(crate) fn finish() -> Line {
-    Line {
-        caller: "pm",
-        reply: json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
-            "prompt_for_agent": null,
-            "final_report": "### Executive Summary\nDone.\n### Recommendation\nGo with the replica."}),
-        delay_ms: 0,
-    }
-}
-
-/// The cassette of `lines`, numbered 1, 2, ... in order.
-pub(crate) fn cassette(work: &Workdir, lines: Vec<Line>) -> PathBuf {
-    cassette_at(work, (1..).zip(lines).collect())
-}
-
-/// The cassette of `lines` with their call numbers.
-pub(crate) fn cassette_at(work: &Workdir, lines: Vec<(u64, Line)>) -> PathBuf {
-    let text: String = lines
-        .iter()
-        .map(|(seq, l)| {
-            let mut v = json!({"seq": seq, "caller": l.caller, "response": l.reply.to_string(),
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10}});
-            if l.delay_ms > 0 {
-                v["delay_ms"] = json!(l.delay_ms);
-            }
-            format!("{v}\n")
-        })
-        .collect();
-    work.write("c.jsonl", text)
+/// `agent`'s answer making one point.
+fn says(agent: &str, point: &str) -> Value {
+    pm::answer(&format!("{agent} says: {point}."), &[point])
 }
 
 /// `meeting` on the demo with arch, biz and sre (the built-in agents, and the built-in PM: the
 /// run outside the repository's `agents/`), offline, clock and trace id pinned, run in
 /// `work`.
-pub(crate) fn fan_meeting(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
+fn fan_meeting(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
     let mut cmd = fan_base(work);
     cmd.args(["--agents", AGENTS, "--provider", "replay", "--quiet"])
         .arg("--cassette")
@@ -123,26 +59,26 @@ fn fan_server(hold: impl Fn(&str, Action) -> Action + Send + 'static) -> FakeSer
     let pm_rounds = AtomicUsize::new(0);
     FakeServer::answering(move |req| {
         let body = req.body.as_str();
-        let reply = |l: Line| http(200, &openai_ok(&l.reply.to_string(), Some((100, 10))));
+        let reply = |v: Value| http(200, &openai_ok(&v.to_string(), Some((100, 10))));
         if body.contains("pm_decision") {
             return match pm_rounds.fetch_add(1, Ordering::SeqCst) {
-                0 => reply(fan(&[("arch", QA), ("biz", QB), ("sre", QC)])),
-                _ => reply(finish()),
+                0 => reply(pm::fan_out(&[("arch", QA), ("biz", QB), ("sre", QC)])),
+                _ => reply(pm::done()),
             };
         }
         let [a, b, _] = [QA, QB, QC].map(|q| body.contains(q));
         match (a, b) {
             (true, _) => hold(
                 "arch",
-                reply(answer("arch", "Forty engineering hours a month")),
+                reply(says("arch", "Forty engineering hours a month")),
             ),
             (_, true) => hold(
                 "biz",
-                reply(answer("biz", "A replica costs 1,240 USD a month")),
+                reply(says("biz", "A replica costs 1,240 USD a month")),
             ),
             _ => hold(
                 "sre",
-                reply(answer("sre", "The run missed its deadline 9 times")),
+                reply(says("sre", "The run missed its deadline 9 times")),
             ),
         }
     })
@@ -177,7 +113,7 @@ fn answered_in_order(server: &FakeServer) -> Vec<&'static str> {
 }
 
 /// The JSON lines of a file of the run folder.
-pub(crate) fn lines(work: &Workdir, name: &str) -> Vec<Value> {
+fn lines(work: &Workdir, name: &str) -> Vec<Value> {
     work.read(format!("runs/fan-test/{name}"))
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -188,7 +124,6 @@ fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == t).collect()
 }
 
-/// The last board the run kept.
 /// The meeting refused one PM answer, for `why`.
 fn refused_once(work: &Workdir, why: &str) {
     let events = lines(work, "events.jsonl");
@@ -198,33 +133,23 @@ fn refused_once(work: &Workdir, why: &str) {
     assert!(error.contains(why), "{error}");
 }
 
-pub(crate) fn final_board(work: &Workdir) -> Value {
-    let dir = work.join("runs/fan-test");
-    let mut outs: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.to_string_lossy().ends_with("-render-report.out.json"))
-        .collect();
-    outs.sort();
-    let result: Value =
-        serde_json::from_str(&std::fs::read_to_string(outs.last().unwrap()).unwrap()).unwrap();
-    result["board"].clone()
+/// The last board the run kept.
+fn final_board(work: &Workdir) -> Value {
+    crate::fixtures::final_board(&work.join("runs/fan-test"))
 }
 
-pub(crate) const QA: &str = "What does the nightly run cost us in engineering hours per month?";
-pub(crate) const QB: &str = "What would a read replica cost per month at list price?";
-pub(crate) const QC: &str = "How often did the nightly run miss its deadline last quarter?";
+const QA: &str = "What does the nightly run cost us in engineering hours per month?";
+const QB: &str = "What would a read replica cost per month at list price?";
+const QC: &str = "How often did the nightly run miss its deadline last quarter?";
 
 /// A fan-out to arch, biz and sre, then FINISH.
-pub(crate) fn three_way() -> Vec<Line> {
-    vec![
-        fan(&[("arch", QA), ("biz", QB), ("sre", QC)]),
-        answer("arch", "Forty engineering hours a month"),
-        answer("biz", "A replica costs 1,240 USD a month"),
-        answer("sre", "The run missed its deadline 9 times"),
-        finish(),
-    ]
+fn three_way() -> Cassette {
+    Cassette::new()
+        .pm(pm::fan_out(&[("arch", QA), ("biz", QB), ("sre", QC)]))
+        .agent("arch", says("arch", "Forty engineering hours a month"))
+        .agent("biz", says("biz", "A replica costs 1,240 USD a month"))
+        .agent("sre", says("sre", "The run missed its deadline 9 times"))
+        .pm(pm::done())
 }
 
 #[test]
@@ -335,14 +260,11 @@ fn first_pm_request(work: &Workdir) -> (Value, String) {
 fn max_parallel_1_never_offers_call_agents() {
     let offered = |extra: &[&str]| {
         let work = Workdir::new();
-        let c = cassette(
-            &work,
-            vec![
-                ask("arch", QA),
-                answer("arch", "a replica halves it"),
-                finish(),
-            ],
-        );
+        let c = Cassette::new()
+            .pm(pm::call("arch", QA))
+            .agent("arch", says("arch", "a replica halves it"))
+            .pm(pm::done())
+            .write(work.join("c.jsonl"));
         fan_meeting(work.path(), &c, extra).run().success();
         first_pm_request(&work)
     };
@@ -372,15 +294,12 @@ fn max_parallel_1_never_offers_call_agents() {
 #[test]
 fn a_call_agents_where_it_is_not_offered_is_refused_and_asked_again() {
     let work = Workdir::new();
-    let c = cassette(
-        &work,
-        vec![
-            fan(&[("arch", QA), ("biz", QB)]),
-            ask("arch", QA),
-            answer("arch", "Forty engineering hours a month"),
-            finish(),
-        ],
-    );
+    let c = Cassette::new()
+        .pm(pm::fan_out(&[("arch", QA), ("biz", QB)]))
+        .pm(pm::call("arch", QA))
+        .agent("arch", says("arch", "Forty engineering hours a month"))
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     let out = fan_meeting(work.path(), &c, &["--max-parallel", "1"]).run();
     out.check(out.code() == Some(0), "the meeting");
     refused_once(&work, "CALL_AGENTS is not available in this meeting");
@@ -390,24 +309,24 @@ fn a_call_agents_where_it_is_not_offered_is_refused_and_asked_again() {
 #[test]
 fn routing_errors_in_a_fan_out_are_refused_like_a_single_calls() {
     // (the PM's bad fan-out, the event it leaves, a part of the error the PM is shown)
-    let cases: Vec<(Line, &str, &str)> = vec![
+    let cases: Vec<(Value, &str, &str)> = vec![
         (
-            fan(&[("arch", QA), ("ops", QB)]),
+            pm::fan_out(&[("arch", QA), ("ops", QB)]),
             "pm_routing_error",
             "calls[1].target_agent \"ops\" is not a participant (allowed: arch, biz, sre)",
         ),
         (
-            fan(&[("arch", QA), ("arch", QB)]),
+            pm::fan_out(&[("arch", QA), ("arch", QB)]),
             "pm_routing_error",
             "calls[1].target_agent \"arch\" is asked twice",
         ),
         (
-            fan(&[("arch", QA), ("biz", QB), ("sre", QC), ("arch", QB)]),
+            pm::fan_out(&[("arch", QA), ("biz", QB), ("sre", QC), ("arch", QB)]),
             "pm_invalid_output",
             "calls: 4 calls, but at most 3 are allowed now",
         ),
         (
-            fan(&[("arch", "..."), ("biz", QB)]),
+            pm::fan_out(&[("arch", "..."), ("biz", QB)]),
             "pm_invalid_output",
             "calls[0].prompt_for_agent",
         ),
@@ -417,15 +336,12 @@ fn routing_errors_in_a_fan_out_are_refused_like_a_single_calls() {
         |(_, _, error)| error.to_string(),
         |(bad, event, error)| {
             let work = Workdir::new();
-            let c = cassette(
-                &work,
-                vec![
-                    bad,
-                    ask("arch", QA),
-                    answer("arch", "Forty engineering hours a month"),
-                    finish(),
-                ],
-            );
+            let c = Cassette::new()
+                .pm(bad)
+                .pm(pm::call("arch", QA))
+                .agent("arch", says("arch", "Forty engineering hours a month"))
+                .pm(pm::done())
+                .write(work.join("c.jsonl"));
             let out = fan_meeting(work.path(), &c, &[]).run();
             out.check(out.code() == Some(0), error);
             let events = lines(&work, "events.jsonl");
@@ -452,18 +368,15 @@ fn routing_errors_in_a_fan_out_are_refused_like_a_single_calls() {
 #[test]
 fn a_repeated_question_inside_a_fan_out_is_refused() {
     let work = Workdir::new();
-    let c = cassette(
-        &work,
-        vec![
-            ask("arch", QA),
-            answer("arch", "Forty engineering hours a month"),
-            fan(&[("biz", QB), ("arch", QA)]),
-            fan(&[("biz", QB), ("sre", QC)]),
-            answer("biz", "A replica costs 1,240 USD a month"),
-            answer("sre", "The run missed its deadline 9 times"),
-            finish(),
-        ],
-    );
+    let c = Cassette::new()
+        .pm(pm::call("arch", QA))
+        .agent("arch", says("arch", "Forty engineering hours a month"))
+        .pm(pm::fan_out(&[("biz", QB), ("arch", QA)]))
+        .pm(pm::fan_out(&[("biz", QB), ("sre", QC)]))
+        .agent("biz", says("biz", "A replica costs 1,240 USD a month"))
+        .agent("sre", says("sre", "The run missed its deadline 9 times"))
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     let out = fan_meeting(work.path(), &c, &[]).run();
     out.check(out.code() == Some(0), "the meeting");
     let events = lines(&work, "events.jsonl");
@@ -479,7 +392,7 @@ fn a_fan_out_killed_half_way_resumes_without_asking_twice() {
     use std::os::unix::process::ExitStatusExt;
 
     let plain = Workdir::new();
-    let c = cassette(&plain, three_way());
+    let c = three_way().write(plain.join("c.jsonl"));
     fan_meeting(plain.path(), &c, &[]).run().success();
     let want = plain.read("report.md");
 
@@ -487,9 +400,7 @@ fn a_fan_out_killed_half_way_resumes_without_asking_twice() {
     // sre, the last call, is still thinking at the kill: its reply takes ten minutes, so the
     // kill lands while it is pending however slow the machine. The resumed meeting asks it
     // again, from the same cassette without the delay.
-    let mut slow = three_way();
-    slow[3].delay_ms = 600_000;
-    let c = cassette(&work, slow);
+    let c = three_way().delay(4, 600_000).write(work.join("c.jsonl"));
     let run = work.join("runs/fan-test");
     let mut child = fan_meeting(work.path(), &c, &[]).spawn();
     let answered = |seq: u64| {
@@ -505,9 +416,9 @@ fn a_fan_out_killed_half_way_resumes_without_asking_twice() {
     assert_eq!(status.signal(), Some(libc::SIGKILL), "killed mid-fan-out");
     assert!(!work.join("report.md").exists());
     assert!(!answered(4), "sre had not answered");
-    assert_eq!(cassette(&work, three_way()), c);
+    assert_eq!(three_way().write(work.join("c.jsonl")), c);
 
-    let out = crate::meeting::resume_cmd(work.path(), &run).run();
+    let out = resume_cmd(work.path(), &run).run();
     out.check(out.code() == Some(0), "the resumed meeting");
     assert_eq!(work.read("report.md"), want);
     let seqs: Vec<u64> = lines(&work, "llm.jsonl")
@@ -523,7 +434,7 @@ fn a_fan_out_killed_half_way_resumes_without_asking_twice() {
 #[test]
 fn the_flow_diagram_draws_a_fan_out_as_par() {
     let work = Workdir::new();
-    let c = cassette(&work, three_way());
+    let c = three_way().write(work.join("c.jsonl"));
     fan_meeting(work.path(), &c, &[]).run().success();
     let want = "    par L1-L3 at once
         PM->>arch: L1 What does the nightly run cost us in engineering hours pe...
@@ -553,7 +464,7 @@ fn the_flow_diagram_draws_a_fan_out_as_par() {
 #[test]
 fn progress_shows_a_fan_outs_calls_together() {
     let work = Workdir::new();
-    let c = cassette(&work, three_way());
+    let c = three_way().write(work.join("c.jsonl"));
     let mut cmd = cli("meeting");
     cmd.current_dir(work.path())
         .env("AGENT_MEETING_NOW", NOW)
@@ -598,11 +509,10 @@ fn the_shell_loop_equals_the_driver_on_a_fan_out_meeting() {
         return;
     }
     let work = Workdir::new();
-    let mut lines = three_way();
-    lines[1].delay_ms = 300; // arch's answer most likely comes last
-    let c = cassette(&work, lines);
+    // arch's answer most likely comes last
+    let c = three_way().delay(2, 300).write(work.join("c.jsonl"));
     fan_meeting(work.path(), &c, &[]).run().success();
-    let mut want = crate::meeting::without_timings(final_board(&work));
+    let mut want = without_timings(final_board(&work));
     let want_report = work.read("report.md");
 
     let root = crate::harness::root();
@@ -622,7 +532,7 @@ fn the_shell_loop_equals_the_driver_on_a_fan_out_meeting() {
     let out = sh.run();
     out.check(out.code() == Some(0), "the shell loop (needs jq)");
     let got: Value = serde_json::from_str(&std::fs::read_to_string(&sh_board).unwrap()).unwrap();
-    let mut got = crate::meeting::without_timings(got);
+    let mut got = without_timings(got);
     for b in [&mut got, &mut want] {
         b.as_object_mut().unwrap().remove("report_file");
     }
@@ -661,13 +571,13 @@ fn a_recorded_fan_out_meeting_replays_identically() {
     let callers = ["pm", "arch", "biz", "sre", "pm"];
     let want: Vec<(u64, String)> = (1..=5).zip(callers.map(String::from)).collect();
     assert_eq!(recorded, want, "the recording is in call order");
-    let live_board = crate::meeting::without_timings(final_board(&work));
+    let live_board = without_timings(final_board(&work));
     let live_md = work.read("report.md");
     std::fs::remove_dir_all(work.join("runs")).unwrap();
 
     let out = fan_meeting(work.path(), &rec, &["--strict-replay"]).run();
     out.check(out.code() == Some(0), "the replay");
-    let replay_board = crate::meeting::without_timings(final_board(&work));
+    let replay_board = without_timings(final_board(&work));
     for key in [
         "key_points",
         "flow",
@@ -690,19 +600,16 @@ fn a_recorded_fan_out_meeting_replays_identically() {
 #[test]
 fn a_retry_inside_a_fan_out_takes_its_fixed_call_number() {
     let work = Workdir::new();
-    let mut empty = answer("biz", "x");
-    empty.reply["response"] = json!("");
-    let c = cassette_at(
-        &work,
-        vec![
-            (1, fan(&[("arch", QA), ("biz", QB), ("sre", QC)])),
-            (2, answer("arch", "Forty engineering hours a month")),
-            (3, empty),
-            (4, answer("sre", "The run missed its deadline 9 times")),
-            (6, answer("biz", "A replica costs 1,240 USD a month")),
-            (7, finish()),
-        ],
-    );
+    let empty = says("biz", "x").with("response", "");
+    let c = Cassette::new()
+        .pm(pm::fan_out(&[("arch", QA), ("biz", QB), ("sre", QC)]))
+        .agent("arch", says("arch", "Forty engineering hours a month"))
+        .agent("biz", empty)
+        .agent("sre", says("sre", "The run missed its deadline 9 times"))
+        .at(6)
+        .agent("biz", says("biz", "A replica costs 1,240 USD a month"))
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     let mut cmd = fan_base(work.path());
     cmd.args(["--agents", AGENTS, "--provider", "replay"])
         .arg("--cassette")
@@ -758,15 +665,12 @@ fn a_person_in_a_fan_out_is_a_routing_error() {
         "agents/ana.yaml",
         "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows the nights on call.\n",
     );
-    let c = cassette(
-        &work,
-        vec![
-            fan(&[("arch", QA), ("ana", QB)]),
-            ask("arch", QA),
-            answer("arch", "Forty engineering hours a month"),
-            finish(),
-        ],
-    );
+    let c = Cassette::new()
+        .pm(pm::fan_out(&[("arch", QA), ("ana", QB)]))
+        .pm(pm::call("arch", QA))
+        .agent("arch", says("arch", "Forty engineering hours a month"))
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     let mut cmd = fan_base(work.path());
     cmd.args([
         "--agents",
@@ -805,15 +709,12 @@ fn a_person_in_a_fan_out_is_a_routing_error() {
 #[test]
 fn a_fan_out_the_token_budget_cannot_hold_is_refused() {
     let work = Workdir::new();
-    let c = cassette(
-        &work,
-        vec![
-            fan(&[("arch", QA), ("biz", QB), ("sre", QC)]),
-            ask("arch", QA),
-            answer("arch", "Forty engineering hours a month"),
-            finish(),
-        ],
-    );
+    let c = Cassette::new()
+        .pm(pm::fan_out(&[("arch", QA), ("biz", QB), ("sre", QC)]))
+        .pm(pm::call("arch", QA))
+        .agent("arch", says("arch", "Forty engineering hours a month"))
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
     // Room for a loop of one call and the closing round, not for three calls at once.
     let out = fan_meeting(work.path(), &c, &["--max-total-tokens", "28000"]).run();
     out.check(out.code() == Some(0), "the meeting");

@@ -15,15 +15,14 @@
 //! (`<fault> @ <position>`); `CASE=<part of a name>` runs only the matching cells, e.g.
 //! `CASE='read timeout' cargo test --test integration faults::` (three cells).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
-use crate::fake_http::{self, openai_ok, Action, FakeServer};
 use serde_json::{json, Value};
 
+use crate::fake_http::{self, openai_ok, Action, FakeServer};
+use crate::fixtures::{fault, report_result, run_events, try_section, Cassette, NOW};
 use crate::harness::{case_filter, cli, par_map, root, select};
-
-const NOW: &str = "2026-11-30T12:00:00Z";
 /// `--max-attempts` of every cell: transport attempts per logical call.
 const ATTEMPTS: usize = 2;
 /// Logical calls of one stage when every answer is invalid: the first and its one retry. A
@@ -272,29 +271,24 @@ fn script(fault: Fault, pos: Position, r: &Replies) -> Vec<(&'static str, Reply)
 }
 
 fn write_cassette(path: &Path, attempts: &[(&str, Reply)]) {
-    let mut text = String::new();
-    for (i, (caller, reply)) in attempts.iter().enumerate() {
-        let seq = i + 1;
-        let line = match reply {
-            Reply::Text(t) => json!({"seq": seq, "caller": caller, "response": t,
-                                     "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}),
+    let c = attempts.iter().fold(
+        Cassette::new().usage(1000, 100),
+        |c, (caller, reply)| match reply {
+            Reply::Text(t) => c.text(caller, t),
             Reply::Status(status, retry_after) => {
-                let mut e = json!({"kind": "http", "status": status,
-                                   "message": format!("injected HTTP {status}")});
+                let mut e = fault::http(*status, &format!("injected HTTP {status}"));
                 if let Some(s) = retry_after {
                     e["retry_after"] = json!(s);
                 }
-                json!({"seq": seq, "caller": caller, "error": e})
+                c.fault(caller, e)
             }
             // A cassette's, as a remote server's: retried, then absorbed. The fake HTTP server is
             // on this machine, where a read timeout stops the meeting (local_server.rs).
-            Reply::Timeout => json!({"seq": seq, "caller": caller,
-                                     "error": {"kind": "timeout", "message": "injected timeout"}}),
+            Reply::Timeout => c.fault(caller, fault::timeout("injected timeout")),
             other => panic!("{other:?} needs the http transport"),
-        };
-        text.push_str(&format!("{line}\n"));
-    }
-    std::fs::write(path, text).unwrap();
+        },
+    );
+    c.write(path);
 }
 
 fn http_actions(attempts: &[(&str, Reply)]) -> Vec<Action> {
@@ -534,13 +528,6 @@ struct Outcome {
     secs: f64,
 }
 
-fn section(report: &str, title: &str) -> Option<String> {
-    let start = report.find(&format!("\n## {title}\n"))? + title.len() + 5;
-    let rest = &report[start..];
-    let end = rest.find("\n## ").unwrap_or(rest.len());
-    Some(rest[..end].trim().to_string())
-}
-
 fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
     let t0 = Instant::now();
     let work = tempfile::tempdir().unwrap();
@@ -713,7 +700,7 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             );
         }
     }
-    let note = section(&report, "Process Note");
+    let note = try_section(&report, "Process Note").map(str::trim);
     match (&want.note, &note) {
         (None, None) => {}
         (None, Some(n)) => check(false, format!("unexpected Process Note: {n}")),
@@ -727,7 +714,7 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
             }
         }
     }
-    let events = crate::bounded_board::run_events(&work.path().join("runs/fault-cell"));
+    let events = run_events(&work.path().join("runs/fault-cell"));
     for (ty, caller, text, n) in &want.events {
         let found = events
             .iter()
@@ -822,13 +809,7 @@ fn run_cell(fault: Fault, pos: Position, replies: &Replies) -> Outcome {
 
 /// The report kind and final board from the run folder's render-report output.
 fn final_board(run_dir: &Path) -> Option<(String, Value)> {
-    let mut outs: Vec<PathBuf> = std::fs::read_dir(run_dir)
-        .ok()?
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-render-report.out.json"))
-        .collect();
-    outs.sort();
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(outs.last()?).ok()?).ok()?;
+    let v = report_result(run_dir)?;
     Some((v["kind"].as_str()?.to_string(), v["board"].clone()))
 }
 

@@ -8,8 +8,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+use crate::fixtures::NOW;
 use crate::harness::{cli, golden, programs_path, root, skip_without, Cli, Run, Tool, Workdir};
-use crate::meeting::NOW;
 
 /// `sh share/flows/<name>.sh ARGS...` with the programs on PATH, the clock and trace id pinned,
 /// answered from `tests/flows/<cassette>.cassette.jsonl`.

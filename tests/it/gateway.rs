@@ -3,11 +3,9 @@
 //! stdout, `--show-config`, `--dry-run`, the run folder, the report. Azure OpenAI
 //! (docs/design/llm.md#azure): the deployment path, `api-version` and the `api-key` header.
 
-use serde_json::Value;
-
 use crate::fake_http::{json as http, openai_error, openai_ok, Action, FakeServer};
+use crate::fixtures::{Cassette, NOW};
 use crate::harness::{cli, Cli, Workdir};
-use crate::meeting::{demo_cassette, NOW};
 
 /// Read from the environment by `${GW_TOKEN}`.
 const TOKEN: &str = "gw-token-7f3a9c21e0";
@@ -16,16 +14,10 @@ const LITERAL: &str = "team-literal-5c8d2b";
 
 /// The demo cassette's answers, as a live OpenAI server would give them.
 fn demo_answers() -> Vec<Action> {
-    std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|v| {
-            http(
-                200,
-                &openai_ok(v["response"].as_str().unwrap(), Some((100, 10))),
-            )
-        })
+    Cassette::demo()
+        .responses()
+        .iter()
+        .map(|r| http(200, &openai_ok(r, Some((100, 10)))))
         .collect()
 }
 
@@ -238,16 +230,10 @@ fn azure_without_a_deployment_or_endpoint_says_what_is_missing() {
 
 /// The demo cassette's answers as Anthropic text replies (the schema in the prompt).
 fn demo_answers_anthropic() -> Vec<Action> {
-    std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .map(|v| {
-            http(
-                200,
-                &crate::fake_http::anthropic_text(v["response"].as_str().unwrap(), Some((100, 10))),
-            )
-        })
+    Cassette::demo()
+        .responses()
+        .iter()
+        .map(|r| http(200, &crate::fake_http::anthropic_text(r, Some((100, 10)))))
         .collect()
 }
 

@@ -230,7 +230,7 @@ fn a_board_that_breaks_an_invariant_is_refused_by_every_stage_naming_the_field()
             edit(&mut board);
             let out = crate::harness::cli(stage)
                 .env("AGENT_MEETING_PROVIDER", "replay")
-                .env("MEETING_CASSETTE", crate::meeting::demo_cassette())
+                .env("MEETING_CASSETTE", crate::fixtures::demo_cassette())
                 .stdin(board.to_string())
                 .run();
             out.exit(2)
@@ -306,9 +306,9 @@ fn an_agent_config_linking_out_of_its_folder_is_refused_without_echoing_it() {
 
 /// A meeting stopped before its first agent turn (its agent-turn fails), run folder in `work`.
 fn stopped_run(work: &Workdir) -> std::path::PathBuf {
-    crate::meeting::meeting_cmd(
+    crate::fixtures::meeting_cmd(
         work.path(),
-        &crate::meeting::demo_cassette(),
+        &crate::fixtures::demo_cassette(),
         &["--quiet", "--stage", "agent-turn=exit 1"],
     )
     .run()
@@ -331,7 +331,7 @@ fn edit_settings(run: &std::path::Path, edit: impl FnOnce(&mut Value)) {
 fn a_resume_runs_no_command_it_was_not_given() {
     let work = Workdir::new();
     let run = stopped_run(&work);
-    crate::meeting::resume_cmd(work.path(), &run)
+    crate::fixtures::resume_cmd(work.path(), &run)
         .run()
         .exit(2)
         .one_stderr_line()
@@ -342,14 +342,14 @@ fn a_resume_runs_no_command_it_was_not_given() {
     edit_settings(&run, |v| {
         v["stage_overrides"]["pm-step"] = format!("touch {}", pwned.display()).into();
     });
-    crate::meeting::resume_cmd(work.path(), &run)
+    crate::fixtures::resume_cmd(work.path(), &run)
         .args(["--stage", "agent-turn="])
         .run()
         .exit(2)
         .stderr_has("--stage pm-step=touch");
     assert!(!pwned.exists(), "a command from the run folder ran");
     // Given again (both restored to the built-in programs): the meeting finishes.
-    crate::meeting::resume_cmd(work.path(), &run)
+    crate::fixtures::resume_cmd(work.path(), &run)
         .args(["--stage", "agent-turn=", "--stage", "pm-step="])
         .run()
         .exit(0);
@@ -365,11 +365,11 @@ fn trust_run_dir_uses_the_folders_settings_and_says_so() {
         v["stage_overrides"] = json!({});
         v["llm"]["record"] = work.join("rec.jsonl").display().to_string().into();
     });
-    crate::meeting::resume_cmd(work.path(), &run)
+    crate::fixtures::resume_cmd(work.path(), &run)
         .run()
         .exit(2)
         .stderr_has("--record ");
-    crate::meeting::resume_cmd(work.path(), &run)
+    crate::fixtures::resume_cmd(work.path(), &run)
         .arg("--trust-run-dir")
         .run()
         .exit(0)
@@ -391,7 +391,7 @@ fn a_base_url_from_the_run_folders_config_copy_is_refused() {
         v["stage_overrides"] = json!({});
         v["config_file"] = run.join("config.yaml").display().to_string().into();
     });
-    let out = crate::meeting::resume_cmd(work.path(), &run).run();
+    let out = crate::fixtures::resume_cmd(work.path(), &run).run();
     out.exit(2).stderr_has(
         "base_urls.openai https://u:***@collector.example/v1 (the run folder's config.yaml)",
     );
@@ -408,7 +408,7 @@ fn a_run_folder_others_may_write_is_refused() {
     let run = stopped_run(&work);
     edit_settings(&run, |v| v["stage_overrides"] = json!({}));
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o777)).unwrap();
-    crate::meeting::resume_cmd(work.path(), &run)
+    crate::fixtures::resume_cmd(work.path(), &run)
         .run()
         .exit(2)
         .stderr_has("may be written by its group or anyone (mode 777)");
@@ -416,11 +416,11 @@ fn a_run_folder_others_may_write_is_refused() {
     // Another user's meeting.json (only root can hand a file to another user).
     if unsafe { libc::geteuid() } == 0 {
         std::os::unix::fs::chown(run.join("meeting.json"), Some(65534), None).unwrap();
-        crate::meeting::resume_cmd(work.path(), &run)
+        crate::fixtures::resume_cmd(work.path(), &run)
             .run()
             .exit(2)
             .stderr_has("is owned by another user (uid 65534)");
-        crate::meeting::resume_cmd(work.path(), &run)
+        crate::fixtures::resume_cmd(work.path(), &run)
             .arg("--trust-run-dir")
             .run()
             .exit(0);

@@ -3,52 +3,34 @@
 //! goes on; an unusable answer gets one fix; a logged answer is never asked again; the report
 //! names the provider `human`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use agent_meeting::model::{Board, ParticipantKind, TurnStatus};
 use serde_json::{json, Value};
 
-use crate::fixtures::{agent, board_with_call};
+use crate::fixtures::pm::{self, With};
+use crate::fixtures::{agent, board_with_call, final_board, without_timings, Cassette, NOW};
 use crate::harness::{cli, Workdir};
 use crate::harness::{skip_without, Tool};
-use crate::meeting::{final_board, without_timings};
 
 const ANA: &str =
     "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows how nights on call really go.\n";
 
-/// A cassette with explicit call numbers: a person's answer takes a number too, and is not in
-/// the cassette.
-fn cassette(work: &Workdir, lines: &[(u64, &str, Value)]) -> PathBuf {
-    let text: String = lines
-        .iter()
-        .map(|(seq, caller, reply)| {
-            format!(
-                "{}\n",
-                json!({"seq": seq, "caller": caller, "response": reply.to_string(),
-                    "usage": {"prompt_tokens": 100, "completion_tokens": 10}})
-            )
-        })
-        .collect();
-    work.write("c.jsonl", text)
-}
-
 fn ask_ana() -> Value {
-    json!({"analysis": "ops", "next_action": "CALL_AGENT", "target_agent": "ana",
-        "prompt_for_agent": "Who gets paged when the nightly run overruns?", "final_report": null})
+    pm::call("ana", "Who gets paged when the nightly run overruns?")
 }
 
 fn finish() -> Value {
-    json!({"analysis": "done", "next_action": "FINISH", "target_agent": null,
-        "prompt_for_agent": null,
-        "final_report": "### Executive Summary\nDone.\n### Recommendation\nGo with the replica.",
-        "decision": null, "option_assessments": []})
+    pm::done()
+        .with("decision", Value::Null)
+        .with("option_assessments", json!([]))
 }
 
 /// The demo meeting with `ana` (human) beside arch, from the repository root.
 fn meeting(work: &Workdir, cassette: &Path, extra: &[&str]) -> crate::harness::Run {
     work.write("agents/ana.yaml", ANA);
     let mut cmd = cli("meeting");
-    cmd.env("AGENT_MEETING_NOW", "2026-11-30T12:00:00Z")
+    cmd.env("AGENT_MEETING_NOW", NOW)
         .args([
             "--meeting-file",
             "meetings/demo.yaml",
@@ -84,7 +66,11 @@ fn log_lines(work: &Workdir) -> Vec<Value> {
 #[test]
 fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
     let work = Workdir::new();
-    let c = cassette(&work, &[(1, "pm", ask_ana()), (3, "pm", finish())]);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
     let answers = work.write(
         "answers.jsonl",
         "{\"response\": \"The on-call DBA, Priya, by phone.\", \"key_points\": [\"Paging goes to one person\"], \"citations\": [{\"document_id\": \"meetings/demo/overview.md\", \"quote\": \"x\"}]}\n",
@@ -140,10 +126,12 @@ fn a_question_the_person_answered_directly_counts_as_answered() {
     let mut by_arch = finish();
     by_arch["answered_questions"] =
         json!([{"question": "Q3", "answer": "The tax summary.", "by": ["arch"]}]);
-    let c = cassette(
-        &work,
-        &[(1, "pm", ask), (3, "pm", by_arch), (4, "pm", finish())],
-    );
+    let c = Cassette::new()
+        .pm(ask)
+        .at(3)
+        .pm(by_arch)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
     let answers = work.write(
         "answers.jsonl",
         "{\"response\": \"About 1,200 USD a month with loading included.\", \"key_points\": [\"The warehouse fits the budget\"]}\n",
@@ -171,7 +159,10 @@ fn a_question_the_person_answered_directly_counts_as_answered() {
 #[test]
 fn with_no_terminal_and_no_file_the_turn_fails_and_the_meeting_goes_on() {
     let work = Workdir::new();
-    let c = cassette(&work, &[(1, "pm", ask_ana()), (2, "pm", finish())]);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .pm(finish())
+        .write(work.join("c.jsonl"));
     let out = meeting(&work, &c, &[]);
     out.check(out.code() == Some(0), "the meeting");
     let board = final_board(&work.join("runs/demo-test"));
@@ -184,7 +175,11 @@ fn with_no_terminal_and_no_file_the_turn_fails_and_the_meeting_goes_on() {
 #[test]
 fn an_unusable_human_answer_gets_one_fix_from_the_next_line() {
     let work = Workdir::new();
-    let c = cassette(&work, &[(1, "pm", ask_ana()), (4, "pm", finish())]);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(4)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
     let answers = work.write(
         "answers.jsonl",
         "{\"response\": \"See the runbook.\", \"citations\": [{\"document_id\": \"docs/runbook.md\", \"quote\": \"page\"}]}\n\
@@ -333,7 +328,11 @@ fn an_unreadable_answers_file_is_bad_input() {
 #[test]
 fn meeting_reads_the_answers_file_before_any_call() {
     let work = Workdir::new();
-    let c = cassette(&work, &[(1, "pm", ask_ana()), (3, "pm", finish())]);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
     let out = meeting(
         &work,
         &c,
@@ -348,7 +347,11 @@ fn meeting_reads_the_answers_file_before_any_call() {
 #[test]
 fn meeting_parses_the_answers_file_before_any_call() {
     let work = Workdir::new();
-    let c = cassette(&work, &[(1, "pm", ask_ana()), (3, "pm", finish())]);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
     let answers = work.write("answers.jsonl", "{\"response\": \"Fine.\"}\nnot json\n");
     let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
     out.exit(2).one_stderr_line().stderr_has(&format!(
@@ -368,13 +371,17 @@ fn the_shell_loop_takes_the_answers_too() {
     let work = Workdir::new();
     // Both find ana in the user's agents folder.
     work.write("cfg/agent-meeting/agents/ana.yaml", ANA);
-    let c = cassette(&work, &[(1, "pm", ask_ana()), (3, "pm", finish())]);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
     let answers = work.write(
         "answers.jsonl",
         "{\"response\": \"The on-call DBA, by phone.\", \"key_points\": [\"One person is paged\"]}\n",
     );
     let common = |cmd: &mut crate::harness::Cli| {
-        cmd.env("AGENT_MEETING_NOW", "2026-11-30T12:00:00Z")
+        cmd.env("AGENT_MEETING_NOW", NOW)
             .env("XDG_CONFIG_HOME", work.join("cfg"))
             .env("MEETING_HUMAN_ANSWERS", &answers)
             .env(
@@ -478,10 +485,11 @@ fn a_recorded_human_answer_replays_without_asking() {
     let work = Workdir::new();
     let said = json!({"response": "The on-call DBA, by phone.", "key_points": [], "risks": [],
         "recommendations": [], "citations": []});
-    let c = cassette(
-        &work,
-        &[(1, "pm", ask_ana()), (2, "ana", said), (3, "pm", finish())],
-    );
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .agent("ana", said)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
     let out = meeting(&work, &c, &[]);
     out.check(out.code() == Some(0), "the meeting");
     let board = final_board(&work.join("runs/demo-test"));

@@ -2,6 +2,9 @@
 //! no module imports from a layer above its own, and no two files of a folder import each
 //! other round in a circle. Read from the source: every `crate::…` and `super::…` path outside
 //! comments and test modules, `use` groups expanded.
+//!
+//! The test binary's two layers (tests/it/main.rs): a test module imports only the shared
+//! layer (`harness`, `fake_http`, `fixtures`), never another test module.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -9,7 +12,7 @@ use std::path::{Path, PathBuf};
 use crate::harness::root;
 
 /// The layers, bottom to top; a module may import its own layer and those below.
-const LAYERS: [&[&str]; 8] = [
+const LAYERS: [&[&str]; 9] = [
     &["text", "error"],
     &["schema", "model", "io"],
     &["llm"],
@@ -18,6 +21,7 @@ const LAYERS: [&[&str]; 8] = [
     &["stage", "otlp"],
     &["cli"],
     &["driver"],
+    &["mcp"],
 ];
 
 fn layer(module: &str) -> Option<usize> {
@@ -276,6 +280,147 @@ fn the_import_reader_expands_groups() {
             "crate::meeting::events::Clock",
             "crate::meeting::review",
             "super::outcome::plural"
+        ]
+    );
+}
+
+// --- the test binary -----------------------------------------------------------------------
+
+/// The test binary's shared layer: the only modules a test module may import.
+const SHARED: [&str; 3] = ["harness", "fake_http", "fixtures"];
+
+/// The test binary's modules, from its root's `mod` lines.
+fn test_modules() -> BTreeSet<String> {
+    let main = std::fs::read_to_string(root().join("tests/it/main.rs")).unwrap();
+    let re = regex::Regex::new(r"(?m)^\s*(?:pub(?:\([^)]*\))? )?mod (\w+);").unwrap();
+    re.captures_iter(&main).map(|c| c[1].to_string()).collect()
+}
+
+/// Source text without its comments and the contents of its string literals (a test may hold
+/// Rust code in a string, as [`the_import_reader_expands_groups`] does).
+fn code_only(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        let rest = &text[i..];
+        if rest.starts_with("//") {
+            i += rest.find('\n').unwrap_or(rest.len());
+        } else if rest.starts_with("/*") {
+            i += rest.find("*/").map_or(rest.len(), |e| e + 2);
+        } else if let Some(open) = raw_string_opening(rest) {
+            // `r#"` is closed by `"#`.
+            let close = format!("\"{}", &open[1..open.len() - 1]);
+            let body = &rest[open.len()..];
+            i += open.len() + body.find(&close).map_or(body.len(), |e| e + close.len());
+            out.push_str("\"\"");
+        } else if rest.starts_with("'\"'") || rest.starts_with("'\\\"'") {
+            i += rest[1..].find('\'').unwrap() + 2;
+        } else if rest.starts_with('"') {
+            let mut j = 1;
+            while j < rest.len() && rest.as_bytes()[j] != b'"' {
+                j += if rest.as_bytes()[j] == b'\\' { 2 } else { 1 };
+            }
+            i += (j + 1).min(rest.len());
+            out.push_str("\"\"");
+        } else {
+            let c = rest.chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// `r"`, `r#"`, ... when `rest` starts a raw string.
+fn raw_string_opening(rest: &str) -> Option<&str> {
+    let hashes = rest
+        .strip_prefix('r')?
+        .bytes()
+        .take_while(|b| *b == b'#')
+        .count();
+    (rest.as_bytes().get(1 + hashes) == Some(&b'"')).then(|| &rest[..hashes + 2])
+}
+
+/// Each test-binary file's imports of a module it may not import, as `file imports crate::x`:
+/// a test module may import only [`SHARED`] (and itself); the shared layer only itself.
+fn wrong_test_imports(files: &[(String, String)]) -> BTreeSet<String> {
+    let modules = test_modules();
+    let mut wrong = BTreeSet::new();
+    for (file, text) in files {
+        let own = file.split(['/', '.']).next().unwrap();
+        for path in paths(&code_only(text)) {
+            let mut segs = path.split("::");
+            let (head, target) = (segs.next().unwrap(), segs.next().unwrap_or(""));
+            // `crate::x` names a module of the binary (its root holds nothing else); `super::x`
+            // from a module's top level does too, and from deeper names the module's own items.
+            let is_module = head == "crate" || modules.contains(target);
+            if is_module && target != own && !SHARED.contains(&target) {
+                wrong.insert(format!("tests/it/{file} imports {head}::{target}"));
+            }
+        }
+    }
+    wrong
+}
+
+/// The test binary's files (tests/it, `fixtures/` included) but its root, by path under
+/// tests/it, with their text.
+fn test_files() -> Vec<(String, String)> {
+    let dir = root().join("tests/it");
+    let mut files: Vec<(String, String)> = walkdir::WalkDir::new(&dir)
+        .into_iter()
+        .flatten()
+        .map(|e| e.into_path())
+        .filter(|p| p.extension().is_some_and(|e| e == "rs") && *p != dir.join("main.rs"))
+        .map(|p| {
+            let rel = p.strip_prefix(&dir).unwrap().display().to_string();
+            (rel, std::fs::read_to_string(&p).unwrap())
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// A test module imports only the shared layer (`harness`, `fake_http`, `fixtures`), never
+/// another test module: what two modules share lives in `fixtures`.
+#[test]
+fn test_modules_import_only_the_shared_layer() {
+    let files = test_files();
+    assert!(files.len() > 40, "{} files", files.len());
+    let wrong = wrong_test_imports(&files);
+    assert!(
+        wrong.is_empty(),
+        "imports of another test module (move what they share into tests/it/fixtures/):\n{}",
+        Vec::from_iter(wrong).join("\n")
+    );
+}
+
+/// The check itself: a sibling test module is caught however it is named, the shared layer
+/// and a module's own items are not, nor code in comments and strings.
+#[test]
+fn the_test_import_check_catches_a_sibling() {
+    let file = |name: &str, text: &str| (name.to_string(), text.to_string());
+    let fine = [
+        file("circles.rs", "use crate::fixtures::{pm, Cassette};\nuse crate::harness::Workdir;\nmod tests { use super::*; }\n// use crate::meeting::x;\nlet s = \"crate::report::y\";"),
+        file("fixtures/demo.rs", "use super::{Cassette, NOW};\nuse crate::harness::cli;"),
+        file("report.rs", "use crate::report::x;\nlet c = '\"'; let t = super::Kind::A;"),
+    ];
+    assert_eq!(wrong_test_imports(&fine), BTreeSet::new());
+    let bad = [
+        file(
+            "circles.rs",
+            "use crate::decision_record::{cassette, section};",
+        ),
+        file("budget.rs", "let e = crate::bounded_board::run_events(d);"),
+        file("human.rs", "use super::meeting::final_board;"),
+        file("fixtures/demo.rs", "use crate::meeting::NOW;"),
+    ];
+    assert_eq!(
+        Vec::from_iter(wrong_test_imports(&bad)),
+        [
+            "tests/it/budget.rs imports crate::bounded_board",
+            "tests/it/circles.rs imports crate::decision_record",
+            "tests/it/fixtures/demo.rs imports crate::meeting",
+            "tests/it/human.rs imports super::meeting",
         ]
     );
 }

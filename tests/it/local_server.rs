@@ -78,7 +78,7 @@ fn the_start_says_which_local_defaults_apply() {
 fn local_meeting(work: &Workdir, server: &FakeServer) -> Cli {
     let mut cmd = work.cli("meeting");
     cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
-        .env("AGENT_MEETING_NOW", crate::meeting::NOW)
+        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
         .args(["--topic", "Adopt Rust for ingest?", "--agents", "arch,biz"])
         .args(["--provider", "openai", "--trace-id", "local-test"])
         // Attempts to spare and a short wait: the timeout comes at once, and no attempt
@@ -93,8 +93,8 @@ fn local_meeting(work: &Workdir, server: &FakeServer) -> Cli {
 #[test]
 fn a_read_timeout_sends_nothing_more_to_a_local_server() {
     let work = Workdir::new();
-    let pm = r#"{"analysis": "a", "next_action": "FINISH", "target_agent": null, "prompt_for_agent": null, "final_report": "x"}"#;
-    let server = FakeServer::answering(move |_| json(200, &openai_ok(pm, None)).until_closed());
+    let pm = crate::fixtures::pm::finish("x").to_string();
+    let server = FakeServer::answering(move |_| json(200, &openai_ok(&pm, None)).until_closed());
     let out = local_meeting(&work, &server).run();
     out.exit(1);
     assert_eq!(server.count(), 1, "one request, never a second");

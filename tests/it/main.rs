@@ -1,7 +1,16 @@
 //! The integration tests, as one test binary (each binary of its own would be linked again on
-//! every change to the library). `harness` runs the programs; `fixtures` and `fake_http` are
-//! the shared boards, scripted provider and scripted HTTP server; every other module covers one
-//! program or one concern.
+//! every change to the library), in two layers:
+//!
+//! - the shared layer: `harness` runs the programs (`cli`, `Workdir`, golden files, table
+//!   tests); `fake_http` is the scripted HTTP server; `fixtures` is everything else two test
+//!   modules share: the one pinned clock `NOW`, the cassette builder
+//!   (`Cassette::new().pm(..).agent(..).fault(..).at(seq)`), the PM's decisions (`pm::call`,
+//!   `pm::fan_out`, `pm::finish`), the report's sections, the demo meeting's commands, what a
+//!   run folder holds, and the boards and scripted provider of the in-process stage tests;
+//! - the test modules, each covering one program or one concern. A test module imports only
+//!   from the shared layer, never from another test module
+//!   (`layers::test_modules_import_only_the_shared_layer`): a helper a second module needs
+//!   moves into `fixtures`.
 //!
 //! Run one module with `cargo test --test integration meeting::`, only some cases of a table
 //! test (`bad_inputs`, `faults`) with
@@ -46,6 +55,7 @@ mod llm_http;
 mod llm_replay;
 mod llm_resolve;
 mod local_server;
+mod mcp;
 mod meeting;
 mod meeting_options;
 mod meeting_outcomes;

@@ -2,138 +2,18 @@
 //! run folder, the shell loop giving the same result, kill and resume, stage overrides, and
 //! bad input leaving no run folder behind.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::harness::{bin_dir, cli, every_case, par_map, root, wait_for, Cli, Workdir};
+use crate::fixtures::{
+    demo_cassette, file_names, final_board, meeting_cmd, resume_cmd, run_events,
+};
+use crate::fixtures::{shell_loop, slow_demo_cassette, without_timings, Cassette, NOW};
+use crate::harness::{bin_dir, cli, every_case, par_map, root, wait_for, Workdir};
 use crate::harness::{skip_without, Tool};
-
-pub(crate) const NOW: &str = "2026-11-30T12:00:00Z";
-
-/// `share/meeting.sh` on the same meeting as [`meeting_cmd`] (demo file, arch and biz, replay of
-/// `cassette`, the clock and trace id pinned), its report to `report`.
-pub(crate) fn shell_loop(cassette: &Path, report: &Path) -> Cli {
-    let mut cmd = Cli::new(Command::new("sh"));
-    cmd.arg("share/meeting.sh")
-        .arg("meetings/demo.yaml")
-        .arg("arch,biz")
-        .arg(report)
-        .env("PATH", crate::harness::programs_path())
-        .env("AGENT_MEETING_NOW", NOW)
-        .env("AGENT_MEETING_PROVIDER", "replay")
-        .env("MEETING_CASSETTE", cassette)
-        .env("TRACE_ID", "demo-test");
-    cmd
-}
-
-/// `meeting` on the demo, offline, with a fixed clock and trace id, writing into `work`.
-pub(crate) fn meeting_cmd(work: &Path, cassette: &Path, extra: &[&str]) -> Cli {
-    let mut cmd = cli("meeting");
-    cmd.env("AGENT_MEETING_NOW", NOW)
-        .args([
-            "--meeting-file",
-            "meetings/demo.yaml",
-            "--agents",
-            "arch,biz",
-            "--provider",
-            "replay",
-        ])
-        .arg("--cassette")
-        .arg(cassette)
-        .arg("--run-dir")
-        .arg(work.join("runs"))
-        .arg("--report-file")
-        .arg(work.join("report.md"))
-        .args(["--trace-id", "demo-test"])
-        .args(extra);
-    cmd
-}
-
-/// `meeting --resume <run_dir> --quiet` started in `dir`, with the fixed clock.
-pub(crate) fn resume_cmd(dir: &Path, run_dir: impl AsRef<Path>) -> Cli {
-    let mut cmd = cli("meeting");
-    cmd.current_dir(dir)
-        .env("AGENT_MEETING_NOW", NOW)
-        .arg("--resume")
-        .arg(run_dir.as_ref())
-        .arg("--quiet");
-    cmd
-}
-
-/// The demo cassette with every reply taking `delay_ms` (simulated model latency).
-pub(crate) fn slow_demo_cassette(dir: &Path, delay_ms: u64) -> PathBuf {
-    let slow = dir.join("slow.jsonl");
-    let text: String = std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).unwrap();
-            v["delay_ms"] = delay_ms.into();
-            format!("{v}\n")
-        })
-        .collect();
-    std::fs::write(&slow, text).unwrap();
-    slow
-}
-
-/// The demo cassette in `dir`, call `seq`'s reply taking ten minutes: a meeting is surely
-/// inside that call when a test signals it, however slow the machine. Written again with
-/// `held: None` (no delay, same path), it lets the resumed meeting finish at once.
-pub(crate) fn held_demo_cassette(dir: &Path, held: Option<u64>) -> PathBuf {
-    let path = dir.join("held.jsonl");
-    let text: String = std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).unwrap();
-            if Some(v["seq"].as_u64().unwrap()) == held {
-                v["delay_ms"] = 600_000.into();
-            }
-            format!("{v}\n")
-        })
-        .collect();
-    std::fs::write(&path, text).unwrap();
-    path
-}
-
-pub(crate) fn demo_cassette() -> PathBuf {
-    root().join("meetings/demo.cassette.jsonl")
-}
-
-/// The final board of a run folder (the board inside render-report's ReportResult).
-pub(crate) fn final_board(run_dir: &Path) -> Value {
-    let mut outs: Vec<PathBuf> = std::fs::read_dir(run_dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-render-report.out.json"))
-        .collect();
-    outs.sort();
-    let v: Value = serde_json::from_str(
-        &std::fs::read_to_string(outs.last().expect("render-report output")).unwrap(),
-    )
-    .unwrap();
-    v["board"].clone()
-}
-
-/// Timings differ between runs; everything else must not.
-pub(crate) fn without_timings(mut v: Value) -> Value {
-    fn strip(v: &mut Value) {
-        match v {
-            Value::Object(m) => {
-                m.remove("duration_ms");
-                m.remove("ts");
-                m.values_mut().for_each(strip);
-            }
-            Value::Array(a) => a.iter_mut().for_each(strip),
-            _ => {}
-        }
-    }
-    strip(&mut v);
-    v
-}
 
 #[test]
 fn demo_meeting_runs_offline_and_writes_a_complete_report() {
@@ -178,7 +58,7 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
     // the exchange log (docs/design/run-folder.md#run-folder).
     let run_dir = work.join("runs/demo-test");
     assert_eq!(
-        crate::bounded_board::file_names(&run_dir),
+        file_names(&run_dir),
         [
             "0001-collect-context.out.json",
             "0002-init-board.out.json",
@@ -194,7 +74,7 @@ fn demo_meeting_runs_offline_and_writes_a_complete_report() {
     assert_eq!(board["status"], "finished");
     let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
     assert_eq!(
-        crate::bounded_board::run_events(&run_dir).len() as u64,
+        run_events(&run_dir).len() as u64,
         board["event_count"].as_u64().unwrap()
     );
     assert!(
@@ -241,14 +121,9 @@ fn quiet_is_silent_and_forced_demo_has_a_process_note() {
     // A stage's warning (here a prompt that drifted from the recorded one) is held back by
     // --quiet and shown without it, as a stage program's stderr was.
     let drifted = work.join("drifted.jsonl");
-    let text = std::fs::read_to_string(demo_cassette()).unwrap();
-    let mut lines: Vec<Value> = text
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    lines[0]["request_sha256"] = "0".repeat(64).into();
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&drifted, text).unwrap();
+    Cassette::demo()
+        .edit(1, |l| l["request_sha256"] = "0".repeat(64).into())
+        .write(&drifted);
     for (quiet, shown) in [(true, false), (false, true)] {
         let work = Workdir::new();
         let extra: &[&str] = if quiet { &["--quiet"] } else { &[] };
@@ -327,20 +202,12 @@ fn the_shipped_pm_config_offers_call_agents() {
 #[test]
 fn a_failed_pm_round_is_asked_again_in_the_next_round() {
     let work = Workdir::new();
-    let demo = std::fs::read_to_string(demo_cassette()).unwrap();
-    let mut text = String::new();
-    for seq in 1..=2 {
-        text.push_str(&format!(
-            "{}\n",
-            serde_json::json!({"seq": seq, "caller": "pm", "response": "not json"})
-        ));
-    }
-    for line in demo.lines() {
-        let mut v: Value = serde_json::from_str(line).unwrap();
-        v["seq"] = serde_json::json!(v["seq"].as_u64().unwrap() + 2);
-        text.push_str(&format!("{v}\n"));
-    }
-    let cassette = work.write("failed-first.jsonl", text);
+    let cassette = Cassette::new()
+        .no_usage()
+        .text("pm", "not json")
+        .text("pm", "not json")
+        .then(Cassette::demo())
+        .write(work.join("failed-first.jsonl"));
     let out = meeting_cmd(work.path(), &cassette, &[]).run();
     out.exit(0);
     out.stderr_has("pm: round failed (PM output was not valid JSON")
@@ -355,7 +222,7 @@ fn a_failed_pm_round_is_asked_again_in_the_next_round() {
         None,
         "reset by the next round"
     );
-    let events = crate::bounded_board::run_events(&run_dir);
+    let events = run_events(&run_dir);
     let count = |ty: &str| events.iter().filter(|e| e["type"] == ty).count();
     assert_eq!((count("pm_round_failed"), count("forced_finish")), (1, 0));
     let report = work.read("report.md");
@@ -953,10 +820,8 @@ fn shell_loop_fails_like_the_driver_when_no_model_answered() {
     }
     let work = Workdir::new();
     // Three PM rounds of two logical calls each: a failed round is asked again once.
-    let junk = (1..=6)
-        .map(|i| format!("{{\"seq\": {i}, \"caller\": \"pm\", \"response\": \"not json\"}}\n"))
-        .collect::<String>();
-    let cassette = work.write("junk.jsonl", junk);
+    let junk = (1..=6).fold(Cassette::new().no_usage(), |c, _| c.text("pm", "not json"));
+    let cassette = junk.write(work.join("junk.jsonl"));
     let out = meeting_cmd(work.path(), &cassette, &["--quiet"]).run();
     out.exit(1);
     let driver: Value = serde_json::from_slice(&out.output.stdout).unwrap();

@@ -4,8 +4,8 @@
 
 use serde_json::Value;
 
+use crate::fixtures::{demo_cassette, meeting_cmd};
 use crate::harness::Workdir;
-use crate::meeting::{demo_cassette, meeting_cmd};
 
 fn packet(work: &Workdir) -> Value {
     let text = work.read("runs/demo-test/0001-collect-context.out.json");

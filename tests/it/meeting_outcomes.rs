@@ -8,11 +8,11 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::harness::{cli, root, wait_for, Cli, Workdir};
-use crate::harness::{skip_without, Tool};
-use crate::meeting::{
+use crate::fixtures::{
     demo_cassette, final_board, held_demo_cassette, meeting_cmd, resume_cmd, NOW,
 };
+use crate::harness::{cli, root, wait_for, Cli, Workdir};
+use crate::harness::{skip_without, Tool};
 
 /// A reason longer than any progress-line cut, with its telling part at the end.
 const LONG_REASON: &str =
@@ -112,7 +112,7 @@ fn a_meeting_without_a_pm_decision_ends_no_decision() {
         return;
     }
     // The shell loop ends the same way.
-    let shell = crate::meeting::shell_loop(&cassette, &work.join("sh.md"))
+    let shell = crate::fixtures::shell_loop(&cassette, &work.join("sh.md"))
         .env("MEETING_RETRY_BASE_MS", "1")
         .run();
     shell.exit(3);

@@ -93,7 +93,7 @@ fn a_stage_through_a_link_writes_the_same_board() {
     // init-board, then one PM round replayed from the demo's cassette.
     let run_on = |mut cli: Cli, args: &[&str], stdin: &[u8]| {
         cli.args(args)
-            .env("AGENT_MEETING_NOW", "2026-11-30T12:00:00Z")
+            .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
             .stdin(stdin);
         cli.run()
     };

@@ -4,13 +4,13 @@
 
 use serde_json::{json, Value};
 
+use crate::fixtures::{held_demo_cassette, NOW};
 use crate::harness::{cli, every_case, root, wait_for, Cli};
 use crate::harness::{skip_without, Tool};
-use crate::meeting::held_demo_cassette;
 
 fn program(name: &str) -> Cli {
     let mut c = cli(name);
-    c.env("AGENT_MEETING_NOW", "2026-11-30T12:00:00.000Z");
+    c.env("AGENT_MEETING_NOW", NOW);
     c
 }
 
@@ -223,7 +223,7 @@ fn the_shell_loop_stops_when_the_report_cannot_be_saved() {
         .arg(dir.path()); // a folder: the report cannot be written there
     Cli::new(sh)
         .env("PATH", path)
-        .env("AGENT_MEETING_NOW", "2026-11-30T12:00:00.000Z")
+        .env("AGENT_MEETING_NOW", NOW)
         .env("AGENT_MEETING_PROVIDER", "replay")
         .env(
             "MEETING_CASSETTE",

@@ -4,8 +4,8 @@
 
 use std::path::Path;
 
+use crate::fixtures::{demo_cassette, final_board, meeting_cmd, resume_cmd, NOW};
 use crate::harness::{bin_dir, root, Cli, Workdir};
-use crate::meeting::{demo_cassette, final_board, meeting_cmd, resume_cmd, NOW};
 
 /// `meeting` on the demo from `work`, its report at the default path (`reports/demo.md`, or
 /// the next free numbered name), each with its own trace id.
@@ -36,7 +36,7 @@ fn reports(work: &Workdir) -> Vec<String> {
 fn meetings_started_together_claim_distinct_default_reports() {
     let work = Workdir::new();
     // Slow answers keep both meetings running at once.
-    let cassette = crate::meeting::slow_demo_cassette(work.path(), 50);
+    let cassette = crate::fixtures::slow_demo_cassette(work.path(), 50);
     std::thread::scope(|s| {
         let runs: Vec<_> = ["run-a", "run-b"]
             .map(|id| s.spawn(|| default_report_meeting(&work, &cassette, id).run()))

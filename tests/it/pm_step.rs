@@ -7,17 +7,17 @@ use agent_meeting::model::{PendingCall, Status};
 use agent_meeting::stage::pm_step::{self as pm, pm_input, pm_step};
 use serde_json::json;
 
+use crate::fixtures::pm::With;
 use crate::fixtures::*;
 use crate::harness::{cli, every_case, golden};
 
+/// A CALL_AGENT whose analysis the tests check (and long enough for a PM config's schema).
 fn call(target: &str, q: &str) -> serde_json::Value {
-    json!({"analysis": "cost is the main open question", "next_action": "CALL_AGENT",
-           "target_agent": target, "prompt_for_agent": q, "final_report": null})
+    crate::fixtures::pm::call(target, q).with("analysis", "cost is the main open question")
 }
 
 fn finish(report: &str) -> serde_json::Value {
-    json!({"analysis": "enough", "next_action": "FINISH", "target_agent": null,
-           "prompt_for_agent": null, "final_report": report})
+    crate::fixtures::pm::finish(report).with("analysis", "enough")
 }
 
 const REPORT: &str =
@@ -755,23 +755,13 @@ fn golden_pm_prompts() {
 
 // --- the program ---------------------------------------------------------------------------
 
-fn cassette(dir: &std::path::Path, lines: &[serde_json::Value]) -> std::path::PathBuf {
-    let p = dir.join("c.jsonl");
-    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(&p, text).unwrap();
-    p
-}
-
 #[test]
 fn cli_applies_a_decision() {
     let d = tempfile::tempdir().unwrap();
-    let c = cassette(
-        d.path(),
-        &[
-            json!({"seq": 1, "caller": "pm", "response": call("biz", "What is the budget?").to_string(),
-                                        "usage": {"prompt_tokens": 10, "completion_tokens": 5}}),
-        ],
-    );
+    let c = Cassette::new()
+        .usage(10, 5)
+        .pm(call("biz", "What is the budget?"))
+        .write(d.path().join("c.jsonl"));
     let b: agent_meeting::model::Board = cli("pm-step")
         .args(["--provider", "replay", "--cassette"])
         .arg(&c)

@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 
 use crate::fake_http::*;
 use crate::fixtures::{self as common, board, board_with_call};
+use crate::fixtures::{demo_cassette, meeting_cmd};
 use crate::harness::{cli, Cli, Workdir};
-use crate::meeting::{demo_cassette, meeting_cmd};
 
 /// Where the per-call part of a user message starts (after the meeting's block).
 const CHANGING: &str = "\n# Whiteboard\n";
@@ -186,8 +186,7 @@ fn anthropic_requests_mark_the_system_and_the_documents_block() {
         200,
         &anthropic_tool(
             "pm_decision",
-            json!({"analysis": "cost is open", "next_action": "CALL_AGENT", "target_agent": "biz",
-                   "prompt_for_agent": "What does the cluster cost?", "final_report": null}),
+            common::pm::call("biz", "What does the cluster cost?"),
             Some((100, 20)),
         ),
     )]);
@@ -225,10 +224,7 @@ fn the_reply_format_is_said_once() {
             json(
                 200,
                 &openai_ok(
-                    &json!({"analysis": "cost is open", "next_action": "CALL_AGENT",
-                            "target_agent": "biz", "prompt_for_agent": "What does it cost?",
-                            "final_report": null})
-                    .to_string(),
+                    &common::pm::call("biz", "What does it cost?").to_string(),
                     Some((100, 20)),
                 ),
             ),

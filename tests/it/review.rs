@@ -10,9 +10,10 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
+use crate::fixtures::pm::{self, With};
+use crate::fixtures::{final_board, without_timings, Cassette, NOW};
 use crate::harness::{cli, programs_path, root, Cli, Workdir};
 use crate::harness::{skip_without, Tool};
-use crate::meeting::{final_board, without_timings, NOW};
 
 const DOC: &str = "docs/timings.md";
 
@@ -44,28 +45,21 @@ fn work(with_review: bool) -> Workdir {
     work
 }
 
-fn pm(reply: Value) -> (&'static str, Value) {
-    ("pm", reply)
-}
-
 fn finish(choice: &str, confidence: &str, summary: &str, responses: Value) -> Value {
-    json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
-        "prompt_for_agent": null,
-        "final_report": format!("### Executive Summary\n{summary}\n### Recommendation\nRun the nightly jobs on a dedicated read replica."),
-        "decision": {"choice": choice, "confidence": confidence, "revisit_if": "the replica lags"},
-        "objection_responses": responses})
+    pm::finish(&format!("### Executive Summary\n{summary}\n### Recommendation\nRun the nightly jobs on a dedicated read replica."))
+        .with("decision", json!({"choice": choice, "confidence": confidence, "revisit_if": "the replica lags"}))
+        .with("objection_responses", responses)
 }
 
 /// The meeting up to the reviewers' verdicts: arch answers, the PM drafts, sre and the
 /// devil's advocate object (a fan-out: calls 4 and 5).
-fn to_objections() -> Vec<(&'static str, Value)> {
-    vec![
-        pm(
-            json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",
-            "prompt_for_agent": "Does a read replica alone bring the run under the deadline?",
-            "final_report": null}),
-        ),
-        (
+fn to_objections() -> Cassette {
+    Cassette::new()
+        .pm(pm::call(
+            "arch",
+            "Does a read replica alone bring the run under the deadline?",
+        ))
+        .agent(
             "arch",
             json!({"response": "A replica removes the contention on the primary.",
             "key_points": ["A replica removes the contention on the primary"], "risks": [],
@@ -73,33 +67,32 @@ fn to_objections() -> Vec<(&'static str, Value)> {
             "citations": [{"document_id": DOC, "source_path": DOC,
                 "quote": "overran the 06:00 deadline 7 times",
                 "supports": "A replica removes the contention on the primary"}]}),
-        ),
-        pm(finish(
+        )
+        .pm(finish(
             "Read replica",
             "high",
             "Move reporting to a read replica.",
             Value::Null,
-        )),
-        (
+        ))
+        .agent(
             "sre",
             json!({"verdict": "object", "objections": [{"about": "the decision's confidence",
             "why": "Replica lag reached 40 minutes in the load test, so the deadline is not safe on a replica alone.",
             "evidence": [{"document_id": DOC, "source_path": DOC,
                 "quote": "Replica lag reached 40 minutes"}]}]}),
-        ),
-        (
+        )
+        .agent(
             "devils-advocate",
             json!({"verdict": "object", "objections": [{
             "about": "the option of tuning the primary",
             "why": "Tuning the slowest jobs was dismissed without an estimate of its effect.",
             "evidence": []}]}),
-        ),
-    ]
+        )
 }
 
 /// The PM revises for O1 and overrules O2.
-fn answer() -> (&'static str, Value) {
-    pm(finish(
+fn answer() -> Value {
+    finish(
         "Read replica, with lag monitoring",
         "medium",
         "Move reporting to a read replica and alarm on its lag.",
@@ -109,20 +102,26 @@ fn answer() -> (&'static str, Value) {
             {"id": "O2", "resolution": "overrule",
              "reason": "Tuning was tried last year and gained 10 minutes, far from the 2 hours needed."}
         ]),
-    ))
+    )
 }
 
-fn cassette(work: &Workdir, lines: &[(&str, Value)]) -> PathBuf {
-    let text: String = lines
-        .iter()
-        .enumerate()
-        .map(|(i, (caller, reply))| {
-            let v = json!({"seq": i + 1, "caller": caller, "response": reply.to_string(),
-                "usage": {"prompt_tokens": 100, "completion_tokens": 10}});
-            format!("{v}\n")
-        })
-        .collect();
-    work.write("c.jsonl", text)
+/// The PM overrules O1 and asks biz about O2.
+fn ask_about_o2() -> Value {
+    pm::call(
+        "biz",
+        "What would tuning the slowest jobs gain, in minutes?",
+    )
+    .with(
+        "objection_responses",
+        json!([
+            {"id": "O1", "resolution": "overrule", "reason": "A lag alarm covers it; the deadline has 2 hours of margin."},
+            {"id": "O2", "resolution": "ask", "reason": "The gain of tuning is what decides it."}]),
+    )
+}
+
+/// The whole meeting: the objections, then the PM's answer to them.
+fn answered() -> Cassette {
+    to_objections().pm(answer())
 }
 
 /// `meeting` on the workdir's meeting file with arch and biz, offline, clock and trace id pinned.
@@ -149,9 +148,8 @@ fn run_dir(work: &Workdir) -> PathBuf {
 #[test]
 fn an_objection_revises_the_decision_and_another_is_overruled_both_in_the_report() {
     let work = work(true);
-    let mut lines = to_objections();
-    lines.push(answer());
-    let c = cassette(&work, &lines);
+    let lines = answered();
+    let c = lines.write(work.join("c.jsonl"));
     meeting(&work, &c, &["--quiet"]).run().exit(0);
     let report = work.read("report.md");
     assert!(report.contains("## Challenges"), "{report}");
@@ -198,13 +196,12 @@ fn an_objection_revises_the_decision_and_another_is_overruled_both_in_the_report
 /// `--review-by` gives the same meeting as the meeting file's `review:`.
 #[test]
 fn review_by_flag_equals_the_meeting_files_review() {
-    let mut lines = to_objections();
-    lines.push(answer());
+    let lines = answered();
     let from_file = work(true);
-    let c = cassette(&from_file, &lines);
+    let c = lines.write(from_file.join("c.jsonl"));
     meeting(&from_file, &c, &["--quiet"]).run().exit(0);
     let from_flag = work(false);
-    let c = cassette(&from_flag, &lines);
+    let c = lines.write(from_flag.join("c.jsonl"));
     meeting(
         &from_flag,
         &c,
@@ -223,9 +220,8 @@ fn the_shell_loop_agrees_with_the_driver_through_a_review() {
         return;
     }
     let work = work(true);
-    let mut lines = to_objections();
-    lines.push(answer());
-    let c = cassette(&work, &lines);
+    let lines = answered();
+    let c = lines.write(work.join("c.jsonl"));
     meeting(&work, &c, &["--quiet"]).run().exit(0);
     let want_report = work.read("report.md");
     let want = without_timings(final_board(&run_dir(&work)));
@@ -259,14 +255,13 @@ fn the_shell_loop_agrees_with_the_driver_through_a_review() {
 /// merged resumes to the same report as one never stopped, asking no call twice.
 #[test]
 fn step_shows_the_review_and_a_meeting_stopped_mid_review_resumes() {
-    let mut lines = to_objections();
-    lines.push(answer());
+    let lines = answered();
     let whole = work(true);
-    let c = cassette(&whole, &lines);
+    let c = lines.write(whole.join("c.jsonl"));
     meeting(&whole, &c, &["--quiet"]).run().exit(0);
 
     let work = work(true);
-    let c = cassette(&work, &lines);
+    let c = lines.write(work.join("c.jsonl"));
     // pm-step, agent-turn, merge-board, pm-step (the draft), agent-turn (the reviews); stop.
     let out = meeting(&work, &c, &["--step"]).stdin("\n\n\n\n\nq\n").run();
     out.exit(0);
@@ -287,7 +282,11 @@ fn step_shows_the_review_and_a_meeting_stopped_mid_review_resumes() {
     out.exit(0);
     assert_eq!(work.read("report.md"), whole.read("report.md"));
     let log = work.read("runs/review-test/llm.jsonl");
-    assert_eq!(log.lines().count(), lines.len(), "no call asked twice");
+    assert_eq!(
+        log.lines().count(),
+        lines.lines().len(),
+        "no call asked twice"
+    );
 }
 
 /// A PM that cannot answer the objections (twice unusable) leaves the draft as the report,
@@ -295,16 +294,16 @@ fn step_shows_the_review_and_a_meeting_stopped_mid_review_resumes() {
 #[test]
 fn a_failed_answer_to_the_objections_renders_the_draft_with_them_open() {
     let work = work(true);
-    let mut lines = to_objections();
     let unanswered = finish(
         "Read replica",
         "high",
         "Move reporting to a read replica.",
         Value::Null,
     );
-    lines.push(pm(unanswered.clone()));
-    lines.push(pm(unanswered));
-    let c = cassette(&work, &lines);
+    let c = to_objections()
+        .pm(unanswered.clone())
+        .pm(unanswered)
+        .write(work.join("c.jsonl"));
     meeting(&work, &c, &["--quiet"]).run().exit(0);
     let report = work.read("report.md");
     assert!(
@@ -330,13 +329,11 @@ fn a_failed_answer_to_the_objections_renders_the_draft_with_them_open() {
 fn the_reviewers_are_asked_concurrently() {
     use crate::fake_http::{json as http, openai_ok, FakeServer};
     use std::sync::atomic::{AtomicUsize, Ordering};
-    let mut lines = to_objections();
-    lines.push(answer());
-    let replies: Vec<Value> = lines.iter().map(|(_, v)| v.clone()).collect();
+    let replies = answered().responses();
     let pm_rounds = AtomicUsize::new(0);
     let server = FakeServer::answering(move |req| {
         let body = req.body.as_str();
-        let reply = |v: &Value| http(200, &openai_ok(&v.to_string(), Some((100, 10))));
+        let reply = |v: &str| http(200, &openai_ok(v, Some((100, 10))));
         if body.contains("review_verdict") {
             let sre = body.contains("site reliability engineer");
             return reply(&replies[if sre { 3 } else { 4 }]).together(2);
@@ -379,26 +376,22 @@ fn the_reviewers_are_asked_concurrently() {
 #[test]
 fn an_objection_asked_about_is_addressed_by_the_answer() {
     let work = work(true);
-    let mut lines = to_objections();
-    lines.push(pm(json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "biz",
-        "prompt_for_agent": "What would tuning the slowest jobs gain, in minutes?",
-        "final_report": null,
-        "objection_responses": [
-            {"id": "O1", "resolution": "overrule", "reason": "A lag alarm covers it; the deadline has 2 hours of margin."},
-            {"id": "O2", "resolution": "ask", "reason": "The gain of tuning is what decides it."}]})));
-    lines.push((
-        "biz",
-        json!({"response": "Tuning gains about 10 minutes a night.",
-            "key_points": ["Tuning gains about 10 minutes a night"], "risks": [],
-            "recommendations": [], "citations": []}),
-    ));
-    lines.push(pm(finish(
-        "Read replica",
-        "high",
-        "Move reporting to a read replica.",
-        Value::Null,
-    )));
-    let c = cassette(&work, &lines);
+    let c = to_objections()
+        .pm(ask_about_o2())
+        .agent(
+            "biz",
+            pm::answer(
+                "Tuning gains about 10 minutes a night.",
+                &["Tuning gains about 10 minutes a night"],
+            ),
+        )
+        .pm(finish(
+            "Read replica",
+            "high",
+            "Move reporting to a read replica.",
+            Value::Null,
+        ))
+        .write(work.join("c.jsonl"));
     meeting(&work, &c, &["--quiet"]).run().exit(0);
     let report = work.read("report.md");
     assert!(
@@ -424,12 +417,11 @@ fn a_second_round_reviews_the_revised_draft() {
     let work = work(false);
     let text = format!("{MEETING}review: {{by: [sre, devils-advocate], rounds: 2}}\n");
     work.write("meeting.yaml", text);
-    let mut lines = to_objections();
-    lines.push(answer());
+    let mut lines = answered();
     for who in ["sre", "devils-advocate"] {
-        lines.push((who, json!({"verdict": "approve", "objections": null})));
+        lines = lines.agent(who, json!({"verdict": "approve", "objections": null}));
     }
-    let c = cassette(&work, &lines);
+    let c = lines.write(work.join("c.jsonl"));
     meeting(&work, &c, &["--quiet"]).run().exit(0);
     let board = final_board(&run_dir(&work));
     assert_eq!(board["review_round"], 2);
@@ -487,21 +479,15 @@ fn bad_review_settings_are_refused_naming_the_field() {
 #[test]
 fn the_fallback_report_shows_the_challenges() {
     let work = work(true);
-    let mut lines = to_objections();
-    lines.push(pm(json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "biz",
-        "prompt_for_agent": "What would tuning the slowest jobs gain, in minutes?",
-        "final_report": null,
-        "objection_responses": [
-            {"id": "O1", "resolution": "overrule", "reason": "A lag alarm covers it; the deadline has 2 hours of margin."},
-            {"id": "O2", "resolution": "ask", "reason": "The gain of tuning is what decides it."}]})));
-    lines.push((
-        "biz",
-        json!({"response": "Tuning gains about 10 minutes a night.",
-            "key_points": [], "risks": [], "recommendations": [], "citations": []}),
-    ));
-    lines.push(pm(json!("not a decision")));
-    lines.push(pm(json!("not a decision")));
-    let c = cassette(&work, &lines);
+    let c = to_objections()
+        .pm(ask_about_o2())
+        .agent(
+            "biz",
+            pm::answer("Tuning gains about 10 minutes a night.", &[]),
+        )
+        .pm(json!("not a decision"))
+        .pm(json!("not a decision"))
+        .write(work.join("c.jsonl"));
     meeting(&work, &c, &["--quiet", "--max-loops", "2"])
         .run()
         .exit(3);

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+use crate::fixtures::NOW;
 use crate::harness::{Cli, Workdir};
-use crate::meeting::NOW;
 
 /// A meeting that is not the demo: its own topic, brief, questions and two documents.
 const MEETING: &str = "topic: Move customer support from email to a shared inbox tool?
@@ -236,7 +236,7 @@ fn a_person_at_the_table_is_asked_and_their_answer_used() {
 fn a_cassette_of_another_meeting_points_at_what_can_help() {
     let work = Workdir::new();
     setup(&work);
-    let demo = crate::meeting::demo_cassette();
+    let demo = crate::fixtures::demo_cassette();
     let out = work
         .cli("meeting")
         .env("AGENT_MEETING_NOW", NOW)

@@ -9,7 +9,7 @@ use pulldown_cmark::{Event, HeadingLevel, Parser, Tag, TagEnd};
 use serde_json::{json, Value};
 
 use crate::fake_http::*;
-use crate::fixtures::NOW;
+use crate::fixtures::{pm, NOW};
 use crate::harness::{Cli, Workdir};
 
 /// Every kind of hostile control: OSC 52 (writes the clipboard), OSC 0 (the window title),
@@ -61,16 +61,6 @@ fn ok(answer: &Value) -> Action {
     json(200, &openai_ok(&answer.to_string(), Some((100, 20))))
 }
 
-fn call_arch(question: &str) -> Value {
-    json!({"analysis": "cost is open", "next_action": "CALL_AGENT", "target_agent": "arch",
-           "prompt_for_agent": question, "final_report": null})
-}
-
-fn finish(report: &str) -> Value {
-    json!({"analysis": "enough", "next_action": "FINISH", "target_agent": null,
-           "prompt_for_agent": null, "final_report": report})
-}
-
 /// A server that answers the PM's rounds with `pm` (by round) and the agent's with `agent`.
 fn server(
     pm: impl Fn(usize) -> Action + Send + 'static,
@@ -97,10 +87,11 @@ fn hostile_text_never_reaches_stderr_or_the_report() {
     );
     let s = server(
         move |round| match round {
-            0 => ok(&call_arch(&format!(
-                "marker-question{HOSTILE} What does it cost?"
-            ))),
-            _ => ok(&finish(&report)),
+            0 => ok(&pm::call(
+                "arch",
+                &format!("marker-question{HOSTILE} What does it cost?"),
+            )),
+            _ => ok(&pm::finish(&report)),
         },
         |_| {
             json(
@@ -230,8 +221,8 @@ fn agent_text_enters_the_pm_prompt_on_one_line() {
     let s = server(
         |round| {
             match round {
-            0 => ok(&call_arch("What latency can Rust give us?")),
-            _ => ok(&finish(
+            0 => ok(&pm::call("arch", "What latency can Rust give us?")),
+            _ => ok(&pm::finish(
                 "### Executive Summary\nRust fits the latency budget.\n\n### Recommendation\nPilot Rust on one service.",
             )),
         }
@@ -362,7 +353,7 @@ fn hostile_board(base: Value, hider: &str) -> Value {
 
 #[test]
 fn model_markdown_cannot_hide_a_section_of_the_report() {
-    use crate::report::{base_board, board, fallback_board, forced_board};
+    use crate::fixtures::boards::{base_board, board, fallback_board, forced_board};
     use agent_meeting::stage::render_report as report;
     let render = |v: &Value| report::render(&board(v), None).unwrap().markdown;
     for (kind, base) in [
@@ -390,7 +381,7 @@ fn model_markdown_cannot_hide_a_section_of_the_report() {
 /// HTML, code and structure.
 #[test]
 fn random_markdown_cannot_hide_a_section_of_the_report() {
-    use crate::report::{base_board, board, fallback_board, forced_board};
+    use crate::fixtures::boards::{base_board, board, fallback_board, forced_board};
     use agent_meeting::stage::render_report as report;
     const PIECES: [&str; 34] = [
         "<!--",

@@ -5,8 +5,8 @@
 
 use serde_json::Value;
 
+use crate::fixtures::{demo_cassette, meeting_cmd};
 use crate::harness::Workdir;
-use crate::meeting::{demo_cassette, meeting_cmd};
 
 #[test]
 fn progress_final_line_result_and_report_count_loops_alike() {

@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use sha2::{Digest, Sha256};
 
 use crate::fake_http::{json, FakeServer, Recorded};
+use crate::fixtures::{demo_cassette, meeting_cmd, resume_cmd};
 use crate::harness::Workdir;
-use crate::meeting::{demo_cassette, meeting_cmd, resume_cmd};
 
 enum Wire {
     Int(u64),

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use crate::fake_http::*;
+use crate::fixtures::{final_board, meeting_cmd, Cassette};
 use crate::harness::Workdir;
-use crate::meeting::{demo_cassette, final_board, meeting_cmd};
 use agent_meeting::llm::anthropic::Anthropic;
 use agent_meeting::llm::openai::OpenAi;
 use agent_meeting::llm::replay::{Recorder, Replay};
@@ -162,11 +162,8 @@ fn cached_tokens_reach_the_result_and_the_report() {
     let work = Workdir::new();
     let cassette = work.join("cached.jsonl");
     let (mut cached, mut written) = (0u64, 0u64);
-    let text: String = std::fs::read_to_string(demo_cassette())
-        .unwrap()
-        .lines()
-        .map(|l| {
-            let mut v: Value = serde_json::from_str(l).unwrap();
+    Cassette::demo()
+        .each(|v| {
             let seq = v["seq"].as_u64().unwrap();
             let prompt = v["usage"]["prompt_tokens"].as_u64().unwrap();
             if seq == 1 {
@@ -176,10 +173,8 @@ fn cached_tokens_reach_the_result_and_the_report() {
                 v["usage"]["cached_tokens"] = json!(prompt - 400);
                 cached += prompt - 400;
             }
-            format!("{v}\n")
         })
-        .collect();
-    std::fs::write(&cassette, text).unwrap();
+        .write(&cassette);
 
     let run = meeting_cmd(work.path(), &cassette, &[]).run();
     run.success();
@@ -198,7 +193,7 @@ fn cached_tokens_reach_the_result_and_the_report() {
     let run_dir = work.join("runs/demo-test");
     let board = final_board(&run_dir);
     assert_eq!(board["usage"], result["usage"]);
-    let events: Vec<Value> = crate::bounded_board::run_events(&run_dir)
+    let events: Vec<Value> = crate::fixtures::run_events(&run_dir)
         .into_iter()
         .filter(|e| e["type"] == "llm_call")
         .collect();

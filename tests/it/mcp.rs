@@ -1,0 +1,453 @@
+//! `agent-meeting mcp` (docs/design/mcp.md): scripted JSON-RPC sessions over stdio, as a coding
+//! agent's MCP client speaks them — the handshake of both protocol eras, the tools and their
+//! schemas, a meeting run with progress, a detached meeting followed by status and result, a
+//! cancel that leaves a resumable meeting, a bad meeting file as a tool error, an unknown
+//! method — and nothing but JSON-RPC on stdout. Meetings run on `--provider sample` (or a
+//! replay of one, for a meeting slow enough to cancel).
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+
+use serde_json::{json, Value};
+
+use crate::fixtures::NOW;
+use crate::harness::{clean_env, Workdir, HANG_GUARD};
+
+/// A running server and the messages it wrote, one JSON document per stdout line.
+struct Session {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    /// Every stdout line, for the "nothing but JSON-RPC" check.
+    seen: Vec<String>,
+    next_id: u64,
+}
+
+impl Session {
+    /// `agent-meeting mcp` run in `work`, its run folders in `work/runs`, with `env` added.
+    fn start(work: &Workdir, env: &[(&str, &str)]) -> Session {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-meeting"));
+        clean_env(&mut cmd);
+        cmd.current_dir(work.path())
+            .args(["mcp", "--run-dir", "runs"])
+            .env("AGENT_MEETING_NOW", NOW)
+            .env("XDG_DATA_HOME", work.join("data"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("agent-meeting mcp starts");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(|l| l.ok()) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Session {
+            stdin: child.stdin.take(),
+            child,
+            lines,
+            seen: Vec::new(),
+            next_id: 0,
+        }
+    }
+
+    fn send(&mut self, msg: Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{msg}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Send a request; its id.
+    fn request(&mut self, method: &str, params: Value) -> u64 {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        id
+    }
+
+    /// The next message the server wrote.
+    fn next(&mut self) -> Value {
+        let line = match self.lines.recv_timeout(HANG_GUARD) {
+            Ok(l) => l,
+            Err(RecvTimeoutError::Timeout) => panic!("the server said nothing for {HANG_GUARD:?}"),
+            Err(RecvTimeoutError::Disconnected) => panic!("the server closed stdout"),
+        };
+        self.seen.push(line.clone());
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout ({e}): {line}"))
+    }
+
+    /// The response to request `id`, and the notifications that came before it.
+    fn response(&mut self, id: u64) -> (Value, Vec<Value>) {
+        let mut notes = Vec::new();
+        loop {
+            let m = self.next();
+            if m.get("id") == Some(&json!(id)) && m.get("method").is_none() {
+                return (m, notes);
+            }
+            assert!(m.get("id").is_none(), "a response to another request: {m}");
+            notes.push(m);
+        }
+    }
+
+    /// Call a method and return its result (panicking on an error response).
+    fn call(&mut self, method: &str, params: Value) -> Value {
+        let id = self.request(method, params);
+        let (m, _) = self.response(id);
+        m.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method}: {m}"))
+    }
+
+    fn handshake(&mut self) -> Value {
+        let r = self.call(
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        self.send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        r
+    }
+
+    fn tool(&mut self, name: &str, arguments: Value) -> Value {
+        self.call("tools/call", json!({"name": name, "arguments": arguments}))
+    }
+
+    /// Close stdin; every line the server wrote was a JSON-RPC 2.0 message.
+    fn end(mut self) {
+        drop(self.stdin.take());
+        let status = self.child.wait().unwrap();
+        while let Ok(line) = self.lines.recv_timeout(std::time::Duration::from_secs(5)) {
+            self.seen.push(line);
+        }
+        for line in &self.seen {
+            let v: Value = serde_json::from_str(line).unwrap_or_else(|_| panic!("{line}"));
+            assert_eq!(v["jsonrpc"], "2.0", "{line}");
+        }
+        assert!(
+            status.success(),
+            "the server exits 0 when stdin ends: {status}"
+        );
+    }
+}
+
+/// The meeting every test runs: a topic, one document, two built-in agents, 3 loops.
+fn meeting_args(work: &Workdir) -> Value {
+    let doc = work.write(
+        "docs/volumes.md",
+        "# Support volumes\n\nThe team answered 3,800 emails last month and 140 of them were answered twice.\n",
+    );
+    json!({"topic": "Move support to a shared inbox tool?", "documents": [doc],
+           "agents": ["arch", "biz"], "max_loops": 3})
+}
+
+fn tool_schema(tools: &Value, name: &str, key: &str) -> Value {
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .unwrap_or_else(|| panic!("no tool {name}"))[key]
+        .clone()
+}
+
+#[test]
+fn both_eras_shake_hands_and_list_the_tools() {
+    let work = Workdir::new();
+    let mut s = Session::start(&work, &[]);
+    let init = s.handshake();
+    assert_eq!(init["protocolVersion"], "2025-11-25");
+    assert_eq!(init["serverInfo"]["name"], "agent-meeting");
+    assert!(init["capabilities"]["tools"].is_object(), "{init}");
+    // A version it does not serve: answered with its newest, not an error.
+    let other = s.call(
+        "initialize",
+        json!({"protocolVersion": "1999-01-01", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    assert_eq!(other["protocolVersion"], "2025-11-25");
+    assert_eq!(s.call("ping", json!({})), json!({}));
+    let tools = s.call("tools/list", json!({}))["tools"].clone();
+    let names: Vec<&str> = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "meeting_run",
+            "meeting_start",
+            "meeting_status",
+            "meeting_result",
+            "list_agents"
+        ]
+    );
+    for t in tools.as_array().unwrap() {
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+        assert!(t["outputSchema"].is_object(), "{t}");
+        assert!(t["annotations"]["openWorldHint"].is_boolean(), "{t}");
+    }
+    let run_input = tool_schema(&tools, "meeting_run", "inputSchema");
+    assert!(
+        run_input["properties"]["documents"].is_object(),
+        "{run_input}"
+    );
+    // The stateless revision: discover, and every result says it is complete.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let found = s.call("server/discover", json!({"_meta": meta}));
+    assert_eq!(found["resultType"], "complete");
+    assert!(found["supportedVersions"]
+        .as_array()
+        .unwrap()
+        .contains(&json!("2026-07-28")));
+    assert!(
+        found["ttlMs"].is_u64() && found["cacheScope"].is_string(),
+        "{found}"
+    );
+    let listed = s.call("tools/list", json!({"_meta": meta}));
+    assert_eq!(listed["resultType"], "complete");
+    assert!(listed["ttlMs"].is_u64(), "{listed}");
+    // A version nobody serves, a version without capabilities, a method nobody has, a line
+    // that is no JSON: protocol errors with their codes.
+    let id = s.request(
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "1900-01-01",
+                         "io.modelcontextprotocol/clientCapabilities": {}}}),
+    );
+    let (e, _) = s.response(id);
+    assert_eq!(e["error"]["code"], -32022, "{e}");
+    assert_eq!(e["error"]["data"]["requested"], "1900-01-01");
+    let id = s.request(
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
+    );
+    assert_eq!(s.response(id).0["error"]["code"], -32602);
+    let id = s.request("resources/list", json!({}));
+    assert_eq!(s.response(id).0["error"]["code"], -32601);
+    s.stdin.as_mut().unwrap().write_all(b"{not json\n").unwrap();
+    let e = s.next();
+    assert_eq!(e["error"]["code"], -32700, "{e}");
+    let agents = s.tool("list_agents", json!({}));
+    let listed = agents["structuredContent"]["agents"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert!(
+        listed
+            .iter()
+            .any(|a| a["name"] == "arch" && a["role"] == "Software Architect"),
+        "{agents}"
+    );
+    s.end();
+}
+
+#[test]
+fn a_meeting_runs_to_its_report_with_progress() {
+    let work = Workdir::new();
+    let mut s = Session::start(&work, &[("AGENT_MEETING_PROVIDER", "sample")]);
+    s.handshake();
+    let tools = s.call("tools/list", json!({}))["tools"].clone();
+    let id = s.request(
+        "tools/call",
+        json!({"name": "meeting_run", "arguments": meeting_args(&work),
+               "_meta": {"progressToken": "run-1"}}),
+    );
+    let (response, notes) = s.response(id);
+    let result = &response["result"];
+    assert_eq!(result["isError"], false, "{result}");
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["status"], "finished", "{structured}");
+    jsonschema::validate(
+        &tool_schema(&tools, "meeting_run", "outputSchema"),
+        structured,
+    )
+    .unwrap_or_else(|e| panic!("the result fits the outputSchema: {e}"));
+    let report = structured["report_file"].as_str().unwrap();
+    assert!(
+        std::path::Path::new(report).starts_with(work.path()),
+        "{report}"
+    );
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains(&format!("Report: {report}")) && text.contains("## Recommendation"),
+        "{text}"
+    );
+    // The document was read: the sample answers quote it.
+    assert!(std::fs::read_to_string(report)
+        .unwrap()
+        .contains("docs/volumes.md"));
+    // Progress: this call's token, rising, out of the loop limit, a line per stage.
+    let progress: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .map(|n| &n["params"])
+        .collect();
+    assert!(progress.len() >= 3, "{notes:?}");
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|p| p["progress"].as_f64().unwrap())
+        .collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+    assert!(progress
+        .iter()
+        .all(|p| p["progressToken"] == "run-1" && p["total"] == 3 && p["message"].is_string()));
+    s.end();
+}
+
+#[test]
+fn a_started_meeting_is_followed_to_its_result_and_a_bad_one_is_a_tool_error() {
+    let work = Workdir::new();
+    let mut s = Session::start(&work, &[("AGENT_MEETING_PROVIDER", "sample")]);
+    s.handshake();
+    let started = s.tool("meeting_start", meeting_args(&work));
+    assert_eq!(started["isError"], false, "{started}");
+    let run_id = started["structuredContent"]["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(work
+        .join("runs")
+        .join(&run_id)
+        .join("meeting.json")
+        .exists());
+    let done = s.tool(
+        "meeting_result",
+        json!({"run_id": run_id, "wait_seconds": 50}),
+    );
+    assert_eq!(done["structuredContent"]["status"], "finished", "{done}");
+    assert_eq!(done["structuredContent"]["trace_id"], run_id.as_str());
+    let status = s.tool("meeting_status", json!({"run_id": run_id}));
+    let st = &status["structuredContent"];
+    assert_eq!(st["status"], "finished", "{status}");
+    assert_eq!(
+        (st["loop"].as_u64(), st["max_loops"].as_u64()),
+        (Some(3), Some(3))
+    );
+    assert!(st["calls"].as_u64().unwrap() > 0 && st["last_event"].is_object());
+    // Bad input is the tool's answer, with the program's own message.
+    work.write("bad.yaml", "topic: [not, a, string]\n");
+    let bad = s.tool(
+        "meeting_run",
+        json!({"meeting_file": "bad.yaml", "agents": ["arch"]}),
+    );
+    assert_eq!(bad["isError"], true, "{bad}");
+    let said = bad["content"][0]["text"].as_str().unwrap();
+    assert!(
+        said.contains("bad.yaml") && said.contains("topic"),
+        "{said}"
+    );
+    let unknown = s.tool("meeting_run", json!({"topic": "x", "agent": ["arch"]}));
+    assert_eq!(unknown["isError"], true, "{unknown}");
+    assert!(
+        unknown["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("agent"),
+        "{unknown}"
+    );
+    let nothing = s.tool("meeting_status", json!({"run_id": "no-such-run"}));
+    assert_eq!(nothing["isError"], true, "{nothing}");
+    // An unknown tool is a protocol error.
+    let id = s.request(
+        "tools/call",
+        json!({"name": "meeting_fly", "arguments": {}}),
+    );
+    assert_eq!(s.response(id).0["error"]["code"], -32602);
+    s.end();
+}
+
+/// A cassette of the test meeting with every answer `delay_ms` late: a meeting slow enough
+/// to cancel half-way.
+fn slow_cassette(work: &Workdir) -> std::path::PathBuf {
+    let mut s = Session::start(work, &[("AGENT_MEETING_PROVIDER", "sample")]);
+    s.handshake();
+    let done = s.tool("meeting_run", meeting_args(work));
+    let run = done["structuredContent"]["run_dir"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.end();
+    let log = std::fs::read_to_string(std::path::Path::new(&run).join("llm.jsonl")).unwrap();
+    let lines: Vec<String> = log
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            json!({"seq": v["seq"], "caller": v["caller"], "response": v["response"],
+                   "delay_ms": 150})
+            .to_string()
+        })
+        .collect();
+    work.write("slow.jsonl", lines.join("\n") + "\n")
+}
+
+#[test]
+fn a_cancelled_meeting_stops_resumable_and_resumes_to_its_end() {
+    let work = Workdir::new();
+    let cassette = slow_cassette(&work);
+    let cassette = cassette.to_str().unwrap();
+    let mut s = Session::start(
+        &work,
+        &[
+            ("AGENT_MEETING_PROVIDER", "replay"),
+            ("MEETING_CASSETTE", cassette),
+        ],
+    );
+    s.handshake();
+    let id = s.request(
+        "tools/call",
+        json!({"name": "meeting_run", "arguments": meeting_args(&work),
+               "_meta": {"progressToken": 7}}),
+    );
+    // The first progress line: the meeting runs. Then the client cancels it.
+    let first = s.next();
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    s.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": id, "reason": "the user changed their mind"}}),
+    );
+    let runs: Vec<_> = std::fs::read_dir(work.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    // The slow cassette's own meeting and this one.
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let before: Vec<String> = runs;
+    // It stops between stages, resumable; the cancelled request gets no response.
+    let mut status;
+    let run_id = loop {
+        let mut found = None;
+        for r in &before {
+            let st = s.tool("meeting_status", json!({"run_id": r}));
+            if st["structuredContent"]["status"] != "finished" {
+                found = Some((r.clone(), st));
+            }
+        }
+        let (r, st) = found.expect("the cancelled meeting is not finished");
+        status = st;
+        if status["structuredContent"]["status"] != "running" {
+            break r;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert_eq!(status["structuredContent"]["status"], "stopped", "{status}");
+    let resumed = s.tool("meeting_run", json!({"resume": run_id}));
+    assert_eq!(
+        resumed["structuredContent"]["status"], "finished",
+        "{resumed}"
+    );
+    assert!(
+        s.seen
+            .iter()
+            .all(|l| serde_json::from_str::<Value>(l).unwrap()["id"] != json!(id)),
+        "no response to the cancelled call"
+    );
+    s.end();
+}
