@@ -447,8 +447,8 @@ impl Server {
     fn meeting_result(&self, args: &Value) -> Result<(String, Value, bool)> {
         let a: tools::ResultArgs = tools::args(args)?;
         let (dir, id) = tools::run_dir_of(&self.place, &a.run_id)?;
-        let wait =
-            std::time::Duration::from_secs(a.wait_seconds.min(tools::MAX_WAIT_SECONDS).into());
+        let seconds = a.wait_seconds.unwrap_or(0).min(tools::MAX_WAIT_SECONDS);
+        let wait = std::time::Duration::from_secs(seconds.into());
         let until = std::time::Instant::now() + wait;
         loop {
             let status = runs::status(&dir, &id, &self.children)?;

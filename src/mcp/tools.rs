@@ -22,15 +22,16 @@ pub struct MeetingArgs {
     /// A meeting file (.yaml, .yml or .json): topic, brief, decision packet, documents.
     pub meeting_file: Option<String>,
     /// The specialists taking part, in speaking order (see list_agents), e.g. ["arch", "biz"].
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::names")]
     pub agents: Vec<String>,
     /// Documents the participants may read and cite (paths, with a topic).
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::paths")]
     pub documents: Vec<String>,
     /// Most agent turns before the PM must close the meeting (default 6).
+    #[serde(default, deserialize_with = "lenient::number")]
     pub max_loops: Option<u32>,
     /// Reviewers of the PM's draft before the report is final, e.g. ["devils-advocate"].
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::names")]
     pub reviewers: Vec<String>,
     /// Continue a stopped meeting: its run_id (or run folder) instead of a new meeting.
     pub resume: Option<String>,
@@ -51,8 +52,60 @@ pub struct ResultArgs {
     /// The run_id meeting_start returned (or the run folder).
     pub run_id: String,
     /// Wait up to this many seconds (at most 50) for the meeting to end; 0: do not wait.
-    #[serde(default)]
-    pub wait_seconds: u32,
+    #[serde(default, deserialize_with = "lenient::number")]
+    pub wait_seconds: Option<u32>,
+}
+
+/// What callers send that the schema did not quite ask for, taken as meant: a number as a
+/// string (`"3"`), a list as one string (`"arch,biz"` for names, one path for documents) —
+/// forms a model or a generic client (the MCP Inspector's CLI) sends.
+mod lenient {
+    use serde::{Deserialize, Deserializer};
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum NumberOr {
+        Number(u32),
+        Text(String),
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum ListOr {
+        List(Vec<String>),
+        One(String),
+    }
+
+    pub fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        match Option::<NumberOr>::deserialize(d)? {
+            None => Ok(None),
+            Some(NumberOr::Number(n)) => Ok(Some(n)),
+            Some(NumberOr::Text(t)) => t.trim().parse().map(Some).map_err(|_| {
+                serde::de::Error::custom(format!("expected a whole number, got {t:?}"))
+            }),
+        }
+    }
+
+    fn list<'de, D: Deserializer<'de>>(d: D, split: bool) -> Result<Vec<String>, D::Error> {
+        Ok(match Option::<ListOr>::deserialize(d)? {
+            None => Vec::new(),
+            Some(ListOr::List(l)) => l,
+            Some(ListOr::One(s)) if split => s
+                .split(',')
+                .map(|n| n.trim().to_string())
+                .filter(|n| !n.is_empty())
+                .collect(),
+            Some(ListOr::One(s)) => vec![s],
+        })
+    }
+
+    pub fn names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        list(d, true)
+    }
+
+    pub fn paths<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+        list(d, false)
+    }
 }
 
 /// The arguments of `list_agents` (none).
@@ -168,13 +221,35 @@ impl Tool {
     }
 }
 
-/// A schema as a tool shows it: without `$schema` and `title` (the tool has its own).
+/// A schema as a tool shows it: without `$schema` and `title` (the tool has its own), and
+/// without schemars' own integer formats (`uint32`, `int64`, `double`: no JSON Schema format,
+/// which a client's validator warns about; the `minimum` beside them says what matters).
 fn plain(mut v: Value) -> Value {
     if let Some(o) = v.as_object_mut() {
         o.remove("$schema");
         o.remove("title");
     }
+    drop_number_formats(&mut v);
     v
+}
+
+fn drop_number_formats(v: &mut Value) {
+    match v {
+        Value::Object(o) => {
+            let numeric = o.get("format").and_then(Value::as_str).is_some_and(|f| {
+                matches!(f, "float" | "double")
+                    || f.strip_prefix("uint")
+                        .or_else(|| f.strip_prefix("int"))
+                        .is_some_and(|bits| bits.chars().all(|c| c.is_ascii_digit()))
+            });
+            if numeric {
+                o.remove("format");
+            }
+            o.values_mut().for_each(drop_number_formats);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_number_formats),
+        _ => {}
+    }
 }
 
 /// A tool's arguments, or the message a caller can fix them by.
@@ -313,10 +388,10 @@ pub fn list_agents() -> Result<Value> {
 /// summary (Executive Summary and Recommendation), not the whole report.
 pub fn summary_text(result: &MeetingResult) -> String {
     let mut out = format!(
-        "Meeting {}: {}, {} loops",
+        "Meeting {}: {}, {}",
         result.trace_id,
         result.status.as_str(),
-        result.loops
+        crate::text::plural(result.loops, "loop")
     );
     if let Some(e) = &result.last_error {
         out.push_str(&format!(" ({e})"));

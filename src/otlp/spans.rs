@@ -548,6 +548,32 @@ mod tests {
     use super::*;
     use crate::model::Event;
 
+    /// A W3C traceparent is read strictly; a trace put under it takes its trace id, and its
+    /// root (only) hangs under its span.
+    #[test]
+    fn a_trace_goes_under_a_traceparent() {
+        let tp = "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01";
+        let (trace, span) = parse_traceparent(tp).unwrap();
+        assert_eq!(trace[0], 0x0a);
+        assert_eq!(span, [0x00, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7]);
+        for bad in [
+            "",
+            "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+            "00-0af7651916cd43dd8448eb211c80319c-0000000000000000-01",
+            "ff-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01",
+            "00-0af7651916cd43dd8448eb211c8031zz-00f067aa0ba902b7-01",
+        ] {
+            assert_eq!(parse_traceparent(bad), None, "{bad}");
+        }
+        let mut t = build("m", &[], &[], false);
+        let roots_before = t.spans.iter().filter(|s| s.parent.is_none()).count();
+        assert_eq!(roots_before, 1);
+        t.put_under((trace, span));
+        assert_eq!(t.trace_id, trace);
+        assert_eq!(t.spans[0].parent, Some(span));
+    }
+
     fn ev(loop_no: u32, event_type: EventType, caller: &str) -> Event {
         Event {
             ts: format!("2026-01-01T00:00:0{loop_no}.000Z"),

@@ -225,3 +225,81 @@ fn a_meeting_without_a_decision_writes_no_record() {
         .stderr_has("meeting: no decision record written: the report is a fallback");
     assert_eq!(records(&dir), before);
 }
+
+/// A record whose write fails after the meeting (the superseded record cannot be read when
+/// its status is to be marked): the result is printed, then the error and the resume that
+/// finishes it; that resume only marks the superseded record — it writes no second record —
+/// and a plain resume does not use the saved `--adr` unless it is given again.
+#[test]
+fn a_record_that_fails_after_the_meeting_is_finished_by_the_resume_it_names() {
+    let work = Workdir::new();
+    let dir = adr_dir(&work);
+    let old = dir.join("0002-run-reports-on-the-primary.md");
+    let kept = work.join("kept.md");
+    // During the meeting the superseded record turns into a link to nothing.
+    let break_it = format!(
+        "merge-board=[ -L {old} ] || {{ mv {old} {kept}; ln -s /nonexistent {old}; }}; exec {bin}",
+        old = old.display(),
+        kept = kept.display(),
+        bin = crate::harness::bin("merge-board").display()
+    );
+    let adr = dir.display().to_string();
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &[
+            "--quiet",
+            "--adr",
+            &adr,
+            "--supersedes",
+            "0002",
+            "--stage",
+            &break_it,
+        ],
+    )
+    .run();
+    out.check(out.code() != Some(0), "the record's write fails");
+    let result: serde_json::Value = out.json();
+    assert_eq!(result["status"], "finished", "the result is printed first");
+    let run = work.join("runs/demo-test");
+    out.stderr_has(&format!(
+        "is written but the record it supersedes is not marked: finish it with  meeting --resume {} --adr {adr}",
+        run.display()
+    ));
+    assert!(dir.join(NEW).exists());
+    std::fs::remove_file(&old).unwrap();
+    std::fs::rename(&kept, &old).unwrap();
+    // A plain resume does not write into a folder the run folder names.
+    let run_s = run.display().to_string();
+    let plain = cli("meeting").args(["--resume", &run_s, "--quiet"]).run();
+    assert_eq!(plain.code(), Some(2), "{}", plain.stderr());
+    plain.stderr_has(&format!("asks for what you did not give: --adr {adr}"));
+    let finish = cli("meeting")
+        .args(["--resume", &run_s, "--quiet", "--adr", &adr])
+        .run();
+    finish
+        .success()
+        .stderr_has("(marked ")
+        .stderr_has("superseded)");
+    assert!(std::fs::read_to_string(&old)
+        .unwrap()
+        .contains(&format!("superseded by [ADR-0003]({NEW})")));
+    // Done: again, nothing is written, not a second record.
+    cli("meeting")
+        .args(["--resume", &run_s, "--quiet"])
+        .run()
+        .success();
+    cli("meeting")
+        .args(["--resume", &run_s, "--quiet", "--adr", &adr])
+        .run()
+        .success();
+    assert_eq!(
+        records(&dir),
+        [
+            "0001-record-architecture-decisions.md",
+            "0002-run-reports-on-the-primary.md",
+            NEW,
+            "README.md"
+        ]
+    );
+}

@@ -307,7 +307,11 @@ fn a_started_meeting_is_followed_to_its_result_and_a_bad_one_is_a_tool_error() {
     let work = Workdir::new();
     let mut s = Session::start(&work, &[("AGENT_MEETING_PROVIDER", "sample")]);
     s.handshake();
-    let started = s.tool("meeting_start", meeting_args(&work));
+    // As a model or a generic client may send them: a number as text, names in one string.
+    let mut args = meeting_args(&work);
+    args["max_loops"] = json!("3");
+    args["agents"] = json!("arch, biz");
+    let started = s.tool("meeting_start", args);
     assert_eq!(started["isError"], false, "{started}");
     let run_id = started["structuredContent"]["run_id"]
         .as_str()
