@@ -124,6 +124,7 @@ pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
             let run = resume(&dir, changes)?;
             if !ui.quiet {
                 note!("{}", progress::resume_line(&run.board));
+                note!("{}", progress::resume_uses(&run.settings));
             }
             run
         }

@@ -272,6 +272,23 @@ pub(super) fn resume_line(board: &Board) -> String {
     }
 }
 
+/// What a resume will write to and run, said before its first call (a run folder is input:
+/// docs/design/run-folder.md#a-run-folder-is-input): the report path, the stage commands, the
+/// decision record's folder, the trace collector.
+pub(super) fn resume_uses(settings: &super::settings::RunSettings) -> String {
+    let mut uses = vec![format!("report {}", settings.report_file.display())];
+    for (stage, cmd) in &settings.stage_overrides {
+        uses.push(format!("--stage {stage}={cmd}"));
+    }
+    if let Some(adr) = &settings.adr {
+        uses.push(format!("--adr {}", adr.dir.display()));
+    }
+    if let Some(otlp) = &settings.otlp {
+        uses.push(format!("traces to {}", otlp.traces_url));
+    }
+    format!("resume uses: {}", uses.join(", "))
+}
+
 /// Ask before a stage in `--step` mode: Enter runs it, `q` (or end of input) stops, `p` prints
 /// the board's summary and the path of the stage's input (`next_input`: the last output in the
 /// run folder). `false` means the user chose to stop.

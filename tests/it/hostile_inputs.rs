@@ -356,6 +356,28 @@ fn a_resume_runs_no_command_it_was_not_given() {
     assert!(!pwned.exists());
 }
 
+/// Before its first call a resume says what it will write to and run: the report path and
+/// the stage commands in effect.
+#[test]
+fn a_resume_says_what_it_will_use_before_its_first_call() {
+    let work = Workdir::new();
+    let run = stopped_run(&work);
+    let out = crate::harness::cli("meeting")
+        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+        .arg("--resume")
+        .arg(&run)
+        .args(["--stage", "agent-turn=exit 1"])
+        .run();
+    out.exit(1).stderr_has(&format!(
+        "resume uses: report {}, --stage agent-turn=exit 1",
+        work.join("report.md").display()
+    ));
+    let said = out.stderr();
+    let uses = said.find("resume uses:").unwrap();
+    let failed = said.find("stage agent-turn failed").unwrap();
+    assert!(uses < failed, "said before the stage ran: {said}");
+}
+
 /// With --trust-run-dir the folder's own settings are used, and stderr says which.
 #[test]
 fn trust_run_dir_uses_the_folders_settings_and_says_so() {
