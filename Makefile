@@ -79,17 +79,24 @@ DEMO_FLAGS = --meeting-file meetings/demo.yaml --agents arch,biz --provider repl
 .PHONY: demo demo-forced announce-build
 # Said before the build starts: the first release build compiles every dependency (about 200
 # crates: about 5 minutes on 2 cores, up to 20 on a busy machine); later builds take seconds.
+# After a demo: how the programs get on PATH, unless they are there already.
+PATH_HINT = command -v meeting > /dev/null || echo "next: export PATH=\"$(CURDIR)/target/release:\$$PATH\" (or make install), then README.md, Your own meeting"
+
 announce-build:
 	@test -x target/release/meeting || echo "make: building the release programs first (the first build takes about 5 minutes on 2 cores, up to 20 on a busy machine; later ones seconds) ..."
 
 demo: announce-build build
-	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) \
-	  --cassette meetings/demo.cassette.jsonl --report-file reports/demo.md --pretty
+	@PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) \
+	  --cassette meetings/demo.cassette.jsonl --report-file reports/demo.md > /dev/null
+	@echo "report: reports/demo.md"
+	@$(PATH_HINT)
 
 # The same meeting cut short by --max-loops 2: the PM must close it (forced finish).
 demo-forced: announce-build build
-	PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) --max-loops 2 \
-	  --cassette meetings/demo-forced.cassette.jsonl --report-file reports/demo-forced.md --pretty
+	@PATH="$(CURDIR)/target/release:$$PATH" meeting $(DEMO_FLAGS) --max-loops 2 \
+	  --cassette meetings/demo-forced.cassette.jsonl --report-file reports/demo-forced.md > /dev/null
+	@echo "report: reports/demo-forced.md"
+	@$(PATH_HINT)
 
 # Benchmarks: stage cost, context walk, whole offline meetings, prompt volume, printed on
 # stdout; SAVE=1 also rewrites the tracked BENCHMARKS.md (only then). QUICK=1 runs smaller

@@ -1060,6 +1060,35 @@ def ui_gaps(bindir, work, mode, loops, tag):
     return statistics.median(t[i + 1][0] - t[i][1] for i in range(len(t) - 1))
 
 
+def ui_wall(bindir, work, loops, mode, tag):
+    """Wall seconds of a replayed meeting of `loops` turns in one UI mode (see `ui_gaps`)."""
+    import pty
+    cmd, _, run = run_meeting(bindir, loops, work, f"wall-{tag}-{mode}")
+    shutil.rmtree(run, ignore_errors=True)
+    if mode != "quiet":
+        cmd = [c for c in cmd if c != "--quiet"]
+    t0 = time.perf_counter()
+    if mode == "terminal":
+        master, slave = pty.openpty()
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        while True:
+            try:
+                if not os.read(master, 65536):
+                    break
+            except OSError:
+                break
+        rc = p.wait()
+        os.close(master)
+    else:
+        with open(os.path.join(work, f"wall-{tag}-{mode}.stderr"), "w") as err:
+            rc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err).returncode
+    wall = time.perf_counter() - t0
+    if rc != 0:
+        raise SystemExit(f"bench: {cmd!r} failed ({rc})")
+    return wall
+
+
 def progress_cost(bindir, work, loops, runs, out, before=None):
     builds = [("this build", bindir)] + ([("before", before)] if before else [])
     out.append(f"## Progress (what the UI costs between two model calls)\n")
@@ -1073,6 +1102,21 @@ def progress_cost(bindir, work, loops, runs, out, before=None):
         for mode in ("quiet", "file", "terminal"):
             g = statistics.median(ui_gaps(b, work, mode, loops, f"{name[:4]}{i}") for i in range(runs))
             out.append(f"| {name} | {mode} | {g * 1000:.1f} ms | {100 * g / (g + 1):.2f}% |")
+    out.append("")
+    wall_loops = 50
+    out.append(f"A replayed meeting of {wall_loops} agent turns (no model latency: orchestration only), wall "
+               f"time per UI mode, median of {runs} runs interleaved, and its ratio to `-q` in the same run:\n")
+    out.append("| build | UI | wall | ÷ quiet |")
+    out.append("|---|---|---:|---:|")
+    for name, b in builds:
+        walls = {m: [] for m in ("quiet", "file", "terminal")}
+        for i in range(runs):
+            for m in walls:
+                walls[m].append(ui_wall(b, work, wall_loops, m, f"{name[:4]}{i}"))
+        q = statistics.median(walls["quiet"])
+        for m, ws in walls.items():
+            w = statistics.median(ws)
+            out.append(f"| {name} | {m} | {w * 1000:.0f} ms | {w / q:.2f}× |")
     out.append("")
 
 

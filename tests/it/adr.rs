@@ -166,10 +166,10 @@ fn the_meeting_files_supersedes_links_the_old_record() {
         .stderr_has("the meeting file's supersedes: expected the number of a record in");
 }
 
-/// The README's context source recipe, as written there, gives a meeting the earlier records.
+/// The guide's context source recipe, as written there, gives a meeting the earlier records.
 #[test]
 fn the_readmes_recipe_collects_the_earlier_records() {
-    let readme = std::fs::read_to_string(crate::harness::root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(crate::harness::root().join("docs/GUIDE.md")).unwrap();
     let after = &readme[readme
         .find("To let a meeting read the earlier decisions")
         .expect("the recipe")..];

@@ -96,34 +96,35 @@ fn every_programs_help_examples_run() {
 }
 
 #[test]
-fn the_readmes_shell_examples_run() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let lines: Vec<&str> = readme.lines().collect();
+fn the_user_docs_shell_examples_run() {
     let mut ran = 0;
-    let mut i = 0;
-    while i < lines.len() {
-        if lines[i] != "```sh" {
-            i += 1;
-            continue;
+    for (doc, text) in crate::fixtures::user_docs() {
+        let lines: Vec<&str> = text.lines().collect();
+        let mut i = 0;
+        while i < lines.len() {
+            if lines[i] != "```sh" {
+                i += 1;
+                continue;
+            }
+            let marked = i > 0 && lines[i - 1].starts_with("<!-- not run by the tests:");
+            let end = i + 1 + lines[i + 1..].iter().position(|l| *l == "```").unwrap();
+            if !marked {
+                // Comments after a command are the shell's; whole comment lines are skipped.
+                let block: Vec<&str> = lines[i + 1..end]
+                    .iter()
+                    .copied()
+                    .filter(|l| !l.trim_start().starts_with('#'))
+                    .collect();
+                let work = scratch();
+                run_script(
+                    work.path(),
+                    &runnable(&block),
+                    &format!("{doc} line {}", i + 1),
+                );
+                ran += 1;
+            }
+            i = end + 1;
         }
-        let marked = i > 0 && lines[i - 1].starts_with("<!-- not run by the tests:");
-        let end = i + 1 + lines[i + 1..].iter().position(|l| *l == "```").unwrap();
-        if !marked {
-            // Comments after a command are the shell's; whole comment lines are skipped.
-            let block: Vec<&str> = lines[i + 1..end]
-                .iter()
-                .copied()
-                .filter(|l| !l.trim_start().starts_with('#'))
-                .collect();
-            let work = scratch();
-            run_script(
-                work.path(),
-                &runnable(&block),
-                &format!("README.md line {}", i + 1),
-            );
-            ran += 1;
-        }
-        i = end + 1;
     }
-    assert!(ran >= 5, "only {ran} README blocks ran");
+    assert!(ran >= 5, "only {ran} blocks ran");
 }

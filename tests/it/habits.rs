@@ -137,13 +137,13 @@ fn resume_refuses_a_topic_argument_by_its_name() {
     );
 }
 
-/// Every variable `--help` lists is in the README's environment table.
+/// Every variable `--help` lists is in the guide's environment table.
 #[test]
 fn the_readme_names_every_variable_help_lists() {
     let help = crate::harness::cli("meeting").arg("--help").run().stdout();
     let env = help.split("Environment:\n").nth(1).unwrap();
     let env = env.split("\n\n").next().unwrap();
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(root().join("docs/GUIDE.md")).unwrap();
     let table: Vec<&str> = readme.lines().filter(|l| l.starts_with("| `")).collect();
     let vars = regex::Regex::new(r"\b[A-Z][A-Z_]{3,}\b").unwrap();
     for line in env.lines() {
@@ -154,7 +154,7 @@ fn the_readme_names_every_variable_help_lists() {
             let name = name.trim_end_matches(',');
             assert!(
                 table.iter().any(|row| row.contains(&format!("`{name}`"))),
-                "README's environment table lacks {name}"
+                "docs/GUIDE.md's environment table lacks {name}"
             );
         }
     }
@@ -166,7 +166,10 @@ fn the_readme_s_trace_ids_have_the_real_format() {
     let real = agent_meeting::stage::init_board::new_trace_id("2026-11-30T10:15:00Z");
     let shape = regex::Regex::new(r"^\d{14}-[0-9a-f]{8}$").unwrap();
     assert!(shape.is_match(&real), "{real}");
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let readme: String = crate::fixtures::user_docs()
+        .into_iter()
+        .map(|(_, t)| t)
+        .collect();
     let candidates = regex::Regex::new(r"\b\d{8}T?\d{6}Z?-[0-9a-f]{8}\b").unwrap();
     let found: Vec<&str> = candidates.find_iter(&readme).map(|m| m.as_str()).collect();
     assert!(!found.is_empty());
