@@ -64,7 +64,7 @@ pub enum Outcome {
     /// The meeting ended (or a `--step` user stopped it): the MeetingResult to print, and the
     /// error the program then exits with when the meeting failed (docs/design/failure-policy.md#failure-policy).
     Ended {
-        result: MeetingResult,
+        result: Box<MeetingResult>,
         failure: Option<Error>,
         /// After the error: how to finish what the meeting still owes (its decision record).
         hint: Option<String>,
@@ -146,7 +146,7 @@ pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
                     .map(|adr| record::resume_hint(&run.dir.path, adr));
             }
             Ok(Outcome::Ended {
-                result,
+                result: Box::new(result),
                 failure,
                 hint,
             })

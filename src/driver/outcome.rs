@@ -146,6 +146,8 @@ pub(super) fn result_of(
             ..board.usage.clone()
         },
         last_error: why,
+        cost: crate::llm::prices::Prices::current()
+            .meeting_cost(&board.usage, &board.record.callers),
     }
 }
 
@@ -162,6 +164,9 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
         (_, true) => ("finished (forced)", "1;32"),
         _ => ("finished", "1;32"),
     };
+    if let Some(cost) = &result.cost {
+        tokens.push_str(&format!(", {}", crate::llm::prices::cost_phrase(cost)));
+    }
     format!(
         "{} {}, {} ({} answered), {tokens} → {}",
         paint(ui, colour, &format!("{status}:")),

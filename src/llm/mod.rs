@@ -24,6 +24,7 @@ pub mod headers;
 mod notation;
 pub mod openai;
 pub mod parse;
+pub mod prices;
 mod provider;
 pub mod replay;
 mod reply;

@@ -286,7 +286,7 @@ pub fn ended_result(run_dir: &Path) -> Result<Option<MeetingResult>> {
         changes: Default::default(),
     };
     match crate::driver::meeting(request, ui)? {
-        crate::driver::Outcome::Ended { result, .. } => Ok(Some(result)),
+        crate::driver::Outcome::Ended { result, .. } => Ok(Some(*result)),
         crate::driver::Outcome::Stopped { error, .. } => Err(error),
         crate::driver::Outcome::DryRun(_) => Ok(None),
     }

@@ -82,6 +82,10 @@ pub struct MeetingResult {
     /// (`no_decision`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// What the meeting's live model calls cost (absent when none was live: a replay, the
+    /// sample provider).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::Cost>,
 }
 
 #[cfg(test)]

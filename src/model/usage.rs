@@ -108,6 +108,23 @@ pub struct CallerUsage {
     pub max_prompt_tokens: u64,
 }
 
+/// What a meeting cost in US dollars at a price table's prices (docs/design/llm.md#prices).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Cost {
+    /// The whole meeting; absent when a caller's model is not in the table (an unknown price
+    /// is never $0).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usd: Option<f64>,
+    /// Each live caller's cost; null for one whose model is not in the table.
+    pub by_caller: BTreeMap<String, Option<f64>>,
+    /// The callers whose model the table does not know: `arch (openai qwen3:8b)`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unpriced: Vec<String>,
+    /// The price table and its date.
+    pub prices: String,
+}
+
 /// Usage totals; `calls` is also the global call number that keys replay cassettes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

@@ -36,6 +36,7 @@ mod closed_stderr;
 mod config;
 mod context;
 mod context_ignore;
+mod cost;
 mod crash_resume;
 mod decision_record;
 mod dry_run;

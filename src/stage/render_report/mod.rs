@@ -386,6 +386,9 @@ pub(crate) struct Appendix {
     pub tokens: AllTokens,
     /// The meeting's token budget, when it had one (0: none).
     pub max_total_tokens: u64,
+    /// What its live calls cost, in one phrase (`$0.0123 at LiteLLM's prices of 2026-12-03`),
+    /// empty when none was live (docs/design/llm.md#prices).
+    pub cost: String,
     pub by_caller: Vec<CallerRow>,
     /// The body of the `sequenceDiagram` (without the fence).
     pub mermaid: String,
@@ -660,6 +663,16 @@ fn appendix(board: &Board) -> Appendix {
         llm_calls: board.usage.attempts(),
         tokens: AllTokens(board.usage.tokens),
         max_total_tokens: board.max_total_tokens.unwrap_or(0),
+        cost: crate::llm::prices::Prices::current()
+            .meeting_cost(&board.usage, &board.record.callers)
+            .map(|c| {
+                format!(
+                    "{} (at the prices of {})",
+                    crate::llm::prices::cost_phrase(&c),
+                    c.prices
+                )
+            })
+            .unwrap_or_default(),
         by_caller: board
             .usage
             .by_caller

@@ -1,0 +1,259 @@
+//! What a meeting cost (docs/design/llm.md#prices): a dated subset of LiteLLM's price table
+//! (`share/prices/prices.json`, embedded; `AGENT_MEETING_PRICES` names a fuller or private one
+//! of the same shape), and the cost of each caller's tokens at its model's prices — cached
+//! tokens at the cached-read price, cache writes at the write price. A model the table does
+//! not know is **unpriced**, never $0; a replayed or sample answer paid nothing and is not
+//! priced.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::model::{CallerSource, Cost, Tokens, Usage};
+
+const BUILT_IN: &str = include_str!("../../share/prices/prices.json");
+
+/// The variable naming a price table of the built-in one's shape.
+pub const PRICES_ENV: &str = "AGENT_MEETING_PRICES";
+
+/// One model's prices, in US dollars per token.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Price {
+    pub provider: String,
+    pub input: f64,
+    #[serde(default)]
+    pub output: f64,
+    pub cache_read: Option<f64>,
+    pub cache_write: Option<f64>,
+    pub max_input_tokens: Option<u64>,
+    #[serde(default)]
+    pub endpoints: Vec<String>,
+}
+
+impl Price {
+    /// The cost of `t`: uncached input, cached reads, cache writes and output, each at its
+    /// price (a missing cache price is the input price).
+    pub fn cost(&self, t: &Tokens) -> f64 {
+        let special = t.cached_tokens + t.cache_creation_tokens;
+        let plain = t.prompt_tokens.saturating_sub(special) as f64;
+        plain * self.input
+            + t.cached_tokens as f64 * self.cache_read.unwrap_or(self.input)
+            + t.cache_creation_tokens as f64 * self.cache_write.unwrap_or(self.input)
+            + t.completion_tokens as f64 * self.output
+    }
+}
+
+/// A price table: where it comes from, its date, its models.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Prices {
+    pub source: String,
+    pub date: String,
+    pub models: BTreeMap<String, Price>,
+}
+
+impl Prices {
+    /// The table in use: `AGENT_MEETING_PRICES`'s when set and readable, else the built-in.
+    /// An unreadable one is said once on stderr and the built-in is used.
+    pub fn current() -> &'static Prices {
+        static CURRENT: OnceLock<Prices> = OnceLock::new();
+        CURRENT.get_or_init(|| {
+            let builtin =
+                || serde_json::from_str(BUILT_IN).expect("the built-in price table parses");
+            match std::env::var_os(PRICES_ENV) {
+                None => builtin(),
+                Some(path) => match std::fs::read_to_string(&path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|t| serde_json::from_str::<Prices>(&t).map_err(|e| e.to_string()))
+                {
+                    Ok(p) => p,
+                    Err(e) => {
+                        crate::note!(
+                            "warning: {PRICES_ENV}={}: {e}; using the built-in prices",
+                            std::path::Path::new(&path).display()
+                        );
+                        builtin()
+                    }
+                },
+            }
+        })
+    }
+
+    /// The built-in table.
+    pub fn built_in() -> Prices {
+        serde_json::from_str(BUILT_IN).expect("the built-in price table parses")
+    }
+
+    /// The prices of `model` at `provider` (`azure` is priced as OpenAI's model of the same
+    /// name); a dated name falls back to its undated one (`claude-sonnet-4-5-20250929`).
+    pub fn of(&self, provider: &str, model: &str) -> Option<&Price> {
+        let provider = if provider == "azure" {
+            "openai"
+        } else {
+            provider
+        };
+        let model = model.trim();
+        let found = |name: &str| {
+            self.models
+                .get(name)
+                .or_else(|| self.models.get(&format!("{provider}/{name}")))
+                .filter(|p| p.provider == provider)
+        };
+        found(model).or_else(|| {
+            let (stem, date) = model.rsplit_once('-')?;
+            (date.len() == 8 && date.chars().all(|c| c.is_ascii_digit()))
+                .then(|| found(stem))
+                .flatten()
+        })
+    }
+
+    /// A meeting's cost, from its usage per caller and the provider and model each caller
+    /// used. `None` when no caller used a live model (a replay, the sample provider).
+    pub fn meeting_cost(
+        &self,
+        usage: &Usage,
+        callers: &BTreeMap<String, CallerSource>,
+    ) -> Option<Cost> {
+        let mut cost = Cost {
+            prices: format!("{} of {}", self.source_name(), self.date),
+            ..Cost::default()
+        };
+        let mut total = 0.0;
+        for (name, used) in &usage.by_caller {
+            let Some(source) = callers.get(name) else {
+                continue;
+            };
+            if source.replayed || source.provider == "sample" || source.provider == "replay" {
+                continue;
+            }
+            let model = source.model.as_deref().unwrap_or("");
+            match self.of(&source.provider, model) {
+                Some(price) => {
+                    let usd = price.cost(&used.tokens);
+                    total += usd;
+                    cost.by_caller.insert(name.clone(), Some(usd));
+                }
+                None => {
+                    cost.by_caller.insert(name.clone(), None);
+                    cost.unpriced
+                        .push(format!("{name} ({} {model})", source.provider));
+                }
+            }
+        }
+        if cost.by_caller.is_empty() {
+            return None;
+        }
+        cost.usd = cost.unpriced.is_empty().then_some(total);
+        Some(cost)
+    }
+
+    /// The table's name as the report says it: its source up to the first comma.
+    fn source_name(&self) -> &str {
+        self.source.split(',').next().unwrap_or(&self.source)
+    }
+}
+
+/// A cost as people read it: `$0.0123`, `$1.24`.
+pub fn dollars(usd: f64) -> String {
+    if usd >= 1.0 {
+        format!("${usd:.2}")
+    } else {
+        format!("${usd:.4}")
+    }
+}
+
+/// A meeting's cost in one phrase: `$0.0123`, or `unpriced (arch (openai qwen3:8b))`.
+pub fn cost_phrase(cost: &Cost) -> String {
+    match cost.usd {
+        Some(usd) => dollars(usd),
+        None => format!("unpriced ({})", cost.unpriced.join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(provider: &str, model: &str, replayed: bool) -> CallerSource {
+        CallerSource {
+            provider: provider.into(),
+            replayed,
+            model: Some(model.into()),
+            note: None,
+        }
+    }
+
+    fn usage(rows: &[(&str, Tokens)]) -> Usage {
+        let mut u = Usage::default();
+        for (name, t) in rows {
+            let row = u.by_caller.entry(name.to_string()).or_default();
+            row.tokens = *t;
+        }
+        u
+    }
+
+    fn tokens(prompt: u64, completion: u64, cached: u64, written: u64) -> Tokens {
+        Tokens {
+            prompt_tokens: prompt,
+            completion_tokens: completion,
+            cached_tokens: cached,
+            cache_creation_tokens: written,
+        }
+    }
+
+    /// The built-in table knows the default models; cached and written tokens are priced as
+    /// such; a dated Anthropic name finds its undated row.
+    #[test]
+    fn tokens_are_priced_as_the_table_says() {
+        let p = Prices::built_in();
+        assert!(p.date.len() == 10 && p.source.contains("LiteLLM"));
+        let mini = p
+            .of("openai", "gpt-4o-mini")
+            .expect("gpt-4o-mini is priced");
+        let plain = mini.cost(&tokens(1_000_000, 0, 0, 0));
+        let cached = mini.cost(&tokens(1_000_000, 0, 1_000_000, 0));
+        assert!(plain > 0.0 && cached < plain, "{plain} {cached}");
+        let out = mini.cost(&tokens(0, 1_000_000, 0, 0));
+        assert!((out - 1_000_000.0 * mini.output).abs() < 1e-9);
+        let sonnet = p
+            .of("anthropic", "claude-sonnet-4-5-20250929")
+            .expect("dated name");
+        let written = sonnet.cost(&tokens(1_000_000, 0, 0, 1_000_000));
+        assert!(written > sonnet.cost(&tokens(1_000_000, 0, 0, 0)));
+        assert_eq!(
+            p.of("anthropic", "gpt-4o-mini"),
+            None,
+            "another provider's model"
+        );
+        assert_eq!(p.of("openai", "qwen3:8b"), None);
+    }
+
+    /// A model the table does not know makes the meeting unpriced — never $0 — and says
+    /// which caller; replayed answers are not priced at all.
+    #[test]
+    fn an_unknown_model_is_unpriced_never_free() {
+        let p = Prices::built_in();
+        let t = tokens(10_000, 1_000, 0, 0);
+        let u = usage(&[("pm", t), ("arch", t)]);
+        let mut callers = BTreeMap::new();
+        callers.insert("pm".to_string(), source("openai", "gpt-4o-mini", false));
+        callers.insert("arch".to_string(), source("openai", "qwen3:8b", false));
+        let cost = p.meeting_cost(&u, &callers).unwrap();
+        assert_eq!(cost.usd, None);
+        assert_eq!(cost.by_caller["arch"], None);
+        assert!(cost.by_caller["pm"].unwrap() > 0.0);
+        assert_eq!(cost.unpriced, ["arch (openai qwen3:8b)"]);
+        assert!(cost_phrase(&cost).starts_with("unpriced (arch"));
+        callers.insert(
+            "arch".to_string(),
+            source("anthropic", "claude-haiku-4-5", false),
+        );
+        let cost = p.meeting_cost(&u, &callers).unwrap();
+        let sum = cost.by_caller.values().map(|v| v.unwrap()).sum::<f64>();
+        assert_eq!(cost.usd, Some(sum));
+        for c in callers.values_mut() {
+            c.replayed = true;
+        }
+        assert_eq!(p.meeting_cost(&u, &callers), None, "a replay paid nothing");
+    }
+}

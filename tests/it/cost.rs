@@ -1,0 +1,109 @@
+//! What a meeting cost (docs/design/llm.md#prices): live calls priced at the embedded table's
+//! prices, in the MeetingResult, the terminal's last line and the report's appendix; a model
+//! the table does not know is unpriced everywhere, never $0; a replay is not priced.
+
+use serde_json::Value;
+
+use crate::fake_http::{json, openai_ok, FakeServer};
+use crate::fixtures::{demo_cassette, meeting_cmd, pm, NOW};
+use crate::harness::{root, Run, Workdir};
+
+/// A meeting of one turn (the PM asks arch, arch answers, the PM finishes) against a fake
+/// OpenAI server that reports 1,000 prompt and 100 completion tokens a call, with `model`.
+fn priced_meeting(work: &Workdir, model: &str) -> Run {
+    let replies = [
+        pm::call("arch", "What would a rewrite cost?"),
+        pm::answer(
+            "A rewrite costs two engineers a quarter.",
+            &["Two engineers, one quarter."],
+        ),
+        pm::finish("### Executive Summary\nRewrite.\n\n### Recommendation\nRewrite it."),
+    ];
+    let server = FakeServer::start(
+        replies
+            .iter()
+            .map(|r| json(200, &openai_ok(&r.to_string(), Some((1000, 100)))))
+            .collect(),
+    );
+    let out = work
+        .cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--topic", "Adopt Rust for ingest?", "--agents", "arch"])
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            model,
+            "--trace-id",
+            "cost-test",
+        ])
+        .args(["--report-file", "report.md"])
+        .run();
+    assert_eq!(server.count(), 3, "{}", out.stderr());
+    out
+}
+
+/// The built-in table's prices of an OpenAI model, per token: (input, output).
+fn table_price(model: &str) -> (f64, f64) {
+    let text = std::fs::read_to_string(root().join("share/prices/prices.json")).unwrap();
+    let table: Value = serde_json::from_str(&text).unwrap();
+    let row = &table["models"][model];
+    (
+        row["input"].as_f64().unwrap(),
+        row["output"].as_f64().unwrap(),
+    )
+}
+
+#[test]
+fn a_meeting_on_a_priced_model_says_what_it_cost_everywhere() {
+    let work = Workdir::new();
+    let out = priced_meeting(&work, "gpt-4o-mini");
+    out.success();
+    let result: Value = out.json();
+    let (input, output) = table_price("gpt-4o-mini");
+    let expected = 3.0 * (1000.0 * input + 100.0 * output);
+    let usd = result["cost"]["usd"].as_f64().expect("a total");
+    assert!((usd - expected).abs() < 1e-12, "{usd} vs {expected}");
+    assert!(result["cost"]["prices"]
+        .as_str()
+        .unwrap()
+        .contains("LiteLLM"));
+    let shown = format!("${expected:.4}");
+    out.stderr_has(&format!(", {shown} → "));
+    let report = work.read("report.md");
+    assert!(
+        report.contains(&format!("- Cost: {shown} (at the prices of LiteLLM")),
+        "{report}"
+    );
+}
+
+#[test]
+fn a_model_the_table_does_not_know_is_unpriced_never_free() {
+    let work = Workdir::new();
+    let out = priced_meeting(&work, "qwen3:8b");
+    out.success();
+    let result: Value = out.json();
+    assert!(result["cost"]["usd"].is_null(), "{result}");
+    assert_eq!(result["cost"]["by_caller"]["pm"], Value::Null);
+    let unpriced = result["cost"]["unpriced"].as_array().unwrap();
+    assert!(
+        unpriced.iter().any(|u| u == "arch (openai qwen3:8b)"),
+        "{result}"
+    );
+    out.stderr_has("unpriced (");
+    let report = work.read("report.md");
+    assert!(report.contains("- Cost: unpriced ("), "{report}");
+    assert!(!report.contains("$0.0000") && !out.stderr().contains("$0.0000"));
+}
+
+#[test]
+fn a_replayed_meeting_is_not_priced() {
+    let work = Workdir::new();
+    let out = meeting_cmd(work.path(), &demo_cassette(), &[]).run();
+    out.success();
+    let result: Value = out.json();
+    assert!(result.get("cost").is_none(), "{result}");
+    assert!(!work.read("report.md").contains("- Cost:"));
+}
