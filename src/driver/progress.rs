@@ -63,11 +63,12 @@ pub(super) fn ticker_label(stage: Stage, board: &Board) -> String {
 }
 
 /// A thread beside a running stage that waits between its rounds and stops the moment it is
-/// dropped: dropping the sender wakes its wait at once, so the stage's end never waits for a
-/// sleep to run out (docs/design/run-folder.md#progress).
+/// dropped: dropping the sender wakes its wait at once. It is not joined — the stage's end
+/// never waits for another thread to be scheduled (docs/design/run-folder.md#progress) — so
+/// what must happen before the next line (a last read of the log, wiping the ticker) is done
+/// by the dropping thread itself, under the lock the two share ([`Shared`]).
 struct Beside {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
+    _stop: mpsc::Sender<()>,
 }
 
 /// What a [`Beside`] thread waits on.
@@ -83,18 +84,40 @@ impl Stop {
 impl Beside {
     fn spawn(run: impl FnOnce(Stop) + Send + 'static) -> Beside {
         let (tx, rx) = mpsc::channel();
-        Beside {
-            stop: Some(tx),
-            thread: Some(std::thread::spawn(move || run(Stop(rx)))),
-        }
+        std::thread::spawn(move || run(Stop(rx)));
+        Beside { _stop: tx }
     }
 }
 
-impl Drop for Beside {
-    fn drop(&mut self) {
-        drop(self.stop.take());
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+/// The state a progress thread and the stage's end share: whoever holds the lock acts; once
+/// `ended`, the thread does nothing more.
+struct Shared<T> {
+    state: std::sync::Mutex<(bool, T)>,
+}
+
+impl<T> Shared<T> {
+    fn new(t: T) -> std::sync::Arc<Shared<T>> {
+        std::sync::Arc::new(Shared {
+            state: std::sync::Mutex::new((false, t)),
+        })
+    }
+
+    /// Run `f` on the state unless the stage has ended; `false` once it has.
+    fn while_running(&self, f: impl FnOnce(&mut T)) -> bool {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if g.0 {
+            return false;
+        }
+        f(&mut g.1);
+        true
+    }
+
+    /// Mark the stage ended and run `f` on the state one last time, here.
+    fn end(&self, f: impl FnOnce(&mut T)) {
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if !g.0 {
+            g.0 = true;
+            f(&mut g.1);
         }
     }
 }
@@ -102,89 +125,133 @@ impl Drop for Beside {
 /// The elapsed-time indicator of a running stage (`  pm-step … 1.4 s`), shown after 0.6 s
 /// when the UI has a ticker; it stops and wipes its line when dropped.
 pub(super) struct Ticker {
-    _running: Option<Beside>,
+    running: Option<(Beside, std::sync::Arc<Shared<bool>>)>,
 }
 
 impl Ticker {
     pub(super) fn start(ui: Ui, name: &str) -> Ticker {
         let name = name.to_string();
         Ticker {
-            _running: ui
-                .ticker
-                .then(|| Beside::spawn(move |stop| tick(&name, &stop))),
+            running: ui.ticker.then(|| {
+                let shown = Shared::new(false);
+                let s = shown.clone();
+                (Beside::spawn(move |stop| tick(&name, &stop, &s)), shown)
+            }),
         }
     }
 }
 
-fn tick(name: &str, stop: &Stop) {
-    let start = Instant::now();
-    let shown = || start.elapsed() > Duration::from_millis(600);
-    while stop.wait(Duration::from_millis(200)) {
-        if shown() {
-            let line = format!("  {name} … {:.1} s ", start.elapsed().as_secs_f64());
-            crate::io::redraw_note(Some(&line));
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        if let Some((_, shown)) = self.running.take() {
+            shown.end(|shown| {
+                if *shown {
+                    crate::io::redraw_note(None);
+                }
+            });
         }
     }
-    if shown() {
-        crate::io::redraw_note(None);
+}
+
+fn tick(name: &str, stop: &Stop, shown: &Shared<bool>) {
+    let start = Instant::now();
+    while stop.wait(Duration::from_millis(200)) {
+        if start.elapsed() <= Duration::from_millis(600) {
+            continue;
+        }
+        let line = format!("  {name} … {:.1} s ", start.elapsed().as_secs_f64());
+        let drawn = shown.while_running(|shown| {
+            crate::io::redraw_note(Some(&line));
+            *shown = true;
+        });
+        if !drawn {
+            return;
+        }
     }
 }
 
 /// Failed model requests shown as they happen, while a stage runs (docs/design/run-folder.md#run-folder): a
 /// slow model's timeout and the retry behind it get a line of their own at once, not only
 /// the elapsed counter. Read from the exchange log the stage appends to (one line per
-/// request, synced as it comes), from `from` on; stops, after a last read, when dropped.
+/// request, synced as it comes), from `from` on; when dropped, the last lines are read by
+/// the dropping thread, so none written before the stage ended is missed or comes after the
+/// stage's own line.
 pub(super) struct LiveLines {
-    _running: Option<Beside>,
+    running: Option<(Beside, std::sync::Arc<Shared<LogTail>>)>,
 }
 
 impl LiveLines {
     pub(super) fn start(ui: Ui, log: Option<&Path>, from: u64, before: &Board) -> LiveLines {
-        let thread = match log {
+        let running = match log {
             Some(log) if !ui.quiet => {
-                let log = log.to_path_buf();
                 let tag = paint(ui, "2", &format!("[{}]", loop_tag(before)));
-                Some(Beside::spawn(move |stop| {
-                    watch_log(&log, from, &stop, |line| {
-                        if let Some(text) = failed_request_line(line, ui) {
-                            // Over the elapsed counter's line, which the next tick redraws.
-                            let wipe = if ui.ticker { "\r\x1b[2K" } else { "" };
-                            crate::note!("{wipe}{tag} {text}");
-                        }
-                    })
-                }))
+                let tail = Shared::new(LogTail {
+                    log: log.to_path_buf(),
+                    pos: from,
+                    pending: Vec::new(),
+                    ui,
+                    tag,
+                });
+                let t = tail.clone();
+                let beside = Beside::spawn(move |stop| {
+                    while t.while_running(LogTail::show_new)
+                        && stop.wait(Duration::from_millis(100))
+                    {}
+                });
+                Some((beside, tail))
             }
             _ => None,
         };
-        LiveLines { _running: thread }
+        LiveLines { running }
     }
 }
 
-/// Call `each` with every whole line appended to `log` after byte `from`, until the stage
-/// ends (one last read then, so no line written before the stage ended is missed).
-fn watch_log(log: &Path, from: u64, stop: &Stop, mut each: impl FnMut(&str)) {
+impl Drop for LiveLines {
+    fn drop(&mut self) {
+        if let Some((_, tail)) = self.running.take() {
+            tail.end(LogTail::show_new);
+        }
+    }
+}
+
+/// Where the live lines stand in the exchange log.
+struct LogTail {
+    log: std::path::PathBuf,
+    pos: u64,
+    pending: Vec<u8>,
+    ui: Ui,
+    tag: String,
+}
+
+impl LogTail {
+    fn show_new(&mut self) {
+        let (ui, tag) = (self.ui, self.tag.clone());
+        read_new_lines(&self.log, &mut self.pos, &mut self.pending, |line| {
+            if let Some(text) = failed_request_line(line, ui) {
+                // Over the elapsed counter's line, which the next tick redraws.
+                let wipe = if ui.ticker { "\r\x1b[2K" } else { "" };
+                crate::note!("{wipe}{tag} {text}");
+            }
+        });
+    }
+}
+
+/// Call `each` with every whole line appended to `log` after byte `pos` (moved past them; a
+/// partial last line waits in `pending` for its end).
+fn read_new_lines(log: &Path, pos: &mut u64, pending: &mut Vec<u8>, mut each: impl FnMut(&str)) {
     use std::io::{Read, Seek, SeekFrom};
-    let mut pos = from;
-    let mut pending: Vec<u8> = Vec::new();
-    let mut last = false;
-    loop {
-        if let Ok(mut f) = std::fs::File::open(log) {
-            if f.seek(SeekFrom::Start(pos)).is_ok() {
-                let mut bytes = Vec::new();
-                if let Ok(n) = f.read_to_end(&mut bytes) {
-                    pos += n as u64;
-                    pending.extend_from_slice(&bytes);
-                }
+    if let Ok(mut f) = std::fs::File::open(log) {
+        if f.seek(SeekFrom::Start(*pos)).is_ok() {
+            let mut bytes = Vec::new();
+            if let Ok(n) = f.read_to_end(&mut bytes) {
+                *pos += n as u64;
+                pending.extend_from_slice(&bytes);
             }
         }
-        while let Some(end) = pending.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            each(&String::from_utf8_lossy(&line));
-        }
-        if last {
-            return;
-        }
-        last = !stop.wait(Duration::from_millis(100));
+    }
+    while let Some(end) = pending.iter().position(|&b| b == b'\n') {
+        let line: Vec<u8> = pending.drain(..=end).collect();
+        each(&String::from_utf8_lossy(&line));
     }
 }
 
@@ -576,9 +643,9 @@ mod tests {
         assert_eq!(ticker_label(Stage::PmStep, &board), "pm closing round");
     }
 
-    /// Dropping a progress thread wakes its wait: the stage's end does not wait for a sleep to
-    /// run out. Each round here waits an hour, so only the wake can end the thread; the
-    /// receiver's 60 s is a deadlock guard, never reached when the rule holds.
+    /// Dropping a progress thread wakes its wait and does not wait for it: each round here
+    /// waits an hour, so only the wake can end the thread; the receivers' 60 s are deadlock
+    /// guards, never reached when the rule holds.
     #[test]
     fn a_progress_thread_stops_when_dropped_not_when_its_wait_runs_out() {
         let (rounds_tx, rounds) = mpsc::channel();
@@ -589,32 +656,38 @@ mod tests {
             }
             rounds_tx.send("stopped").unwrap();
         });
-        assert_eq!(rounds.recv().unwrap(), "started");
-        let (dropped_tx, dropped) = mpsc::channel();
-        std::thread::spawn(move || {
-            drop(beside);
-            dropped_tx.send(()).unwrap();
-        });
-        assert!(
-            dropped.recv_timeout(Duration::from_secs(60)).is_ok(),
-            "drop hung"
-        );
-        assert_eq!(rounds.try_iter().collect::<Vec<_>>(), ["stopped"]);
+        let guard = Duration::from_secs(60);
+        assert_eq!(rounds.recv_timeout(guard).unwrap(), "started");
+        drop(beside);
+        assert_eq!(rounds.recv_timeout(guard).unwrap(), "stopped");
+        assert!(rounds.try_iter().next().is_none());
     }
 
-    /// The log watcher reads once more after the stage ended: a line written just before the
-    /// end is shown.
+    /// Once the stage's end has taken the shared state, the thread does nothing more; the
+    /// end's own last action runs once.
     #[test]
-    fn the_log_watcher_reads_the_last_lines_after_the_stage_ends() {
+    fn after_the_end_a_progress_thread_does_nothing() {
+        let shared = Shared::new(0);
+        assert!(shared.while_running(|n| *n += 1));
+        shared.end(|n| *n += 10);
+        shared.end(|n| *n += 100);
+        assert!(!shared.while_running(|n| *n += 1000));
+        assert_eq!(shared.state.lock().unwrap().1, 11);
+    }
+
+    /// The log is read from where the last read stopped: a whole line once, a partial one
+    /// when it ends.
+    #[test]
+    fn the_log_is_read_line_by_line_from_where_it_stopped() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("llm.jsonl");
-        std::fs::write(&log, "old\n").unwrap();
-        let (tx, rx) = mpsc::channel();
-        drop(tx);
-        let mut seen = Vec::new();
-        std::fs::write(&log, "old\nnew\npartial").unwrap();
-        watch_log(&log, 4, &Stop(rx), |l| seen.push(l.to_string()));
+        let (mut pos, mut pending, mut seen) = (4, Vec::new(), Vec::<String>::new());
+        std::fs::write(&log, "old\nnew\npart").unwrap();
+        read_new_lines(&log, &mut pos, &mut pending, |l| seen.push(l.to_string()));
         assert_eq!(seen, ["new\n"]);
+        std::fs::write(&log, "old\nnew\npartial\n").unwrap();
+        read_new_lines(&log, &mut pos, &mut pending, |l| seen.push(l.to_string()));
+        assert_eq!(seen, ["new\n", "partial\n"]);
     }
 
     #[test]
