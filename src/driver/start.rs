@@ -117,6 +117,9 @@ pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
 fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
     let (settings, run_dir, numbered_from, default_report) = settings_of(new)?;
     if let Some(adr) = &settings.adr {
+        if settings.llm.provider.as_deref() == Some(crate::llm::sample::NAME) {
+            return Err(crate::stage::render_report::sample_refusal());
+        }
         // A folder the record cannot go to, or a wrong number, is found before any call.
         super::record::check(adr)?;
     }

@@ -112,6 +112,9 @@ pub struct Facts {
     pub remaining_loops: Option<u64>,
     /// The PM's question, in an agent's turn.
     pub question: Option<String>,
+    /// A valid answer of this call's kind, for a call outside a meeting round (agent-builder:
+    /// a shipped agent's config), which the sample answers with, its free texts marked.
+    pub example: Option<serde_json::Value>,
 }
 
 /// A citable document as the meeting's block lists it.

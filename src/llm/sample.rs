@@ -44,11 +44,14 @@ impl Provider for Sample {
         let text = match &req.expect {
             None => format!("{MARK} {} (call {seq}), no model was called.", req.caller),
             Some(expect) => {
+                // Local `$ref`s (`#/$defs/ParticipantKind`) stand for their definitions: an
+                // enum behind one is still an enum.
+                let schema = inline_refs(&expect.schema, &expect.schema, 0);
                 // A schema with one object per kind of answer (a top-level `anyOf`) is planned
                 // against all of them together, then fitted to the one the plan matches.
-                let view = merged(&expect.schema);
+                let view = merged(&schema);
                 let planned = plan(&prompt, &req.caller, &view);
-                let shape = matching(&expect.schema, &planned);
+                let shape = matching(&schema, &planned);
                 let value = conform(shape, "", Some(&planned));
                 serde_json::to_string_pretty(&value).expect("JSON serialises")
             }
@@ -114,7 +117,9 @@ fn mark(s: impl AsRef<str>) -> Value {
 fn plan(p: &Prompt, caller: &str, schema: &Value) -> Map<String, Value> {
     let props = schema.get("properties");
     let prop = |k: &str| props.and_then(|ps| ps.get(k));
-    let planned = if prop("next_action").is_some() {
+    let planned = if let Some(example) = &p.f.example {
+        marked_example(example)
+    } else if prop("next_action").is_some() {
         pm_answer(p, schema)
     } else if prop("key_points").is_some() || prop("response").is_some() {
         agent_answer(p, caller, schema)
@@ -124,6 +129,52 @@ fn plan(p: &Prompt, caller: &str, schema: &Value) -> Map<String, Value> {
     match planned {
         Value::Object(m) => m,
         _ => Map::new(),
+    }
+}
+
+/// `node` with every local `$ref` (`#/$defs/Name`, `#/definitions/Name`) of `root` replaced
+/// by its definition, to a depth of 8 (a recursive type stays a reference below that).
+fn inline_refs(node: &Value, root: &Value, depth: usize) -> Value {
+    match node {
+        Value::Object(o) => {
+            if let Some(target) = o.get("$ref").and_then(Value::as_str) {
+                let found = target
+                    .strip_prefix("#/")
+                    .and_then(|path| root.pointer(&format!("/{path}")));
+                if let (Some(def), true) = (found, depth < 8) {
+                    return inline_refs(def, root, depth + 1);
+                }
+            }
+            Value::Object(
+                o.iter()
+                    .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
+                    .map(|(k, v)| (k.clone(), inline_refs(v, root, depth)))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|v| inline_refs(v, root, depth)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The example answer a call carries, its prose marked as the sample's (a description, a
+/// prompt: text with a space), its names and ids kept, so it stays valid.
+fn marked_example(example: &Value) -> Value {
+    match example {
+        Value::Object(o) => Value::Object(
+            o.iter()
+                .map(|(k, v)| {
+                    let v = match v {
+                        Value::String(s) if s.contains(' ') && !k.ends_with("schema") => {
+                            mark(s.trim())
+                        }
+                        other => other.clone(),
+                    };
+                    (k.clone(), v)
+                })
+                .collect(),
+        ),
+        other => other.clone(),
     }
 }
 
@@ -677,6 +728,17 @@ mod tests {
         assert_eq!(v["next_action"], "CALL_AGENTS");
         let v = ask("pm", brief(Some(4), true), &schema);
         assert_eq!(v["next_action"], "CALL_AGENT");
+    }
+
+    /// An enum behind a local `$ref` is still an enum: the answer takes one of its values.
+    #[test]
+    fn a_referenced_enum_is_answered_with_one_of_its_values() {
+        let schema = json!({"type": "object",
+            "properties": {"kind": {"$ref": "#/$defs/Kind"}, "note": {"type": "string"}},
+            "required": ["kind", "note"],
+            "$defs": {"Kind": {"type": "string", "enum": ["llm", "human"]}}});
+        let v = ask("builder", Facts::default(), &schema);
+        assert_eq!(v["kind"], "llm", "{v}");
     }
 
     /// An agent quotes a listed document verbatim and cites it with its ids.

@@ -226,6 +226,7 @@ pub(crate) fn facts(board: &Board) -> Facts {
         spoken: board.loop_count > 0,
         remaining_loops: None,
         question: None,
+        example: None,
     }
 }
 

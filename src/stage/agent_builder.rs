@@ -68,6 +68,14 @@ fn agent_config_schema() -> Value {
         .expect("AgentConfig schema exists")
 }
 
+/// A shipped agent's config (the architect's), as a valid answer for `--provider sample`.
+fn example_config() -> Option<Value> {
+    let (_, text) = crate::loader::BUILTIN_AGENTS
+        .iter()
+        .find(|(n, _)| *n == "arch")?;
+    serde_yaml::from_str(text).ok()
+}
+
 fn render(template: &str, ctx: minijinja::Value) -> Result<String, Error> {
     let mut env = Environment::new();
     env.set_undefined_behavior(UndefinedBehavior::Strict);
@@ -141,7 +149,10 @@ pub fn build_agent(
             name: "agent_config".into(),
             schema: schema.clone(),
         }),
-        facts: Default::default(),
+        facts: crate::llm::Facts {
+            example: example_config(),
+            ..Default::default()
+        },
     };
     let mut builder = BuilderAsk {
         spec,

@@ -303,3 +303,63 @@ fn a_record_that_fails_after_the_meeting_is_finished_by_the_resume_it_names() {
         ]
     );
 }
+
+/// A sample run decides nothing: `--adr` with `--provider sample` is refused before the
+/// meeting starts, and render-report refuses a board every answer of which was the sample's;
+/// nothing is written into the team's records.
+#[test]
+fn a_sample_run_writes_no_decision_record() {
+    let work = Workdir::new();
+    let dir = adr_dir(&work);
+    let adr = dir.display().to_string();
+    let out = cli("meeting")
+        .args([
+            "--topic",
+            "Adopt Rust?",
+            "--agents",
+            "arch",
+            "--provider",
+            "sample",
+        ])
+        .args(["--adr", &adr, "--quiet"])
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .run();
+    out.exit(2)
+        .stderr_has("a sample run (--provider sample) makes no decision");
+    assert!(
+        !work.join("runs").exists(),
+        "refused before the meeting started"
+    );
+    // A sample meeting's board given to render-report --adr.
+    cli("meeting")
+        .args([
+            "--topic",
+            "Adopt Rust?",
+            "--agents",
+            "arch",
+            "--provider",
+            "sample",
+        ])
+        .args(["--quiet", "--trace-id", "s1", "--report-file"])
+        .arg(work.join("r.md"))
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .run()
+        .success();
+    let board = final_board(&work.join("runs/s1")).to_string();
+    cli("render-report")
+        .arg("--report-file")
+        .arg(work.join("r2.md"))
+        .args(["--adr", &adr])
+        .stdin(board)
+        .run()
+        .exit(2)
+        .stderr_has("makes no decision");
+    assert_eq!(
+        records(&dir).len(),
+        3,
+        "no record written: {:?}",
+        records(&dir)
+    );
+}

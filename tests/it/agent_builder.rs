@@ -63,6 +63,34 @@ fn loads(
     cfg
 }
 
+/// With no key and no server (`--provider sample`) the builder writes a valid config, its
+/// prose marked as the sample's, that a meeting can seat.
+#[test]
+fn the_sample_provider_writes_a_config_a_meeting_can_seat() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_file = dir.path().join("agents/qa.yaml");
+    std::fs::create_dir_all(out_file.parent().unwrap()).unwrap();
+    cmd()
+        .args(["--provider", "sample", "--role", "QA lead", "--output"])
+        .arg(&out_file)
+        .args(["--description", "Checks the test plan of each option"])
+        .run()
+        .success();
+    let cfg = loads(&out_file, agent_meeting::io::Format::Yaml);
+    assert_eq!((cfg.name.as_str(), cfg.role.as_str()), ("qa", "QA lead"));
+    assert!(
+        cfg.system_prompt.starts_with("[sample]"),
+        "{}",
+        cfg.system_prompt
+    );
+    let agents = cli("meeting")
+        .current_dir(dir.path())
+        .arg("--list-agents")
+        .run();
+    agents.success();
+    assert!(agents.stdout().contains("qa ") && agents.stdout().contains("QA lead"));
+}
+
 #[test]
 fn fake_openai_server_writes_a_valid_config() {
     let s = FakeServer::start(vec![json(

@@ -91,6 +91,14 @@ pub fn write_adr_noting(
     req: &AdrRequest,
     written: impl FnOnce(&Path) -> Result<()>,
 ) -> Result<AdrOutcome> {
+    let callers = &board.record.callers;
+    if !callers.is_empty()
+        && callers
+            .values()
+            .all(|c| c.provider == crate::llm::sample::NAME)
+    {
+        return Err(sample_refusal());
+    }
     let kind = report_kind(board)?;
     if kind == ReportKind::Fallback {
         return Ok(AdrOutcome::NoDecision);
@@ -243,6 +251,13 @@ fn next_number(dir: &Path) -> Result<u32> {
 /// a wrong number changes nothing.
 /// Refuse (exit 2, before any model call) an `--adr` folder the record could not be written
 /// to: a file, a folder we may not write, a full disk.
+/// A sample run decides nothing: it writes no decision record into a team's log.
+pub fn sample_refusal() -> Error {
+    Error::Usage(
+        "--adr: a sample run (--provider sample) makes no decision, so it writes no decision record; run the meeting with a model".into(),
+    )
+}
+
 pub fn check_adr_dir(dir: &Path) -> Result<()> {
     if dir.exists() && !dir.is_dir() {
         return Err(Error::Usage(format!(

@@ -31,8 +31,8 @@ mod mermaid;
 mod record;
 
 pub use adr::{
-    adr_note, amend_superseded, check_adr_dir, check_supersedes, write_adr, write_adr_noting,
-    AdrOutcome, AdrRequest,
+    adr_note, amend_superseded, check_adr_dir, check_supersedes, sample_refusal, write_adr,
+    write_adr_noting, AdrOutcome, AdrRequest,
 };
 
 pub use crate::text::markdown::{split_final_report, ReportParts, SEE_SUMMARY};
