@@ -41,5 +41,13 @@ if [ ! -f "$out/jobs.jsonl" ]; then
 fi
 
 n=$(grep -c . "$out/jobs.jsonl" || true)
+status=0
 seq 1 "$n" | parallel --jobs "${JOBS:-4}" --joblog "$out/joblog" --resume-failed \
-  -q sh "$here/batch-one.sh" "$out" {} "$@"
+  -q sh "$here/batch-one.sh" "$out" {} "$@" || status=$?
+# One line on how it went, success or not (stdout stays free for whoever pipes it).
+if [ "$status" -eq 0 ]; then
+  echo "batch.sh: $n meetings ended well; reports in $out/reports, results in $out/results (table: share/flows/summary.sh $out/runs/*)" >&2
+else
+  echo "batch.sh: $status of $n meetings did not end well (their lines in $out/joblog); run it again to resume them" >&2
+fi
+exit "$status"

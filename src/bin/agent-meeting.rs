@@ -38,24 +38,28 @@ const ME: &str = "agent-meeting";
 /// A program's `main`.
 type Main = fn() -> ExitCode;
 
-/// Every program, by the name it is run under.
-const PROGRAMS: [(&str, Main); 9] = [
-    ("agent-builder", agent_builder::main),
-    ("agent-turn", agent_turn::main),
-    ("collect-context", collect_context::main),
-    ("init-board", init_board::main),
-    ("meeting", meeting::main),
-    ("merge-board", merge_board::main),
-    ("next-stage", next_stage::main),
-    ("pm-step", pm_step::main),
-    ("render-report", render_report::main),
+/// Every program, by the name it is run under, with the first line of its `--help`.
+const PROGRAMS: [(&str, Main, fn() -> String); 9] = [
+    ("agent-builder", agent_builder::main, agent_builder::about),
+    ("agent-turn", agent_turn::main, agent_turn::about),
+    (
+        "collect-context",
+        collect_context::main,
+        collect_context::about,
+    ),
+    ("init-board", init_board::main, init_board::about),
+    ("meeting", meeting::main, meeting::about),
+    ("merge-board", merge_board::main, merge_board::about),
+    ("next-stage", next_stage::main, next_stage::about),
+    ("pm-step", pm_step::main, pm_step::about),
+    ("render-report", render_report::main, render_report::about),
 ];
 
 fn program(name: &str) -> Option<Main> {
     PROGRAMS
         .iter()
-        .find(|(n, _)| *n == name)
-        .map(|(_, main)| *main)
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, main, _)| *main)
 }
 
 /// The name a path runs under: its file name, without a Windows `.exe`.
@@ -108,7 +112,16 @@ fn main() -> ExitCode {
 }
 
 fn names() -> Vec<&'static str> {
-    PROGRAMS.iter().map(|(n, _)| *n).collect()
+    PROGRAMS.iter().map(|(n, _, _)| *n).collect()
+}
+
+/// The programs, a line each: the name, then what it does.
+fn listed() -> String {
+    PROGRAMS
+        .iter()
+        .map(|(n, _, about)| format!("{n:<16} {}", about()))
+        .collect::<Vec<_>>()
+        .join("\n  ")
 }
 
 fn help() -> String {
@@ -117,7 +130,7 @@ fn help() -> String {
          Usage: {ME} PROGRAM [ARGS]...\n       \
          PROGRAM [ARGS]...            (through a link named after the program)\n       \
          {ME} --install-links DIR\n       \
-         {ME} mcp                     (an MCP server for coding agents: {ME} mcp --help)\n\n\
+         {ME} mcp                (an MCP server for coding agents: {ME} mcp --help)\n\n\
          Programs (each one's flags: {ME} PROGRAM --help):\n  {}\n\n\
          Options:\n  \
          --install-links DIR  Make a link named after each program in DIR, pointing to this\n                       \
@@ -126,7 +139,7 @@ fn help() -> String {
          -V, --version        Print version\n\n\
          Example:\n  \
          cargo install --locked --path . --bin {ME} && {ME} --install-links ~/.cargo/bin\n",
-        names().join("\n  ")
+        listed()
     )
 }
 

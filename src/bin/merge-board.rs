@@ -32,3 +32,11 @@ pub fn main() -> ExitCode {
         cli::write_stage_board(merged, &args.output)
     })
 }
+
+/// The first line of this program's `--help`, for `agent-meeting --help`'s list.
+#[allow(dead_code)]
+pub fn about() -> String {
+    let cmd = <Args as clap::CommandFactory>::command();
+    let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
+    about.lines().next().unwrap_or_default().to_string()
+}

@@ -71,6 +71,17 @@ impl ResumeChanges {
 /// Go on with a killed or stopped meeting from the last complete output in its run folder,
 /// with `changes` applied and saved back to `meeting.json`.
 pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
+    if !dir.join("meeting.json").is_file() {
+        let what = if dir.is_dir() {
+            "is not a run folder (it holds no meeting.json)"
+        } else {
+            "does not exist"
+        };
+        return Err(Error::Usage(format!(
+            "--resume: {} {what}; a run folder is runs/<trace id> (the run folder line of the meeting's start, or its MeetingResult's run_dir)",
+            dir.display()
+        )));
+    }
     if !changes.trust_run_dir {
         super::trust::check_owner(dir)?;
     }

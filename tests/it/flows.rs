@@ -352,7 +352,9 @@ fn batch_runs_twenty_meetings_under_gnu_parallel_and_resumes_the_failed() {
         .collect();
     let input = work.write("topics.jsonl", lines);
     let flags = ["--agents", "arch", "--provider", "replay"];
-    batch(work.path(), &input, &flags).exit(1);
+    batch(work.path(), &input, &flags)
+        .exit(1)
+        .stderr_has("batch.sh: 1 of 20 meetings did not end well");
     let out = work.join("out");
     let results = |dir: &str| -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(out.join(dir))
@@ -365,7 +367,10 @@ fn batch_runs_twenty_meetings_under_gnu_parallel_and_resumes_the_failed() {
     assert_eq!(results("results").len(), 19);
     assert!(!results("results").contains(&"m07.json".to_string()));
     std::fs::copy(cassette("batch"), &late).unwrap();
-    batch(work.path(), &input, &flags).success();
+    // Success says so too, and where everything went.
+    batch(work.path(), &input, &flags)
+        .success()
+        .stderr_has("batch.sh: 20 meetings ended well; reports in ");
     let names: Vec<String> = (1..=20).map(|i| format!("m{i:02}")).collect();
     assert_eq!(
         results("results"),

@@ -356,6 +356,28 @@ fn a_resume_runs_no_command_it_was_not_given() {
     assert!(!pwned.exists());
 }
 
+/// A path that is no run folder is said to be one, not a file that cannot be opened.
+#[test]
+fn a_resume_of_no_run_folder_says_so() {
+    let work = Workdir::new();
+    for (dir, says) in [
+        (work.join("runs/missing"), "does not exist"),
+        (
+            work.path().to_path_buf(),
+            "is not a run folder (it holds no meeting.json)",
+        ),
+    ] {
+        crate::harness::cli("meeting")
+            .arg("--resume")
+            .arg(&dir)
+            .run()
+            .exit(2)
+            .one_stderr_line()
+            .stderr_has(says)
+            .stderr_has("runs/<trace id>");
+    }
+}
+
 /// Before its first call a resume says what it will write to and run: the report path and
 /// the stage commands in effect.
 #[test]

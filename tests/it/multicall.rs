@@ -172,3 +172,21 @@ fn an_unknown_program_is_a_usage_error() {
         .success()
         .stdout_has("pm-step");
 }
+
+/// `agent-meeting --help` lists every program with the first line of its own `--help`.
+#[test]
+fn the_help_lists_each_program_with_what_it_does() {
+    let help = Cli::new(Command::new(MULTICALL)).arg("--help").run();
+    help.success();
+    let text = help.stdout();
+    for program in PROGRAMS {
+        let own = direct(program).arg("--help").run().stdout();
+        let first = own.lines().next().unwrap().trim();
+        assert!(
+            text.lines()
+                .any(|l| l.trim_start().starts_with(program) && l.trim_end().ends_with(first)),
+            "{program}: {first:?} not in\n{text}"
+        );
+    }
+    assert!(text.contains("agent-meeting mcp"), "{text}");
+}
