@@ -38,8 +38,11 @@ const ME: &str = "agent-meeting";
 /// A program's `main`.
 type Main = fn() -> ExitCode;
 
+/// The first line of a program's `--help`.
+type About = fn() -> String;
+
 /// Every program, by the name it is run under, with the first line of its `--help`.
-const PROGRAMS: [(&str, Main, fn() -> String); 9] = [
+const PROGRAMS: [(&str, Main, About); 9] = [
     ("agent-builder", agent_builder::main, agent_builder::about),
     ("agent-turn", agent_turn::main, agent_turn::about),
     (
