@@ -1,6 +1,8 @@
 #!/bin/sh
 # summary.sh — one table of many run folders (a batch's OUT_DIR/runs/*, or any `meeting` run
-# folders): run, status, report kind, decision, confidence, loops, LLM calls, tokens. Each row
+# folders): run, status, report kind, decision, confidence, loops, LLM calls, tokens, cost (US
+# dollars at the price table's prices; `unpriced` for a model the table does not know, `-`
+# with no live call: a replay). Each row
 # is read from the folder's last render-report output (the ReportResult); a folder without
 # one (the meeting did not get that far) is listed as `unfinished`.
 #
@@ -14,13 +16,15 @@ for dir in "$@"; do
     jq -c --arg run "$(basename "$dir")" '{run: $run, status, kind,
         decision: (.board.record.decision.choice // "-"), confidence: (.board.record.decision.confidence // "-"),
         loops: .board.loop_count, calls: .board.usage.calls,
-        tokens: (.board.usage.prompt_tokens + .board.usage.completion_tokens)}' "$dir/$last"
+        tokens: (.board.usage.prompt_tokens + .board.usage.completion_tokens),
+        cost: (if .cost == null then "-" elif .cost.usd == null then "unpriced"
+               else "$" + (.cost.usd * 10000 | round / 10000 | tostring) end)}' "$dir/$last"
   else
     jq -n -c --arg run "$(basename "$dir")" '{run: $run, status: "unfinished", kind: "-", decision: "-",
-        confidence: "-", loops: "-", calls: "-", tokens: "-"}'
+        confidence: "-", loops: "-", calls: "-", tokens: "-", cost: "-"}'
   fi
 done | jq -s -r --arg format "${FORMAT:-markdown}" '
-  ["run", "status", "kind", "decision", "confidence", "loops", "calls", "tokens"] as $cols
+  ["run", "status", "kind", "decision", "confidence", "loops", "calls", "tokens", "cost"] as $cols
   | if $format == "tsv" then ($cols, (.[] | [.[$cols[]]])) | @tsv
     else ("| " + ($cols | join(" | ")) + " |"), ("|" + ($cols | map("---") | join("|")) + "|"),
       (.[] | [.[$cols[]] | tostring | gsub("\\|"; "\\|") | gsub("\n"; " ")] | "| " + join(" | ") + " |")

@@ -28,6 +28,10 @@ pub struct ReportResult {
     pub report_file: Option<String>,
     pub markdown: String,
     pub board: Board,
+    /// What the meeting's live model calls cost, as the report's appendix says (absent when
+    /// none was live).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<super::Cost>,
 }
 
 /// How a meeting ended, as `meeting` prints it (docs/design/flow.md#statuses): the board's

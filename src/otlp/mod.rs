@@ -173,6 +173,20 @@ pub fn trace_of_run(dir: &Path, content: bool) -> Result<Trace, ExportError> {
     Ok(build(&meeting, &events, &calls, content))
 }
 
+/// The cost the run folder's newest report says (its ReportResult's `cost`), if any.
+fn cost_of_run(dir: &Path) -> Option<crate::model::Cost> {
+    let mut outs: Vec<_> = std::fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("-render-report.out.json"))
+        .collect();
+    outs.sort();
+    let text = std::fs::read_to_string(dir.join(outs.last()?)).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+    serde_json::from_value(v.get("cost")?.clone()).ok()
+}
+
 /// The OTLP request body of a trace.
 pub fn encode(trace: &Trace) -> Vec<u8> {
     let resource = [
@@ -191,6 +205,7 @@ pub fn encode(trace: &Trace) -> Vec<u8> {
 /// Export a run folder's trace to `target`; the number of spans sent.
 pub fn export_run(dir: &Path, target: &OtlpSettings) -> Result<usize, ExportError> {
     let mut trace = trace_of_run(dir, target.content)?;
+    trace.add_cost(&cost_of_run(dir));
     if let Some(parent) = target.parent.as_deref().and_then(spans::parse_traceparent) {
         trace.put_under(parent);
     }

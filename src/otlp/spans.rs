@@ -491,6 +491,27 @@ pub fn parse_traceparent(tp: &str) -> Option<([u8; 16], [u8; 8])> {
 }
 
 impl Trace {
+    /// The meeting's cost on its root span: `agent_meeting.cost.usd`, or
+    /// `agent_meeting.cost.unpriced` naming the callers the price table does not know.
+    pub fn add_cost(&mut self, cost: &Option<crate::model::Cost>) {
+        let (Some(cost), Some(root)) = (cost, self.spans.first_mut()) else {
+            return;
+        };
+        match cost.usd {
+            Some(usd) => root
+                .attrs
+                .push(("agent_meeting.cost.usd".into(), Value::Double(usd))),
+            None => root.attrs.push((
+                "agent_meeting.cost.unpriced".into(),
+                Value::StrList(cost.unpriced.clone()),
+            )),
+        }
+        root.attrs.push((
+            "agent_meeting.cost.prices".into(),
+            Value::Str(cost.prices.clone()),
+        ));
+    }
+
     /// The trace as a child of another's span: its trace id, the root span's parent.
     pub fn put_under(&mut self, (trace_id, span_id): ([u8; 16], [u8; 8])) {
         self.trace_id = trace_id;
@@ -547,6 +568,38 @@ fn group_span(meeting: &str, g: &Group) -> Span {
 mod tests {
     use super::*;
     use crate::model::Event;
+
+    /// The meeting's cost goes on its root span: the dollars, or who is unpriced.
+    #[test]
+    fn the_cost_is_on_the_root_span() {
+        let mut t = build("m", &[], &[], false);
+        t.add_cost(&Some(crate::model::Cost {
+            usd: Some(0.25),
+            prices: "LiteLLM of 2026-12-03".into(),
+            ..Default::default()
+        }));
+        let attr = |t: &Trace, k: &str| {
+            t.spans[0]
+                .attrs
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+        };
+        assert_eq!(
+            attr(&t, "agent_meeting.cost.usd"),
+            Some(Value::Double(0.25))
+        );
+        let mut u = build("m", &[], &[], false);
+        u.add_cost(&Some(crate::model::Cost {
+            unpriced: vec!["arch (openai qwen3:8b)".into()],
+            ..Default::default()
+        }));
+        assert_eq!(attr(&u, "agent_meeting.cost.usd"), None);
+        assert_eq!(
+            attr(&u, "agent_meeting.cost.unpriced"),
+            Some(Value::StrList(vec!["arch (openai qwen3:8b)".into()]))
+        );
+    }
 
     /// A W3C traceparent is read strictly; a trace put under it takes its trace id, and its
     /// root (only) hangs under its span.

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::fake_http::{json, openai_ok, FakeServer};
 use crate::fixtures::{demo_cassette, meeting_cmd, pm, NOW};
-use crate::harness::{root, Run, Workdir};
+use crate::harness::{programs_path, root, skip_without, Cli, Run, Tool, Workdir};
 
 /// A meeting of one turn (the PM asks arch, arch answers, the PM finishes) against a fake
 /// OpenAI server that reports 1,000 prompt and 100 completion tokens a call, with `model`.
@@ -77,6 +77,19 @@ fn a_meeting_on_a_priced_model_says_what_it_cost_everywhere() {
         report.contains(&format!("- Cost: {shown} (at the prices of LiteLLM")),
         "{report}"
     );
+    // The batch table says it too.
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let mut summary = Cli::new(std::process::Command::new("sh"));
+    summary
+        .arg(root().join("share/flows/summary.sh"))
+        .arg(work.join("runs/cost-test"))
+        .env("PATH", programs_path());
+    let table = summary.run();
+    table.success();
+    let rounded = (expected * 10000.0).round() / 10000.0;
+    table.stdout_has(&format!("| ${rounded} |"));
 }
 
 #[test]
@@ -95,6 +108,8 @@ fn a_model_the_table_does_not_know_is_unpriced_never_free() {
     out.stderr_has("unpriced (");
     let report = work.read("report.md");
     assert!(report.contains("- Cost: unpriced ("), "{report}");
+    let saved = crate::fixtures::report_result(&work.join("runs/cost-test")).unwrap();
+    assert!(saved["cost"]["usd"].is_null() && saved["cost"]["unpriced"].is_array());
     assert!(!report.contains("$0.0000") && !out.stderr().contains("$0.0000"));
 }
 

@@ -406,7 +406,7 @@ fn batch_runs_twenty_meetings_under_gnu_parallel_and_resumes_the_failed() {
     assert_eq!(table.stdout().lines().count(), 2 + 20, "{}", table.stdout());
     for n in &names {
         table.stdout_has(&format!(
-            "| {n} | finished | normal | Go ahead with a two-week trial on one service | medium | 1 | 3 | 10670 |"
+            "| {n} | finished | normal | Go ahead with a two-week trial on one service | medium | 1 | 3 | 10670 | - |"
         ));
     }
 }

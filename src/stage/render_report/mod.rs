@@ -187,6 +187,7 @@ pub(crate) fn finish(
                 kind: rendered.kind,
                 report_file: None,
                 markdown: rendered.markdown,
+                cost: cost_of(&board),
                 board,
             });
         }
@@ -206,8 +207,14 @@ pub(crate) fn finish(
         kind: rendered.kind,
         report_file: report_file.map(|p| p.display().to_string()),
         markdown: rendered.markdown,
+        cost: cost_of(&board),
         board,
     })
+}
+
+/// What the meeting's live calls cost at the current price table (docs/design/llm.md#prices).
+fn cost_of(board: &Board) -> Option<crate::model::Cost> {
+    crate::llm::prices::Prices::current().meeting_cost(&board.usage, &board.record.callers)
 }
 
 /// Refuse (exit 2) a report path that exists and is neither a regular file nor a folder: the
@@ -663,8 +670,7 @@ fn appendix(board: &Board) -> Appendix {
         llm_calls: board.usage.attempts(),
         tokens: AllTokens(board.usage.tokens),
         max_total_tokens: board.max_total_tokens.unwrap_or(0),
-        cost: crate::llm::prices::Prices::current()
-            .meeting_cost(&board.usage, &board.record.callers)
+        cost: cost_of(board)
             .map(|c| {
                 format!(
                     "{} (at the prices of {})",
