@@ -426,13 +426,25 @@ fn reply(
         });
     }
     let usage = raw.usage.unwrap_or_else(|| estimate_usage(req, &raw.text));
+    // A reply the server stopped short of the max_tokens sent (as it reported the counts):
+    // its context window was full, not the limit reached.
+    let window_full = match (raw.truncated, opts.max_tokens, usage.estimated) {
+        (true, Some(limit), false)
+            if usage.tokens.completion_tokens < u64::from(limit) * 9 / 10 =>
+        {
+            Some(NoJson::WindowFull {
+                reply: usage.tokens.completion_tokens,
+                prompt: usage.tokens.prompt_tokens,
+                limit,
+            })
+        }
+        _ => None,
+    };
     let json = req.expect.as_ref().map(|_| {
-        parse::parse_json_reply(&raw.text).map_err(|e| {
-            if raw.truncated {
-                NoJson::CutOff(opts.max_tokens)
-            } else {
-                NoJson::Invalid(e)
-            }
+        parse::parse_json_reply(&raw.text).map_err(|e| match (&window_full, raw.truncated) {
+            (Some(full), _) => full.clone(),
+            (None, true) => NoJson::CutOff(opts.max_tokens),
+            (None, false) => NoJson::Invalid(e),
         })
     });
     Ok(Reply {

@@ -79,6 +79,10 @@ pub enum NoJson {
     /// The model stopped at `max_tokens` (the limit, when one was set) before the object was
     /// complete.
     CutOff(Option<u32>),
+    /// The server stopped the reply before `max_tokens`, after `reply` tokens of a prompt of
+    /// `prompt`: its context window was full (a local server's small context), so a larger
+    /// `max_tokens` would not help.
+    WindowFull { reply: u64, prompt: u64, limit: u32 },
     /// The text is not valid JSON: the parser's words.
     Invalid(String),
     /// No JSON object in the reply at all.
@@ -95,6 +99,14 @@ impl std::fmt::Display for NoJson {
                     "{CUT_OFF}{limit} before the JSON object was complete: raise --max-tokens, or answer more briefly"
                 )
             }
+            NoJson::WindowFull {
+                reply,
+                prompt,
+                limit,
+            } => write!(
+                f,
+                "cut off by the server's context window after {reply} of the {limit} reply tokens allowed (the prompt took {prompt}) before the JSON object was complete: give the model a larger context (Ollama: OLLAMA_CONTEXT_LENGTH or num_ctx; llama.cpp: --ctx-size) or send less (--max-context-chars, fewer documents)"
+            ),
             NoJson::Invalid(e) => f.write_str(e),
             NoJson::Missing => f.write_str("the reply carried no JSON object"),
         }
@@ -105,7 +117,7 @@ impl NoJson {
     /// What the reply was, after "the reply was" / "it was": cut off, or not valid JSON.
     pub(crate) fn what(&self) -> String {
         match self {
-            NoJson::CutOff(_) => self.to_string(),
+            NoJson::CutOff(_) | NoJson::WindowFull { .. } => self.to_string(),
             _ => format!("not valid JSON ({self})"),
         }
     }
@@ -114,6 +126,7 @@ impl NoJson {
     pub(crate) fn for_reader(&self) -> &'static str {
         match self {
             NoJson::CutOff(_) => "it was cut off at the token limit",
+            NoJson::WindowFull { .. } => "it was cut off by the model's context window",
             _ => "it was not valid JSON",
         }
     }

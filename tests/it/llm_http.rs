@@ -576,6 +576,36 @@ fn secret_never_leaks(kind: Kind) {
     assert_eq!(std::fs::read_to_string(&log).unwrap().lines().count(), 3);
 }
 
+/// A reply the server stopped short of the max_tokens sent (a local server whose context
+/// window filled up) blames the window and names its remedy, not --max-tokens.
+#[test]
+fn a_reply_cut_by_the_context_window_says_so() {
+    let head = "{\"response\": \"Use Postgres because";
+    let body = json!({"id": "c", "object": "chat.completion", "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": head},
+                     "finish_reason": "length"}],
+        "usage": {"prompt_tokens": 931, "completion_tokens": 93}});
+    let s = FakeServer::start(vec![json(200, &body.to_string())]);
+    let mut c = Client::new(provider(OpenAi, &s, false, 5000), 0).with_policy(fast());
+    let o = Options {
+        max_tokens: Some(1500),
+        ..opts()
+    };
+    let e = c
+        .call(&request(), &o)
+        .unwrap()
+        .json
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("cut off by the server's context window after 93 of the 1500 reply tokens allowed (the prompt took 931)")
+            && e.contains("OLLAMA_CONTEXT_LENGTH")
+            && !e.contains("raise --max-tokens"),
+        "{e}"
+    );
+}
+
 /// A reply the model had to stop at max_tokens says so, instead of "EOF while parsing".
 fn cut_at_max_tokens(kind: Kind) {
     let head = "{\"response\": \"Use Postgres because";

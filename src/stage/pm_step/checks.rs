@@ -35,7 +35,9 @@ impl Invalid {
     /// The line stored in `last_error` when this answer ends the round.
     pub(super) fn describe(&self) -> String {
         match self {
-            Invalid::Json(e @ NoJson::CutOff(_)) => format!("PM output was {e}"),
+            Invalid::Json(e @ (NoJson::CutOff(_) | NoJson::WindowFull { .. })) => {
+                format!("PM output was {e}")
+            }
             Invalid::Json(e) => format!("PM output was not valid JSON: {e}"),
             Invalid::Schema(e, _) => format!("PM decision invalid: {e}"),
             Invalid::Routing(_, e, _) => format!("PM routing failed: {e}"),
