@@ -105,6 +105,8 @@ pub struct Facts {
     /// `(id, text)` of the whiteboard's open questions.
     pub open_questions: Vec<(String, String)>,
     pub key_points: Vec<String>,
+    /// `(who said it first, text)` of the whiteboard's key points.
+    pub heard: Vec<(String, String)>,
     pub documents: Vec<FactDocument>,
     /// Whether a participant has spoken yet.
     pub spoken: bool,

@@ -288,7 +288,23 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     let actions = enum_at(schema, &["next_action"]);
     let may = |a: &str| actions.iter().any(|x| x == a);
     let targets = enum_at(schema, &["target_agent"]);
-    if !(may("CALL_AGENT") || may("CALL_AGENTS")) || targets.is_empty() {
+    let answered = answered(p);
+    // Every required question answered (now or before): the meeting can end, normally.
+    let required_open = p.f.required_questions.iter().any(|q| {
+        p.f.open_questions
+            .iter()
+            .any(|(id, t)| t == q && !answered.iter().any(|a| a["question"] == id.as_str()))
+    });
+    // And everyone at the table heard (a person too), so nobody is skipped.
+    let all_heard = targets
+        .iter()
+        .all(|t| p.f.heard.iter().any(|(who, _)| who == t));
+    let done = may("FINISH")
+        && p.f.spoken
+        && all_heard
+        && !p.f.required_questions.is_empty()
+        && !required_open;
+    if done || !(may("CALL_AGENT") || may("CALL_AGENTS")) || targets.is_empty() {
         return finish(p, schema);
     }
     // The fan-out's targets are the models; the others at the table are people.
@@ -306,6 +322,7 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
             .collect();
         return json!({
             "analysis": format!("{MARK} Nobody has spoken yet: ask {} at once for independent first views.", join(&models[..calls.len()])),
+            "answered_questions": answered,
             "next_action": "CALL_AGENTS",
             "target_agent": null,
             "prompt_for_agent": null,
@@ -321,6 +338,7 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     let target = order[(round % order.len() as u64) as usize];
     json!({
         "analysis": format!("{MARK} {} loops left: ask {target} next, in turn.", p.f.remaining_loops.unwrap_or(0)),
+        "answered_questions": answered,
         "next_action": "CALL_AGENT",
         "target_agent": target,
         "prompt_for_agent": question_for(p, target),
@@ -363,6 +381,64 @@ fn question_for(p: &Prompt, target: &str) -> Value {
         ),
     };
     mark(q)
+}
+
+/// The open questions a participant has answered with a document's words: its key point
+/// `[sample] Q2: <doc> says "<quote>"` (see [`agent_answer`]), by whoever said it first.
+fn answered(p: &Prompt) -> Vec<Value> {
+    p.f.open_questions
+        .iter()
+        .filter_map(|(id, _)| {
+            let prefix = format!("{id}: ");
+            let (who, said) =
+                p.f.heard
+                    .iter()
+                    .find(|(_, k)| plain(k).starts_with(&prefix))?;
+            let answer = plain(said).strip_prefix(&prefix)?;
+            Some(json!({"question": id, "answer": mark(answer), "by": [who]}))
+        })
+        .collect()
+}
+
+/// The words of a text that carry its meaning: four letters or more, lower case, the
+/// commonest question words left out.
+fn words(s: &str) -> std::collections::BTreeSet<String> {
+    const COMMON: [&str; 12] = [
+        "what", "would", "does", "should", "which", "there", "their", "about", "this", "that",
+        "with", "from",
+    ];
+    s.split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|w| w.chars().count() >= 4 && !COMMON.contains(&w.as_str()))
+        .collect()
+}
+
+/// The sentence of the documents `ids` allows that shares most words with `question` (at
+/// least one), as a short verbatim quote: `(document, quote)`.
+fn best_quote<'a>(
+    p: &'a Prompt,
+    question: &str,
+    ids: &[String],
+) -> Option<(&'a FactDocument, String)> {
+    let asked = words(question);
+    p.f.documents
+        .iter()
+        .filter(|d| ids.is_empty() || ids.contains(&d.document_id))
+        .flat_map(|d| prose(&d.excerpt).map(move |s| (d, s)))
+        .map(|(d, s)| (words(s).intersection(&asked).count(), d, s))
+        .filter(|(n, _, _)| *n > 0)
+        // The first of the best: documents and sentences in their order.
+        .fold(
+            None,
+            |best: Option<(usize, &FactDocument, &str)>, c| match best {
+                Some(b) if b.0 >= c.0 => Some(b),
+                _ => Some(c),
+            },
+        )
+        .map(|(_, d, s)| {
+            let quote: Vec<&str> = s.split_whitespace().take(16).collect();
+            (d, quote.join(" "))
+        })
 }
 
 /// What a sample agent's key point says before the question it was asked.
@@ -448,8 +524,8 @@ fn finish(p: &Prompt, schema: &Value) -> Value {
         "prompt_for_agent": null,
         "calls": null,
         "final_report": report,
-        // None: a sample answers no question, so the report lists them all as open.
-        "answered_questions": [],
+        // Those a participant answered with a quote of a document (see `agent_answer`).
+        "answered_questions": answered(p),
         "decision": {"choice": format!("{MARK} {choice}"), "confidence": "low",
             "revisit_if": format!("{MARK} a run with a model answers the open questions")},
         "option_assessments": assessments,
@@ -467,12 +543,27 @@ fn agent_answer(p: &Prompt, caller: &str, schema: &Value) -> Value {
     let ids = enum_at(schema, &["citations", "document_id"]);
     let mut key_points = Vec::new();
     let mut citations = Vec::new();
+    // Asked one of the whiteboard's open questions: answer it with the document sentence
+    // that shares most of its words, quoted, cited, and marked with the question's id.
+    let asked =
+        p.f.open_questions
+            .iter()
+            .find(|(_, t)| plain(t) == question)
+            .and_then(|(id, _)| Some((id, best_quote(p, question, &ids)?)));
+    if let Some((id, (doc, quote))) = asked {
+        let point = format!("{MARK} {id}: {} says \"{quote}\"", doc.document_id);
+        citations.push(
+            json!({"document_id": doc.document_id, "source_path": doc.source_path,
+            "quote": quote, "supports": point}),
+        );
+        key_points.push(Value::String(point));
+    }
     let docs: Vec<&FactDocument> =
         p.f.documents
             .iter()
             .filter(|d| ids.is_empty() || ids.contains(&d.document_id))
             .collect();
-    if !docs.is_empty() {
+    if !docs.is_empty() && citations.is_empty() {
         // Participants start from different documents, and move on as the whiteboard grows.
         let at = caller.bytes().map(usize::from).sum::<usize>() + p.f.key_points.len();
         let d = docs[at % docs.len()];
@@ -669,6 +760,7 @@ mod tests {
         Facts {
             topic: "Adopt Rust for ingest?".into(),
             required_questions: vec!["What would a rewrite cost?".into()],
+            open_questions: vec![("Q1".into(), "What would a rewrite cost?".into())],
             remaining_loops: remaining,
             spoken,
             ..Facts::default()
@@ -728,6 +820,50 @@ mod tests {
         assert_eq!(v["next_action"], "CALL_AGENTS");
         let v = ask("pm", brief(Some(4), true), &schema);
         assert_eq!(v["next_action"], "CALL_AGENT");
+    }
+
+    /// The good path: asked a required question, an agent answers it with the document
+    /// sentence that shares its words, marked with the question's id; the PM then marks the
+    /// question answered by that agent and, every required question answered, FINISHes.
+    #[test]
+    fn a_required_question_is_answered_from_the_documents_then_the_pm_finishes() {
+        let facts = Facts {
+            topic: "Adopt Rust for ingest?".into(),
+            open_questions: vec![("Q1".into(), "What would a rewrite cost?".into())],
+            documents: vec![FactDocument {
+                document_id: "docs/a.md".into(),
+                source_path: "docs/a.md".into(),
+                excerpt: "The service drops two percent of events at peak load.\nA rewrite would cost two engineers a full quarter of work.".into(),
+            }],
+            question: Some("[sample] What would a rewrite cost?".into()),
+            ..Facts::default()
+        };
+        let schema = json!({"type": "object", "properties": {
+            "response": {"type": "string"},
+            "key_points": {"type": "array", "items": {"type": "string"}},
+            "citations": {"type": "array", "items": {"type": "object", "properties": {
+                "document_id": {"type": "string"}, "source_path": {"type": "string"},
+                "quote": {"type": "string"}, "supports": {"type": "string"}},
+                "required": ["document_id", "source_path", "quote"]}}},
+            "required": ["response", "key_points", "citations"]});
+        let v = ask("arch", facts, &schema);
+        let point = v["key_points"][0].as_str().unwrap().to_string();
+        assert_eq!(
+            point,
+            "[sample] Q1: docs/a.md says \"A rewrite would cost two engineers a full quarter of work\""
+        );
+        assert_eq!(v["citations"][0]["supports"], point.as_str());
+        let mut pm = brief(Some(3), true);
+        pm.heard = ["arch", "biz", "pat"]
+            .iter()
+            .map(|who| (who.to_string(), point.clone()))
+            .collect();
+        let mut schema = pm_schema(&["CALL_AGENT", "FINISH"], false);
+        schema["properties"]["answered_questions"] = json!({"type": "array"});
+        let v = ask("pm", pm, &schema);
+        assert_eq!(v["next_action"], "FINISH", "{v}");
+        assert_eq!(v["answered_questions"][0]["question"], "Q1");
+        assert_eq!(v["answered_questions"][0]["by"], json!(["arch"]));
     }
 
     /// An enum behind a local `$ref` is still an enum: the answer takes one of its values.

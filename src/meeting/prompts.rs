@@ -213,6 +213,13 @@ pub(crate) fn facts(board: &Board) -> Facts {
             .map(|(id, text)| (id.to_string(), item(text)))
             .collect(),
         key_points: cut_list(&board.key_points),
+        heard: board
+            .record
+            .findings
+            .iter()
+            .filter(|f| f.kind == crate::model::FindingKind::KeyPoint)
+            .filter_map(|f| Some((f.by.first()?.clone(), item(&f.text))))
+            .collect(),
         documents: board
             .context_bundle
             .documents

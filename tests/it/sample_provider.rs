@@ -104,8 +104,20 @@ fn a_meeting_of_ones_own_runs_on_sample_answers_to_a_pm_decision() {
     );
     // Citations quote the meeting's own documents, each of them, and check out.
     for doc in ["support/volumes.md", "support/prices.md"] {
-        assert!(report.contains(&format!("{doc} says: \"")), "{report}");
+        assert!(report.contains(&format!("{doc} says")), "{report}");
     }
+    // The good path: each required question answered from the document that holds its
+    // words, quoted, by the participant asked it.
+    assert!(
+        report.contains("- **Q1** How many emails are answered twice today? — answered by arch")
+            && report.contains("support/volumes.md says \"The team answered 3,800 emails"),
+        "{report}"
+    );
+    assert!(
+        report.contains("- **Q2** What would a hosted tool cost for six seats? — answered by")
+            && report.contains("support/prices.md says \"A hosted shared inbox costs 19 EUR"),
+        "{report}"
+    );
     assert!(report.contains("[E1"), "{report}");
     assert!(!report.contains("unverified quote"), "{report}");
     let events = jsonl(&work.join(RUN).join("events.jsonl"));
@@ -117,8 +129,10 @@ fn a_meeting_of_ones_own_runs_on_sample_answers_to_a_pm_decision() {
         .filter(|k| **k == "pm_decision")
         .count();
     assert_eq!(tasks, 2, "{kinds:?}");
-    // The closing round: the loops ran out, and the PM's last call wrote the report.
-    assert!(kinds.contains(&"forced_finish"), "{kinds:?}");
+    // A normal ending: the required questions answered, the PM finished before the loops ran
+    // out, with its own report.
+    assert!(!kinds.contains(&"forced_finish"), "{kinds:?}");
+    assert!(report.contains("- Report kind: normal"), "{report}");
     let log = jsonl(&work.join(RUN).join("llm.jsonl"));
     let last = log.last().unwrap();
     assert_eq!(last["caller"], "pm");
@@ -249,4 +263,22 @@ fn a_cassette_of_another_meeting_points_at_what_can_help() {
     out.stderr_has("--provider sample");
     out.stderr_has("--record FILE");
     out.stderr_lacks("meeting --resume");
+}
+
+/// With `--review-by`, the sample's normal ending is reviewed: the reviewer is asked for its
+/// verdict on the draft, as with a model.
+#[test]
+fn a_sample_draft_is_reviewed_when_reviewers_are_named() {
+    let work = Workdir::new();
+    setup(&work);
+    sample_meeting(&work, "arch,biz", &["--review-by", "devils-advocate"])
+        .run()
+        .success();
+    let log = jsonl(&work.join(RUN).join("llm.jsonl"));
+    let callers: Vec<&str> = log.iter().filter_map(|l| l["caller"].as_str()).collect();
+    assert!(
+        callers.contains(&"devils-advocate"),
+        "the reviewer was never asked: {callers:?}"
+    );
+    assert!(work.read(REPORT).contains("- Report kind: normal"));
 }
