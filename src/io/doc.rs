@@ -78,10 +78,10 @@ pub fn parse_doc<T: DeserializeOwned>(label: &str, text: &str, format: Format) -
             // Before anything is built: aliases could expand the text without bound.
             super::yaml_budget::check_yaml_budget(label, text)?;
             let de = serde_yaml::Deserializer::from_str(text);
-            let v = serde_path_to_error::deserialize(de).map_err(|e| path_error(label, e))?;
+            let v = serde_path_to_error::deserialize(de).map_err(|e| yaml_error(label, text, e))?;
             let de = serde_yaml::Deserializer::from_str(text);
             serde_path_to_error::deserialize::<_, NoDuplicateKeys>(de)
-                .map_err(|e| path_error(label, e))?;
+                .map_err(|e| yaml_error(label, text, e))?;
             Ok(v)
         }
     }
@@ -494,7 +494,29 @@ pub(crate) fn kind_of(v: &Value) -> &'static str {
 }
 
 fn path_error<E: std::fmt::Display>(label: &str, e: serde_path_to_error::Error<E>) -> Error {
+    path_error_in(label, e, None)
+}
+
+/// [`path_error`] for a YAML `text`: a tab where YAML wants spaces is named as the cause.
+fn yaml_error<E: std::fmt::Display>(
+    label: &str,
+    text: &str,
+    e: serde_path_to_error::Error<E>,
+) -> Error {
+    path_error_in(label, e, Some(text))
+}
+
+fn path_error_in<E: std::fmt::Display>(
+    label: &str,
+    e: serde_path_to_error::Error<E>,
+    yaml: Option<&str>,
+) -> Error {
     let path = e.path().to_string();
+    // `?` stands for a place the parser could not name (a syntax error inside a mapping).
+    let path = path
+        .trim_end_matches(".?")
+        .trim_end_matches('?')
+        .to_string();
     let mut path = if path == "." { String::new() } else { path };
     // Deep nesting gives paths of hundreds of `[0]`; the start says where it went wrong.
     if path.len() > 120 {
@@ -512,7 +534,41 @@ fn path_error<E: std::fmt::Display>(label: &str, e: serde_path_to_error::Error<E
     if path.is_empty() {
         message = without_value(&message);
     }
+    if let Some(hint) = did_you_mean(&message) {
+        message.push_str(&hint);
+    }
+    if let Some(hint) = yaml.and_then(|text| tab_at(&message, text)) {
+        message.push_str(&hint);
+    }
     Error::input(label, path, message)
+}
+
+/// `; did you mean `topic`?` for serde's "unknown field `topik`, expected one of `topic`, …".
+fn did_you_mean(message: &str) -> Option<String> {
+    let rest = message.split("unknown field `").nth(1)?;
+    let (given, rest) = rest.split_once('`')?;
+    let expected = rest.split_once("expected")?.1;
+    let names: Vec<&str> = expected.split('`').skip(1).step_by(2).collect();
+    let best = crate::text::closest(given, names.iter().copied())?;
+    Some(format!("; did you mean `{best}`?"))
+}
+
+/// `; line 3 starts with a tab: YAML indents with spaces only` when the error's line (`at line
+/// N column M`) holds a tab before that column.
+fn tab_at(message: &str, text: &str) -> Option<String> {
+    let at = message.split("at line ").nth(1)?;
+    let (line, rest) = at.split_once(" column ")?;
+    let line: usize = line.trim().parse().ok()?;
+    let column: usize = rest
+        .split(|c: char| !c.is_ascii_digit())
+        .next()?
+        .parse()
+        .ok()?;
+    let l = text.lines().nth(line.checked_sub(1)?)?;
+    l.chars()
+        .take(column.max(1))
+        .any(|c| c == '\t')
+        .then(|| format!("; line {line} has a tab: YAML indents with spaces only"))
 }
 
 /// A whole document of the wrong type is no document of ours (a token file where a config
@@ -536,6 +592,33 @@ fn without_value(message: &str) -> String {
 mod tests {
     use super::*;
     use crate::model::MeetingInput;
+
+    /// A misspelt field gets the closest name; a tab where YAML wants spaces is named; a
+    /// place the parser could not name is no `.?` in the path.
+    #[test]
+    fn yaml_mistakes_are_explained() {
+        let e = parse_doc::<MeetingInput>("m.yaml", "topik: x\n", Format::Yaml)
+            .unwrap_err()
+            .to_string();
+        assert!(e.ends_with("; did you mean `topic`?"), "{e}");
+        let e = parse_doc::<MeetingInput>("m.yaml", "zzzzzzzzzz: x\n", Format::Yaml)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains("did you mean"), "{e}");
+        let tab = "topic: x\ndecision_packet:\n\tdecision_to_make: y\n";
+        let e = parse_doc::<MeetingInput>("m.yaml", tab, Format::Yaml)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("line 3 has a tab: YAML indents with spaces only"),
+            "{e}"
+        );
+        let bad = "topic: x\ndecision_packet:\n  options:\n    - a\n   - b\n";
+        let e = parse_doc::<MeetingInput>("m.yaml", bad, Format::Yaml)
+            .unwrap_err()
+            .to_string();
+        assert!(!e.contains(".?") && !e.contains("tab"), "{e}");
+    }
 
     #[test]
     fn versioned_fast_path_agrees_with_the_checked_path() {
