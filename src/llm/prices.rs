@@ -2,8 +2,8 @@
 //! (`share/prices/prices.json`, embedded; `AGENT_MEETING_PRICES` names a fuller or private one
 //! of the same shape), and the cost of each caller's tokens at its model's prices — cached
 //! tokens at the cached-read price, cache writes at the write price. A model the table does
-//! not know is **unpriced**, never $0; a replayed or sample answer paid nothing and is not
-//! priced.
+//! not know is **unpriced**, never $0; a replayed or sample answer, and a person's, paid
+//! nothing and is not priced.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -123,7 +123,9 @@ impl Prices {
             let Some(source) = callers.get(name) else {
                 continue;
             };
-            if source.replayed || source.provider == "sample" || source.provider == "replay" {
+            // Nothing was paid for: a replayed or sample answer, or a person's.
+            if source.replayed || ["sample", "replay", "human"].contains(&source.provider.as_str())
+            {
                 continue;
             }
             let model = source.model.as_deref().unwrap_or("");
@@ -251,6 +253,11 @@ mod tests {
         let cost = p.meeting_cost(&u, &callers).unwrap();
         let sum = cost.by_caller.values().map(|v| v.unwrap()).sum::<f64>();
         assert_eq!(cost.usd, Some(sum));
+        callers.insert("pat".to_string(), source("human", "human", false));
+        let with_person = p
+            .meeting_cost(&usage(&[("pm", t), ("arch", t), ("pat", t)]), &callers)
+            .unwrap();
+        assert!(!with_person.by_caller.contains_key("pat") && with_person.usd.is_some());
         for c in callers.values_mut() {
             c.replayed = true;
         }
