@@ -1089,6 +1089,73 @@ def ui_wall(bindir, work, loops, mode, tag):
     return wall
 
 
+def timed(cmd, mode, log):
+    """Wall seconds of `cmd` with stderr to `log` (mode `file`), to a pseudo-terminal
+    (`terminal`) or with `-q` already in cmd (`quiet`)."""
+    import pty
+    t0 = time.perf_counter()
+    if mode == "terminal":
+        master, slave = pty.openpty()
+        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=slave)
+        os.close(slave)
+        while True:
+            try:
+                if not os.read(master, 65536):
+                    break
+            except OSError:
+                break
+        rc = p.wait()
+        os.close(master)
+    else:
+        with open(log, "w") as err:
+            rc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err).returncode
+    if rc != 0:
+        raise SystemExit(f"bench: {cmd!r} failed ({rc})")
+    return time.perf_counter() - t0
+
+
+def peers_by_ui(bindir, work, sizes, runs, out):
+    """Our replayed meeting in each UI mode against AutoGen 0.7.5's SelectorGroupChat of the
+    same shape (`bench/autogen_peer.py`, which has no progress of its own), interleaved."""
+    py, why = peer_python()
+    if not py:
+        out.append(f"## Against AutoGen in every UI mode\n\nNot measured: {why}.\n")
+        return
+    agents = peer_agents_dir(work)
+    run_dir = os.path.join(work, "ui-peer-runs")
+    out.append("## Against AutoGen in every UI mode\n")
+    out.append("The peer shape of *Bounded board* (3 agents, 400-character replies, replayed; AutoGen 0.7.5 "
+               "`SelectorGroupChat` on `ReplayChatCompletionClient`), our meeting with `-q`, with progress to a "
+               f"file and in a pseudo-terminal; wall medians of {runs} interleaved runs after a warm-up. Ratios are "
+               "AutoGen ÷ ours: above 1× we are faster.\n")
+    out.append("| rounds | AutoGen | ours -q | ratio | ours, file | ratio | ours, terminal | ratio |")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for n in sizes:
+        cas = os.path.join(work, f"ui-peer-{n}.jsonl")
+        peer_cassette(n, cas)
+        base = [os.path.join(bindir, "meeting"), "--topic", PEER_TOPIC, "--agents", ",".join(PEER_AGENTS),
+                "--agents-dir", agents, "--provider", "replay", "--cassette", cas, "--max-loops", str(n + 1),
+                "--run-dir", run_dir, "--report-file", os.path.join(work, f"ui-peer-{n}.md")]
+        walls = {"peer": [], "quiet": [], "file": [], "terminal": []}
+        for i in range(runs + 1):
+            for mode in ("quiet", "file", "terminal"):
+                trace = f"ui-{n}-{mode}"
+                shutil.rmtree(os.path.join(run_dir, trace), ignore_errors=True)
+                cmd = base + ["--trace-id", trace] + (["--quiet"] if mode == "quiet" else [])
+                w = timed(cmd, mode, os.path.join(work, f"{trace}.stderr"))
+                if i:
+                    walls[mode].append(w)
+            t0 = time.perf_counter()
+            subprocess.run([py, os.path.join(ROOT, "bench", "autogen_peer.py"), str(n)], check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            if i:
+                walls["peer"].append(time.perf_counter() - t0)
+        m = {k: statistics.median(v) for k, v in walls.items()}
+        cells = " | ".join(f"{ms(m[k])} ms | {m['peer'] / m[k]:.1f}×" for k in ("quiet", "file", "terminal"))
+        out.append(f"| {n} | {ms(m['peer'])} ms | {cells} |")
+    out.append("")
+
+
 def progress_cost(bindir, work, loops, runs, out, before=None):
     builds = [("this build", bindir)] + ([("before", before)] if before else [])
     out.append(f"## Progress (what the UI costs between two model calls)\n")
@@ -1142,7 +1209,7 @@ def machine():
             f"- build: {rustc}, release profile, commit {commit}\n")
 
 
-SECTIONS = ["stages", "context", "meetings", "economy", "bounded", "fanout", "progress"]
+SECTIONS = ["stages", "context", "meetings", "economy", "bounded", "fanout", "progress", "peers"]
 
 
 def main():
@@ -1193,6 +1260,9 @@ def main():
         if "fanout" in only:
             fan_out(bindir, work, 1 if a.quick else 3, out, 500 if a.quick else FAN_DELAY_MS)
             print(f"bench: fan-out done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+        if "peers" in only:
+            peers_by_ui(bindir, work, [5, 50] if a.quick else [5, 50, 100, 200], 1 if a.quick else 3, out)
+            print(f"bench: peers done ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
         if "progress" in only:
             progress_cost(bindir, work, 10 if a.quick else 30, 3 if a.quick else 5, out,
                           os.path.abspath(a.before) if a.before else None)
