@@ -1114,6 +1114,24 @@ def timed(cmd, mode, log):
     return time.perf_counter() - t0
 
 
+LANGGRAPH_VENV = os.path.join(ROOT, "target", "langgraph-venv")
+
+
+def langgraph_python():
+    """The venv's python with LangGraph, made (once) with pip; None when it cannot be."""
+    py = os.path.join(LANGGRAPH_VENV, "bin", "python")
+    check = [py, "-c", "import langgraph, langchain_core"]
+    if os.path.exists(py) and subprocess.run(check, capture_output=True).returncode == 0:
+        return py
+    try:
+        subprocess.run([sys.executable, "-m", "venv", LANGGRAPH_VENV], check=True, capture_output=True)
+        subprocess.run([py, "-m", "pip", "install", "-q", "langgraph", "langchain-core"], check=True,
+                       capture_output=True, timeout=900)
+        return py
+    except (subprocess.SubprocessError, OSError):
+        return None
+
+
 def peers_by_ui(bindir, work, sizes, runs, out):
     """Our replayed meeting in each UI mode against AutoGen 0.7.5's SelectorGroupChat of the
     same shape (`bench/autogen_peer.py`, which has no progress of its own), interleaved."""
@@ -1123,20 +1141,23 @@ def peers_by_ui(bindir, work, sizes, runs, out):
         return
     agents = peer_agents_dir(work)
     run_dir = os.path.join(work, "ui-peer-runs")
-    out.append("## Against AutoGen in every UI mode\n")
-    out.append("The peer shape of *Bounded board* (3 agents, 400-character replies, replayed; AutoGen 0.7.5 "
-               "`SelectorGroupChat` on `ReplayChatCompletionClient`), our meeting with `-q`, with progress to a "
-               f"file and in a pseudo-terminal; wall medians of {runs} interleaved runs after a warm-up. Ratios are "
-               "AutoGen ÷ ours: above 1× we are faster.\n")
-    out.append("| rounds | AutoGen | ours -q | ratio | ours, file | ratio | ours, terminal | ratio |")
-    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+    lg = langgraph_python()
+    out.append("## Against AutoGen and LangGraph in every UI mode\n")
+    out.append("The peer shape of *Bounded board* (3 agents, 400-character replies, replayed): AutoGen 0.7.5 "
+               "`SelectorGroupChat` on `ReplayChatCompletionClient` (`bench/autogen_peer.py`), LangGraph's "
+               "`StateGraph` with a selector node and agent nodes on `GenericFakeChatModel` "
+               "(`bench/langgraph_peer.py`), our meeting with `-q`, with progress to a file and in a "
+               f"pseudo-terminal; wall medians of {runs} interleaved runs after a warm-up. Each ratio is the "
+               "faster peer's wall ÷ ours (AutoGen ÷ ours, LangGraph ÷ ours): above 1× we are faster.\n")
+    out.append("| rounds | AutoGen | LangGraph | ours -q | ratios | ours, file | ratios | ours, terminal | ratios |")
+    out.append("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in sizes:
         cas = os.path.join(work, f"ui-peer-{n}.jsonl")
         peer_cassette(n, cas)
         base = [os.path.join(bindir, "meeting"), "--topic", PEER_TOPIC, "--agents", ",".join(PEER_AGENTS),
                 "--agents-dir", agents, "--provider", "replay", "--cassette", cas, "--max-loops", str(n + 1),
                 "--run-dir", run_dir, "--report-file", os.path.join(work, f"ui-peer-{n}.md")]
-        walls = {"peer": [], "quiet": [], "file": [], "terminal": []}
+        walls = {"peer": [], "lg": [], "quiet": [], "file": [], "terminal": []}
         for i in range(runs + 1):
             for mode in ("quiet", "file", "terminal"):
                 trace = f"ui-{n}-{mode}"
@@ -1150,9 +1171,20 @@ def peers_by_ui(bindir, work, sizes, runs, out):
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             if i:
                 walls["peer"].append(time.perf_counter() - t0)
-        m = {k: statistics.median(v) for k, v in walls.items()}
-        cells = " | ".join(f"{ms(m[k])} ms | {m['peer'] / m[k]:.1f}×" for k in ("quiet", "file", "terminal"))
-        out.append(f"| {n} | {ms(m['peer'])} ms | {cells} |")
+            if lg:
+                t0 = time.perf_counter()
+                subprocess.run([lg, os.path.join(ROOT, "bench", "langgraph_peer.py"), str(n)], check=True,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                if i:
+                    walls["lg"].append(time.perf_counter() - t0)
+        m = {k: statistics.median(v) if v else None for k, v in walls.items()}
+        lg_cell = f"{ms(m['lg'])} ms" if m["lg"] else "—"
+
+        def ratios(k):
+            r = f"{m['peer'] / m[k]:.1f}×"
+            return r + (f" / {m['lg'] / m[k]:.1f}×" if m["lg"] else "")
+        cells = " | ".join(f"{ms(m[k])} ms | {ratios(k)}" for k in ("quiet", "file", "terminal"))
+        out.append(f"| {n} | {ms(m['peer'])} ms | {lg_cell} | {cells} |")
     out.append("")
 
 
