@@ -512,7 +512,11 @@ def volume(llm_jsonl):
             text = (rec.get("system") or "") + "".join(m.get("content") or "" for m in rec.get("messages", []))
             earlier = seen.setdefault(rec.get("model"), [])
             best = max((lcp_len(text, e) for e in earlier), default=0)
-            calls.append((rec["caller"], len(text), best if best >= CACHE_MIN else 0))
+            # The schema sent as `response_format` (native structured output): billed as input
+            # too, though not in the text; compact, as a client serialises it.
+            schema = rec.get("schema")
+            schema_chars = len(json.dumps(schema, separators=(",", ":"))) if isinstance(schema, dict) else 0
+            calls.append((rec["caller"], len(text), best if best >= CACHE_MIN else 0, schema_chars))
             earlier.append(text)
     return calls
 
@@ -592,6 +596,7 @@ def summarize(calls):
     pm = [c[1] for c in calls if c[0] == "pm"]
     ag = [c[1] for c in calls if c[0] != "pm"]
     return {"calls": len(calls), "total": total, "uncached": uncached / total if total else 0,
+            "schema": sum(c[3] for c in calls if len(c) > 3),
             "pm": (pm[0], pm[-2] if len(pm) > 1 else pm[-1]), "agent": (ag[0], ag[-1]) if ag else (0, 0)}
 
 
@@ -631,15 +636,19 @@ def prompt_economy(bindir, before, before_ref, work, quick, out):
     out.append("**Baseline shape** (AutoGen 0.7.5 SelectorGroupChat as published: 3 agents, 400-character "
                "replies, no documents; a round is one agent turn, so our meeting of N rounds makes 2N+1 calls). "
                "AutoGen sends 14,140 / 177,815 / 1,051,015 / 4,123,690 prompt characters at 5 / 20 / 50 / 100 rounds.\n")
-    out.append("| rounds | native | build | calls | total chars | AutoGen / ours | PM chars/call first → last | agent chars/call first → last | uncached |")
-    out.append("|---:|---|---|---:|---:|---:|---:|---:|---:|")
+    out.append("With native structured output the schema travels as `response_format`; OpenAI bills it as "
+               "input, so **with schema** adds it (compact JSON, as logged) and gives the ratio again.\n")
+    out.append("| rounds | native | build | calls | total chars | AutoGen / ours | with schema | AutoGen / ours, schema counted | PM chars/call first → last | agent chars/call first → last | uncached |")
+    out.append("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for n in rounds:
         for native in (True, False):
             for side, bd, agents_src in sides:
                 mf, agents_dir, agents, replies = baseline_files(os.path.join(work, side), agents_src, n)
                 s = summarize(served_meeting(bd, work, f"b{n}-{native}-{side}", mf, agents_dir, agents, replies, n, native))
+                billed = s["total"] + (s["schema"] if native else 0)
                 out.append(f"| {n} | {'on' if native else 'off'} | {side} | {s['calls']} | {s['total']:,} | "
-                           f"{AUTOGEN[n] / s['total']:.2f}× | {s['pm'][0]:,} → {s['pm'][1]:,} | "
+                           f"{AUTOGEN[n] / s['total']:.2f}× | {billed:,} | {AUTOGEN[n] / billed:.2f}× | "
+                           f"{s['pm'][0]:,} → {s['pm'][1]:,} | "
                            f"{s['agent'][0]:,} → {s['agent'][1]:,} | {100 * s['uncached']:.0f}% |")
     out.append("\n**With documents** (the demo meeting file and its documents, agents arch and biz): the 3-loop "
                "demo (`meetings/demo.cassette.jsonl`, one agent retry) and a generated 20-loop meeting "
