@@ -105,6 +105,15 @@ struct Args {
     /// With --dry-run: print the PM's input document (JSON) instead of its prompt
     #[arg(long, requires = "dry_run", help_heading = "Output")]
     json: bool,
+    /// Price the meeting's calls with this table (the shape of share/prices/prices.json)
+    /// instead of the built-in subset of LiteLLM's
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "AGENT_MEETING_PRICES",
+        help_heading = "Output"
+    )]
+    prices: Option<PathBuf>,
     /// No progress on stderr
     #[arg(long, short, help_heading = "Output")]
     quiet: bool,
@@ -264,6 +273,10 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
         let search =
             loader::AgentSearch::new(args.board.agents_dir.as_deref(), config::user_agents_dir()?);
         return cli::write_stdout(&loader::list_agents(&search));
+    }
+    if let Some(file) = &args.prices {
+        // Before any stage prices a call: one table for the whole run.
+        agent_meeting::llm::prices::use_table(file)?;
     }
     let ui = Ui::new(args.quiet, args.step);
     let (json, pretty) = (args.json, args.output.pretty);

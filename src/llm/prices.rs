@@ -52,11 +52,23 @@ pub struct Prices {
     pub models: BTreeMap<String, Price>,
 }
 
+static CURRENT: OnceLock<Prices> = OnceLock::new();
+
+/// Use the table in `file` for this process (`meeting --prices FILE`); a file that is no
+/// price table is bad input (exit 2) naming it. Call it before anything is priced.
+pub fn use_table(file: &std::path::Path) -> Result<(), crate::Error> {
+    let label = file.display().to_string();
+    let text = crate::io::read_text_file(file)?;
+    let table: Prices = crate::io::parse_doc(&label, &text, crate::io::Format::Json)?;
+    let _ = CURRENT.set(table);
+    Ok(())
+}
+
 impl Prices {
-    /// The table in use: `AGENT_MEETING_PRICES`'s when set and readable, else the built-in.
-    /// An unreadable one is said once on stderr and the built-in is used.
+    /// The table in use: the one [`use_table`] set, else `AGENT_MEETING_PRICES`'s when set and
+    /// readable, else the built-in. An unreadable one is said once on stderr and the built-in
+    /// is used.
     pub fn current() -> &'static Prices {
-        static CURRENT: OnceLock<Prices> = OnceLock::new();
         CURRENT.get_or_init(|| {
             let builtin =
                 || serde_json::from_str(BUILT_IN).expect("the built-in price table parses");

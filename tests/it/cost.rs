@@ -10,7 +10,7 @@ use crate::harness::{programs_path, root, skip_without, Cli, Run, Tool, Workdir}
 
 /// A meeting of one turn (the PM asks arch, arch answers, the PM finishes) against a fake
 /// OpenAI server that reports 1,000 prompt and 100 completion tokens a call, with `model`.
-fn priced_meeting(work: &Workdir, model: &str) -> Run {
+fn priced_meeting(work: &Workdir, model: &str, extra: &[&str]) -> Run {
     let replies = [
         pm::call("arch", "What would a rewrite cost?"),
         pm::answer(
@@ -40,6 +40,7 @@ fn priced_meeting(work: &Workdir, model: &str) -> Run {
             "cost-test",
         ])
         .args(["--report-file", "report.md"])
+        .args(extra)
         .run();
     assert_eq!(server.count(), 3, "{}", out.stderr());
     out
@@ -59,7 +60,7 @@ fn table_price(model: &str) -> (f64, f64) {
 #[test]
 fn a_meeting_on_a_priced_model_says_what_it_cost_everywhere() {
     let work = Workdir::new();
-    let out = priced_meeting(&work, "gpt-4o-mini");
+    let out = priced_meeting(&work, "gpt-4o-mini", &[]);
     out.success();
     let result: Value = out.json();
     let (input, output) = table_price("gpt-4o-mini");
@@ -95,7 +96,7 @@ fn a_meeting_on_a_priced_model_says_what_it_cost_everywhere() {
 #[test]
 fn a_model_the_table_does_not_know_is_unpriced_never_free() {
     let work = Workdir::new();
-    let out = priced_meeting(&work, "qwen3:8b");
+    let out = priced_meeting(&work, "qwen3:8b", &[]);
     out.success();
     let result: Value = out.json();
     assert!(result["cost"]["usd"].is_null(), "{result}");
@@ -121,4 +122,41 @@ fn a_replayed_meeting_is_not_priced() {
     let result: Value = out.json();
     assert!(result.get("cost").is_none(), "{result}");
     assert!(!work.read("report.md").contains("- Cost:"));
+}
+
+/// `--prices FILE`: a private table prices a model the built-in one does not know; a file
+/// that is no price table is refused before any call, naming it.
+#[test]
+fn a_private_price_table_prices_a_private_model() {
+    let work = Workdir::new();
+    let table = work.write(
+        "prices.json",
+        r#"{"source": "our contract", "date": "2026-12-01", "models": {"house-model": {"provider": "openai", "input": 1e-6, "output": 2e-6}}}"#,
+    );
+    let out = priced_meeting(&work, "house-model", &["--prices", table.to_str().unwrap()]);
+    out.success();
+    let result: Value = out.json();
+    let usd = result["cost"]["usd"]
+        .as_f64()
+        .expect("priced by the private table");
+    assert!(
+        (usd - 3.0 * (1000.0 * 1e-6 + 100.0 * 2e-6)).abs() < 1e-12,
+        "{usd}"
+    );
+    assert_eq!(result["cost"]["prices"], "our contract of 2026-12-01");
+    let bad = work.write("bad.json", "{\"models\": 3}");
+    work.cli("meeting")
+        .args([
+            "--topic",
+            "x",
+            "--agents",
+            "arch",
+            "--provider",
+            "sample",
+            "--prices",
+        ])
+        .arg(&bad)
+        .run()
+        .exit(2)
+        .stderr_has("bad.json");
 }
