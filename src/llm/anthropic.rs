@@ -134,7 +134,7 @@ impl Provider for Anthropic {
             ("x-api-key", self.api_key.as_str()),
             ("anthropic-version", API_VERSION),
         ];
-        let resp = self.http.post_json(&url, &headers, &body)?;
+        let (resp, billed) = self.http.post_json(&url, &headers, &body)?;
         let Some(blocks) = resp.get("content").and_then(Value::as_array) else {
             let s = crate::text::cut(&resp.to_string(), 200);
             return Err(AttemptError::Network(
@@ -156,7 +156,13 @@ impl Provider for Anthropic {
                 .collect::<Vec<_>>()
                 .join(""),
         };
-        let usage = resp.get("usage").and_then(reported_usage);
+        let usage = resp
+            .get("usage")
+            .and_then(reported_usage)
+            .map(|u| TokenUsage {
+                billed_usd: billed,
+                ..u
+            });
         let truncated = resp.get("stop_reason").and_then(Value::as_str) == Some("max_tokens");
         Ok(RawReply {
             text,

@@ -404,6 +404,7 @@ pub(crate) fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
             ..Tokens::default()
         },
         estimated: true,
+        billed_usd: None,
     }
 }
 

@@ -158,7 +158,7 @@ impl Provider for OpenAi {
         // A local server (Ollama, llama.cpp) may run without a key: then no header at all.
         let (url, auth) = self.endpoint(&opts.model);
         let headers: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let resp = self.http.post_json(&url, &headers, &body)?;
+        let (resp, billed) = self.http.post_json(&url, &headers, &body)?;
         let message = resp.pointer("/choices/0/message").ok_or_else(|| {
             AttemptError::Network(self.http.redact(&format!(
                 "response has no choices[0].message: {}",
@@ -182,7 +182,13 @@ impl Provider for OpenAi {
             }
             _ => text,
         };
-        let usage = resp.get("usage").and_then(reported_usage);
+        let usage = resp
+            .get("usage")
+            .and_then(reported_usage)
+            .map(|u| TokenUsage {
+                billed_usd: billed,
+                ..u
+            });
         let truncated = resp.pointer("/choices/0/finish_reason") == Some(&json!("length"));
         Ok(RawReply {
             text,

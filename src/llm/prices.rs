@@ -141,6 +141,13 @@ impl Prices {
                 continue;
             }
             let model = source.model.as_deref().unwrap_or("");
+            // A gateway's own bill wins over the table (it knows its discounts and markups).
+            if let Some(usd) = used.billed_usd {
+                total += usd;
+                cost.by_caller.insert(name.clone(), Some(usd));
+                cost.billed.push(name.clone());
+                continue;
+            }
             match self.of(&source.provider, model) {
                 Some(price) => {
                     let usd = price.cost(&used.tokens);

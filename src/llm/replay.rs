@@ -289,6 +289,7 @@ impl Provider for Replay {
             usage: entry.usage.map(|tokens| TokenUsage {
                 tokens,
                 estimated: false,
+                billed_usd: None,
             }),
             truncated: entry.truncated,
         })

@@ -9,12 +9,14 @@ use serde_json::Value;
 /// providers: OpenAI's `prompt_tokens` as reported (it includes `cached_tokens`); Anthropic's
 /// `input_tokens` + `cache_read_input_tokens` + `cache_creation_input_tokens` (its
 /// `input_tokens` counts only the uncached rest).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TokenUsage {
     /// The counts, in the meeting's terms (`model::Tokens`).
     pub tokens: Tokens,
     /// The server returned no usage; counts were estimated from characters.
     pub estimated: bool,
+    /// What a gateway said it billed for the call (US dollars), when it said.
+    pub billed_usd: Option<f64>,
 }
 
 impl TokenUsage {
@@ -32,6 +34,7 @@ impl TokenUsage {
                 ..Tokens::default()
             },
             estimated: false,
+            billed_usd: None,
         })
     }
 

@@ -124,13 +124,15 @@ impl Http {
         self.secrets.scrub(text)
     }
 
-    /// POST `body` to `url`; a 2xx JSON body is returned, anything else becomes an attempt error.
+    /// POST `body` to `url`; a 2xx JSON body is returned with what a gateway says it billed
+    /// for the call (LiteLLM's `x-litellm-response-cost`, US dollars), anything else becomes
+    /// an attempt error.
     pub(crate) fn post_json(
         &self,
         url: &str,
         headers: &[(&str, &str)],
         body: &Value,
-    ) -> Result<Value, AttemptError> {
+    ) -> Result<(Value, Option<f64>), AttemptError> {
         let bytes = serde_json::to_vec(body)
             .map_err(|e| AttemptError::Fatal(format!("cannot encode request: {e}")))?;
         let mut req = self
@@ -151,6 +153,12 @@ impl Http {
             .get("retry-after")
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
+        let billed = resp
+            .headers()
+            .get(BILLED_HEADER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|usd| usd.is_finite() && *usd >= 0.0);
         if (300..400).contains(&status) {
             let location = resp.headers().get("location").and_then(|v| v.to_str().ok());
             return Err(AttemptError::Fatal(self.redact(&redirect_refused(
@@ -170,12 +178,13 @@ impl Http {
             });
         }
         let text = text.map_err(|e| self.map_error(e, url))?;
-        serde_json::from_str(&text).map_err(|e| {
+        let value = serde_json::from_str(&text).map_err(|e| {
             AttemptError::Network(self.redact(&format!(
                 "HTTP {status} response body is not JSON ({e}): {:?}",
                 cut(&text, 201)
             )))
-        })
+        })?;
+        Ok((value, billed))
     }
 
     fn map_error(&self, e: ureq::Error, url: &str) -> AttemptError {
@@ -324,6 +333,9 @@ pub(crate) fn redact(text: &str, secret: &str) -> String {
     }
     text.replace(secret, "[redacted]")
 }
+
+/// The header a LiteLLM gateway puts its own cost of a call in (US dollars).
+pub(crate) const BILLED_HEADER: &str = "x-litellm-response-cost";
 
 /// `Retry-After` in seconds (the HTTP-date form is rare from these APIs and ignored).
 pub(crate) fn parse_retry_after(v: &str) -> Option<Duration> {

@@ -486,6 +486,9 @@ pub(crate) fn record_llm_call(
             entry.duration_ms += reply.duration_ms;
             entry.estimated |= u.estimated;
             entry.max_prompt_tokens = entry.max_prompt_tokens.max(u.tokens.prompt_tokens);
+            if let Some(usd) = u.billed_usd {
+                *entry.billed_usd.get_or_insert(0.0) += usd;
+            }
             board.usage.tokens += u.tokens;
             ev.status = Some(TurnStatus::Ok);
             ev.duration_ms = Some(reply.duration_ms);

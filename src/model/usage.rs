@@ -106,6 +106,10 @@ pub struct CallerUsage {
     /// budget's estimates (docs/design/pm-round.md#token-budget).
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub max_prompt_tokens: u64,
+    /// What a gateway said it billed for this caller's calls (US dollars,
+    /// `x-litellm-response-cost`), when it said: it wins over the price table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub billed_usd: Option<f64>,
 }
 
 /// What a meeting cost in US dollars at a price table's prices (docs/design/llm.md#prices).
@@ -121,6 +125,10 @@ pub struct Cost {
     /// The callers whose model the table does not know: `arch (openai qwen3:8b)`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unpriced: Vec<String>,
+    /// The callers whose cost is what a gateway billed (`x-litellm-response-cost`), not the
+    /// table's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub billed: Vec<String>,
     /// The price table and its date.
     pub prices: String,
 }

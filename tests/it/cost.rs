@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use crate::fake_http::{json, openai_ok, FakeServer};
+use crate::fake_http::{json, openai_ok, with_header, FakeServer};
 use crate::fixtures::{demo_cassette, meeting_cmd, pm, NOW};
 use crate::harness::{programs_path, root, skip_without, Cli, Run, Tool, Workdir};
 
@@ -159,4 +159,50 @@ fn a_private_price_table_prices_a_private_model() {
         .run()
         .exit(2)
         .stderr_has("bad.json");
+}
+
+/// A gateway's own bill (LiteLLM's `x-litellm-response-cost`) wins over the table, also for a
+/// model the table does not know.
+#[test]
+fn a_gateways_bill_wins_over_the_table() {
+    let work = Workdir::new();
+    let replies = [
+        pm::call("arch", "What would a rewrite cost?"),
+        pm::answer(
+            "A rewrite costs two engineers a quarter.",
+            &["Two engineers, one quarter."],
+        ),
+        pm::finish("### Executive Summary\nRewrite.\n\n### Recommendation\nRewrite it."),
+    ];
+    let server = FakeServer::start(
+        replies
+            .iter()
+            .map(|r| {
+                let body = openai_ok(&r.to_string(), Some((1000, 100)));
+                with_header(200, "x-litellm-response-cost", "0.125", &body)
+            })
+            .collect(),
+    );
+    let out = work
+        .cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--topic", "Adopt Rust for ingest?", "--agents", "arch"])
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "house-model",
+            "--trace-id",
+            "bill",
+        ])
+        .args(["--report-file", "report.md"])
+        .run();
+    out.success();
+    let result: Value = out.json();
+    assert_eq!(result["cost"]["usd"].as_f64(), Some(0.375), "{result}");
+    assert_eq!(result["cost"]["by_caller"]["pm"].as_f64(), Some(0.25));
+    assert_eq!(result["cost"]["billed"], serde_json::json!(["arch", "pm"]));
+    assert!(result["cost"].get("unpriced").is_none(), "{result}");
 }

@@ -175,5 +175,9 @@ fn add_usage(total: &mut Usage, before: &Usage, after: &Usage) {
         t.duration_ms += d(a.duration_ms, b.duration_ms);
         t.estimated |= a.estimated;
         t.max_prompt_tokens = t.max_prompt_tokens.max(a.max_prompt_tokens);
+        if let Some(usd) = a.billed_usd {
+            let added = usd - b.billed_usd.unwrap_or(0.0);
+            *t.billed_usd.get_or_insert(0.0) += added;
+        }
     }
 }
