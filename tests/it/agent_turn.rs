@@ -284,6 +284,29 @@ fn structure_is_checked_beyond_the_output_schema() {
     assert_eq!(turn_of(&b).status, TurnStatus::Ok);
 }
 
+/// A placeholder with every list empty (a small model's `"[PM]"`) is no answer: refused, the
+/// retry told why; a short answer with content is one.
+#[test]
+fn a_placeholder_with_nothing_listed_is_no_answer() {
+    let empty = |response: &str| json!({"response": response, "key_points": [], "risks": [], "recommendations": [], "citations": []});
+    let (b, reqs) = run(
+        board_with_call("arch"),
+        vec![ok_json(empty("[PM]")), ok_json(answer(json!([])))],
+    );
+    let correction = &reqs[1].messages[2].content;
+    assert!(
+        correction.contains("\"[PM]\" answers nothing and every list is empty"),
+        "{correction}"
+    );
+    assert_eq!(turn_of(&b).status, TurnStatus::Ok);
+    let (b, reqs) = run(
+        board_with_call("arch"),
+        vec![ok_json(empty("Keep Python for now."))],
+    );
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(turn_of(&b).status, TurnStatus::Ok);
+}
+
 #[test]
 fn input_schema_violation_is_a_config_error() {
     let mut b0 = board_with_call("biz");

@@ -265,6 +265,22 @@ pub(crate) fn check_answer(
     if result.response.trim().is_empty() {
         return Err(AnswerError::Shape("response: must not be empty".into()));
     }
+    // A placeholder (`[PM]`, `N/A`, `...`) with nothing in any list is no answer: counting it
+    // usable would turn a meeting nobody answered into a report (docs/design/agent-turn.md#agent-turn).
+    let words = result
+        .response
+        .split_whitespace()
+        .filter(|w| w.chars().filter(|c| c.is_alphabetic()).count() >= 2)
+        .count();
+    let nothing_listed = result.key_points.is_empty()
+        && result.risks.is_empty()
+        && result.recommendations.is_empty();
+    if words < 2 && nothing_listed {
+        return Err(AnswerError::Shape(format!(
+            "response: {:?} answers nothing and every list is empty: answer the question in a sentence",
+            crate::text::cut(result.response.trim(), 40)
+        )));
+    }
     // Findings, risks and the questions among them must be content, by the PM's own rule
     // (docs/design/pm-round.md#content).
     for (field, items) in [
