@@ -84,9 +84,39 @@ impl Stop {
 impl Beside {
     fn spawn(run: impl FnOnce(Stop) + Send + 'static) -> Beside {
         let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || run(Stop(rx)));
+        idle_thread(Box::new(move || run(Stop(rx))));
         Beside { _stop: tx }
     }
+}
+
+/// A job for a progress thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Run `job` on an idle progress thread, else on a new one: threads are kept for the next
+/// stage, so a stage's progress costs no thread creation (two a stage in a terminal).
+fn idle_thread(job: Job) {
+    static IDLE: std::sync::Mutex<Vec<mpsc::Sender<Job>>> = std::sync::Mutex::new(Vec::new());
+    let mut job = Some(job);
+    while let Some(worker) = IDLE.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+        match worker.send(job.take().expect("a job")) {
+            Ok(()) => return,
+            // A worker that has gone (it panicked): try the next.
+            Err(mpsc::SendError(back)) => job = Some(back),
+        }
+    }
+    let (tx, rx) = mpsc::channel::<Job>();
+    let first = job.take().expect("a job");
+    std::thread::spawn(move || {
+        let mut next = Some(first);
+        while let Some(job) = next.take() {
+            job();
+            // Idle again: offer this thread to the next stage, and wait for its job.
+            IDLE.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(tx.clone());
+            next = rx.recv().ok();
+        }
+    });
 }
 
 /// The state a progress thread and the stage's end share: whoever holds the lock acts; once
@@ -661,6 +691,33 @@ mod tests {
         drop(beside);
         assert_eq!(rounds.recv_timeout(guard).unwrap(), "stopped");
         assert!(rounds.try_iter().next().is_none());
+    }
+
+    /// A progress thread whose job has ended runs the next stage's: no thread is made a stage.
+    #[test]
+    fn an_idle_progress_thread_takes_the_next_job() {
+        let guard = Duration::from_secs(60);
+        let (tx, rx) = mpsc::channel();
+        let t = tx.clone();
+        idle_thread(Box::new(move || {
+            t.send(std::thread::current().id()).unwrap()
+        }));
+        let first = rx.recv_timeout(guard).unwrap();
+        // Let it go idle (it offers itself after its job), then give it the next one.
+        let mut second = None;
+        for _ in 0..600 {
+            std::thread::sleep(Duration::from_millis(10));
+            let t = tx.clone();
+            idle_thread(Box::new(move || {
+                t.send(std::thread::current().id()).unwrap()
+            }));
+            let id = rx.recv_timeout(guard).unwrap();
+            if id == first {
+                second = Some(id);
+                break;
+            }
+        }
+        assert_eq!(second, Some(first), "the idle thread was never reused");
     }
 
     /// Once the stage's end has taken the shared state, the thread does nothing more; the

@@ -325,14 +325,20 @@ fn run_command(
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     // Our own programs started by the command die with their parent too (`cli::main_with`).
     cmd.env(crate::cli::STAGE_CHILD_ENV, std::process::id().to_string());
-    let mut child = cmd.spawn().map_err(|e| {
+    let started = match watch {
+        Some(w) => w
+            .spawn(&mut cmd)
+            .map(|(child, running)| (child, Some(running))),
+        None => cmd.spawn().map(|child| (child, None)),
+    };
+    let (mut child, running) = started.map_err(|e| {
         Error::Runtime(format!(
             "cannot start {name}: {} (install the programs with `cargo install --path .` or put them on PATH)",
             os_error(&e)
         ))
     })?;
     let (status, stdout, err_lines) = {
-        let _running = watch.map(|w| w.running(&child));
+        let _running = running;
         let _ticker = Ticker::start(ui, name);
         exchange(&mut child, input)
     };

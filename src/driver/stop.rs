@@ -84,10 +84,18 @@ mod unix {
             }
         }
 
-        /// Mark `child` as the running stage's process until the returned guard is dropped.
-        pub(in crate::driver) fn running(&self, child: &Child) -> Running<'_> {
-            *self.child.lock().unwrap_or_else(|e| e.into_inner()) = Some(child.id());
-            Running(self)
+        /// Start `cmd` as the running stage's process, marked so until the returned guard is
+        /// dropped. The mark's lock is held across the start, and a stop holds it until the
+        /// process exits: a stop either sees the new process and stops it, or comes first and
+        /// no process starts (a stop landing between the start and the mark left it running).
+        pub(in crate::driver) fn spawn(
+            &self,
+            cmd: &mut std::process::Command,
+        ) -> std::io::Result<(Child, Running<'_>)> {
+            let mut mark = self.child.lock().unwrap_or_else(|e| e.into_inner());
+            let child = cmd.spawn()?;
+            *mark = Some(child.id());
+            Ok((child, Running(self)))
         }
 
         /// A stage that died of SIGINT/SIGTERM most likely got the terminal's Ctrl-C with the
@@ -131,7 +139,9 @@ mod unix {
 
     /// End the process: stop the running stage, say how to continue, die of `sig`.
     fn stop_now(sig: i32, child: &Mutex<Option<u32>>, hint: &str) -> ! {
-        let pid = *child.lock().unwrap_or_else(|e| e.into_inner());
+        // Held until the process exits: no stage starts after this (see `Watch::spawn`).
+        let mark = child.lock().unwrap_or_else(|e| e.into_inner());
+        let pid = *mark;
         if let Some(pid) = pid.and_then(|p| rustix::process::Pid::from_raw(p as i32)) {
             // The stage leads its own process group: the group goes, its children with it.
             if rustix::process::kill_process_group(pid, rustix::process::Signal::TERM).is_err() {
@@ -169,6 +179,11 @@ impl Watch {
     pub(super) fn start(_run_dir: &Path) -> Watch {
         Watch
     }
-    pub(super) fn running(&self, _child: &std::process::Child) {}
+    pub(super) fn spawn(
+        &self,
+        cmd: &mut std::process::Command,
+    ) -> std::io::Result<(std::process::Child, ())> {
+        cmd.spawn().map(|c| (c, ()))
+    }
     pub(super) fn after_child(&self, _status: &std::process::ExitStatus) {}
 }
