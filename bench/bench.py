@@ -1071,31 +1071,11 @@ def ui_gaps(bindir, work, mode, loops, tag):
 
 def ui_wall(bindir, work, loops, mode, tag):
     """Wall seconds of a replayed meeting of `loops` turns in one UI mode (see `ui_gaps`)."""
-    import pty
     cmd, _, run = run_meeting(bindir, loops, work, f"wall-{tag}-{mode}")
     shutil.rmtree(run, ignore_errors=True)
     if mode != "quiet":
         cmd = [c for c in cmd if c != "--quiet"]
-    t0 = time.perf_counter()
-    if mode == "terminal":
-        master, slave = pty.openpty()
-        p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=slave)
-        os.close(slave)
-        while True:
-            try:
-                if not os.read(master, 65536):
-                    break
-            except OSError:
-                break
-        rc = p.wait()
-        os.close(master)
-    else:
-        with open(os.path.join(work, f"wall-{tag}-{mode}.stderr"), "w") as err:
-            rc = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err).returncode
-    wall = time.perf_counter() - t0
-    if rc != 0:
-        raise SystemExit(f"bench: {cmd!r} failed ({rc})")
-    return wall
+    return timed(cmd, mode, os.path.join(work, f"wall-{tag}-{mode}.stderr"))
 
 
 def timed(cmd, mode, log):

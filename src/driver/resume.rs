@@ -105,8 +105,10 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     }
     cut_torn_line(&dir.join("llm.jsonl"))?;
     let (step, stage, board) = run.resume_point()?;
-    trust_or_refuse(dir, &settings, &changes, &board)?;
-    let adr_owed = super::record::owed(dir, &settings) || changes.adr.is_some();
+    // Read once: whether the saved settings still owe their decision record.
+    let saved_adr_owed = super::record::owed(dir, &settings);
+    trust_or_refuse(dir, &settings, &changes, &board, saved_adr_owed)?;
+    let adr_owed = saved_adr_owed || changes.adr.is_some();
     settings.llm.headers = std::mem::take(&mut changes.headers);
     let saved_report = settings.report_file.clone();
     let changed = changes.apply(&mut settings);
@@ -139,6 +141,7 @@ fn trust_or_refuse(
     settings: &RunSettings,
     changes: &ResumeChanges,
     board: &Board,
+    adr_owed: bool,
 ) -> Result<()> {
     let urls = |c: &crate::cli::config::Config| {
         [
@@ -170,7 +173,7 @@ fn trust_or_refuse(
         stages_left: &stages_left,
         otlp: changes.otlp.is_some(),
         report_file: changes.report_file.is_some(),
-        adr: changes.adr.is_some() || !super::record::owed(dir, settings),
+        adr: changes.adr.is_some() || !adr_owed,
     };
     let untrusted = super::trust::not_given_again(settings, &given, &copy, &own, report_at_risk);
     match (untrusted.is_empty(), changes.trust_run_dir) {

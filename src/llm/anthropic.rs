@@ -159,10 +159,7 @@ impl Provider for Anthropic {
         let usage = resp
             .get("usage")
             .and_then(reported_usage)
-            .map(|u| TokenUsage {
-                billed_usd: billed,
-                ..u
-            });
+            .map(|u| u.billed(billed));
         let truncated = resp.get("stop_reason").and_then(Value::as_str) == Some("max_tokens");
         Ok(RawReply {
             text,

@@ -185,10 +185,7 @@ impl Provider for OpenAi {
         let usage = resp
             .get("usage")
             .and_then(reported_usage)
-            .map(|u| TokenUsage {
-                billed_usd: billed,
-                ..u
-            });
+            .map(|u| u.billed(billed));
         let truncated = resp.pointer("/choices/0/finish_reason") == Some(&json!("length"));
         Ok(RawReply {
             text,

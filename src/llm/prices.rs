@@ -69,25 +69,21 @@ impl Prices {
     /// readable, else the built-in. An unreadable one is said once on stderr and the built-in
     /// is used.
     pub fn current() -> &'static Prices {
-        CURRENT.get_or_init(|| {
-            let builtin =
-                || serde_json::from_str(BUILT_IN).expect("the built-in price table parses");
-            match std::env::var_os(PRICES_ENV) {
-                None => builtin(),
-                Some(path) => match std::fs::read_to_string(&path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|t| serde_json::from_str::<Prices>(&t).map_err(|e| e.to_string()))
-                {
-                    Ok(p) => p,
-                    Err(e) => {
-                        crate::note!(
-                            "warning: {PRICES_ENV}={}: {e}; using the built-in prices",
-                            std::path::Path::new(&path).display()
-                        );
-                        builtin()
-                    }
-                },
-            }
+        CURRENT.get_or_init(|| match std::env::var_os(PRICES_ENV) {
+            None => Prices::built_in(),
+            Some(path) => match std::fs::read_to_string(&path)
+                .map_err(|e| e.to_string())
+                .and_then(|t| serde_json::from_str::<Prices>(&t).map_err(|e| e.to_string()))
+            {
+                Ok(p) => p,
+                Err(e) => {
+                    crate::note!(
+                        "warning: {PRICES_ENV}={}: {e}; using the built-in prices",
+                        std::path::Path::new(&path).display()
+                    );
+                    Prices::built_in()
+                }
+            },
         })
     }
 

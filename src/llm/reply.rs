@@ -38,6 +38,14 @@ impl TokenUsage {
         })
     }
 
+    /// These counts with what a gateway billed for the call (the transport reads it).
+    pub(crate) fn billed(self, usd: Option<f64>) -> TokenUsage {
+        TokenUsage {
+            billed_usd: usd,
+            ..self
+        }
+    }
+
     /// The counts in the exchange log's and the cassettes' shape (`model::Tokens`).
     pub(crate) fn to_json(self) -> Value {
         serde_json::to_value(self.tokens).expect("token counts serialise")

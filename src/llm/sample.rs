@@ -754,6 +754,18 @@ mod tests {
             "additionalProperties": false})
     }
 
+    /// An agent's reply schema, its citations' ids (`document_id`, `source_path`) as `id`.
+    fn agent_schema(id: Value) -> Value {
+        json!({"type": "object", "properties": {
+            "response": {"type": "string"},
+            "key_points": {"type": "array", "items": {"type": "string"}},
+            "citations": {"type": "array", "items": {"type": "object", "properties": {
+                "document_id": id, "source_path": id,
+                "quote": {"type": "string"}, "supports": {"type": "string"}},
+                "required": ["document_id", "source_path", "quote"]}}},
+            "required": ["response", "key_points", "citations"]})
+    }
+
     /// The brief of the tests' meeting, in the PM's round `remaining` loops before the end
     /// (`None`: the closing round), after someone spoke or not.
     fn brief(remaining: Option<u64>, spoken: bool) -> Facts {
@@ -838,15 +850,7 @@ mod tests {
             question: Some("[sample] What would a rewrite cost?".into()),
             ..Facts::default()
         };
-        let schema = json!({"type": "object", "properties": {
-            "response": {"type": "string"},
-            "key_points": {"type": "array", "items": {"type": "string"}},
-            "citations": {"type": "array", "items": {"type": "object", "properties": {
-                "document_id": {"type": "string"}, "source_path": {"type": "string"},
-                "quote": {"type": "string"}, "supports": {"type": "string"}},
-                "required": ["document_id", "source_path", "quote"]}}},
-            "required": ["response", "key_points", "citations"]});
-        let v = ask("arch", facts, &schema);
+        let v = ask("arch", facts, &agent_schema(json!({"type": "string"})));
         let point = v["key_points"][0].as_str().unwrap().to_string();
         assert_eq!(
             point,
@@ -891,16 +895,11 @@ mod tests {
             question: Some("[sample] What would a rewrite cost?".into()),
             ..Facts::default()
         };
-        let schema = json!({"type": "object", "properties": {
-            "response": {"type": "string"},
-            "key_points": {"type": "array", "items": {"type": "string"}},
-            "citations": {"type": "array", "items": {"type": "object", "properties": {
-                "document_id": {"type": "string", "enum": ["docs/a.md"]},
-                "source_path": {"type": "string", "enum": ["docs/a.md"]},
-                "quote": {"type": "string"}, "supports": {"type": "string"}},
-                "required": ["document_id", "source_path", "quote"]}}},
-            "required": ["response", "key_points", "citations"]});
-        let v = ask("arch", facts, &schema);
+        let v = ask(
+            "arch",
+            facts,
+            &agent_schema(json!({"type": "string", "enum": ["docs/a.md"]})),
+        );
         let c = &v["citations"][0];
         assert_eq!(c["document_id"], "docs/a.md");
         let quote = c["quote"].as_str().unwrap();

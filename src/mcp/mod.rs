@@ -450,28 +450,26 @@ impl Server {
         let seconds = a.wait_seconds.unwrap_or(0).min(tools::MAX_WAIT_SECONDS);
         let wait = std::time::Duration::from_secs(seconds.into());
         let until = std::time::Instant::now() + wait;
-        loop {
-            let status = runs::status(&dir, &id, &self.children)?;
-            let state = status["status"].as_str().unwrap_or_default().to_string();
-            if state != "running" {
-                return match runs::ended_result(&dir)? {
-                    Some(result) => {
-                        let error = runs::is_error(result.status);
-                        Ok((tools::summary_text(&result), to_value(&result), error))
-                    }
-                    None => Err(Error::Runtime(format!(
-                        "meeting {id} has stopped before its end ({} of {} loops); continue it with meeting_start {{\"resume\": \"{id}\"}}",
-                        status["loop"], status["max_loops"]
-                    ))),
-                };
-            }
-            if std::time::Instant::now() >= until {
-                return Err(Error::Runtime(format!(
-                    "meeting {id} is still running (loop {} of {}); ask again with wait_seconds",
-                    status["loop"], status["max_loops"]
-                )));
-            }
+        // Only the lock and the child are watched while waiting; the board is read once.
+        while runs::running(&dir, &id, &self.children) && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        let status = runs::status(&dir, &id, &self.children)?;
+        if status["status"] == "running" {
+            return Err(Error::Runtime(format!(
+                "meeting {id} is still running (loop {} of {}); ask again with wait_seconds",
+                status["loop"], status["max_loops"]
+            )));
+        }
+        match runs::ended_result(&dir)? {
+            Some(result) => {
+                let error = runs::is_error(result.status);
+                Ok((tools::summary_text(&result), to_value(&result), error))
+            }
+            None => Err(Error::Runtime(format!(
+                "meeting {id} has stopped before its end ({} of {} loops); continue it with meeting_start {{\"resume\": \"{id}\"}}",
+                status["loop"], status["max_loops"]
+            ))),
         }
     }
 }

@@ -230,6 +230,12 @@ fn locked(run_dir: &Path) -> bool {
     file.try_lock().is_err()
 }
 
+/// Whether a meeting drives the run folder: this server's child for `id`, or any process
+/// holding the folder's lock. Reads no board, so it can be asked often.
+pub fn running(run_dir: &Path, id: &str, children: &Children) -> bool {
+    children.alive(id) || locked(run_dir)
+}
+
 /// What `meeting_status` says of a run folder: where the meeting stands, from its newest
 /// checkpoint and last event, and whether something is driving it.
 pub fn status(run_dir: &Path, id: &str, children: &Children) -> Result<Value> {
@@ -239,7 +245,7 @@ pub fn status(run_dir: &Path, id: &str, children: &Children) -> Result<Value> {
             run_dir.display()
         )));
     }
-    let running = children.alive(id) || locked(run_dir);
+    let running = running(run_dir, id, children);
     let board = crate::driver::final_board(run_dir)?;
     let state = if running {
         "running".to_string()

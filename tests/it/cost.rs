@@ -11,6 +11,12 @@ use crate::harness::{programs_path, root, skip_without, Cli, Run, Tool, Workdir}
 /// A meeting of one turn (the PM asks arch, arch answers, the PM finishes) against a fake
 /// OpenAI server that reports 1,000 prompt and 100 completion tokens a call, with `model`.
 fn priced_meeting(work: &Workdir, model: &str, extra: &[&str]) -> Run {
+    served_meeting(work, model, extra, None)
+}
+
+/// [`priced_meeting`], each reply carrying a gateway's bill of `billed` dollars when given
+/// (LiteLLM's `x-litellm-response-cost`).
+fn served_meeting(work: &Workdir, model: &str, extra: &[&str], billed: Option<&str>) -> Run {
     let replies = [
         pm::call("arch", "What would a rewrite cost?"),
         pm::answer(
@@ -22,7 +28,13 @@ fn priced_meeting(work: &Workdir, model: &str, extra: &[&str]) -> Run {
     let server = FakeServer::start(
         replies
             .iter()
-            .map(|r| json(200, &openai_ok(&r.to_string(), Some((1000, 100)))))
+            .map(|r| {
+                let body = openai_ok(&r.to_string(), Some((1000, 100)));
+                match billed {
+                    Some(usd) => with_header(200, "x-litellm-response-cost", usd, &body),
+                    None => json(200, &body),
+                }
+            })
             .collect(),
     );
     let out = work
@@ -166,39 +178,7 @@ fn a_private_price_table_prices_a_private_model() {
 #[test]
 fn a_gateways_bill_wins_over_the_table() {
     let work = Workdir::new();
-    let replies = [
-        pm::call("arch", "What would a rewrite cost?"),
-        pm::answer(
-            "A rewrite costs two engineers a quarter.",
-            &["Two engineers, one quarter."],
-        ),
-        pm::finish("### Executive Summary\nRewrite.\n\n### Recommendation\nRewrite it."),
-    ];
-    let server = FakeServer::start(
-        replies
-            .iter()
-            .map(|r| {
-                let body = openai_ok(&r.to_string(), Some((1000, 100)));
-                with_header(200, "x-litellm-response-cost", "0.125", &body)
-            })
-            .collect(),
-    );
-    let out = work
-        .cli("meeting")
-        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
-        .env("OPENAI_API_KEY", "test-key")
-        .env("AGENT_MEETING_NOW", NOW)
-        .args(["--topic", "Adopt Rust for ingest?", "--agents", "arch"])
-        .args([
-            "--provider",
-            "openai",
-            "--model",
-            "house-model",
-            "--trace-id",
-            "bill",
-        ])
-        .args(["--report-file", "report.md"])
-        .run();
+    let out = served_meeting(&work, "house-model", &[], Some("0.125"));
     out.success();
     let result: Value = out.json();
     assert_eq!(result["cost"]["usd"].as_f64(), Some(0.375), "{result}");
