@@ -263,6 +263,7 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
             max_loops: given(&matches, "max_loops"),
             default_max_loops: args.board.max_loops,
             max_total_tokens: args.board.max_total_tokens,
+            max_cost_usd: args.board.max_cost,
         };
         return cli::write_stdout(&agent_meeting::cli::settings::show(
             &given,

@@ -42,7 +42,7 @@ pub struct Config {
     /// Default loop limit (default 6).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_loops: Option<u32>,
-    /// Default token budget of a meeting (below the meeting file's and `--max-total-tokens`).
+    /// Default budget of a meeting (below the meeting file's, `--max-total-tokens` and `--max-cost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
 }
@@ -67,7 +67,11 @@ impl BaseUrls {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Budget {
-    pub max_total_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    /// US dollars a meeting may spend (docs/design/pm-round.md#cost-budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 impl Config {

@@ -136,6 +136,12 @@ pub struct BoardArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
+    /// Dollars the whole meeting may spend, at the price table's prices (`--prices`); the PM
+    /// closes the meeting in time to write its report inside it. Wins over the meeting file's
+    /// `budget.max_cost_usd`
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
     /// Reviewers of the PM's draft before the report is final (comma-separated; the built-in
     /// `devils-advocate` is one); wins over the meeting file's `review.by`
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
@@ -154,6 +160,20 @@ fn agent_names() -> crate::llm::AnyNamed {
             .map(|(n, _)| *n)
             .collect()
     })
+}
+
+/// `--max-cost`'s value: dollars above 0 (`0.50`, `$2`).
+fn positive_dollars(v: &str) -> Result<f64, String> {
+    let usd: f64 = v
+        .trim()
+        .trim_start_matches('$')
+        .parse()
+        .map_err(|_| format!("{v:?} is not a number of dollars (expected e.g. 0.50)"))?;
+    if usd.is_finite() && usd > 0.0 {
+        Ok(usd)
+    } else {
+        Err(format!("{v} (expected more than 0 dollars)"))
+    }
 }
 
 fn default_max_parallel() -> u32 {

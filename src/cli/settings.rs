@@ -39,27 +39,50 @@ pub fn max_total_tokens(
     meeting_file: Option<&MeetingInput>,
     config: &Config,
 ) -> Setting<Option<u64>> {
-    let in_file = meeting_file
+    budget_setting(
+        flag,
+        meeting_file,
+        config,
+        |b| b.max_total_tokens,
+        |b| b.max_total_tokens,
+    )
+}
+
+/// `budget.max_cost_usd`, found as [`max_total_tokens`] is.
+pub fn max_cost_usd(
+    flag: Option<f64>,
+    meeting_file: Option<&MeetingInput>,
+    config: &Config,
+) -> Setting<Option<f64>> {
+    budget_setting(
+        flag,
+        meeting_file,
+        config,
+        |b| b.max_cost_usd,
+        |b| b.max_cost_usd,
+    )
+}
+
+/// One budget limit: the flag > the meeting file's `budget` > the config file's; none by
+/// default.
+fn budget_setting<T: Copy>(
+    flag: Option<T>,
+    meeting_file: Option<&MeetingInput>,
+    config: &Config,
+    in_file: impl Fn(&crate::model::MeetingBudget) -> Option<T>,
+    in_config: impl Fn(&super::config::Budget) -> Option<T>,
+) -> Setting<Option<T>> {
+    let file = meeting_file
         .and_then(|m| m.budget.as_ref())
-        .and_then(|b| b.max_total_tokens);
-    match (flag, in_file, &config.budget) {
-        (Some(n), _, _) => Setting {
-            value: Some(n),
-            source: Source::Flag,
-        },
-        (None, Some(n), _) => Setting {
-            value: Some(n),
-            source: Source::MeetingFile,
-        },
-        (None, None, Some(b)) => Setting {
-            value: Some(b.max_total_tokens),
-            source: Source::ConfigFile(None),
-        },
-        (None, None, None) => Setting {
-            value: None,
-            source: Source::Default,
-        },
-    }
+        .and_then(in_file);
+    let cfg = config.budget.as_ref().and_then(in_config);
+    let (value, source) = match (flag, file, cfg) {
+        (Some(n), _, _) => (Some(n), Source::Flag),
+        (None, Some(n), _) => (Some(n), Source::MeetingFile),
+        (None, None, Some(n)) => (Some(n), Source::ConfigFile(None)),
+        (None, None, None) => (None, Source::Default),
+    };
+    Setting { value, source }
 }
 
 /// What `init-board` is given, from the board flags (`max_loops_given`: whether `--max-loops`
@@ -88,6 +111,7 @@ pub fn init_args(
         .value,
         max_parallel: board.max_parallel,
         max_total_tokens: max_total_tokens(board.max_total_tokens, Some(input), config).value,
+        max_cost_usd: max_cost_usd(board.max_cost, Some(input), config).value,
     }
 }
 
@@ -126,6 +150,7 @@ pub struct Given {
     /// The built-in loop limit.
     pub default_max_loops: u32,
     pub max_total_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
     /// The meeting's model callers with their config metadata, PM first (empty without
     /// `--agents`): each gets rows of its own.
     pub callers: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
@@ -275,6 +300,12 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
         |n| n.to_string(),
     );
     row("budget.max_total_tokens", shown, budget.source);
+    let cost = max_cost_usd(given.max_cost_usd, None, cfg);
+    let shown = cost.value.map_or_else(
+        || "none (or the meeting file's budget)".into(),
+        crate::llm::prices::dollars,
+    );
+    row("budget.max_cost_usd", shown, cost.source);
     let mut out = match (&loaded.file, &loaded.looked_at) {
         (Some(f), _) => format!("# config file: {}\n", f.display()),
         (None, Some(p)) => format!("# config file: none ({} does not exist)\n", p.display()),

@@ -449,6 +449,7 @@ pub(super) fn paint(ui: Ui, code: &str, text: &str) -> String {
 fn forced_why(after: &Board) -> &'static str {
     match after.record.forced {
         Some(ForcedReason::TokenBudget) => "token budget",
+        Some(ForcedReason::CostBudget) => "cost budget",
         Some(ForcedReason::MaxLoops) => "loop limit",
         Some(ForcedReason::Circles) => "going in circles",
         Some(ForcedReason::RoundFailed) => "PM round failed",
@@ -766,7 +767,7 @@ mod tests {
             target_agent: "arch".into(),
             prompt: "q".into(),
             analysis: String::new(),
-            reserve_tokens: None,
+            reserve: None,
         }];
         assert!(ui.for_stage(&board).ticker);
         board.agents.get_mut("arch").unwrap().kind = crate::model::ParticipantKind::Human;

@@ -104,7 +104,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         settings.config_file = Some(absolute(&dir.join("config.yaml")));
     }
     cut_torn_line(&dir.join("llm.jsonl"))?;
-    let (step, stage, board) = run.resume_point()?;
+    let (step, stage, mut board) = run.resume_point()?;
     // Read once: whether the saved settings still owe their decision record.
     let saved_adr_owed = super::record::owed(dir, &settings);
     trust_or_refuse(dir, &settings, &changes, &board, saved_adr_owed)?;
@@ -112,6 +112,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     settings.llm.headers = std::mem::take(&mut changes.headers);
     let saved_report = settings.report_file.clone();
     let changed = changes.apply(&mut settings);
+    crate::meeting::budget::price_again(&mut board, &settings.llm)?;
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.
         check_report_path(&settings, &board, &run.path)?;

@@ -130,6 +130,7 @@ pub(super) mod tests {
                 max_loops: 4,
                 max_parallel: 3,
                 max_total_tokens: None,
+                max_cost: None,
                 review_by: vec![],
                 trace_id: Some("t-1".into()),
             },

@@ -145,7 +145,9 @@ impl<'a> Stages<'a> {
                 self.config.as_ref().map_err(Clone::clone)?,
                 &packet.meeting_input,
             );
-            init_board::run(packet, "<stdin>", args)
+            let mut board = init_board::run(packet, "<stdin>", args)?;
+            crate::meeting::budget::price_again(&mut board, &s.llm)?;
+            Ok(board)
         })
     }
 

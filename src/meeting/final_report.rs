@@ -36,6 +36,10 @@ pub fn no_decision_reason(board: &Board) -> Option<String> {
             "the token budget ran out before the PM could be asked".to_string()
         }
         Some(ForcedReason::TokenBudget) => "the token budget ran out before the PM decided".into(),
+        Some(ForcedReason::CostBudget) if known && !pm_called => {
+            "the cost budget ran out before the PM could be asked".to_string()
+        }
+        Some(ForcedReason::CostBudget) => "the cost budget ran out before the PM decided".into(),
         Some(ForcedReason::MaxLoops) => format!(
             "the meeting reached its loop limit ({}/{}) and {closing}",
             board.loop_count, board.max_loops

@@ -57,7 +57,7 @@ pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
             target_agent: r,
             prompt: REVIEW_QUESTION.into(),
             analysis: String::new(),
-            reserve_tokens: None,
+            reserve: None,
         })
         .collect();
     for call in &calls {

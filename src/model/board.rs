@@ -46,10 +46,37 @@ pub struct PendingCall {
     /// The PM's reasoning, when it gave one (a hand-written call may leave it out).
     #[serde(default)]
     pub analysis: String,
-    /// Under a token budget: the tokens the turn must leave for the PM's closing round
-    /// (docs/design/pm-round.md#token-budget).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reserve_tokens: Option<u64>,
+    /// Under a budget: what the turn must leave for the PM's closing round (and a fan-out's
+    /// other calls) (docs/design/pm-round.md#token-budget). Boards before the cost budget wrote
+    /// one number, `reserve_tokens`.
+    #[serde(
+        default,
+        alias = "reserve_tokens",
+        deserialize_with = "super::usage::charge_or_tokens",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reserve: Option<Charge>,
+}
+
+/// A cost budget (docs/design/pm-round.md#cost-budget): the dollars the meeting may spend, and the
+/// dearest input and output prices among its callers' models, at which the budget's look-ahead
+/// charges every token it has not yet spent (set when the board is made and at every resume,
+/// from the price table).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CostLimit {
+    pub usd: f64,
+    pub input_usd_per_mtok: f64,
+    pub output_usd_per_mtok: f64,
+}
+
+impl CostLimit {
+    /// The most `c` can cost at these prices.
+    pub fn price(&self, c: Charge) -> f64 {
+        (c.prompt_tokens as f64 * self.input_usd_per_mtok
+            + c.completion_tokens as f64 * self.output_usd_per_mtok)
+            / 1e6
+    }
 }
 
 /// How a turn or a call ended: an agent turn (`last_turns[i].status`) and the `llm_call`,
@@ -108,6 +135,9 @@ pub struct Board {
     /// of every call together stay within it; absent: no budget.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
+    /// The meeting's cost budget (docs/design/pm-round.md#cost-budget); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<CostLimit>,
     pub status: Status,
     pub summary: String,
     pub key_points: Vec<String>,
@@ -207,6 +237,21 @@ pub(crate) fn check_invariants(b: &Board) -> Result<(), crate::error::Invalid> {
             "max_total_tokens",
             "0 (expected at least 1, or no field)",
         ));
+    }
+    if let Some(c) = &b.max_cost {
+        let rates = [
+            ("max_cost.usd", c.usd),
+            ("max_cost.input_usd_per_mtok", c.input_usd_per_mtok),
+            ("max_cost.output_usd_per_mtok", c.output_usd_per_mtok),
+        ];
+        for (field, v) in rates {
+            if !v.is_finite() || v < 0.0 || (field == "max_cost.usd" && v == 0.0) {
+                return Err(Invalid::at(
+                    field,
+                    format!("{v} (expected a positive number of dollars)"),
+                ));
+            }
+        }
     }
     check_calls_and_turns(b)?;
     check_questions(b)

@@ -120,6 +120,10 @@ pub struct MeetingBudget {
     /// Tokens (prompt, cached ones included, plus completion) the whole meeting may use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_total_tokens: Option<u64>,
+    /// US dollars the whole meeting may spend, at the price table's prices
+    /// (docs/design/pm-round.md#cost-budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_usd: Option<f64>,
 }
 
 impl MeetingInput {
@@ -167,6 +171,14 @@ impl MeetingInput {
                 "budget.max_total_tokens",
                 "must be greater than 0",
             ));
+        }
+        if let Some(usd) = self.budget.as_ref().and_then(|b| b.max_cost_usd) {
+            if !(usd.is_finite() && usd > 0.0) {
+                return Err(Invalid::at(
+                    "budget.max_cost_usd",
+                    format!("{usd} (expected a positive number of dollars)"),
+                ));
+            }
         }
         if let Some(r) = &self.review {
             if !(1..=super::MAX_REVIEW_ROUNDS).contains(&r.rounds) {

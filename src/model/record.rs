@@ -111,6 +111,8 @@ pub enum ForcedReason {
     MaxLoops,
     /// The token budget had no room for another loop (docs/design/pm-round.md#token-budget).
     TokenBudget,
+    /// The cost budget had no room for another loop (docs/design/pm-round.md#cost-budget).
+    CostBudget,
     /// The PM kept asking what it had asked before (docs/design/pm-round.md#circles).
     Circles,
     /// A PM round ended without a usable decision.

@@ -76,6 +76,70 @@ impl std::ops::AddAssign for Tokens {
     }
 }
 
+/// What a call, or what must stay for the calls after it, may cost at most in tokens
+/// (docs/design/pm-round.md#token-budget): its prompt and its reply apart, because a cost budget prices
+/// them apart; a token budget counts them together ([`Charge::total`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Charge {
+    pub prompt_tokens: u64,
+    pub completion_tokens: u64,
+}
+
+impl Charge {
+    pub fn new(prompt_tokens: u64, completion_tokens: u64) -> Charge {
+        Charge {
+            prompt_tokens,
+            completion_tokens,
+        }
+    }
+
+    /// Prompt and reply together: what a token budget counts.
+    pub fn total(self) -> u64 {
+        self.prompt_tokens.saturating_add(self.completion_tokens)
+    }
+
+    pub fn plus(self, other: Charge) -> Charge {
+        Charge::new(
+            self.prompt_tokens.saturating_add(other.prompt_tokens),
+            self.completion_tokens
+                .saturating_add(other.completion_tokens),
+        )
+    }
+
+    pub fn times(self, n: u64) -> Charge {
+        Charge::new(
+            self.prompt_tokens.saturating_mul(n),
+            self.completion_tokens.saturating_mul(n),
+        )
+    }
+
+    /// The larger of each part: at least either charge, in tokens and at any prices.
+    pub fn at_least(self, other: Charge) -> Charge {
+        Charge::new(
+            self.prompt_tokens.max(other.prompt_tokens),
+            self.completion_tokens.max(other.completion_tokens),
+        )
+    }
+}
+
+/// A pending call's `reserve` as boards before the cost budget wrote it too: one number of
+/// tokens (`reserve_tokens`), read as prompt tokens.
+pub(super) fn charge_or_tokens<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<Option<Charge>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Wire {
+        Tokens(u64),
+        Charge(Charge),
+    }
+    Ok(Option::<Wire>::deserialize(d)?.map(|w| match w {
+        Wire::Tokens(n) => Charge::new(n, 0),
+        Wire::Charge(c) => c,
+    }))
+}
+
 /// [`Tokens`] serialised with every count, 0 included: the report's template variables.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct AllTokens(pub Tokens);

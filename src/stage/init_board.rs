@@ -23,6 +23,8 @@ pub struct InitOptions {
     pub max_parallel: u32,
     /// `--max-total-tokens`: wins over the meeting file's `budget.max_total_tokens`.
     pub max_total_tokens: Option<u64>,
+    /// `--max-cost`: wins over the meeting file's `budget.max_cost_usd`.
+    pub max_cost_usd: Option<f64>,
     pub trace_id: String,
 }
 
@@ -44,6 +46,7 @@ pub struct InitArgs {
     pub max_loops: u32,
     pub max_parallel: u32,
     pub max_total_tokens: Option<u64>,
+    pub max_cost_usd: Option<f64>,
 }
 
 /// The `init-board` program on a packet (`label` names where it came from in errors): the
@@ -83,6 +86,7 @@ pub fn run(mut packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Boa
         max_loops: args.max_loops,
         max_parallel: args.max_parallel,
         max_total_tokens: args.max_total_tokens,
+        max_cost_usd: args.max_cost_usd,
         trace_id,
     };
     init(packet, opts, &now)
@@ -169,6 +173,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         max_loops: opts.max_loops,
         max_parallel: opts.max_parallel,
         max_total_tokens,
+        max_cost: None,
         status: Status::Running,
         summary: String::new(),
         key_points: Vec::new(),
@@ -193,15 +198,33 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         meeting_input: packet.meeting_input,
         context_bundle: packet.context_bundle,
     };
+    let max_cost = opts.max_cost_usd.or(board
+        .meeting_input
+        .budget
+        .as_ref()
+        .and_then(|b| b.max_cost_usd));
+    if let Some(usd) = max_cost {
+        // The stage knows the meeting's LLM defaults, not the driver's flags: `meeting`
+        // prices the budget again with its own (`driver::start`).
+        let llm = crate::llm::LlmArgs::default();
+        let prices = crate::llm::prices::Prices::current();
+        board.max_cost = Some(crate::meeting::budget::cost_limit(
+            &board, &llm, usd, prices,
+        )?);
+    }
     crate::meeting::whiteboard::seed_questions(&mut board);
     board.summary = summary_lines(&board, "No participant has spoken yet.");
     let event = events::meeting_started(format!(
-        "participants: {}; max loops: {}{}; documents: {}",
+        "participants: {}; max loops: {}{}{}; documents: {}",
         participants.join(", "),
         board.max_loops,
         board
             .max_total_tokens
             .map(|n| format!("; max total tokens: {n}"))
+            .unwrap_or_default(),
+        board
+            .max_cost
+            .map(|c| format!("; max cost: {}", crate::llm::prices::dollars(c.usd)))
             .unwrap_or_default(),
         board.context_bundle.documents.len()
     ));

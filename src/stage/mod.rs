@@ -173,6 +173,7 @@ pub(crate) mod fixtures {
             max_loops: 6,
             max_parallel: 1,
             max_total_tokens: None,
+            max_cost_usd: None,
             trace_id: "t1".into(),
         };
         super::init_board::init(packet, opts, NOW).unwrap()
@@ -199,7 +200,7 @@ mod tests {
             target_agent: "arch".into(),
             prompt: "q".into(),
             analysis: String::new(),
-            reserve_tokens: None,
+            reserve: None,
         };
         let turn = LastTurn {
             agent_name: "arch".into(),

@@ -236,7 +236,7 @@ fn an_agent_turn_keeps_the_closing_reserve() {
     for (limit, reserve, asked) in [(100_000, 5_000, true), (6_000, 5_000, false)] {
         let mut board = board_with_call("arch");
         board.max_total_tokens = Some(limit);
-        board.pending_calls[0].reserve_tokens = Some(reserve);
+        board.pending_calls[0].reserve = Some(agent_meeting::model::Charge::new(reserve, 0));
         let (mut c, seen) = client(&board, vec![ok_json(answer.clone())]);
         let b = agent_turn(board, &mut c, &opts(), &clock()).unwrap();
         let turn = &b.last_turns[0];

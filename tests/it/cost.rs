@@ -186,3 +186,156 @@ fn a_gateways_bill_wins_over_the_table() {
     assert_eq!(result["cost"]["billed"], serde_json::json!(["arch", "pm"]));
     assert!(result["cost"].get("unpriced").is_none(), "{result}");
 }
+
+/// A fake OpenAI server for a meeting that would go on as long as it may: the PM asks arch a
+/// new question every round and finishes only in its closing round; every call reports
+/// 2,000 prompt and 300 completion tokens.
+fn endless_server() -> FakeServer {
+    let round = std::sync::atomic::AtomicUsize::new(0);
+    FakeServer::answering(move |req| {
+        let n = round.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let reply = if req.body.contains("Mode: forced_finish") {
+            pm::finish("### Executive Summary\nStop here.\n\n### Recommendation\nRewrite it.")
+        } else if req.body.contains("pm_decision") {
+            pm::call("arch", &format!("What does option {n} cost?"))
+        } else {
+            pm::answer(
+                &format!("Option {n} costs {n} weeks."),
+                &[&format!("{n} weeks")],
+            )
+        };
+        json(200, &openai_ok(&reply.to_string(), Some((2000, 300))))
+    })
+}
+
+/// `meeting` against [`endless_server`] with gpt-4o-mini and up to 40 loops.
+fn endless_meeting(work: &Workdir, server: &FakeServer, extra: &[&str]) -> Run {
+    work.cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--topic", "Adopt Rust for ingest?", "--agents", "arch"])
+        .args(["--provider", "openai", "--model", "gpt-4o-mini"])
+        .args(["--trace-id", "budget-test", "--max-loops", "40"])
+        .args(["--report-file", "report.md"])
+        .args(extra)
+        .run()
+}
+
+/// `--max-cost`: the meeting closes in time to write its report inside the budget, and says
+/// why with the arithmetic — the event, the terminal's closing line, the Process Note, the
+/// appendix; what it spent (priced as the report prices it) never passes the limit.
+#[test]
+fn a_cost_budget_closes_the_meeting_inside_it() {
+    let work = Workdir::new();
+    let server = endless_server();
+    let out = endless_meeting(&work, &server, &["--max-cost", "0.01"]);
+    out.success();
+    out.stderr_has("pm closing round (cost budget): FINISH (");
+    let result: Value = out.json();
+    assert_eq!(result["status"], "finished");
+    assert_eq!(result["forced"], true);
+    let usd = result["cost"]["usd"].as_f64().expect("priced");
+    assert!(usd <= 0.01, "spent ${usd} of a $0.01 budget");
+    let (input, output) = table_price("gpt-4o-mini");
+    let per_call = 2000.0 * input + 300.0 * output;
+    assert!(
+        usd > 0.01 / 2.0 && server.count() >= 6,
+        "the budget left half unspent: ${usd} in {} calls of ${per_call}",
+        server.count()
+    );
+    let run_dir = work.join("runs/budget-test");
+    let board = crate::fixtures::final_board(&run_dir);
+    assert_eq!(board["max_cost"]["usd"], 0.01);
+    assert_eq!(board["max_cost"]["input_usd_per_mtok"], input * 1e6);
+    let events = std::fs::read_to_string(run_dir.join("events.jsonl")).unwrap();
+    let forced: Vec<Value> = events
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "forced_finish")
+        .collect();
+    assert_eq!(forced.len(), 1, "{events}");
+    let message = forced[0]["message"].as_str().unwrap();
+    assert!(message.starts_with("cost budget: spent $"), "{message}");
+    let report = std::fs::read_to_string(work.join("report.md")).unwrap();
+    let note = report
+        .split("## Process Note")
+        .nth(1)
+        .expect("a Process Note");
+    assert!(
+        note.contains("Meeting stopped by its cost budget")
+            && note.contains("of $0.0100 had been spent")
+            && note.contains("per million prompt"),
+        "{note}"
+    );
+    assert!(report.contains("- Cost budget: $0.0"), "{report}");
+    assert!(report.contains(" of $0.0100 spent"), "{report}");
+}
+
+/// A budget in dollars needs prices: a model the table does not price is refused before any
+/// call, naming the caller, the model and `--prices`; a budget of no dollars is refused too.
+#[test]
+fn a_cost_budget_needs_priced_models() {
+    let work = Workdir::new();
+    let server = endless_server();
+    let out = work
+        .cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .args(["--topic", "Adopt Rust?", "--agents", "arch"])
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "qwen3:8b",
+            "--max-cost",
+            "1",
+        ])
+        .run();
+    out.exit(2)
+        .stderr_has("--max-cost: pm uses openai qwen3:8b, which the price table")
+        .stderr_has("--prices FILE");
+    assert_eq!(server.count(), 0);
+    work.cli("meeting")
+        .args([
+            "--topic",
+            "Adopt Rust?",
+            "--agents",
+            "arch",
+            "--max-cost",
+            "0",
+        ])
+        .run()
+        .exit(2)
+        .stderr_has("--max-cost");
+}
+
+/// The meeting file's `budget.max_cost_usd` sets the budget, and `--max-cost` wins over it.
+#[test]
+fn the_meeting_file_sets_the_cost_budget_and_the_flag_wins() {
+    let work = Workdir::new();
+    work.write(
+        "m.yaml",
+        "topic: Adopt Rust for ingest?\nbudget:\n  max_cost_usd: 0.02\n",
+    );
+    let server = endless_server();
+    let file = ["--meeting-file", "m.yaml", "--quiet"];
+    let run = |extra: &[&str]| {
+        let mut cmd = work.cli("meeting");
+        cmd.env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+            .env("OPENAI_API_KEY", "test-key")
+            .args(["--agents", "arch", "--provider", "openai"])
+            .args(["--model", "gpt-4o-mini", "--max-loops", "40"])
+            .args(file)
+            .args(extra);
+        cmd.run()
+    };
+    let out = run(&[]);
+    let from_file: Value = out.success().json();
+    let usd = from_file["cost"]["usd"].as_f64().unwrap();
+    assert!(usd > 0.01 && usd <= 0.02, "${usd} of the file's $0.02");
+    let out = run(&["--max-cost", "0.005"]);
+    let from_flag: Value = out.success().json();
+    let usd = from_flag["cost"]["usd"].as_f64().unwrap();
+    assert!(usd <= 0.005, "${usd} of the flag's $0.005");
+}

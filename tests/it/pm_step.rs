@@ -57,7 +57,7 @@ fn call_agent_sets_one_pending_call_and_records_events() {
             target_agent: "arch".into(),
             prompt: "How many weeks would the rewrite take?".into(),
             analysis: "cost is the main open question".into(),
-            reserve_tokens: None,
+            reserve: None,
         }]
     );
     assert_eq!(b.status, Status::Running);

@@ -26,7 +26,7 @@ use crate::model::{
     AgentConfig, AgentTurnResult, Board, ContextDocument, LastTurn, ParticipantKind, PendingCall,
     TurnStatus, AGENT_TURN_FIELDS,
 };
-use crate::model::{FlowKind, ProcessKind};
+use crate::model::{Charge, FlowKind, ProcessKind};
 use crate::schema;
 use crate::stage::Stage;
 use crate::text::{cut, verify_quote};
@@ -429,8 +429,8 @@ struct TurnAsk<'a> {
     board: &'a mut Board,
     clock: &'a dyn Clock,
     agent: &'a AgentConfig,
-    /// Tokens to leave for the PM's closing round (the pending call's `reserve_tokens`).
-    reserve: u64,
+    /// What to leave for the PM's closing round (the pending call's `reserve`).
+    reserve: Charge,
 }
 
 impl TurnAsk<'_> {
@@ -577,7 +577,7 @@ fn run_call(
         board: &mut *board,
         clock,
         agent: &agent,
-        reserve: call.reserve_tokens.unwrap_or(0),
+        reserve: call.reserve.unwrap_or_default(),
     };
     let calls_before = client.calls();
     // `Err`: why the turn failed, for the model and `last_turns` and for the report's reader.
@@ -668,7 +668,7 @@ mod tests {
             target_agent: agent.into(),
             prompt: q.into(),
             analysis: String::new(),
-            reserve_tokens: None,
+            reserve: None,
         };
         let mut b = crate::stage::fixtures::board(&[]);
         b.max_parallel = 2;
@@ -705,7 +705,7 @@ mod tests {
             target_agent: "arch".into(),
             prompt: "q".into(),
             analysis: String::new(),
-            reserve_tokens: None,
+            reserve: None,
         }];
         for status in [
             crate::model::Status::Running,
@@ -729,7 +729,7 @@ mod tests {
             target_agent: agent.into(),
             prompt: "What does it cost?".into(),
             analysis: String::new(),
-            reserve_tokens: None,
+            reserve: None,
         };
         let names: Vec<String> = (0..9).map(|i| format!("a{i}")).collect();
         for n in &names {

@@ -49,7 +49,7 @@ impl Asker for ReviewAsk<'_> {
     }
 
     fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
-        crate::meeting::budget::refuse(self.board, request, opts, 0)
+        crate::meeting::budget::refuse(self.board, request, opts, Default::default())
     }
 
     fn rejected(&mut self, attempt: u32, error: &String, retried: bool) {

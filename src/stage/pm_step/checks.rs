@@ -109,7 +109,7 @@ pub(super) struct PmAsk<'a> {
     pub(super) clock: &'a dyn Clock,
     pub(super) mode: Mode,
     /// Tokens a normal round keeps for the closing round (0: none, or this is it).
-    pub(super) reserve: u64,
+    pub(super) reserve: crate::model::Charge,
     pub(super) limits: &'a budget::AgentLimits,
     /// The action the last answer chose; its retry keeps it when this round offers it.
     pub(super) chosen: Option<NextAction>,
@@ -559,7 +559,7 @@ mod tests {
             board: &mut b.clone(),
             clock: &clock,
             mode: Mode::Normal,
-            reserve: 0,
+            reserve: Default::default(),
             limits: &limits,
             chosen: None,
         };

@@ -18,7 +18,9 @@ use crate::meeting::events::{self, Clock};
 use crate::meeting::review;
 use crate::meeting::whiteboard::{apply_answers, note_caller, note_process};
 use crate::model::PM_CALLER;
-use crate::model::{Board, ForcedReason, NextAction, PendingCall, PmDecision, ProcessKind, Status};
+use crate::model::{
+    Board, Charge, ForcedReason, NextAction, PendingCall, PmDecision, ProcessKind, Status,
+};
 use crate::stage::Stage;
 use checks::{Invalid, PmAsk};
 
@@ -119,8 +121,8 @@ fn forced_reason(board: &Board) -> String {
 /// docs/design/pm-round.md#token-budget).
 struct Plan {
     mode: Mode,
-    /// Tokens an agent turn leaves for the closing round (0: no budget, or this is it).
-    reserve: u64,
+    /// What an agent turn leaves for the closing round (none: no budget, or this is it).
+    reserve: Charge,
     /// The Process Note when the token budget closes the meeting.
     budget_note: Option<String>,
 }
@@ -136,7 +138,7 @@ fn plan(
 ) -> Result<Plan> {
     let mut plan = Plan {
         mode: mode(board),
-        reserve: 0,
+        reserve: Charge::default(),
         budget_note: None,
     };
     if plan.mode == Mode::ForcedFinish && board.status == Status::Running {
@@ -145,16 +147,11 @@ fn plan(
             board.loop_count, board.max_loops
         );
         force_finish(board, clock, ForcedReason::MaxLoops, why);
-    } else if plan.mode == Mode::Normal && board.max_total_tokens.is_some() {
+    } else if plan.mode == Mode::Normal && budget::Budget::of(board).is_some() {
         match budget_look_ahead(board, limits, opts, client.schema_in_prompt())? {
             budget::NextRound::Go { reserve } => plan.reserve = reserve,
             budget::NextRound::Stop(stop) => {
-                force_finish(
-                    board,
-                    clock,
-                    ForcedReason::TokenBudget,
-                    stop.event_message(),
-                );
+                force_finish(board, clock, stop.limit.forced(), stop.event_message());
                 plan.budget_note = Some(stop.process_note());
                 // The PM's closing round, now: mode() reads `finishing` without a report.
                 board.status = Status::Finishing;
@@ -286,7 +283,8 @@ fn pm_step_with(
 
 /// A normal round's valid decision: the call (or a fan-out's calls) waiting for `agent-turn`,
 /// or FINISH with its report.
-fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Clock) {
+fn apply_decision(board: &mut Board, d: PmDecision, reserve: Charge, clock: &dyn Clock) {
+    let reserve = budget::Budget::of(board).map(|_| reserve);
     board.last_error = None;
     board.record.failed_rounds = 0;
     match d.next_action {
@@ -299,11 +297,10 @@ fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Cl
                 target_agent: target,
                 prompt,
                 analysis: d.analysis,
-                reserve_tokens: board.max_total_tokens.map(|_| reserve),
+                reserve,
             }];
         }
         NextAction::CallAgents => {
-            let reserve_tokens = board.max_total_tokens.map(|_| reserve);
             for (i, call) in d.calls.into_iter().enumerate() {
                 // Call i of the fan-out counts loop L+i, as if the calls ran one by one
                 // (docs/design/agent-turn.md#fan-out).
@@ -320,7 +317,7 @@ fn apply_decision(board: &mut Board, d: PmDecision, reserve: u64, clock: &dyn Cl
                     } else {
                         String::new()
                     },
-                    reserve_tokens,
+                    reserve,
                 });
             }
         }
@@ -347,7 +344,7 @@ fn answer_objections(board: &mut Board, d: PmDecision, clock: &dyn Clock) {
         board.status = Status::Running;
         board.final_report = None;
     }
-    apply_decision(board, d, 0, clock);
+    apply_decision(board, d, Charge::default(), clock);
 }
 
 /// A failed answer to the objections: the draft stands as the report, its objections open

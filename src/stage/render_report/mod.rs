@@ -393,6 +393,9 @@ pub(crate) struct Appendix {
     pub tokens: AllTokens,
     /// The meeting's token budget, when it had one (0: none).
     pub max_total_tokens: u64,
+    /// The meeting's cost budget in one phrase (`$0.0123 of $0.50 spent`), empty when none
+    /// (docs/design/pm-round.md#cost-budget).
+    pub cost_budget: String,
     /// What its live calls cost, in one phrase (`$0.0123 at LiteLLM's prices of 2026-12-03`),
     /// empty when none was live (docs/design/llm.md#prices).
     pub cost: String,
@@ -670,6 +673,14 @@ fn appendix(board: &Board) -> Appendix {
         llm_calls: board.usage.attempts(),
         tokens: AllTokens(board.usage.tokens),
         max_total_tokens: board.max_total_tokens.unwrap_or(0),
+        cost_budget: board
+            .max_cost
+            .map(|limit| {
+                let spent = crate::meeting::budget::spent(board, &limit);
+                use crate::llm::prices::dollars;
+                format!("{} of {} spent", dollars(spent), dollars(limit.usd))
+            })
+            .unwrap_or_default(),
         cost: cost_of(board)
             .map(|c| {
                 format!(
