@@ -385,14 +385,75 @@ fn attempt_error_text(e: &AttemptError) -> String {
     }
 }
 
+/// The characters of a request's system message and messages: what any server counts as
+/// the prompt, whatever else (a schema) it adds.
+fn message_chars(req: &Request) -> usize {
+    req.system.chars().count()
+        + req
+            .messages
+            .iter()
+            .map(|m| m.content.chars().count())
+            .sum::<usize>()
+}
+
+/// Characters a token covers at most, on average over a whole prompt, in the common
+/// tokenizers: English prose averages about 4 in the GPT, Llama, Qwen and Mistral tokenizers,
+/// Markdown and code fewer, other scripts about 1; 6 is half again the prose average
+/// (docs/design/llm.md#truncation).
+const MAX_CHARS_PER_TOKEN: usize = 6;
+
+/// The smallest context a server cuts prompts to (Ollama's smallest default, 2,048 tokens): a
+/// prompt shorter than that at [`MAX_CHARS_PER_TOKEN`] cannot have been cut.
+const SMALLEST_CONTEXT: usize = 2048;
+
+/// Why a live server's answer cannot be used because it read only part of the prompt
+/// (Ollama's OpenAI-compatible `/v1` cuts every prompt to its default context, silently): it
+/// counted `counted` prompt tokens, far fewer than were sent (docs/design/llm.md#truncation).
+/// The HTTP providers ask it; a replayed answer carries whatever counts its cassette says.
+pub(crate) fn prompt_cut(req: &Request, counted: u64) -> Option<String> {
+    let chars = message_chars(req);
+    let fewest = chars / MAX_CHARS_PER_TOKEN;
+    if counted == 0 || fewest < SMALLEST_CONTEXT || counted as usize >= fewest {
+        return None;
+    }
+    Some(format!(
+        "the server counted {counted} prompt tokens of a prompt of {chars} characters (at least {fewest} tokens): it cut the prompt to its context window and answered without the rest, so the answer is not used; give the server a larger context (Ollama: OLLAMA_CONTEXT_LENGTH=32768 where `ollama serve` runs, or PARAMETER num_ctx in a Modelfile; llama.cpp: --ctx-size; vLLM: --max-model-len) or send less (--max-context-chars, fewer documents)"
+    ))
+}
+
+impl Client {
+    /// Why `req` is not sent at all: its prompt cannot fit the model's input window, as the
+    /// price table gives it (`max_input_tokens`), even counted at the fewest tokens it can be
+    /// (docs/design/llm.md#truncation). A replayed or offline provider has no window.
+    pub fn refuse(&self, req: &Request, opts: &Options) -> Option<String> {
+        self.refuse_with(req, opts, super::prices::Prices::current())
+    }
+
+    fn refuse_with(
+        &self,
+        req: &Request,
+        opts: &Options,
+        prices: &super::prices::Prices,
+    ) -> Option<String> {
+        if self.provider.replayed() {
+            return None;
+        }
+        let price = prices.of(self.provider.name(), &opts.model)?;
+        let window = price.max_input_tokens?;
+        let chars = message_chars(req);
+        let fewest = (chars / MAX_CHARS_PER_TOKEN) as u64;
+        (fewest > window).then(|| {
+            format!(
+                "the prompt ({chars} characters, at least {fewest} tokens) does not fit {}'s input window of {window} tokens (the price table's max_input_tokens): send less (--max-context-chars, fewer documents) or use a model with a larger window",
+                opts.model
+            )
+        })
+    }
+}
+
 /// About four characters per token: good enough for budgets when the server sends no usage.
 pub(crate) fn estimate_usage(req: &Request, reply: &str) -> TokenUsage {
-    let mut prompt_chars = req.system.chars().count();
-    prompt_chars += req
-        .messages
-        .iter()
-        .map(|m| m.content.chars().count())
-        .sum::<usize>();
+    let mut prompt_chars = message_chars(req);
     if let Some(e) = &req.expect {
         prompt_chars += e.schema.to_string().chars().count();
     }
@@ -461,6 +522,30 @@ fn reply(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A prompt is cut when the server counted fewer tokens than one per 6 characters sent,
+    /// and only a prompt longer than the smallest context (2,048 tokens at that rate) can be.
+    #[test]
+    fn a_prompt_counted_far_below_its_size_was_cut() {
+        let req = |chars: usize| Request {
+            caller: "pm".into(),
+            system: String::new(),
+            messages: vec![super::super::Message::user("x".repeat(chars))],
+            expect: None,
+            facts: Default::default(),
+        };
+        assert_eq!(prompt_cut(&req(30_000), 5_000), None, "a fair count");
+        assert_eq!(prompt_cut(&req(30_000), 0), None, "no count");
+        assert_eq!(prompt_cut(&req(12_000), 100), None, "too short to be cut");
+        let cut = prompt_cut(&req(30_000), 4_096).expect("cut");
+        assert!(
+            cut.contains(
+                "4096 prompt tokens of a prompt of 30000 characters (at least 5000 tokens)"
+            ),
+            "{cut}"
+        );
+        assert!(cut.contains("OLLAMA_CONTEXT_LENGTH"), "{cut}");
+    }
 
     #[test]
     fn backoff_grows_and_is_capped() {

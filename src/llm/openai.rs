@@ -186,6 +186,12 @@ impl Provider for OpenAi {
             .get("usage")
             .and_then(reported_usage)
             .map(|u| u.billed(billed));
+        if let Some(cut) = usage
+            .as_ref()
+            .and_then(|u| super::client::prompt_cut(req, u.tokens.prompt_tokens))
+        {
+            return Err(AttemptError::Fatal(cut));
+        }
         let truncated = resp.pointer("/choices/0/finish_reason") == Some(&json!("length"));
         Ok(RawReply {
             text,

@@ -67,9 +67,10 @@ pub(crate) enum Asked<A, I> {
     /// The call failed in a way the meeting absorbs: a transport failure that outlasted the
     /// client's attempts, or a context-length error. Carries the client's message.
     Failed(String),
-    /// The next call was not made: the token budget has no room for it (the reason). After an
-    /// invalid answer this ends the ask instead of its retry.
-    OverBudget(String),
+    /// The next call was not made (the reason): the budget has no room for it, or its prompt
+    /// cannot fit the model's input window. After an invalid answer this ends the ask instead
+    /// of its retry.
+    Refused(String),
 }
 
 impl<A, I> Asked<A, I> {
@@ -83,9 +84,9 @@ impl<A, I> Asked<A, I> {
             Asked::Answer(a) => Ok(a),
             Asked::Invalid(e) => Err(invalid(e)),
             Asked::Failed(e) => Err((format!("LLM call failed: {e}"), failed_for_reader(&e))),
-            Asked::OverBudget(why) => Err((
+            Asked::Refused(why) => Err((
                 format!("not asked: {why}"),
-                "not asked: the token budget had no room for it".to_string(),
+                format!("not asked: {}", crate::text::cut(&why, 200)),
             )),
         }
     }
@@ -101,6 +102,18 @@ pub(crate) fn failed_for_reader(message: &str) -> String {
     format!("the model call failed ({})", crate::text::cut(message, 200))
 }
 
+/// Why the call of `request` is not made: the stage's budget, then the model's input window.
+fn refuse<S: Asker>(
+    client: &Client,
+    stage: &S,
+    request: &Request,
+    opts: &Options,
+) -> Option<String> {
+    stage
+        .refuse(request, opts)
+        .or_else(|| client.refuse(request, opts))
+}
+
 /// Ask until the answer is valid, within the ask loop's one retry (docs/design/failure-policy.md#ask-loop).
 /// A fatal provider error (401/403/404, other non-retryable 4xx, a missing key, a broken
 /// cassette) is `Error::Runtime` with the provider's own message (exit 1).
@@ -110,8 +123,8 @@ pub(crate) fn ask<S: Asker>(
     mut request: Request,
     stage: &mut S,
 ) -> Result<Asked<S::Answer, S::Invalid>> {
-    if let Some(why) = stage.refuse(&request, opts) {
-        return Ok(Asked::OverBudget(why));
+    if let Some(why) = refuse(client, stage, &request, opts) {
+        return Ok(Asked::Refused(why));
     }
     let mut attempt = 0u32;
     loop {
@@ -165,10 +178,10 @@ pub(crate) fn ask<S: Asker>(
             .push(echo_reply(reply.text, reply.truncated));
         request.messages.push(Message::user(correction));
         // The retry is a call like any other: the budget may have no room for it.
-        let refused = stage.refuse(&request, opts);
+        let refused = refuse(client, stage, &request, opts);
         stage.rejected(attempt, &invalid, refused.is_none());
         if let Some(why) = refused {
-            return Ok(Asked::OverBudget(why));
+            return Ok(Asked::Refused(why));
         }
     }
 }

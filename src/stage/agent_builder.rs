@@ -168,7 +168,7 @@ pub fn build_agent(
             "the model gave no agent config: the call failed: {e}"
         ))),
         // agent-builder has no board, so no token budget refuses its calls.
-        Asked::OverBudget(why) => Err(Error::Runtime(why)),
+        Asked::Refused(why) => Err(Error::Runtime(why)),
     }
 }
 

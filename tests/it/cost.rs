@@ -339,3 +339,31 @@ fn the_meeting_file_sets_the_cost_budget_and_the_flag_wins() {
     let usd = from_flag["cost"]["usd"].as_f64().unwrap();
     assert!(usd <= 0.005, "${usd} of the flag's $0.005");
 }
+
+/// A prompt that cannot fit the model's input window (the price table's `max_input_tokens`),
+/// even counted at the fewest tokens it could be, is not sent: the PM is not asked, the
+/// fallback report says why, and the server sees no request (docs/design/llm.md#truncation).
+#[test]
+fn a_prompt_beyond_the_models_window_is_not_sent() {
+    let work = Workdir::new();
+    let table = work.write(
+        "prices.json",
+        r#"{"source": "ours", "date": "2026-12-01", "models": {"tiny": {"provider": "openai", "input": 1e-6, "output": 2e-6, "max_input_tokens": 100}}}"#,
+    );
+    let server = endless_server();
+    let out = work
+        .cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .args(["--topic", "Adopt Rust for ingest?", "--agents", "arch"])
+        .args(["--provider", "openai", "--model", "tiny", "--prices"])
+        .arg(&table)
+        .args(["--report-file", "report.md"])
+        .run();
+    out.exit(1)
+        .stderr_has("does not fit tiny's input window of 100 tokens");
+    assert_eq!(server.count(), 0, "nothing sent");
+    let report = work.read("report.md");
+    assert!(report.contains("- Report kind: fallback"), "{report}");
+    assert!(report.contains("max_input_tokens"), "{report}");
+}

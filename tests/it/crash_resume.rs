@@ -15,7 +15,7 @@ fn live_demo(work: &Workdir) -> FakeServer {
     let answers = Cassette::demo()
         .responses()
         .iter()
-        .map(|r| http(200, &openai_ok(r, Some((100, 10)))))
+        .map(|r| http(200, &openai_ok(r, Some((4000, 10)))))
         .collect();
     let server = FakeServer::start(answers);
     let out = cli("meeting")
@@ -127,7 +127,7 @@ fn a_torn_last_line_of_the_exchange_log_is_cut_before_the_resume_appends() {
     let v: Value = serde_json::from_str(demo_answers().last().unwrap()).unwrap();
     let again = FakeServer::start(vec![http(
         200,
-        &openai_ok(v["response"].as_str().unwrap(), Some((100, 10))),
+        &openai_ok(v["response"].as_str().unwrap(), Some((4000, 10))),
     )]);
     let out = resume_cmd(&root(), &run_dir)
         .env("OPENAI_BASE_URL", format!("{}/v1", again.url))

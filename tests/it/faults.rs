@@ -272,7 +272,7 @@ fn script(fault: Fault, pos: Position, r: &Replies) -> Vec<(&'static str, Reply)
 
 fn write_cassette(path: &Path, attempts: &[(&str, Reply)]) {
     let c = attempts.iter().fold(
-        Cassette::new().usage(1000, 100),
+        Cassette::new().usage(6000, 100),
         |c, (caller, reply)| match reply {
             Reply::Text(t) => c.text(caller, t),
             Reply::Status(status, retry_after) => {
@@ -292,7 +292,7 @@ fn write_cassette(path: &Path, attempts: &[(&str, Reply)]) {
 }
 
 fn http_actions(attempts: &[(&str, Reply)]) -> Vec<Action> {
-    let ok = |t: &str| fake_http::json(200, &openai_ok(t, Some((1000, 100))));
+    let ok = |t: &str| fake_http::json(200, &openai_ok(t, Some((6000, 100))));
     attempts
         .iter()
         .map(|(_, reply)| match reply {
@@ -306,7 +306,7 @@ fn http_actions(attempts: &[(&str, Reply)]) -> Vec<Action> {
             },
             Reply::Timeout => ok("{}").until_closed(),
             Reply::Closed(t) => {
-                let body = openai_ok(t, Some((1000, 100)));
+                let body = openai_ok(t, Some((6000, 100)));
                 Action::Truncated {
                     declared: body.len(),
                     body: body[..body.len() / 2].to_string(),

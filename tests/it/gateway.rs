@@ -17,7 +17,7 @@ fn demo_answers() -> Vec<Action> {
     Cassette::demo()
         .responses()
         .iter()
-        .map(|r| http(200, &openai_ok(r, Some((100, 10)))))
+        .map(|r| http(200, &openai_ok(r, Some((4000, 10)))))
         .collect()
 }
 

@@ -104,3 +104,72 @@ fn a_read_timeout_sends_nothing_more_to_a_local_server() {
     out.stderr_has("raise --read-timeout");
     out.stderr_has("meeting --resume");
 }
+
+/// A meeting whose prompts carry the default 24,000 characters of context (ten documents of
+/// nights of an ingest job), against a fake server that counts its prompts as `count(honest)`
+/// tokens, `honest` being a fair count of the request (a token per 4 characters of its body).
+fn long_prompt_meeting(work: &Workdir, count: fn(u64) -> u64) -> (crate::harness::Run, FakeServer) {
+    for d in 0..10 {
+        let nights: String = (0..60)
+            .map(|i| {
+                format!(
+                    "Night {d}-{i}: the ingest read {} GB and ended at 05:{i:02} UTC.\n",
+                    40 + i
+                )
+            })
+            .collect();
+        work.write(format!("docs/week{d}.md"), nights);
+    }
+    work.write(
+        "m.yaml",
+        "topic: Adopt Rust for ingest?\ncontext_sources:\n  - type: directory\n    path: docs\n    purpose: the job\n",
+    );
+    let server = FakeServer::answering(move |req| {
+        use crate::fixtures::pm;
+        let reply = if req.body.contains("Mode: forced_finish") {
+            pm::done()
+        } else if req.body.contains("pm_decision") {
+            pm::call("arch", "What would a rewrite cost?")
+        } else {
+            pm::answer("A rewrite costs a quarter.", &["One quarter."])
+        }
+        .to_string();
+        let honest = req.body.len() as u64 / 4;
+        json(200, &openai_ok(&reply, Some((count(honest), 20))))
+    });
+    let out = work
+        .cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .args(["--meeting-file", "m.yaml", "--agents", "arch"])
+        .args([
+            "--provider",
+            "openai",
+            "--model",
+            "llama3.2",
+            "--max-loops",
+            "1",
+        ])
+        .args(["--max-attempts", "3", "--quiet"])
+        .run();
+    (out, server)
+}
+
+/// A server that read only part of the prompt (Ollama's `/v1` cuts every prompt to its
+/// default context, 4,096 tokens, without a word) is caught by the count it reports: the call
+/// fails at once, not retried, and the meeting stops with the cause and the remedy instead of
+/// going on without the documents. A server that counts the whole prompt is not (docs/design/llm.md#truncation).
+#[test]
+fn a_prompt_the_server_cut_to_its_context_stops_the_meeting_with_the_remedy() {
+    let work = Workdir::new();
+    let (out, server) = long_prompt_meeting(&work, |honest| honest.min(4096));
+    out.exit(1)
+        .stderr_has("the server counted 4096 prompt tokens of a prompt of ")
+        .stderr_has("OLLAMA_CONTEXT_LENGTH")
+        .stderr_has("--max-context-chars");
+    assert_eq!(server.count(), 1, "no retry, no further call");
+
+    let work = Workdir::new();
+    let (out, server) = long_prompt_meeting(&work, |honest| honest);
+    out.success();
+    assert!(server.count() >= 2, "the meeting went on: {}", out.stderr());
+}

@@ -171,7 +171,7 @@ struct Failure {
     /// The PM kept repeating a question (docs/design/pm-round.md#circles).
     circling: bool,
     /// The token budget left no room for the call.
-    over_budget: bool,
+    not_asked: bool,
 }
 
 impl Failure {
@@ -180,7 +180,7 @@ impl Failure {
             error,
             plain,
             circling: false,
-            over_budget: false,
+            not_asked: false,
         };
         Err(match asked {
             Asked::Answer(d) => return Ok(d),
@@ -195,8 +195,8 @@ impl Failure {
                 format!("PM call failed: {e}"),
                 crate::meeting::ask::failed_for_reader(&e),
             ),
-            Asked::OverBudget(why) => Failure {
-                over_budget: true,
+            Asked::Refused(why) => Failure {
+                not_asked: true,
                 ..failure(why.clone(), why)
             },
         })
@@ -379,7 +379,7 @@ fn fail_round(board: &mut Board, f: Failure, clock: &dyn Clock) {
     board.record.failed_rounds += 1;
     let failed = board.record.failed_rounds;
     board.last_error = Some(f.error.clone());
-    if !f.circling && !f.over_budget && failed < MAX_FAILED_ROUNDS {
+    if !f.circling && !f.not_asked && failed < MAX_FAILED_ROUNDS {
         note_process(
             board,
             ProcessKind::RoundFailed,
@@ -426,7 +426,7 @@ fn fail_closing_round(
     board.record.closed_at = Some(clock.now());
     let reason = budget_note.unwrap_or_else(|| forced_reason(board));
     let plain = &f.plain;
-    board.process_note = Some(if f.over_budget {
+    board.process_note = Some(if f.not_asked {
         format!(
             "{reason} The PM was not asked for its closing report ({plain}): no valid PM report, fallback report generated."
         )
