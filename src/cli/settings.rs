@@ -187,6 +187,10 @@ fn caller_rows(
                     r.provider.source,
                 );
                 row(format!("{prefix}model"), r.model.value, r.model.source);
+                if let Some(api) = r.api {
+                    let value = api.value.as_str().to_string();
+                    row(format!("{prefix}openai_api"), value, api.source);
+                }
                 if caller.is_empty() {
                     let t = r.read_timeout;
                     row("read_timeout".into(), format!("{} s", t.value), t.source);
@@ -257,8 +261,12 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
         shown
     };
     row("azure endpoint", shown, azure.source);
-    let version = crate::llm::resolve::azure_api_version();
-    row("azure api-version", version.value, version.source);
+    let form = crate::llm::resolve::azure_form();
+    let version = match form.value {
+        crate::llm::openai::AzureForm::Deployment { api_version } => api_version,
+        crate::llm::openai::AzureForm::V1 => "none (the v1 endpoint)".to_string(),
+    };
+    row("azure api-version", version, form.source);
     for h in crate::llm::headers::specs(&llm.headers)? {
         row(
             &format!("header {}", h.name),

@@ -131,7 +131,7 @@ pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
         } else if r.provider.value == ProviderName::Sample {
             "sample answers, no model".to_string()
         } else {
-            format!("{} {}", r.provider.value, r.model.value)
+            format!("{} {}{}", r.provider.value, r.model.value, r.api_note())
         };
         match groups.iter_mut().find(|(w, _)| *w == what) {
             Some((_, names)) => names.push(name),

@@ -75,6 +75,17 @@ pub struct LlmArgs {
     /// --no-native-schema
     #[arg(long, help_heading = "Model")]
     pub no_response_format: bool,
+    /// Which OpenAI API the openai and azure providers call (azure: chat unless told)
+    #[arg(
+        long,
+        value_enum,
+        value_name = "API",
+        default_value_t = OpenAiApi::Auto,
+        help_heading = "Model"
+    )]
+    // A run folder saved before this flag existed resumes as it ran: on auto.
+    #[serde(default)]
+    pub openai_api: OpenAiApi,
     /// An extra HTTP header on every request, 'Name: value' (repeatable; a gateway's key as
     /// 'X-Key: ${VAR}' is read from the environment, so it stays off the command line). Values
     /// are never shown; AGENT_MEETING_HEADERS holds one header per line
@@ -141,6 +152,31 @@ pub struct LlmArgs {
     pub from_env: Vec<String>,
 }
 
+/// `--openai-api`: which OpenAI API a caller's requests take (docs/design/llm.md#responses-api);
+/// [`super::resolve::openai_api`] settles `auto`.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    clap::ValueEnum,
+    serde::Serialize,
+    serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum OpenAiApi {
+    /// The Responses API for a model the price table lists only there (gpt-5-pro, the -codex
+    /// models), else chat
+    #[default]
+    Auto,
+    /// Chat Completions
+    Chat,
+    /// The Responses API
+    Responses,
+}
+
 /// The LLM settings of the user's config file (docs/design/agents-and-config.md#config).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ConfigDefaults {
@@ -164,6 +200,7 @@ impl Default for LlmArgs {
             strict_replay: false,
             no_native_schema: false,
             no_response_format: false,
+            openai_api: OpenAiApi::Auto,
             headers: Vec::new(),
             connect_timeout: default::CONNECT_TIMEOUT,
             read_timeout: None,

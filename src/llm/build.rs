@@ -9,10 +9,10 @@ use serde_json::{Map, Value};
 
 use super::anthropic::Anthropic;
 use super::args::LlmArgs;
-use super::openai::OpenAi;
+use super::openai::{Api, AzureForm, OpenAi};
 use super::replay::{Recorder, Replay};
 use super::resolve::{
-    azure_api_version, base_url, env_non_empty, resolve, ProviderName, Source, AZURE_ENDPOINT,
+    azure_form, base_url, env_non_empty, resolve, ProviderName, Source, AZURE_ENDPOINT,
 };
 use super::sample::Sample;
 use super::transport::Timeouts;
@@ -144,6 +144,8 @@ pub fn client_for_caller(
     // Checked for every provider, read from the environment only for the real ones.
     super::headers::specs(&args.headers)?;
     let headers = || super::headers::expanded(&args.headers);
+    // The OpenAI API this caller's requests take (docs/design/llm.md#responses-api).
+    let api = resolved.api.as_ref().map_or(Api::Chat, |a| a.value);
     let real: Box<dyn Provider> = match provider {
         ProviderName::Replay => {
             let Some(path) = &args.cassette else {
@@ -165,13 +167,17 @@ pub fn client_for_caller(
             return Ok((client, options));
         }
         ProviderName::OpenAi => {
-            Box::new(openai(args, &key("OPENAI_API_KEY"), timeouts).with_headers(headers()?))
+            let openai = openai(args, &key("OPENAI_API_KEY"), timeouts).with_api(api);
+            Box::new(openai.with_headers(headers()?))
         }
         ProviderName::Azure => {
             if resolved.model.source == Source::Default {
                 return Err(Error::Usage(AZURE_NEEDS_DEPLOYMENT.to_string()));
             }
-            let azure = azure(args, &key("AZURE_OPENAI_API_KEY"), timeouts);
+            if let (Api::Responses, AzureForm::Deployment { .. }) = (api, azure_form().value) {
+                return Err(Error::Usage(AZURE_RESPONSES_NEED_V1.to_string()));
+            }
+            let azure = azure(args, &key("AZURE_OPENAI_API_KEY"), timeouts).with_api(api);
             Box::new(azure.with_headers(headers()?))
         }
         ProviderName::Anthropic => {
@@ -233,7 +239,12 @@ fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
 const AZURE_NEEDS_DEPLOYMENT: &str = "provider azure needs the deployment's name as the model: \
 --model DEPLOYMENT (or AGENT_MEETING_MODEL, the agent's metadata.model, the config file's model)";
 
-/// The Azure OpenAI provider: the OpenAI one on the endpoint's deployment path.
+/// Azure's Responses API is on its v1 form only (docs/design/llm.md#azure).
+const AZURE_RESPONSES_NEED_V1: &str = "--openai-api responses: provider azure serves the \
+Responses API on its v1 endpoint only: set AZURE_OPENAI_ENDPOINT to https://RESOURCE.openai.azure.com/openai/v1 \
+(or OPENAI_API_VERSION=v1), or use --openai-api chat";
+
+/// The Azure OpenAI provider: the OpenAI one on the endpoint's deployment path or its v1 base.
 fn azure(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
     let openai = OpenAi::new(
         &base_url(args, ProviderName::Azure).value,
@@ -241,7 +252,7 @@ fn azure(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
         native(args),
         timeouts,
     )
-    .azure(&azure_api_version().value);
+    .azure(azure_form().value);
     if args.no_response_format {
         openai.with_mode(super::openai::JsonMode::Prompt)
     } else {

@@ -13,7 +13,8 @@
 //! Modules: `request` (what a call sends), `reply` (what it gives back), `client` (retries,
 //! call numbers, the exchange log), `provider` (one backend's interface), `schema_text` (the
 //! expected schema as sent), `transport` (ureq, timeouts, error bodies), `openai` /
-//! `anthropic` (wire formats), `replay` (cassettes, `--record`), `sample` (answers made
+//! `responses` / `anthropic` (wire formats: OpenAI's Chat Completions and Responses API,
+//! Anthropic's Messages), `json_format` (how OpenAI's two APIs ask for JSON, its strict subset), `replay` (cassettes, `--record`), `sample` (answers made
 //! from the request, no model), `resume` (answers from an earlier run's log), `parse` (tolerant JSON), `args` (flags and resolution).
 
 pub mod anthropic;
@@ -21,6 +22,7 @@ pub mod args;
 pub mod build;
 mod client;
 pub mod headers;
+pub(crate) mod json_format;
 mod notation;
 pub mod openai;
 pub mod parse;
@@ -30,6 +32,7 @@ pub mod replay;
 mod reply;
 mod request;
 pub mod resolve;
+mod responses;
 pub mod resume;
 pub mod sample;
 mod schema_text;

@@ -32,6 +32,14 @@ pub struct Price {
 }
 
 impl Price {
+    /// Whether the table lists the Responses API and not Chat Completions among the model's
+    /// endpoints (LiteLLM's `supported_endpoints`): it is served only there
+    /// (docs/design/llm.md#responses-api).
+    pub fn responses_only(&self) -> bool {
+        let has = |e: &str| self.endpoints.iter().any(|x| x == e);
+        has("/v1/responses") && !has("/v1/chat/completions")
+    }
+
     /// The cost of `t`: uncached input, cached reads, cache writes and output, each at its
     /// price (a missing cache price is the input price).
     pub fn cost(&self, t: &Tokens) -> f64 {
@@ -243,6 +251,19 @@ mod tests {
             "another provider's model"
         );
         assert_eq!(p.of("openai", "qwen3:8b"), None);
+    }
+
+    /// The models served only by the Responses API are told by their endpoints: a `-pro` and
+    /// a `-codex` one (a dated name too), not a model on both APIs nor one with none listed.
+    #[test]
+    fn responses_only_models_are_known_by_their_endpoints() {
+        let p = Prices::built_in();
+        let only = |m: &str| p.of("openai", m).is_some_and(Price::responses_only);
+        assert!(only("gpt-5-pro") && only("gpt-5.1-codex") && only("gpt-5-pro-2025-10-06"));
+        assert!(
+            !only("gpt-5") && !only("gpt-4o-mini"),
+            "both APIs, or none listed"
+        );
     }
 
     /// A model the table does not know makes the meeting unpriced — never $0 — and says

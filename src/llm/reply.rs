@@ -38,6 +38,21 @@ impl TokenUsage {
         })
     }
 
+    /// [`TokenUsage::reported`], with the cached part of the prompt read at `cached` (a JSON
+    /// pointer; 0 when the server reports none): OpenAI's counts under either API's names
+    /// (docs/design/llm.md#responses-api), whose input includes the cached tokens.
+    pub(crate) fn reported_with_cache(
+        usage: &Value,
+        prompt_key: &str,
+        completion_key: &str,
+        cached: &str,
+    ) -> Option<TokenUsage> {
+        let cached = usage.pointer(cached).and_then(Value::as_u64).unwrap_or(0);
+        let mut u = TokenUsage::reported(usage, prompt_key, completion_key)?;
+        u.tokens.cached_tokens = cached.min(u.tokens.prompt_tokens);
+        Some(u)
+    }
+
     /// These counts with what a gateway billed for the call (the transport reads it).
     pub(crate) fn billed(self, usd: Option<f64>) -> TokenUsage {
         TokenUsage {

@@ -13,7 +13,8 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::args::LlmArgs;
+use super::args::{LlmArgs, OpenAiApi};
+use super::openai::{Api, AzureForm};
 pub use super::provider::ProviderName;
 use crate::error::Error;
 use crate::model::LlmSettings;
@@ -49,6 +50,8 @@ pub enum Source {
     LocalServer,
     /// The meeting file (its `budget`, for instance).
     MeetingFile,
+    /// The price table's endpoints for the model (docs/design/llm.md#responses-api).
+    PriceTable,
     Default,
 }
 
@@ -64,6 +67,9 @@ impl fmt::Display for Source {
             Source::ConfigFile(Some(key)) => write!(f, "config file ({key})"),
             Source::LocalServer => write!(f, "local server default"),
             Source::MeetingFile => write!(f, "meeting file"),
+            Source::PriceTable => {
+                write!(f, "price table (the model is served only by /v1/responses)")
+            }
             Source::Default => write!(f, "built-in default"),
         }
     }
@@ -92,6 +98,8 @@ pub struct Resolved {
     pub max_tokens: Setting<Option<u32>>,
     /// Seconds to wait for a reply: the flag, else the default (longer for a local server).
     pub read_timeout: Setting<f64>,
+    /// Which OpenAI API the requests take; `None` for a provider that is not OpenAI's.
+    pub api: Option<Setting<Api>>,
 }
 
 impl Resolved {
@@ -112,6 +120,14 @@ impl Resolved {
             "local server: read timeout {} s (the default for a model on this machine; --read-timeout wins), max_tokens {tokens}",
             self.read_timeout.value
         ))
+    }
+
+    /// The start line's word on the API, when it is not the usual one: " via the Responses API".
+    pub fn api_note(&self) -> &'static str {
+        match self.api.as_ref().map(|a| a.value) {
+            Some(Api::Responses) => " via the Responses API",
+            Some(Api::Chat) | None => "",
+        }
     }
 
     /// The options a request of this caller carries.
@@ -252,12 +268,38 @@ pub fn resolve(
         }
         None => Setting::new(super::args::DEFAULT_READ_TIMEOUT, Source::Default),
     };
+    let api = openai_api(args, p, &model.value);
     Ok(Resolved {
         provider,
         model,
         temperature,
         max_tokens,
         read_timeout,
+        api,
+    })
+}
+
+/// The OpenAI API a caller of `provider` on `model` uses (docs/design/llm.md#responses-api):
+/// the one `--openai-api` names; on `auto`, for `openai`, the Responses API when the price
+/// table in use lists it and not Chat Completions among the model's endpoints; else Chat
+/// Completions (also on azure, whose model is a deployment's name, not the model's). `None`
+/// for a provider that is not OpenAI's wire format.
+pub fn openai_api(args: &LlmArgs, provider: ProviderName, model: &str) -> Option<Setting<Api>> {
+    if !matches!(provider, ProviderName::OpenAi | ProviderName::Azure) {
+        return None;
+    }
+    Some(match args.openai_api {
+        OpenAiApi::Chat => Setting::new(Api::Chat, Source::Flag),
+        OpenAiApi::Responses => Setting::new(Api::Responses, Source::Flag),
+        OpenAiApi::Auto
+            if provider == ProviderName::OpenAi
+                && super::prices::Prices::current()
+                    .of(provider.as_str(), model)
+                    .is_some_and(super::prices::Price::responses_only) =>
+        {
+            Setting::new(Api::Responses, Source::PriceTable)
+        }
+        OpenAiApi::Auto => Setting::new(Api::Chat, Source::Default),
     })
 }
 
@@ -359,6 +401,20 @@ pub fn azure_api_version() -> Setting<String> {
 
 /// The variable naming an Azure OpenAI resource's endpoint, as the Azure SDKs read it.
 pub const AZURE_ENDPOINT: &str = "AZURE_OPENAI_ENDPOINT";
+
+/// Which URL shape Azure OpenAI requests take, and what chose it (docs/design/llm.md#azure):
+/// the v1 form when `AZURE_OPENAI_ENDPOINT` ends in `/openai/v1` or `OPENAI_API_VERSION` is
+/// `v1`, else the deployment form with [`azure_api_version`].
+pub fn azure_form() -> Setting<AzureForm> {
+    let endpoint = env_non_empty(AZURE_ENDPOINT).unwrap_or_default();
+    let version = azure_api_version();
+    let form = AzureForm::of(&endpoint, &version.value);
+    let source = match (&form, AzureForm::of(&endpoint, "")) {
+        (AzureForm::V1, AzureForm::V1) => Source::Env(AZURE_ENDPOINT.to_string()),
+        _ => version.source,
+    };
+    Setting::new(form, source)
+}
 
 /// A provider's API base URL and its source: its environment variable, else the config
 /// file's, else the provider's own (`replay` has none: the OpenAI one is shown; `azure` has

@@ -409,6 +409,55 @@ pub fn openai_ok(content: &str, usage: Option<(u64, u64)>) -> String {
     v.to_string()
 }
 
+/// OpenAI Responses API success body, as documented: a reasoning item, then the assistant's
+/// message with `content` as its `output_text` (no top-level `output_text`: that is only the
+/// SDKs' shorthand); `usage` is (input, cached of it, output) tokens.
+pub fn responses_ok(content: &str, usage: Option<(u64, u64, u64)>) -> String {
+    responses_body(content, "completed", None, usage)
+}
+
+/// A Responses API reply stopped early: `status: incomplete` for `reason`
+/// (`max_output_tokens`, `content_filter`), with what the model wrote so far.
+pub fn responses_incomplete(content: &str, reason: &str, usage: Option<(u64, u64, u64)>) -> String {
+    responses_body(content, "incomplete", Some(reason), usage)
+}
+
+/// A Responses API reply whose response failed: `status: failed` with `error`.
+pub fn responses_failed(code: &str, message: &str) -> String {
+    serde_json::json!({
+        "id": "resp_abc123", "object": "response", "created_at": 1_700_000_000, "status": "failed",
+        "model": "gpt-5-pro", "output": [], "incomplete_details": null,
+        "error": {"code": code, "message": message},
+    })
+    .to_string()
+}
+
+fn responses_body(
+    content: &str,
+    status: &str,
+    reason: Option<&str>,
+    usage: Option<(u64, u64, u64)>,
+) -> String {
+    let mut v = serde_json::json!({
+        "id": "resp_abc123", "object": "response", "created_at": 1_700_000_000, "status": status,
+        "model": "gpt-5-pro", "error": null,
+        "incomplete_details": reason.map(|r| serde_json::json!({"reason": r})),
+        "output": [
+            {"type": "reasoning", "id": "rs_abc123", "summary": []},
+            {"type": "message", "id": "msg_abc123", "status": status, "role": "assistant",
+             "content": [{"type": "output_text", "text": content, "annotations": []}]}
+        ],
+    });
+    if let Some((input, cached, output)) = usage {
+        v["usage"] = serde_json::json!({
+            "input_tokens": input, "input_tokens_details": {"cached_tokens": cached},
+            "output_tokens": output, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input + output,
+        });
+    }
+    v.to_string()
+}
+
 /// Anthropic Messages success body with a text block.
 pub fn anthropic_text(text: &str, usage: Option<(u64, u64)>) -> String {
     anthropic_body(

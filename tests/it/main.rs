@@ -67,6 +67,7 @@ mod pm_step;
 mod prompt_layout;
 mod redaction_corpus;
 mod report;
+mod responses_api;
 mod review;
 mod sample_provider;
 mod sanitise;

@@ -775,7 +775,7 @@ mod tests {
         );
         assert_eq!(item["quote"].get("enum"), None);
         assert_eq!(item["supports"], json!({"type": "string"}));
-        let strict = crate::llm::openai::to_strict(&sent).expect("strict-able");
+        let strict = crate::llm::json_format::to_strict(&sent).expect("strict-able");
         assert_eq!(
             strict["properties"]["citations"]["items"]["properties"]["document_id"]["enum"],
             json!(["docs/a.md", "docs/b.md"])
@@ -805,7 +805,7 @@ mod tests {
         );
         let none = agent_expected_json(&agent, &[]).schema;
         assert_eq!(none["properties"]["citations"]["maxItems"], json!(0));
-        let strict = crate::llm::openai::to_strict(&none).expect("strict-able");
+        let strict = crate::llm::json_format::to_strict(&none).expect("strict-able");
         for s in [&none, &strict] {
             let v = jsonschema::validator_for(s).unwrap();
             assert!(v.is_valid(&json!({"response": "r", "citations": []})));
@@ -834,7 +834,7 @@ mod tests {
                 "{list}"
             );
         }
-        let strict = crate::llm::openai::to_strict(&sent).expect("strict-able");
+        let strict = crate::llm::json_format::to_strict(&sent).expect("strict-able");
         assert_eq!(
             strict["properties"]["risks"]["maxItems"],
             json!(AGENT_LIST_MAX)

@@ -463,7 +463,7 @@ pub(super) mod tests {
             json!({"type": "string"})
         );
         for schema in [normal, forced] {
-            let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
+            let strict = crate::llm::json_format::to_strict(&schema).expect("strict-able");
             assert_eq!(
                 strict["properties"]["next_action"]["enum"],
                 schema["properties"]["next_action"]["enum"]
@@ -529,7 +529,7 @@ pub(super) mod tests {
         assert_eq!(offered(&board), 0, "the PM config predates fan-outs");
         board.pm = None;
         let schema = pm_expected_json(&board, Mode::Normal).schema;
-        let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
+        let strict = crate::llm::json_format::to_strict(&schema).expect("strict-able");
         let fan = json!({"analysis": "a", "next_action": "CALL_AGENTS", "target_agent": null,
             "prompt_for_agent": null, "final_report": null, "decision": null,
             "calls": [{"target_agent": "arch", "prompt_for_agent": "Cost?"},
@@ -560,7 +560,7 @@ pub(super) mod tests {
                 schema["properties"]["next_action"]["enum"],
                 json!([action.as_str()])
             );
-            crate::llm::openai::to_strict(&schema).expect("strict-able");
+            crate::llm::json_format::to_strict(&schema).expect("strict-able");
             jsonschema::validator_for(&schema).expect("a schema");
         }
     }
@@ -844,7 +844,7 @@ pub(super) mod tests {
         assert_eq!(by["items"]["enum"], json!(["arch", "biz"]));
         assert_eq!(by["maxItems"], json!(2));
         assert_eq!(list("option_assessments")["maxItems"], json!(6));
-        let strict = crate::llm::openai::to_strict(&schema).expect("strict-able");
+        let strict = crate::llm::json_format::to_strict(&schema).expect("strict-able");
         assert_eq!(strict["properties"]["calls"], p["calls"]);
         let too_many = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
             "prompt_for_agent": null, "final_report": "r", "decision": null, "calls": null,
