@@ -249,7 +249,7 @@ impl Client {
                 Err(AttemptError::Unreachable(m)) => {
                     if attempt >= self.policy.max_attempts {
                         return Err(LlmError::Fatal(format!(
-                            "{name}: provider unreachable: {m} (gave up after {attempt} attempts; check OPENAI_BASE_URL / ANTHROPIC_BASE_URL and the network)"
+                            "{name}: provider unreachable: {m} (gave up after {attempt} attempts; check OPENAI_BASE_URL / ANTHROPIC_BASE_URL / OLLAMA_HOST and the network)"
                         )));
                     }
                     (format!("{name}: unreachable: {m}"), None)

@@ -13,7 +13,7 @@
 //! Modules: `request` (what a call sends), `reply` (what it gives back), `client` (retries,
 //! call numbers, the exchange log), `provider` (one backend's interface), `schema_text` (the
 //! expected schema as sent), `transport` (ureq, timeouts, error bodies), `openai` /
-//! `anthropic` (wire formats), `replay` (cassettes, `--record`), `sample` (answers made
+//! `anthropic` / `ollama` (wire formats), `replay` (cassettes, `--record`), `sample` (answers made
 //! from the request, no model), `resume` (answers from an earlier run's log), `parse` (tolerant JSON), `args` (flags and resolution).
 
 pub mod anthropic;
@@ -22,6 +22,7 @@ pub mod build;
 mod client;
 pub mod headers;
 mod notation;
+pub mod ollama;
 pub mod openai;
 pub mod parse;
 pub mod prices;
