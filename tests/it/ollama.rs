@@ -142,7 +142,8 @@ fn a_reply_stopped_at_its_limit_is_cut_off() {
 }
 
 /// A model the server has not pulled is a fatal error that says how to get it; a 404 with no
-/// model named is the wrong address; Ollama's `{"error": "..."}` words reach the message.
+/// model named is the wrong address; Ollama's `{"error": "..."}` words reach the message; a
+/// redirect is refused.
 #[test]
 fn a_model_not_pulled_names_ollama_pull() {
     let server = FakeServer::start(vec![
@@ -156,6 +157,14 @@ fn a_model_not_pulled_names_ollama_pull() {
             body: "404 page not found".into(),
         },
         http(400, &ollama_error("invalid options: num_ctx")),
+        Action::Respond {
+            status: 302,
+            headers: vec![(
+                "location".into(),
+                "http://elsewhere.example/api/chat".into(),
+            )],
+            body: String::new(),
+        },
     ]);
     let mut c = client(&server, "");
     let LlmError::Fatal(e) = c.call(&request(""), &opts(10)).unwrap_err() else {
@@ -176,6 +185,15 @@ fn a_model_not_pulled_names_ollama_pull() {
         panic!("not fatal")
     };
     assert!(e.ends_with("HTTP 400: invalid options: num_ctx"), "{e}");
+    // A redirect is not followed (it would take the key and the prompt elsewhere).
+    let LlmError::Fatal(e) = c.call(&request(""), &opts(10)).unwrap_err() else {
+        panic!("not fatal")
+    };
+    assert!(
+        e.contains("HTTP 302 redirect to http://elsewhere.example/api/chat not followed"),
+        "{e}"
+    );
+    assert_eq!(server.count(), 4);
     // A meeting stops on it with the remedy.
     let work = Workdir::new();
     let server = FakeServer::start(vec![http(
