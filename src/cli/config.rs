@@ -20,7 +20,7 @@ pub const CONFIG_ENV: &str = "AGENT_MEETING_CONFIG";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Default provider: openai, anthropic or replay.
+    /// Default provider: openai, anthropic, azure, ollama, replay or sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// Default model of every caller.
@@ -29,7 +29,8 @@ pub struct Config {
     /// Model per caller (`pm` or an agent's name), over `model`.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub models: BTreeMap<String, String>,
-    /// API base URLs (`openai`, `anthropic`), below OPENAI_BASE_URL / ANTHROPIC_BASE_URL.
+    /// API base URLs (`openai`, `anthropic`, `ollama`), below OPENAI_BASE_URL /
+    /// ANTHROPIC_BASE_URL / OLLAMA_HOST.
     #[serde(default, skip_serializing_if = "BaseUrls::is_empty")]
     pub base_urls: BaseUrls,
     /// The user's agents folder (default `<config dir>/agents`); `~/` and paths relative to
@@ -55,11 +56,14 @@ pub struct BaseUrls {
     pub openai: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub anthropic: Option<String>,
+    /// The Ollama server's root (`http://gpu-box:11434`), a URL as the others are.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ollama: Option<String>,
 }
 
 impl BaseUrls {
     fn is_empty(&self) -> bool {
-        self.openai.is_none() && self.anthropic.is_none()
+        self.openai.is_none() && self.anthropic.is_none() && self.ollama.is_none()
     }
 }
 
@@ -83,6 +87,7 @@ impl Config {
             models: self.models.clone(),
             openai_base_url: self.base_urls.openai.clone(),
             anthropic_base_url: self.base_urls.anthropic.clone(),
+            ollama_base_url: self.base_urls.ollama.clone(),
         }
     }
 }
@@ -153,6 +158,7 @@ fn load_from(path: Option<PathBuf>, named: bool) -> Result<Loaded> {
     for (field, url) in [
         ("base_urls.openai", &config.base_urls.openai),
         ("base_urls.anthropic", &config.base_urls.anthropic),
+        ("base_urls.ollama", &config.base_urls.ollama),
     ] {
         if let Some(Err(expected)) = url.as_deref().map(crate::llm::transport::check_base_url) {
             return Err(Error::input(&label, field, expected));

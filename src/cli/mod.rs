@@ -367,6 +367,10 @@ const ENVIRONMENT: &str = "Environment:
   OPENAI_MODEL, ANTHROPIC_MODEL        the model when neither --model nor the board names one
   AZURE_OPENAI_API_KEY, AZURE_OPENAI_ENDPOINT, OPENAI_API_VERSION
                                        --provider azure: key, resource endpoint, api-version
+  OLLAMA_HOST                          --provider ollama: the server [default: 127.0.0.1:11434]
+  OLLAMA_MODEL                         --provider ollama: the model (no default)
+  OLLAMA_API_KEY                       --provider ollama: a key, for a hosted or proxied server
+  OLLAMA_CONTEXT_LENGTH                --provider ollama: the smallest context sent
   AGENT_MEETING_HEADERS                extra request headers, one 'Name: value' per line
   AGENT_MEETING_CONFIG                 config file [default: ~/.config/agent-meeting/config.yaml]
   AGENT_MEETING_PROMPTS                a folder of prompt templates replacing the built-in ones

@@ -248,6 +248,7 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
     for p in [
         crate::llm::ProviderName::OpenAi,
         crate::llm::ProviderName::Anthropic,
+        crate::llm::ProviderName::Ollama,
     ] {
         let url = crate::llm::resolve::base_url(&llm, p);
         let shown = crate::llm::transport::masked_url(&url.value);
@@ -278,6 +279,7 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
         "OPENAI_API_KEY",
         "ANTHROPIC_API_KEY",
         "AZURE_OPENAI_API_KEY",
+        crate::llm::ollama::KEY_VAR,
     ] {
         let set = match std::env::var(var) {
             Ok(v) if !v.trim().is_empty() => "set",

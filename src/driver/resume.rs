@@ -148,6 +148,7 @@ fn trust_or_refuse(
         [
             ("openai", c.base_urls.openai.clone()),
             ("anthropic", c.base_urls.anthropic.clone()),
+            ("ollama", c.base_urls.ollama.clone()),
         ]
     };
     let copy = match &settings.config_file {

@@ -109,7 +109,7 @@ pub fn start(new: NewMeeting, ui: Ui) -> Result<Run> {
 /// models line, and the PM's first prompt; no call, no folder.
 pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
     let checked = check(new, true, ui)?;
-    dry_run_prompt(&checked.settings.llm, &checked.board)
+    dry_run_prompt(&checked.settings.llm, &checked.board, ui)
 }
 
 /// The settings, the first board and every check before the run folder is made. A dry run
@@ -349,18 +349,29 @@ fn first_board(settings: &RunSettings, ui: Ui) -> Result<(String, String, Board)
 }
 
 /// The PM's first prompt exactly as the PM's provider would be sent it (the reply schema in
-/// the prompt or not, as that provider takes it), and its input document.
-fn dry_run_prompt(llm: &LlmArgs, board: &Board) -> Result<DryRun> {
+/// the prompt or not, as that provider takes it), and its input document; for Ollama, the
+/// context its first call asks for.
+fn dry_run_prompt(llm: &LlmArgs, board: &Board, ui: Ui) -> Result<DryRun> {
     let pm_meta = board
         .pm
         .as_ref()
         .map(|p| p.metadata.clone())
         .unwrap_or_default();
-    let in_prompt = crate::llm::resolve(llm, &board.llm, crate::model::PM_CALLER, &pm_meta)
-        .map(|r| crate::llm::build::schema_in_prompt(llm, r.provider.value))
-        .unwrap_or(false);
+    let resolved = crate::llm::resolve(llm, &board.llm, crate::model::PM_CALLER, &pm_meta).ok();
+    let in_prompt = resolved
+        .as_ref()
+        .is_some_and(|r| crate::llm::build::schema_in_prompt(llm, r.provider.value));
     use crate::stage::pm_step;
     let request = pm_step::pm_request(board, pm_step::mode(board), in_prompt)?;
+    if let Some(r) = resolved.filter(|r| r.provider.value == crate::llm::ProviderName::Ollama) {
+        let reply = r
+            .max_tokens
+            .value
+            .unwrap_or(crate::llm::default_max_tokens::PM_STEP);
+        if !ui.quiet {
+            crate::note!("{}", crate::llm::ollama::context_line(&request, reply));
+        }
+    }
     // The system message as the provider sends it: with the schema in words when it is not
     // sent natively.
     let system = crate::llm::system_text(&request, in_prompt);

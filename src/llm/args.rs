@@ -23,8 +23,9 @@ mod default {
 #[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmArgs {
-    /// Provider: openai, anthropic, azure, replay or sample (default: from the board or agent
-    /// metadata, else whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `replay` and
+    /// Provider: openai, anthropic, azure, ollama, replay or sample (default: from the board or
+    /// agent metadata, else whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `ollama`
+    /// is Ollama's own API at OLLAMA_HOST, with a context sized to each prompt. `replay` and
     /// `sample` override everything; `sample` calls no model: the program answers from the
     /// meeting's own documents and questions, every answer marked [sample] (try a meeting with no
     /// key).
@@ -186,6 +187,7 @@ pub struct ConfigDefaults {
     pub models: std::collections::BTreeMap<String, String>,
     pub openai_base_url: Option<String>,
     pub anthropic_base_url: Option<String>,
+    pub ollama_base_url: Option<String>,
 }
 
 impl Default for LlmArgs {

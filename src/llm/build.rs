@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 
 use super::anthropic::Anthropic;
 use super::args::LlmArgs;
-use super::openai::{Api, AzureForm, OpenAi};
+use super::ollama::Ollama;
+use super::openai::{Api, AzureForm, JsonMode, OpenAi};
 use super::replay::{Recorder, Replay};
 use super::resolve::{
     azure_form, base_url, env_non_empty, resolve, ProviderName, Source, AZURE_ENDPOINT,
@@ -183,6 +184,14 @@ pub fn client_for_caller(
         ProviderName::Anthropic => {
             Box::new(anthropic(args, &key("ANTHROPIC_API_KEY"), timeouts).with_headers(headers()?))
         }
+        ProviderName::Ollama => {
+            if resolved.model.source == Source::Default {
+                return Err(Error::Usage(OLLAMA_NEEDS_MODEL.to_string()));
+            }
+            let floor = super::ollama::context_floor().map_err(Error::Usage)?;
+            let ollama = ollama(args, &key(super::ollama::KEY_VAR), floor, timeouts);
+            Box::new(ollama.with_headers(headers()?))
+        }
     };
     let provider_box: Box<dyn Provider> = match &args.record {
         Some(path) => Box::new(Recorder::new(real, path)),
@@ -221,19 +230,42 @@ fn native(args: &LlmArgs) -> bool {
     !args.no_native_schema && !args.no_response_format
 }
 
+/// How the flags ask for a JSON answer: natively, JSON mode (`--no-native-schema`) or nothing
+/// but the prompt (`--no-response-format`).
+fn json_mode(args: &LlmArgs) -> JsonMode {
+    if args.no_response_format {
+        JsonMode::Prompt
+    } else if args.no_native_schema {
+        JsonMode::Object
+    } else {
+        JsonMode::Schema
+    }
+}
+
 /// The OpenAI provider as the flags configure it.
 fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
-    let openai = OpenAi::new(
+    OpenAi::new(
         &base_url(args, ProviderName::OpenAi).value,
         api_key,
         native(args),
         timeouts,
-    );
-    if args.no_response_format {
-        openai.with_mode(super::openai::JsonMode::Prompt)
-    } else {
-        openai
-    }
+    )
+    .with_mode(json_mode(args))
+}
+
+const OLLAMA_NEEDS_MODEL: &str = "provider ollama needs a model, one the server has pulled: \
+--model NAME (or OLLAMA_MODEL, AGENT_MEETING_MODEL, the agent's metadata.model, the config file's \
+model); `ollama list` shows the models pulled";
+
+/// The Ollama provider as the flags configure it, sending contexts of at least `floor` tokens.
+fn ollama(args: &LlmArgs, api_key: &str, floor: u32, timeouts: Timeouts) -> Ollama {
+    Ollama::new(
+        &base_url(args, ProviderName::Ollama).value,
+        api_key,
+        json_mode(args),
+        floor,
+        timeouts,
+    )
 }
 
 const AZURE_NEEDS_DEPLOYMENT: &str = "provider azure needs the deployment's name as the model: \
@@ -246,18 +278,14 @@ Responses API on its v1 endpoint only: set AZURE_OPENAI_ENDPOINT to https://RESO
 
 /// The Azure OpenAI provider: the OpenAI one on the endpoint's deployment path or its v1 base.
 fn azure(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
-    let openai = OpenAi::new(
+    OpenAi::new(
         &base_url(args, ProviderName::Azure).value,
         api_key,
         native(args),
         timeouts,
     )
-    .azure(azure_form().value);
-    if args.no_response_format {
-        openai.with_mode(super::openai::JsonMode::Prompt)
-    } else {
-        openai
-    }
+    .azure(azure_form().value)
+    .with_mode(json_mode(args))
 }
 
 /// The Anthropic provider as the flags configure it.
@@ -271,8 +299,12 @@ fn anthropic(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> Anthropic {
 }
 
 /// The variable holding `provider`'s API key when a call would need it and it is not set. A
-/// local OpenAI-compatible server (loopback base URL) needs none.
+/// local OpenAI-compatible server (loopback base URL) needs none, nor does Ollama (its key is
+/// sent when set, for a hosted or proxied server).
 pub fn missing_key(args: &LlmArgs, provider: ProviderName) -> Option<&'static str> {
+    if provider == ProviderName::Ollama {
+        return None;
+    }
     if provider == ProviderName::OpenAi
         && super::transport::is_loopback(&base_url(args, provider).value)
     {
@@ -298,6 +330,10 @@ pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
         ProviderName::OpenAi => openai(args, "", timeouts).schema_in_prompt(),
         ProviderName::Anthropic => anthropic(args, "", timeouts).schema_in_prompt(),
         ProviderName::Azure => azure(args, "", timeouts).schema_in_prompt(),
+        ProviderName::Ollama => {
+            let floor = super::ollama::CONTEXT_STEP;
+            ollama(args, "", floor, timeouts).schema_in_prompt()
+        }
         ProviderName::Replay | ProviderName::Sample => false,
     }
 }

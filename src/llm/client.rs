@@ -214,7 +214,14 @@ impl Client {
             let elapsed = || start.elapsed().as_millis() as u64;
             let last_attempt = self.policy.max_attempts;
             let (message, retry_after) = match result {
-                Ok(raw) => return reply(&name, raw, req, opts, attempt, elapsed()),
+                Ok(raw) => {
+                    let counted = raw.usage.as_ref().map(|u| u.tokens.prompt_tokens);
+                    let cut = counted.filter(|_| self.provider.counts_prompts());
+                    if let Some(why) = cut.and_then(|n| prompt_cut(req, n)) {
+                        return Err(LlmError::Fatal(format!("{name}: {why}")));
+                    }
+                    return reply(&name, raw, req, opts, attempt, elapsed());
+                }
                 Err(AttemptError::Fatal(m)) => return Err(LlmError::Fatal(format!("{name}: {m}"))),
                 Err(AttemptError::OutOfStep(m)) => {
                     return Err(LlmError::OutOfStep(format!("{name}: {m}")))
@@ -249,7 +256,7 @@ impl Client {
                 Err(AttemptError::Unreachable(m)) => {
                     if attempt >= self.policy.max_attempts {
                         return Err(LlmError::Fatal(format!(
-                            "{name}: provider unreachable: {m} (gave up after {attempt} attempts; check OPENAI_BASE_URL / ANTHROPIC_BASE_URL and the network)"
+                            "{name}: provider unreachable: {m} (gave up after {attempt} attempts; check OPENAI_BASE_URL / ANTHROPIC_BASE_URL / OLLAMA_HOST and the network)"
                         )));
                     }
                     (format!("{name}: unreachable: {m}"), None)
@@ -409,7 +416,7 @@ const SMALLEST_CONTEXT: usize = 2048;
 /// Why a live server's answer cannot be used because it read only part of the prompt
 /// (Ollama's OpenAI-compatible `/v1` cuts every prompt to its default context, silently): it
 /// counted `counted` prompt tokens, far fewer than were sent (docs/design/llm.md#truncation).
-/// The HTTP providers ask it; a replayed answer carries whatever counts its cassette says.
+/// Asked of the providers whose counts are a live server's ([`Provider::counts_prompts`]).
 pub(crate) fn prompt_cut(req: &Request, counted: u64) -> Option<String> {
     let chars = message_chars(req);
     let fewest = chars / MAX_CHARS_PER_TOKEN;
@@ -417,7 +424,7 @@ pub(crate) fn prompt_cut(req: &Request, counted: u64) -> Option<String> {
         return None;
     }
     Some(format!(
-        "the server counted {counted} prompt tokens of a prompt of {chars} characters (at least {fewest} tokens): it cut the prompt to its context window and answered without the rest, so the answer is not used; give the server a larger context (Ollama: OLLAMA_CONTEXT_LENGTH=32768 where `ollama serve` runs, or PARAMETER num_ctx in a Modelfile; llama.cpp: --ctx-size; vLLM: --max-model-len) or send less (--max-context-chars, fewer documents)"
+        "the server counted {counted} prompt tokens of a prompt of {chars} characters (at least {fewest} tokens): it cut the prompt to its context window and answered without the rest, so the answer is not used; give the server a larger context (Ollama's OpenAI-compatible /v1 keeps the server's default whatever the prompt: use --provider ollama, whose requests size the context to each prompt, or start `ollama serve` with OLLAMA_CONTEXT_LENGTH=32768; llama.cpp: --ctx-size; vLLM: --max-model-len) or send less (--max-context-chars, fewer documents)"
     ))
 }
 

@@ -13,8 +13,8 @@
 //! Modules: `request` (what a call sends), `reply` (what it gives back), `client` (retries,
 //! call numbers, the exchange log), `provider` (one backend's interface), `schema_text` (the
 //! expected schema as sent), `transport` (ureq, timeouts, error bodies), `openai` /
-//! `responses` / `anthropic` (wire formats: OpenAI's Chat Completions and Responses API,
-//! Anthropic's Messages), `json_format` (how OpenAI's two APIs ask for JSON, its strict subset), `replay` (cassettes, `--record`), `sample` (answers made
+//! `responses` / `anthropic` / `ollama` (wire formats: OpenAI's Chat Completions and Responses API,
+//! Anthropic's Messages, Ollama's native chat), `json_format` (how OpenAI's two APIs ask for JSON, its strict subset), `replay` (cassettes, `--record`), `sample` (answers made
 //! from the request, no model), `resume` (answers from an earlier run's log), `parse` (tolerant JSON), `args` (flags and resolution).
 
 pub mod anthropic;
@@ -24,6 +24,7 @@ mod client;
 pub mod headers;
 pub(crate) mod json_format;
 mod notation;
+pub mod ollama;
 pub mod openai;
 pub mod parse;
 pub mod prices;

@@ -212,6 +212,10 @@ impl Provider for OpenAi {
         self.mode != JsonMode::Schema
     }
 
+    fn counts_prompts(&self) -> bool {
+        true
+    }
+
     fn attempt(
         &mut self,
         _seq: u64,
@@ -251,12 +255,6 @@ impl Provider for OpenAi {
             .get("usage")
             .and_then(reported_usage)
             .map(|u| u.billed(billed));
-        if let Some(cut) = usage
-            .as_ref()
-            .and_then(|u| super::client::prompt_cut(req, u.tokens.prompt_tokens))
-        {
-            return Err(AttemptError::Fatal(cut));
-        }
         let truncated = resp.pointer("/choices/0/finish_reason") == Some(&json!("length"));
         Ok(RawReply {
             text,

@@ -2,14 +2,15 @@
 //! (`share/prices/prices.json`, embedded; `AGENT_MEETING_PRICES` names a fuller or private one
 //! of the same shape), and the cost of each caller's tokens at its model's prices — cached
 //! tokens at the cached-read price, cache writes at the write price. A model the table does
-//! not know is **unpriced**, never $0; a replayed or sample answer, and a person's, paid
-//! nothing and is not priced.
+//! not know is **unpriced**, never $0; a replayed or sample answer, a person's and an Ollama
+//! model's are not paid by the token and are not priced.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use super::ProviderName;
 use crate::model::{CallerSource, Cost, Tokens, Usage};
 
 const BUILT_IN: &str = include_str!("../../share/prices/prices.json");
@@ -139,9 +140,10 @@ impl Prices {
             let Some(source) = callers.get(name) else {
                 continue;
             };
-            // Nothing was paid for: a replayed or sample answer, or a person's.
-            if source.replayed || ["sample", "replay", "human"].contains(&source.provider.as_str())
-            {
+            // Nothing was paid for by the token: a replayed or sample answer, a person's, an
+            // Ollama model's.
+            let by_token = ProviderName::parse(&source.provider).is_none_or(|p| p.paid_by_token());
+            if source.replayed || !by_token || source.provider == crate::model::HUMAN_PROVIDER {
                 continue;
             }
             let model = source.model.as_deref().unwrap_or("");
@@ -294,6 +296,18 @@ mod tests {
             .meeting_cost(&usage(&[("pm", t), ("arch", t), ("pat", t)]), &callers)
             .unwrap();
         assert!(!with_person.by_caller.contains_key("pat") && with_person.usd.is_some());
+        // An Ollama model is not paid by the token: not priced, and no reason to be unpriced.
+        callers.insert("ops".to_string(), source("ollama", "qwen3:8b", false));
+        let with_ollama = p
+            .meeting_cost(&usage(&[("pm", t), ("arch", t), ("ops", t)]), &callers)
+            .unwrap();
+        assert!(
+            !with_ollama.by_caller.contains_key("ops"),
+            "{with_ollama:?}"
+        );
+        assert!(with_ollama.usd.is_some() && with_ollama.unpriced.is_empty());
+        let only = BTreeMap::from([("ops".to_string(), source("ollama", "qwen3:8b", false))]);
+        assert_eq!(p.meeting_cost(&usage(&[("ops", t)]), &only), None);
         for c in callers.values_mut() {
             c.replayed = true;
         }

@@ -40,7 +40,7 @@ pub enum AttemptError {
 /// One backend: OpenAI, Anthropic, replay, or a test fake. `seq` is the global call number of
 /// this attempt (1-based: the board's `usage.calls` + 1 for the first call of a stage).
 pub trait Provider {
-    /// `openai`, `anthropic`, `replay`, ... used in error messages.
+    /// `openai`, `anthropic`, `ollama`, `replay`, ... used in error messages.
     fn name(&self) -> &str;
     fn attempt(
         &mut self,
@@ -80,6 +80,12 @@ pub trait Provider {
             None => req.system.clone(),
         }
     }
+    /// Whether the prompt counts of its replies are a live server's own, which the client
+    /// checks for a prompt the server cut (docs/design/llm.md#truncation); a replayed or made
+    /// answer carries whatever counts it was given.
+    fn counts_prompts(&self) -> bool {
+        self.wrapped().is_some_and(|p| p.counts_prompts()) && !self.replayed()
+    }
     /// Whether this provider appends the expected schema to the system message (native
     /// structured output off): the stages then leave out their field guide, so the format is
     /// said once (docs/design/prompts.md#prompt-layout).
@@ -95,16 +101,19 @@ pub enum ProviderName {
     Anthropic,
     /// Azure OpenAI: OpenAI's wire format on a deployment path (docs/design/llm.md#azure).
     Azure,
+    /// Ollama's native chat API, which takes a context size per request (docs/design/llm.md#ollama).
+    Ollama,
     Replay,
     /// Answers made by the program from the request, no model (docs/design/llm.md#sample-provider).
     Sample,
 }
 
 impl ProviderName {
-    pub const ALL: [ProviderName; 5] = [
+    pub const ALL: [ProviderName; 6] = [
         ProviderName::OpenAi,
         ProviderName::Anthropic,
         ProviderName::Azure,
+        ProviderName::Ollama,
         ProviderName::Replay,
         ProviderName::Sample,
     ];
@@ -115,6 +124,7 @@ impl ProviderName {
             ProviderName::OpenAi => "openai",
             ProviderName::Anthropic => "anthropic",
             ProviderName::Azure => "azure",
+            ProviderName::Ollama => "ollama",
             ProviderName::Replay => "replay",
             ProviderName::Sample => "sample",
         }
@@ -128,14 +138,26 @@ impl ProviderName {
             .find(|p| p.as_str().eq_ignore_ascii_case(name))
     }
 
-    /// The variable holding the provider's API key (`replay` and `sample` need none).
+    /// The variable holding the provider's API key (`replay` and `sample` need none; Ollama's
+    /// is optional, for a hosted or proxied server: [`super::build::missing_key`]).
     pub fn key_var(self) -> Option<&'static str> {
         match self {
             ProviderName::OpenAi => Some("OPENAI_API_KEY"),
             ProviderName::Anthropic => Some("ANTHROPIC_API_KEY"),
             ProviderName::Azure => Some("AZURE_OPENAI_API_KEY"),
+            ProviderName::Ollama => Some(super::ollama::KEY_VAR),
             ProviderName::Replay | ProviderName::Sample => None,
         }
+    }
+
+    /// Whether the provider's calls are paid by the token, so a price table can price them
+    /// (docs/design/llm.md#prices): a replay, the sample and an Ollama model are not (a local
+    /// model is paid for by its machine, a hosted Ollama by subscription).
+    pub fn paid_by_token(self) -> bool {
+        matches!(
+            self,
+            ProviderName::OpenAi | ProviderName::Anthropic | ProviderName::Azure
+        )
     }
 
     /// Whether no model answers: the whole meeting runs offline, so this provider, named by
@@ -149,18 +171,22 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => Some("OPENAI_MODEL"),
             ProviderName::Anthropic => Some("ANTHROPIC_MODEL"),
+            ProviderName::Ollama => Some(super::ollama::MODEL_VAR),
             ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
         }
     }
 
     /// The model the provider gets when nothing names one (`replay` has none: the cassette
     /// answers; `sample` has none: the program answers; `azure` has none: the model is the
-    /// user's deployment).
+    /// user's deployment; `ollama` has none: the model is one the user pulled).
     pub fn default_model(self) -> Option<&'static str> {
         match self {
             ProviderName::OpenAi => Some(super::openai::DEFAULT_MODEL),
             ProviderName::Anthropic => Some(super::anthropic::DEFAULT_MODEL),
-            ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
+            ProviderName::Azure
+            | ProviderName::Ollama
+            | ProviderName::Replay
+            | ProviderName::Sample => None,
         }
     }
 }

@@ -200,8 +200,11 @@ fn provider_named(name: &str, source: &Source) -> Result<ProviderName, Error> {
         let near = crate::text::closest(name.trim(), ProviderName::ALL.map(ProviderName::as_str))
             .map(|p| format!("; did you mean {p}?"))
             .unwrap_or_default();
+        let names = ProviderName::ALL.map(ProviderName::as_str);
+        let (last, rest) = names.split_last().expect("providers");
         Error::Usage(format!(
-            "unknown provider {name:?} (expected openai, anthropic, azure, replay or sample){near}{why}"
+            "unknown provider {name:?} (expected {} or {last}){near}{why}",
+            rest.join(", ")
         ))
     })
 }
@@ -418,7 +421,8 @@ pub fn azure_form() -> Setting<AzureForm> {
 
 /// A provider's API base URL and its source: its environment variable, else the config
 /// file's, else the provider's own (`replay` has none: the OpenAI one is shown; `azure` has
-/// none: `AZURE_OPENAI_ENDPOINT` names the resource).
+/// none: `AZURE_OPENAI_ENDPOINT` names the resource; `ollama`'s variable, `OLLAMA_HOST`, may
+/// be `host:port` as Ollama reads it: [`super::ollama::host_url`]).
 pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
     if provider == ProviderName::Azure {
         return Setting {
@@ -432,6 +436,11 @@ pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
             &args.config.anthropic_base_url,
             super::anthropic::DEFAULT_BASE_URL,
         ),
+        ProviderName::Ollama => (
+            super::ollama::HOST_VAR,
+            &args.config.ollama_base_url,
+            super::ollama::DEFAULT_BASE_URL,
+        ),
         ProviderName::OpenAi
         | ProviderName::Azure
         | ProviderName::Replay
@@ -443,7 +452,10 @@ pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
     };
     if let Some(url) = env_non_empty(var) {
         Setting {
-            value: url,
+            value: match provider {
+                ProviderName::Ollama => super::ollama::host_url(&url),
+                _ => url,
+            },
             source: Source::Env(var.to_string()),
         }
     } else if let Some(url) = non_empty(config.as_deref()) {

@@ -187,8 +187,8 @@ pub fn spent(board: &Board, limit: &CostLimit) -> f64 {
 
 /// The cost budget of `usd` dollars for `board`'s meeting: the dearest input price (or cache
 /// write, which costs more) and output price among the PM's, the participants' and the
-/// reviewers' models as `llm` resolves them. A person and an offline provider (replay,
-/// sample) cost nothing; a model the table does not price is a usage error, since its
+/// reviewers' models as `llm` resolves them. A person and a provider not paid by the token
+/// (replay, sample, Ollama) cost nothing; a model the table does not price is a usage error, since its
 /// spending could not be kept within the budget.
 pub fn cost_limit(board: &Board, llm: &LlmArgs, usd: f64, prices: &Prices) -> Result<CostLimit> {
     let none = Map::new();
@@ -205,7 +205,7 @@ pub fn cost_limit(board: &Board, llm: &LlmArgs, usd: f64, prices: &Prices) -> Re
     };
     for (caller, meta) in std::iter::once((PM_CALLER, pm)).chain(agents) {
         let r = crate::llm::resolve::resolve(llm, &board.llm, caller, meta)?;
-        if r.provider.value.offline() {
+        if !r.provider.value.paid_by_token() {
             continue;
         }
         let (provider, model) = (r.provider.value.as_str(), r.model.value.as_str());

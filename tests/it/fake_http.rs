@@ -494,3 +494,26 @@ pub fn openai_error(message: &str, code: &str) -> String {
 pub fn anthropic_error(kind: &str, message: &str) -> String {
     serde_json::json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()
 }
+
+/// Ollama's native `/api/chat` success body (`stream: false`), as documented: the reply in
+/// `message.content`, why it stopped in `done_reason`, the counts as `prompt_eval_count` and
+/// `eval_count`.
+pub fn ollama_ok(content: &str, usage: Option<(u64, u64)>, done_reason: &str) -> String {
+    let mut v = serde_json::json!({
+        "model": "llama3.2", "created_at": "2024-12-06T00:46:58.265747Z",
+        "message": {"role": "assistant", "content": content},
+        "done_reason": done_reason, "done": true,
+        "total_duration": 2_254_970_291u64, "load_duration": 574_751_416u64,
+        "prompt_eval_duration": 1_502_000_000u64, "eval_duration": 175_000_000u64,
+    });
+    if let Some((p, c)) = usage {
+        v["prompt_eval_count"] = p.into();
+        v["eval_count"] = c.into();
+    }
+    v.to_string()
+}
+
+/// Ollama's error body: `{"error": "..."}`.
+pub fn ollama_error(message: &str) -> String {
+    serde_json::json!({ "error": message }).to_string()
+}

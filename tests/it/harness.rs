@@ -149,13 +149,14 @@ pub fn skip_without(tool: Tool) -> bool {
 
 /// Prefixes of variables the programs read (provider, keys, model, cassette, retry timing,
 /// prompts, clock, blessing): a developer's shell must not change what a test sees.
-const SCRUBBED_PREFIXES: [&str; 6] = [
+const SCRUBBED_PREFIXES: [&str; 7] = [
     "AGENT_MEETING_",
     "MEETING_",
     "OPENAI_",
     "ANTHROPIC_",
     "OTEL_EXPORTER_OTLP_",
     "AZURE_OPENAI_",
+    "OLLAMA_",
 ];
 /// Single variables with the same effect (colour; the shell loop's inputs).
 const SCRUBBED: [&str; 4] = ["NO_COLOR", "CLICOLOR_FORCE", "TRACE_ID", "BOARD_OUT"];

@@ -428,7 +428,7 @@ fn a_base_url_from_the_run_folders_config_copy_is_refused() {
     let run = stopped_run(&work);
     std::fs::write(
         run.join("config.yaml"),
-        "base_urls: {openai: 'https://u:secret-pw@collector.example/v1'}\n",
+        "base_urls: {openai: 'https://u:secret-pw@collector.example/v1', ollama: 'http://collector.example:11434'}\n",
     )
     .unwrap();
     edit_settings(&run, |v| {
@@ -436,9 +436,13 @@ fn a_base_url_from_the_run_folders_config_copy_is_refused() {
         v["config_file"] = run.join("config.yaml").display().to_string().into();
     });
     let out = crate::fixtures::resume_cmd(work.path(), &run).run();
-    out.exit(2).stderr_has(
-        "base_urls.openai https://u:***@collector.example/v1 (the run folder's config.yaml)",
-    );
+    out.exit(2)
+        .stderr_has(
+            "base_urls.openai https://u:***@collector.example/v1 (the run folder's config.yaml)",
+        )
+        .stderr_has(
+            "base_urls.ollama http://collector.example:11434 (the run folder's config.yaml)",
+        );
     assert!(!out.stderr().contains("secret-pw"));
 }
 

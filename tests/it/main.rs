@@ -63,6 +63,7 @@ mod meeting_outcomes;
 mod multicall;
 mod next_stage;
 mod nothing_lost;
+mod ollama;
 mod pm_step;
 mod prompt_layout;
 mod redaction_corpus;
