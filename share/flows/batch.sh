@@ -12,7 +12,9 @@
 #   MEETING_FLAGS  given to every meeting: --agents arch,biz --provider replay ...
 #   e.g. JOBS=4 share/flows/batch.sh topics.jsonl out --agents arch,biz --model gpt-4o-mini
 # Environment: JOBS (meetings at once, default 4), and what `meeting` reads (keys, provider,
-# MEETING_CASSETTE, ...).
+# MEETING_CASSETTE, ...); AGENT_MEETING_MAX_IN_FLIGHT=N keeps the whole batch (its fan-outs
+# too) to N requests in flight per provider, and a 429 one meeting meets makes all of them
+# wait (docs/design/llm.md#pace).
 #
 # Run it again to go on: the joblog skips the meetings that ended well (--resume-failed runs
 # the failed ones again), and a meeting whose run folder exists is resumed

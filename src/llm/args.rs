@@ -110,6 +110,18 @@ pub struct LlmArgs {
     /// Attempts per call on 429, 5xx, timeouts and network errors
     #[arg(long, value_name = "N", default_value_t = default::MAX_ATTEMPTS, value_parser = clap::value_parser!(u32).range(1..=20), help_heading = "Transport")]
     pub max_attempts: u32,
+    /// Most requests in flight to one provider across every meeting that sets it (a batch, a
+    /// fan-out): each takes one of N slots (lock files in AGENT_MEETING_PACE_DIR), and a 429 or
+    /// 503 seen by one makes all of them wait
+    #[arg(
+        long,
+        value_name = "N",
+        env = "AGENT_MEETING_MAX_IN_FLIGHT",
+        value_parser = clap::value_parser!(u32).range(1..),
+        help_heading = "Transport"
+    )]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_in_flight: Option<u32>,
     /// Append every call's full prompt and raw response to this JSONL file
     #[arg(
         long,
@@ -207,6 +219,7 @@ impl Default for LlmArgs {
             connect_timeout: default::CONNECT_TIMEOUT,
             read_timeout: None,
             max_attempts: default::MAX_ATTEMPTS,
+            max_in_flight: None,
             llm_log: None,
             retry_base_ms: default::RETRY_BASE_MS,
             retry_max_secs: default::RETRY_MAX_SECS,

@@ -207,9 +207,14 @@ pub fn client_for_caller(
         base_delay: Duration::from_millis(args.retry_base_ms),
         max_delay: retry_max,
     };
+    let pace = match args.max_in_flight {
+        Some(n) => Some(super::pace::Pace::new(provider.as_str(), n).map_err(Error::Usage)?),
+        None => None,
+    };
     let client = Client::new(provider_box, calls)
         .with_policy(policy)
-        .with_log(args.llm_log.clone());
+        .with_log(args.llm_log.clone())
+        .with_pace(pace);
     Ok((client, options))
 }
 

@@ -95,6 +95,9 @@ pub struct Client {
     fan_out: Option<(u64, u64, u64)>,
     /// Every wait between two attempts, in order (see [`Client::waits`]).
     waits: Vec<Duration>,
+    /// The shared pace of this provider's requests, under `--max-in-flight`
+    /// (docs/design/llm.md#pace).
+    pace: Option<super::pace::Pace>,
 }
 
 impl Client {
@@ -109,7 +112,14 @@ impl Client {
             log: None,
             fan_out: None,
             waits: Vec::new(),
+            pace: None,
         }
+    }
+
+    /// Take a slot of `pace` for every attempt (docs/design/llm.md#pace).
+    pub fn with_pace(mut self, pace: Option<super::pace::Pace>) -> Client {
+        self.pace = pace;
+        self
     }
 
     /// This client for a later stage: its next call is number `calls + 1` (the board's
@@ -207,9 +217,30 @@ impl Client {
             attempt += 1;
             self.calls += 1;
             let seq = self.seq_of(self.calls);
+            let slot = match &self.pace {
+                Some(pace) => Some(pace.acquire().map_err(LlmError::Fatal)?),
+                None => None,
+            };
             let t0 = Instant::now();
             let result = self.provider.attempt(seq, req, opts);
             let attempt_ms = t0.elapsed().as_millis() as u64;
+            if let (
+                Some(pace),
+                Err(AttemptError::Http {
+                    status,
+                    retry_after,
+                    ..
+                }),
+            ) = (&self.pace, &result)
+            {
+                // Every request of the batch waits, not only this one's retry: the slot is
+                // let go only after the cooldown is written.
+                if *status == 429 || *status == 503 {
+                    let wait = self.policy.delay(attempt, *retry_after);
+                    pace.cool_down(wait.unwrap_or_else(|asked| asked));
+                }
+            }
+            drop(slot);
             self.log_attempt(seq, attempt, req, opts, &result, attempt_ms);
             let elapsed = || start.elapsed().as_millis() as u64;
             let last_attempt = self.policy.max_attempts;

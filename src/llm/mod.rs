@@ -26,6 +26,7 @@ pub(crate) mod json_format;
 mod notation;
 pub mod ollama;
 pub mod openai;
+pub mod pace;
 pub mod parse;
 pub mod prices;
 mod provider;

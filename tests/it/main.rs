@@ -64,6 +64,7 @@ mod multicall;
 mod next_stage;
 mod nothing_lost;
 mod ollama;
+mod pace;
 mod pm_step;
 mod prompt_layout;
 mod redaction_corpus;

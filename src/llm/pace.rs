@@ -1,0 +1,222 @@
+//! A shared pace for many meetings against one provider (docs/design/llm.md#pace): with
+//! `--max-in-flight N` (`AGENT_MEETING_MAX_IN_FLIGHT`), every request to a live provider, from
+//! every process and thread that sets it, takes one of N slots first — lock files in one
+//! folder per provider, so a batch's meetings and a fan-out's calls together keep at most N
+//! requests in flight. A rate limit (429) or an overloaded server (503) seen by one of them
+//! makes all of them wait: the wait goes into the folder's `cooldown` file, and a request
+//! waits it out before it is sent.
+//!
+//! The locks are `flock`s on open files: a process that dies lets go of its slot at once, so a
+//! killed meeting never leaves the batch short of one.
+
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How soon a request with every slot taken tries again.
+const RETRY: Duration = Duration::from_millis(20);
+
+/// The variable naming the folder of the slots (one subfolder per provider).
+pub const PACE_DIR_ENV: &str = "AGENT_MEETING_PACE_DIR";
+
+/// The slots of one provider.
+#[derive(Debug, Clone)]
+pub struct Pace {
+    dir: PathBuf,
+    slots: u32,
+}
+
+/// A slot held for one request; dropping it lets the next request go.
+#[derive(Debug)]
+pub struct Slot {
+    _file: File,
+}
+
+impl Pace {
+    /// The pace of `provider`'s requests with `slots` in flight at most, in
+    /// `AGENT_MEETING_PACE_DIR` (default: a folder of this user's in the runtime or temporary
+    /// directory). A folder others may write to is refused: they could hold every slot.
+    pub fn new(provider: &str, slots: u32) -> Result<Pace, String> {
+        let base = std::env::var_os(PACE_DIR_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(default_dir);
+        let dir = base.join(provider);
+        create_private(&dir).map_err(|e| format!("{PACE_DIR_ENV} {}: {e}", dir.display()))?;
+        Ok(Pace {
+            dir,
+            slots: slots.max(1),
+        })
+    }
+
+    /// Wait for a free slot, then for the shared cooldown to pass; hold the slot until the
+    /// request is answered.
+    pub fn acquire(&self) -> Result<Slot, String> {
+        let open = |i: u32| {
+            let path = self.dir.join(format!("slot-{i}"));
+            OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))
+        };
+        // Every slot is tried, then tried again a moment later: a request takes whichever is
+        // let go first (a blocking lock on one slot could wait behind a long request while
+        // another slot is free).
+        loop {
+            for i in 0..self.slots {
+                let file = open(i)?;
+                if file.try_lock().is_ok() {
+                    return Ok(self.after_cooldown(file));
+                }
+            }
+            std::thread::sleep(RETRY);
+        }
+    }
+
+    /// The slot of `file`, once the shared cooldown has passed.
+    fn after_cooldown(&self, file: File) -> Slot {
+        if let Some(wait) = self.cooldown_left() {
+            std::thread::sleep(wait);
+        }
+        Slot { _file: file }
+    }
+
+    /// Every request of this provider waits `wait` from now (a 429's Retry-After, or the
+    /// backoff). A later end already set is kept.
+    pub fn cool_down(&self, wait: Duration) {
+        let until = now_ms().saturating_add(wait.as_millis() as u64);
+        if self.cooldown_until().is_some_and(|t| t >= until) {
+            return;
+        }
+        let file = self.dir.join("cooldown");
+        let tmp = self.dir.join(format!("cooldown.{}", std::process::id()));
+        // Written then renamed: a reader never sees half a number.
+        if std::fs::write(&tmp, until.to_string()).is_ok() {
+            let _ = std::fs::rename(&tmp, &file);
+        }
+    }
+
+    fn cooldown_until(&self) -> Option<u64> {
+        std::fs::read_to_string(self.dir.join("cooldown"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    }
+
+    fn cooldown_left(&self) -> Option<Duration> {
+        let left = self.cooldown_until()?.checked_sub(now_ms())?;
+        (left > 0).then(|| Duration::from_millis(left))
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// `$XDG_RUNTIME_DIR/agent-meeting-pace`, else `agent-meeting-pace-$USER` in the temporary
+/// directory.
+fn default_dir() -> PathBuf {
+    match std::env::var_os("XDG_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        Some(run) => PathBuf::from(run).join("agent-meeting-pace"),
+        None => {
+            let user = std::env::var("USER").unwrap_or_else(|_| "user".into());
+            std::env::temp_dir().join(format!("agent-meeting-pace-{user}"))
+        }
+    }
+}
+
+/// The folder, made for this user only when missing; one that others may write to is refused.
+fn create_private(dir: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        for d in [dir, dir.parent().unwrap_or(dir)] {
+            let mode = std::fs::metadata(d)?.permissions().mode();
+            // The temporary directory itself is world-writable but sticky: only its own
+            // folder (the parent of the provider's) must be private.
+            if d == dir.parent().unwrap_or(dir) && d == std::env::temp_dir() {
+                continue;
+            }
+            if mode & 0o022 != 0 {
+                return Err(std::io::Error::other(format!(
+                    "{} may be written by others (mode {:o}); use a folder of your own",
+                    d.display(),
+                    mode & 0o777
+                )));
+            }
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::create_dir_all(dir)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pace(dir: &Path, slots: u32) -> Pace {
+        let dir = dir.join("openai");
+        create_private(&dir).unwrap();
+        Pace { dir, slots }
+    }
+
+    /// N slots are N requests: the N+1th waits until one is let go.
+    #[test]
+    fn slots_hold_requests_back() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = pace(tmp.path(), 2);
+        let a = p.acquire().unwrap();
+        let _b = p.acquire().unwrap();
+        let waiting = {
+            let p = p.clone();
+            std::thread::spawn(move || p.acquire().map(|_| ()))
+        };
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !waiting.is_finished(),
+            "a third request went with two slots taken"
+        );
+        drop(a);
+        waiting.join().unwrap().unwrap();
+    }
+
+    /// A cooldown is shared through the folder, and a shorter one does not cut a longer.
+    #[test]
+    fn a_cooldown_is_seen_by_every_pace_of_the_folder() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (p, q) = (pace(tmp.path(), 1), pace(tmp.path(), 1));
+        assert_eq!(q.cooldown_left(), None);
+        p.cool_down(Duration::from_secs(60));
+        p.cool_down(Duration::from_secs(1));
+        let left = q.cooldown_left().expect("q sees p's cooldown");
+        assert!(left > Duration::from_secs(50), "{left:?}");
+    }
+
+    /// A folder others may write to is refused.
+    #[cfg(unix)]
+    #[test]
+    fn a_shared_folder_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let open = tmp.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let err = create_private(&open.join("openai")).unwrap_err();
+        assert!(
+            err.to_string().contains("may be written by others"),
+            "{err}"
+        );
+    }
+}
