@@ -80,6 +80,10 @@ pub enum Error {
     /// no decision; exit 3, so `meeting && publish` publishes only decisions.
     #[error("{0}")]
     NoDecision(String),
+    /// The person running the meeting stopped it before it ended (`q` at a `--step` prompt):
+    /// the run folder resumes it; exit 130, as a stop by Ctrl-C.
+    #[error("{0}")]
+    Stopped(String),
 }
 
 fn fmt_input(file: &str, path: &str, message: &str) -> String {
@@ -126,6 +130,7 @@ impl Error {
             Error::Input { .. } | Error::Usage(_) => 2,
             Error::Runtime(_) | Error::NotResumable(_) => 1,
             Error::NoDecision(_) => 3,
+            Error::Stopped(_) => 130,
         }
     }
 }

@@ -388,7 +388,7 @@ const MEETING_EXIT_CODES: &str = "Exit codes:
   0  success          1  runtime failure, or no model call returned a usable answer
   2  bad usage or invalid input, or a stage that exited 2
   3  no decision: the report is saved, but it is the fallback (the PM made no decision)
-  130, 143  stopped by SIGINT / SIGTERM (resume with --resume DIR)";
+  130, 143  stopped by SIGINT / SIGTERM, or 130 by q at a --step prompt (resume with --resume DIR)";
 
 /// `--version`: the crate version, and the git commit when built from a checkout (build.rs).
 pub const VERSION: &str = concat!(

@@ -113,11 +113,9 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
             )));
         }
         if ui.step && !confirm_step(stage, &at.board, &|| next_input(at.run))? {
-            // A clean stop: the run folder holds the last complete board, ready to resume.
-            crate::note!(
-                "stopped before {stage}; continue with: meeting --resume {}",
-                at.run.path.display()
-            );
+            // A clean stop: the run folder holds the last complete board, ready to resume
+            // (the exit, 130, is said by `outcome::failure`).
+            crate::note!("stopped before {stage}");
             return Ok(at.result(&at.board));
         }
         let log = settings.llm.llm_log.as_deref();

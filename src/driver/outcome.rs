@@ -205,7 +205,16 @@ pub(super) fn failure(
                 run_dir.display()
             ),
         })),
-        _ => None,
+        MeetingStatus::Finished => None,
+        // Only a `--step` user's `q` ends a meeting that is still under way.
+        MeetingStatus::Running
+        | MeetingStatus::Reviewing
+        | MeetingStatus::Finishing
+        | MeetingStatus::ForcedStop => Some(Error::Stopped(format!(
+            "stopped at your request with the meeting {}; it resumes with: meeting --resume {}",
+            result.status.as_str(),
+            run_dir.display()
+        ))),
     }
 }
 

@@ -559,14 +559,15 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
     let out = meeting_cmd(work.path(), &demo_cassette(), &["--step"])
         .stdin("\n\nq\n")
         .run();
-    out.exit(0);
+    out.exit(130);
     let err = out.stderr();
     assert!(
         err.contains("next: pm-step (loop 1/6, status running)"),
         "{err}"
     );
     assert!(
-        err.contains("stopped before merge-board; continue with: meeting --resume"),
+        err.contains("stopped before merge-board")
+            && err.contains("it resumes with: meeting --resume"),
         "{err}"
     );
     let result: Value = out.json();

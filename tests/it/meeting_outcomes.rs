@@ -379,7 +379,7 @@ fn resume_accepts_only_settings_that_keep_the_meeting() {
     let out = meeting_cmd(work.path(), &demo_cassette(), &["--step"])
         .stdin("\nq\n")
         .run();
-    out.exit(0);
+    out.exit(130);
     let run_dir = work.join("runs/demo-test");
     for (flag, value) in [
         ("--provider", Some("anthropic")),
@@ -728,7 +728,7 @@ fn a_variable_set_for_the_resume_does_not_change_the_meeting() {
     meeting_cmd(work.path(), &demo_cassette(), &["--step"])
         .stdin("\n\nq\n")
         .run()
-        .exit(0);
+        .exit(130);
     let run_dir = work.join("runs/demo-test");
     resume_cmd(&root(), &run_dir)
         .env("AGENT_MEETING_MODEL", "some-other-model")

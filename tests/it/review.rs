@@ -264,7 +264,7 @@ fn step_shows_the_review_and_a_meeting_stopped_mid_review_resumes() {
     let c = lines.write(work.join("c.jsonl"));
     // pm-step, agent-turn, merge-board, pm-step (the draft), agent-turn (the reviews); stop.
     let out = meeting(&work, &c, &["--step"]).stdin("\n\n\n\n\nq\n").run();
-    out.exit(0);
+    out.exit(130);
     let err = out.stderr();
     assert!(
         err.contains("next: agent-turn (loop 2/6, status reviewing)")
