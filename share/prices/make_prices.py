@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Regenerate share/prices/prices.json, the subset of LiteLLM's price table that agent-meeting
-embeds (docs/design/llm.md#prices): the chat and responses models of OpenAI and Anthropic, with
+embeds (docs/design/llm.md#prices): the chat and responses models of OpenAI, Anthropic and Gemini, with
 input, output, cached-read and cache-write prices per token, the input window and the
 endpoints. Usage: python3 share/prices/make_prices.py PATH/model_prices_and_context_window.json VERSION
 (the file ships in the litellm wheel as litellm/model_prices_and_context_window_backup.json)."""
@@ -8,7 +8,7 @@ import datetime
 import json
 import sys
 
-KEEP = {"openai", "anthropic"}
+KEEP = {"openai", "anthropic", "gemini"}
 # (ours, LiteLLM's field), in the order written.
 FIELDS = [
     ("input", "input_cost_per_token"),

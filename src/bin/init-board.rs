@@ -20,7 +20,7 @@ use clap::Parser;
 struct Args {
     #[command(flatten)]
     board: BoardArgs,
-    /// Default provider for the meeting: openai, anthropic, azure, ollama, replay or sample
+    /// Default provider for the meeting: openai, anthropic, azure, ollama, gemini, replay or sample
     #[arg(
         long,
         env = "AGENT_MEETING_PROVIDER",

@@ -20,7 +20,7 @@ pub const CONFIG_ENV: &str = "AGENT_MEETING_CONFIG";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Default provider: openai, anthropic, azure, ollama, replay or sample.
+    /// Default provider: openai, anthropic, azure, ollama, gemini, replay or sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
     /// Default model of every caller.

@@ -23,7 +23,7 @@ mod default {
 #[derive(Debug, Clone, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmArgs {
-    /// Provider: openai, anthropic, azure, ollama, replay or sample (default: from the board or
+    /// Provider: openai, anthropic, azure, ollama, gemini, replay or sample (default: from the board or
     /// agent metadata, else whichever of OPENAI_API_KEY / ANTHROPIC_API_KEY is set). `ollama`
     /// is Ollama's own API at OLLAMA_HOST, with a context sized to each prompt. `replay` and
     /// `sample` override everything; `sample` calls no model: the program answers from the

@@ -184,6 +184,9 @@ pub fn client_for_caller(
         ProviderName::Anthropic => {
             Box::new(anthropic(args, &key("ANTHROPIC_API_KEY"), timeouts).with_headers(headers()?))
         }
+        ProviderName::Gemini => {
+            Box::new(gemini(args, &key("GEMINI_API_KEY"), timeouts).with_headers(headers()?))
+        }
         ProviderName::Ollama => {
             if resolved.model.source == Source::Default {
                 return Err(Error::Usage(OLLAMA_NEEDS_MODEL.to_string()));
@@ -256,6 +259,19 @@ fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
         timeouts,
     )
     .with_mode(json_mode(args))
+}
+
+/// Gemini's OpenAI-compatible endpoint, its schemas in the subset Gemini takes
+/// (docs/design/llm.md#gemini).
+fn gemini(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+    OpenAi::new(
+        &base_url(args, ProviderName::Gemini).value,
+        api_key,
+        native(args),
+        timeouts,
+    )
+    .with_mode(json_mode(args))
+    .gemini()
 }
 
 const OLLAMA_NEEDS_MODEL: &str = "provider ollama needs a model, one the server has pulled: \
@@ -334,6 +350,7 @@ pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
     match provider {
         ProviderName::OpenAi => openai(args, "", timeouts).schema_in_prompt(),
         ProviderName::Anthropic => anthropic(args, "", timeouts).schema_in_prompt(),
+        ProviderName::Gemini => gemini(args, "", timeouts).schema_in_prompt(),
         ProviderName::Azure => azure(args, "", timeouts).schema_in_prompt(),
         ProviderName::Ollama => {
             let floor = super::ollama::CONTEXT_STEP;

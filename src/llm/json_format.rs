@@ -320,9 +320,206 @@ fn nullable(mut schema: Value) -> Value {
     schema
 }
 
+/// `node` with every local `$ref` (`#/$defs/Name`, `#/definitions/Name`) of `root` replaced
+/// by its definition, to a depth of 8 (a recursive type stays a reference below that).
+pub(crate) fn inline_refs(node: &Value, root: &Value, depth: usize) -> Value {
+    match node {
+        Value::Object(o) => {
+            if let Some(target) = o.get("$ref").and_then(Value::as_str) {
+                let found = target
+                    .strip_prefix("#/")
+                    .and_then(|path| root.pointer(&format!("/{path}")));
+                if let (Some(def), true) = (found, depth < 8) {
+                    return inline_refs(def, root, depth + 1);
+                }
+            }
+            Value::Object(
+                o.iter()
+                    .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
+                    .map(|(k, v)| (k.clone(), inline_refs(v, root, depth)))
+                    .collect(),
+            )
+        }
+        Value::Array(a) => Value::Array(a.iter().map(|v| inline_refs(v, root, depth)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A JSON Schema in the subset Gemini's structured output takes (its OpenAPI-style schema,
+/// docs/design/llm.md#gemini): local `$ref`s inlined; a nullable type (`[T, "null"]`, `anyOf`
+/// with `{"type": "null"}`) as `T` with `nullable: true`; a field that may only be null as a
+/// nullable string (the caller's own schema still refuses anything else); `const` as a
+/// one-value `enum`; and only the keywords Gemini documents kept (`additionalProperties`,
+/// `pattern`, lengths, `title`, `default` dropped: they only loosen decoding, the caller
+/// validates against the original). Optional fields stay optional, not made nullable.
+pub(crate) fn to_gemini(schema: &Value) -> Value {
+    gemini_node(&inline_refs(schema, schema, 0))
+}
+
+const GEMINI_KEYWORDS: &[&str] = &[
+    "description",
+    "enum",
+    "minItems",
+    "maxItems",
+    "minimum",
+    "maximum",
+    "required",
+    "propertyOrdering",
+];
+
+fn gemini_node(node: &Value) -> Value {
+    let Value::Object(map) = node else {
+        return node.clone();
+    };
+    let mut out = Map::new();
+    let mut nullable = false;
+    for (k, v) in map {
+        match k.as_str() {
+            "type" => match v {
+                Value::Array(ts) => {
+                    let kinds: Vec<&Value> = ts.iter().filter(|t| *t != "null").collect();
+                    nullable |= kinds.len() < ts.len();
+                    match kinds.as_slice() {
+                        [] => {
+                            out.insert("type".into(), json!("string"));
+                        }
+                        [one] => {
+                            out.insert("type".into(), (*one).clone());
+                        }
+                        many => {
+                            let alts = many.iter().map(|t| json!({"type": t})).collect();
+                            out.insert("anyOf".into(), Value::Array(alts));
+                        }
+                    }
+                }
+                Value::String(t) if t == "null" => {
+                    nullable = true;
+                    out.insert("type".into(), json!("string"));
+                }
+                other => {
+                    out.insert("type".into(), other.clone());
+                }
+            },
+            "anyOf" | "oneOf" => {
+                let alts: Vec<&Value> =
+                    v.as_array().map(|a| a.iter().collect()).unwrap_or_default();
+                let kept: Vec<Value> = alts
+                    .iter()
+                    .filter(|a| a.get("type") != Some(&json!("null")))
+                    .map(|a| gemini_node(a))
+                    .collect();
+                nullable |= kept.len() < alts.len();
+                match kept.as_slice() {
+                    [one] => {
+                        if let Value::Object(m) = one {
+                            for (k, v) in m {
+                                out.entry(k.clone()).or_insert_with(|| v.clone());
+                            }
+                        }
+                    }
+                    [] => {
+                        out.insert("type".into(), json!("string"));
+                    }
+                    _ => {
+                        out.insert("anyOf".into(), Value::Array(kept));
+                    }
+                }
+            }
+            "properties" => {
+                let props = v
+                    .as_object()
+                    .map(|p| p.iter().map(|(k, s)| (k.clone(), gemini_node(s))).collect())
+                    .unwrap_or_default();
+                out.insert(k.clone(), Value::Object(props));
+            }
+            "items" => {
+                out.insert(k.clone(), gemini_node(v));
+            }
+            "const" => {
+                out.insert("enum".into(), json!([v]));
+            }
+            "format" if v.as_str() == Some("date-time") => {
+                out.insert(k.clone(), v.clone());
+            }
+            _ if GEMINI_KEYWORDS.contains(&k.as_str()) => {
+                out.insert(k.clone(), v.clone());
+            }
+            _ => {}
+        }
+    }
+    if nullable {
+        out.insert("nullable".into(), json!(true));
+    }
+    Value::Object(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every node of `v`, depth first.
+    fn nodes(v: &Value) -> Vec<&Value> {
+        let mut out = vec![v];
+        match v {
+            Value::Object(m) => m.values().for_each(|c| out.extend(nodes(c))),
+            Value::Array(a) => a.iter().for_each(|c| out.extend(nodes(c))),
+            _ => {}
+        }
+        out
+    }
+
+    /// Gemini's subset: no null type, no type list, no `$ref`, no `const`, no
+    /// `additionalProperties`; what was nullable says so; optional stays optional.
+    #[test]
+    fn a_schema_for_gemini_is_in_its_subset() {
+        let s = json!({"type": "object", "additionalProperties": false,
+        "$defs": {"K": {"type": "string", "enum": ["llm", "human"]}},
+        "required": ["a", "kind"],
+        "properties": {
+            "a": {"type": ["string", "null"], "minLength": 1},
+            "b": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "null"}]},
+            "c": {"type": "null"},
+            "d": {"const": "FINISH"},
+            "kind": {"$ref": "#/$defs/K"},
+            "list": {"type": "array", "items": {"type": "string", "pattern": "^x"}, "maxItems": 3}
+        }});
+        let g = to_gemini(&s);
+        for n in nodes(&g) {
+            if let Value::Object(m) = n {
+                for bad in [
+                    "$ref",
+                    "$defs",
+                    "const",
+                    "additionalProperties",
+                    "pattern",
+                    "minLength",
+                ] {
+                    assert!(!m.contains_key(bad), "{bad} left in {g}");
+                }
+                if let Some(t) = m.get("type") {
+                    assert!(t.is_string() && t != "null", "type {t} in {g}");
+                }
+            }
+        }
+        let p = &g["properties"];
+        assert_eq!(p["a"], json!({"type": "string", "nullable": true}));
+        assert_eq!(
+            p["b"],
+            json!({"type": "integer", "minimum": 0, "nullable": true})
+        );
+        assert_eq!(p["c"], json!({"type": "string", "nullable": true}));
+        assert_eq!(p["d"], json!({"enum": ["FINISH"]}));
+        assert_eq!(
+            p["kind"],
+            json!({"type": "string", "enum": ["llm", "human"]})
+        );
+        assert_eq!(p["list"]["maxItems"], 3);
+        assert_eq!(
+            g["required"],
+            json!(["a", "kind"]),
+            "optional stays optional"
+        );
+    }
 
     #[test]
     fn strict_makes_optional_nullable() {

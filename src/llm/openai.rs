@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::json_format::{undo_strict, JsonFormat};
+use super::json_format::{to_gemini, undo_strict, JsonFormat};
 use super::transport::{join_url, Http, Timeouts};
 use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 
@@ -15,6 +15,10 @@ pub use super::json_format::JsonMode;
 
 pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 pub(crate) const DEFAULT_MODEL: &str = "gpt-4o-mini";
+/// Gemini's OpenAI-compatible endpoint (docs/design/llm.md#gemini).
+pub(crate) const GEMINI_BASE_URL: &str = "https://generativelanguage.googleapis.com/v1beta/openai";
+/// Google's alias of its current Flash model.
+pub(crate) const GEMINI_DEFAULT_MODEL: &str = "gemini-flash-latest";
 
 pub struct OpenAi {
     http: Http,
@@ -24,6 +28,8 @@ pub struct OpenAi {
     /// Azure OpenAI's URL shape, when this is an Azure resource (docs/design/llm.md#azure).
     azure: Option<AzureForm>,
     api: Api,
+    /// Gemini's endpoint: the schema in the subset Gemini takes (docs/design/llm.md#gemini).
+    gemini: bool,
 }
 
 /// Which of OpenAI's two APIs a request takes (docs/design/llm.md#responses-api).
@@ -92,7 +98,15 @@ impl OpenAi {
             },
             azure: None,
             api: Api::Chat,
+            gemini: false,
         }
+    }
+
+    /// Gemini's OpenAI-compatible endpoint: every schema sent in the subset Gemini takes
+    /// (`json_format::to_gemini`), never in OpenAI's strict form.
+    pub fn gemini(mut self) -> OpenAi {
+        self.gemini = true;
+        self
     }
 
     /// An Azure OpenAI resource (`base_url` is its endpoint): the key goes in `api-key`; in the
@@ -193,10 +207,10 @@ pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Val
 
 impl Provider for OpenAi {
     fn name(&self) -> &str {
-        if self.azure.is_some() {
-            "azure"
-        } else {
-            "openai"
+        match (&self.azure, self.gemini) {
+            (Some(_), _) => "azure",
+            (None, true) => "gemini",
+            (None, false) => "openai",
         }
     }
 
@@ -222,10 +236,16 @@ impl Provider for OpenAi {
         req: &Request,
         opts: &Options,
     ) -> Result<RawReply, AttemptError> {
-        let body = match self.api {
+        let mut body = match self.api {
             Api::Chat => request_body(req, opts, self.mode),
             Api::Responses => super::responses::request_body(req, opts, self.mode),
         };
+        if let (true, Some(expect)) = (self.gemini, &req.expect) {
+            if let Some(format) = body.pointer_mut("/response_format/json_schema") {
+                format["schema"] = to_gemini(&super::without_meta_keys(&expect.schema));
+                format["strict"] = json!(false);
+            }
+        }
         // A local server (Ollama, llama.cpp) may run without a key: then no header at all.
         let (url, auth) = self.endpoint(&opts.model);
         let headers: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();

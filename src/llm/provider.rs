@@ -103,17 +103,21 @@ pub enum ProviderName {
     Azure,
     /// Ollama's native chat API, which takes a context size per request (docs/design/llm.md#ollama).
     Ollama,
+    /// Google's Gemini API on its OpenAI-compatible endpoint, its schemas in the subset Gemini
+    /// takes (docs/design/llm.md#gemini).
+    Gemini,
     Replay,
     /// Answers made by the program from the request, no model (docs/design/llm.md#sample-provider).
     Sample,
 }
 
 impl ProviderName {
-    pub const ALL: [ProviderName; 6] = [
+    pub const ALL: [ProviderName; 7] = [
         ProviderName::OpenAi,
         ProviderName::Anthropic,
         ProviderName::Azure,
         ProviderName::Ollama,
+        ProviderName::Gemini,
         ProviderName::Replay,
         ProviderName::Sample,
     ];
@@ -125,6 +129,7 @@ impl ProviderName {
             ProviderName::Anthropic => "anthropic",
             ProviderName::Azure => "azure",
             ProviderName::Ollama => "ollama",
+            ProviderName::Gemini => "gemini",
             ProviderName::Replay => "replay",
             ProviderName::Sample => "sample",
         }
@@ -146,6 +151,7 @@ impl ProviderName {
             ProviderName::Anthropic => Some("ANTHROPIC_API_KEY"),
             ProviderName::Azure => Some("AZURE_OPENAI_API_KEY"),
             ProviderName::Ollama => Some(super::ollama::KEY_VAR),
+            ProviderName::Gemini => Some("GEMINI_API_KEY"),
             ProviderName::Replay | ProviderName::Sample => None,
         }
     }
@@ -156,7 +162,10 @@ impl ProviderName {
     pub fn paid_by_token(self) -> bool {
         matches!(
             self,
-            ProviderName::OpenAi | ProviderName::Anthropic | ProviderName::Azure
+            ProviderName::OpenAi
+                | ProviderName::Anthropic
+                | ProviderName::Azure
+                | ProviderName::Gemini
         )
     }
 
@@ -172,6 +181,7 @@ impl ProviderName {
             ProviderName::OpenAi => Some("OPENAI_MODEL"),
             ProviderName::Anthropic => Some("ANTHROPIC_MODEL"),
             ProviderName::Ollama => Some(super::ollama::MODEL_VAR),
+            ProviderName::Gemini => Some("GEMINI_MODEL"),
             ProviderName::Azure | ProviderName::Replay | ProviderName::Sample => None,
         }
     }
@@ -183,6 +193,7 @@ impl ProviderName {
         match self {
             ProviderName::OpenAi => Some(super::openai::DEFAULT_MODEL),
             ProviderName::Anthropic => Some(super::anthropic::DEFAULT_MODEL),
+            ProviderName::Gemini => Some(super::openai::GEMINI_DEFAULT_MODEL),
             ProviderName::Azure
             | ProviderName::Ollama
             | ProviderName::Replay

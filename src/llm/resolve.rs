@@ -441,6 +441,7 @@ pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
             &args.config.ollama_base_url,
             super::ollama::DEFAULT_BASE_URL,
         ),
+        ProviderName::Gemini => ("GEMINI_BASE_URL", &None, super::openai::GEMINI_BASE_URL),
         ProviderName::OpenAi
         | ProviderName::Azure
         | ProviderName::Replay

@@ -46,7 +46,7 @@ impl Provider for Sample {
             Some(expect) => {
                 // Local `$ref`s (`#/$defs/ParticipantKind`) stand for their definitions: an
                 // enum behind one is still an enum.
-                let schema = inline_refs(&expect.schema, &expect.schema, 0);
+                let schema = super::json_format::inline_refs(&expect.schema, &expect.schema, 0);
                 // A schema with one object per kind of answer (a top-level `anyOf`) is planned
                 // against all of them together, then fitted to the one the plan matches.
                 let view = merged(&schema);
@@ -129,31 +129,6 @@ fn plan(p: &Prompt, caller: &str, schema: &Value) -> Map<String, Value> {
     match planned {
         Value::Object(m) => m,
         _ => Map::new(),
-    }
-}
-
-/// `node` with every local `$ref` (`#/$defs/Name`, `#/definitions/Name`) of `root` replaced
-/// by its definition, to a depth of 8 (a recursive type stays a reference below that).
-fn inline_refs(node: &Value, root: &Value, depth: usize) -> Value {
-    match node {
-        Value::Object(o) => {
-            if let Some(target) = o.get("$ref").and_then(Value::as_str) {
-                let found = target
-                    .strip_prefix("#/")
-                    .and_then(|path| root.pointer(&format!("/{path}")));
-                if let (Some(def), true) = (found, depth < 8) {
-                    return inline_refs(def, root, depth + 1);
-                }
-            }
-            Value::Object(
-                o.iter()
-                    .filter(|(k, _)| k.as_str() != "$defs" && k.as_str() != "definitions")
-                    .map(|(k, v)| (k.clone(), inline_refs(v, root, depth)))
-                    .collect(),
-            )
-        }
-        Value::Array(a) => Value::Array(a.iter().map(|v| inline_refs(v, root, depth)).collect()),
-        other => other.clone(),
     }
 }
 

@@ -258,7 +258,7 @@ fn completions_offer_providers_and_meeting_files() {
         .run()
         .stdout();
     assert!(
-        zsh.contains(":NAME:(openai anthropic azure ollama replay sample)"),
+        zsh.contains(":NAME:(openai anthropic azure ollama gemini replay sample)"),
         "{zsh}"
     );
     let file_arg = zsh

@@ -101,13 +101,13 @@ fn resolution_order_and_errors() {
         &flag,
         &empty,
         "biz",
-        &meta(json!({"provider": "gemini"})),
+        &meta(json!({"provider": "mistral"})),
         0,
     )
     .err()
     .unwrap();
     assert!(
-        e.to_string().contains("unknown provider \"gemini\"")
+        e.to_string().contains("unknown provider \"mistral\"")
             && e.to_string().contains("agent \"biz\""),
         "{e}"
     );
@@ -199,7 +199,7 @@ fn resolution_order_and_errors() {
 
     let e = client_for(
         &LlmArgs {
-            provider: Some("gemini".into()),
+            provider: Some("mistral".into()),
             ..LlmArgs::default()
         },
         &empty,
@@ -208,7 +208,7 @@ fn resolution_order_and_errors() {
     )
     .err()
     .unwrap();
-    assert!(e.to_string().contains("unknown provider \"gemini\""), "{e}");
+    assert!(e.to_string().contains("unknown provider \"mistral\""), "{e}");
     let e = client_for(
         &LlmArgs {
             provider: Some("openai".into()),

@@ -46,6 +46,7 @@ mod faults;
 mod flows;
 mod fuzz_regressions;
 mod gateway;
+mod gemini;
 mod generate;
 mod habits;
 mod help;
