@@ -114,6 +114,10 @@ pub struct Facts {
     pub remaining_loops: Option<u64>,
     /// The PM's question, in an agent's turn.
     pub question: Option<String>,
+    /// The whiteboard's risks.
+    pub risks: Vec<String>,
+    /// What every objection a reviewer raised so far is about, in order (reviewer mode).
+    pub objections: Vec<String>,
     /// A valid answer of this call's kind, for a call outside a meeting round (agent-builder:
     /// a shipped agent's config), which the sample answers with, its free texts marked.
     pub example: Option<serde_json::Value>,

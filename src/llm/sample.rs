@@ -119,6 +119,8 @@ fn plan(p: &Prompt, caller: &str, schema: &Value) -> Map<String, Value> {
     let prop = |k: &str| props.and_then(|ps| ps.get(k));
     let planned = if let Some(example) = &p.f.example {
         marked_example(example)
+    } else if prop("verdict").is_some() {
+        review_answer(p)
     } else if prop("next_action").is_some() {
         pm_answer(p, schema)
     } else if prop("key_points").is_some() || prop("response").is_some() {
@@ -259,6 +261,40 @@ fn branch(node: &Value) -> &Value {
 
 /// The PM's answer: a fan-out on its first round when offered, then one participant per round
 /// in turn, and FINISH only when that is all the schema allows (the closing round).
+/// A reviewer's verdict: in the first review round one objection — the whiteboard's first risk
+/// (else its first open question), which a decision record should answer — and approval once
+/// the PM has answered it, so `--review-by` shows the whole round.
+fn review_answer(p: &Prompt) -> Value {
+    if !p.f.objections.is_empty() {
+        return json!({"verdict": "approve", "objections": []});
+    }
+    let open = p.f.open_questions.first().map(|(_, q)| q.clone());
+    let Some(concern) = p.f.risks.first().cloned().or(open) else {
+        return json!({"verdict": "approve", "objections": []});
+    };
+    json!({"verdict": "object", "objections": [{
+        "about": format!("{MARK} the recommendation on \"{}\"", p.topic_short()),
+        "why": format!("{MARK} The draft does not say how it deals with: {}", short(&concern, 160)),
+        "evidence": [],
+    }]})
+}
+
+/// The PM's answer to every open objection (the ids its schema offers): the decision stands,
+/// since the sample has no model to weigh it with, and the report records why.
+fn objection_responses(schema: &Value) -> Vec<Value> {
+    let ids = enum_at(schema, &["objection_responses", "id"]);
+    let kinds = enum_at(schema, &["objection_responses", "resolution"]);
+    let overrule = if kinds.iter().any(|k| k == "overrule") || kinds.is_empty() {
+        "overrule"
+    } else {
+        kinds[0].as_str()
+    };
+    ids.iter()
+        .map(|id| json!({"id": id, "resolution": overrule,
+            "reason": format!("{MARK} Kept: the concern is recorded in the report's risks; a meeting with a model would weigh it.")}))
+        .collect()
+}
+
 fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     let actions = enum_at(schema, &["next_action"]);
     let may = |a: &str| actions.iter().any(|x| x == a);
@@ -279,7 +315,9 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
         && all_heard
         && !p.f.required_questions.is_empty()
         && !required_open;
-    if done || !(may("CALL_AGENT") || may("CALL_AGENTS")) || targets.is_empty() {
+    // Answering a reviewer's objections: the decision stands, the report is written again.
+    let reviewing = !enum_at(schema, &["objection_responses", "id"]).is_empty();
+    if done || reviewing || !(may("CALL_AGENT") || may("CALL_AGENTS")) || targets.is_empty() {
         return finish(p, schema);
     }
     // The fan-out's targets are the models; the others at the table are people.
@@ -504,6 +542,7 @@ fn finish(p: &Prompt, schema: &Value) -> Value {
         "decision": {"choice": format!("{MARK} {choice}"), "confidence": "low",
             "revisit_if": format!("{MARK} a run with a model answers the open questions")},
         "option_assessments": assessments,
+        "objection_responses": objection_responses(schema),
     })
 }
 

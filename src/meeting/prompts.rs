@@ -233,6 +233,8 @@ pub(crate) fn facts(board: &Board) -> Facts {
         spoken: board.loop_count > 0,
         remaining_loops: None,
         question: None,
+        risks: cut_list(&board.risks),
+        objections: board.objections.iter().map(|o| item(&o.about)).collect(),
         example: None,
     }
 }

@@ -208,7 +208,10 @@ fn resolution_order_and_errors() {
     )
     .err()
     .unwrap();
-    assert!(e.to_string().contains("unknown provider \"mistral\""), "{e}");
+    assert!(
+        e.to_string().contains("unknown provider \"mistral\""),
+        "{e}"
+    );
     let e = client_for(
         &LlmArgs {
             provider: Some("openai".into()),

@@ -280,5 +280,20 @@ fn a_sample_draft_is_reviewed_when_reviewers_are_named() {
         callers.contains(&"devils-advocate"),
         "the reviewer was never asked: {callers:?}"
     );
-    assert!(work.read(REPORT).contains("- Report kind: normal"));
+    let report = work.read(REPORT);
+    assert!(report.contains("- Report kind: normal"), "{report}");
+    // The reviewer objects (the whiteboard's first risk or open question) and the PM answers
+    // the objection in its review round (one review round by default).
+    let board = crate::fixtures::final_board(&work.join(RUN));
+    let objections = board["objections"]
+        .as_array()
+        .expect("objections on the board");
+    assert_eq!(objections.len(), 1, "{objections:?}");
+    assert_eq!(objections[0]["by"], "devils-advocate");
+    assert_eq!(objections[0]["status"], "overruled", "{objections:?}");
+    assert_eq!(callers.last(), Some(&"pm"), "the PM answered: {callers:?}");
+    assert!(
+        report.contains("The draft does not say how it deals with"),
+        "{report}"
+    );
 }
