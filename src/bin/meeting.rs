@@ -59,6 +59,11 @@ struct Args {
     /// a folder another user owns or others may write (only for a folder you trust)
     #[arg(long, requires = "resume", help_heading = "Input")]
     trust_run_dir: bool,
+    /// With --resume: the answer of the person the meeting waits for (status waiting, exit 4):
+    /// one JSON object (an AgentTurnResult) or the run folder's answer.txt filled in; checked
+    /// like any answer (an unusable one is sent back once, and the meeting waits again)
+    #[arg(long, value_name = "FILE", requires = "resume", help_heading = "Input")]
+    answer: Option<PathBuf>,
     #[command(flatten)]
     context: ContextArgs,
     #[command(flatten)]
@@ -127,9 +132,10 @@ struct Args {
 
 /// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
 /// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
-const RESUME_TAKES: [&str; 15] = [
+const RESUME_TAKES: [&str; 16] = [
     "resume",
     "trust_run_dir",
+    "answer",
     "adr",
     "supersedes",
     "headers",
@@ -175,6 +181,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             headers: args.llm.headers,
             trust_run_dir: args.trust_run_dir,
             adr: adr_of(&args.adr, &args.supersedes),
+            answer: args.answer,
         };
         return Ok(Request::Resume { dir, changes });
     }

@@ -24,6 +24,8 @@ pub struct Run {
     pub step: u32,
     /// The answers of the meeting so far (from `events.jsonl`), kept up by the driver.
     pub tally: Tally,
+    /// `--resume --answer`: the answer of the person the meeting waits for.
+    pub answer: Option<crate::stage::agent_turn::human::Given>,
     /// Held until the process ends: one meeting process at a time writes a run folder.
     _lock: std::fs::File,
 }
@@ -43,6 +45,7 @@ impl Run {
             board,
             step,
             tally,
+            answer: None,
             _lock: lock,
         }
     }
@@ -95,7 +98,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = at.step + 4 * at.board.max_loops.min(100_000) + 20;
-    let stages = Stages::new(settings);
+    let stages = Stages::new(settings).with_answer(run.answer.clone());
     loop {
         let Some(stage) = at.board.next_stage() else {
             let result = at.result(&at.board);
@@ -145,6 +148,10 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         }
         let (out_text, made) = match outcome? {
             Ran::Made { text, made } => (text, made),
+            // No one there to answer a person: the meeting stops, resumable with the answer.
+            Ran::Failed(Error::Waiting { message, document }) => {
+                return waiting(&at, &message, &document, ui);
+            }
             Ran::Failed(e) => return Err(e),
             // The `failed` result of a report that could not be saved is kept and ends the
             // meeting.
@@ -155,6 +162,10 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         };
         let next = checked_output(stage, made, &at.board)?;
         at.checkpoint(stage, &next, &out_text)?;
+        if stage == Stage::AgentTurn {
+            // The person the meeting waited for has answered (or a model took the turn).
+            at.run.answered()?;
+        }
         if !ui.quiet {
             if let Some(line) = progress_line(stage, &at.board, &next, ui) {
                 crate::note!("{line}");
@@ -163,6 +174,22 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         at.board = next;
         at.step += 1;
     }
+}
+
+/// A meeting that stops for a person: `waiting.json` and the answer's text form
+/// (`answer.txt`) written into the run folder, the MeetingResult `waiting` naming them
+/// (docs/design/agent-turn.md#waiting-for-a-person).
+fn waiting(at: &Position, message: &str, document: &str, ui: Ui) -> Result<MeetingResult> {
+    let file = at.run.write_waiting(document)?;
+    let mut result = at.result(&at.board);
+    result.status = crate::model::MeetingStatus::Waiting;
+    result.last_error = Some(message.to_string());
+    result.waiting_file = Some(super::settings::absolute(&file).display().to_string());
+    if !ui.quiet {
+        let answers = Answers::of(&at.board, &at.tally);
+        crate::note!("{}", final_line(&result, &answers, ui));
+    }
+    Ok(result)
 }
 
 /// The input of the next stage: the last output in the folder (docs/design/run-folder.md#run-folder).

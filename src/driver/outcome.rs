@@ -148,6 +148,7 @@ pub(super) fn result_of(
         last_error: why,
         cost: crate::llm::prices::Prices::current()
             .meeting_cost(&board.usage, &board.record.callers),
+        waiting_file: None,
     }
 }
 
@@ -161,6 +162,7 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
     let (status, colour) = match (result.status, result.forced) {
         (MeetingStatus::Failed, _) => ("failed", "1;31"),
         (MeetingStatus::NoDecision, _) => ("no decision (fallback report)", "1;33"),
+        (MeetingStatus::Waiting, _) => ("waiting for a person", "1;33"),
         (_, true) => ("finished (forced)", "1;32"),
         _ => ("finished", "1;32"),
     };
@@ -179,7 +181,8 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
 
 /// The error `meeting`'s exit status follows once it has printed its MeetingResult: `failed`
 /// (exit 1: the report is saved but no model contributed to it, or it could not be saved) or
-/// `no_decision` (exit 3: the report is the fallback) (docs/design/failure-policy.md#failure-policy).
+/// `no_decision` (exit 3: the report is the fallback) (docs/design/failure-policy.md#failure-policy),
+/// or `waiting` (exit 4: for a person's answer, docs/design/agent-turn.md#waiting-for-a-person).
 /// None when the meeting finished with the PM's decision, or was stopped to be resumed.
 pub(super) fn failure(
     result: &MeetingResult,
@@ -193,6 +196,16 @@ pub(super) fn failure(
             why.unwrap_or("no decision"),
             result.report_file.as_deref().unwrap_or("-")
         ))),
+        MeetingStatus::Waiting => Some(Error::Waiting {
+            message: format!(
+                "{}; what they are asked is in {}; answer with: meeting --resume {} --answer FILE (JSON, or {} filled in)",
+                why.unwrap_or("waiting for a person"),
+                result.waiting_file.as_deref().unwrap_or("-"),
+                run_dir.display(),
+                run_dir.join(crate::model::ANSWER_TEXT_FILE).display()
+            ),
+            document: String::new(),
+        }),
         MeetingStatus::Failed => Some(Error::Runtime(match &result.report_file {
             Some(report) => format!(
                 "the meeting failed: {}; the fallback report is {report}",

@@ -49,6 +49,9 @@ pub enum MeetingStatus {
     /// The report is saved but is the fallback: the PM made no decision (exit 3).
     NoDecision,
     Failed,
+    /// The meeting stopped for a person with no one there to answer (exit 4): its run folder
+    /// holds `waiting.json`, and `meeting --resume DIR --answer FILE` goes on.
+    Waiting,
 }
 
 impl MeetingStatus {
@@ -90,6 +93,9 @@ pub struct MeetingResult {
     /// sample provider).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<super::Cost>,
+    /// `waiting`: the run folder's `waiting.json`, what the person is asked and how to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_file: Option<String>,
 }
 
 #[cfg(test)]
