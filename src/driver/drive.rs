@@ -26,6 +26,8 @@ pub struct Run {
     pub tally: Tally,
     /// `--resume --answer`: the answer of the person the meeting waits for.
     pub answer: Option<crate::stage::agent_turn::human::Given>,
+    /// A fork before its loop: the loop at which its log is cut back (docs/design/run-folder.md#fork).
+    pub fork_at: Option<u32>,
     /// Held until the process ends: one meeting process at a time writes a run folder.
     _lock: std::fs::File,
 }
@@ -46,6 +48,7 @@ impl Run {
             step,
             tally,
             answer: None,
+            fork_at: None,
             _lock: lock,
         }
     }
@@ -98,7 +101,8 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = at.step + 4 * at.board.max_loops.min(100_000) + 20;
-    let stages = Stages::new(settings).with_answer(run.answer.clone());
+    let mut stages = Stages::new(settings).with_answer(run.answer.clone());
+    let mut fork_at = run.fork_at;
     loop {
         let Some(stage) = at.board.next_stage() else {
             let result = at.result(&at.board);
@@ -124,6 +128,14 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
             return Ok(at.result(&at.board));
         }
         let log = settings.llm.llm_log.as_deref();
+        if let (Some(n), Some(log)) = (fork_at, log) {
+            if at.board.current_loop() >= n {
+                // The fork's loop: from here every call is asked live, none from the parent.
+                super::run_dir::cut_log(log, at.board.usage.calls)?;
+                stages = Stages::new(settings);
+                fork_at = None;
+            }
+        }
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());

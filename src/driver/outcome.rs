@@ -149,6 +149,7 @@ pub(super) fn result_of(
         cost: crate::llm::prices::Prices::current()
             .meeting_cost(&board.usage, &board.record.callers),
         waiting_file: None,
+        forked_from: settings.fork.clone(),
     }
 }
 

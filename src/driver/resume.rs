@@ -140,8 +140,10 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         Some(file) => Some(given_answer(&run, &board, file)?),
         None => None,
     };
+    let fork_at = super::fork::pending(&settings, &board);
     let mut run = Run::new(run, settings, board, step + 1, tally, lock);
     run.answer = answer;
+    run.fork_at = fork_at;
     Ok(run)
 }
 

@@ -398,3 +398,33 @@ pub(super) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
         .append(true)
         .open(path)
 }
+
+/// The fork has reached its loop: its log keeps only the calls made so far (numbers up to
+/// `calls`), so every later call is asked live.
+pub(super) fn cut_log(log: &Path, calls: u64) -> Result<()> {
+    let text = match std::fs::read_to_string(log) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Error::Runtime(format!(
+                "{}: {}",
+                log.display(),
+                crate::io::os_error(&e)
+            )))
+        }
+    };
+    #[derive(serde::Deserialize)]
+    struct Seq {
+        seq: Option<u64>,
+    }
+    let kept: String = text
+        .split_inclusive('\n')
+        .filter(|l| {
+            serde_json::from_str::<Seq>(l)
+                .ok()
+                .and_then(|s| s.seq)
+                .is_some_and(|s| s <= calls)
+        })
+        .collect();
+    crate::io::write_atomic(log, kept.as_bytes())
+}

@@ -96,6 +96,20 @@ pub struct MeetingResult {
     /// `waiting`: the run folder's `waiting.json`, what the person is asked and how to answer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub waiting_file: Option<String>,
+    /// A fork (`meeting --fork`): the meeting it was forked from, and at which loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOf>,
+}
+
+/// A fork's parent (`meeting --fork DIR --at-loop N`, docs/design/run-folder.md#fork): every
+/// call before loop `at_loop` was answered from the parent's exchange log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkOf {
+    /// The parent's run folder (absolute).
+    pub run_dir: String,
+    pub trace_id: String,
+    pub at_loop: u32,
 }
 
 #[cfg(test)]
