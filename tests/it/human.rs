@@ -727,3 +727,127 @@ fn a_human_answer_is_recorded_and_replayed() {
     again.check(again.code() == Some(0), "agent-turn replaying");
     assert_eq!(turn_of(&again), turn_of(&out));
 }
+
+/// share/meeting.sh with no one there to answer stops as `meeting` does: status `waiting`,
+/// exit 4, what the person is asked in a file beside the report.
+#[test]
+fn the_shell_loop_waits_too() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let work = Workdir::new();
+    work.write("cfg/agent-meeting/agents/ana.yaml", ANA);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    let mut sh = crate::harness::Cli::new(std::process::Command::new("sh"));
+    let out = sh
+        .arg("share/meeting.sh")
+        .arg("meetings/demo.yaml")
+        .arg("arch,ana")
+        .arg(work.join("sh-report.md"))
+        .env("PATH", crate::harness::programs_path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .env(
+            agent_meeting::stage::agent_turn::human::TTY_ENV,
+            "/nonexistent/tty",
+        )
+        .env("EDITOR", "")
+        .env("VISUAL", "")
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env("MEETING_CASSETTE", &c)
+        .run();
+    out.exit(4).stderr_has("meeting.sh: waiting for ana");
+    let result: Value = out.json();
+    assert_eq!(result["status"], "waiting");
+    let waiting: Value = serde_json::from_str(&work.read("sh-report.waiting.json")).unwrap();
+    assert_eq!(
+        waiting["question"],
+        "Who gets paged when the nightly run overruns?"
+    );
+}
+
+/// The summary table lists a meeting waiting for a person, with whom it waits for.
+#[test]
+fn the_summary_lists_a_waiting_meeting() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let work = Workdir::new();
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    meeting(&work, &c, &[]).exit(4);
+    let out = crate::harness::Cli::new(std::process::Command::new("sh"))
+        .arg("share/flows/summary.sh")
+        .arg(work.join("runs/demo-test"))
+        .env("FORMAT", "tsv")
+        .run();
+    out.success()
+        .stdout_has("demo-test\twaiting\t-\twaiting for ana\t-\t-\t1\t-\t-");
+}
+
+/// batch.sh names a meeting waiting for a person and where their answer goes; run again with
+/// the answer there, it goes on (`meeting --resume --answer`) and ends well.
+#[test]
+fn a_batch_lists_a_waiting_meeting_and_takes_its_answer() {
+    if skip_without(Tool::Jq) || skip_without(Tool::GnuParallel) {
+        return;
+    }
+    let work = Workdir::new();
+    work.write("agents/ana.yaml", ANA);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    let input = work.write(
+        "jobs.jsonl",
+        format!(
+            "{}\n",
+            json!({"meeting_file": "meetings/demo.yaml", "name": "m1", "cassette": c})
+        ),
+    );
+    let out_dir = work.join("out");
+    let batch = || {
+        crate::harness::Cli::new(std::process::Command::new("sh"))
+            .arg("share/flows/batch.sh")
+            .arg(&input)
+            .arg(&out_dir)
+            .args(["--agents", "arch,ana", "--provider", "replay"])
+            .arg("--agents-dir")
+            .arg(work.join("agents"))
+            .env("PATH", crate::harness::programs_path())
+            .env("AGENT_MEETING_NOW", NOW)
+            .env(
+                agent_meeting::stage::agent_turn::human::TTY_ENV,
+                "/nonexistent/tty",
+            )
+            .env("EDITOR", "")
+            .env("VISUAL", "")
+            .run()
+    };
+    let first = batch();
+    first.exit(1).stderr_has(&format!(
+        "batch.sh: m1 waits for ana: put their answer in {}/answers/m1.txt",
+        out_dir.display()
+    ));
+    let result: Value = serde_json::from_str(&work.read("out/results/m1.json")).unwrap();
+    assert_eq!(result["status"], "waiting");
+    work.write(
+        "out/answers/m1.json",
+        "{\"response\": \"The on-call DBA, Priya.\", \"key_points\": [\"Priya is paged\"], \"citations\": []}",
+    );
+    let second = batch();
+    second.exit(0).stderr_has("batch.sh: 1 meetings ended well");
+    let result: Value = serde_json::from_str(&work.read("out/results/m1.json")).unwrap();
+    assert_eq!(result["status"], "finished");
+    assert!(work
+        .read("out/reports/m1.md")
+        .contains("The meeting waited for ana"));
+}
