@@ -218,6 +218,13 @@ fn with_no_one_there_the_meeting_waits_and_the_answer_resumes_it() {
     );
     // Nothing was asked of the person yet: no exchange logged for ana.
     assert!(!log_lines(&work).iter().any(|l| l["caller"] == "ana"));
+    let next = || {
+        cli("next-stage")
+            .arg("--run-folder")
+            .arg(work.join("runs/demo-test"))
+            .run()
+    };
+    next().success().stdout_is("waiting\n");
 
     // The template filled in, as the person would in an editor.
     let filled = text
@@ -237,6 +244,7 @@ fn with_no_one_there_the_meeting_waits_and_the_answer_resumes_it() {
     let result: Value = done.json();
     assert_eq!(result["status"], "finished", "{result}");
     assert!(!run.join("waiting.json").exists() && !run.join("answer.txt").exists());
+    next().success().stdout_is("none\n");
     let board = final_board(&run);
     assert!(board["latest_agent_outputs"]["ana"]
         .to_string()
