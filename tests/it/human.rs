@@ -285,6 +285,7 @@ fn a_bad_citation_in_the_given_answer_gets_its_one_chance() {
         .stderr_has("waiting for ana to fix an unusable answer");
     let waiting: Value = serde_json::from_str(&work.read("runs/demo-test/waiting.json")).unwrap();
     assert_eq!(waiting["call"], 3);
+    assert_eq!(waiting["asked_at"], NOW, "asked when first asked");
     let problem = waiting["problem"].as_str().unwrap();
     assert!(problem.contains("could not be used"), "{problem}");
     assert_eq!(waiting["answer_template"]["response"], "See the runbook.");

@@ -214,7 +214,8 @@ pub fn turn(
         (None, Some(g)) => Ok(Source::Given(Some(g.text))),
         (None, None) => source(&board, answers)?.or_else(logged),
     };
-    let mut wait = waiting_for(&board, &clock.now())?;
+    // Asked when first asked: a fix the meeting waits for again keeps that time.
+    let mut wait = waiting_for(&board, asked_at.as_deref().unwrap_or(&clock.now()))?;
     let source = match source {
         Ok(source) => source,
         Err(why) => {
