@@ -57,7 +57,9 @@ impl Run {
 /// Where the loop stands: the last board, the number of the next stage file, the tally.
 struct Position<'a> {
     run: &'a RunDir,
-    settings: &'a RunSettings,
+    /// The run's settings; a fork's gain what its parent's log answered once it reaches its
+    /// loop (saved in `meeting.json`).
+    settings: std::borrow::Cow<'a, RunSettings>,
     board: Board,
     step: u32,
     tally: Tally,
@@ -81,7 +83,7 @@ impl Position<'_> {
     }
 
     fn result(&self, board: &Board) -> MeetingResult {
-        result_of(board, &self.tally, self.settings, &self.run.path)
+        result_of(board, &self.tally, &self.settings, &self.run.path)
     }
 }
 
@@ -93,7 +95,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     let settings = &run.settings;
     let mut at = Position {
         run: &run.dir,
-        settings,
+        settings: std::borrow::Cow::Borrowed(settings),
         board: run.board.clone(),
         step: run.step,
         tally: run.tally.clone(),
@@ -134,6 +136,14 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 super::run_dir::cut_log(log, at.board.usage.calls)?;
                 stages = Stages::new(settings);
                 fork_at = None;
+                let mut saved = settings.clone();
+                if let Some(f) = saved.fork.as_mut() {
+                    f.from_parent = Some(at.board.usage.clone());
+                }
+                let file = at.run.path.join("meeting.json");
+                at.run
+                    .write(&file, crate::io::to_json_line(&saved, true).as_bytes())?;
+                at.settings = std::borrow::Cow::Owned(saved);
             }
         }
         let log_len = log

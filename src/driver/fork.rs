@@ -94,6 +94,7 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
         run_dir: absolute(parent).display().to_string(),
         trace_id: parent_board.trace_id.clone(),
         at_loop: changes.at_loop,
+        from_parent: None,
     });
     // The parent's collected documents, as its meeting saw them.
     let packet_file = RunDir {
@@ -216,20 +217,19 @@ pub fn compare(a: &Path, b: &Path) -> Result<String> {
         Ok((super::final_board(dir)?, settings.fork))
     };
     let ((ba, fa), (bb, fb)) = (read(a)?, read(b)?);
-    let prices = crate::llm::prices::Prices::current();
     let (la, lb) = (a.display().to_string(), b.display().to_string());
     use crate::stage::render_report::compare::{compare, Side};
     Ok(compare(
         &Side {
             label: &la,
             board: &ba,
-            cost: prices.meeting_cost(&ba.usage, &ba.record.callers),
+            cost: super::outcome::own_cost(&ba, fa.as_ref()),
             fork: fa.as_ref(),
         },
         &Side {
             label: &lb,
             board: &bb,
-            cost: prices.meeting_cost(&bb.usage, &bb.record.callers),
+            cost: super::outcome::own_cost(&bb, fb.as_ref()),
             fork: fb.as_ref(),
         },
     ))

@@ -110,6 +110,10 @@ pub struct ForkOf {
     pub run_dir: String,
     pub trace_id: String,
     pub at_loop: u32,
+    /// What the parent's log answered (the usage when the fork reached `at_loop`): paid by
+    /// the parent, so left out of the fork's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_parent: Option<super::Usage>,
 }
 
 #[cfg(test)]

@@ -19,6 +19,18 @@ fn decided(choice: &str, confidence: &str) -> Value {
     )
 }
 
+/// gpt-4o's prices per token in the built-in table: (input, output).
+fn gpt_4o() -> (f64, f64) {
+    let text =
+        std::fs::read_to_string(crate::harness::root().join("share/prices/prices.json")).unwrap();
+    let table: Value = serde_json::from_str(&text).unwrap();
+    let row = &table["models"]["gpt-4o"];
+    (
+        row["input"].as_f64().unwrap(),
+        row["output"].as_f64().unwrap(),
+    )
+}
+
 /// A server answering `replies` in order, 1,000 prompt and 100 completion tokens each.
 fn serve(replies: &[Value]) -> FakeServer {
     FakeServer::start(
@@ -95,9 +107,23 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
     assert!(live.to_string().contains("The run takes 3h40m."), "{live}");
     let result: Value = out.json();
     assert_eq!(result["trace_id"], "child");
+    let from = &result["forked_from"];
     assert_eq!(
-        result["forked_from"],
-        json!({"run_dir": work.join("runs/parent").to_str().unwrap(), "trace_id": "parent", "at_loop": 2})
+        (&from["run_dir"], &from["trace_id"], &from["at_loop"]),
+        (
+            &json!(work.join("runs/parent")),
+            &json!("parent"),
+            &json!(2)
+        )
+    );
+    // What the parent's log answered (loop 1's two calls) is the parent's cost, not the
+    // fork's: the fork paid for its one live call, at gpt-4o's price.
+    assert_eq!(from["from_parent"]["calls"], 2);
+    let (input, output) = gpt_4o();
+    let usd = result["cost"]["usd"].as_f64().unwrap();
+    assert!(
+        (usd - (1000.0 * input + 100.0 * output)).abs() < 1e-9,
+        "{result}"
     );
     assert_eq!(result["loops"], 1);
     let settings: Value = serde_json::from_str(&work.read("runs/child/meeting.json")).unwrap();
@@ -125,6 +151,7 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
         "- Confidence: high → low",
         "- Loops: 2 → 1",
         "- LLM calls: 5 → 3",
+        "- Cost: $0.0010 → $0.0035",
         "Only in runs/parent: Replica lag reaches 14 minutes.",
         "- Forked from parent at loop 2",
     ] {
