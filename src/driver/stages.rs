@@ -267,6 +267,15 @@ pub(super) fn run_loop_stage(
     let unreadable =
         |e: Error| Error::Runtime(format!("stage {stage} wrote an unusable board: {e}"));
     if let Some(e) = failure {
+        // An agent-turn with no one there to answer prints what the person is asked (exit 4):
+        // the meeting waits, as with the built-in stage.
+        if stage == Stage::AgentTurn && serde_json::from_str::<crate::model::Waiting>(&text).is_ok()
+        {
+            return Ok(Ran::Failed(Error::Waiting {
+                message: e.to_string(),
+                document: text,
+            }));
+        }
         // A render-report that could not save the report still prints the `failed` result.
         let report = (stage == Stage::RenderReport)
             .then(|| crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json))

@@ -860,3 +860,37 @@ fn a_batch_lists_a_waiting_meeting_and_takes_its_answer() {
         .read("out/reports/m1.md")
         .contains("The meeting waited for ana"));
 }
+
+/// A user's agent-turn (`--stage agent-turn=...`) that exits 4 with what the person is asked
+/// makes the meeting wait as the built-in stage does; resumed with the built-in stage and the
+/// answer, it finishes.
+#[test]
+fn a_users_agent_turn_that_waits_makes_the_meeting_wait() {
+    let work = Workdir::new();
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    let stage = format!("agent-turn={}", crate::harness::bin("agent-turn").display());
+    let out = meeting(&work, &c, &["--stage", &stage]);
+    out.exit(4).stderr_has("waiting for ana");
+    let result: Value = out.json();
+    assert_eq!(result["status"], "waiting", "{result}");
+    let waiting: Value = serde_json::from_str(&work.read("runs/demo-test/waiting.json")).unwrap();
+    assert_eq!(waiting["agent"], "ana");
+    let answer = work.write(
+        "a.json",
+        "{\"response\": \"Priya.\", \"key_points\": [\"Priya is paged\"], \"citations\": []}",
+    );
+    let done = resume(
+        &work,
+        &[
+            "--stage",
+            "agent-turn=",
+            "--answer",
+            answer.to_str().unwrap(),
+        ],
+    );
+    done.check(done.code() == Some(0), "resumed with the built-in stage");
+}
