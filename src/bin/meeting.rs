@@ -67,7 +67,7 @@ struct Args {
     /// Start a new meeting from this run folder's settings and documents, its calls before
     /// --at-loop answered from the folder's llm.jsonl (none sent again) and the rest live; it
     /// takes --model, --agents, --max-loops, --trace-id, --report-file (default: the parent's
-    /// with -fork), --run-dir and the output flags
+    /// with -fork), --run-dir, --step and the output flags
     #[arg(
         long,
         value_name = "DIR",
@@ -172,7 +172,7 @@ const RESUME_TAKES: [&str; 16] = [
 ];
 
 /// The flags `--fork` takes (clap ids): what the fork changes of its parent, and the output.
-const FORK_TAKES: [&str; 10] = [
+const FORK_TAKES: [&str; 11] = [
     "fork",
     "at_loop",
     "model",
@@ -182,6 +182,7 @@ const FORK_TAKES: [&str; 10] = [
     "report_file",
     "run_dir",
     "quiet",
+    "step",
     "pretty",
 ];
 
@@ -194,7 +195,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
         if let Some(flag) = cli::given_outside(&Args::command(), matches, &FORK_TAKES) {
             return Err(Error::Usage(format!(
                 "{flag} cannot be used with --fork: the parent's meeting.json holds the meeting \
-                 (--fork takes --at-loop, --model, --agents, --max-loops, --trace-id, --report-file, --run-dir, --quiet, --pretty)"
+                 (--fork takes --at-loop, --model, --agents, --max-loops, --trace-id, --report-file, --run-dir, --quiet, --step, --pretty)"
             )));
         }
         let changes = driver::ForkChanges {

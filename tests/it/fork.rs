@@ -159,6 +159,65 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
     }
 }
 
+/// A fork stopped before its loop (`--step`, `q`) and resumed still answers the calls before
+/// the loop from the parent's log: the server is asked only the loop's own call.
+#[test]
+fn a_resumed_fork_still_asks_nothing_before_its_loop() {
+    let work = Workdir::new();
+    let first = serve(&[
+        pm::call("arch", "How long does the nightly run take?"),
+        pm::answer("About 3h40m.", &["The run takes 3h40m."]),
+        pm::call("arch", "Would a replica lag?"),
+        pm::answer("Up to 14 minutes.", &["Replica lag reaches 14 minutes."]),
+        decided("the replica", "high"),
+    ]);
+    meeting(
+        &work,
+        &first,
+        &[
+            "--topic",
+            "Move reporting off the primary?",
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--trace-id",
+            "parent",
+            "--report-file",
+            "report.md",
+        ],
+    )
+    .success();
+    let second = serve(&[decided("a managed warehouse", "low")]);
+    // Enter runs loop 1's PM round, q stops before arch's turn.
+    let stopped = work
+        .cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", second.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("AGENT_MEETING_NOW", NOW)
+        .args([
+            "--fork",
+            "runs/parent",
+            "--at-loop",
+            "2",
+            "--trace-id",
+            "child",
+            "--step",
+        ])
+        .stdin("\nq\n")
+        .run();
+    stopped.success().stderr_has("stopped before agent-turn");
+    assert_eq!(second.count(), 0, "{}", stopped.stderr());
+    let done = meeting(&work, &second, &["--resume", "runs/child"]);
+    done.success();
+    assert_eq!(second.count(), 1, "only loop 2's call: {}", done.stderr());
+    let result: Value = done.json();
+    assert_eq!(result["forked_from"]["at_loop"], 2);
+    assert!(work.read("report-fork.md").contains("a managed warehouse"));
+}
+
 /// `--at-loop` past the parent's last loop, or a folder that is no run folder, is bad usage.
 #[test]
 fn a_fork_needs_a_run_folder_and_one_of_its_loops() {
