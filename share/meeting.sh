@@ -10,7 +10,9 @@
 # participants the PM may ask at once, default 3), TRACE_ID (optional), BOARD_OUT (keep the final board),
 # EVENTS_OUT (write the meeting's events there, one JSON line each, as `meeting` writes
 # events.jsonl), MEETING_HUMAN_ANSWERS (the answers of `kind: human` participants, as
-# `meeting --human-answers`: agent-turn reads it), and the provider variables
+# `meeting --human-answers`: agent-turn reads it; with no one there to answer, the meeting
+# stops `waiting`, exit 4, what they are asked in WAITING_OUT, default REPORT_FILE's name
+# with .waiting.json), and the provider variables
 # (AGENT_MEETING_PROVIDER, AGENT_MEETING_MODEL, MEETING_CASSETTE, OPENAI_API_KEY, ...).
 set -eu
 
@@ -52,7 +54,19 @@ while :; do
       render-report --report-file "$report" < "$board" > "$next.report" || exit $?
       jq '.board' "$next.report" > "$next" && rm -f "$next.report" ;;
     *)
-      "$stage" < "$board" > "$next" || exit $? ;;
+      rc=0; "$stage" < "$board" > "$next" || rc=$?
+      if [ "$rc" -eq 4 ] && [ "$stage" = agent-turn ]; then
+        # A person with no one there to answer: agent-turn printed what they are asked; the
+        # meeting stops `waiting` (exit 4), as `meeting` does (docs/design/agent-turn.md#waiting-for-a-person).
+        waiting=${WAITING_OUT:-${report%.*}.waiting.json}
+        mv "$next" "$waiting"
+        if [ -n "${BOARD_OUT:-}" ]; then cp "$board" "$BOARD_OUT"; fi
+        jq -c --arg w "$waiting" '{status: "waiting", loops: .loop_count, report_file: null,
+          waiting_file: $w, usage: {calls: .usage.calls}}' "$board"
+        echo "meeting.sh: waiting for $(jq -r .agent "$waiting"): what they are asked is in $waiting; run it again with their answer as a line of MEETING_HUMAN_ANSWERS" >&2
+        exit 4
+      fi
+      [ "$rc" -eq 0 ] || exit "$rc" ;;
   esac
   mv "$next" "$board"; next=$(mktemp)
   events

@@ -2,7 +2,8 @@
 //!
 //! `Invalid` is a field-level problem without a file; `Error::Input` adds the file. Exit code
 //! 2 means bad usage or invalid input, 1 a runtime failure, 3 a meeting whose saved report is
-//! the fallback: no PM decision (docs/design/failure-policy.md#no-decision).
+//! the fallback: no PM decision (docs/design/failure-policy.md#no-decision), 4 a meeting
+//! waiting for a person to answer (docs/design/agent-turn.md#waiting-for-a-person).
 
 use std::fmt;
 
@@ -84,7 +85,15 @@ pub enum Error {
     /// the run folder resumes it; exit 130, as a stop by Ctrl-C.
     #[error("{0}")]
     Stopped(String),
+    /// A person (`kind: human`) is asked and no one is there to answer: the meeting stops,
+    /// resumable with the answer (`meeting --resume DIR --answer FILE`); exit 4. `document`
+    /// is the `waiting.json` the run folder keeps for them (`model::Waiting`, as JSON).
+    #[error("{message}")]
+    Waiting { message: String, document: String },
 }
+
+/// The exit code of a meeting that waits for a person's answer.
+pub const WAITING_EXIT: u8 = 4;
 
 fn fmt_input(file: &str, path: &str, message: &str) -> String {
     match (file.is_empty(), path.is_empty()) {
@@ -131,6 +140,7 @@ impl Error {
             Error::Runtime(_) | Error::NotResumable(_) => 1,
             Error::NoDecision(_) => 3,
             Error::Stopped(_) => 130,
+            Error::Waiting { .. } => WAITING_EXIT,
         }
     }
 }

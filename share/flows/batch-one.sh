@@ -4,7 +4,8 @@
 #
 # Usage: share/flows/batch-one.sh OUT_DIR INDEX [MEETING_FLAGS...]
 # Writes OUT_DIR/runs/NAME/ (the run folder), reports/NAME.md and results/NAME.json (the
-# MeetingResult); resumes the meeting when its run folder exists. Exits as `meeting` does.
+# MeetingResult); resumes the meeting when its run folder exists, with OUT_DIR/answers/NAME.json
+# or NAME.txt as the answer when it waits for a person. Exits as `meeting` does (4: waiting).
 set -eu
 usage='usage: batch-one.sh OUT_DIR INDEX [MEETING_FLAGS...]'
 out=${1:?$usage}; index=${2:?$usage}; shift 2
@@ -16,7 +17,12 @@ result=$out/results/$name.json
 
 set +e
 if [ -d "$out/runs/$name" ]; then
-  meeting --resume "$out/runs/$name" --quiet > "$result.tmp"
+  # A meeting waiting for a person goes on with their answer, when it is there.
+  set --
+  for answer in "$out/answers/$name.json" "$out/answers/$name.txt"; do
+    if [ -f "$answer" ] && [ -f "$out/runs/$name/waiting.json" ]; then set -- --answer "$answer"; break; fi
+  done
+  meeting --resume "$out/runs/$name" --quiet "$@" > "$result.tmp"
 else
   set -- --run-dir "$out/runs" --trace-id "$name" --report-file "$out/reports/$name.md" --quiet "$@"
   cassette=$(printf '%s\n' "$job" | jq -r '.cassette // ""')

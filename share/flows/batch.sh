@@ -8,7 +8,8 @@
 #            (*.yaml, *.yml, *.json), each named after its file
 #   OUT_DIR  gets jobs.jsonl (the meetings, numbered by line), joblog (GNU parallel's),
 #            runs/NAME/ (each meeting's run folder), reports/NAME.md and results/NAME.json
-#            (each meeting's MeetingResult); nothing else is written, so names never collide
+#            (each meeting's MeetingResult); nothing else is written, so names never collide;
+#            answers/NAME.json or NAME.txt (yours) answers a meeting waiting for a person
 #   MEETING_FLAGS  given to every meeting: --agents arch,biz --provider replay ...
 #   e.g. JOBS=4 share/flows/batch.sh topics.jsonl out --agents arch,biz --model gpt-4o-mini
 # Environment: JOBS (meetings at once, default 4), and what `meeting` reads (keys, provider,
@@ -46,6 +47,12 @@ n=$(grep -c . "$out/jobs.jsonl" || true)
 status=0
 seq 1 "$n" | parallel --jobs "${JOBS:-4}" --joblog "$out/joblog" --resume-failed \
   -q sh "$here/batch-one.sh" "$out" {} "$@" || status=$?
+# The meetings waiting for a person, each with where its answer goes (docs/design/flows.md#batch).
+for waiting in "$out"/runs/*/waiting.json; do
+  [ -f "$waiting" ] || continue
+  name=$(basename "$(dirname "$waiting")")
+  echo "batch.sh: $name waits for $(jq -r .agent "$waiting"): put their answer in $out/answers/$name.txt ($out/runs/$name/answer.txt filled in) or $name.json, then run it again" >&2
+done
 # One line on how it went, success or not (stdout stays free for whoever pipes it).
 if [ "$status" -eq 0 ]; then
   echo "batch.sh: $n meetings ended well; reports in $out/reports, results in $out/results (table: share/flows/summary.sh $out/runs/*)" >&2

@@ -7,20 +7,41 @@
 # Usage: share/flows/human-gate.sh MEETING_FILE AGENTS [REPORT_FILE]
 #   e.g. EDITOR=nano human-gate.sh meetings/demo.yaml arch,biz
 #        GATE_JQ='.confidence = "low"' human-gate.sh meetings/demo.yaml arch,biz
-# Environment: GATE_JQ, VISUAL, EDITOR (default vi), and as share/flows/lib.sh.
+# With no GATE_JQ, no editor and no terminal the gate waits for its person, as `meeting` does
+# for a participant (exit 4): the board and the decision to review are kept beside the report
+# (REPORT.gate-board.json, REPORT.gate-decision.json); run again with GATE_BOARD and
+# GATE_DECISION naming them (the decision edited) and the flow goes on from the gate, no call
+# made again.
+# Environment: GATE_JQ, GATE_BOARD, GATE_DECISION, VISUAL, EDITOR (default vi with a terminal),
+# and as share/flows/lib.sh.
 set -eu
 . "$(dirname "$0")/lib.sh"
 usage='usage: human-gate.sh MEETING_FILE AGENTS [REPORT_FILE]'
 meeting_file=${1:?$usage}; agents=${2:?$usage}
 stem=$(basename "$meeting_file"); report=${3:-reports/${stem%.*}.md}
 
-flow_start "$meeting_file" "$agents"
-flow_until_report
+if [ -n "${GATE_BOARD:-}" ]; then
+  # A gate that waited: its board, the meeting's calls already made (docs/design/flows.md#human-gate).
+  cp "$GATE_BOARD" "$board"
+else
+  flow_start "$meeting_file" "$agents"
+  flow_until_report
+fi
 if [ "$(jq '.record.decision != null' "$board")" = true ]; then
   draft=$(mktemp); trap 'rm -f "$board" "$next" "$draft"' EXIT
   jq '.record.decision' "$board" > "$draft"
-  if [ -n "${GATE_JQ:-}" ]; then
+  if [ -n "${GATE_DECISION:-}" ]; then
+    cp "$GATE_DECISION" "$draft"
+  elif [ -n "${GATE_JQ:-}" ]; then
     jq "$GATE_JQ" "$draft" > "$next" && mv "$next" "$draft" && next=$(mktemp)
+  elif [ -z "${VISUAL:-}${EDITOR:-}" ] && ! (: < /dev/tty) 2> /dev/null; then
+    # No one to ask: wait for them, as `meeting` waits for a participant (exit 4).
+    kept=${report%.*}.gate-board.json; decision=${report%.*}.gate-decision.json
+    cp "$board" "$kept"; cp "$draft" "$decision"
+    jq -c --arg d "$decision" --arg b "$kept" '{status: "waiting", loops: .loop_count,
+        report_file: null, waiting_file: $d, board_file: $b, usage: {calls: .usage.calls}}' "$board"
+    echo "human-gate.sh: waiting for a person to review the decision in $decision; go on with GATE_BOARD=$kept GATE_DECISION=$decision" >&2
+    exit 4
   else
     # Stdout is the flow's JSON line: the editor gets the terminal, or stderr without one.
     if (: < /dev/tty) 2> /dev/null; then

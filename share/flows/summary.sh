@@ -3,8 +3,9 @@
 # folders): run, status, report kind, decision, confidence, loops, LLM calls, tokens, cost (US
 # dollars at the price table's prices; `unpriced` for a model the table does not know, `-`
 # with no live call: a replay). Each row
-# is read from the folder's last render-report output (the ReportResult); a folder without
-# one (the meeting did not get that far) is listed as `unfinished`.
+# is read from the folder's last render-report output (the ReportResult); a folder waiting
+# for a person's answer is listed as `waiting` (`waiting for NAME`), one without a report
+# (the meeting did not get that far) as `unfinished`.
 #
 # Usage: share/flows/summary.sh RUN_DIR...      (TSV with FORMAT=tsv; Markdown by default)
 #   e.g. share/flows/summary.sh out/runs/*
@@ -12,7 +13,12 @@ set -eu
 [ $# -gt 0 ] || { echo 'usage: summary.sh RUN_DIR...' >&2; exit 2; }
 for dir in "$@"; do
   last=$(ls "$dir" 2>/dev/null | grep -- '-render-report\.out\.json$' | LC_ALL=C sort | tail -n 1 || true)
-  if [ -n "$last" ]; then
+  if [ -f "$dir/waiting.json" ]; then
+    # Stopped for a person with no one there (docs/design/agent-turn.md#waiting-for-a-person).
+    jq -c --arg run "$(basename "$dir")" '{run: $run, status: "waiting", kind: "-",
+        decision: ("waiting for " + .agent), confidence: "-", loops: "-", calls: (.call - 1),
+        tokens: "-", cost: "-"}' "$dir/waiting.json"
+  elif [ -n "$last" ]; then
     jq -c --arg run "$(basename "$dir")" '{run: $run, status, kind,
         decision: (.board.record.decision.choice // "-"), confidence: (.board.record.decision.confidence // "-"),
         loops: .board.loop_count, calls: .board.usage.calls,

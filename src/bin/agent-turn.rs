@@ -15,7 +15,8 @@ use clap::Parser;
     after_help = "Reads a Board with pending_calls on stdin, writes the Board with their turns in\n\
                   last_turns and pending_calls cleared on stdout; a fan-out's calls run concurrently,\n\
                   their turns in call order. A `kind: human` agent answers in\n\
-                  $VISUAL/$EDITOR or on the terminal, or from --human-answers.\n\n\
+                  $VISUAL/$EDITOR or on the terminal, or from --human-answers; with no one\n\
+                  there it prints what the person is asked (waiting.json) and exits 4.\n\n\
                   Example:\n  \
 # in the repository; the stages take the replay settings from the environment\n  \
                   export AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl\n  \
@@ -37,14 +38,18 @@ pub fn main() -> ExitCode {
         let llm = agent_meeting::cli::config::with_config(args.llm)?;
         let board = agent_meeting::io::read_board_stdin()?;
         let answers = args.human.human_answers.as_deref();
-        cli::write_stage_board(
-            turn::run(
-                board,
-                &mut agent_meeting::llm::Clients::per_stage(&llm),
-                answers,
-            ),
-            &args.output,
-        )
+        let turned = turn::run(
+            board,
+            &mut agent_meeting::llm::Clients::per_stage(&llm),
+            answers,
+            None,
+        );
+        // No one there to answer: stdout carries what the person is asked (waiting.json),
+        // and the exit code is 4 (docs/design/agent-turn.md#waiting-for-a-person).
+        if let Err(agent_meeting::Error::Waiting { document, .. }) = &turned {
+            cli::write_stdout(&format!("{document}\n"))?;
+        }
+        cli::write_stage_board(turned, &args.output)
     })
 }
 

@@ -59,6 +59,26 @@ struct Args {
     /// a folder another user owns or others may write (only for a folder you trust)
     #[arg(long, requires = "resume", help_heading = "Input")]
     trust_run_dir: bool,
+    /// With --resume: the answer of the person the meeting waits for (status waiting, exit 4):
+    /// one JSON object (an AgentTurnResult) or the run folder's answer.txt filled in; checked
+    /// like any answer (an unusable one is sent back once, and the meeting waits again)
+    #[arg(long, value_name = "FILE", requires = "resume", help_heading = "Input")]
+    answer: Option<PathBuf>,
+    /// Start a new meeting from this run folder's settings and documents, its calls before
+    /// --at-loop answered from the folder's llm.jsonl (none sent again) and the rest live; it
+    /// takes --model, --agents, --max-loops, --trace-id, --report-file (default: the parent's
+    /// with -fork), --run-dir, --step and the output flags
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "at_loop",
+        conflicts_with = "resume",
+        help_heading = "Input"
+    )]
+    fork: Option<PathBuf>,
+    /// With --fork: the first loop asked live (1 asks every call again)
+    #[arg(long, value_name = "N", requires = "fork", help_heading = "Input")]
+    at_loop: Option<u32>,
     #[command(flatten)]
     context: ContextArgs,
     #[command(flatten)]
@@ -117,6 +137,11 @@ struct Args {
     /// No progress on stderr
     #[arg(long, short, help_heading = "Output")]
     quiet: bool,
+    /// Print what changed between two run folders' meetings (a fork and its parent): the
+    /// decision, its confidence, loops, LLM calls, cost, findings and questions answered, as
+    /// Markdown
+    #[arg(long, num_args = 2, value_names = ["A", "B"], exclusive = true, help_heading = "Output")]
+    compare: Vec<PathBuf>,
     #[command(flatten)]
     human: cli::HumanArgs,
     #[command(flatten)]
@@ -127,9 +152,10 @@ struct Args {
 
 /// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
 /// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
-const RESUME_TAKES: [&str; 15] = [
+const RESUME_TAKES: [&str; 16] = [
     "resume",
     "trust_run_dir",
+    "answer",
     "adr",
     "supersedes",
     "headers",
@@ -145,11 +171,46 @@ const RESUME_TAKES: [&str; 15] = [
     "otlp_content",
 ];
 
+/// The flags `--fork` takes (clap ids): what the fork changes of its parent, and the output.
+const FORK_TAKES: [&str; 11] = [
+    "fork",
+    "at_loop",
+    "model",
+    "agents",
+    "max_loops",
+    "trace_id",
+    "report_file",
+    "run_dir",
+    "quiet",
+    "step",
+    "pretty",
+];
+
 /// What the flags ask: resume a run folder, or start (or dry-run) a meeting. With `--resume`,
 /// a flag given on the command line that it does not take is refused, naming it; defaults and
 /// environment variables (AGENT_MEETING_PROVIDER, MEETING_CASSETTE, ...) are not given flags:
 /// the saved settings win over them silently.
 fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
+    if let Some(parent) = args.fork {
+        if let Some(flag) = cli::given_outside(&Args::command(), matches, &FORK_TAKES) {
+            return Err(Error::Usage(format!(
+                "{flag} cannot be used with --fork: the parent's meeting.json holds the meeting \
+                 (--fork takes --at-loop, --model, --agents, --max-loops, --trace-id, --report-file, --run-dir, --quiet, --step, --pretty)"
+            )));
+        }
+        let changes = driver::ForkChanges {
+            at_loop: args.at_loop.unwrap_or(1),
+            model: given(matches, "model"),
+            agents: (matches.value_source("agents")
+                == Some(clap::parser::ValueSource::CommandLine))
+            .then(|| args.board.agents.clone()),
+            max_loops: given(matches, "max_loops"),
+            trace_id: args.board.trace_id.clone(),
+            report_file: args.report_file,
+            run_dir: args.run_dir,
+        };
+        return Ok(Request::Fork { parent, changes });
+    }
     if let Some(dir) = args.resume {
         let command = Args::command();
         if let Some(flag) = cli::given_outside(&command, matches, &RESUME_TAKES) {
@@ -175,6 +236,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             headers: args.llm.headers,
             trust_run_dir: args.trust_run_dir,
             adr: adr_of(&args.adr, &args.supersedes),
+            answer: args.answer,
         };
         return Ok(Request::Resume { dir, changes });
     }
@@ -269,6 +331,9 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
             &given,
             config::load()?,
         )?);
+    }
+    if let [a, b] = args.compare.as_slice() {
+        return cli::write_stdout(&driver::compare(a, b)?);
     }
     if args.list_agents {
         let search =

@@ -13,16 +13,34 @@ use clap::Parser;
     version,
     after_help = "Prints one of pm-step, agent-turn, merge-board, render-report, or none (the meeting is\n\
                   over: status finished). A failed board (its report could not be saved) prints\n\
-                  render-report, which tries again.\n\n\
+                  render-report, which tries again. With --run-folder, of a `meeting` run folder's\n\
+                  newest board instead of stdin, and `waiting` when the meeting waits for a\n\
+                  person's answer (meeting --resume DIR --answer FILE).\n\n\
                   Example:\n  \
 # share/meeting.sh runs a whole meeting this way\n  \
                   collect-context --topic 'Adopt Rust?' | init-board --agents arch,biz | next-stage"
 )]
-struct Args {}
+struct Args {
+    /// Read the newest board of this `meeting` run folder instead of stdin; prints `waiting`
+    /// when the meeting waits for a person's answer (its waiting.json)
+    #[arg(long, value_name = "DIR")]
+    run_folder: Option<std::path::PathBuf>,
+}
 
 pub fn main() -> ExitCode {
     cli::main_with("next-stage", || {
-        let _: Args = cli::parse_args("next-stage");
+        let args: Args = cli::parse_args("next-stage");
+        if let Some(dir) = args.run_folder {
+            // The run folder's state: its newest board, and whether it waits for a person
+            // (docs/design/agent-turn.md#waiting-for-a-person).
+            let board = agent_meeting::driver::final_board(&dir)?;
+            let run = agent_meeting::driver::RunDir { path: dir };
+            let next = match run.waiting()? {
+                Some(_) if board.next_stage().is_some() => "waiting",
+                _ => board.next_stage().map_or("none", |s| s.program()),
+            };
+            return cli::write_stdout(&format!("{next}\n"));
+        }
         let board = io::read_board_stdin()?;
         let next = board.next_stage().map_or("none", |s| s.program());
         cli::write_stdout(&format!("{next}\n"))

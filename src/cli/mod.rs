@@ -388,7 +388,14 @@ const MEETING_EXIT_CODES: &str = "Exit codes:
   0  success          1  runtime failure, or no model call returned a usable answer
   2  bad usage or invalid input, or a stage that exited 2
   3  no decision: the report is saved, but it is the fallback (the PM made no decision)
+  4  waiting for a person's answer (kind: human, no one there): --resume DIR --answer FILE
   130, 143  stopped by SIGINT / SIGTERM, or 130 by q at a --step prompt (resume with --resume DIR)";
+
+/// agent-turn's: the stages', and a person with no one there to answer.
+const AGENT_TURN_EXIT_CODES: &str = "Exit codes:
+  0  success          1  runtime failure (provider, disk, ...)
+  2  bad usage or invalid input (one line on stderr: program, file, field, what was expected)
+  4  a person (kind: human) is asked and no one is there: stdout holds what they are asked";
 
 /// `--version`: the crate version, and the git commit when built from a checkout (build.rs).
 pub const VERSION: &str = concat!(
@@ -405,10 +412,10 @@ pub fn command<T: clap::CommandFactory>(program: &'static str) -> clap::Command 
     if llm {
         tail.push_str(ENVIRONMENT);
     }
-    tail.push_str(if program == "meeting" {
-        MEETING_EXIT_CODES
-    } else {
-        EXIT_CODES
+    tail.push_str(match program {
+        "meeting" => MEETING_EXIT_CODES,
+        "agent-turn" => AGENT_TURN_EXIT_CODES,
+        _ => EXIT_CODES,
     });
     let after = match cmd.get_after_help() {
         Some(text) => format!("{text}\n\n{tail}"),

@@ -24,6 +24,10 @@ pub struct Run {
     pub step: u32,
     /// The answers of the meeting so far (from `events.jsonl`), kept up by the driver.
     pub tally: Tally,
+    /// `--resume --answer`: the answer of the person the meeting waits for.
+    pub answer: Option<crate::stage::agent_turn::human::Given>,
+    /// A fork before its loop: the loop at which its log is cut back (docs/design/run-folder.md#fork).
+    pub fork_at: Option<u32>,
     /// Held until the process ends: one meeting process at a time writes a run folder.
     _lock: std::fs::File,
 }
@@ -43,6 +47,8 @@ impl Run {
             board,
             step,
             tally,
+            answer: None,
+            fork_at: None,
             _lock: lock,
         }
     }
@@ -51,7 +57,9 @@ impl Run {
 /// Where the loop stands: the last board, the number of the next stage file, the tally.
 struct Position<'a> {
     run: &'a RunDir,
-    settings: &'a RunSettings,
+    /// The run's settings; a fork's gain what its parent's log answered once it reaches its
+    /// loop (saved in `meeting.json`).
+    settings: std::borrow::Cow<'a, RunSettings>,
     board: Board,
     step: u32,
     tally: Tally,
@@ -75,7 +83,7 @@ impl Position<'_> {
     }
 
     fn result(&self, board: &Board) -> MeetingResult {
-        result_of(board, &self.tally, self.settings, &self.run.path)
+        result_of(board, &self.tally, &self.settings, &self.run.path)
     }
 }
 
@@ -87,7 +95,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     let settings = &run.settings;
     let mut at = Position {
         run: &run.dir,
-        settings,
+        settings: std::borrow::Cow::Borrowed(settings),
         board: run.board.clone(),
         step: run.step,
         tally: run.tally.clone(),
@@ -95,7 +103,8 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     // Every loop takes pm-step, agent-turn and merge-board, plus PM-only rounds and the report:
     // far fewer stages than this, unless a (user's) stage keeps handing the board back.
     let max_steps = at.step + 4 * at.board.max_loops.min(100_000) + 20;
-    let stages = Stages::new(settings);
+    let mut stages = Stages::new(settings).with_answer(run.answer.clone());
+    let mut fork_at = run.fork_at;
     loop {
         let Some(stage) = at.board.next_stage() else {
             let result = at.result(&at.board);
@@ -119,6 +128,22 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
             return Ok(at.result(&at.board));
         }
         let log = settings.llm.llm_log.as_deref();
+        if let (Some(n), Some(log)) = (fork_at, log) {
+            if at.board.current_loop() >= n {
+                // The fork's loop: from here every call is asked live, none from the parent.
+                super::run_dir::cut_log(log, at.board.usage.calls)?;
+                stages = Stages::new(settings);
+                fork_at = None;
+                let mut saved = settings.clone();
+                if let Some(f) = saved.fork.as_mut() {
+                    f.from_parent = Some(at.board.usage.clone());
+                }
+                let file = at.run.path.join("meeting.json");
+                at.run
+                    .write(&file, crate::io::to_json_line(&saved, true).as_bytes())?;
+                at.settings = std::borrow::Cow::Owned(saved);
+            }
+        }
         let log_len = log
             .and_then(|l| std::fs::metadata(l).ok())
             .map_or(0, |m| m.len());
@@ -143,6 +168,10 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         }
         let (out_text, made) = match outcome? {
             Ran::Made { text, made } => (text, made),
+            // No one there to answer a person: the meeting stops, resumable with the answer.
+            Ran::Failed(Error::Waiting { message, document }) => {
+                return waiting(&at, &message, &document, ui);
+            }
             Ran::Failed(e) => return Err(e),
             // The `failed` result of a report that could not be saved is kept and ends the
             // meeting.
@@ -153,6 +182,10 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         };
         let next = checked_output(stage, made, &at.board)?;
         at.checkpoint(stage, &next, &out_text)?;
+        if stage == Stage::AgentTurn {
+            // The person the meeting waited for has answered (or a model took the turn).
+            at.run.answered()?;
+        }
         if !ui.quiet {
             if let Some(line) = progress_line(stage, &at.board, &next, ui) {
                 crate::note!("{line}");
@@ -161,6 +194,22 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
         at.board = next;
         at.step += 1;
     }
+}
+
+/// A meeting that stops for a person: `waiting.json` and the answer's text form
+/// (`answer.txt`) written into the run folder, the MeetingResult `waiting` naming them
+/// (docs/design/agent-turn.md#waiting-for-a-person).
+fn waiting(at: &Position, message: &str, document: &str, ui: Ui) -> Result<MeetingResult> {
+    let file = at.run.write_waiting(document)?;
+    let mut result = at.result(&at.board);
+    result.status = crate::model::MeetingStatus::Waiting;
+    result.last_error = Some(message.to_string());
+    result.waiting_file = Some(super::settings::absolute(&file).display().to_string());
+    if !ui.quiet {
+        let answers = Answers::of(&at.board, &at.tally);
+        crate::note!("{}", final_line(&result, &answers, ui));
+    }
+    Ok(result)
 }
 
 /// The input of the next stage: the last output in the folder (docs/design/run-folder.md#run-folder).

@@ -11,6 +11,7 @@
 //! - `stages`: the stages run in-process, and a `--stage` command run as a process
 //! - `drive`: the loop
 //! - `resume`: `--resume`
+//! - `fork`: `--fork DIR --at-loop N`, a new meeting answered from its parent's log up to loop N
 //! - `progress`: what stderr shows, and `--step`'s prompt
 //! - `outcome`: the tally of the events, the MeetingResult, a failed meeting's error
 //! - `record`: the decision record a meeting owes (`--adr`), written once
@@ -18,6 +19,7 @@
 
 mod callers;
 mod drive;
+mod fork;
 mod outcome;
 mod progress;
 mod record;
@@ -34,6 +36,7 @@ use std::path::PathBuf;
 
 pub use callers::callers_of_agents;
 pub use drive::{drive, Run};
+pub use fork::{compare, fork, ForkChanges};
 pub use outcome::{final_line, Answers, Tally};
 pub use progress::{loop_of_line, stderr_is_tty, Ui};
 pub use resume::{resume, ResumeChanges};
@@ -54,6 +57,10 @@ pub enum Request {
     Resume {
         dir: PathBuf,
         changes: ResumeChanges,
+    },
+    Fork {
+        parent: PathBuf,
+        changes: ForkChanges,
     },
 }
 
@@ -120,6 +127,7 @@ pub fn meeting(request: Request, ui: Ui) -> Result<Outcome> {
     let run = match request {
         Request::DryRun(new) => return Ok(Outcome::DryRun(Box::new(dry_run(new, ui)?))),
         Request::Start(new) => start(new, ui)?,
+        Request::Fork { parent, changes } => fork(&parent, changes, ui)?,
         Request::Resume { dir, changes } => {
             let run = resume(&dir, changes)?;
             if !ui.quiet {

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::model::{
-    Board, Event, EventType, MeetingResult, MeetingStatus, Status, TurnStatus, Usage,
+    Board, Cost, Event, EventType, MeetingResult, MeetingStatus, Status, TurnStatus, Usage,
 };
 use crate::text::plural;
 
@@ -146,9 +146,32 @@ pub(super) fn result_of(
             ..board.usage.clone()
         },
         last_error: why,
-        cost: crate::llm::prices::Prices::current()
-            .meeting_cost(&board.usage, &board.record.callers),
+        cost: own_cost(board, settings.fork.as_ref()),
+        waiting_file: None,
+        forked_from: settings.fork.clone(),
     }
+}
+
+/// What the meeting's live calls cost; a fork's leaves out what its parent's log answered
+/// (paid by the parent, docs/design/run-folder.md#fork), at the same callers' prices.
+pub(super) fn own_cost(board: &Board, fork: Option<&crate::model::ForkOf>) -> Option<Cost> {
+    let prices = crate::llm::prices::Prices::current();
+    let mut cost = prices.meeting_cost(&board.usage, &board.record.callers)?;
+    let Some(before) = fork
+        .and_then(|f| f.from_parent.as_ref())
+        .and_then(|u| prices.meeting_cost(u, &board.record.callers))
+    else {
+        return Some(cost);
+    };
+    for (caller, usd) in cost.by_caller.iter_mut() {
+        if let (Some(now), Some(Some(then))) = (usd.as_mut(), before.by_caller.get(caller)) {
+            *now = (*now - then).max(0.0);
+        }
+    }
+    if let (Some(now), Some(then)) = (cost.usd.as_mut(), before.usd) {
+        *now = (*now - then).max(0.0);
+    }
+    Some(cost)
 }
 
 /// The final progress line: the loops, the LLM calls (the one count) and how many answered,
@@ -161,6 +184,7 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
     let (status, colour) = match (result.status, result.forced) {
         (MeetingStatus::Failed, _) => ("failed", "1;31"),
         (MeetingStatus::NoDecision, _) => ("no decision (fallback report)", "1;33"),
+        (MeetingStatus::Waiting, _) => ("waiting for a person", "1;33"),
         (_, true) => ("finished (forced)", "1;32"),
         _ => ("finished", "1;32"),
     };
@@ -179,7 +203,8 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
 
 /// The error `meeting`'s exit status follows once it has printed its MeetingResult: `failed`
 /// (exit 1: the report is saved but no model contributed to it, or it could not be saved) or
-/// `no_decision` (exit 3: the report is the fallback) (docs/design/failure-policy.md#failure-policy).
+/// `no_decision` (exit 3: the report is the fallback) (docs/design/failure-policy.md#failure-policy),
+/// or `waiting` (exit 4: for a person's answer, docs/design/agent-turn.md#waiting-for-a-person).
 /// None when the meeting finished with the PM's decision, or was stopped to be resumed.
 pub(super) fn failure(
     result: &MeetingResult,
@@ -193,6 +218,16 @@ pub(super) fn failure(
             why.unwrap_or("no decision"),
             result.report_file.as_deref().unwrap_or("-")
         ))),
+        MeetingStatus::Waiting => Some(Error::Waiting {
+            message: format!(
+                "{}; what they are asked is in {}; answer with: meeting --resume {} --answer FILE (JSON, or {} filled in)",
+                why.unwrap_or("waiting for a person"),
+                result.waiting_file.as_deref().unwrap_or("-"),
+                run_dir.display(),
+                run_dir.join(crate::model::ANSWER_TEXT_FILE).display()
+            ),
+            document: String::new(),
+        }),
         MeetingStatus::Failed => Some(Error::Runtime(match &result.report_file {
             Some(report) => format!(
                 "the meeting failed: {}; the fallback report is {report}",

@@ -33,6 +33,9 @@ pub struct ResumeChanges {
     pub trust_run_dir: bool,
     /// `--adr` (and `--supersedes`): the decision record to write, or to finish writing.
     pub adr: Option<super::settings::AdrSettings>,
+    /// `--answer FILE`: the answer of the person the meeting waits for
+    /// (docs/design/agent-turn.md#waiting-for-a-person).
+    pub answer: Option<PathBuf>,
 }
 
 impl ResumeChanges {
@@ -71,6 +74,7 @@ impl ResumeChanges {
 /// Go on with a killed or stopped meeting from the last complete output in its run folder,
 /// with `changes` applied and saved back to `meeting.json`.
 pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
+    let answer = changes.answer.take();
     if !dir.join("meeting.json").is_file() {
         let what = if dir.is_dir() {
             "is not a run folder (it holds no meeting.json)"
@@ -132,7 +136,42 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     }
     run.discard_after(step)?;
     let tally = run.resume_events(&board)?;
-    Ok(Run::new(run, settings, board, step + 1, tally, lock))
+    let answer = match &answer {
+        Some(file) => Some(given_answer(&run, &board, file)?),
+        None => None,
+    };
+    let fork_at = super::fork::pending(&settings, &board);
+    let mut run = Run::new(run, settings, board, step + 1, tally, lock);
+    run.answer = answer;
+    run.fork_at = fork_at;
+    Ok(run)
+}
+
+/// `--answer FILE`: the answer of the person the run folder's meeting waits for, read
+/// (JSON or the template's text form) before anything runs; a meeting that waits for no one
+/// is a usage error.
+fn given_answer(
+    run: &RunDir,
+    board: &Board,
+    file: &Path,
+) -> Result<crate::stage::agent_turn::human::Given> {
+    let waiting = run.waiting()?.filter(|w| {
+        crate::stage::agent_turn::human::is_human_turn(board)
+            && board
+                .pending_calls
+                .first()
+                .is_some_and(|c| c.target_agent == w.agent)
+    });
+    let Some(waiting) = waiting else {
+        return Err(Error::Usage(format!(
+            "--answer: the meeting in {} is not waiting for anyone's answer (its run folder holds no waiting.json for the next turn)",
+            run.path.display()
+        )));
+    };
+    Ok(crate::stage::agent_turn::human::Given {
+        text: crate::stage::agent_turn::human::read_answer(file, &waiting)?,
+        asked_at: waiting.asked_at,
+    })
 }
 
 /// Refuse what the saved settings would use that the person resuming did not give again,

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use super::outcome::Tally;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line, write_atomic};
-use crate::model::{Board, Event, ReportResult};
+use crate::model::{Board, Event, ReportResult, Waiting, ANSWER_TEXT_FILE, WAITING_FILE};
 use crate::stage::Stage;
 
 /// How long taking a run folder waits for another process to let go of it.
@@ -59,6 +59,54 @@ impl RunDir {
             std::thread::sleep(Duration::from_millis(20));
         }
         Ok(file)
+    }
+
+    /// A meeting waiting for a person (docs/design/agent-turn.md#waiting-for-a-person):
+    /// `waiting.json`, and `answer.txt` (its `answer_text`, to copy and fill); the path of the
+    /// first.
+    pub fn write_waiting(&self, document: &str) -> Result<PathBuf> {
+        let file = self.path.join(WAITING_FILE);
+        write_atomic(&file, format!("{}\n", document.trim_end()).as_bytes())?;
+        let waiting: Waiting = serde_json::from_str(document)
+            .map_err(|e| Error::Runtime(format!("{}: {e}", file.display())))?;
+        write_atomic(
+            &self.path.join(ANSWER_TEXT_FILE),
+            waiting.answer_text.as_bytes(),
+        )?;
+        Ok(file)
+    }
+
+    /// What the meeting waits for, when it waits (`waiting.json`).
+    pub fn waiting(&self) -> Result<Option<Waiting>> {
+        let file = self.path.join(WAITING_FILE);
+        if !file.is_file() {
+            return Ok(None);
+        }
+        let text = crate::io::read_text_file(&file)?;
+        crate::io::parse_versioned(
+            &file.display().to_string(),
+            &text,
+            "waiting_version",
+            crate::model::WAITING_VERSION,
+        )
+        .map(Some)
+    }
+
+    /// The person's turn has run: the meeting no longer waits.
+    pub fn answered(&self) -> Result<()> {
+        for name in [WAITING_FILE, ANSWER_TEXT_FILE] {
+            match std::fs::remove_file(self.path.join(name)) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    return Err(Error::Runtime(format!(
+                        "{}: cannot remove {name}: {}",
+                        self.path.display(),
+                        os_error(&e)
+                    )))
+                }
+                _ => {}
+            }
+        }
+        Ok(())
     }
 
     pub fn file(&self, step: u32, stage: Stage, dir: &str) -> PathBuf {
@@ -349,4 +397,34 @@ pub(super) fn open_append(path: &Path) -> std::io::Result<std::fs::File> {
         .create(true)
         .append(true)
         .open(path)
+}
+
+/// The fork has reached its loop: its log keeps only the calls made so far (numbers up to
+/// `calls`), so every later call is asked live.
+pub(super) fn cut_log(log: &Path, calls: u64) -> Result<()> {
+    let text = match std::fs::read_to_string(log) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Error::Runtime(format!(
+                "{}: {}",
+                log.display(),
+                crate::io::os_error(&e)
+            )))
+        }
+    };
+    #[derive(serde::Deserialize)]
+    struct Seq {
+        seq: Option<u64>,
+    }
+    let kept: String = text
+        .split_inclusive('\n')
+        .filter(|l| {
+            serde_json::from_str::<Seq>(l)
+                .ok()
+                .and_then(|s| s.seq)
+                .is_some_and(|s| s <= calls)
+        })
+        .collect();
+    crate::io::write_atomic(log, kept.as_bytes())
 }

@@ -71,6 +71,9 @@ pub struct RunSettings {
     /// The decision record the meeting owes (`--adr`, docs/design/report.md#adr).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adr: Option<AdrSettings>,
+    /// A fork's parent and loop (`meeting --fork`, docs/design/run-folder.md#fork).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fork: Option<crate::model::ForkOf>,
 }
 
 /// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
@@ -148,6 +151,7 @@ pub(super) mod tests {
             human_answers: Some("/m/answers.jsonl".into()),
             otlp: None,
             adr: None,
+            fork: None,
         }
     }
 

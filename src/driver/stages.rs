@@ -82,6 +82,9 @@ pub(super) struct Stages<'a> {
     /// the run (docs/design/llm.md#llm-layer).
     llm: Result<std::cell::RefCell<Clients>>,
     template: Result<Option<render_report::UserTemplate>>,
+    /// `--resume --answer`: the answer of the person the meeting waits for, given to the
+    /// next person's turn only (docs/design/agent-turn.md#waiting-for-a-person).
+    answer: std::cell::RefCell<Option<agent_turn::human::Given>>,
 }
 
 impl<'a> Stages<'a> {
@@ -105,7 +108,14 @@ impl<'a> Stages<'a> {
             config,
             llm,
             template,
+            answer: Default::default(),
         }
+    }
+
+    /// Give the next person's turn this answer (`meeting --resume --answer`).
+    pub fn with_answer(self, answer: Option<agent_turn::human::Given>) -> Stages<'a> {
+        *self.answer.borrow_mut() = answer;
+        self
     }
 
     /// collect-context: the packet, and the lines it has for the user (skipped paths,
@@ -175,11 +185,17 @@ impl<'a> Stages<'a> {
         let llm = || self.llm.as_ref().map_err(Clone::clone);
         Ok(match stage {
             LoopStage::PmStep => Made::Board(pm_step::run(board, &mut llm()?.borrow_mut())?),
-            LoopStage::AgentTurn => Made::Board(agent_turn::run(
-                board,
-                &mut llm()?.borrow_mut(),
-                s.human_answers.as_deref(),
-            )?),
+            LoopStage::AgentTurn => {
+                let given = agent_turn::human::is_human_turn(&board)
+                    .then(|| self.answer.borrow_mut().take())
+                    .flatten();
+                Made::Board(agent_turn::run(
+                    board,
+                    &mut llm()?.borrow_mut(),
+                    s.human_answers.as_deref(),
+                    given,
+                )?)
+            }
             LoopStage::MergeBoard => {
                 let now = crate::meeting::events::clock_from_env().now();
                 Made::Board(merge_board::merge(board, &now)?)
@@ -213,6 +229,10 @@ fn failed(stage: Stage, e: Error) -> Error {
 }
 
 fn with_code(stage: Stage, code: u8, e: &Error) -> Error {
+    // Not a failure: the meeting waits for a person, and the driver keeps what they are asked.
+    if let Error::Waiting { .. } = e {
+        return e.clone();
+    }
     let name = stage.program();
     let msg = format!("stage {name} failed (exit {code}): {name}: {e}");
     match e {
@@ -247,6 +267,15 @@ pub(super) fn run_loop_stage(
     let unreadable =
         |e: Error| Error::Runtime(format!("stage {stage} wrote an unusable board: {e}"));
     if let Some(e) = failure {
+        // An agent-turn with no one there to answer prints what the person is asked (exit 4):
+        // the meeting waits, as with the built-in stage.
+        if stage == Stage::AgentTurn && serde_json::from_str::<crate::model::Waiting>(&text).is_ok()
+        {
+            return Ok(Ran::Failed(Error::Waiting {
+                message: e.to_string(),
+                document: text,
+            }));
+        }
         // A render-report that could not save the report still prints the `failed` result.
         let report = (stage == Stage::RenderReport)
             .then(|| crate::io::parse_doc::<ReportResult>(&label, &text, crate::io::Format::Json))

@@ -62,19 +62,19 @@ pub struct DryRun {
 }
 
 /// A meeting checked and ready to start: everything but the run folder.
-struct Checked {
-    settings: RunSettings,
-    packet_text: String,
-    board_text: String,
-    board: Board,
+pub(super) struct Checked {
+    pub(super) settings: RunSettings,
+    pub(super) packet_text: String,
+    pub(super) board_text: String,
+    pub(super) board: Board,
     /// The start line's models line.
-    models: String,
-    dir: RunDir,
+    pub(super) models: String,
+    pub(super) dir: RunDir,
     /// The report already at the default path, kept (this meeting's goes to a numbered name).
-    numbered_from: Option<PathBuf>,
+    pub(super) numbered_from: Option<PathBuf>,
     /// The default report path, when `--report-file` was not given: the start claims it or
     /// the next free numbered name.
-    default_report: Option<PathBuf>,
+    pub(super) default_report: Option<PathBuf>,
 }
 
 /// Start a new meeting: collect, init (in memory, so bad input leaves no run folder), check
@@ -226,6 +226,7 @@ fn settings_of(
             dir: absolute(&a.dir),
             ..a
         }),
+        fork: None,
     };
     let run_dir = crate::cli::settings::run_dir(new.run_dir, &loaded.config).0;
     Ok((settings, run_dir, numbered_from, default_report))
@@ -233,7 +234,7 @@ fn settings_of(
 
 /// Create and fill the run folder of a checked meeting: its settings (pointed at the folder's
 /// exchange log and config copy), the packet and the first board, and its first events.
-fn create(checked: Checked, ui: Ui) -> Result<Run> {
+pub(super) fn create(checked: Checked, ui: Ui) -> Result<Run> {
     let Checked {
         mut settings,
         packet_text,
@@ -265,7 +266,9 @@ fn create(checked: Checked, ui: Ui) -> Result<Run> {
     if settings.config_file.is_some() {
         // The stages of this run read the settings as they were at its start.
         let copy = dir.path.join("config.yaml");
-        let text = serde_yaml::to_string(&crate::cli::config::load()?.config)
+        // The file the settings name: the user's for a new meeting, a parent's copy for a fork.
+        let config = crate::cli::config::load_file(settings.config_file.as_deref())?.config;
+        let text = serde_yaml::to_string(&config)
             .map_err(|e| Error::Runtime(format!("config.yaml: {e}")))?;
         dir.write(&copy, text.as_bytes())?;
         settings.config_file = Some(absolute(&copy));

@@ -253,7 +253,9 @@ impl Client {
                     }
                     return reply(&name, raw, req, opts, attempt, elapsed());
                 }
-                Err(AttemptError::Fatal(m)) => return Err(LlmError::Fatal(format!("{name}: {m}"))),
+                Err(AttemptError::Fatal(m) | AttemptError::NoOneThere(m)) => {
+                    return Err(LlmError::Fatal(format!("{name}: {m}")))
+                }
                 Err(AttemptError::OutOfStep(m)) => {
                     return Err(LlmError::OutOfStep(format!("{name}: {m}")))
                 }
@@ -339,7 +341,8 @@ impl Client {
         duration_ms: u64,
     ) {
         let Some(path) = &self.log else { return };
-        if self.provider.last_was_reused() {
+        // Neither reused nor unasked attempts are exchanges to keep.
+        if self.provider.last_was_reused() || matches!(result, Err(AttemptError::NoOneThere(_))) {
             return;
         }
         let line = exchange_line(
@@ -419,7 +422,9 @@ fn attempt_error_text(e: &AttemptError) -> String {
         AttemptError::Timeout(m) => format!("timeout: {m}"),
         AttemptError::Network(m) => format!("network error: {m}"),
         AttemptError::Unreachable(m) => format!("unreachable: {m}"),
-        AttemptError::Fatal(m) | AttemptError::OutOfStep(m) => m.clone(),
+        AttemptError::Fatal(m) | AttemptError::OutOfStep(m) | AttemptError::NoOneThere(m) => {
+            m.clone()
+        }
     }
 }
 

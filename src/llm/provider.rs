@@ -35,6 +35,10 @@ pub enum AttemptError {
     /// A cassette that does not answer this meeting (out of step, too short): fatal, and
     /// resuming the meeting would meet it again.
     OutOfStep(String),
+    /// A person's provider had no one there to answer: nothing was asked, so nothing is
+    /// logged; the call fails like `Fatal`, and the person's turn waits
+    /// (docs/design/agent-turn.md#waiting-for-a-person).
+    NoOneThere(String),
 }
 
 /// One backend: OpenAI, Anthropic, replay, or a test fake. `seq` is the global call number of

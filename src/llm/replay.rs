@@ -381,7 +381,9 @@ impl Provider for Recorder {
                 })
             }
             // A local configuration problem, not an exchange: nothing to replay.
-            Err(AttemptError::Fatal(_) | AttemptError::OutOfStep(_)) => return result,
+            Err(
+                AttemptError::Fatal(_) | AttemptError::OutOfStep(_) | AttemptError::NoOneThere(_),
+            ) => return result,
         }
         if let Err(e) = append_line(
             &self.path,

@@ -466,6 +466,11 @@ impl Server {
                 let error = runs::is_error(result.status);
                 Ok((tools::summary_text(&result), to_value(&result), error))
             }
+            None if status["status"] == "waiting" => Err(Error::Runtime(format!(
+                "meeting {id} waits for {}'s answer to: {}; meeting_status shows the template; answer with meeting_start {{\"resume\": \"{id}\", \"answer\": ...}}",
+                status["waiting"]["agent"].as_str().unwrap_or("a person"),
+                status["waiting"]["question"].as_str().unwrap_or("")
+            ))),
             None => Err(Error::Runtime(format!(
                 "meeting {id} has stopped before its end ({} of {} loops); continue it with meeting_start {{\"resume\": \"{id}\"}}",
                 status["loop"], status["max_loops"]

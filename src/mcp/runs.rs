@@ -247,8 +247,15 @@ pub fn status(run_dir: &Path, id: &str, children: &Children) -> Result<Value> {
     }
     let running = running(run_dir, id, children);
     let board = crate::driver::final_board(run_dir)?;
+    let waiting = crate::driver::RunDir {
+        path: run_dir.to_path_buf(),
+    }
+    .waiting()?
+    .filter(|_| !running);
     let state = if running {
         "running".to_string()
+    } else if waiting.is_some() {
+        "waiting".to_string()
     } else if board.next_stage().is_some() {
         "stopped".to_string()
     } else {
@@ -258,7 +265,7 @@ pub fn status(run_dir: &Path, id: &str, children: &Children) -> Result<Value> {
             .unwrap_or_default()
     };
     let last_event = last_line(&run_dir.join("events.jsonl"));
-    Ok(json!({
+    let mut v = json!({
         "run_id": id,
         "run_dir": run_dir.display().to_string(),
         "status": state,
@@ -267,7 +274,22 @@ pub fn status(run_dir: &Path, id: &str, children: &Children) -> Result<Value> {
         "calls": board.usage.calls,
         "tokens": board.usage.tokens.prompt_tokens + board.usage.tokens.completion_tokens,
         "last_event": last_event,
-    }))
+    });
+    // What the person is asked, to answer with meeting_start {resume, answer}
+    // (docs/design/agent-turn.md#waiting-for-a-person).
+    if let Some(w) = waiting {
+        v["waiting"] = json!({
+            "agent": w.agent,
+            "role": w.role,
+            "question": w.question,
+            "asked_at": w.asked_at,
+            "problem": w.problem,
+            "documents": w.documents,
+            "answer_template": w.answer_template,
+            "answer_text": w.answer_text,
+        });
+    }
+    Ok(v)
 }
 
 /// The last whole line of a JSONL file, parsed.

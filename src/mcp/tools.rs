@@ -35,6 +35,10 @@ pub struct MeetingArgs {
     pub reviewers: Vec<String>,
     /// Continue a stopped meeting: its run_id (or run folder) instead of a new meeting.
     pub resume: Option<String>,
+    /// With resume: the answer of the person a `waiting` meeting waits for (meeting_status
+    /// shows the question and the template): an object like its answer_template, or the
+    /// template's text form filled in.
+    pub answer: Option<Value>,
 }
 
 /// The arguments of `meeting_status`.
@@ -288,8 +292,13 @@ pub fn run_dir_of(place: &Place, id: &str) -> Result<(PathBuf, String)> {
 pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
     if let Some(id) = &a.resume {
         let (run_dir, run_id) = run_dir_of(place, id)?;
+        let mut args = vec!["--resume".into(), run_dir.display().to_string()];
+        if let Some(answer) = &a.answer {
+            let file = answer_file(place, &run_id, answer, now)?;
+            args.extend(["--answer".into(), file.display().to_string()]);
+        }
         return Ok(Launch {
-            args: vec!["--resume".into(), run_dir.display().to_string()],
+            args,
             run_dir,
             run_id,
             traceparent: None,
@@ -326,6 +335,11 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
             ))
         }
     }
+    if a.answer.is_some() {
+        return Err(Error::Usage(
+            "answer goes with resume: the run_id of the meeting waiting for it".into(),
+        ));
+    }
     if !a.agents.is_empty() {
         args.extend(["--agents".into(), a.agents.join(",")]);
     }
@@ -343,6 +357,27 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
         args,
         traceparent: None,
     })
+}
+
+/// The answer a tool call gives a waiting meeting, kept as the file `meeting --answer` reads
+/// (under `place.made`, one per call): an object as JSON, a string as the template's text.
+fn answer_file(place: &Place, run_id: &str, answer: &Value, now: &str) -> Result<PathBuf> {
+    let (text, ext) = match answer {
+        Value::Object(_) => (answer.to_string(), "json"),
+        Value::String(s) => (s.clone(), "txt"),
+        _ => {
+            return Err(Error::Usage(
+                "answer: expected an object (like the answer_template meeting_status shows) or the template's text".into(),
+            ))
+        }
+    };
+    let dir = place.made.join(run_id);
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::Runtime(format!("{}: {}", dir.display(), crate::io::os_error(&e))))?;
+    let stamp: String = now.chars().filter(char::is_ascii_digit).collect();
+    let file = dir.join(format!("answer-{stamp}.{ext}"));
+    crate::io::write_atomic(&file, text.as_bytes())?;
+    Ok(file)
 }
 
 fn absolute(p: &str) -> String {
@@ -397,6 +432,12 @@ pub fn summary_text(result: &MeetingResult) -> String {
         out.push_str(&format!(" ({e})"));
     }
     out.push('\n');
+    if result.status == crate::model::MeetingStatus::Waiting {
+        out.push_str(&format!(
+            "It waits for a person's answer: meeting_status {{\"run_id\": \"{}\"}} shows the question and the template; give it with meeting_start {{\"resume\": \"{}\", \"answer\": ...}}.\n",
+            result.trace_id, result.trace_id
+        ));
+    }
     let Some(path) = &result.report_file else {
         return out;
     };

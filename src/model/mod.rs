@@ -16,6 +16,7 @@ mod record;
 mod report;
 mod review;
 mod usage;
+mod waiting;
 
 pub use agent::*;
 pub use answer::*;
@@ -28,6 +29,7 @@ pub use record::*;
 pub use report::*;
 pub use review::*;
 pub use usage::*;
+pub use waiting::*;
 
 use schemars::JsonSchema;
 use serde_json::Value;

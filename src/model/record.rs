@@ -99,6 +99,9 @@ pub enum ProcessKind {
     /// A person changed the board by hand, e.g. the decision at a flow's gate before the
     /// report (docs/design/flows.md#human-gate); written by the flow, never by a stage.
     Edited,
+    /// The meeting waited for a person, who answered later (`meeting --resume --answer`,
+    /// docs/design/agent-turn.md#waiting-for-a-person): who, when asked and when answered.
+    Waited,
 }
 
 /// Why the meeting was made to close (docs/design/pm-round.md#pm-round): set where the `forced_finish` event

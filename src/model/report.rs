@@ -49,6 +49,9 @@ pub enum MeetingStatus {
     /// The report is saved but is the fallback: the PM made no decision (exit 3).
     NoDecision,
     Failed,
+    /// The meeting stopped for a person with no one there to answer (exit 4): its run folder
+    /// holds `waiting.json`, and `meeting --resume DIR --answer FILE` goes on.
+    Waiting,
 }
 
 impl MeetingStatus {
@@ -90,6 +93,27 @@ pub struct MeetingResult {
     /// sample provider).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<super::Cost>,
+    /// `waiting`: the run folder's `waiting.json`, what the person is asked and how to answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_file: Option<String>,
+    /// A fork (`meeting --fork`): the meeting it was forked from, and at which loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forked_from: Option<ForkOf>,
+}
+
+/// A fork's parent (`meeting --fork DIR --at-loop N`, docs/design/run-folder.md#fork): every
+/// call before loop `at_loop` was answered from the parent's exchange log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ForkOf {
+    /// The parent's run folder (absolute).
+    pub run_dir: String,
+    pub trace_id: String,
+    pub at_loop: u32,
+    /// What the parent's log answered (the usage when the fork reached `at_loop`): paid by
+    /// the parent, so left out of the fork's cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_parent: Option<super::Usage>,
 }
 
 #[cfg(test)]

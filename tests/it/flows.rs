@@ -201,6 +201,47 @@ fn human_gate_by_jq_and_a_broken_edit() {
         .stderr_has("expected a decision");
 }
 
+/// human-gate with no GATE_JQ, no editor and no terminal waits for its person (exit 4), the
+/// board and the decision kept beside the report; run again with them (the decision edited),
+/// it goes on from the gate without a call.
+#[test]
+fn human_gate_waits_for_its_person_and_goes_on_from_the_gate() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let work = Workdir::new();
+    let report = work.join("r.md");
+    let gate = || {
+        let mut cmd = flow(
+            "human-gate",
+            &cassette_demo(),
+            &["meetings/demo.yaml", "arch,biz"],
+        );
+        cmd.arg(&report).env("EDITOR", "").env("VISUAL", "");
+        cmd
+    };
+    let out = gate().run();
+    out.exit(4)
+        .stderr_has("human-gate.sh: waiting for a person to review the decision");
+    let line: Value = out.json();
+    assert_eq!(line["status"], "waiting");
+    assert!(!report.exists());
+    let decision = work.join("r.gate-decision.json");
+    let mut d: Value = serde_json::from_str(&work.read("r.gate-decision.json")).unwrap();
+    d["confidence"] = Value::from("low");
+    std::fs::write(&decision, d.to_string()).unwrap();
+    // No cassette: the meeting's calls are not made again.
+    let out = gate()
+        .env("MEETING_CASSETTE", "/nonexistent/cassette.jsonl")
+        .env("GATE_BOARD", work.join("r.gate-board.json"))
+        .env("GATE_DECISION", &decision)
+        .run();
+    out.success();
+    assert!(work.read("r.md").contains(
+        "A person edited the decision before the report: confidence was \"medium\", now \"low\"."
+    ));
+}
+
 /// review: the reviewers (sre, a non-participant, and the built-in devil's advocate) read the
 /// PM's draft at once; sre's objection revises the decision (the lag gate, confidence high to
 /// medium) and the devil's advocate's is overruled with a reason. The flow shows each step of

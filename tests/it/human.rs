@@ -1,7 +1,7 @@
 //! A human participant (`kind: human`, docs/design/agent-turn.md#a-human-at-the-table): answers from
-//! `--human-answers`, the editor and the terminal; no one there → an error turn and the meeting
-//! goes on; an unusable answer gets one fix; a logged answer is never asked again; the report
-//! names the provider `human`.
+//! `--human-answers`, the editor and the terminal; no one there → the meeting waits (exit 4)
+//! and `--resume --answer` goes on; an unusable answer gets one fix; a logged answer is never
+//! asked again; the report names the provider `human`.
 
 use std::path::Path;
 
@@ -156,20 +156,221 @@ fn a_question_the_person_answered_directly_counts_as_answered() {
     );
 }
 
+/// `meeting --resume DIR` with `extra`, as [`meeting`] sets the environment (no one there).
+fn resume(work: &Workdir, extra: &[&str]) -> crate::harness::Run {
+    let mut cmd = cli("meeting");
+    cmd.env("AGENT_MEETING_NOW", "2026-11-30T15:30:00Z")
+        .arg("--resume")
+        .arg(work.join("runs/demo-test"))
+        .args(extra)
+        .env(
+            agent_meeting::stage::agent_turn::human::TTY_ENV,
+            "/nonexistent/tty",
+        )
+        .env("EDITOR", "")
+        .env("VISUAL", "");
+    cmd.run()
+}
+
+/// A person's turn with no one there stops the meeting `waiting` (exit 4), the run folder
+/// holding the question, the documents and the answer to fill in; `--resume --answer` with the
+/// template filled in finishes it, the answer in the report with who answered and when.
 #[test]
-fn with_no_terminal_and_no_file_the_turn_fails_and_the_meeting_goes_on() {
+fn with_no_one_there_the_meeting_waits_and_the_answer_resumes_it() {
     let work = Workdir::new();
     let c = Cassette::new()
         .pm(ask_ana())
+        .at(3)
         .pm(finish())
         .write(work.join("c.jsonl"));
     let out = meeting(&work, &c, &[]);
-    out.check(out.code() == Some(0), "the meeting");
-    let board = final_board(&work.join("runs/demo-test"));
-    let errors = board["recent_errors"].to_string();
-    assert!(errors.contains("no human available"), "{errors}");
+    out.exit(agent_meeting::error::WAITING_EXIT as i32);
+    let result: Value = out.json();
+    assert_eq!(result["status"], "waiting", "{result}");
+    assert!(result["report_file"].is_null(), "{result}");
+    let run = work.join("runs/demo-test");
+    assert_eq!(
+        result["waiting_file"].as_str(),
+        Some(run.join("waiting.json").to_str().unwrap())
+    );
+    out.stderr_has("waiting for ana: no human available: no terminal")
+        .stderr_has(&format!(
+            "answer with: meeting --resume {} --answer FILE",
+            run.display()
+        ));
+    assert!(!work.join("report.md").exists(), "no report yet");
+    let waiting: Value = serde_json::from_str(&work.read("runs/demo-test/waiting.json")).unwrap();
+    assert_eq!(waiting["agent"], "ana");
+    assert_eq!(waiting["call"], 2);
+    assert_eq!(
+        waiting["question"],
+        "Who gets paged when the nightly run overruns?"
+    );
+    assert_eq!(waiting["asked_at"], NOW);
+    let docs = waiting["documents"].to_string();
+    assert!(docs.contains("meetings/demo/overview.md"), "{docs}");
+    assert_eq!(waiting["answer_template"]["response"], "");
+    let text = work.read("runs/demo-test/answer.txt");
+    assert_eq!(waiting["answer_text"].as_str(), Some(text.as_str()));
+    assert!(
+        text.contains("# Who gets paged when the nightly run overruns?"),
+        "{text}"
+    );
+    // Nothing was asked of the person yet: no exchange logged for ana.
+    assert!(!log_lines(&work).iter().any(|l| l["caller"] == "ana"));
+    let next = || {
+        cli("next-stage")
+            .arg("--run-folder")
+            .arg(work.join("runs/demo-test"))
+            .run()
+    };
+    next().success().stdout_is("waiting\n");
+
+    // The template filled in, as the person would in an editor.
+    let filled = text
+        .replacen(
+            "[response]\n",
+            "[response]\nThe on-call DBA, Priya, by phone.\n",
+            1,
+        )
+        .replacen(
+            "[citations]\n",
+            "[citations]\nmeetings/demo/overview.md | nightly | who is paged\n",
+            1,
+        );
+    let answer = work.write("answer.txt", filled);
+    let done = resume(&work, &["--answer", answer.to_str().unwrap()]);
+    done.check(done.code() == Some(0), "the resumed meeting");
+    let result: Value = done.json();
+    assert_eq!(result["status"], "finished", "{result}");
+    assert!(!run.join("waiting.json").exists() && !run.join("answer.txt").exists());
+    next().success().stdout_is("none\n");
+    let board = final_board(&run);
+    assert!(board["latest_agent_outputs"]["ana"]
+        .to_string()
+        .contains("Priya"));
     let md = work.read("report.md");
-    assert!(md.contains("ana's turn failed: no human available"), "{md}");
+    assert!(md.contains("ana answered in person"), "{md}");
+    assert!(
+        md.contains(&format!("The meeting waited for ana: asked at {NOW} with no one there to answer, ana answered at 2026-11-30T15:30:00Z (meeting --resume --answer).")),
+        "{md}"
+    );
+    let human: Vec<Value> = log_lines(&work)
+        .into_iter()
+        .filter(|l| l["caller"] == "ana")
+        .collect();
+    assert_eq!(human.len(), 1);
+    assert_eq!(human[0]["seq"], 2);
+}
+
+/// The given answer is checked like any: a citation of a document not collected is sent back
+/// once, the meeting waits again with the problem in `waiting.json` (the bad answer kept in
+/// the template), and the fixed answer finishes it; an answer is never asked twice.
+#[test]
+fn a_bad_citation_in_the_given_answer_gets_its_one_chance() {
+    let work = Workdir::new();
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(4)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    meeting(&work, &c, &[]).exit(4);
+    let bad = work.write(
+        "bad.json",
+        "{\"response\": \"See the runbook.\", \"citations\": [{\"document_id\": \"docs/runbook.md\", \"quote\": \"page\"}]}",
+    );
+    let again = resume(&work, &["--answer", bad.to_str().unwrap()]);
+    again
+        .exit(4)
+        .stderr_has("waiting for ana to fix an unusable answer");
+    let waiting: Value = serde_json::from_str(&work.read("runs/demo-test/waiting.json")).unwrap();
+    assert_eq!(waiting["call"], 3);
+    assert_eq!(waiting["asked_at"], NOW, "asked when first asked");
+    let problem = waiting["problem"].as_str().unwrap();
+    assert!(problem.contains("could not be used"), "{problem}");
+    assert_eq!(waiting["answer_template"]["response"], "See the runbook.");
+    let text = work.read("runs/demo-test/answer.txt");
+    assert!(text.contains("docs/runbook.md | page"), "{text}");
+    let good = work.write(
+        "good.json",
+        "{\"response\": \"The on-call DBA, by phone.\", \"citations\": []}",
+    );
+    let done = resume(&work, &["--answer", good.to_str().unwrap()]);
+    done.check(done.code() == Some(0), "the fixed answer");
+    let human: Vec<Value> = log_lines(&work)
+        .into_iter()
+        .filter(|l| l["caller"] == "ana")
+        .collect();
+    assert_eq!(
+        human
+            .iter()
+            .map(|l| l["seq"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        [2, 3],
+        "each answer asked once"
+    );
+    let md = work.read("report.md");
+    assert!(md.contains("ana's answer was unusable"), "{md}");
+    assert!(md.contains("The meeting waited for ana"), "{md}");
+}
+
+/// `--answer` is for a meeting that waits: refused (exit 2) for one that does not, and an
+/// answer file that is neither JSON nor the template's text form is bad input.
+#[test]
+fn an_answer_only_for_a_waiting_meeting_and_in_a_known_form() {
+    let work = Workdir::new();
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    let answers = work.write(
+        "answers.jsonl",
+        "{\"response\": \"Priya.\", \"key_points\": [\"Priya is paged\"], \"citations\": []}\n",
+    );
+    meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]).success();
+    let out = resume(&work, &["--answer", answers.to_str().unwrap()]);
+    out.exit(2).stderr_has("--answer: the meeting in");
+    let work = Workdir::new();
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    meeting(&work, &c, &[]).exit(4);
+    let prose = work.write("prose.txt", "Priya gets paged.\n");
+    let out = resume(&work, &["--answer", prose.to_str().unwrap()]);
+    out.exit(2)
+        .stderr_has("prose.txt: expected one JSON object (an AgentTurnResult) or the answer template's text form");
+    assert!(
+        work.join("runs/demo-test/waiting.json").exists(),
+        "still waiting"
+    );
+}
+
+/// agent-turn with no one there: what the person is asked on stdout, exit 4; the same when the
+/// answers file has no line left.
+#[test]
+fn agent_turn_with_no_one_there_prints_what_the_person_is_asked() {
+    let work = Workdir::new();
+    let empty = work.write("a.jsonl", "\n");
+    for answers in [None, Some(&empty)] {
+        let mut cmd = cli("agent-turn");
+        cmd.env(
+            agent_meeting::stage::agent_turn::human::TTY_ENV,
+            "/nonexistent/tty",
+        )
+        .stdin(human_board());
+        if let Some(a) = answers {
+            cmd.arg("--human-answers").arg(a);
+        }
+        let out = cmd.run();
+        out.exit(4)
+            .stderr_has("agent-turn: waiting for ana: no human available");
+        let waiting: Value = out.json();
+        assert_eq!(waiting["waiting_version"], 1);
+        assert_eq!(waiting["agent"], "ana");
+    }
 }
 
 #[test]
@@ -534,4 +735,162 @@ fn a_human_answer_is_recorded_and_replayed() {
         .run();
     again.check(again.code() == Some(0), "agent-turn replaying");
     assert_eq!(turn_of(&again), turn_of(&out));
+}
+
+/// share/meeting.sh with no one there to answer stops as `meeting` does: status `waiting`,
+/// exit 4, what the person is asked in a file beside the report.
+#[test]
+fn the_shell_loop_waits_too() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let work = Workdir::new();
+    work.write("cfg/agent-meeting/agents/ana.yaml", ANA);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    let mut sh = crate::harness::Cli::new(std::process::Command::new("sh"));
+    let out = sh
+        .arg("share/meeting.sh")
+        .arg("meetings/demo.yaml")
+        .arg("arch,ana")
+        .arg(work.join("sh-report.md"))
+        .env("PATH", crate::harness::programs_path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .env(
+            agent_meeting::stage::agent_turn::human::TTY_ENV,
+            "/nonexistent/tty",
+        )
+        .env("EDITOR", "")
+        .env("VISUAL", "")
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env("MEETING_CASSETTE", &c)
+        .run();
+    out.exit(4).stderr_has("meeting.sh: waiting for ana");
+    let result: Value = out.json();
+    assert_eq!(result["status"], "waiting");
+    let waiting: Value = serde_json::from_str(&work.read("sh-report.waiting.json")).unwrap();
+    assert_eq!(
+        waiting["question"],
+        "Who gets paged when the nightly run overruns?"
+    );
+}
+
+/// The summary table lists a meeting waiting for a person, with whom it waits for.
+#[test]
+fn the_summary_lists_a_waiting_meeting() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let work = Workdir::new();
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    meeting(&work, &c, &[]).exit(4);
+    let out = crate::harness::Cli::new(std::process::Command::new("sh"))
+        .arg("share/flows/summary.sh")
+        .arg(work.join("runs/demo-test"))
+        .env("FORMAT", "tsv")
+        .run();
+    out.success()
+        .stdout_has("demo-test\twaiting\t-\twaiting for ana\t-\t-\t1\t-\t-");
+}
+
+/// batch.sh names a meeting waiting for a person and where their answer goes; run again with
+/// the answer there, it goes on (`meeting --resume --answer`) and ends well.
+#[test]
+fn a_batch_lists_a_waiting_meeting_and_takes_its_answer() {
+    if skip_without(Tool::Jq) || skip_without(Tool::GnuParallel) {
+        return;
+    }
+    let work = Workdir::new();
+    work.write("agents/ana.yaml", ANA);
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    let input = work.write(
+        "jobs.jsonl",
+        format!(
+            "{}\n",
+            json!({"meeting_file": "meetings/demo.yaml", "name": "m1", "cassette": c})
+        ),
+    );
+    let out_dir = work.join("out");
+    let batch = || {
+        crate::harness::Cli::new(std::process::Command::new("sh"))
+            .arg("share/flows/batch.sh")
+            .arg(&input)
+            .arg(&out_dir)
+            .args(["--agents", "arch,ana", "--provider", "replay"])
+            .arg("--agents-dir")
+            .arg(work.join("agents"))
+            .env("PATH", crate::harness::programs_path())
+            .env("AGENT_MEETING_NOW", NOW)
+            .env(
+                agent_meeting::stage::agent_turn::human::TTY_ENV,
+                "/nonexistent/tty",
+            )
+            .env("EDITOR", "")
+            .env("VISUAL", "")
+            .run()
+    };
+    let first = batch();
+    first.exit(1).stderr_has(&format!(
+        "batch.sh: m1 waits for ana: put their answer in {}/answers/m1.txt",
+        out_dir.display()
+    ));
+    let result: Value = serde_json::from_str(&work.read("out/results/m1.json")).unwrap();
+    assert_eq!(result["status"], "waiting");
+    work.write(
+        "out/answers/m1.json",
+        "{\"response\": \"The on-call DBA, Priya.\", \"key_points\": [\"Priya is paged\"], \"citations\": []}",
+    );
+    let second = batch();
+    second.exit(0).stderr_has("batch.sh: 1 meetings ended well");
+    let result: Value = serde_json::from_str(&work.read("out/results/m1.json")).unwrap();
+    assert_eq!(result["status"], "finished");
+    assert!(work
+        .read("out/reports/m1.md")
+        .contains("The meeting waited for ana"));
+}
+
+/// A user's agent-turn (`--stage agent-turn=...`) that exits 4 with what the person is asked
+/// makes the meeting wait as the built-in stage does; resumed with the built-in stage and the
+/// answer, it finishes.
+#[test]
+fn a_users_agent_turn_that_waits_makes_the_meeting_wait() {
+    let work = Workdir::new();
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    let stage = format!("agent-turn={}", crate::harness::bin("agent-turn").display());
+    let out = meeting(&work, &c, &["--stage", &stage]);
+    out.exit(4).stderr_has("waiting for ana");
+    let result: Value = out.json();
+    assert_eq!(result["status"], "waiting", "{result}");
+    let waiting: Value = serde_json::from_str(&work.read("runs/demo-test/waiting.json")).unwrap();
+    assert_eq!(waiting["agent"], "ana");
+    let answer = work.write(
+        "a.json",
+        "{\"response\": \"Priya.\", \"key_points\": [\"Priya is paged\"], \"citations\": []}",
+    );
+    let done = resume(
+        &work,
+        &[
+            "--stage",
+            "agent-turn=",
+            "--answer",
+            answer.to_str().unwrap(),
+        ],
+    );
+    done.check(done.code() == Some(0), "resumed with the built-in stage");
 }

@@ -44,6 +44,7 @@ mod examples;
 mod fan_out;
 mod faults;
 mod flows;
+mod fork;
 mod fuzz_regressions;
 mod gateway;
 mod gemini;

@@ -11,7 +11,7 @@ use std::sync::mpsc::{Receiver, RecvTimeoutError};
 
 use serde_json::{json, Value};
 
-use crate::fixtures::NOW;
+use crate::fixtures::{pm, Cassette, NOW};
 use crate::harness::{clean_env, Workdir, HANG_GUARD};
 
 /// A running server and the messages it wrote, one JSON document per stdout line.
@@ -453,5 +453,70 @@ fn a_cancelled_meeting_stops_resumable_and_resumes_to_its_end() {
             .all(|l| serde_json::from_str::<Value>(l).unwrap()["id"] != json!(id)),
         "no response to the cancelled call"
     );
+    s.end();
+}
+
+/// A meeting that waits for a person (docs/design/agent-turn.md#waiting-for-a-person):
+/// meeting_run says so, meeting_status shows the question and the template, and
+/// meeting_run {resume, answer} finishes it with the answer.
+#[test]
+fn a_waiting_meeting_is_reported_and_takes_its_answer() {
+    let work = Workdir::new();
+    work.write(
+        "cfg/agent-meeting/agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows the nights on call.\n",
+    );
+    let c = Cassette::new()
+        .pm(pm::call("ana", "Who gets paged at night?"))
+        .at(3)
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
+    let cassette = c.display().to_string();
+    let cfg = work.join("cfg").display().to_string();
+    let mut s = Session::start(
+        &work,
+        &[
+            ("AGENT_MEETING_PROVIDER", "replay"),
+            ("MEETING_CASSETTE", &cassette),
+            ("XDG_CONFIG_HOME", &cfg),
+            ("MEETING_HUMAN_TTY", "/nonexistent/tty"),
+        ],
+    );
+    s.handshake();
+    let ran = s.tool(
+        "meeting_run",
+        json!({"topic": "Who is on call?", "agents": ["arch", "ana"]}),
+    );
+    assert_eq!(ran["structuredContent"]["status"], "waiting", "{ran}");
+    let run_id = ran["structuredContent"]["trace_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let text = ran["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("It waits for a person's answer"), "{text}");
+    let status = s.tool("meeting_status", json!({"run_id": run_id}));
+    let st = &status["structuredContent"];
+    assert_eq!(st["status"], "waiting", "{status}");
+    assert_eq!(st["waiting"]["agent"], "ana");
+    assert_eq!(st["waiting"]["question"], "Who gets paged at night?");
+    assert!(st["waiting"]["answer_text"]
+        .as_str()
+        .unwrap()
+        .contains("[response]"));
+    let result = s.tool("meeting_result", json!({"run_id": run_id}));
+    assert_eq!(result["isError"], true);
+    assert!(result["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("waits for ana's answer"));
+    let done = s.tool(
+        "meeting_run",
+        json!({"resume": run_id, "answer": {"response": "Priya, by phone.", "key_points": ["Priya is paged"]}}),
+    );
+    assert_eq!(done["structuredContent"]["status"], "finished", "{done}");
+    let report =
+        std::fs::read_to_string(done["structuredContent"]["report_file"].as_str().unwrap())
+            .unwrap();
+    assert!(report.contains("The meeting waited for ana"), "{report}");
     s.end();
 }

@@ -10,18 +10,26 @@
 //! `git commit`), the terminal line by line. stdin carries the board and stdout the new board,
 //! so the person is reached on the terminal itself (`/dev/tty`, or the file `MEETING_HUMAN_TTY`
 //! names: tests and scripts), never on stdout.
+//!
+//! With no one to ask (no terminal, no editor, no answer left) the turn does not fail: it
+//! stops with [`Error::Waiting`], carrying the `waiting.json` the run folder keeps for the
+//! person, and `meeting --resume DIR --answer FILE` gives the answer later ([`Given`],
+//! docs/design/agent-turn.md#waiting-for-a-person).
 
+use std::cell::RefCell;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::rc::Rc;
 
 use serde_json::{json, Map, Value};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::llm::{AttemptError, Client, Options, Provider, RawReply, Request, TokenUsage};
 use crate::meeting::prompts::render;
-use crate::model::{Board, ParticipantKind, PendingCall};
+use crate::meeting::whiteboard::note_process;
+use crate::model::{Board, ParticipantKind, PendingCall, ProcessKind, Waiting, WaitingDocument};
 
 use crate::model::HUMAN_PROVIDER as PROVIDER;
 
@@ -47,6 +55,51 @@ pub enum Source {
     Logged,
     /// `--provider replay` and the cassette holds this person's answer (a recorded meeting).
     Cassette(Box<crate::llm::replay::Replay>),
+    /// The answer a waiting meeting was given (`meeting --resume --answer`), used once.
+    Given(Option<String>),
+}
+
+/// The answer given to a meeting waiting for a person (`meeting --resume DIR --answer FILE`):
+/// the AgentTurnResult JSON, and when the person was asked (from `waiting.json`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Given {
+    pub text: String,
+    pub asked_at: String,
+}
+
+/// Read an answer file given to a waiting meeting: a JSON object (an AgentTurnResult, a
+/// citation's `source_path` may be left out), or the editor's text form (`[response]`,
+/// `[citations]`, ... as in `waiting.json`'s `answer_text`). Anything else is bad input.
+pub fn read_answer(file: &Path, waiting: &Waiting) -> Result<String> {
+    let label = file.display().to_string();
+    let text = crate::io::read_text_file(file)?;
+    let trimmed = text.trim_start();
+    if trimmed.starts_with('{') {
+        return match serde_json::from_str::<Value>(trimmed) {
+            Ok(Value::Object(o)) => Ok(Value::Object(o).to_string()),
+            _ => Err(Error::input(
+                &label,
+                "",
+                "expected one JSON object (an AgentTurnResult) or the answer template's text form",
+            )),
+        };
+    }
+    let has_response = text
+        .lines()
+        .any(|l| l.trim().eq_ignore_ascii_case("[response]"));
+    if !has_response {
+        return Err(Error::input(
+            &label,
+            "",
+            "expected one JSON object (an AgentTurnResult) or the answer template's text form (a [response] section; see answer_text in waiting.json)",
+        ));
+    }
+    let docs: Vec<(String, String)> = waiting
+        .documents
+        .iter()
+        .map(|d| (d.document_id.clone(), d.source_path.clone()))
+        .collect();
+    Ok(answer_from_template(&text, &docs))
 }
 
 /// Whether the board's pending call is addressed to a human.
@@ -134,9 +187,15 @@ fn tty_path() -> PathBuf {
         .map_or_else(|| PathBuf::from("/dev/tty"), PathBuf::from)
 }
 
-/// A human's whole turn: from `answers` (`--human-answers`), the editor or the terminal,
-/// else an error turn ("no human available").
-pub fn turn(board: Board, answers: Option<&Path>, llm: &crate::llm::LlmArgs) -> Result<Board> {
+/// A human's whole turn: from the cassette, `given` (a waiting meeting's answer), `answers`
+/// (`--human-answers`), the editor or the terminal; with no one there, [`Error::Waiting`].
+pub fn turn(
+    board: Board,
+    answers: Option<&Path>,
+    given: Option<Given>,
+    llm: &crate::llm::LlmArgs,
+) -> Result<Board> {
+    super::check_turn(&board)?;
     let clock = crate::meeting::events::clock_from_env();
     let logged = |why: String| {
         let name = super::single_call(&board).map(|c| c.target_agent.as_str());
@@ -149,17 +208,129 @@ pub fn turn(board: Board, answers: Option<&Path>, llm: &crate::llm::LlmArgs) -> 
             _ => Err(why),
         }
     };
-    let source = match from_cassette(&board, llm)? {
-        Some(replay) => Ok(Source::Cassette(Box::new(replay))),
-        None => source(&board, answers)?.or_else(logged),
+    let asked_at = given.as_ref().map(|g| g.asked_at.clone());
+    let source = match (from_cassette(&board, llm)?, given) {
+        (Some(replay), _) => Ok(Source::Cassette(Box::new(replay))),
+        (None, Some(g)) => Ok(Source::Given(Some(g.text))),
+        (None, None) => source(&board, answers)?.or_else(logged),
     };
-    match source {
-        Ok(source) => {
-            let (mut client, opts) = client(&board, source, llm);
-            super::agent_turn(board, &mut client, &opts, clock.as_ref())
+    // Asked when first asked: a fix the meeting waits for again keeps that time.
+    let mut wait = waiting_for(&board, asked_at.as_deref().unwrap_or(&clock.now()))?;
+    let source = match source {
+        Ok(source) => source,
+        Err(why) => {
+            wait.why = why;
+            return Err(waiting_error(wait));
         }
-        Err(why) => super::no_human(board, clock.as_ref(), &why),
+    };
+    let shared = Rc::new(RefCell::new(Shared::default()));
+    let (mut client, opts) = client(&board, source, llm, wait.clone(), shared.clone());
+    let turned = super::agent_turn(board, &mut client, &opts, clock.as_ref());
+    let shared = shared.take();
+    if let Some(w) = shared.waiting {
+        return Err(waiting_error(w));
     }
+    let mut board = turned?;
+    if let (Some(asked_at), true) = (asked_at, shared.given_used) {
+        let answered = board
+            .last_turns
+            .iter()
+            .any(|t| t.status == crate::model::TurnStatus::Ok);
+        if answered {
+            note_process(
+                &mut board,
+                ProcessKind::Waited,
+                format!(
+                    "The meeting waited for {name}: asked at {asked_at} with no one there to answer, {name} answered at {} (meeting --resume --answer).",
+                    clock.now(),
+                    name = wait.agent
+                ),
+            );
+        }
+    }
+    Ok(board)
+}
+
+/// What a person's turn shares with its provider: the waiting it ended in, and whether the
+/// given answer was used.
+#[derive(Default)]
+struct Shared {
+    waiting: Option<Waiting>,
+    given_used: bool,
+}
+
+/// The error a turn with no one to answer ends in: its message, and `waiting.json`.
+fn waiting_error(w: Waiting) -> Error {
+    let fix = if w.problem.is_some() {
+        " to fix an unusable answer"
+    } else {
+        ""
+    };
+    Error::Waiting {
+        message: format!(
+            "waiting for {}{fix}: {} (the question: {})",
+            w.agent,
+            w.why,
+            crate::text::cut(&w.question, 200)
+        ),
+        document: serde_json::to_string_pretty(&w).expect("a Waiting serialises"),
+    }
+}
+
+/// The `waiting.json` of the board's person's turn, before anyone is asked: the question,
+/// the documents, the blank answer in both forms.
+pub fn waiting_for(board: &Board, now: &str) -> Result<Waiting> {
+    let call = super::single_call(board)
+        .cloned()
+        .ok_or_else(|| Error::Usage("no call is pending for a person".into()))?;
+    let agent = &board.agents[&call.target_agent];
+    let screen = request(board, &call)?
+        .messages
+        .first()
+        .map(|m| m.content.clone())
+        .unwrap_or_default();
+    Ok(Waiting {
+        waiting_version: crate::model::WAITING_VERSION,
+        agent: agent.name.clone(),
+        role: agent.role.clone(),
+        question: call.prompt.clone(),
+        asked_at: now.to_string(),
+        call: board.usage.calls + 1,
+        why: String::new(),
+        documents: board
+            .context_bundle
+            .documents
+            .iter()
+            .map(|d| WaitingDocument {
+                document_id: d.document_id.clone(),
+                source_path: d.source_path.clone(),
+                purpose: d.purpose.clone(),
+            })
+            .collect(),
+        problem: None,
+        answer_template: blank_answer(None),
+        answer_text: template(&screen, None, None),
+        screen,
+    })
+}
+
+/// The answer to fill in as JSON: the previous one after an unusable answer, else blank.
+fn blank_answer(previous: Option<&str>) -> Value {
+    let prev: Map<String, Value> = previous
+        .and_then(|p| serde_json::from_str(p).ok())
+        .unwrap_or_default();
+    let mut out = Map::new();
+    out.insert(
+        "response".into(),
+        prev.get("response").cloned().unwrap_or_else(|| json!("")),
+    );
+    for key in LISTS.iter().map(|(k, _)| *k).chain(["citations"]) {
+        out.insert(
+            key.into(),
+            prev.get(key).cloned().unwrap_or_else(|| json!([])),
+        );
+    }
+    Value::Object(out)
 }
 
 /// With `--provider replay`, the cassette when it holds the person's answer to this call: a
@@ -186,8 +357,15 @@ fn from_cassette(
 
 /// A client that asks the person through `source`; with `--reuse-log` (a resumed meeting) an
 /// answer already in the log is taken from it. The options name the provider as the model
-/// (the report then says just `human`).
-pub fn client(board: &Board, source: Source, llm: &crate::llm::LlmArgs) -> (Client, Options) {
+/// (the report then says just `human`). With no one there to answer, the provider leaves
+/// `wait` (what it was asked) in `shared`.
+fn client(
+    board: &Board,
+    source: Source,
+    llm: &crate::llm::LlmArgs,
+    wait: Waiting,
+    shared: Rc<RefCell<Shared>>,
+) -> (Client, Options) {
     let docs = board
         .context_bundle
         .documents
@@ -198,6 +376,8 @@ pub fn client(board: &Board, source: Source, llm: &crate::llm::LlmArgs) -> (Clie
         source,
         docs,
         terminal: None,
+        wait,
+        shared,
     });
     // `--record`: the person's answers go into the cassette like a model's.
     if let Some(path) = &llm.record {
@@ -255,6 +435,9 @@ struct Human {
     docs: Vec<(String, String)>,
     /// The terminal's input, kept between an answer and its fix.
     terminal: Option<BufReader<File>>,
+    /// What the run folder keeps when no one is there to answer, and where it is left.
+    wait: Waiting,
+    shared: Rc<RefCell<Shared>>,
 }
 
 impl Provider for Human {
@@ -279,11 +462,20 @@ impl Provider for Human {
             _ => (None, None),
         };
         let text = match &mut self.source {
-            Source::Answers { lines, next, .. } => {
-                let line = lines.get(*next).cloned().unwrap_or_default();
-                *next += 1;
-                line
-            }
+            Source::Answers { lines, next, file } => match lines.get(*next).cloned() {
+                Some(line) => {
+                    *next += 1;
+                    line
+                }
+                None => {
+                    let why = format!(
+                        "no human available: {} has no answer left ({} used)",
+                        file.display(),
+                        lines.len()
+                    );
+                    return Err(self.wait(seq, why, screen, previous, problem));
+                }
+            },
             Source::Editor { command } => {
                 let command = command.clone();
                 self.by_editor(&command, screen, previous, problem)?
@@ -292,9 +484,22 @@ impl Provider for Human {
                 let path = path.clone();
                 self.by_terminal(&path, screen, problem)?
             }
-            // Only a fix after a logged answer gets here: no answer, an error turn.
-            Source::Logged => String::new(),
+            // Only a fix after a logged answer gets here, with no one there to give it.
+            Source::Logged => {
+                let why = "no human available to fix the answer given".to_string();
+                return Err(self.wait(seq, why, screen, previous, problem));
+            }
             Source::Cassette(replay) => return replay.attempt(seq, req, opts),
+            Source::Given(given) => match given.take() {
+                Some(text) => {
+                    self.shared.borrow_mut().given_used = true;
+                    text
+                }
+                None => {
+                    let why = "the answer given was used; another is needed".to_string();
+                    return Err(self.wait(seq, why, screen, previous, problem));
+                }
+            },
         };
         Ok(RawReply {
             text: self.complete(&text),
@@ -313,6 +518,30 @@ const LISTS: [(&str, &str); 3] = [
 ];
 
 impl Human {
+    /// No one is there to answer attempt `seq`: leave what the person is asked (after an
+    /// unusable answer, that answer and its problem) for the turn, which ends waiting.
+    fn wait(
+        &self,
+        seq: u64,
+        why: String,
+        screen: &str,
+        previous: Option<&str>,
+        problem: Option<&str>,
+    ) -> AttemptError {
+        let mut w = self.wait.clone();
+        w.call = seq;
+        w.why = why;
+        w.problem = problem.map(str::to_string);
+        w.answer_template = blank_answer(previous);
+        w.answer_text = template(screen, previous, problem);
+        let message = format!(
+            "no one is there to answer for {}; the meeting waits",
+            w.agent
+        );
+        self.shared.borrow_mut().waiting = Some(w);
+        AttemptError::NoOneThere(message)
+    }
+
     /// Fill in each citation's `source_path` from its document when the person left it out
     /// (an unknown id keeps none, and the answer check names it).
     fn complete(&self, text: &str) -> String {

@@ -39,6 +39,7 @@ pub fn run(
     board: Board,
     clients: &mut crate::llm::Clients,
     human_answers: Option<&std::path::Path>,
+    given: Option<human::Given>,
 ) -> Result<Board> {
     check_turn(&board)?;
     if is_fan_out(&board) {
@@ -49,7 +50,7 @@ pub fn run(
         );
     }
     if human::is_human_turn(&board) {
-        return human::turn(board, human_answers, clients.args());
+        return human::turn(board, human_answers, given, clients.args());
     }
     let agent = single_call(&board).and_then(|c| board.agents.get(&c.target_agent));
     let caller = agent.map_or_else(Default::default, |a| (a.name.clone(), a.metadata.clone()));
@@ -627,16 +628,6 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
         error: Some(error.to_string()),
         review: None,
     });
-}
-
-/// The turn of a human no one can answer for (`why`: no terminal, no editor, no answers
-/// left): an error turn, and the meeting goes on (docs/design/agent-turn.md#a-human-at-the-table).
-pub fn no_human(mut board: Board, clock: &dyn Clock, why: &str) -> Result<Board> {
-    check_turn(&board)?;
-    start(&mut board, clock);
-    let call = take_single_call(&mut board)?;
-    error_turn(&mut board, clock, call, why, why);
-    Ok(board)
 }
 
 /// The one call of a board `check_turn` accepted, taken off it; a fan-out's calls are

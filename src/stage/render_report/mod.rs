@@ -26,6 +26,7 @@ use crate::stage::Stage;
 use crate::text::fold_ws;
 
 mod adr;
+pub mod compare;
 mod markdown;
 mod mermaid;
 mod record;

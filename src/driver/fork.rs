@@ -1,0 +1,236 @@
+//! `meeting --fork DIR --at-loop N` (docs/design/run-folder.md#fork): a new meeting from a run
+//! folder's settings and collected documents, with some of them changed (`--model`,
+//! `--agents`, `--max-loops`), whose calls before loop N are answered from the parent's
+//! exchange log — no paid call twice, none of them sent — and the rest asked live.
+//!
+//! How: the fork's `llm.jsonl` starts as a copy of the parent's, so the resume path answers
+//! each call it holds by number and caller (`llm::resume::FromLog`). When the fork's board
+//! reaches loop N the driver cuts its log back to the calls made so far and builds its
+//! clients again (`run_dir::cut_log`): from there nothing is answered from the parent.
+
+use std::path::{Path, PathBuf};
+
+use super::callers::{check_llm_config, models_line};
+use super::drive::Run;
+use super::progress::Ui;
+use super::report_path::{check_report_path, free_report_name, prove_writable};
+use super::run_dir::RunDir;
+use super::settings::{absolute, RunSettings, SETTINGS_VERSION};
+use super::stages::Stages;
+use super::start::{create, Checked};
+use crate::error::{Error, Result};
+use crate::io::to_json_line;
+use crate::model::{ForkOf, MeetingPacket, PACKET_VERSION};
+use crate::stage::Stage;
+
+/// What a fork changes of its parent's meeting; `None` keeps the parent's.
+#[derive(Debug, Clone, Default)]
+pub struct ForkChanges {
+    /// The first loop asked live (1: every call).
+    pub at_loop: u32,
+    pub model: Option<String>,
+    pub agents: Option<Vec<String>>,
+    pub max_loops: Option<u32>,
+    pub trace_id: Option<String>,
+    /// Default: the parent's report name with `-fork`, the next free number when taken.
+    pub report_file: Option<PathBuf>,
+    /// The folder holding the fork's run folder (default: the parent's).
+    pub run_dir: Option<PathBuf>,
+}
+
+/// Make the fork's run folder and hand it to the driver.
+pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
+    let file = parent.join("meeting.json");
+    if !file.is_file() {
+        return Err(Error::Usage(format!(
+            "--fork: {} is not a run folder (it holds no meeting.json)",
+            parent.display()
+        )));
+    }
+    super::trust::check_owner(parent)?;
+    let text = crate::io::read_text_file(&file)?;
+    let mut settings: RunSettings = crate::io::parse_versioned(
+        &file.display().to_string(),
+        &text,
+        "settings_version",
+        SETTINGS_VERSION,
+    )?;
+    let parent_board = super::final_board(parent)?;
+    let most = parent_board.loop_count + 1;
+    if changes.at_loop == 0 || changes.at_loop > most {
+        return Err(Error::Usage(format!(
+            "--at-loop: {} is not a loop of the meeting in {} (1 to {most}: it ran {} loops)",
+            changes.at_loop,
+            parent.display(),
+            parent_board.loop_count
+        )));
+    }
+    // What would run a command, write a file elsewhere or send the traces is the parent's
+    // business: the fork gives them again if it wants them.
+    settings.stage_overrides.clear();
+    settings.user_llm_log = None;
+    settings.llm.record = None;
+    settings.otlp = None;
+    settings.adr = None;
+    if let Some(m) = changes.model {
+        settings.llm.model = Some(m);
+    }
+    if let Some(a) = changes.agents {
+        settings.board.agents = a;
+    }
+    if let Some(n) = changes.max_loops {
+        settings.board.max_loops = n;
+    }
+    let now = crate::meeting::events::clock_from_env().now();
+    let trace_id = changes
+        .trace_id
+        .unwrap_or_else(|| crate::stage::init_board::new_trace_id(&now));
+    settings.board.trace_id = Some(trace_id.clone());
+    settings.report_file = match changes.report_file {
+        Some(f) => absolute(&f),
+        None => free_report_name(&forked_name(&settings.report_file)),
+    };
+    settings.fork = Some(ForkOf {
+        run_dir: absolute(parent).display().to_string(),
+        trace_id: parent_board.trace_id.clone(),
+        at_loop: changes.at_loop,
+        from_parent: None,
+    });
+    // The parent's collected documents, as its meeting saw them.
+    let packet_file = RunDir {
+        path: parent.to_path_buf(),
+    }
+    .file(1, Stage::CollectContext, "out");
+    let packet_text = crate::io::read_text_file(&packet_file)?;
+    let packet: MeetingPacket = crate::io::parse_versioned(
+        &packet_file.display().to_string(),
+        &packet_text,
+        "packet_version",
+        PACKET_VERSION,
+    )?;
+    let board = Stages::new(&settings).init(packet)?;
+    let board_text = to_json_line(&board, false);
+    check_llm_config(&settings.llm, &board, false)?;
+    let models = models_line(&settings.llm, &board)?;
+    let holder = match changes.run_dir {
+        Some(d) => d,
+        None => parent
+            .parent()
+            .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+    };
+    let dir = RunDir {
+        path: holder.join(&trace_id),
+    };
+    check_report_path(&settings, &board, &dir.path)?;
+    prove_writable(&settings.report_file)?;
+    let run = create(
+        Checked {
+            settings,
+            packet_text,
+            board_text,
+            board,
+            models,
+            dir,
+            numbered_from: None,
+            default_report: None,
+        },
+        ui,
+    )?;
+    // The parent's answers, for the calls before loop N (cut when the fork gets there).
+    let log = run.dir.path.join("llm.jsonl");
+    copy_log(&parent.join("llm.jsonl"), &log)?;
+    if !ui.quiet {
+        crate::note!(
+            "fork of {} at loop {}: the calls before it are answered from {}",
+            parent_board.trace_id,
+            run.settings.fork.as_ref().map_or(0, |f| f.at_loop),
+            parent.join("llm.jsonl").display()
+        );
+    }
+    let mut run = run;
+    run.fork_at = pending(&run.settings, &run.board);
+    Ok(run)
+}
+
+/// The loop a fork's log is still to be cut at: its `at_loop` while the board is before that
+/// loop's first PM round (a resumed fork killed before it cuts then).
+pub(super) fn pending(settings: &RunSettings, board: &crate::model::Board) -> Option<u32> {
+    let at_start = |n: u32| {
+        board.current_loop() == n
+            && board.pending_calls.is_empty()
+            && board.last_turns.is_empty()
+            && board.next_stage() == Some(Stage::PmStep)
+    };
+    settings
+        .fork
+        .as_ref()
+        .map(|f| f.at_loop)
+        .filter(|&n| board.current_loop() < n || at_start(n))
+}
+
+/// `reports/x.md` → `reports/x-fork.md`.
+fn forked_name(report: &Path) -> PathBuf {
+    let stem = report
+        .file_stem()
+        .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
+    let ext = report
+        .extension()
+        .map_or_else(|| "md".into(), |s| s.to_string_lossy().into_owned());
+    report.with_file_name(format!("{stem}-fork.{ext}"))
+}
+
+/// The parent's exchange log copied whole (its whole lines) as the fork's first lines.
+fn copy_log(parent: &Path, fork: &Path) -> Result<()> {
+    let bytes = match std::fs::read(parent) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => {
+            return Err(Error::Runtime(format!(
+                "{}: {}",
+                parent.display(),
+                crate::io::os_error(&e)
+            )))
+        }
+    };
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    crate::io::write_atomic(fork, &bytes[..whole])
+}
+
+/// `meeting --compare A B`: what changed between two run folders' meetings, as Markdown
+/// (`stage::render_report::compare`).
+pub fn compare(a: &Path, b: &Path) -> Result<String> {
+    let read = |dir: &Path| -> Result<(crate::model::Board, Option<ForkOf>)> {
+        let file = dir.join("meeting.json");
+        if !file.is_file() {
+            return Err(Error::Usage(format!(
+                "--compare: {} is not a run folder (it holds no meeting.json)",
+                dir.display()
+            )));
+        }
+        let text = crate::io::read_text_file(&file)?;
+        let settings: RunSettings = crate::io::parse_versioned(
+            &file.display().to_string(),
+            &text,
+            "settings_version",
+            SETTINGS_VERSION,
+        )?;
+        Ok((super::final_board(dir)?, settings.fork))
+    };
+    let ((ba, fa), (bb, fb)) = (read(a)?, read(b)?);
+    let (la, lb) = (a.display().to_string(), b.display().to_string());
+    use crate::stage::render_report::compare::{compare, Side};
+    Ok(compare(
+        &Side {
+            label: &la,
+            board: &ba,
+            cost: super::outcome::own_cost(&ba, fa.as_ref()),
+            fork: fa.as_ref(),
+        },
+        &Side {
+            label: &lb,
+            board: &bb,
+            cost: super::outcome::own_cost(&bb, fb.as_ref()),
+            fork: fb.as_ref(),
+        },
+    ))
+}

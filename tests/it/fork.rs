@@ -1,0 +1,264 @@
+//! `meeting --fork DIR --at-loop N` (docs/design/run-folder.md#fork): a new run folder whose
+//! calls before loop N are answered from the parent's exchange log — the fake server is asked
+//! nothing for them — and the rest live; `meeting --compare A B` names what changed.
+
+use serde_json::{json, Value};
+
+use crate::fake_http::{json as reply, openai_ok, FakeServer};
+use crate::fixtures::pm::With;
+use crate::fixtures::{pm, NOW};
+use crate::harness::{Run, Workdir};
+
+fn decided(choice: &str, confidence: &str) -> Value {
+    pm::finish(&format!(
+        "### Executive Summary\n{choice}.\n\n### Recommendation\nGo with {choice}."
+    ))
+    .with(
+        "decision",
+        json!({"choice": choice, "confidence": confidence, "revisit_if": "costs double"}),
+    )
+}
+
+/// gpt-4o's prices per token in the built-in table: (input, output).
+fn gpt_4o() -> (f64, f64) {
+    let text =
+        std::fs::read_to_string(crate::harness::root().join("share/prices/prices.json")).unwrap();
+    let table: Value = serde_json::from_str(&text).unwrap();
+    let row = &table["models"]["gpt-4o"];
+    (
+        row["input"].as_f64().unwrap(),
+        row["output"].as_f64().unwrap(),
+    )
+}
+
+/// A server answering `replies` in order, 1,000 prompt and 100 completion tokens each.
+fn serve(replies: &[Value]) -> FakeServer {
+    FakeServer::start(
+        replies
+            .iter()
+            .map(|r| reply(200, &openai_ok(&r.to_string(), Some((1000, 100)))))
+            .collect(),
+    )
+}
+
+/// `meeting` in `work` against `server`.
+fn meeting(work: &Workdir, server: &FakeServer, args: &[&str]) -> Run {
+    work.cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(args)
+        .run()
+}
+
+#[test]
+fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
+    let work = Workdir::new();
+    let first = serve(&[
+        pm::call("arch", "How long does the nightly run take?"),
+        pm::answer("About 3h40m.", &["The run takes 3h40m."]),
+        pm::call("arch", "Would a replica lag?"),
+        pm::answer("Up to 14 minutes.", &["Replica lag reaches 14 minutes."]),
+        decided("the replica", "high"),
+    ]);
+    let out = meeting(
+        &work,
+        &first,
+        &[
+            "--topic",
+            "Move reporting off the primary?",
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--trace-id",
+            "parent",
+            "--report-file",
+            "report.md",
+        ],
+    );
+    out.success();
+    assert_eq!(first.count(), 5, "{}", out.stderr());
+
+    // The fork at loop 2, on another model: the server is asked only loop 2's PM round.
+    let second = serve(&[decided("a managed warehouse", "low")]);
+    let out = meeting(
+        &work,
+        &second,
+        &[
+            "--fork",
+            "runs/parent",
+            "--at-loop",
+            "2",
+            "--model",
+            "gpt-4o",
+            "--trace-id",
+            "child",
+        ],
+    );
+    out.success();
+    assert_eq!(second.count(), 1, "one live call: {}", out.stderr());
+    assert_eq!(first.count(), 5, "the parent's server is not asked again");
+    let live = second.request(0).json();
+    assert_eq!(live["model"], "gpt-4o");
+    // The live PM round saw loop 1 as the parent's: arch's first answer, from the log.
+    assert!(live.to_string().contains("The run takes 3h40m."), "{live}");
+    let result: Value = out.json();
+    assert_eq!(result["trace_id"], "child");
+    let from = &result["forked_from"];
+    assert_eq!(
+        (&from["run_dir"], &from["trace_id"], &from["at_loop"]),
+        (
+            &json!(work.join("runs/parent")),
+            &json!("parent"),
+            &json!(2)
+        )
+    );
+    // What the parent's log answered (loop 1's two calls) is the parent's cost, not the
+    // fork's: the fork paid for its one live call, at gpt-4o's price.
+    assert_eq!(from["from_parent"]["calls"], 2);
+    let (input, output) = gpt_4o();
+    let usd = result["cost"]["usd"].as_f64().unwrap();
+    assert!(
+        (usd - (1000.0 * input + 100.0 * output)).abs() < 1e-9,
+        "{result}"
+    );
+    assert_eq!(result["loops"], 1);
+    let settings: Value = serde_json::from_str(&work.read("runs/child/meeting.json")).unwrap();
+    assert_eq!(settings["fork"]["at_loop"], 2);
+    let report = work.read("report-fork.md");
+    assert!(report.contains("a managed warehouse"), "{report}");
+    // The fork's log: the parent's calls 1 and 2 (loop 1), then its own live call 3.
+    let log: Vec<Value> = work
+        .read("runs/child/llm.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let seqs: Vec<u64> = log.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(log[2]["model"], "gpt-4o");
+
+    let diff = work
+        .cli("meeting")
+        .args(["--compare", "runs/parent", "runs/child"])
+        .run();
+    diff.success();
+    let text = diff.stdout();
+    for part in [
+        "- Decision: the replica → a managed warehouse",
+        "- Confidence: high → low",
+        "- Loops: 2 → 1",
+        "- LLM calls: 5 → 3",
+        "- Cost: $0.0010 → $0.0035",
+        "Only in runs/parent: Replica lag reaches 14 minutes.",
+        "- Forked from parent at loop 2",
+    ] {
+        assert!(text.contains(part), "{part:?} in:\n{text}");
+    }
+}
+
+/// A fork stopped before its loop (`--step`, `q`) and resumed still answers the calls before
+/// the loop from the parent's log: the server is asked only the loop's own call.
+#[test]
+fn a_resumed_fork_still_asks_nothing_before_its_loop() {
+    let work = Workdir::new();
+    let first = serve(&[
+        pm::call("arch", "How long does the nightly run take?"),
+        pm::answer("About 3h40m.", &["The run takes 3h40m."]),
+        pm::call("arch", "Would a replica lag?"),
+        pm::answer("Up to 14 minutes.", &["Replica lag reaches 14 minutes."]),
+        decided("the replica", "high"),
+    ]);
+    meeting(
+        &work,
+        &first,
+        &[
+            "--topic",
+            "Move reporting off the primary?",
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--trace-id",
+            "parent",
+            "--report-file",
+            "report.md",
+        ],
+    )
+    .success();
+    let second = serve(&[decided("a managed warehouse", "low")]);
+    // Enter runs loop 1's PM round, q stops before arch's turn.
+    let stopped = work
+        .cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", second.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("AGENT_MEETING_NOW", NOW)
+        .args([
+            "--fork",
+            "runs/parent",
+            "--at-loop",
+            "2",
+            "--trace-id",
+            "child",
+            "--step",
+        ])
+        .stdin("\nq\n")
+        .run();
+    stopped.exit(130).stderr_has("stopped before agent-turn");
+    assert_eq!(second.count(), 0, "{}", stopped.stderr());
+    let done = meeting(&work, &second, &["--resume", "runs/child"]);
+    done.success();
+    assert_eq!(second.count(), 1, "only loop 2's call: {}", done.stderr());
+    let result: Value = done.json();
+    assert_eq!(result["forked_from"]["at_loop"], 2);
+    assert!(work.read("report-fork.md").contains("a managed warehouse"));
+}
+
+/// `--at-loop` past the parent's last loop, or a folder that is no run folder, is bad usage.
+#[test]
+fn a_fork_needs_a_run_folder_and_one_of_its_loops() {
+    let work = Workdir::new();
+    let server = serve(&[
+        pm::call("arch", "How long?"),
+        pm::answer("3h40m.", &["The run takes 3h40m."]),
+        pm::done(),
+    ]);
+    meeting(
+        &work,
+        &server,
+        &[
+            "--topic",
+            "Move?",
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o-mini",
+            "--trace-id",
+            "p",
+            "--report-file",
+            "r.md",
+        ],
+    )
+    .success();
+    let none = serve(&[]);
+    meeting(&work, &none, &["--fork", "runs/p", "--at-loop", "3"])
+        .exit(2)
+        .stderr_has("--at-loop: 3 is not a loop of the meeting in runs/p (1 to 2");
+    meeting(&work, &none, &["--fork", "nowhere", "--at-loop", "1"])
+        .exit(2)
+        .stderr_has("--fork: nowhere is not a run folder");
+    meeting(
+        &work,
+        &none,
+        &["--fork", "runs/p", "--at-loop", "1", "--provider", "sample"],
+    )
+    .exit(2)
+    .stderr_has("--provider cannot be used with --fork");
+    assert_eq!(none.count(), 0);
+}
