@@ -109,6 +109,10 @@ pub struct LastTurn {
     /// `result`; absent on every other turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewVerdict>,
+    /// A council member's blind vote or its ranking (docs/design/council.md), instead of
+    /// `result`; absent on every other turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub council: Option<CouncilAnswer>,
 }
 
 /// The whiteboard: the whole state of a meeting, passed from stage to stage.
@@ -166,6 +170,10 @@ pub struct Board {
     /// The reviewers' objections, with ids and how each was resolved (absent: none raised).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objections: Vec<Objection>,
+    /// The council round (docs/design/council.md): its members' blind votes, their rankings
+    /// and the aggregate; absent without a council, so such a board is the same bytes as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub council: Option<Council>,
     /// The decision record for the report: questions, provenance, decision, process notes.
     #[serde(default, skip_serializing_if = "MeetingRecord::is_empty")]
     pub record: MeetingRecord,

@@ -8,6 +8,7 @@
 mod agent;
 mod answer;
 mod board;
+mod council;
 mod decision;
 mod event;
 mod input;
@@ -20,6 +21,7 @@ mod usage;
 pub use agent::*;
 pub use answer::*;
 pub use board::*;
+pub use council::*;
 pub use decision::*;
 pub use event::*;
 pub use input::*;
