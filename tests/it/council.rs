@@ -506,3 +506,109 @@ fn the_sample_provider_answers_the_council() {
         assert!(m.get("error").is_none(), "{m}");
     }
 }
+
+/// The labels a ranking request's schema allows (`ranking.items.enum`), wherever the
+/// provider puts the schema in its body.
+fn ranking_labels(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::Object(m) => {
+            if let Some(labels) = m.get("ranking").and_then(|r| r["items"]["enum"].as_array()) {
+                return Some(labels.clone());
+            }
+            m.values().find_map(ranking_labels)
+        }
+        Value::Array(a) => a.iter().find_map(ranking_labels),
+        _ => None,
+    }
+}
+
+/// `--council-models` against a live server: each member's requests carry its own model (the
+/// third keeps the meeting's), the members' votes are asked at once, and the report names
+/// each member's `provider:model`.
+#[test]
+fn council_models_reach_the_server_and_the_report() {
+    use crate::fake_http::{json as http, openai_ok, FakeServer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let pm_rounds = AtomicUsize::new(0);
+    let server = FakeServer::answering(move |req| {
+        let body = req.json();
+        let reply = |v: Value| http(200, &openai_ok(&v.to_string(), Some((100, 10))));
+        let text = req.body.as_str();
+        if text.contains("council_vote") {
+            let (choice, reason) = match body["model"].as_str() {
+                Some("model-a") => ("Read replica", REASONS[0].1),
+                Some("model-b") => ("Tune the primary", REASONS[1].1),
+                _ => ("Read replica", REASONS[2].1),
+            };
+            return reply(vote(choice, "medium", reason)).together(3);
+        }
+        if let Some(labels) = ranking_labels(&body) {
+            return reply(json!({ "ranking": labels }));
+        }
+        if text.contains("pm_decision") {
+            return match pm_rounds.fetch_add(1, Ordering::SeqCst) {
+                0 => reply(pm::call("biz", "What would tuning gain, in minutes?")),
+                _ => reply(finish("Read replica")),
+            };
+        }
+        reply(pm::answer(
+            "Tuning gains about 10 minutes a night.",
+            &["Tuning gains about 10 minutes a night"],
+        ))
+    });
+    let work = work(false);
+    let out = cli("meeting")
+        .current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz,sre"])
+        .args(["--provider", "openai", "--model", "model-pm", "--quiet"])
+        .args(["--council-models", "openai:model-a,openai:model-b"])
+        .args(["--trace-id", TRACE])
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .run();
+    out.check(out.code() == Some(0), "the meeting");
+    assert!(server.missed().is_empty(), "{:?}", server.missed());
+    assert_eq!(server.max_in_flight(), 3, "the votes are asked at once");
+    // The exchange log keeps each call's model as sent; the server saw the same.
+    let models: Vec<(String, String)> = work
+        .read(format!("runs/{TRACE}/llm.jsonl"))
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["caller"].as_str().unwrap().into(),
+                v["model"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let mut sent: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap().to_string())
+        .collect();
+    let mut logged: Vec<String> = models.iter().map(|(_, m)| m.clone()).collect();
+    sent.sort();
+    logged.sort();
+    assert_eq!(sent, logged);
+    for (caller, model) in &models {
+        let want = match caller.as_str() {
+            "arch" => "model-a",
+            "biz" => "model-b",
+            _ => "model-pm",
+        };
+        assert_eq!(model, want, "{caller}'s request");
+    }
+    let report = work.read("report.md");
+    for want in [
+        "- **arch** (openai:model-a): Read replica",
+        "- **biz** (openai:model-b): Tune the primary",
+        "- **sre** (openai:model-pm): Read replica",
+    ] {
+        assert!(report.contains(want), "missing {want:?} in\n{report}");
+    }
+}
