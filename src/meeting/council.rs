@@ -693,17 +693,41 @@ pub(crate) fn view(board: &Board, decision: Option<&str>) -> Option<CouncilView>
     let follows = match (decision, &a.leading) {
         (Some(d), Some(l)) if same_choice(d, l) => format!(
             "The decision follows the council's {} ({l}, {} of {} votes).",
-            if a.majority() { "majority" } else { "leading choice" },
+            if a.majority() {
+                "majority"
+            } else {
+                "leading choice"
+            },
             a.agreeing,
             a.voters
         ),
-        (Some(_), Some(l)) => format!(
-            "The decision does not follow the council's {} ({l}, {} of {} votes): the PM weighed the meeting's answers after the vote, as the recommendation says.",
-            if a.majority() { "majority" } else { "leading choice" },
-            a.agreeing,
-            a.voters
+        (Some(_), Some(l)) => {
+            let why = board
+                .record
+                .decision
+                .as_ref()
+                .and_then(|d| d.against_council.as_deref())
+                .map(fold_ws)
+                .filter(|w| !w.is_empty())
+                .map_or_else(
+                    || "the PM gave no reason beyond its recommendation".to_string(),
+                    |w| format!("the PM's reason: {w}"),
+                );
+            format!(
+                "The decision does not follow the council's {} ({l}, {} of {} votes): {why}",
+                if a.majority() {
+                    "majority"
+                } else {
+                    "leading choice"
+                },
+                a.agreeing,
+                a.voters
+            )
+        }
+        (Some(_), None) => format!(
+            "The council had no leading choice ({}); the PM decided.",
+            a.leading_line()
         ),
-        (Some(_), None) => format!("The council had no leading choice ({}); the PM decided.", a.leading_line()),
         (None, _) => String::new(),
     };
     Some(CouncilView {

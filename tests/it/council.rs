@@ -215,20 +215,67 @@ fn a_council_meeting_reports_each_vote_the_ranking_and_the_dissent() {
     assert!(pm[0].contains("ask them before you decide"), "{}", pm[0]);
 }
 
-/// A decision against the council's majority says so in the Recommendation.
+/// A decision against the council's majority says so in the Recommendation, with the PM's
+/// reason (`decision.against_council`, offered only with a council); without one, the PM
+/// gives none and the line says so.
 #[test]
-fn a_decision_against_the_majority_says_so() {
+fn a_decision_against_the_majority_says_so_and_why() {
     let work = work(false);
     let labels = labels(&work);
-    let c = whole(&labels, "Tune the primary").write(work.join("c.jsonl"));
+    let lines = whole(&labels, "Tune the primary");
+    let last = lines.lines().len() as u64;
+    let lines = lines.edit(last, |l| {
+        let mut d: Value = serde_json::from_str(l["response"].as_str().unwrap()).unwrap();
+        d["decision"]["against_council"] =
+            json!("Tuning gains 10 minutes a night, enough for the deadline.");
+        l["response"] = json!(d.to_string());
+    });
+    let c = lines.write(work.join("c.jsonl"));
     meeting(&work, &c, &["--quiet", "--council"]).run().exit(0);
     let report = work.read("report.md");
     assert!(
-        report.contains(
-            "The decision does not follow the council's majority (Read replica, 2 of 3 votes)"
-        ),
+        report.contains("The decision does not follow the council's majority (Read replica, 2 of 3 votes): the PM's reason: Tuning gains 10 minutes a night, enough for the deadline."),
         "{report}"
     );
+    // The PM was offered the field and told when to use it.
+    let pm = requests(&work)
+        .into_iter()
+        .find(|(_, c, _)| c == "pm")
+        .unwrap()
+        .2;
+    assert!(pm.contains("against_council"), "{pm}");
+
+    let bare = self::work(false);
+    let c = whole(&labels, "Tune the primary").write(bare.join("c.jsonl"));
+    meeting(&bare, &c, &["--quiet", "--council"]).run().exit(0);
+    assert!(
+        bare.read("report.md").contains(
+            "(Read replica, 2 of 3 votes): the PM gave no reason beyond its recommendation"
+        ),
+        "{}",
+        bare.read("report.md")
+    );
+}
+
+/// A meeting without a council sends nothing of it: not the field, not the rule.
+#[test]
+fn a_meeting_without_a_council_sees_nothing_of_it() {
+    let work = work(false);
+    let c = Cassette::new()
+        .pm(pm::call("biz", "What would tuning gain?"))
+        .agent(
+            "biz",
+            pm::answer("Ten minutes.", &["Tuning gains ten minutes"]),
+        )
+        .pm(finish("Read replica"))
+        .write(work.join("c.jsonl"));
+    meeting(&work, &c, &["--quiet"]).run().exit(0);
+    let log = work.read(format!("runs/{TRACE}/llm.jsonl"));
+    assert!(
+        !log.contains("against_council") && !log.contains("council"),
+        "{log}"
+    );
+    assert!(!work.read("report.md").contains("## Council"));
 }
 
 /// Blind: no member's vote request holds another member's answer; the ranking request holds
