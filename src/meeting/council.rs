@@ -880,6 +880,106 @@ mod tests {
         assert_eq!((none.leading, none.voters), (None, 0));
     }
 
+    /// The council walks the state table's existing rows (docs/design/council.md#flow):
+    /// init-board leaves the votes for agent-turn, merge-board the rankings for agent-turn
+    /// again, then the aggregate for the PM; no loop is spent.
+    #[test]
+    fn the_council_walks_the_state_table() {
+        use crate::model::{CouncilAnswer, LastTurn, TurnStatus};
+        use crate::stage::Stage;
+        let mut b = crate::stage::fixtures::board(&[]);
+        b.meeting_input.decision_packet.options = vec!["Tune".into(), "Replica".into()];
+        b.participants.push("sre".into());
+        b.agents
+            .insert("sre".into(), crate::stage::fixtures::agent("sre"));
+        start(
+            &mut b,
+            &CouncilSettings::default(),
+            crate::stage::fixtures::NOW,
+        )
+        .unwrap();
+        assert_eq!(b.next_stage(), Some(Stage::AgentTurn));
+        assert_eq!(b.pending_calls.len(), 3);
+        let turn = |name: &str, answer: CouncilAnswer| LastTurn {
+            agent_name: name.into(),
+            status: TurnStatus::Ok,
+            prompt: "q".into(),
+            result: None,
+            error: None,
+            review: None,
+            council: Some(answer),
+        };
+        let voted: Vec<LastTurn> = ["arch", "biz", "sre"]
+            .iter()
+            .map(|n| {
+                turn(
+                    n,
+                    CouncilAnswer::Vote(vote("Replica", Confidence::High, "r")),
+                )
+            })
+            .collect();
+        b.pending_calls.clear();
+        b.last_turns = voted.clone();
+        assert_eq!(b.next_stage(), Some(Stage::MergeBoard));
+        let mut b = crate::stage::merge_board::merge(b, crate::stage::fixtures::NOW).unwrap();
+        assert_eq!(active(&b), Some(CouncilPhase::Rank));
+        assert_eq!(b.next_stage(), Some(Stage::AgentTurn));
+        let ranked: Vec<LastTurn> = b
+            .pending_calls
+            .iter()
+            .map(|c| {
+                let order = others(&b, &c.target_agent)
+                    .into_iter()
+                    .map(|(l, _)| l)
+                    .collect();
+                turn(
+                    &c.target_agent,
+                    CouncilAnswer::Ranking(CouncilRanking { ranking: order }),
+                )
+            })
+            .collect();
+        b.pending_calls.clear();
+        b.last_turns = ranked;
+        let b = crate::stage::merge_board::merge(b, crate::stage::fixtures::NOW).unwrap();
+        assert_eq!(b.next_stage(), Some(Stage::PmStep));
+        assert_eq!(b.loop_count, 0, "council calls are no loops");
+        let a = b.council.as_ref().unwrap().aggregate.as_ref().unwrap();
+        assert_eq!(
+            (a.leading.as_deref(), a.agreeing, a.voters),
+            (Some("Replica"), 3, 3)
+        );
+        assert!(
+            crate::meeting::prompts::whiteboard(&b, crate::meeting::prompts::Reader::Pm)
+                .unwrap()
+                .contains("- Votes: Tune 0; Replica 3 (arch, biz, sre).")
+        );
+    }
+
+    /// A vote for an option not in the packet is refused with the options named; one in
+    /// other case or spacing is taken in the packet's spelling.
+    #[test]
+    fn a_vote_must_name_an_option() {
+        let mut b = crate::stage::fixtures::board(&[]);
+        b.meeting_input.decision_packet.options = vec!["Read replica".into(), "Tune".into()];
+        let v = |c: &str| json!({"choice": c, "confidence": "high", "reasons": ["Lag is bounded by the load test"], "citations": []});
+        let e = check_vote(&b, &v("Kafka")).unwrap_err();
+        assert!(
+            e.contains("\"Kafka\" is not one of the options") && e.contains("\"Read replica\""),
+            "{e}"
+        );
+        assert_eq!(
+            check_vote(&b, &v("read  REPLICA")).unwrap().choice,
+            "Read replica"
+        );
+        assert_eq!(
+            check_vote(&b, &v("None of these")).unwrap().choice,
+            NONE_OF_THESE
+        );
+        let mut empty = v("Tune");
+        empty["reasons"] = json!([]);
+        assert!(check_vote(&b, &empty).unwrap_err().starts_with("reasons:"));
+    }
+
     /// The shuffle is a permutation fixed by its seed; the seed by the trace id.
     #[test]
     fn the_shuffle_is_deterministic_from_the_seed() {

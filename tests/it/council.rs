@@ -405,7 +405,7 @@ fn a_meeting_stopped_mid_council_resumes_to_the_same_report() {
 }
 
 /// The meeting file's `council: true` gives the same meeting as `--council`, and
-/// `share/meeting.sh` runs it with the same stages: the same board and report.
+/// `share/meeting.sh` (`COUNCIL=1`) runs it with the same stages: the same board and report.
 #[test]
 fn the_meeting_files_council_and_the_shell_loop_agree_with_the_flag() {
     let flag = work(false);
@@ -420,27 +420,28 @@ fn the_meeting_files_council_and_the_shell_loop_agree_with_the_flag() {
     if skip_without(Tool::Jq) {
         return;
     }
-    let want = without_timings(final_board(&run_dir(&file)));
+    let want = without_timings(final_board(&run_dir(&flag)));
     let mut sh = Cli::new(Command::new("sh"));
-    sh.current_dir(file.path())
+    sh.current_dir(flag.path())
         .arg(root().join("share/meeting.sh"))
         .args(["meeting.yaml", "arch,biz,sre"])
-        .arg(file.join("sh-report.md"))
+        .arg(flag.join("sh-report.md"))
         .env("PATH", programs_path())
         .env("AGENT_MEETING_NOW", NOW)
         .env("AGENT_MEETING_PROVIDER", "replay")
-        .env("MEETING_CASSETTE", &c)
+        .env("MEETING_CASSETTE", flag.join("c.jsonl"))
         .env("TRACE_ID", TRACE)
-        .env("BOARD_OUT", file.join("sh-board.json"));
+        .env("BOARD_OUT", flag.join("sh-board.json"))
+        .env("COUNCIL", "1");
     let out = sh.run();
     out.check(out.code() == Some(0), "the shell loop");
-    let mut got = without_timings(serde_json::from_str(&file.read("sh-board.json")).unwrap());
+    let mut got = without_timings(serde_json::from_str(&flag.read("sh-board.json")).unwrap());
     let mut want = want;
     for b in [&mut got, &mut want] {
         b.as_object_mut().unwrap().remove("report_file");
     }
     assert_eq!(got, want, "shell loop and meeting disagree");
-    assert_eq!(file.read("sh-report.md"), file.read("report.md"));
+    assert_eq!(flag.read("sh-report.md"), flag.read("report.md"));
 }
 
 /// Under a token budget every council call keeps a reserve for the rest of the round, the
