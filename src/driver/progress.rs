@@ -402,8 +402,14 @@ pub(super) fn confirm_step(
     next_input: &dyn Fn() -> Result<PathBuf>,
 ) -> Result<bool> {
     loop {
+        // A council's round says which (docs/design/council.md#flow).
+        let council = match board.council.as_ref().map(|c| c.phase) {
+            Some(crate::model::CouncilPhase::Vote) => ", council: the blind votes",
+            Some(crate::model::CouncilPhase::Rank) => ", council: the rankings",
+            _ => "",
+        };
         crate::note_inline!(
-            "next: {stage} ({}, status {}) — Enter to run, p to print the board, q to stop: ",
+            "next: {stage} ({}, status {}{council}) — Enter to run, p to print the board, q to stop: ",
             loop_tag(board),
             board.status.as_str()
         );

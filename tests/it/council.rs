@@ -387,6 +387,11 @@ fn a_meeting_stopped_mid_council_resumes_to_the_same_report() {
     );
     assert!(err.contains("council ranking"), "{err}");
     assert!(err.contains("stopped before merge-board"), "{err}");
+    assert!(
+        err.contains("next: agent-turn (loop 1/6, status running, council: the blind votes)")
+            && err.contains("next: agent-turn (loop 1/6, status running, council: the rankings)"),
+        "{err}"
+    );
     let out = cli("meeting")
         .current_dir(work.path())
         .env("AGENT_MEETING_NOW", NOW)
