@@ -955,6 +955,38 @@ mod tests {
         );
     }
 
+    /// A council voting with nothing waiting, or asking someone who is no member, is refused
+    /// by the stage guard (docs/design/flow.md#board-invariants).
+    #[test]
+    fn a_council_board_must_have_its_calls() {
+        use crate::stage::Stage;
+        let mut b = crate::stage::fixtures::board(&[]);
+        start(
+            &mut b,
+            &CouncilSettings::default(),
+            crate::stage::fixtures::NOW,
+        )
+        .unwrap();
+        assert!(b.expect_stage(Stage::AgentTurn).is_ok());
+        let mut stray = b.clone();
+        stray.council.as_mut().unwrap().members.truncate(1);
+        let e = stray
+            .expect_stage(Stage::AgentTurn)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("pending_calls[1].target_agent: is not a council member"),
+            "{e}"
+        );
+        b.pending_calls.clear();
+        let e = b.expect_stage(Stage::PmStep).unwrap_err().to_string();
+        assert!(
+            e.contains("council.phase: \"vote\" with no call pending"),
+            "{e}"
+        );
+        assert_eq!(b.expect_stage(Stage::PmStep).unwrap_err().exit_code(), 2);
+    }
+
     /// A vote for an option not in the packet is refused with the options named; one in
     /// other case or spacing is taken in the packet's spelling.
     #[test]

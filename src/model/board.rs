@@ -262,7 +262,54 @@ pub(crate) fn check_invariants(b: &Board) -> Result<(), crate::error::Invalid> {
         }
     }
     check_calls_and_turns(b)?;
+    check_council(b)?;
     check_questions(b)
+}
+
+/// A council voting or ranking has its calls or turns waiting, each a member's
+/// (docs/design/council.md#flow): otherwise the PM's calls would be taken for the council's.
+fn check_council(b: &Board) -> Result<(), crate::error::Invalid> {
+    use crate::error::Invalid;
+    let Some(c) = &b.council else { return Ok(()) };
+    if let Some((i, m)) = c
+        .members
+        .iter()
+        .enumerate()
+        .find(|(_, m)| !b.participants.contains(&m.name))
+    {
+        return Err(Invalid::at(
+            format!("council.members[{i}].name"),
+            format!(
+                "{:?} is not a participant ({})",
+                m.name,
+                b.participants.join(", ")
+            ),
+        ));
+    }
+    if c.phase == CouncilPhase::Done {
+        return Ok(());
+    }
+    if b.pending_calls.is_empty() && b.last_turns.is_empty() {
+        return Err(Invalid::at(
+            "council.phase",
+            format!(
+                "{:?} with no call pending and no turn waiting (expected the members' calls, or \"done\")",
+                crate::model::wire_name(&c.phase)
+            ),
+        ));
+    }
+    let members = |name: &String| c.members.iter().any(|m| &m.name == name);
+    if let Some(i) = b
+        .pending_calls
+        .iter()
+        .position(|p| !members(&p.target_agent))
+    {
+        return Err(Invalid::at(
+            format!("pending_calls[{i}].target_agent"),
+            "is not a council member, while the council votes or ranks",
+        ));
+    }
+    Ok(())
 }
 
 /// The open questions are the record's unanswered ones: a question enters the board with its
