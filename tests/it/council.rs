@@ -665,3 +665,56 @@ fn council_models_reach_the_server_and_the_report() {
         assert!(report.contains(want), "missing {want:?} in\n{report}");
     }
 }
+
+/// Two members rank nothing (each would order one answer): the council is done after the
+/// votes. A member whose vote is unusable twice is an error the council goes on without,
+/// shown in the report and the Process Note.
+#[test]
+fn a_council_of_two_skips_the_ranking_and_goes_on_without_a_failed_vote() {
+    let work = work(false);
+    let c = Cassette::new()
+        .agent("arch", vote("Read replica", "high", REASONS[0].1))
+        .text("biz", "I think tuning is best.")
+        .at(4)
+        .text("biz", "Still prose.")
+        .pm(pm::call("biz", "What would tuning gain, in minutes?"))
+        .agent(
+            "biz",
+            pm::answer("About 10 minutes.", &["Tuning gains about 10 minutes"]),
+        )
+        .pm(finish("Read replica"))
+        .write(work.join("c.jsonl"));
+    let mut cmd = cli("meeting");
+    cmd.current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz"])
+        .args([
+            "--provider",
+            "replay",
+            "--trace-id",
+            TRACE,
+            "--council",
+            "--quiet",
+        ])
+        .arg("--cassette")
+        .arg(&c)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"));
+    cmd.run().exit(0);
+    let report = work.read("report.md");
+    assert!(
+        report.contains("- **arch** (replay): Read replica, confidence high."),
+        "{report}"
+    );
+    assert!(
+        report.contains("- **biz** (replay): no usable vote ("),
+        "{report}"
+    );
+    assert!(report.contains("**Vote:** Tune the primary 0; Read replica 1 (arch). Leading: Read replica, 1 of 1 votes (a majority)."), "{report}");
+    assert!(!report.contains("Ranked by the others"), "{report}");
+    assert!(report.contains("biz's council vote failed"), "{report}");
+    let log = work.read(format!("runs/{TRACE}/llm.jsonl"));
+    assert!(!log.contains("council_ranking"), "no ranking round");
+}
