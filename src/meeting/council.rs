@@ -235,17 +235,24 @@ pub(crate) fn vote_expected_json(board: &Board) -> ExpectedJson {
         all.push(NONE_OF_THESE);
         json!({"type": "string", "enum": all})
     };
+    // Every object closed and every property listed, so the strict form of structured output
+    // (`llm::json_format::to_strict`) can send it; without documents no citation fits.
     let docs = &board.context_bundle.documents;
+    let mut item = json!({
+        "type": "object", "additionalProperties": false,
+        "required": ["document_id", "source_path", "quote"],
+        "properties": {
+            "document_id": {"type": "string"},
+            "source_path": {"type": "string"},
+            "quote": {"type": "string"}}});
     let citation = if docs.is_empty() {
-        json!({"type": "array", "maxItems": 0, "items": {"type": "object"}})
+        json!({"type": "array", "maxItems": 0, "items": item})
     } else {
-        json!({"type": "array", "maxItems": MAX_CITATIONS, "items": {
-            "type": "object", "additionalProperties": false,
-            "required": ["document_id", "source_path", "quote"],
-            "properties": {
-                "document_id": {"type": "string", "enum": docs.iter().map(|d| &d.document_id).collect::<Vec<_>>()},
-                "source_path": {"type": "string", "enum": docs.iter().map(|d| &d.source_path).collect::<Vec<_>>()},
-                "quote": {"type": "string"}}}})
+        item["properties"]["document_id"]["enum"] =
+            json!(docs.iter().map(|d| &d.document_id).collect::<Vec<_>>());
+        item["properties"]["source_path"]["enum"] =
+            json!(docs.iter().map(|d| &d.source_path).collect::<Vec<_>>());
+        json!({"type": "array", "maxItems": MAX_CITATIONS, "items": item})
     };
     ExpectedJson {
         name: "council_vote".into(),
@@ -337,7 +344,9 @@ pub(crate) fn check_vote(board: &Board, value: &Value) -> std::result::Result<Co
 }
 
 /// The JSON `name`'s ranking must be: every other voter's label once, best first (an enum
-/// of the labels, exactly as many as there are: schema-constrained, never parsed from text).
+/// of the labels, exactly as many as there are: schema-constrained, never parsed from text;
+/// no `uniqueItems`, which strict structured output cannot send: a label given twice is the
+/// check's, and the retry's).
 pub(crate) fn rank_expected_json(board: &Board, name: &str) -> ExpectedJson {
     let labels: Vec<String> = others(board, name).into_iter().map(|(l, _)| l).collect();
     ExpectedJson {
@@ -345,7 +354,7 @@ pub(crate) fn rank_expected_json(board: &Board, name: &str) -> ExpectedJson {
         schema: json!({
             "type": "object", "additionalProperties": false, "required": ["ranking"],
             "properties": {"ranking": {"type": "array", "minItems": labels.len(),
-                "maxItems": labels.len(), "uniqueItems": true,
+                "maxItems": labels.len(),
                 "items": {"type": "string", "enum": labels}}}
         }),
     }
@@ -985,6 +994,30 @@ mod tests {
             "{e}"
         );
         assert_eq!(b.expect_stage(Stage::PmStep).unwrap_err().exit_code(), 2);
+    }
+
+    /// The council's schemas are ones strict structured output can send as they are.
+    #[test]
+    fn the_council_schemas_have_a_strict_form() {
+        let mut b = crate::stage::fixtures::board(&[]);
+        b.meeting_input.decision_packet.options = vec!["Tune".into(), "Replica".into()];
+        start(
+            &mut b,
+            &CouncilSettings::default(),
+            crate::stage::fixtures::NOW,
+        )
+        .unwrap();
+        let vote = vote_expected_json(&b).schema;
+        assert!(
+            crate::llm::json_format::to_strict(&vote).is_some(),
+            "{vote}"
+        );
+        b.council.as_mut().unwrap().phase = CouncilPhase::Rank;
+        let rank = rank_expected_json(&b, "arch").schema;
+        assert!(
+            crate::llm::json_format::to_strict(&rank).is_some(),
+            "{rank}"
+        );
     }
 
     /// A vote for an option not in the packet is refused with the options named; one in
