@@ -147,7 +147,9 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
     Ok(())
 }
 
-/// One call per member in `names`, with `question`, each keeping `reserve`.
+/// One call per member in `names`, with `question`, each keeping `reserve`: at most
+/// `max_parallel` at once (`--max-parallel 1`: one by one, for a server that takes one request
+/// at a time), the rest queued by merge-board after them, still blind.
 fn queue(
     board: &mut Board,
     names: &[String],
@@ -155,6 +157,7 @@ fn queue(
     reserve: crate::model::Charge,
     now: &str,
 ) {
+    let names = &names[..names.len().min(board.max_parallel.max(1) as usize)];
     let keep = crate::meeting::budget::Budget::of(board).map(|_| reserve);
     for name in names {
         events::push_at(board, now, events::pm_asks(name, question));
@@ -476,6 +479,31 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
             }
         };
         events::push_at(board, now, events::board_merged(message));
+    }
+    // The members this round has not asked yet (beyond `max_parallel`): the next batch.
+    let council = board.council.as_ref().expect("an active council");
+    let waiting: Vec<String> = council
+        .members
+        .iter()
+        .filter(|m| {
+            m.error.is_none()
+                && match phase {
+                    CouncilPhase::Rank => m.label.is_some() && m.ranking.is_none(),
+                    _ => m.vote.is_none(),
+                }
+        })
+        .map(|m| m.name.clone())
+        .collect();
+    if !waiting.is_empty() {
+        let (question, rounds) = match phase {
+            CouncilPhase::Rank => (RANK_QUESTION, 1),
+            _ => (VOTE_QUESTION, 2),
+        };
+        let limits = crate::meeting::budget::AgentLimits::resolve(board, &Default::default());
+        let reserve =
+            crate::meeting::budget::council_reserve(board, &limits, waiting.len(), rounds);
+        queue(board, &waiting, question, reserve, now);
+        return;
     }
     let council = board.council.as_mut().expect("an active council");
     let voters: Vec<usize> = (0..council.members.len())
@@ -897,6 +925,7 @@ mod tests {
         use crate::model::{CouncilAnswer, LastTurn, TurnStatus};
         use crate::stage::Stage;
         let mut b = crate::stage::fixtures::board(&[]);
+        b.max_parallel = 3;
         b.meeting_input.decision_packet.options = vec!["Tune".into(), "Replica".into()];
         b.participants.push("sre".into());
         b.agents
@@ -970,6 +999,7 @@ mod tests {
     fn a_council_board_must_have_its_calls() {
         use crate::stage::Stage;
         let mut b = crate::stage::fixtures::board(&[]);
+        b.max_parallel = 2;
         start(
             &mut b,
             &CouncilSettings::default(),

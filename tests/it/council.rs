@@ -718,3 +718,44 @@ fn a_council_of_two_skips_the_ranking_and_goes_on_without_a_failed_vote() {
     let log = work.read(format!("runs/{TRACE}/llm.jsonl"));
     assert!(!log.contains("council_ranking"), "no ranking round");
 }
+
+/// `--max-parallel 1` asks the members one by one (a server that takes one request at a time),
+/// still blind: the same calls, the same Council section.
+#[test]
+fn one_at_a_time_the_council_is_the_same_and_still_blind() {
+    let all = work(false);
+    let labels = labels(&all);
+    let lines = whole(&labels, "Read replica");
+    let c = lines.write(all.join("c.jsonl"));
+    meeting(&all, &c, &["--quiet", "--council"]).run().exit(0);
+    let one = work(false);
+    let c = lines.write(one.join("c.jsonl"));
+    meeting(&one, &c, &["--quiet", "--council", "--max-parallel", "1"])
+        .run()
+        .exit(0);
+    let section = |w: &Workdir| {
+        let r = w.read("report.md");
+        let start = r.find("## Council").unwrap();
+        r[start..start + r[start..].find("\n## ").unwrap()].to_string()
+    };
+    assert_eq!(section(&one), section(&all));
+    // One call per agent-turn: no round drawn as calls at once.
+    assert!(all.read("report.md").contains("par L1 at once"));
+    assert!(
+        !one.read("report.md").contains("par L1 at once"),
+        "{}",
+        one.read("report.md")
+    );
+    let reqs = requests(&one);
+    for (seq, caller, text) in &reqs[..3] {
+        for (who, reason) in REASONS {
+            assert!(
+                !text.contains(reason),
+                "{caller}'s vote (call {seq}) holds {who}'s answer"
+            );
+        }
+    }
+    assert_eq!(reqs.len(), lines.lines().len());
+    let board = final_board(&run_dir(&one));
+    assert_eq!(board["loop_count"], 1);
+}
