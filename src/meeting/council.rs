@@ -729,14 +729,13 @@ pub(crate) fn view(board: &Board, decision: Option<&str>) -> Option<CouncilView>
         .collect();
     let follows = match (decision, &a.leading) {
         (Some(d), Some(l)) if same_choice(d, l) => format!(
-            "The decision follows the council's {} ({l}, {} of {} votes).",
+            "The decision follows the council's {} ({l}, {}).",
             if a.majority() {
                 "majority"
             } else {
                 "leading choice"
             },
-            a.agreeing,
-            a.voters
+            a.agreement()
         ),
         (Some(_), Some(l)) => {
             let why = board
@@ -751,14 +750,13 @@ pub(crate) fn view(board: &Board, decision: Option<&str>) -> Option<CouncilView>
                     |w| format!("the PM's reason: {w}"),
                 );
             format!(
-                "The decision does not follow the council's {} ({l}, {} of {} votes): {why}",
+                "The decision does not follow the council's {} ({l}, {}): {why}",
                 if a.majority() {
                     "majority"
                 } else {
                     "leading choice"
                 },
-                a.agreeing,
-                a.voters
+                a.agreement()
             )
         }
         (Some(_), None) => format!(

@@ -179,19 +179,20 @@ impl CouncilAggregate {
             .join("; ")
     }
 
+    /// The agreement in words: `2 of 3 votes`, `1 of 1 vote`.
+    pub fn agreement(&self) -> String {
+        format!(
+            "{} of {}",
+            self.agreeing,
+            crate::text::plural(self.voters, "vote")
+        )
+    }
+
     /// The leading choice in words.
     pub fn leading_line(&self) -> String {
         match &self.leading {
-            Some(l) if self.majority() => {
-                format!(
-                    "{l}, {} of {} votes (a majority)",
-                    self.agreeing, self.voters
-                )
-            }
-            Some(l) => format!(
-                "{l}, {} of {} votes (no majority)",
-                self.agreeing, self.voters
-            ),
+            Some(l) if self.majority() => format!("{l}, {} (a majority)", self.agreement()),
+            Some(l) => format!("{l}, {} (no majority)", self.agreement()),
             None if self.voters == 0 => "none: no member gave a usable vote".into(),
             None => "none: the votes are tied".into(),
         }

@@ -712,7 +712,7 @@ fn a_council_of_two_skips_the_ranking_and_goes_on_without_a_failed_vote() {
         report.contains("- **biz** (replay): no usable vote ("),
         "{report}"
     );
-    assert!(report.contains("**Vote:** Tune the primary 0; Read replica 1 (arch). Leading: Read replica, 1 of 1 votes (a majority)."), "{report}");
+    assert!(report.contains("**Vote:** Tune the primary 0; Read replica 1 (arch). Leading: Read replica, 1 of 1 vote (a majority)."), "{report}");
     assert!(!report.contains("Ranked by the others"), "{report}");
     assert!(report.contains("biz's council vote failed"), "{report}");
     let log = work.read(format!("runs/{TRACE}/llm.jsonl"));
