@@ -759,3 +759,16 @@ fn one_at_a_time_the_council_is_the_same_and_still_blind() {
     let board = final_board(&run_dir(&one));
     assert_eq!(board["loop_count"], 1);
 }
+
+/// `--dry-run` says the council's calls come before the PM's first prompt it shows.
+#[test]
+fn a_dry_run_says_the_council_comes_first() {
+    let work = work(false);
+    let out = cli("meeting")
+        .current_dir(work.path())
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz,sre"])
+        .args(["--provider", "sample", "--council", "--dry-run"])
+        .run();
+    out.success();
+    out.stderr_has("council: the meeting opens with the members' blind votes and rankings (first: arch, biz, sre)");
+}
