@@ -746,7 +746,7 @@ pub(crate) fn view(board: &Board, decision: Option<&str>) -> Option<CouncilView>
                 .map(fold_ws)
                 .filter(|w| !w.is_empty())
                 .map_or_else(
-                    || "the PM gave no reason beyond its recommendation".to_string(),
+                    || "the PM gave no reason beyond its recommendation.".to_string(),
                     |w| format!("the PM's reason: {w}"),
                 );
             format!(
