@@ -7,7 +7,8 @@
 #   e.g. AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl \
 #        share/meeting.sh meetings/demo.yaml arch,biz reports/demo.md
 # Environment: MAX_LOOPS (default 6), MAX_PARALLEL (init-board's --max-parallel: most
-# participants the PM may ask at once, default 3), TRACE_ID (optional), BOARD_OUT (keep the final board),
+# participants the PM may ask at once, default 3), COUNCIL (set: init-board's --council, the
+# council round, docs/design/council.md), COUNCIL_MODELS (its --council-models), TRACE_ID (optional), BOARD_OUT (keep the final board),
 # EVENTS_OUT (write the meeting's events there, one JSON line each, as `meeting` writes
 # events.jsonl), MEETING_HUMAN_ANSWERS (the answers of `kind: human` participants, as
 # `meeting --human-answers`: agent-turn reads it; with no one there to answer, the meeting
@@ -30,6 +31,7 @@ trap 'exit 143' TERM
 collect-context --meeting-file "$meeting_file" \
   | init-board --agents "$agents" --max-loops "${MAX_LOOPS:-6}" \
       ${MAX_PARALLEL:+--max-parallel "$MAX_PARALLEL"} ${TRACE_ID:+--trace-id "$TRACE_ID"} \
+      ${COUNCIL:+--council} ${COUNCIL_MODELS:+--council-models "$COUNCIL_MODELS"} \
   > "$board"
 # A board carries only the events of the stage that wrote it (`new_events`, docs/design/run-folder.md#events):
 # appending each board's keeps every event exactly once, in order.

@@ -147,6 +147,19 @@ pub struct BoardArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub review_by: Vec<String>,
+    /// Open with a council round: before the PM routes anyone, every participant who is a model
+    /// votes blind for one of the decision packet's options, then ranks the others' answers,
+    /// anonymized; the PM sees the aggregate and the report gains a Council section. Also
+    /// `council: true` in the meeting file
+    #[arg(long)]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub council: bool,
+    /// The council members' models, one per participant in order (comma-separated
+    /// provider:model or provider, e.g. openai:gpt-4o-mini,ollama:llama3.2); a participant left
+    /// out keeps its own. Implies --council; wins over the meeting file's `council.models`
+    #[arg(long, value_delimiter = ',', value_name = "MODELS")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub council_models: Vec<String>,
     /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
     #[arg(long, value_name = "ID", value_parser = crate::model::check_trace_id)]
     pub trace_id: Option<String>,

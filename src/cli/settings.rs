@@ -101,6 +101,8 @@ pub fn init_args(
         agents_dir: board.agents_dir.clone(),
         user_agents_dir: config.user_agents_dir(),
         review_by: board.review_by.clone(),
+        council: board.council,
+        council_models: board.council_models.clone(),
         trace_id: board.trace_id.clone(),
         llm,
         max_loops: max_loops(

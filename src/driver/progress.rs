@@ -311,8 +311,15 @@ fn failed_request_line(line: &str, ui: Ui) -> Option<String> {
 /// its answers stands `loops A-B/M`, one loop per call (docs/design/agent-turn.md#fan-out).
 fn loop_tag(board: &Board) -> String {
     let first = board.current_loop();
-    // Reviewers' calls are no loops (docs/design/review.md#flow).
+    // Reviewers' and council members' calls are no loops (docs/design/review.md#flow,
+    // docs/design/council.md#flow).
+    let council = board
+        .council
+        .as_ref()
+        .is_some_and(|c| c.phase != crate::model::CouncilPhase::Done)
+        && !(board.pending_calls.is_empty() && board.last_turns.is_empty());
     let fan_out = match board.status {
+        _ if council => 1,
         Status::Reviewing => 1,
         _ => board.pending_calls.len().max(board.last_turns.len()) as u32,
     };
@@ -395,8 +402,14 @@ pub(super) fn confirm_step(
     next_input: &dyn Fn() -> Result<PathBuf>,
 ) -> Result<bool> {
     loop {
+        // A council's round says which (docs/design/council.md#flow).
+        let council = match board.council.as_ref().map(|c| c.phase) {
+            Some(crate::model::CouncilPhase::Vote) => ", council: the blind votes",
+            Some(crate::model::CouncilPhase::Rank) => ", council: the rankings",
+            _ => "",
+        };
         crate::note_inline!(
-            "next: {stage} ({}, status {}) — Enter to run, p to print the board, q to stop: ",
+            "next: {stage} ({}, status {}{council}) — Enter to run, p to print the board, q to stop: ",
             loop_tag(board),
             board.status.as_str()
         );
@@ -623,6 +636,19 @@ fn turn_lines(
     let stats = stats(before, after, &turn.agent_name);
     let mut lines = retry_lines(after, &turn.agent_name, lead, ui);
     lines.push(match (&turn.result, &turn.review) {
+        _ if turn.council.is_some() => format!(
+            "{lead}{name}: council {} {stats}",
+            match &turn.council {
+                Some(crate::model::CouncilAnswer::Vote(v)) => format!(
+                    "vote: {} ({})",
+                    one_line(&v.choice, 60),
+                    v.confidence.as_str()
+                ),
+                Some(crate::model::CouncilAnswer::Ranking(r)) =>
+                    format!("ranking: {}", r.ranking.join(", ")),
+                None => String::new(),
+            }
+        ),
         (_, Some(v)) => format!(
             "{lead}{name}: review: {} {stats}",
             match v.verdict {

@@ -135,6 +135,8 @@ pub(super) mod tests {
                 max_total_tokens: None,
                 max_cost: None,
                 review_by: vec![],
+                council: false,
+                council_models: vec![],
                 trace_id: Some("t-1".into()),
             },
             llm: LlmArgs {

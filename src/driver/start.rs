@@ -364,6 +364,18 @@ fn dry_run_prompt(llm: &LlmArgs, board: &Board, ui: Ui) -> Result<DryRun> {
     let in_prompt = resolved
         .as_ref()
         .is_some_and(|r| crate::llm::build::schema_in_prompt(llm, r.provider.value));
+    if let (Some(_), false) = (&board.council, ui.quiet) {
+        // The council's calls come before the PM's (docs/design/council.md#flow).
+        let members: Vec<&str> = board
+            .pending_calls
+            .iter()
+            .map(|c| c.target_agent.as_str())
+            .collect();
+        crate::note!(
+            "council: the meeting opens with the members' blind votes and rankings (first: {}); the PM's first prompt below comes after them, with their aggregate",
+            members.join(", ")
+        );
+    }
     use crate::stage::pm_step;
     let request = pm_step::pm_request(board, pm_step::mode(board), in_prompt)?;
     if let Some(r) = resolved.filter(|r| r.provider.value == crate::llm::ProviderName::Ollama) {

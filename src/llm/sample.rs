@@ -125,6 +125,10 @@ fn plan(p: &Prompt, caller: &str, schema: &Value) -> Map<String, Value> {
         pm_answer(p, schema)
     } else if prop("key_points").is_some() || prop("response").is_some() {
         agent_answer(p, caller, schema)
+    } else if prop("ranking").is_some() {
+        council_ranking(schema)
+    } else if prop("choice").is_some() && prop("reasons").is_some() {
+        council_vote(p, schema)
     } else {
         json!({})
     };
@@ -132,6 +136,29 @@ fn plan(p: &Prompt, caller: &str, schema: &Value) -> Map<String, Value> {
         Value::Object(m) => m,
         _ => Map::new(),
     }
+}
+
+/// A council member's blind vote (docs/design/council.md): the first choice the schema
+/// allows (the packet's first option), a reason from the brief.
+fn council_vote(p: &Prompt, schema: &Value) -> Value {
+    let choices = enum_at(schema, &["choice"]);
+    let choice = choices
+        .first()
+        .cloned()
+        .unwrap_or_else(|| format!("{MARK} {}", p.topic_short()));
+    json!({"choice": choice, "confidence": "medium",
+        "reasons": [mark(format!("{} fits the brief best of the options", plain(&choice)))],
+        "citations": []})
+}
+
+/// A council member's ranking: every label the schema allows, once each, in its order.
+fn council_ranking(schema: &Value) -> Value {
+    let labels = schema
+        .pointer("/properties/ranking/items")
+        .map(branch)
+        .map(allowed)
+        .unwrap_or_default();
+    json!({ "ranking": labels })
 }
 
 /// The example answer a call carries, its prose marked as the sample's (a description, a

@@ -33,6 +33,15 @@ pub struct MeetingArgs {
     /// Reviewers of the PM's draft before the report is final, e.g. ["devils-advocate"].
     #[serde(default, deserialize_with = "lenient::names")]
     pub reviewers: Vec<String>,
+    /// Open with a council round: every agent answers the decision blind (one of the
+    /// decision packet's options), then ranks the others' answers anonymized; the PM sees
+    /// the votes and the dissent, and the report gains a Council section.
+    #[serde(default)]
+    pub council: bool,
+    /// The council members' models, one per agent in order (implies council), e.g.
+    /// ["openai:gpt-4o-mini", "ollama:llama3.2"].
+    #[serde(default, deserialize_with = "lenient::paths")]
+    pub council_models: Vec<String>,
     /// Continue a stopped meeting: its run_id (or run folder) instead of a new meeting.
     pub resume: Option<String>,
     /// With resume: the answer of the person a `waiting` meeting waits for (meeting_status
@@ -348,6 +357,12 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
     }
     if !a.reviewers.is_empty() {
         args.extend(["--review-by".into(), a.reviewers.join(",")]);
+    }
+    if a.council {
+        args.push("--council".into());
+    }
+    if !a.council_models.is_empty() {
+        args.extend(["--council-models".into(), a.council_models.join(",")]);
     }
     args.extend(["--run-dir".into(), place.runs.display().to_string()]);
     args.extend(["--trace-id".into(), run_id.clone()]);

@@ -383,6 +383,20 @@ pub fn fan_out_reserve(board: &Board, limits: &AgentLimits, reserve: Charge, n: 
     reserve.plus(fan_out_share(board, limits).times(n.saturating_sub(1) as u64))
 }
 
+/// What each call of a council round keeps aside (docs/design/council.md#budget): the
+/// round's other calls and, in the vote round (`rounds` 2), the ranking round's `n` calls, a
+/// fan-out's share each ([`fan_out_share`]); then the PM's first round, for which two agent
+/// turns stand (the PM's prompt holds the whiteboard, the aggregate and the routing rules),
+/// and what every member's answer adds to it.
+pub fn council_reserve(board: &Board, limits: &AgentLimits, n: usize, rounds: u64) -> Charge {
+    let n = n as u64;
+    let others = n.saturating_sub(1) + rounds.saturating_sub(1) * n;
+    fan_out_share(board, limits)
+        .times(others)
+        .plus(agent_turn_estimate(board, limits).times(2))
+        .plus(answer_growth(board, limits).times(n))
+}
+
 /// Whether a fan-out of `n` calls fits the budget now (after the PM's round): one agent turn,
 /// and the others' shares, beside the reserve. Always without a budget.
 pub fn fan_out_fits(board: &Board, limits: &AgentLimits, reserve: Charge, n: usize) -> bool {

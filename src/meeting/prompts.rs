@@ -22,7 +22,7 @@ pub(crate) const ITEM_CHARS: usize = 500;
 /// meeting's stable block shared by the PM and every agent, the whiteboard, each caller's own
 /// part (role, rules, the question or the mode), the PM's built-in role, and the retry
 /// correction.
-pub(crate) const TEMPLATES: [(&str, &str); 9] = [
+pub(crate) const TEMPLATES: [(&str, &str); 10] = [
     (
         "meeting_system.j2",
         include_str!("../../share/prompts/meeting_system.j2"),
@@ -50,6 +50,7 @@ pub(crate) const TEMPLATES: [(&str, &str); 9] = [
         include_str!("../../share/prompts/human_turn.j2"),
     ),
     ("review.j2", include_str!("../../share/prompts/review.j2")),
+    ("council.j2", include_str!("../../share/prompts/council.j2")),
 ];
 
 /// Folder whose `<name>.j2` files replace the embedded prompt templates of the same name.
@@ -268,8 +269,45 @@ pub(crate) fn whiteboard(board: &Board, reader: Reader) -> Result<String> {
             "open_questions": list(&crate::meeting::whiteboard::numbered_open_questions(board)),
             "decisions": list(&board.decisions),
             "risks": list(&board.risks),
+            "council": match reader {
+                Reader::Pm => council_for_pm(board),
+                Reader::Agent => None,
+            },
         }),
     )
+}
+
+/// The council's aggregate as the PM's whiteboard shows it (docs/design/council.md#aggregate), a few lines said once (folded: a member's
+/// text enters the PM's prompt only so); nothing before the council is done.
+fn council_for_pm(board: &Board) -> Option<Vec<String>> {
+    let c = board
+        .council
+        .as_ref()
+        .filter(|c| c.phase == crate::model::CouncilPhase::Done)?;
+    let a = c.aggregate.as_ref()?;
+    let mut lines = vec![format!("Votes: {}.", item(&a.votes_line()))];
+    if a.borda.iter().any(|b| !b.places.is_empty()) {
+        let points: Vec<String> = a
+            .borda
+            .iter()
+            .map(|b| format!("{} {}", b.member, b.points))
+            .collect();
+        lines.push(format!(
+            "Peer ranking (Borda points): {}.",
+            points.join(", ")
+        ));
+    }
+    lines.push(format!("Leading: {}.", a.leading_line()));
+    for d in &a.dissent {
+        lines.push(item(&format!(
+            "Dissent: {} chose {}: {}",
+            d.member, d.choice, d.reason
+        )));
+    }
+    if !a.dissent.is_empty() || (a.leading.is_none() && a.voters > 1) {
+        lines.push("Where members disagree, ask them before you decide.".into());
+    }
+    Some(lines)
 }
 
 /// How many items of each whiteboard list an agent sees (the PM sees all `LIST_CAP`).

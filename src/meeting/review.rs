@@ -712,6 +712,7 @@ mod draft_tests {
             choice: "Adopt the warehouse".into(),
             confidence: Confidence::Medium,
             revisit_if: "costs double".into(),
+            against_council: None,
         });
         b.record.option_assessments.push(OptionAssessment {
             option: "Warehouse".into(),

@@ -109,6 +109,10 @@ pub struct LastTurn {
     /// `result`; absent on every other turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewVerdict>,
+    /// A council member's blind vote or its ranking (docs/design/council.md), instead of
+    /// `result`; absent on every other turn.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub council: Option<CouncilAnswer>,
 }
 
 /// The whiteboard: the whole state of a meeting, passed from stage to stage.
@@ -166,6 +170,10 @@ pub struct Board {
     /// The reviewers' objections, with ids and how each was resolved (absent: none raised).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub objections: Vec<Objection>,
+    /// The council round (docs/design/council.md): its members' blind votes, their rankings
+    /// and the aggregate; absent without a council, so such a board is the same bytes as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub council: Option<Council>,
     /// The decision record for the report: questions, provenance, decision, process notes.
     #[serde(default, skip_serializing_if = "MeetingRecord::is_empty")]
     pub record: MeetingRecord,
@@ -254,7 +262,54 @@ pub(crate) fn check_invariants(b: &Board) -> Result<(), crate::error::Invalid> {
         }
     }
     check_calls_and_turns(b)?;
+    check_council(b)?;
     check_questions(b)
+}
+
+/// A council voting or ranking has its calls or turns waiting, each a member's
+/// (docs/design/council.md#flow): otherwise the PM's calls would be taken for the council's.
+fn check_council(b: &Board) -> Result<(), crate::error::Invalid> {
+    use crate::error::Invalid;
+    let Some(c) = &b.council else { return Ok(()) };
+    if let Some((i, m)) = c
+        .members
+        .iter()
+        .enumerate()
+        .find(|(_, m)| !b.participants.contains(&m.name))
+    {
+        return Err(Invalid::at(
+            format!("council.members[{i}].name"),
+            format!(
+                "{:?} is not a participant ({})",
+                m.name,
+                b.participants.join(", ")
+            ),
+        ));
+    }
+    if c.phase == CouncilPhase::Done {
+        return Ok(());
+    }
+    if b.pending_calls.is_empty() && b.last_turns.is_empty() {
+        return Err(Invalid::at(
+            "council.phase",
+            format!(
+                "{:?} with no call pending and no turn waiting (expected the members' calls, or \"done\")",
+                crate::model::wire_name(&c.phase)
+            ),
+        ));
+    }
+    let members = |name: &String| c.members.iter().any(|m| &m.name == name);
+    if let Some(i) = b
+        .pending_calls
+        .iter()
+        .position(|p| !members(&p.target_agent))
+    {
+        return Err(Invalid::at(
+            format!("pending_calls[{i}].target_agent"),
+            "is not a council member, while the council votes or ranks",
+        ));
+    }
+    Ok(())
 }
 
 /// The open questions are the record's unanswered ones: a question enters the board with its

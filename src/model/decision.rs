@@ -117,6 +117,10 @@ pub struct Decision {
     /// What would make the meeting reconsider.
     #[serde(default)]
     pub revisit_if: String,
+    /// With a council (docs/design/council.md#report): why the decision is not the council's
+    /// leading choice, when it is not. Offered only in a meeting with a council.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub against_council: Option<String>,
 }
 
 /// One cell of the options × evaluation-dimensions table.

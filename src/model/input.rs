@@ -111,6 +111,9 @@ pub struct MeetingInput {
     /// Reviewer mode (docs/design/review.md#settings): who reviews the PM's draft.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewSettings>,
+    /// The council round (docs/design/council.md#settings): `true`, or `{models: [...]}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub council: Option<super::CouncilSetting>,
 }
 
 /// A meeting file's `budget:` (docs/design/pm-round.md#token-budget).
@@ -140,6 +143,7 @@ impl MeetingInput {
             budget: None,
             supersedes: None,
             review: None,
+            council: None,
         }
     }
 

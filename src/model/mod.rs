@@ -8,6 +8,7 @@
 mod agent;
 mod answer;
 mod board;
+mod council;
 mod decision;
 mod event;
 mod input;
@@ -21,6 +22,7 @@ mod waiting;
 pub use agent::*;
 pub use answer::*;
 pub use board::*;
+pub use council::*;
 pub use decision::*;
 pub use event::*;
 pub use input::*;

@@ -40,6 +40,12 @@ pub struct InitArgs {
     pub user_agents_dir: Option<PathBuf>,
     /// `--review-by`: wins over the meeting file's `review.by`.
     pub review_by: Vec<String>,
+    /// `--council`: the council round (docs/design/council.md), also on without the flag when
+    /// the meeting file's `council:` says so.
+    pub council: bool,
+    /// `--council-models`: the members' models, one per participant in order; wins over the
+    /// meeting file's `council.models` (and turns the council on).
+    pub council_models: Vec<String>,
     pub trace_id: Option<String>,
     /// The meeting's default provider and model settings (`--provider`, `--model`, ...).
     pub llm: LlmSettings,
@@ -66,6 +72,24 @@ pub fn run(mut packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Boa
             by: review_by,
             rounds,
         });
+    }
+    let council_models: Vec<String> = args
+        .council_models
+        .iter()
+        .map(|m| m.trim().to_string())
+        .filter(|m| !m.is_empty())
+        .collect();
+    if args.council || !council_models.is_empty() {
+        let input = &mut packet.meeting_input;
+        let mut settings = input
+            .council
+            .as_ref()
+            .and_then(|c| c.settings())
+            .unwrap_or_default();
+        if !council_models.is_empty() {
+            settings.models = council_models;
+        }
+        input.council = Some(crate::model::CouncilSetting::With(settings));
     }
     packet
         .meeting_input
@@ -190,6 +214,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         process_note: None,
         review_round: 0,
         objections: Vec::new(),
+        council: None,
         record: Default::default(),
         new_events: Vec::new(),
         event_count: 0,
@@ -229,6 +254,9 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         board.context_bundle.documents.len()
     ));
     events::push_at(&mut board, now, event);
+    if let Some(settings) = crate::meeting::council::settings(&board) {
+        crate::meeting::council::start(&mut board, &settings, now)?;
+    }
     Ok(board)
 }
 

@@ -51,6 +51,10 @@ pub fn merge(mut board: Board, now: &str) -> Result<Board> {
         merge_reviews(&mut board, turns, now);
         return Ok(board);
     }
+    if crate::meeting::council::active(&board).is_some() {
+        crate::meeting::council::merge(&mut board, turns, now);
+        return Ok(board);
+    }
     // The questions the PM marked answered when it made this call (docs/design/whiteboard.md#questions).
     // A question they answer counts for the (first) turn: it was not a quiet one.
     let mut answered_before = answered(&board);
@@ -291,6 +295,7 @@ mod tests {
             result: Some(r),
             error: None,
             review: None,
+            council: None,
         });
     }
 
@@ -355,6 +360,7 @@ mod tests {
             result: None,
             error: Some("timeout".into()),
             review: None,
+            council: None,
         });
         b = merge(b, NOW).unwrap();
         assert_eq!(b.latest_agent_outputs["arch"].response, "Second.");
@@ -507,6 +513,7 @@ mod tests {
                 result: None,
                 error: Some(format!("invalid JSON {i}")),
                 review: None,
+                council: None,
             });
             b = merge(b, NOW).unwrap();
         }
@@ -549,6 +556,7 @@ mod tests {
             result: None,
             error: None,
             review: None,
+            council: None,
         });
         b = merge(b, NOW).unwrap();
         assert_eq!((b.loop_count, b.status), (2, Status::Running));

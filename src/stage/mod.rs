@@ -209,6 +209,7 @@ mod tests {
             result: None,
             error: Some("x".into()),
             review: None,
+            council: None,
         };
         type Row = (Status, bool, bool, Option<&'static str>, Option<Stage>);
         let rows: [Row; 16] = [

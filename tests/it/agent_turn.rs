@@ -356,6 +356,7 @@ fn wrong_stage_boards_name_the_right_stage() {
                     result: None,
                     error: Some("x".into()),
                     review: None,
+                    council: None,
                 });
                 b
             },

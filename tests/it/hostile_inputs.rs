@@ -94,6 +94,7 @@ fn board_for(stage: &str) -> Value {
                 result: None,
                 error: Some("timeout".into()),
                 review: None,
+                council: None,
             });
         }
         "render-report" => b.status = agent_meeting::model::Status::ForcedStop,

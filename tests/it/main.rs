@@ -37,6 +37,7 @@ mod config;
 mod context;
 mod context_ignore;
 mod cost;
+mod council;
 mod crash_resume;
 mod decision_record;
 mod dry_run;

@@ -302,6 +302,25 @@ fn a_meeting_runs_to_its_report_with_progress() {
     s.end();
 }
 
+/// `council: true` opens the meeting with a council round: the report has its Council
+/// section (the sample provider answers every vote and ranking).
+#[test]
+fn a_meeting_with_a_council_reports_it() {
+    let work = Workdir::new();
+    let mut s = Session::start(&work, &[("AGENT_MEETING_PROVIDER", "sample")]);
+    s.handshake();
+    let mut args = meeting_args(&work);
+    args["agents"] = json!(["arch", "biz", "sre"]);
+    args["council"] = json!(true);
+    let result = s.tool("meeting_run", args);
+    assert_eq!(result["isError"], false, "{result}");
+    let report = result["structuredContent"]["report_file"].as_str().unwrap();
+    let text = std::fs::read_to_string(report).unwrap();
+    assert!(text.contains("## Council"), "{text}");
+    assert_eq!(text.matches("Ranked by the others:").count(), 3, "{text}");
+    s.end();
+}
+
 #[test]
 fn a_started_meeting_is_followed_to_its_result_and_a_bad_one_is_a_tool_error() {
     let work = Workdir::new();

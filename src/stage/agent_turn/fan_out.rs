@@ -130,9 +130,11 @@ fn one_call(
     let (client, opts) = client_for_caller(&args, &board.llm, &agent.name, &agent.metadata, 0)?;
     let log = llm.llm_log.as_deref().map(|l| part_path(l, first_seq));
     let mut client = client.with_log(log).in_fan_out(base, index, n);
-    // Reviewers' calls are no loops (docs/design/review.md#flow): all stand in the loop the
-    // PM's draft was written in.
-    let offset = if own.status == crate::model::Status::Reviewing {
+    // Reviewers' and council members' calls are no loops (docs/design/review.md#flow,
+    // docs/design/council.md#flow): all stand in the loop they were asked in.
+    let offset = if own.status == crate::model::Status::Reviewing
+        || crate::meeting::council::active(&own).is_some()
+    {
         0
     } else {
         index as u32

@@ -3,6 +3,7 @@
 //! structure, the citations), and leave the outcome in `last_turns` for `merge-board`. A
 //! `kind: human` agent is asked the same way, through a person instead of a model (`human`).
 
+mod council;
 pub mod fan_out;
 pub mod human;
 mod review;
@@ -515,9 +516,9 @@ pub fn agent_turn(
 /// its question, to its agent, in its loop (call i of a fan-out counts loop L + i).
 pub(crate) fn start(board: &mut Board, clock: &dyn Clock) {
     events::start_stage(board);
-    if review::is_review(board) {
-        // Reviewers' calls are the program's, on the record already, and take no loop
-        // (docs/design/review.md).
+    if review::is_review(board) || council::is_council(board) {
+        // Reviewers' and council members' calls are the program's, on the record already,
+        // and take no loop (docs/design/review.md, docs/design/council.md#flow).
         return;
     }
     let calls: Vec<(String, String)> = board
@@ -556,6 +557,9 @@ fn run_call(
 ) -> Result<()> {
     if review::is_review(board) {
         return review::review_call(board, call, client, opts, clock);
+    }
+    if council::is_council(board) {
+        return council::council_call(board, call, client, opts, clock);
     }
     let agent = board.agents[&call.target_agent].clone();
     let name = agent.name.clone();
@@ -603,6 +607,7 @@ fn run_call(
                 result: Some(result),
                 error: None,
                 review: None,
+                council: None,
             });
         }
         Err((error, plain)) => error_turn(board, clock, call, &error, &plain),
@@ -627,6 +632,7 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
         result: None,
         error: Some(error.to_string()),
         review: None,
+        council: None,
     });
 }
 

@@ -115,6 +115,7 @@ pub(super) fn review_call(
                 result: None,
                 error: None,
                 review: Some(v),
+                council: None,
             });
         }
         Err((error, plain)) => {
@@ -131,6 +132,7 @@ pub(super) fn review_call(
                 result: None,
                 error: Some(error),
                 review: None,
+                council: None,
             });
         }
     }

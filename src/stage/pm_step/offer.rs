@@ -84,6 +84,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     };
     input["offer_call"] = json!(actions.contains(&NextAction::CallAgent));
     input["offer_finish"] = json!(actions.contains(&NextAction::Finish));
+    input["council"] = json!(board.council.is_some());
     if mode(board) == Mode::Review {
         input["review"] = crate::meeting::review::for_pm(board);
     }
@@ -363,6 +364,13 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
             props.shift_remove(name);
         }
     }
+    if board.council.is_none() {
+        // Why a decision departs from the council's vote: offered only with a council, so a
+        // meeting without one sends the schema it always did (docs/design/council.md#report).
+        if let Some(decision) = props.get_mut("decision") {
+            without_field(decision, "against_council");
+        }
+    }
     let required: Vec<String> = props.keys().cloned().collect();
     ExpectedJson {
         name: "pm_decision".into(),
@@ -372,6 +380,20 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
             "required": required,
             "additionalProperties": false,
         }),
+    }
+}
+
+/// `field` taken out of an object schema, or out of each object branch of an `anyOf`.
+fn without_field(schema: &mut Value, field: &str) {
+    if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
+        branches.iter_mut().for_each(|b| without_field(b, field));
+        return;
+    }
+    if let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.shift_remove(field);
+    }
+    if let Some(required) = schema.get_mut("required").and_then(Value::as_array_mut) {
+        required.retain(|r| r != field);
     }
 }
 
@@ -647,6 +669,7 @@ pub(super) mod tests {
                 choice: "B".into(),
                 confidence: Confidence::High,
                 revisit_if: "x".into(),
+                against_council: None,
             }),
             option_assessments: vec![OptionAssessment {
                 option: "B".into(),

@@ -46,7 +46,7 @@ const FORCED_TEMPLATE: &str = include_str!("../../../share/templates/forced.md.j
 const FALLBACK_TEMPLATE: &str = include_str!("../../../share/templates/fallback.md.j2");
 const APPENDIX_TEMPLATE: &str = include_str!("../../../share/templates/appendix.md.j2");
 /// The parts every kind includes (and a user template may include).
-const PARTS: [(&str, &str); 6] = [
+const PARTS: [(&str, &str); 7] = [
     ("appendix.md.j2", APPENDIX_TEMPLATE),
     (
         "record.md.j2",
@@ -67,6 +67,10 @@ const PARTS: [(&str, &str); 6] = [
     (
         "challenges.md.j2",
         include_str!("../../../share/templates/challenges.md.j2"),
+    ),
+    (
+        "council.md.j2",
+        include_str!("../../../share/templates/council.md.j2"),
     ),
 ];
 
@@ -334,6 +338,9 @@ pub(crate) struct View {
     /// The reviewers' objections and how each was resolved (docs/design/review.md#report);
     /// empty without review (no section).
     pub challenges: Vec<crate::meeting::review::Challenge>,
+    /// The council round (docs/design/council.md#report): each member's vote and ranking, the
+    /// vote, the dissent, whether the decision follows it; absent without a council.
+    pub council: Option<crate::meeting::council::CouncilView>,
     /// Every tracked question with its status; the required ones; answered questions raised
     /// during the meeting.
     pub questions: Vec<record::QuestionRow>,
@@ -476,6 +483,12 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
         decision: record::decision(board, kind),
         assessments: record::assessments(board, kind),
         challenges: crate::meeting::review::challenges(board),
+        council: crate::meeting::council::view(
+            board,
+            record::decision(board, kind)
+                .as_ref()
+                .map(|d| d.choice.as_str()),
+        ),
         required_questions: questions
             .iter()
             .filter(|q| q.origin == "required")

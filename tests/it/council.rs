@@ -1,0 +1,774 @@
+//! The council round (docs/design/council.md), driven by cassettes: three members vote blind,
+//! rank each other's answers anonymized and shuffled, the PM sees the aggregate, asks the
+//! dissenter and decides; the report's Council section shows each vote, the ranking and the
+//! dissent. The recorded requests prove the blindness and the anonymity; a vote for an option
+//! not in the packet gets its one retry; a meeting stopped mid-council resumes to the same
+//! report; the budget reserves for the council's calls; the shell loop agrees with the driver;
+//! `--provider sample --council` answers every council call validly.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::fixtures::pm::{self, With};
+use crate::fixtures::{final_board, without_timings, Cassette, NOW};
+use crate::harness::{cli, programs_path, root, skip_without, Cli, Tool, Workdir};
+
+const DOC: &str = "docs/timings.md";
+const TRACE: &str = "council-test";
+
+const MEETING: &str = "topic: Move nightly reporting off the primary database?
+decision_packet:
+  decision_to_make: Where should nightly reporting run next quarter?
+  options: [Tune the primary, Read replica]
+  evaluation_dimensions: [Cost, Risk]
+context_sources:
+  - {type: file, path: docs/timings.md, purpose: Job timings}
+";
+
+/// Each member's reason: words no other member's prompt may hold before the ranking.
+const REASONS: [(&str, &str); 3] = [
+    (
+        "arch",
+        "A replica removes the read contention on the primary",
+    ),
+    (
+        "biz",
+        "Tuning the slowest jobs costs nothing extra per month",
+    ),
+    (
+        "sre",
+        "The replica lag of forty minutes still fits the deadline",
+    ),
+];
+
+fn work(in_file: bool) -> Workdir {
+    let work = Workdir::new();
+    let council = if in_file { "council: true\n" } else { "" };
+    work.write("meeting.yaml", format!("{MEETING}{council}"));
+    work.write(
+        DOC,
+        "The nightly run takes 3h40m and overran the 06:00 deadline 7 times in 90 days.\n\
+         Replica lag reached 40 minutes during the March load test.\n",
+    );
+    work
+}
+
+fn vote(choice: &str, confidence: &str, reason: &str) -> Value {
+    json!({"choice": choice, "confidence": confidence, "reasons": [reason], "citations": [
+        {"document_id": DOC, "source_path": DOC, "quote": "overran the 06:00 deadline 7 times"}]})
+}
+
+/// The three blind votes (a fan-out: calls 1 to 3): arch and sre for the replica, biz against.
+fn votes() -> Cassette {
+    Cassette::new()
+        .agent("arch", vote("Read replica", "high", REASONS[0].1))
+        .agent("biz", vote("Tune the primary", "medium", REASONS[1].1))
+        .agent("sre", vote("Read replica", "medium", REASONS[2].1))
+}
+
+/// The labels the council gave the members (shuffled from the trace id): init-board, the
+/// votes' agent-turn and merge-board run as programs on the meeting file.
+fn labels(work: &Workdir) -> BTreeMap<String, String> {
+    let c = votes().write(work.join("votes.jsonl"));
+    let packet = cli("collect-context")
+        .current_dir(work.path())
+        .args(["--meeting-file", "meeting.yaml"])
+        .run();
+    packet.success();
+    let board = cli("init-board")
+        .current_dir(work.path())
+        .args(["--agents", "arch,biz,sre", "--council", "--trace-id", TRACE])
+        .args(["--provider", "replay"])
+        .stdin(packet.stdout())
+        .run();
+    board.success();
+    let turned = cli("agent-turn")
+        .current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--provider", "replay", "--cassette"])
+        .arg(&c)
+        .stdin(board.stdout())
+        .run();
+    turned.success();
+    let merged = cli("merge-board").stdin(turned.stdout()).run();
+    merged.success();
+    let b: Value = merged.json();
+    b["council"]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["name"].as_str().unwrap().to_string(),
+                m["label"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+fn finish(choice: &str) -> Value {
+    pm::finish("### Executive Summary\nMove reporting to a read replica.\n### Recommendation\nRun the nightly jobs on a dedicated read replica.")
+        .with("decision", json!({"choice": choice, "confidence": "medium", "revisit_if": "the replica lags"}))
+}
+
+/// The whole meeting: the votes, the rankings (calls 4 to 6: arch's answer first for biz and
+/// sre, sre's first for arch), the PM asks the dissenter biz, biz answers, the PM decides.
+fn whole(labels: &BTreeMap<String, String>, choice: &str) -> Cassette {
+    let l = |n: &str| labels[n].clone();
+    votes()
+        .agent("arch", json!({"ranking": [l("sre"), l("biz")]}))
+        .agent("biz", json!({"ranking": [l("arch"), l("sre")]}))
+        .agent("sre", json!({"ranking": [l("arch"), l("biz")]}))
+        .pm(pm::call(
+            "biz",
+            "What would tuning gain against the deadline, in minutes?",
+        ))
+        .agent(
+            "biz",
+            pm::answer(
+                "Tuning gains about 10 minutes a night.",
+                &["Tuning gains about 10 minutes a night"],
+            ),
+        )
+        .pm(finish(choice))
+}
+
+fn meeting(work: &Workdir, cassette: &Path, extra: &[&str]) -> Cli {
+    let mut cmd = cli("meeting");
+    cmd.current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz,sre"])
+        .args(["--provider", "replay", "--trace-id", TRACE])
+        .arg("--cassette")
+        .arg(cassette)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .args(extra);
+    cmd
+}
+
+fn run_dir(work: &Workdir) -> PathBuf {
+    work.join("runs").join(TRACE)
+}
+
+/// The exchange log's requests: `(seq, caller, the whole request text)`.
+fn requests(work: &Workdir) -> Vec<(u64, String, String)> {
+    work.read(format!("runs/{TRACE}/llm.jsonl"))
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            let text = format!("{}\n{}\n{}", v["system"], v["messages"], v["schema"]);
+            (
+                v["seq"].as_u64().unwrap(),
+                v["caller"].as_str().unwrap().to_string(),
+                text,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_council_meeting_reports_each_vote_the_ranking_and_the_dissent() {
+    let work = work(false);
+    let labels = labels(&work);
+    let c = whole(&labels, "Read replica").write(work.join("c.jsonl"));
+    meeting(&work, &c, &["--quiet", "--council"]).run().exit(0);
+    let report = work.read("report.md");
+    assert!(report.contains("## Council"), "{report}");
+    for want in [
+        "- **arch** (replay): Read replica, confidence high. Reasons: A replica removes the read contention on the primary. Ranked by the others: 2 points: 1st by biz, 1st by sre",
+        "- **biz** (replay): Tune the primary, confidence medium. Reasons: Tuning the slowest jobs costs nothing extra per month. Ranked by the others: 0 points: 2nd by arch, 2nd by sre",
+        "- **sre** (replay): Read replica, confidence medium.",
+        "Ranked by the others: 1 point: 1st by arch, 2nd by biz",
+        "**Vote:** Tune the primary 1 (biz); Read replica 2 (arch, sre). Leading: Read replica, 2 of 3 votes (a majority).",
+        "- biz chose Tune the primary: Tuning the slowest jobs costs nothing extra per month",
+        "The decision follows the council's majority (Read replica, 2 of 3 votes).",
+    ] {
+        assert!(report.contains(want), "missing {want:?} in\n{report}");
+    }
+    let board = final_board(&run_dir(&work));
+    assert_eq!(board["council"]["phase"], "done");
+    // Council calls are no loops: the loop budget is the PM's questions'.
+    assert_eq!(board["loop_count"], 1);
+    // The PM saw the aggregate once, compactly, and was told to ask where members disagree.
+    let pm: Vec<String> = requests(&work)
+        .into_iter()
+        .filter(|(_, caller, _)| caller == "pm")
+        .map(|(_, _, text)| text)
+        .collect();
+    assert_eq!(
+        pm[0].matches("Votes: Tune the primary 1 (biz)").count(),
+        1,
+        "{}",
+        pm[0]
+    );
+    assert!(
+        pm[0].contains("Dissent: biz chose Tune the primary"),
+        "{}",
+        pm[0]
+    );
+    assert!(pm[0].contains("ask them before you decide"), "{}", pm[0]);
+}
+
+/// A decision against the council's majority says so in the Recommendation, with the PM's
+/// reason (`decision.against_council`, offered only with a council); without one, the PM
+/// gives none and the line says so.
+#[test]
+fn a_decision_against_the_majority_says_so_and_why() {
+    let work = work(false);
+    let labels = labels(&work);
+    let lines = whole(&labels, "Tune the primary");
+    let last = lines.lines().len() as u64;
+    let lines = lines.edit(last, |l| {
+        let mut d: Value = serde_json::from_str(l["response"].as_str().unwrap()).unwrap();
+        d["decision"]["against_council"] =
+            json!("Tuning gains 10 minutes a night, enough for the deadline.");
+        l["response"] = json!(d.to_string());
+    });
+    let c = lines.write(work.join("c.jsonl"));
+    meeting(&work, &c, &["--quiet", "--council"]).run().exit(0);
+    let report = work.read("report.md");
+    assert!(
+        report.contains("The decision does not follow the council's majority (Read replica, 2 of 3 votes): the PM's reason: Tuning gains 10 minutes a night, enough for the deadline."),
+        "{report}"
+    );
+    // The PM was offered the field and told when to use it.
+    let pm = requests(&work)
+        .into_iter()
+        .find(|(_, c, _)| c == "pm")
+        .unwrap()
+        .2;
+    assert!(pm.contains("against_council"), "{pm}");
+
+    let bare = self::work(false);
+    let c = whole(&labels, "Tune the primary").write(bare.join("c.jsonl"));
+    meeting(&bare, &c, &["--quiet", "--council"]).run().exit(0);
+    assert!(
+        bare.read("report.md").contains(
+            "(Read replica, 2 of 3 votes): the PM gave no reason beyond its recommendation"
+        ),
+        "{}",
+        bare.read("report.md")
+    );
+}
+
+/// A meeting without a council sends nothing of it: not the field, not the rule.
+#[test]
+fn a_meeting_without_a_council_sees_nothing_of_it() {
+    let work = work(false);
+    let c = Cassette::new()
+        .pm(pm::call("biz", "What would tuning gain?"))
+        .agent(
+            "biz",
+            pm::answer("Ten minutes.", &["Tuning gains ten minutes"]),
+        )
+        .pm(finish("Read replica"))
+        .write(work.join("c.jsonl"));
+    meeting(&work, &c, &["--quiet"]).run().exit(0);
+    let log = work.read(format!("runs/{TRACE}/llm.jsonl"));
+    assert!(
+        !log.contains("against_council") && !log.contains("council"),
+        "{log}"
+    );
+    assert!(!work.read("report.md").contains("## Council"));
+}
+
+/// Blind: no member's vote request holds another member's answer; the ranking request holds
+/// the others' answers under shuffled labels, never who gave them, and never its own.
+#[test]
+fn the_votes_are_blind_and_the_ranking_anonymized() {
+    let work = work(false);
+    let labels = labels(&work);
+    let c = whole(&labels, "Read replica").write(work.join("c.jsonl"));
+    meeting(&work, &c, &["--quiet", "--council"]).run().exit(0);
+    let reqs = requests(&work);
+    for (seq, caller, text) in &reqs[..3] {
+        assert!(text.contains("council_vote"), "call {seq}: {text}");
+        for (who, reason) in REASONS {
+            assert!(
+                !text.contains(reason),
+                "{caller}'s vote request (call {seq}) holds {who}'s answer"
+            );
+        }
+    }
+    for (seq, caller, text) in &reqs[3..6] {
+        assert!(text.contains("council_ranking"), "call {seq}");
+        let part = text.split("council member, ranking").nth(1).unwrap();
+        for (who, reason) in REASONS {
+            assert_eq!(
+                part.contains(reason),
+                who != caller,
+                "{caller} ranks {who}'s answer"
+            );
+            assert!(
+                !part.contains(&format!("{who}:")) && !part.contains(&format!("by {who}")),
+                "{caller}'s ranking names {who}"
+            );
+        }
+        // The enum of the others' labels, the schema's constraint (never a regex on text).
+        let others: Vec<&String> = labels
+            .iter()
+            .filter(|(n, _)| *n != caller)
+            .map(|(_, l)| l)
+            .collect();
+        for l in &others {
+            assert!(part.contains(&format!("Answer {l}:")), "{part}");
+        }
+    }
+    // Labels are shuffled: not simply A, B, C in participant order (pinned for this trace id).
+    let in_order: Vec<&str> = ["arch", "biz", "sre"]
+        .iter()
+        .map(|n| labels[*n].as_str())
+        .collect();
+    assert_ne!(in_order, ["A", "B", "C"], "labels {labels:?}");
+    // And stable: the same trace id gives the same labels.
+    assert_eq!(self::labels(&work), labels);
+}
+
+/// A vote for an option not in the packet is refused and asked again once (attempt 2 of
+/// arch's call is number 4: attempt k of call i of 3 is 3k + i + 1).
+#[test]
+fn a_vote_for_an_option_not_in_the_packet_gets_its_one_retry() {
+    let work = work(false);
+    let labels = labels(&work);
+    let mut c = Cassette::new()
+        .agent("arch", vote("Kafka", "high", REASONS[0].1))
+        .agent("biz", vote("Tune the primary", "medium", REASONS[1].1))
+        .agent("sre", vote("Read replica", "medium", REASONS[2].1))
+        .agent("arch", vote("read replica", "high", REASONS[0].1));
+    for line in &whole(&labels, "Read replica").lines()[3..] {
+        c = c.line(line.clone());
+    }
+    let c = c.write(work.join("c.jsonl"));
+    meeting(&work, &c, &["--quiet", "--council"]).run().exit(0);
+    let report = work.read("report.md");
+    assert!(
+        report.contains("- **arch** (replay): Read replica, confidence high."),
+        "{report}"
+    );
+    let reqs = requests(&work);
+    let retry = reqs.iter().find(|(seq, _, _)| *seq == 4).unwrap();
+    assert_eq!(retry.1, "arch");
+    assert!(
+        retry.2.contains("\\\"Kafka\\\" is not one of the options"),
+        "{}",
+        retry.2
+    );
+}
+
+/// `--step` shows the council's fan-out; a meeting stopped with the votes not yet merged
+/// resumes to the same report as one never stopped, asking no call twice.
+#[test]
+fn a_meeting_stopped_mid_council_resumes_to_the_same_report() {
+    let whole_work = work(false);
+    let labels = labels(&whole_work);
+    let lines = whole(&labels, "Read replica");
+    let c = lines.write(whole_work.join("c.jsonl"));
+    meeting(&whole_work, &c, &["--quiet", "--council"])
+        .run()
+        .exit(0);
+
+    let work = work(false);
+    let c = lines.write(work.join("c.jsonl"));
+    // agent-turn (the votes), merge-board, agent-turn (the rankings); stop before merging.
+    let out = meeting(&work, &c, &["--step", "--council"])
+        .stdin("\n\n\nq\n")
+        .run();
+    out.exit(130);
+    let err = out.stderr();
+    assert!(
+        err.contains("arch: council vote: Read replica (high)"),
+        "{err}"
+    );
+    assert!(err.contains("council ranking"), "{err}");
+    assert!(err.contains("stopped before merge-board"), "{err}");
+    assert!(
+        err.contains("next: agent-turn (loop 1/6, status running, council: the blind votes)")
+            && err.contains("next: agent-turn (loop 1/6, status running, council: the rankings)"),
+        "{err}"
+    );
+    let out = cli("meeting")
+        .current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .arg("--resume")
+        .arg(run_dir(&work))
+        .arg("--quiet")
+        .run();
+    out.exit(0);
+    assert_eq!(work.read("report.md"), whole_work.read("report.md"));
+    let log = work.read(format!("runs/{TRACE}/llm.jsonl"));
+    assert_eq!(
+        log.lines().count(),
+        lines.lines().len(),
+        "no call asked twice"
+    );
+}
+
+/// The meeting file's `council: true` gives the same meeting as `--council`, and
+/// `share/meeting.sh` (`COUNCIL=1`) runs it with the same stages: the same board and report.
+#[test]
+fn the_meeting_files_council_and_the_shell_loop_agree_with_the_flag() {
+    let flag = work(false);
+    let labels = labels(&flag);
+    let lines = whole(&labels, "Read replica");
+    let c = lines.write(flag.join("c.jsonl"));
+    meeting(&flag, &c, &["--quiet", "--council"]).run().exit(0);
+    let file = work(true);
+    let c = lines.write(file.join("c.jsonl"));
+    meeting(&file, &c, &["--quiet"]).run().exit(0);
+    assert_eq!(file.read("report.md"), flag.read("report.md"));
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let want = without_timings(final_board(&run_dir(&flag)));
+    let mut sh = Cli::new(Command::new("sh"));
+    sh.current_dir(flag.path())
+        .arg(root().join("share/meeting.sh"))
+        .args(["meeting.yaml", "arch,biz,sre"])
+        .arg(flag.join("sh-report.md"))
+        .env("PATH", programs_path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("AGENT_MEETING_PROVIDER", "replay")
+        .env("MEETING_CASSETTE", flag.join("c.jsonl"))
+        .env("TRACE_ID", TRACE)
+        .env("BOARD_OUT", flag.join("sh-board.json"))
+        .env("COUNCIL", "1");
+    let out = sh.run();
+    out.check(out.code() == Some(0), "the shell loop");
+    let mut got = without_timings(serde_json::from_str(&flag.read("sh-board.json")).unwrap());
+    let mut want = want;
+    for b in [&mut got, &mut want] {
+        b.as_object_mut().unwrap().remove("report_file");
+    }
+    assert_eq!(got, want, "shell loop and meeting disagree");
+    assert_eq!(flag.read("sh-report.md"), flag.read("report.md"));
+}
+
+/// Under a token budget every council call keeps a reserve for the rest of the round, the
+/// ranking round and the PM's round; a budget that cannot hold the council is refused at the
+/// start, naming it.
+#[test]
+fn the_budget_reserves_for_the_councils_calls() {
+    let work = work(false);
+    let packet = cli("collect-context")
+        .current_dir(work.path())
+        .args(["--meeting-file", "meeting.yaml"])
+        .run();
+    let init = |budget: &str| {
+        cli("init-board")
+            .current_dir(work.path())
+            .args([
+                "--agents",
+                "arch,biz,sre",
+                "--council",
+                "--provider",
+                "replay",
+            ])
+            .args(["--max-total-tokens", budget])
+            .stdin(packet.stdout())
+            .run()
+    };
+    let out = init("200000");
+    out.success();
+    let b: Value = out.json();
+    let calls = b["pending_calls"].as_array().unwrap();
+    assert_eq!(calls.len(), 3);
+    let reserve = calls[0]["reserve"]["prompt_tokens"].as_u64().unwrap();
+    // The two other votes and the three rankings, two agent calls each, and the PM's round.
+    assert!(reserve > 10_000, "reserve {reserve}");
+    let out = init("3000");
+    out.exit(2).one_stderr_line();
+    out.stderr_has("council: the budget cannot hold the council's 6 calls");
+}
+
+/// `--council-models` gives each member its model (one per participant in order), in its
+/// metadata; a provider that is none is refused in one line.
+#[test]
+fn council_models_give_each_member_its_model() {
+    let work = work(false);
+    let packet = cli("collect-context")
+        .current_dir(work.path())
+        .args(["--meeting-file", "meeting.yaml"])
+        .run();
+    let init = |models: &str| {
+        cli("init-board")
+            .current_dir(work.path())
+            .args(["--agents", "arch,biz,sre", "--provider", "replay"])
+            .args(["--council-models", models])
+            .stdin(packet.stdout())
+            .run()
+    };
+    let out = init("openai:gpt-4o-mini,ollama:llama3.2");
+    out.success();
+    let b: Value = out.json();
+    assert_eq!(b["agents"]["arch"]["metadata"]["provider"], "openai");
+    assert_eq!(b["agents"]["arch"]["metadata"]["model"], "gpt-4o-mini");
+    assert_eq!(b["agents"]["biz"]["metadata"]["provider"], "ollama");
+    assert_eq!(b["agents"]["biz"]["metadata"]["model"], "llama3.2");
+    assert!(b["agents"]["sre"]["metadata"].get("provider").is_none());
+    assert_eq!(
+        b["meeting_input"]["council"]["models"][1],
+        "ollama:llama3.2"
+    );
+    let out = init("openia:gpt-4o");
+    out.exit(2).one_stderr_line();
+    out.stderr_has("council.models[0]");
+}
+
+/// `--provider sample --council`: every council call is answered validly from the schema,
+/// and the report has its Council section.
+#[test]
+fn the_sample_provider_answers_the_council() {
+    let work = work(false);
+    let out = cli("meeting")
+        .current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz,sre"])
+        .args([
+            "--provider",
+            "sample",
+            "--council",
+            "--quiet",
+            "--trace-id",
+            TRACE,
+        ])
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .run();
+    out.success();
+    let report = work.read("report.md");
+    assert!(report.contains("## Council"), "{report}");
+    assert!(
+        report.contains("**Vote:** Tune the primary 3 (arch, biz, sre)"),
+        "{report}"
+    );
+    assert_eq!(
+        report.matches("Ranked by the others:").count(),
+        3,
+        "{report}"
+    );
+    let board = final_board(&run_dir(&work));
+    for m in board["council"]["members"].as_array().unwrap() {
+        assert!(m.get("error").is_none(), "{m}");
+    }
+}
+
+/// The labels a ranking request's schema allows (`ranking.items.enum`), wherever the
+/// provider puts the schema in its body.
+fn ranking_labels(v: &Value) -> Option<Vec<Value>> {
+    match v {
+        Value::Object(m) => {
+            if let Some(labels) = m.get("ranking").and_then(|r| r["items"]["enum"].as_array()) {
+                return Some(labels.clone());
+            }
+            m.values().find_map(ranking_labels)
+        }
+        Value::Array(a) => a.iter().find_map(ranking_labels),
+        _ => None,
+    }
+}
+
+/// `--council-models` against a live server: each member's requests carry its own model (the
+/// third keeps the meeting's), the members' votes are asked at once, and the report names
+/// each member's `provider:model`.
+#[test]
+fn council_models_reach_the_server_and_the_report() {
+    use crate::fake_http::{json as http, openai_ok, FakeServer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let pm_rounds = AtomicUsize::new(0);
+    let server = FakeServer::answering(move |req| {
+        let body = req.json();
+        let reply = |v: Value| http(200, &openai_ok(&v.to_string(), Some((100, 10))));
+        let text = req.body.as_str();
+        if text.contains("council_vote") {
+            let (choice, reason) = match body["model"].as_str() {
+                Some("model-a") => ("Read replica", REASONS[0].1),
+                Some("model-b") => ("Tune the primary", REASONS[1].1),
+                _ => ("Read replica", REASONS[2].1),
+            };
+            return reply(vote(choice, "medium", reason)).together(3);
+        }
+        if let Some(labels) = ranking_labels(&body) {
+            return reply(json!({ "ranking": labels }));
+        }
+        if text.contains("pm_decision") {
+            return match pm_rounds.fetch_add(1, Ordering::SeqCst) {
+                0 => reply(pm::call("biz", "What would tuning gain, in minutes?")),
+                _ => reply(finish("Read replica")),
+            };
+        }
+        reply(pm::answer(
+            "Tuning gains about 10 minutes a night.",
+            &["Tuning gains about 10 minutes a night"],
+        ))
+    });
+    let work = work(false);
+    let out = cli("meeting")
+        .current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("OPENAI_API_KEY", "sk-test")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz,sre"])
+        .args(["--provider", "openai", "--model", "model-pm", "--quiet"])
+        .args(["--council-models", "openai:model-a,openai:model-b"])
+        .args(["--trace-id", TRACE])
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"))
+        .run();
+    out.check(out.code() == Some(0), "the meeting");
+    assert!(server.missed().is_empty(), "{:?}", server.missed());
+    assert_eq!(server.max_in_flight(), 3, "the votes are asked at once");
+    // The exchange log keeps each call's model as sent; the server saw the same.
+    let models: Vec<(String, String)> = work
+        .read(format!("runs/{TRACE}/llm.jsonl"))
+        .lines()
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap();
+            (
+                v["caller"].as_str().unwrap().into(),
+                v["model"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let mut sent: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| r.json()["model"].as_str().unwrap().to_string())
+        .collect();
+    let mut logged: Vec<String> = models.iter().map(|(_, m)| m.clone()).collect();
+    sent.sort();
+    logged.sort();
+    assert_eq!(sent, logged);
+    for (caller, model) in &models {
+        let want = match caller.as_str() {
+            "arch" => "model-a",
+            "biz" => "model-b",
+            _ => "model-pm",
+        };
+        assert_eq!(model, want, "{caller}'s request");
+    }
+    let report = work.read("report.md");
+    for want in [
+        "- **arch** (openai:model-a): Read replica",
+        "- **biz** (openai:model-b): Tune the primary",
+        "- **sre** (openai:model-pm): Read replica",
+    ] {
+        assert!(report.contains(want), "missing {want:?} in\n{report}");
+    }
+}
+
+/// Two members rank nothing (each would order one answer): the council is done after the
+/// votes. A member whose vote is unusable twice is an error the council goes on without,
+/// shown in the report and the Process Note.
+#[test]
+fn a_council_of_two_skips_the_ranking_and_goes_on_without_a_failed_vote() {
+    let work = work(false);
+    let c = Cassette::new()
+        .agent("arch", vote("Read replica", "high", REASONS[0].1))
+        .text("biz", "I think tuning is best.")
+        .at(4)
+        .text("biz", "Still prose.")
+        .pm(pm::call("biz", "What would tuning gain, in minutes?"))
+        .agent(
+            "biz",
+            pm::answer("About 10 minutes.", &["Tuning gains about 10 minutes"]),
+        )
+        .pm(finish("Read replica"))
+        .write(work.join("c.jsonl"));
+    let mut cmd = cli("meeting");
+    cmd.current_dir(work.path())
+        .env("AGENT_MEETING_NOW", NOW)
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz"])
+        .args([
+            "--provider",
+            "replay",
+            "--trace-id",
+            TRACE,
+            "--council",
+            "--quiet",
+        ])
+        .arg("--cassette")
+        .arg(&c)
+        .arg("--run-dir")
+        .arg(work.join("runs"))
+        .arg("--report-file")
+        .arg(work.join("report.md"));
+    cmd.run().exit(0);
+    let report = work.read("report.md");
+    assert!(
+        report.contains("- **arch** (replay): Read replica, confidence high."),
+        "{report}"
+    );
+    assert!(
+        report.contains("- **biz** (replay): no usable vote ("),
+        "{report}"
+    );
+    assert!(report.contains("**Vote:** Tune the primary 0; Read replica 1 (arch). Leading: Read replica, 1 of 1 vote (a majority)."), "{report}");
+    assert!(!report.contains("Ranked by the others"), "{report}");
+    assert!(report.contains("biz's council vote failed"), "{report}");
+    let log = work.read(format!("runs/{TRACE}/llm.jsonl"));
+    assert!(!log.contains("council_ranking"), "no ranking round");
+}
+
+/// `--max-parallel 1` asks the members one by one (a server that takes one request at a time),
+/// still blind: the same calls, the same Council section.
+#[test]
+fn one_at_a_time_the_council_is_the_same_and_still_blind() {
+    let all = work(false);
+    let labels = labels(&all);
+    let lines = whole(&labels, "Read replica");
+    let c = lines.write(all.join("c.jsonl"));
+    meeting(&all, &c, &["--quiet", "--council"]).run().exit(0);
+    let one = work(false);
+    let c = lines.write(one.join("c.jsonl"));
+    meeting(&one, &c, &["--quiet", "--council", "--max-parallel", "1"])
+        .run()
+        .exit(0);
+    let section = |w: &Workdir| {
+        let r = w.read("report.md");
+        let start = r.find("## Council").unwrap();
+        r[start..start + r[start..].find("\n## ").unwrap()].to_string()
+    };
+    assert_eq!(section(&one), section(&all));
+    // One call per agent-turn: no round drawn as calls at once.
+    assert!(all.read("report.md").contains("par L1 at once"));
+    assert!(
+        !one.read("report.md").contains("par L1 at once"),
+        "{}",
+        one.read("report.md")
+    );
+    let reqs = requests(&one);
+    for (seq, caller, text) in &reqs[..3] {
+        for (who, reason) in REASONS {
+            assert!(
+                !text.contains(reason),
+                "{caller}'s vote (call {seq}) holds {who}'s answer"
+            );
+        }
+    }
+    assert_eq!(reqs.len(), lines.lines().len());
+    let board = final_board(&run_dir(&one));
+    assert_eq!(board["loop_count"], 1);
+}
+
+/// `--dry-run` says the council's calls come before the PM's first prompt it shows.
+#[test]
+fn a_dry_run_says_the_council_comes_first() {
+    let work = work(false);
+    let out = cli("meeting")
+        .current_dir(work.path())
+        .args(["--meeting-file", "meeting.yaml", "--agents", "arch,biz,sre"])
+        .args(["--provider", "sample", "--council", "--dry-run"])
+        .run();
+    out.success();
+    out.stderr_has("council: the meeting opens with the members' blind votes and rankings (first: arch, biz, sre)");
+}
