@@ -702,5 +702,18 @@ fn enum_message(value: &Value, options: &[Value]) -> String {
     format!("{value} is not one of {listed}")
 }
 
+/// `value` as a `T`, or what is wrong with it at its field path (`objections[0].why: …`): the
+/// error a model is told when its answer has the wrong shape.
+pub fn shaped<T: serde::de::DeserializeOwned>(value: Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests;

@@ -281,14 +281,7 @@ pub(crate) fn check_vote(board: &Board, value: &Value) -> std::result::Result<Co
     if let Value::Object(obj) = &mut value {
         obj.retain(|_, v| !v.is_null());
     }
-    let mut v: CouncilVote = serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.inner().to_string()
-        } else {
-            format!("{path}: {}", e.inner())
-        }
-    })?;
+    let mut v: CouncilVote = crate::schema::shaped(value)?;
     let options = &board.meeting_input.decision_packet.options;
     let key = |s: &str| fold_ws(s).to_lowercase();
     let wanted = key(&v.choice);
@@ -369,14 +362,7 @@ pub(crate) fn check_ranking(
     name: &str,
     value: &Value,
 ) -> std::result::Result<CouncilRanking, String> {
-    let r: CouncilRanking = serde_path_to_error::deserialize(value.clone()).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.inner().to_string()
-        } else {
-            format!("{path}: {}", e.inner())
-        }
-    })?;
+    let r: CouncilRanking = crate::schema::shaped(value.clone())?;
     let labels: Vec<String> = others(board, name).into_iter().map(|(l, _)| l).collect();
     let expected = || format!("expected each of {} once, best first", labels.join(", "));
     let mut seen: Vec<&str> = Vec::new();

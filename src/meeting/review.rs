@@ -168,14 +168,7 @@ pub(crate) fn check_verdict(
     if let Some(items) = value.get_mut("objections").and_then(Value::as_array_mut) {
         items.iter_mut().for_each(drop_nulls);
     }
-    let mut v: ReviewVerdict = serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        if path == "." {
-            e.inner().to_string()
-        } else {
-            format!("{path}: {}", e.inner())
-        }
-    })?;
+    let mut v: ReviewVerdict = crate::schema::shaped(value)?;
     match v.verdict {
         Verdict::Approve => v.objections.clear(),
         Verdict::Object if v.objections.is_empty() => {

@@ -115,6 +115,21 @@ pub struct LastTurn {
     pub council: Option<CouncilAnswer>,
 }
 
+impl LastTurn {
+    /// A turn that failed with `error`: no answer of any kind.
+    pub fn failed(agent_name: String, prompt: String, error: String) -> LastTurn {
+        LastTurn {
+            agent_name,
+            status: TurnStatus::Error,
+            prompt,
+            result: None,
+            error: Some(error),
+            review: None,
+            council: None,
+        }
+    }
+}
+
 /// The whiteboard: the whole state of a meeting, passed from stage to stage.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

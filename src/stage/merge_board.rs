@@ -353,15 +353,11 @@ mod tests {
         b = merge(b, NOW).unwrap();
         ok_turn(&mut b, "arch", result("Second.", &[], &[], &[]));
         b = merge(b, NOW).unwrap();
-        b.last_turns.push(LastTurn {
-            agent_name: "arch".into(),
-            status: TurnStatus::Error,
-            prompt: "q".into(),
-            result: None,
-            error: Some("timeout".into()),
-            review: None,
-            council: None,
-        });
+        b.last_turns.push(LastTurn::failed(
+            "arch".into(),
+            "q".into(),
+            "timeout".into(),
+        ));
         b = merge(b, NOW).unwrap();
         assert_eq!(b.latest_agent_outputs["arch"].response, "Second.");
         assert_eq!(b.latest_agent_outputs["arch"].agent_name, "arch");
@@ -506,15 +502,11 @@ mod tests {
         b = merge(b, NOW).unwrap();
         let before = b.clone();
         for i in 0..7 {
-            b.last_turns.push(LastTurn {
-                agent_name: "biz".into(),
-                status: TurnStatus::Error,
-                prompt: "q".into(),
-                result: None,
-                error: Some(format!("invalid JSON {i}")),
-                review: None,
-                council: None,
-            });
+            b.last_turns.push(LastTurn::failed(
+                "biz".into(),
+                "q".into(),
+                format!("invalid JSON {i}"),
+            ));
             b = merge(b, NOW).unwrap();
         }
         assert_eq!(b.recent_errors.len(), RECENT_ERRORS_CAP);

@@ -152,15 +152,9 @@ pub(super) fn council_call(
                 ),
             );
             events::push(board, clock, events::agent_error(&name, &error));
-            board.last_turns.push(LastTurn {
-                agent_name: name,
-                status: TurnStatus::Error,
-                prompt: call.prompt,
-                result: None,
-                error: Some(error),
-                review: None,
-                council: None,
-            });
+            board
+                .last_turns
+                .push(LastTurn::failed(name, call.prompt, error));
         }
     }
     Ok(())

@@ -254,16 +254,8 @@ pub(crate) fn check_answer(
         .filter(|(k, _)| AGENT_TURN_FIELDS.contains(&k.as_str()) && k.as_str() != "agent_name")
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let mut result: AgentTurnResult = serde_path_to_error::deserialize(Value::Object(obj))
-        .map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.inner().to_string();
-            AnswerError::Shape(if path == "." {
-                inner
-            } else {
-                format!("{path}: {inner}")
-            })
-        })?;
+    let mut result: AgentTurnResult =
+        crate::schema::shaped(Value::Object(obj)).map_err(AnswerError::Shape)?;
     if result.response.trim().is_empty() {
         return Err(AnswerError::Shape("response: must not be empty".into()));
     }
@@ -625,15 +617,9 @@ fn error_turn(board: &mut Board, clock: &dyn Clock, call: PendingCall, error: &s
         format!("{name}'s turn failed: {plain}; the findings lack its answer."),
     );
     events::push(board, clock, events::agent_error(&name, error));
-    board.last_turns.push(LastTurn {
-        agent_name: name,
-        status: TurnStatus::Error,
-        prompt: call.prompt,
-        result: None,
-        error: Some(error.to_string()),
-        review: None,
-        council: None,
-    });
+    board
+        .last_turns
+        .push(LastTurn::failed(name, call.prompt, error.to_string()));
 }
 
 /// The one call of a board `check_turn` accepted, taken off it; a fan-out's calls are

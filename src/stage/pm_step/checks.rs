@@ -274,16 +274,7 @@ pub(super) fn check_decision(
         .filter(|(k, v)| !(v.is_null() && k.as_str() != "next_action"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let decision: PmDecision =
-        serde_path_to_error::deserialize(Value::Object(obj)).map_err(|e| {
-            let path = e.path().to_string();
-            let inner = e.inner().to_string();
-            schema_error(if path == "." {
-                inner
-            } else {
-                format!("{path}: {inner}")
-            })
-        })?;
+    let decision: PmDecision = crate::schema::shaped(Value::Object(obj)).map_err(schema_error)?;
     decision.validate().map_err(|e| {
         let plain = format!("its {} was missing or unusable", e.path);
         Invalid::Schema(e.to_string(), plain)
