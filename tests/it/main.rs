@@ -66,6 +66,7 @@ mod nothing_lost;
 mod ollama;
 mod pm_step;
 mod prompt_layout;
+mod quality_bench;
 mod redaction_corpus;
 mod report;
 mod responses_api;
