@@ -289,7 +289,12 @@ def main():
     ap.add_argument("--record", default="", help="write each run's calls as cassettes under DIR")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-quality", "results.json"))
     ap.add_argument("--keep", default="", help="keep the run folders in DIR")
+    ap.add_argument("--table", default="", help="print the table of a results file and exit")
     args = ap.parse_args(argv)
+    if args.table:
+        with open(args.table, encoding="utf-8") as f:
+            print_table(json.load(f))
+        return
     args.flags = extra
     settings = os.path.join(args.record or CASSETTES, "recorded.json")
     if args.offline:
@@ -370,6 +375,7 @@ def main():
             marks = " ".join(
                 f"{m}={'n/a' if g.get('error') == NOT_AVAILABLE else ('ERR' if 'error' in g else ('ok' if g['correct'] else 'x'))}"
                 for m, g in modes_out.items())
+            save(args, modes, results)
             print(f"[{n}/{len(ids)}] {case}: {marks} (budget {budget} tokens, "
                   f"{time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True)
     finally:
@@ -383,20 +389,31 @@ def main():
                        "max_loops": args.max_loops, "max_parallel": args.max_parallel},
                       f, indent=1)
             f.write("\n")
-    rows = summarize(results, modes)
+    doc = save(args, modes, results)
+    print_table(doc)
+    print(f"\nresults: {args.out}", file=sys.stderr)
+
+
+def save(args, modes, results):
+    """Write the results so far (after every case: a long live run stopped half way keeps what
+    it measured; --table FILE prints its table)."""
     doc = {"bench": "quality", "offline": args.offline,
            "provider": "replay" if args.offline else (args.provider or "(environment)"),
            "model": "" if args.offline else args.model, "k": args.k,
-           "flags": [] if args.offline else args.flags, "summary": rows, "cases": results}
+           "budget_factor": args.budget_factor, "modes": modes,
+           "flags": [] if args.offline else args.flags,
+           "summary": summarize(results, modes), "cases": results}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, ensure_ascii=False)
         f.write("\n")
-    print(f"## Decision quality: {len(ids)} case(s), "
-          f"{'offline replay' if args.offline else (args.provider or 'provider from environment')}"
-          f"{' ' + args.model if args.model and not args.offline else ''}, k={args.k}\n")
-    print(table(rows))
-    print(f"\nresults: {args.out}", file=sys.stderr)
+    return doc
+
+
+def print_table(doc):
+    who = "offline replay" if doc["offline"] else f"{doc['provider']} {doc['model']}".strip()
+    print(f"## Decision quality: {len(doc['cases'])} case(s), {who}, k={doc['k']}\n")
+    print(table(doc["summary"]))
 
 
 if __name__ == "__main__":
