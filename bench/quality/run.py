@@ -121,7 +121,8 @@ class Runner:
         if rc != 0:
             return {"error": f"render-report exit {rc}: {err.strip()[-300:]}", "log": log}
         r = json.loads(rep)
-        return {"board": r["board"], "markdown": r.get("markdown", ""), "log": log}
+        return {"board": r["board"], "markdown": r.get("markdown", ""), "kind": r.get("kind"),
+                "log": log}
 
     def _sc_cassette(self, case, name):
         # Offline, a self-consistency sample replays its own cassette when one was recorded,
@@ -153,7 +154,8 @@ class Runner:
             return {"error": "meeting left no report", "log": log}
         with open(os.path.join(run_dir, reports[-1]), encoding="utf-8") as f:
             r = json.load(f)
-        return {"board": r["board"], "markdown": r.get("markdown", ""), "log": log}
+        return {"board": r["board"], "markdown": r.get("markdown", ""), "kind": r.get("kind"),
+                "log": log}
 
 
 def cost_of(markdown):
@@ -190,6 +192,8 @@ def graded(result, key, options):
         return {"error": result.get("error", "failed")}
     g = grade.grade(result["board"], key, options)
     g["cost_usd"] = cost_of(result.get("markdown"))
+    # The report's kind: `fallback` is the program's report when the PM made no usable decision.
+    g["report_kind"] = result.get("kind")
     return g
 
 
@@ -239,6 +243,7 @@ def summarize(results, modes):
         rows.append({
             "mode": mode, "available": True, "cases": n, "failed": n - len(ok),
             "correct": sum(1 for g in ok if g["correct"]),
+            "decided": sum(1 for g in ok if g.get("report_kind") != "fallback"),
             "required_answered": round(req / req_total, 3) if req_total else None,
             "citation_precision": mean("citation_precision"),
             "citation_recall": mean("citation_recall"),
@@ -253,15 +258,16 @@ def pct(x):
 
 
 def table(rows):
-    out = ["| Mode | Correct | Required questions answered | Citation precision | Citation recall "
+    out = ["| Mode | Correct | Decided | Required questions answered | Citation precision | Citation recall "
            "| Calls | Tokens | Cost | Failed runs |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r["available"]:
-            out.append(f"| {r['mode']} | {NOT_AVAILABLE} | | | | | | | |")
+            out.append(f"| {r['mode']} | {NOT_AVAILABLE} | | | | | | | | |")
             continue
         cost = "unpriced" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"
-        out.append(f"| {r['mode']} | {r['correct']}/{r['cases']} | {pct(r['required_answered'])} "
+        out.append(f"| {r['mode']} | {r['correct']}/{r['cases']} | {r['decided']}/{r['cases']} "
+                   f"| {pct(r['required_answered'])} "
                    f"| {pct(r['citation_precision'])} | {pct(r['citation_recall'])} | {r['calls']} "
                    f"| {r['tokens']} | {cost} | {r['failed']} |")
     return "\n".join(out)
@@ -293,7 +299,9 @@ def main():
     args = ap.parse_args(argv)
     if args.table:
         with open(args.table, encoding="utf-8") as f:
-            print_table(json.load(f))
+            doc = json.load(f)
+        doc["summary"] = summarize(doc["cases"], doc.get("modes") or list(doc["cases"][0]["modes"]))
+        print_table(doc)
         return
     args.flags = extra
     settings = os.path.join(args.record or CASSETTES, "recorded.json")
