@@ -107,6 +107,17 @@ demo-forced: announce-build build
 bench: build
 	QUICK=$(QUICK) python3 bench/bench.py $(if $(SAVE),,--out /dev/null) $(if $(BEFORE),--before $(BEFORE)) $(if $(BEFORE_REF),--before-ref $(BEFORE_REF))
 
+# The quality benchmark (bench/quality/README.md), not in `make test`: does a meeting beat one
+# call? Four modes (one call, self-consistency, a meeting, a council) on every case at a matched
+# token budget, graded against answer keys no prompt sees. OFFLINE=1 replays the shipped
+# cassettes (no model); else PROVIDER=... MODEL=... (CASES=c01,c07 K=5 FLAGS="--max-tokens 400").
+# The Markdown table on stdout, the JSON in target/bench-quality/results.json.
+.PHONY: bench-quality
+bench-quality: build
+	python3 bench/quality/run.py $(if $(OFFLINE),--offline) $(if $(PROVIDER),--provider $(PROVIDER)) \
+	  $(if $(MODEL),--model $(MODEL)) $(if $(CASES),--cases $(CASES)) $(if $(K),--k $(K)) \
+	  $(if $(FLAGS),-- $(FLAGS))
+
 # Fuzzing (not in CI): FUZZ_SECONDS per target (default 30). Uses cargo-fuzz (libFuzzer, needs
 # `cargo install cargo-fuzz` and a nightly toolchain) when both are present, else the stable
 # fallback (an xorshift mutator over fuzz/seeds in tests/it/fuzz_regressions.rs). FUZZ_MODE=stable

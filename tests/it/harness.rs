@@ -77,11 +77,12 @@ pub fn programs_path() -> String {
 }
 
 /// A tool some tests need beyond the Rust toolchain: the shell flows read boards with jq, the
-/// batch recipe runs under GNU parallel.
+/// batch recipe runs under GNU parallel, the quality benchmark's harness is Python 3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
     Jq,
     GnuParallel,
+    Python3,
 }
 
 impl Tool {
@@ -92,11 +93,12 @@ impl Tool {
             Tool::GnuParallel => {
                 "GNU parallel not found — apt-get install parallel (or brew install parallel)"
             }
+            Tool::Python3 => "python3 not found — apt-get install python3 (or brew install python)",
         }
     }
 
     fn found(self) -> bool {
-        static FOUND: std::sync::OnceLock<[bool; 2]> = std::sync::OnceLock::new();
+        static FOUND: std::sync::OnceLock<[bool; 3]> = std::sync::OnceLock::new();
         let runs = |program: &str, says: &str| {
             Command::new(program)
                 .arg("--version")
@@ -105,7 +107,13 @@ impl Tool {
                     o.status.success() && String::from_utf8_lossy(&o.stdout).contains(says)
                 })
         };
-        let found = FOUND.get_or_init(|| [runs("jq", "jq"), runs("parallel", "GNU parallel")]);
+        let found = FOUND.get_or_init(|| {
+            [
+                runs("jq", "jq"),
+                runs("parallel", "GNU parallel"),
+                runs("python3", "Python 3"),
+            ]
+        });
         found[self as usize]
     }
 }

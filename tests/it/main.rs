@@ -70,6 +70,7 @@ mod ollama;
 mod pace;
 mod pm_step;
 mod prompt_layout;
+mod quality_bench;
 mod redaction_corpus;
 mod report;
 mod responses_api;

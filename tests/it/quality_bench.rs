@@ -1,0 +1,248 @@
+//! The quality benchmark (bench/quality/README.md): its cases hide their answer keys, its
+//! grader scores what a board holds, and its offline path replays the shipped cassettes into the
+//! four-mode table. The benchmark itself runs outside `make test` (`make bench-quality`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+
+use crate::harness::{bin_dir, clean_env, cli, root, skip_without, Tool};
+
+fn bench() -> PathBuf {
+    root().join("bench/quality")
+}
+
+fn keys() -> serde_json::Map<String, Value> {
+    let text = std::fs::read_to_string(bench().join("keys.json")).unwrap();
+    let keys: Value = serde_json::from_str(&text).unwrap();
+    keys["cases"].as_object().unwrap().clone()
+}
+
+/// Every file of a case folder, with its text.
+fn case_files(case: &Path) -> Vec<(PathBuf, String)> {
+    walkdir::WalkDir::new(case)
+        .into_iter()
+        .flatten()
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            (e.path().to_path_buf(), text)
+        })
+        .collect()
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap().to_string())
+        .collect()
+}
+
+/// At least 20 cases, each a meeting file and its documents only; each key's reference is one
+/// of the meeting's options, its required questions are the meeting's, its quotes are planted
+/// verbatim in the documents — and no key's reasoning, nor the key file, appears in any case
+/// file or in what collect-context sends a model.
+#[test]
+fn cases_plant_their_facts_and_hide_their_keys() {
+    let keys = keys();
+    assert!(keys.len() >= 20, "{} cases", keys.len());
+    let cases = std::fs::read_dir(bench().join("cases")).unwrap().count();
+    assert_eq!(
+        cases,
+        keys.len(),
+        "every case folder has a key and every key a folder"
+    );
+    for (id, key) in &keys {
+        let dir = bench().join("cases").join(id);
+        let files = case_files(&dir);
+        let meeting_file = dir.join("meeting.yaml");
+        for (path, _) in &files {
+            let rel = path.strip_prefix(&dir).unwrap();
+            assert!(
+                rel == Path::new("meeting.yaml") || rel.starts_with("docs"),
+                "{id}: {} is neither the meeting file nor a document",
+                rel.display()
+            );
+        }
+        let docs: String = files
+            .iter()
+            .filter(|(p, _)| p != &meeting_file)
+            .map(|(_, t)| t.as_str())
+            .collect::<Vec<_>>()
+            .join("\n");
+        for quote in strings(&key["quotes"]) {
+            assert!(docs.contains(&quote), "{id}: quote not planted: {quote}");
+        }
+        let input = cli("collect-context")
+            .args(["--meeting-file", meeting_file.to_str().unwrap()])
+            .run();
+        let input = input.success().stdout();
+        let packet: Value = serde_json::from_str(&input).unwrap();
+        let dp = &packet["meeting_input"]["decision_packet"];
+        let reference = key["reference"].as_str().unwrap();
+        assert!(
+            strings(&dp["options"]).iter().any(|o| o == reference),
+            "{id}: the reference is not an option"
+        );
+        assert_eq!(
+            strings(&dp["required_questions"]),
+            strings(&key["required_questions"]),
+            "{id}"
+        );
+        assert!(
+            packet["context_bundle"]["documents"]
+                .as_array()
+                .unwrap()
+                .len()
+                >= 2,
+            "{id}: its documents were not collected"
+        );
+        let why = key["why"].as_str().unwrap();
+        for (what, text) in files
+            .iter()
+            .map(|(p, t)| (p.display().to_string(), t.as_str()))
+            .chain([("collect-context output".to_string(), input.as_str())])
+        {
+            assert!(
+                !text.contains(why),
+                "{id}: the key's reasoning is in {what}"
+            );
+            assert!(
+                !text.contains("keys.json"),
+                "{id}: {what} names the key file"
+            );
+        }
+    }
+}
+
+fn python() -> Command {
+    let mut cmd = Command::new("python3");
+    clean_env(&mut cmd).current_dir(root());
+    cmd
+}
+
+/// The grader on hand-made boards: the reference chosen (with a reason after it) is correct,
+/// another option or a choice naming none is not; a citation holding a planted quote is precise
+/// and recalls it, an unrelated one is not; a required question with an answer counts.
+#[test]
+fn the_grader_scores_decision_questions_and_citations() {
+    if skip_without(Tool::Python3) {
+        return;
+    }
+    let key = keys()["c01-queue-vs-cron"].clone();
+    let quotes = strings(&key["quotes"]);
+    let questions = strings(&key["required_questions"]);
+    let tmp = tempfile::tempdir().unwrap();
+    let grade = |choice: &str| -> Value {
+        let board = json!({
+            "record": {
+                "decision": {"choice": choice, "confidence": "high"},
+                "questions": [
+                    {"id": "Q1", "text": questions[0], "origin": "required",
+                     "answer": {"text": "Within five minutes.", "by": ["arch"]}},
+                    {"id": "Q2", "text": questions[1], "origin": "required"}
+                ]
+            },
+            "evidence": [
+                {"quote": format!("Sales agreed with the two largest customers that {}.", quotes[0]), "verified": true},
+                {"quote": "The cron host is shared with five other jobs", "verified": true}
+            ],
+            "final_report": "",
+            "usage": {"calls": 2, "prompt_tokens": 100, "completion_tokens": 20}
+        });
+        let path = tmp.path().join("board.json");
+        std::fs::write(&path, board.to_string()).unwrap();
+        let out = python()
+            .args([
+                "bench/quality/grade.py",
+                path.to_str().unwrap(),
+                "c01-queue-vs-cron",
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let reference = key["reference"].as_str().unwrap();
+    let g = grade(&format!("{reference}: it meets the 5-minute promise"));
+    assert_eq!(g["correct"], true, "{g}");
+    assert_eq!(g["required_answered"], 1);
+    assert_eq!(g["required_total"], 2);
+    assert_eq!(g["citation_precision"], 0.5);
+    assert_eq!(g["citation_recall"], 0.5);
+    assert_eq!(g["tokens"], 120);
+    let g = grade("Keep the nightly cron job that sends the day's invoices");
+    assert_eq!(g["correct"], false);
+    assert_eq!(
+        g["chosen_option"],
+        "Keep the nightly cron job that sends the day's invoices"
+    );
+    let g = grade(&format!(
+        "[sample] none yet (first option listed: {reference})"
+    ));
+    assert_eq!(g["chosen_option"], Value::Null, "a choice naming no option");
+    assert_eq!(g["correct"], false);
+}
+
+/// `run.py --offline` on two cases replays the shipped cassettes through the programs: the
+/// table has the four modes (the council "not available" where the programs or the cassettes
+/// lack it), the JSON grades every mode of every case, and a second run is byte-identical.
+#[test]
+fn the_offline_benchmark_prints_the_four_modes_byte_stable() {
+    if skip_without(Tool::Python3) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |n: u32| {
+        let out_file = tmp.path().join(format!("results-{n}.json"));
+        let out = python()
+            .args([
+                "bench/quality/run.py",
+                "--offline",
+                "--cases",
+                "c01,c04",
+                "--bin",
+            ])
+            .arg(bin_dir())
+            .arg("--out")
+            .arg(&out_file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        assert!(out.status.success(), "{stderr}");
+        let results = std::fs::read_to_string(&out_file).unwrap();
+        (String::from_utf8(out.stdout).unwrap(), results, stderr)
+    };
+    let (table, results, stderr) = run(1);
+    for mode in ["single", "sc", "meeting", "council"] {
+        assert!(table.contains(&format!("| {mode} |")), "{mode}:\n{table}");
+    }
+    assert!(stderr.contains("[1/2] c01-queue-vs-cron:"), "{stderr}");
+    assert!(stderr.contains("[2/2] c04-cache-layer:"), "{stderr}");
+    let doc: Value = serde_json::from_str(&results).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 2);
+    for case in cases {
+        for mode in ["single", "sc", "meeting"] {
+            let g = &case["modes"][mode];
+            assert!(g.get("error").is_none(), "{mode}: {g}");
+            assert!(g["calls"].as_u64().unwrap() >= 1, "{mode}: {g}");
+            let budget = case["budget_tokens"].as_u64().unwrap();
+            assert!(
+                g["tokens"].as_u64().unwrap() <= budget,
+                "{mode} over budget: {g}"
+            );
+        }
+        assert!(case["modes"]["meeting"]["calls"].as_u64().unwrap() >= 3);
+        assert_eq!(case["modes"]["sc"]["samples"], 5);
+    }
+    let (table2, results2, _) = run(2);
+    assert_eq!(table, table2);
+    assert_eq!(results, results2);
+}
