@@ -26,6 +26,16 @@ fn finish() -> Value {
         .with("option_assessments", json!([]))
 }
 
+/// The cassette most tests here use, written in `work`: the PM asks ana, then (call 3, after
+/// her turn) finishes.
+fn asks_ana_once(work: &Workdir) -> std::path::PathBuf {
+    Cassette::new()
+        .pm(ask_ana())
+        .at(3)
+        .pm(finish())
+        .write(work.join("c.jsonl"))
+}
+
 /// The demo meeting with `ana` (human) beside arch, from the repository root.
 fn meeting(work: &Workdir, cassette: &Path, extra: &[&str]) -> crate::harness::Run {
     work.write("agents/ana.yaml", ANA);
@@ -66,11 +76,7 @@ fn log_lines(work: &Workdir) -> Vec<Value> {
 #[test]
 fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let answers = work.write(
         "answers.jsonl",
         "{\"response\": \"The on-call DBA, Priya, by phone.\", \"key_points\": [\"Paging goes to one person\"], \"citations\": [{\"document_id\": \"meetings/demo/overview.md\", \"quote\": \"x\"}]}\n",
@@ -178,11 +184,7 @@ fn resume(work: &Workdir, extra: &[&str]) -> crate::harness::Run {
 #[test]
 fn with_no_one_there_the_meeting_waits_and_the_answer_resumes_it() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let out = meeting(&work, &c, &[]);
     out.exit(agent_meeting::error::WAITING_EXIT as i32);
     let result: Value = out.json();
@@ -319,11 +321,7 @@ fn a_bad_citation_in_the_given_answer_gets_its_one_chance() {
 #[test]
 fn an_answer_only_for_a_waiting_meeting_and_in_a_known_form() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let answers = work.write(
         "answers.jsonl",
         "{\"response\": \"Priya.\", \"key_points\": [\"Priya is paged\"], \"citations\": []}\n",
@@ -332,11 +330,7 @@ fn an_answer_only_for_a_waiting_meeting_and_in_a_known_form() {
     let out = resume(&work, &["--answer", answers.to_str().unwrap()]);
     out.exit(2).stderr_has("--answer: the meeting in");
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     meeting(&work, &c, &[]).exit(4);
     let prose = work.write("prose.txt", "Priya gets paged.\n");
     let out = resume(&work, &["--answer", prose.to_str().unwrap()]);
@@ -529,11 +523,7 @@ fn an_unreadable_answers_file_is_bad_input() {
 #[test]
 fn meeting_reads_the_answers_file_before_any_call() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let out = meeting(
         &work,
         &c,
@@ -548,11 +538,7 @@ fn meeting_reads_the_answers_file_before_any_call() {
 #[test]
 fn meeting_parses_the_answers_file_before_any_call() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let answers = work.write("answers.jsonl", "{\"response\": \"Fine.\"}\nnot json\n");
     let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
     out.exit(2).one_stderr_line().stderr_has(&format!(
@@ -572,11 +558,7 @@ fn the_shell_loop_takes_the_answers_too() {
     let work = Workdir::new();
     // Both find ana in the user's agents folder.
     work.write("cfg/agent-meeting/agents/ana.yaml", ANA);
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let answers = work.write(
         "answers.jsonl",
         "{\"response\": \"The on-call DBA, by phone.\", \"key_points\": [\"One person is paged\"]}\n",
@@ -746,11 +728,7 @@ fn the_shell_loop_waits_too() {
     }
     let work = Workdir::new();
     work.write("cfg/agent-meeting/agents/ana.yaml", ANA);
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let mut sh = crate::harness::Cli::new(std::process::Command::new("sh"));
     let out = sh
         .arg("share/meeting.sh")
@@ -786,11 +764,7 @@ fn the_summary_lists_a_waiting_meeting() {
         return;
     }
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     meeting(&work, &c, &[]).exit(4);
     let out = crate::harness::Cli::new(std::process::Command::new("sh"))
         .arg("share/flows/summary.sh")
@@ -810,11 +784,7 @@ fn a_batch_lists_a_waiting_meeting_and_takes_its_answer() {
     }
     let work = Workdir::new();
     work.write("agents/ana.yaml", ANA);
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let input = work.write(
         "jobs.jsonl",
         format!(
@@ -867,11 +837,7 @@ fn a_batch_lists_a_waiting_meeting_and_takes_its_answer() {
 #[test]
 fn a_users_agent_turn_that_waits_makes_the_meeting_wait() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let stage = format!("agent-turn={}", crate::harness::bin("agent-turn").display());
     let out = meeting(&work, &c, &["--stage", &stage]);
     out.exit(4).stderr_has("waiting for ana");
