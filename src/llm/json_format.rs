@@ -34,17 +34,27 @@ pub(crate) enum JsonFormat {
     Object,
 }
 
+/// The JSON Schema subset a server's structured output takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Subset {
+    /// OpenAI's: strict mode when the schema converts ([`to_strict`]).
+    OpenAi,
+    /// Gemini's OpenAPI-style schema, never strict ([`to_gemini`], docs/design/llm.md#gemini).
+    Gemini,
+}
+
 impl JsonFormat {
-    /// The format `req` is sent with in `mode` (`None`: a plain-text call, or
-    /// [`JsonMode::Prompt`]).
-    pub(crate) fn of(req: &Request, mode: JsonMode) -> Option<JsonFormat> {
+    /// The format `req` is sent with in `mode`, its schema in `subset` (`None`: a plain-text
+    /// call, or [`JsonMode::Prompt`]).
+    pub(crate) fn of(req: &Request, mode: JsonMode, subset: Subset) -> Option<JsonFormat> {
         let expect = req.expect.as_ref()?;
         match mode {
             JsonMode::Schema => {
                 let schema = super::without_meta_keys(&expect.schema);
-                let (schema, strict) = match to_strict(&schema) {
-                    Some(s) => (s, true),
-                    None => (schema, false),
+                let (schema, strict) = match (subset, to_strict(&schema)) {
+                    (Subset::Gemini, _) => (to_gemini(&schema), false),
+                    (Subset::OpenAi, Some(s)) => (s, true),
+                    (Subset::OpenAi, None) => (schema, false),
                 };
                 Some(JsonFormat::Schema {
                     name: super::schema_name(&expect.name),

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::json_format::{to_gemini, undo_strict, JsonFormat};
+use super::json_format::{undo_strict, JsonFormat, Subset};
 use super::transport::{join_url, Http, Timeouts};
 use super::{AttemptError, Message, Options, Provider, RawReply, Request, TokenUsage};
 
@@ -172,9 +172,9 @@ impl OpenAi {
 }
 
 /// The request body sent for `req` (public so tests and the recorder can see it).
-pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Value {
+pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode, subset: Subset) -> Value {
     let system = super::system_text(req, mode != JsonMode::Schema);
-    let response_format = JsonFormat::of(req, mode).map(|f| match f {
+    let response_format = JsonFormat::of(req, mode, subset).map(|f| match f {
         JsonFormat::Schema {
             name,
             schema,
@@ -236,16 +236,15 @@ impl Provider for OpenAi {
         req: &Request,
         opts: &Options,
     ) -> Result<RawReply, AttemptError> {
-        let mut body = match self.api {
-            Api::Chat => request_body(req, opts, self.mode),
+        let subset = if self.gemini {
+            Subset::Gemini
+        } else {
+            Subset::OpenAi
+        };
+        let body = match self.api {
+            Api::Chat => request_body(req, opts, self.mode, subset),
             Api::Responses => super::responses::request_body(req, opts, self.mode),
         };
-        if let (true, Some(expect)) = (self.gemini, &req.expect) {
-            if let Some(format) = body.pointer_mut("/response_format/json_schema") {
-                format["schema"] = to_gemini(&super::without_meta_keys(&expect.schema));
-                format["strict"] = json!(false);
-            }
-        }
         // A local server (Ollama, llama.cpp) may run without a key: then no header at all.
         let (url, auth) = self.endpoint(&opts.model);
         let headers: Vec<(&str, &str)> = auth.iter().map(|(k, v)| (*k, v.as_str())).collect();

@@ -139,13 +139,11 @@ fn create_private(dir: &Path) -> std::io::Result<()> {
             .recursive(true)
             .mode(0o700)
             .create(dir)?;
-        for d in [dir, dir.parent().unwrap_or(dir)] {
+        // The folder and the one above it (ours too), unless that is the temporary directory
+        // itself, world-writable but sticky.
+        let parent = dir.parent().filter(|p| *p != std::env::temp_dir());
+        for d in std::iter::once(dir).chain(parent) {
             let mode = std::fs::metadata(d)?.permissions().mode();
-            // The temporary directory itself is world-writable but sticky: only its own
-            // folder (the parent of the provider's) must be private.
-            if d == dir.parent().unwrap_or(dir) && d == std::env::temp_dir() {
-                continue;
-            }
             if mode & 0o022 != 0 {
                 return Err(std::io::Error::other(format!(
                     "{} may be written by others (mode {:o}); use a folder of your own",

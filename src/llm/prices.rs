@@ -175,7 +175,7 @@ impl Prices {
     }
 
     /// The table's name as the report says it: its source up to the first comma.
-    fn source_name(&self) -> &str {
+    pub fn source_name(&self) -> &str {
         self.source.split(',').next().unwrap_or(&self.source)
     }
 }

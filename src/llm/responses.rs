@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use super::json_format::{undo_strict, JsonFormat, JsonMode};
+use super::json_format::{undo_strict, JsonFormat, JsonMode, Subset};
 use super::{AttemptError, Message, Options, RawReply, Request, TokenUsage};
 
 /// The request body sent for `req`: the system message as `instructions`, the conversation
@@ -30,7 +30,7 @@ pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode) -> Val
         body.insert("max_output_tokens".into(), json!(n));
     }
     body.insert("store".into(), json!(false));
-    if let Some(format) = JsonFormat::of(req, mode) {
+    if let Some(format) = JsonFormat::of(req, mode, Subset::OpenAi) {
         let format = match format {
             JsonFormat::Schema {
                 name,

@@ -212,7 +212,7 @@ pub fn cost_limit(board: &Board, llm: &LlmArgs, usd: f64, prices: &Prices) -> Re
         let price = prices.of(provider, model).ok_or_else(|| {
             Error::Usage(format!(
                 "--max-cost: {caller} uses {provider} {model}, which the price table ({} of {}) does not price; give --prices FILE with its prices, or no --max-cost",
-                prices.source.split(',').next().unwrap_or(&prices.source),
+                prices.source_name(),
                 prices.date
             ))
         })?;
