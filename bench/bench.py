@@ -463,11 +463,14 @@ class FakeOpenAI:
             def do_POST(self):
                 arrived = time.perf_counter()
                 n = int(self.headers.get("content-length", 0))
-                self.rfile.read(n)
+                request = json.loads(self.rfile.read(n) or b"{}")
                 text = outer.replies.pop(0) if outer.replies else "{}"
+                # A real count (about 4 characters a token): the programs refuse an answer whose
+                # server counted too few prompt tokens to have read the whole prompt.
+                sent = sum(len(m.get("content") or "") for m in request.get("messages", []))
                 body = json.dumps({"choices": [{"message": {"role": "assistant", "content": text},
                                                 "finish_reason": "stop"}],
-                                   "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}).encode()
+                                   "usage": {"prompt_tokens": max(1, sent // 4), "completion_tokens": 100}}).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(body)))
@@ -519,6 +522,50 @@ def volume(llm_jsonl):
             calls.append((rec["caller"], len(text), best if best >= CACHE_MIN else 0, schema_chars))
             earlier.append(text)
     return calls
+
+
+# Where a call's characters go: its parts, in the order the prompt lays them out
+# (docs/design/prompts.md#prompt-layout), cut at the headers the templates write.
+PARTS = ["system", "schema block", "schema (native)", "meeting block", "whiteboard", "PM role, participants",
+         "agent role", "rules, field guide", "question, mode"]
+SCHEMA_HEAD = "\n\nThe JSON object must match this type:"
+
+
+def parts(rec):
+    """One logged request's characters by part (a dict over PARTS)."""
+    out = dict.fromkeys(PARTS, 0)
+    system = rec.get("system") or ""
+    cut = system.find(SCHEMA_HEAD)
+    out["system"], out["schema block"] = (len(system), 0) if cut < 0 else (cut, len(system) - cut)
+    schema = rec.get("schema")
+    if isinstance(schema, dict) and cut < 0:
+        out["schema (native)"] = len(json.dumps(schema, separators=(",", ":")))
+    text = "".join(m.get("content") or "" for m in rec.get("messages", []))
+    def at(marker, start=0):
+        i = text.find(marker, start)
+        return len(text) if i < 0 else i
+    wb = at("\n# Whiteboard")
+    mine = min(at("\n# Your part: PM"), at("\n# Your role"))
+    out["meeting block"], out["whiteboard"] = wb, mine - wb
+    rules = at("\nRules:\n", mine)
+    if text.startswith("\n# Your part: PM", mine):
+        out["PM role, participants"] = rules - mine
+        tail = min(at("\nMode: ", rules), at("\nYour draft, under review:", rules))
+    else:
+        out["agent role"] = rules - mine
+        tail = at("\n# Question from the PM", rules)
+    out["rules, field guide"] = tail - rules
+    out["question, mode"] = len(text) - tail
+    return out
+
+
+def breakdown(llm_jsonl):
+    total = dict.fromkeys(PARTS, 0)
+    with open(llm_jsonl) as f:
+        for line in f:
+            for k, v in parts(json.loads(line)).items():
+                total[k] += v
+    return total
 
 
 def baseline_files(work, agents_src, rounds):
@@ -590,6 +637,21 @@ def served_meeting(bindir, work, tag, meeting_file, agents_dir, agents, replies,
     return volume(os.path.join(run_dir, trace, "llm.jsonl"))
 
 
+def served_log(work, tag):
+    """The exchange log of `served_meeting(..., tag, ...)`."""
+    return os.path.join(work, "econ-runs", f"econ-{tag}", "llm.jsonl")
+
+
+def autogen_chars(py, n, content, agents_src, topic, reply):
+    """AutoGen's prompt characters at a fake server (bench/autogen_economy.py), or None."""
+    p = subprocess.run([py, os.path.join(ROOT, "bench", "autogen_economy.py"), str(n), content, agents_src, topic, reply],
+                       capture_output=True, text=True, timeout=900)
+    if p.returncode != 0:
+        print(f"bench: autogen_economy.py failed: {p.stderr[-800:]}", file=sys.stderr)
+        return None
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
 def summarize(calls):
     total = sum(c[1] for c in calls)
     uncached = sum(c[1] - c[2] for c in calls)
@@ -650,6 +712,47 @@ def prompt_economy(bindir, before, before_ref, work, quick, out):
                            f"{AUTOGEN[n] / s['total']:.2f}× | {billed:,} | {AUTOGEN[n] / billed:.2f}× | "
                            f"{s['pm'][0]:,} → {s['pm'][1]:,} | "
                            f"{s['agent'][0]:,} → {s['agent'][1]:,} | {100 * s['uncached']:.0f}% |")
+    # Where a short meeting's characters go (issue 36), and AutoGen measured in this run.
+    out.append("\n**Where a 5-round meeting's characters go** (the baseline shape; each request cut at the "
+               "headers the templates write; schema (native) is the `response_format` schema, compact; "
+               "schema block is the type appended to the system message without native output):\n")
+    heads = [f"{side}, native {'on' if nat else 'off'}" for nat in (True, False) for side, _, _ in sides]
+    out.append("| part | " + " | ".join(heads) + " |")
+    out.append("|---|" + "---:|" * len(heads))
+    cols = [breakdown(served_log(work, f"b5-{nat}-{side}")) for nat in (True, False) for side, _, _ in sides]
+    for part in PARTS:
+        out.append(f"| {part} | " + " | ".join(f"{c[part]:,} ({100 * c[part] / sum(c.values()):.0f}%)" for c in cols) + " |")
+    out.append("| all | " + " | ".join(f"{sum(c.values()):,}" for c in cols) + " |")
+    py, why = peer_python()
+    if py:
+        mf, _, _, replies = baseline_files(os.path.join(work, "after"), os.path.join(ROOT, "agents"), 5)
+        with open(mf) as f:
+            topic = json.load(f)["topic"]
+        reply = json.loads(replies[1])["response"]
+        out.append("\n**AutoGen in the same run**, counted the same way at a local fake server (its "
+                   "`OpenAIChatCompletionClient`; `bench/autogen_economy.py`): the baseline shape on our topic and "
+                   "our 400-character reply, each agent's system message one sentence (`short`, as the published "
+                   "peer) or our agent files' role prompt and description (`ours`: the same content as our "
+                   "meeting). Ours is this build, native output on (text; text and schema) and off.\n")
+        out.append("| rounds | AutoGen short | AutoGen ours | ours on, text | ours on, with schema | ours off | AutoGen ours ÷ ours on, with schema | AutoGen ours ÷ ours off |")
+        out.append("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for n in sorted(set(rounds) | {10}):
+            if n not in rounds:  # not in the baseline table: served here, this build only
+                for native in (True, False):
+                    mf, agents_dir, agents, replies = baseline_files(os.path.join(work, "after"), os.path.join(ROOT, "agents"), n)
+                    served_meeting(bindir, work, f"b{n}-{native}-after", mf, agents_dir, agents, replies, n, native)
+            short = autogen_chars(py, n, "short", os.path.join(ROOT, "agents"), topic, reply)
+            same = autogen_chars(py, n, "ours", os.path.join(ROOT, "agents"), topic, reply)
+            if not (short and same):
+                out.append(f"| {n} | — | — | | | | | |")
+                continue
+            on = summarize(volume(served_log(work, f"b{n}-True-after")))
+            off = summarize(volume(served_log(work, f"b{n}-False-after")))
+            billed = on["total"] + on["schema"]
+            out.append(f"| {n} | {short['chars']:,} | {same['chars']:,} | {on['total']:,} | {billed:,} | {off['total']:,} | "
+                       f"{same['chars'] / billed:.2f}× | {same['chars'] / off['total']:.2f}× |")
+    else:
+        out.append(f"\nAutoGen not measured in this run: {why}.")
     out.append("\n**With documents** (the demo meeting file and its documents, agents arch and biz): the 3-loop "
                "demo (`meetings/demo.cassette.jsonl`, one agent retry) and a generated 20-loop meeting "
                "(the cassette of the sections above).\n")
@@ -792,7 +895,7 @@ def fan_out(bindir, work, runs, out, delay_ms=FAN_DELAY_MS):
 # Bounded board (issue 15): our replayed meeting against AutoGen 0.7.5's, same run
 
 PEER_VENV = os.path.join(ROOT, "target", "autogen-venv")
-PEER_PACKAGES = ["autogen-agentchat==0.7.5", "autogen-ext==0.7.5"]
+PEER_PACKAGES = ["autogen-agentchat==0.7.5", "autogen-ext[openai]==0.7.5", "pyyaml"]
 PEER_AGENTS = ["arch", "biz", "ops"]
 PEER_TOPIC = "Should the nightly reports move to a read replica?"
 
@@ -800,7 +903,7 @@ PEER_TOPIC = "Should the nightly reports move to a read replica?"
 def peer_python():
     """The venv's python with AutoGen 0.7.5, made (once) with pip; (None, why) when it cannot be."""
     py = os.path.join(PEER_VENV, "bin", "python")
-    check = [py, "-c", "import autogen_agentchat, autogen_ext; assert autogen_agentchat.__version__ == '0.7.5'"]
+    check = [py, "-c", "import autogen_agentchat, autogen_ext, openai, yaml; assert autogen_agentchat.__version__ == '0.7.5'"]
     if os.path.exists(py) and subprocess.run(check, capture_output=True).returncode == 0:
         return py, None
     try:

@@ -328,7 +328,7 @@ const AGENT_LIST_MAX: usize = 8;
 
 /// The JSON the agent must return: its own `output_schema`, with `citations[].document_id` and
 /// `citations[].source_path` kept to the collected documents' values when there are any, and
-/// `citations` kept empty when there are none (docs/design/prompts.md#structured-output), so a
+/// `citations` kept empty (its item shape left out) when there are none (docs/design/prompts.md#structured-output), so a
 /// schema-constrained server cannot invent a source. The answer is still checked against the
 /// agent's own schema and the documents (`check_answer`).
 pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument]) -> ExpectedJson {
@@ -352,6 +352,9 @@ pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument])
             .and_then(Value::as_object_mut)
             .filter(|c| c.get("type") == Some(&json!("array")));
         if let Some(c) = citations {
+            // No item can be sent, so the item's shape is left unsaid: each character of
+            // the schema is paid for on every agent call (docs/design/prompts.md#structured-output).
+            c.insert("items".into(), json!({"type": "string"}));
             c.insert("maxItems".into(), json!(0));
         }
     } else {
@@ -788,6 +791,11 @@ mod tests {
         );
         let none = agent_expected_json(&agent, &[]).schema;
         assert_eq!(none["properties"]["citations"]["maxItems"], json!(0));
+        // No item can be sent, so its shape is not paid for on every call.
+        assert_eq!(
+            none["properties"]["citations"]["items"],
+            json!({"type": "string"})
+        );
         let strict = crate::llm::json_format::to_strict(&none).expect("strict-able");
         for s in [&none, &strict] {
             let v = jsonschema::validator_for(s).unwrap();

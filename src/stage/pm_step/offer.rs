@@ -620,7 +620,10 @@ pub(super) mod tests {
         );
         let text = render_pm_user(&bare).unwrap();
         assert!(!text.contains("answered_questions") && !text.contains("option_assessments"));
-        assert!(text.contains("A FINISH adds decision."), "{text}");
+        assert!(
+            text.contains("A FINISH adds decision and final_report:"),
+            "{text}"
+        );
         let mut full = crate::stage::fixtures::board(&["Which is cheaper?"]);
         full.meeting_input.decision_packet.options = vec!["A".into(), "B".into()];
         assert!(
