@@ -275,7 +275,7 @@ fn max_parallel_1_never_offers_call_agents() {
     );
     assert!(schema["properties"]["calls"].is_object(), "{schema}");
     assert!(
-        text.contains("CALL_AGENTS asks 2-3 participants at once"),
+        text.contains("CALL_AGENTS asks 2-3 different participants at once"),
         "{text}"
     );
     let (schema, text) = offered(&["--max-parallel", "1"]);
@@ -287,7 +287,10 @@ fn max_parallel_1_never_offers_call_agents() {
     assert!(!text.contains("CALL_AGENTS"), "{text}");
     // Two loops left offer at most two calls.
     let (_, text) = offered(&["--max-loops", "2"]);
-    assert!(text.contains("CALL_AGENTS asks 2 participants"), "{text}");
+    assert!(
+        text.contains("CALL_AGENTS asks 2 different participants"),
+        "{text}"
+    );
     assert!(!text.contains("2-2"), "{text}");
 }
 
