@@ -249,7 +249,7 @@ pub(crate) fn vote_expected_json(board: &Board) -> ExpectedJson {
             "source_path": {"type": "string"},
             "quote": {"type": "string"}}});
     let citation = if docs.is_empty() {
-        json!({"type": "array", "maxItems": 0, "items": item})
+        Value::Object(super::prompts::no_citations())
     } else {
         item["properties"]["document_id"]["enum"] =
             json!(docs.iter().map(|d| &d.document_id).collect::<Vec<_>>());
@@ -1026,6 +1026,17 @@ mod tests {
             crate::llm::json_format::to_strict(&vote).is_some(),
             "{vote}"
         );
+        // Without documents the schema alone says there is nothing to cite, in few characters.
+        assert!(b.context_bundle.documents.is_empty());
+        assert_eq!(
+            vote["properties"]["citations"],
+            json!({"type": "array", "items": {"type": "string"}, "maxItems": 0})
+        );
+        let said = member_message(&b, "arch", false)
+            .unwrap()
+            .to_json()
+            .to_string();
+        assert!(!said.contains("no documents"), "{said}");
         b.council.as_mut().unwrap().phase = CouncilPhase::Rank;
         let rank = rank_expected_json(&b, "arch").schema;
         assert!(

@@ -160,6 +160,15 @@ pub(crate) fn echo_reply(text: String, truncated: bool) -> Message {
 
 /// The system message of every call of the meeting, the PM's and every agent's alike
 /// (docs/design/prompts.md#prompt-layout): what the meeting is and the rules everyone shares.
+/// The schema of a `citations` list in a meeting without documents: no item can be sent, so
+/// the item's shape is left unsaid (every character of a schema is paid for on every call),
+/// and the schema says it once — no rule line repeats it
+/// (docs/design/prompts.md#structured-output).
+pub(crate) fn no_citations() -> serde_json::Map<String, serde_json::Value> {
+    let schema = json!({"type": "array", "items": {"type": "string"}, "maxItems": 0});
+    schema.as_object().expect("an object").clone()
+}
+
 pub(crate) fn meeting_system() -> Result<String> {
     render("meeting_system.j2", &json!({}))
 }

@@ -388,9 +388,9 @@ fn a_started_meeting_is_followed_to_its_result_and_a_bad_one_is_a_tool_error() {
 }
 
 /// A cassette of the test meeting with every answer `delay_ms` late: a meeting slow enough
-/// to cancel half-way. The last answer is the slowest, so a cancel that a loaded machine
-/// delivers late still lands before the meeting's end (the cancel stops it between stages,
-/// before that call: only the resumed meeting waits for it).
+/// to cancel half-way. The first two answers are the slowest, so a cancel that a loaded
+/// machine delivers late still lands while they are awaited, long before the meeting's end
+/// (the cancel stops it at the next stage's end).
 fn slow_cassette(work: &Workdir) -> std::path::PathBuf {
     let mut s = Session::start(work, &[("AGENT_MEETING_PROVIDER", "sample")]);
     s.handshake();
@@ -401,13 +401,12 @@ fn slow_cassette(work: &Workdir) -> std::path::PathBuf {
         .to_string();
     s.end();
     let log = std::fs::read_to_string(std::path::Path::new(&run).join("llm.jsonl")).unwrap();
-    let last = log.lines().count() - 1;
     let lines: Vec<String> = log
         .lines()
         .enumerate()
         .map(|(i, l)| {
             let v: Value = serde_json::from_str(l).unwrap();
-            let delay_ms = if i == last { 2_000 } else { 150 };
+            let delay_ms = if i < 2 { 1_500 } else { 150 };
             json!({"seq": v["seq"], "caller": v["caller"], "response": v["response"],
                    "delay_ms": delay_ms})
             .to_string()

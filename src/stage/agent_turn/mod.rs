@@ -352,10 +352,7 @@ pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument])
             .and_then(Value::as_object_mut)
             .filter(|c| c.get("type") == Some(&json!("array")));
         if let Some(c) = citations {
-            // No item can be sent, so the item's shape is left unsaid: each character of
-            // the schema is paid for on every agent call (docs/design/prompts.md#structured-output).
-            c.insert("items".into(), json!({"type": "string"}));
-            c.insert("maxItems".into(), json!(0));
+            c.extend(crate::meeting::prompts::no_citations());
         }
     } else {
         let ids: Vec<&str> = docs.iter().map(|d| d.document_id.as_str()).collect();
