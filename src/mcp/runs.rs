@@ -208,11 +208,14 @@ fn spawn_error(place: &Place, e: &std::io::Error) -> Error {
     ))
 }
 
-/// Interrupt a running meeting the way Ctrl-C does: it stops between stages, resumable.
+/// Stop a running meeting as Ctrl-C would: it stops between stages, resumable. With SIGTERM,
+/// not SIGINT: a server started in the background (a script's `agent-meeting mcp &`) has
+/// SIGINT ignored, its meetings inherit that and keep it (docs/design/mcp.md#meetings), while
+/// SIGTERM is not ignored there.
 pub fn interrupt(pid: u32) {
     #[cfg(unix)]
     if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-        let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
     }
     #[cfg(not(unix))]
     let _ = pid;

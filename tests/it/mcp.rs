@@ -27,7 +27,19 @@ struct Session {
 impl Session {
     /// `agent-meeting mcp` run in `work`, its run folders in `work/runs`, with `env` added.
     fn start(work: &Workdir, env: &[(&str, &str)]) -> Session {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-meeting"));
+        Session::spawn(Command::new(env!("CARGO_BIN_EXE_agent-meeting")), work, env)
+    }
+
+    /// The server as a script's `agent-meeting mcp &` starts it: SIGINT and SIGQUIT ignored,
+    /// which its meetings inherit (and keep, as a well-behaved program does).
+    fn start_in_background(work: &Workdir, env: &[(&str, &str)]) -> Session {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "trap '' INT QUIT; exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_agent-meeting"));
+        Session::spawn(cmd, work, env)
+    }
+
+    fn spawn(mut cmd: Command, work: &Workdir, env: &[(&str, &str)]) -> Session {
         clean_env(&mut cmd);
         cmd.current_dir(work.path())
             .args(["mcp", "--run-dir", "runs"])
@@ -420,7 +432,8 @@ fn a_cancelled_meeting_stops_resumable_and_resumes_to_its_end() {
     let work = Workdir::new();
     let cassette = slow_cassette(&work);
     let cassette = cassette.to_str().unwrap();
-    let mut s = Session::start(
+    // Started in the background, where SIGINT is ignored: a cancel must still stop it.
+    let mut s = Session::start_in_background(
         &work,
         &[
             ("AGENT_MEETING_PROVIDER", "replay"),
