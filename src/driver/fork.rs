@@ -15,7 +15,7 @@ use super::drive::Run;
 use super::progress::Ui;
 use super::report_path::{check_report_path, free_report_name, prove_writable};
 use super::run_dir::RunDir;
-use super::settings::{absolute, RunSettings, SETTINGS_VERSION};
+use super::settings::{absolute, RunSettings};
 use super::stages::Stages;
 use super::start::{create, Checked};
 use crate::error::{Error, Result};
@@ -48,13 +48,7 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
         )));
     }
     super::trust::check_owner(parent)?;
-    let text = crate::io::read_text_file(&file)?;
-    let mut settings: RunSettings = crate::io::parse_versioned(
-        &file.display().to_string(),
-        &text,
-        "settings_version",
-        SETTINGS_VERSION,
-    )?;
+    let mut settings = RunSettings::read(parent)?;
     let parent_board = super::final_board(parent)?;
     let most = parent_board.loop_count + 1;
     if changes.at_loop == 0 || changes.at_loop > most {
@@ -207,14 +201,7 @@ pub fn compare(a: &Path, b: &Path) -> Result<String> {
                 dir.display()
             )));
         }
-        let text = crate::io::read_text_file(&file)?;
-        let settings: RunSettings = crate::io::parse_versioned(
-            &file.display().to_string(),
-            &text,
-            "settings_version",
-            SETTINGS_VERSION,
-        )?;
-        Ok((super::final_board(dir)?, settings.fork))
+        Ok((super::final_board(dir)?, RunSettings::read(dir)?.fork))
     };
     let ((ba, fa), (bb, fb)) = (read(a)?, read(b)?);
     let (la, lb) = (a.display().to_string(), b.display().to_string());

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::drive::Run;
 use super::report_path::{check_report_path, prove_writable};
 use super::run_dir::RunDir;
-use super::settings::{absolute, RunSettings, SETTINGS_VERSION};
+use super::settings::{absolute, RunSettings};
 use crate::error::{Error, Result};
 use crate::io::to_json_line;
 use crate::model::{Board, ReportResult, Status};
@@ -90,13 +90,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         super::trust::check_owner(dir)?;
     }
     let file = dir.join("meeting.json");
-    let text = crate::io::read_text_file(&file)?;
-    let mut settings: RunSettings = crate::io::parse_versioned(
-        &file.display().to_string(),
-        &text,
-        "settings_version",
-        SETTINGS_VERSION,
-    )?;
+    let mut settings = RunSettings::read(dir)?;
     let run = RunDir {
         path: dir.to_path_buf(),
     };

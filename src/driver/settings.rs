@@ -76,6 +76,20 @@ pub struct RunSettings {
     pub fork: Option<crate::model::ForkOf>,
 }
 
+impl RunSettings {
+    /// What a run folder's meeting was started with: its `meeting.json`.
+    pub(super) fn read(run_dir: &Path) -> Result<RunSettings> {
+        let file = run_dir.join("meeting.json");
+        let text = crate::io::read_text_file(&file)?;
+        crate::io::parse_versioned(
+            &file.display().to_string(),
+            &text,
+            "settings_version",
+            SETTINGS_VERSION,
+        )
+    }
+}
+
 /// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
 /// so `--resume` works from any folder.
 pub(super) fn absolute(p: &Path) -> PathBuf {

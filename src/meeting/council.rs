@@ -12,8 +12,7 @@ use crate::meeting::events;
 use crate::meeting::prompts::{item, meeting_brief, render, whiteboard, Reader};
 use crate::model::{
     Board, BordaScore, ChoiceTally, Council, CouncilAggregate, CouncilMember, CouncilPhase,
-    CouncilRanking, CouncilSettings, CouncilVote, Dissent, ParticipantKind, PendingCall, RankPlace,
-    NONE_OF_THESE,
+    CouncilRanking, CouncilSettings, CouncilVote, Dissent, PendingCall, RankPlace, NONE_OF_THESE,
 };
 use crate::text::{fold_ws, verify_quote};
 
@@ -46,22 +45,6 @@ pub(crate) fn active(board: &Board) -> Option<CouncilPhase> {
         .filter(|p| *p != CouncilPhase::Done)
 }
 
-/// The members: the participants who are models, in order (a person answers one question at
-/// a time, at the terminal, and is never part of a fan-out).
-fn member_names(board: &Board) -> Vec<String> {
-    board
-        .participants
-        .iter()
-        .filter(|p| {
-            board
-                .agents
-                .get(*p)
-                .is_some_and(|a| a.kind != ParticipantKind::Human)
-        })
-        .cloned()
-        .collect()
-}
-
 /// One `--council-models` entry as agent metadata: `provider:model`, or `provider`.
 pub(crate) fn model_metadata(spec: &str) -> std::result::Result<(String, Option<String>), String> {
     let spec = spec.trim();
@@ -81,7 +64,7 @@ pub(crate) fn model_metadata(spec: &str) -> std::result::Result<(String, Option<
 /// in their configs' metadata, the council on the board and one blind vote call per member in
 /// `pending_calls` (a fan-out), each keeping the budget's reserve for the rest of the round.
 pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) -> Result<()> {
-    let names = member_names(board);
+    let names: Vec<String> = board.models().into_iter().cloned().collect();
     if names.len() < 2 {
         return Err(Error::Usage(format!(
             "council: needs at least two participants who are models (got {})",

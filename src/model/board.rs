@@ -441,6 +441,20 @@ fn each_once<T>(
 }
 
 impl Board {
+    /// The participants who are models, in order: a person answers one question at a time, at
+    /// the terminal, so is never asked in a fan-out nor sits on the council
+    /// (docs/design/agent-turn.md#fan-out).
+    pub fn models(&self) -> Vec<&String> {
+        self.participants
+            .iter()
+            .filter(|p| {
+                self.agents
+                    .get(*p)
+                    .is_none_or(|a| a.kind != ParticipantKind::Human)
+            })
+            .collect()
+    }
+
     /// The reviewers of the meeting's drafts, in order (docs/design/review.md#settings); none
     /// without review.
     pub fn reviewers(&self) -> Vec<String> {

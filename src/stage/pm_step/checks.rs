@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use super::offer::{fan_out_targets, Offered};
+use super::offer::Offered;
 use super::Mode;
 use crate::error::Result;
 use crate::io::kind_of;
@@ -432,7 +432,7 @@ fn check_fan_out(board: &Board, mut d: PmDecision) -> Result<PmDecision, Invalid
                 format!("{target} twice in one round"),
             ));
         }
-        if !fan_out_targets(board).iter().any(|p| *p == target) {
+        if !board.models().iter().any(|p| *p == target) {
             return Err(Invalid::Routing(
                 target.to_string(),
                 format!("{at} {target:?} is a person, who answers one question at a time: ask them with CALL_AGENT"),

@@ -142,7 +142,7 @@ impl Offered {
         }
         .min(crate::model::MAX_PARALLEL)
         .min(board.max_loops.saturating_sub(board.loop_count))
-        .min(fan_out_targets(board).len() as u32);
+        .min(board.models().len() as u32);
         let fan_out = if most >= 2 && mode(board) == Mode::Normal {
             most
         } else {
@@ -257,21 +257,6 @@ pub(super) fn answerers(board: &Board) -> Vec<String> {
         .collect()
 }
 
-/// The participants a fan-out may ask: the models (a person answers one call at a time, at
-/// the terminal; docs/design/agent-turn.md#fan-out).
-pub(super) fn fan_out_targets(board: &Board) -> Vec<&String> {
-    board
-        .participants
-        .iter()
-        .filter(|p| {
-            board
-                .agents
-                .get(*p)
-                .is_none_or(|a| a.kind != crate::model::ParticipantKind::Human)
-        })
-        .collect()
-}
-
 /// `schema` as an array of at most `most` items, or null: a list the answer may leave out
 /// (OpenAI strict mode wants every property, so optional is nullable; llama.cpp's grammar
 /// bounds the list, so a small model cannot run on to `max_tokens` inside it).
@@ -329,7 +314,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     let fan_out = actions.contains(&NextAction::CallAgents);
     // A fan-out's calls go to the participants who are models; null when not CALL_AGENTS.
     let mut calls = properties["calls"].take();
-    calls["items"]["properties"]["target_agent"]["enum"] = json!(fan_out_targets(board));
+    calls["items"]["properties"]["target_agent"]["enum"] = json!(board.models());
     properties["calls"] = bounded_or_null(calls, 2, offer.fan_out as usize);
     let mut answered = properties["answered_questions"].take();
     let by = &mut answered["items"]["properties"]["by"];
