@@ -175,16 +175,8 @@ fn forked_name(report: &Path) -> PathBuf {
 
 /// The parent's exchange log copied whole (its whole lines) as the fork's first lines.
 fn copy_log(parent: &Path, fork: &Path) -> Result<()> {
-    let bytes = match std::fs::read(parent) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => {
-            return Err(Error::Runtime(format!(
-                "{}: {}",
-                parent.display(),
-                crate::io::os_error(&e)
-            )))
-        }
+    let Some(bytes) = crate::io::read_if_exists(parent)? else {
+        return Ok(());
     };
     let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
     crate::io::write_atomic(fork, &bytes[..whole])

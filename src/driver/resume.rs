@@ -268,10 +268,8 @@ fn cut_torn_line(log: &Path) -> Result<()> {
     let fail = |e: std::io::Error| {
         crate::error::Error::Runtime(format!("{}: {}", log.display(), crate::io::os_error(&e)))
     };
-    let bytes = match std::fs::read(log) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(fail(e)),
+    let Some(bytes) = crate::io::read_if_exists(log)? else {
+        return Ok(());
     };
     if bytes.is_empty() || bytes.ends_with(b"\n") {
         return Ok(());

@@ -232,6 +232,19 @@ fn too_large(label: &str) -> Error {
     )
 }
 
+/// A file of our own run folder (an exchange log), whole; `None` when it is not there yet.
+pub(crate) fn read_if_exists(path: &Path) -> Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::Runtime(format!(
+            "{}: {}",
+            path.display(),
+            os_error(&e)
+        ))),
+    }
+}
+
 /// An OS error without Rust's `(os error N)` suffix noise.
 pub(crate) fn os_error(e: &std::io::Error) -> String {
     let s = e.to_string();

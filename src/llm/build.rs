@@ -250,28 +250,21 @@ fn json_mode(args: &LlmArgs) -> JsonMode {
     }
 }
 
-/// The OpenAI provider as the flags configure it.
+/// The OpenAI provider as the flags configure it, at `name`'s base URL (the OpenAI-compatible
+/// providers are this one).
+fn openai_at(name: ProviderName, args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+    OpenAi::new(&base_url(args, name).value, api_key, native(args), timeouts)
+        .with_mode(json_mode(args))
+}
+
 fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
-    OpenAi::new(
-        &base_url(args, ProviderName::OpenAi).value,
-        api_key,
-        native(args),
-        timeouts,
-    )
-    .with_mode(json_mode(args))
+    openai_at(ProviderName::OpenAi, args, api_key, timeouts)
 }
 
 /// Gemini's OpenAI-compatible endpoint, its schemas in the subset Gemini takes
 /// (docs/design/llm.md#gemini).
 fn gemini(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
-    OpenAi::new(
-        &base_url(args, ProviderName::Gemini).value,
-        api_key,
-        native(args),
-        timeouts,
-    )
-    .with_mode(json_mode(args))
-    .gemini()
+    openai_at(ProviderName::Gemini, args, api_key, timeouts).gemini()
 }
 
 const OLLAMA_NEEDS_MODEL: &str = "provider ollama needs a model, one the server has pulled: \
@@ -299,14 +292,7 @@ Responses API on its v1 endpoint only: set AZURE_OPENAI_ENDPOINT to https://RESO
 
 /// The Azure OpenAI provider: the OpenAI one on the endpoint's deployment path or its v1 base.
 fn azure(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
-    OpenAi::new(
-        &base_url(args, ProviderName::Azure).value,
-        api_key,
-        native(args),
-        timeouts,
-    )
-    .azure(azure_form().value)
-    .with_mode(json_mode(args))
+    openai_at(ProviderName::Azure, args, api_key, timeouts).azure(azure_form().value)
 }
 
 /// The Anthropic provider as the flags configure it.
