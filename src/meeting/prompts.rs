@@ -158,8 +158,6 @@ pub(crate) fn echo_reply(text: String, truncated: bool) -> Message {
     ))
 }
 
-/// The system message of every call of the meeting, the PM's and every agent's alike
-/// (docs/design/prompts.md#prompt-layout): what the meeting is and the rules everyone shares.
 /// The schema of a `citations` list in a meeting without documents: no item can be sent, so
 /// the item's shape is left unsaid (every character of a schema is paid for on every call),
 /// and the schema says it once — no rule line repeats it
@@ -169,6 +167,8 @@ pub(crate) fn no_citations() -> serde_json::Map<String, serde_json::Value> {
     schema.as_object().expect("an object").clone()
 }
 
+/// The system message of every call of the meeting, the PM's and every agent's alike
+/// (docs/design/prompts.md#prompt-layout): what the meeting is and the rules everyone shares.
 pub(crate) fn meeting_system() -> Result<String> {
     render("meeting_system.j2", &json!({}))
 }
