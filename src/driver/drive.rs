@@ -57,9 +57,7 @@ impl Run {
 /// Where the loop stands: the last board, the number of the next stage file, the tally.
 struct Position<'a> {
     run: &'a RunDir,
-    /// The run's settings; a fork's gain what its parent's log answered once it reaches its
-    /// loop (saved in `meeting.json`).
-    settings: std::borrow::Cow<'a, RunSettings>,
+    settings: &'a RunSettings,
     board: Board,
     step: u32,
     tally: Tally,
@@ -83,7 +81,7 @@ impl Position<'_> {
     }
 
     fn result(&self, board: &Board) -> MeetingResult {
-        result_of(board, &self.tally, &self.settings, &self.run.path)
+        result_of(board, &self.tally, self.settings, &self.run.path)
     }
 }
 
@@ -95,7 +93,7 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
     let settings = &run.settings;
     let mut at = Position {
         run: &run.dir,
-        settings: std::borrow::Cow::Borrowed(settings),
+        settings,
         board: run.board.clone(),
         step: run.step,
         tally: run.tally.clone(),
@@ -134,14 +132,9 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
                 super::run_dir::cut_log(log, at.board.usage.calls)?;
                 stages = Stages::new(settings);
                 fork_at = None;
-                let mut saved = settings.clone();
-                if let Some(f) = saved.fork.as_mut() {
-                    f.from_parent = Some(at.board.usage.clone());
-                }
-                let file = at.run.path.join("meeting.json");
-                at.run
-                    .write(&file, crate::io::to_json_line(&saved, true).as_bytes())?;
-                at.settings = std::borrow::Cow::Owned(saved);
+                // What the parent paid for, on the board the loop's first stage carries on
+                // (a fork killed before that stage's board is written cuts and says it again).
+                at.board.record.from_parent = Some(at.board.usage.clone());
             }
         }
         let log_len = log

@@ -202,13 +202,13 @@ pub fn compare(a: &Path, b: &Path) -> Result<String> {
         &Side {
             label: &la,
             board: &ba,
-            cost: super::outcome::own_cost(&ba, fa.as_ref()),
+            cost: crate::meeting::budget::live_cost(&ba),
             fork: fa.as_ref(),
         },
         &Side {
             label: &lb,
             board: &bb,
-            cost: super::outcome::own_cost(&bb, fb.as_ref()),
+            cost: crate::meeting::budget::live_cost(&bb),
             fork: fb.as_ref(),
         },
     ))

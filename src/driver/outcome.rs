@@ -9,7 +9,7 @@ use std::path::Path;
 
 use crate::error::Error;
 use crate::model::{
-    Board, Cost, Event, EventType, MeetingResult, MeetingStatus, Status, TurnStatus, Usage,
+    Board, Event, EventType, MeetingResult, MeetingStatus, Status, TurnStatus, Usage,
 };
 use crate::text::plural;
 
@@ -146,32 +146,13 @@ pub(super) fn result_of(
             ..board.usage.clone()
         },
         last_error: why,
-        cost: own_cost(board, settings.fork.as_ref()),
+        cost: crate::meeting::budget::live_cost(board),
         waiting_file: None,
-        forked_from: settings.fork.clone(),
+        forked_from: settings.fork.clone().map(|f| crate::model::ForkOf {
+            from_parent: board.record.from_parent.clone(),
+            ..f
+        }),
     }
-}
-
-/// What the meeting's live calls cost; a fork's leaves out what its parent's log answered
-/// (paid by the parent, docs/design/run-folder.md#fork), at the same callers' prices.
-pub(super) fn own_cost(board: &Board, fork: Option<&crate::model::ForkOf>) -> Option<Cost> {
-    let prices = crate::llm::prices::Prices::current();
-    let mut cost = prices.meeting_cost(&board.usage, &board.record.callers)?;
-    let Some(before) = fork
-        .and_then(|f| f.from_parent.as_ref())
-        .and_then(|u| prices.meeting_cost(u, &board.record.callers))
-    else {
-        return Some(cost);
-    };
-    for (caller, usd) in cost.by_caller.iter_mut() {
-        if let (Some(now), Some(Some(then))) = (usd.as_mut(), before.by_caller.get(caller)) {
-            *now = (*now - then).max(0.0);
-        }
-    }
-    if let (Some(now), Some(then)) = (cost.usd.as_mut(), before.usd) {
-        *now = (*now - then).max(0.0);
-    }
-    Some(cost)
 }
 
 /// The final progress line: the loops, the LLM calls (the one count) and how many answered,

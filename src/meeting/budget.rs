@@ -185,6 +185,32 @@ pub fn spent(board: &Board, limit: &CostLimit) -> f64 {
         .sum()
 }
 
+/// What the meeting's live calls cost at the current price table, as the report, the
+/// MeetingResult and `--compare` say it (docs/design/llm.md#prices): a fork's leaves out what
+/// its parent's log answered (`record.from_parent`, paid by the parent,
+/// docs/design/run-folder.md#fork), at the same callers' prices.
+pub fn live_cost(board: &Board) -> Option<crate::model::Cost> {
+    let prices = Prices::current();
+    let mut cost = prices.meeting_cost(&board.usage, &board.record.callers)?;
+    let Some(before) = board
+        .record
+        .from_parent
+        .as_ref()
+        .and_then(|u| prices.meeting_cost(u, &board.record.callers))
+    else {
+        return Some(cost);
+    };
+    for (caller, usd) in cost.by_caller.iter_mut() {
+        if let (Some(now), Some(Some(then))) = (usd.as_mut(), before.by_caller.get(caller)) {
+            *now = (*now - then).max(0.0);
+        }
+    }
+    if let (Some(now), Some(then)) = (cost.usd.as_mut(), before.usd) {
+        *now = (*now - then).max(0.0);
+    }
+    Some(cost)
+}
+
 /// The cost budget of `usd` dollars for `board`'s meeting: the dearest input price (or cache
 /// write, which costs more) and output price among the PM's, the participants' and the
 /// reviewers' models as `llm` resolves them. A person and a provider not paid by the token

@@ -182,6 +182,10 @@ pub struct MeetingRecord {
     /// Why the meeting was made to close, once it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub forced: Option<ForcedReason>,
+    /// A fork's usage when it reached its fork loop: the calls its parent's log answered,
+    /// paid by the parent, so left out of the fork's cost (docs/design/run-folder.md#fork).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_parent: Option<Usage>,
 }
 
 /// A question the PM asked a participant, and the headline of the answer it got.

@@ -110,8 +110,9 @@ pub struct ForkOf {
     pub run_dir: String,
     pub trace_id: String,
     pub at_loop: u32,
-    /// What the parent's log answered (the usage when the fork reached `at_loop`): paid by
-    /// the parent, so left out of the fork's cost.
+    /// What the parent's log answered (the usage when the fork reached `at_loop`, from the
+    /// board's `record.from_parent`): paid by the parent, so left out of the fork's cost.
+    /// A MeetingResult's only: `meeting.json`'s fork record has the flags, not the usage.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_parent: Option<super::Usage>,
 }

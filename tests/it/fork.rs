@@ -19,16 +19,14 @@ fn decided(choice: &str, confidence: &str) -> Value {
     )
 }
 
-/// gpt-4o's prices per token in the built-in table: (input, output).
-fn gpt_4o() -> (f64, f64) {
+/// What one call of 1,000 prompt and 100 completion tokens costs on `model` in the built-in
+/// table.
+fn one_call(model: &str) -> f64 {
     let text =
         std::fs::read_to_string(crate::harness::root().join("share/prices/prices.json")).unwrap();
     let table: Value = serde_json::from_str(&text).unwrap();
-    let row = &table["models"]["gpt-4o"];
-    (
-        row["input"].as_f64().unwrap(),
-        row["output"].as_f64().unwrap(),
-    )
+    let row = &table["models"][model];
+    1000.0 * row["input"].as_f64().unwrap() + 100.0 * row["output"].as_f64().unwrap()
 }
 
 /// A server answering `replies` in order, 1,000 prompt and 100 completion tokens each.
@@ -119,17 +117,43 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
     // What the parent's log answered (loop 1's two calls) is the parent's cost, not the
     // fork's: the fork paid for its one live call, at gpt-4o's price.
     assert_eq!(from["from_parent"]["calls"], 2);
-    let (input, output) = gpt_4o();
     let usd = result["cost"]["usd"].as_f64().unwrap();
-    assert!(
-        (usd - (1000.0 * input + 100.0 * output)).abs() < 1e-9,
-        "{result}"
-    );
+    assert!((usd - one_call("gpt-4o")).abs() < 1e-9, "{result}");
     assert_eq!(result["loops"], 1);
     let settings: Value = serde_json::from_str(&work.read("runs/child/meeting.json")).unwrap();
     assert_eq!(settings["fork"]["at_loop"], 2);
     let report = work.read("report-fork.md");
     assert!(report.contains("a managed warehouse"), "{report}");
+    // The report's cost is the MeetingResult's: the live call only, the answers from the
+    // parent's log named as the parent's.
+    assert!(
+        report.contains(&format!("- Cost: ${usd:.4} (at the prices of LiteLLM")),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "; the first 2 calls answered from the log of the meeting this one was forked from, \
+             whose cost they are"
+        ),
+        "{report}"
+    );
+    // The fork's own board says it, for a re-render (`render-report` reads only the board).
+    let board: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            std::fs::read_dir(work.join("runs/child"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| p.to_string_lossy().ends_with("render-report.out.json"))
+                .max()
+                .expect("the report's board"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        board["board"]["record"]["from_parent"]["calls"], 2,
+        "{board}"
+    );
     // The fork's log: the parent's calls 1 and 2 (loop 1), then its own live call 3.
     let log: Vec<Value> = work
         .read("runs/child/llm.jsonl")
@@ -215,6 +239,10 @@ fn a_resumed_fork_still_asks_nothing_before_its_loop() {
     assert_eq!(second.count(), 1, "only loop 2's call: {}", done.stderr());
     let result: Value = done.json();
     assert_eq!(result["forked_from"]["at_loop"], 2);
+    // The resumed fork cut at its loop and paid for that one call only.
+    assert_eq!(result["forked_from"]["from_parent"]["calls"], 2, "{result}");
+    let usd = result["cost"]["usd"].as_f64().unwrap();
+    assert!((usd - one_call("gpt-4o-mini")).abs() < 1e-9, "{result}");
     assert!(work.read("report-fork.md").contains("a managed warehouse"));
 }
 

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::io;
+use crate::meeting::budget::live_cost;
 pub use crate::model::ReportKind;
 use crate::model::{
     AllTokens, Board, DocumentCitation, FindingKind, ProcessKind, ReportResult, Status,
@@ -192,7 +193,7 @@ pub(crate) fn finish(
                 kind: rendered.kind,
                 report_file: None,
                 markdown: rendered.markdown,
-                cost: cost_of(&board),
+                cost: live_cost(&board),
                 board,
             });
         }
@@ -212,14 +213,9 @@ pub(crate) fn finish(
         kind: rendered.kind,
         report_file: report_file.map(|p| p.display().to_string()),
         markdown: rendered.markdown,
-        cost: cost_of(&board),
+        cost: live_cost(&board),
         board,
     })
-}
-
-/// What the meeting's live calls cost at the current price table (docs/design/llm.md#prices).
-fn cost_of(board: &Board) -> Option<crate::model::Cost> {
-    crate::llm::prices::Prices::current().meeting_cost(&board.usage, &board.record.callers)
 }
 
 /// Refuse (exit 2) a report path that exists and is neither a regular file nor a folder: the
@@ -695,10 +691,21 @@ fn appendix(board: &Board) -> Appendix {
                 format!("{} of {} spent", dollars(spent), dollars(limit.usd))
             })
             .unwrap_or_default(),
-        cost: cost_of(board)
+        cost: live_cost(board)
             .map(|c| {
+                let paid_there = board
+                    .record
+                    .from_parent
+                    .as_ref()
+                    .map_or(String::new(), |u| {
+                        format!(
+                            "; the first {} calls answered from the log of the meeting this one \
+                         was forked from, whose cost they are",
+                            u.attempts()
+                        )
+                    });
                 format!(
-                    "{} (at the prices of {})",
+                    "{} (at the prices of {}){paid_there}",
                     crate::llm::prices::cost_phrase(&c),
                     c.prices
                 )
