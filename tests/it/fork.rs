@@ -49,9 +49,9 @@ fn meeting(work: &Workdir, server: &FakeServer, args: &[&str]) -> Run {
         .run()
 }
 
-#[test]
-fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
-    let work = Workdir::new();
+/// The parent meeting of the fork tests (trace id `parent`, run folder `runs/parent`): two
+/// loops of arch on gpt-4o-mini, then a decision; its server, asked 5 times.
+fn parent(work: &Workdir) -> FakeServer {
     let first = serve(&[
         pm::call("arch", "How long does the nightly run take?"),
         pm::answer("About 3h40m.", &["The run takes 3h40m."]),
@@ -60,7 +60,7 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
         decided("the replica", "high"),
     ]);
     let out = meeting(
-        &work,
+        work,
         &first,
         &[
             "--topic",
@@ -78,7 +78,14 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
         ],
     );
     out.success();
-    assert_eq!(first.count(), 5, "{}", out.stderr());
+    first
+}
+
+#[test]
+fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
+    let work = Workdir::new();
+    let first = parent(&work);
+    assert_eq!(first.count(), 5);
 
     // The fork at loop 2, on another model: the server is asked only loop 2's PM round.
     let second = serve(&[decided("a managed warehouse", "low")]);
@@ -188,32 +195,7 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
 #[test]
 fn a_resumed_fork_still_asks_nothing_before_its_loop() {
     let work = Workdir::new();
-    let first = serve(&[
-        pm::call("arch", "How long does the nightly run take?"),
-        pm::answer("About 3h40m.", &["The run takes 3h40m."]),
-        pm::call("arch", "Would a replica lag?"),
-        pm::answer("Up to 14 minutes.", &["Replica lag reaches 14 minutes."]),
-        decided("the replica", "high"),
-    ]);
-    meeting(
-        &work,
-        &first,
-        &[
-            "--topic",
-            "Move reporting off the primary?",
-            "--agents",
-            "arch",
-            "--provider",
-            "openai",
-            "--model",
-            "gpt-4o-mini",
-            "--trace-id",
-            "parent",
-            "--report-file",
-            "report.md",
-        ],
-    )
-    .success();
+    parent(&work);
     let second = serve(&[decided("a managed warehouse", "low")]);
     // Enter runs loop 1's PM round, q stops before arch's turn.
     let stopped = work
