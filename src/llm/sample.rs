@@ -358,7 +358,10 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
         let calls: Vec<Value> = models
             .iter()
             .take(most)
-            .map(|t| json!({"target_agent": t, "prompt_for_agent": question_for(p, t)}))
+            .map(|t| {
+                let q = fresh_question(p, t).unwrap_or_else(|| still_missing(p));
+                json!({"target_agent": t, "prompt_for_agent": mark(q)})
+            })
             .collect();
         return json!({
             "analysis": format!("{MARK} Nobody has spoken yet: ask {} at once for independent first views.", join(&models[..calls.len()])),
@@ -374,14 +377,24 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     if !may("CALL_AGENT") {
         return finish(p, schema);
     }
+    // In turn, from the round's participant, the first who has something left to be asked;
+    // nobody has: the PM closes the meeting rather than ask again what it asked.
     let order: Vec<&String> = people.into_iter().chain(others).collect();
-    let target = order[(round % order.len() as u64) as usize];
+    let first = (round % order.len() as u64) as usize;
+    let fresh = (0..order.len())
+        .map(|i| order[(first + i) % order.len()])
+        .find_map(|t| fresh_question(p, t).map(|q| (t, q)));
+    let (target, question) = match fresh {
+        Some(pick) => pick,
+        None if may("FINISH") => return finish(p, schema),
+        None => (order[first], still_missing(p)),
+    };
     json!({
         "analysis": format!("{MARK} {} loops left: ask {target} next, in turn.", p.f.remaining_loops.unwrap_or(0)),
         "answered_questions": answered,
         "next_action": "CALL_AGENT",
         "target_agent": target,
-        "prompt_for_agent": question_for(p, target),
+        "prompt_for_agent": mark(question),
         "calls": null,
         "final_report": null,
         "decision": null,
@@ -389,10 +402,11 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
 }
 
 /// What the PM asks `target`: the first of the brief's required questions, the whiteboard's
-/// open questions, the topic and the documents' lines that `target` has not been asked yet
-/// (its sample answers say on the whiteboard what it was asked), so the PM never repeats a
-/// question to one participant.
-fn question_for(p: &Prompt, target: &str) -> Value {
+/// open questions, the topic and the documents' lines that `target` has not been asked yet —
+/// its sample answers say on the whiteboard what it was asked — by the circles check's own
+/// measure (`text::repeat`), or by the first letters where the whiteboard cut it; none when
+/// everything was.
+fn fresh_question(p: &Prompt, target: &str) -> Option<String> {
     let mut pool: Vec<String> = p.f.required_questions.clone();
     pool.extend(p.f.open_questions.iter().map(|(_, t)| plain(t).to_string()));
     pool.push(format!(
@@ -405,22 +419,26 @@ fn question_for(p: &Prompt, target: &str) -> Value {
                 .map(|l| format!("How does \"{}\" bear on the decision?", short(l, 90))),
         );
     }
-    let asked: Vec<String> =
+    let asked: Vec<&str> =
         p.f.key_points
             .iter()
             .filter_map(|k| plain(k).strip_prefix(&format!("{target} {ASKED}\"")))
-            .map(key)
+            .map(|q| q.strip_suffix("\".").unwrap_or(q))
             .collect();
-    let fresh = pool.iter().find(|q| !asked.contains(&key(q)));
-    let q = match fresh {
-        Some(q) => q.clone(),
-        None => format!(
-            "With {} loops left, what is still missing before \"{}\" can be decided?",
-            p.f.remaining_loops.unwrap_or(0),
-            p.topic_short()
-        ),
-    };
-    mark(q)
+    pool.into_iter().find(|q| {
+        !asked
+            .iter()
+            .any(|a| key(a) == key(q) || crate::text::repeat::repeats(q, a))
+    })
+}
+
+/// The question of a PM that has nothing left to ask but may not close yet.
+fn still_missing(p: &Prompt) -> String {
+    format!(
+        "With {} loops left, what is still missing before \"{}\" can be decided?",
+        p.f.remaining_loops.unwrap_or(0),
+        p.topic_short()
+    )
 }
 
 /// The open questions a participant has answered with a document's words: its key point
@@ -616,16 +634,19 @@ fn agent_answer(p: &Prompt, caller: &str, schema: &Value) -> Value {
             key_points.push(Value::String(point));
         }
     }
-    // Says what was asked, so the PM does not ask it again (see `question_for`); and raises a
-    // question of its own, for the whiteboard's open questions.
+    // Says what was asked, so the PM does not ask it again (see `fresh_question`); and, asked
+    // something new, raises a question of its own for the whiteboard's open questions (asked
+    // one of those, none: a question about a question would keep the PM asking for ever).
     key_points.push(mark(format!(
         "{caller} {ASKED}\"{}\".",
         short(question, 120)
     )));
-    key_points.push(mark(format!(
-        "What would {caller} need to measure to settle \"{}\"?",
-        short(question, 60)
-    )));
+    if !p.f.open_questions.iter().any(|(_, t)| plain(t) == question) {
+        key_points.push(mark(format!(
+            "What would {caller} need to measure to settle \"{}\"?",
+            short(question, 60)
+        )));
+    }
     json!({
         "response": format!("{MARK} {caller} was asked \"{}\"; this answer was made by the program from the meeting's documents, not by a model.", short(question, 100)),
         "key_points": key_points,

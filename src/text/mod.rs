@@ -1,8 +1,9 @@
 //! Text helpers with one meaning each: cutting to a length, folding whitespace, the first
-//! sentence of an answer, a file-name slug. Everything counts characters, never bytes, so no helper here can
-//! split a multi-byte character.
+//! sentence of an answer, a file-name slug, when one question repeats another. Everything
+//! counts characters, never bytes, so no helper here can split a multi-byte character.
 
 pub mod markdown;
+pub mod repeat;
 
 /// `s` cut to at most `max` characters; when something was cut, the last kept character is an
 /// ellipsis `…` marking the cut.
