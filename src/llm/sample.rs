@@ -9,11 +9,13 @@
 //!
 //! The PM asks several participants at once on its first round when the schema offers
 //! CALL_AGENTS, then one participant per round in turn (people first, so a person at the table
-//! is asked), never FINISHes while loops are left, so the closing round writes the report.
+//! is asked), and FINISHes once the required questions are answered and everyone has been
+//! heard, or once nobody has anything left to be asked.
 
 use serde_json::{json, Map, Value};
 
 use super::{AttemptError, FactDocument, Facts, Options, Provider, RawReply, Request, Role};
+use crate::text::repeat::repeats;
 
 /// What every free text of a sample answer starts with.
 pub const MARK: &str = "[sample]";
@@ -403,33 +405,54 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
 
 /// What the PM asks `target`: the first of the brief's required questions, the whiteboard's
 /// open questions, the topic and the documents' lines that `target` has not been asked yet —
-/// its sample answers say on the whiteboard what it was asked — by the circles check's own
+/// a question a participant raised, that nobody has been asked — by the circles check's own
 /// measure (`text::repeat`), or by the first letters where the whiteboard cut it; none when
-/// everything was.
+/// everything was. (Each sample answer says on the whiteboard what it was asked.)
 fn fresh_question(p: &Prompt, target: &str) -> Option<String> {
-    let mut pool: Vec<String> = p.f.required_questions.clone();
-    pool.extend(p.f.open_questions.iter().map(|(_, t)| plain(t).to_string()));
-    pool.push(format!(
-        "What does the evidence say about \"{}\"?",
-        p.topic_short()
+    let raised =
+        p.f.open_questions
+            .iter()
+            .map(|(_, t)| plain(t).to_string())
+            .filter(|q| !p.f.required_questions.contains(q));
+    let mut pool: Vec<(String, bool)> =
+        p.f.required_questions
+            .iter()
+            .map(|q| (q.clone(), false))
+            .chain(raised.map(|q| (q, true)))
+            .collect();
+    pool.push((
+        format!("What does the evidence say about \"{}\"?", p.topic_short()),
+        false,
     ));
     for d in &p.f.documents {
-        pool.extend(
-            prose(&d.excerpt)
-                .map(|l| format!("How does \"{}\" bear on the decision?", short(l, 90))),
-        );
+        pool.extend(prose(&d.excerpt).map(|l| {
+            let q = format!("How does \"{}\" bear on the decision?", short(l, 90));
+            (q, false)
+        }));
     }
-    let asked: Vec<&str> =
+    // (who, what), from the key points `<name> was asked: "<question>".`
+    let asked: Vec<(&str, &str)> =
         p.f.key_points
             .iter()
-            .filter_map(|k| plain(k).strip_prefix(&format!("{target} {ASKED}\"")))
-            .map(|q| q.strip_suffix("\".").unwrap_or(q))
+            .filter_map(|k| plain(k).split_once(&format!(" {ASKED}\"")))
+            .map(|(who, q)| (who, q.strip_suffix("\".").unwrap_or(q)))
             .collect();
-    pool.into_iter().find(|q| {
-        !asked
-            .iter()
-            .any(|a| key(a) == key(q) || crate::text::repeat::repeats(q, a))
-    })
+    // Compared as the check compares them: marked, as the PM sends its questions; and cut as
+    // the "was asked" key point cuts them, so a long question is not new for its lost tail.
+    let sent = |q: &str| format!("{MARK} {q}");
+    let same = |q: &str, a: &str| {
+        let a = sent(a);
+        key(&a) == key(&sent(q))
+            || repeats(&sent(q), &a)
+            || repeats(&sent(&short(q, ASKED_CHARS)), &a)
+    };
+    pool.into_iter()
+        .find(|(q, once)| {
+            !asked
+                .iter()
+                .any(|(who, a)| (*once || *who == target) && same(q, a))
+        })
+        .map(|(q, _)| q)
 }
 
 /// The question of a PM that has nothing left to ask but may not close yet.
@@ -501,6 +524,9 @@ fn best_quote<'a>(
 
 /// What a sample agent's key point says before the question it was asked.
 const ASKED: &str = "was asked: ";
+
+/// How much of a question the "was asked" key point keeps.
+const ASKED_CHARS: usize = 120;
 
 /// A text without the sample mark.
 fn plain(s: &str) -> &str {
@@ -639,7 +665,7 @@ fn agent_answer(p: &Prompt, caller: &str, schema: &Value) -> Value {
     // one of those, none: a question about a question would keep the PM asking for ever).
     key_points.push(mark(format!(
         "{caller} {ASKED}\"{}\".",
-        short(question, 120)
+        short(question, ASKED_CHARS)
     )));
     if !p.f.open_questions.iter().any(|(_, t)| plain(t) == question) {
         key_points.push(mark(format!(
