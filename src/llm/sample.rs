@@ -403,23 +403,24 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     })
 }
 
-/// What the PM asks `target`: the first of the brief's required questions, the whiteboard's
-/// open questions, the topic and the documents' lines that `target` has not been asked yet —
+/// What the PM asks `target`: the first of the brief's required questions still open, the
+/// whiteboard's other open questions, the topic and the documents' lines that `target` has not
+/// been asked yet —
 /// a question a participant raised, that nobody has been asked — by the circles check's own
 /// measure (`text::repeat`), or by the first letters where the whiteboard cut it; none when
 /// everything was. (Each sample answer says on the whiteboard what it was asked.)
 fn fresh_question(p: &Prompt, target: &str) -> Option<String> {
-    let raised =
+    // The whiteboard's open questions but those this round marks answered: the required ones
+    // first, then those a participant raised.
+    let now = answered(p);
+    let open: Vec<(String, bool)> =
         p.f.open_questions
             .iter()
-            .map(|(_, t)| plain(t).to_string())
-            .filter(|q| !p.f.required_questions.contains(q));
-    let mut pool: Vec<(String, bool)> =
-        p.f.required_questions
-            .iter()
-            .map(|q| (q.clone(), false))
-            .chain(raised.map(|q| (q, true)))
+            .filter(|(id, _)| !now.iter().any(|a| a["question"] == id.as_str()))
+            .map(|(_, t)| (plain(t).to_string(), !p.f.required_questions.contains(t)))
             .collect();
+    let (mut pool, raised): (Vec<_>, Vec<_>) = open.into_iter().partition(|(_, once)| !once);
+    pool.extend(raised);
     pool.push((
         format!("What does the evidence say about \"{}\"?", p.topic_short()),
         false,

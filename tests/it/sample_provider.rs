@@ -205,6 +205,78 @@ fn a_topic_alone_ends_with_the_pms_finish_not_in_circles() {
     }
 }
 
+/// A question the PM marks answered is asked of nobody after, in that reply or later: the demo
+/// meeting's required questions each answered once (the council's too), the meeting closed by
+/// the PM's FINISH.
+#[test]
+fn an_answered_question_is_not_asked_again() {
+    let demo = crate::harness::root().join("meetings/demo.yaml");
+    for extra in [&[][..], &["--council"][..]] {
+        let work = Workdir::new();
+        let out = work
+            .cli("meeting")
+            .env("AGENT_MEETING_NOW", NOW)
+            .args([
+                "--meeting-file",
+                demo.to_str().unwrap(),
+                "--agents",
+                "arch,biz,sre",
+            ])
+            .args([
+                "--provider",
+                "sample",
+                "--trace-id",
+                "demo",
+                "--report-file",
+                "demo.md",
+            ])
+            .args(extra)
+            .run();
+        out.success();
+        let board = crate::fixtures::run_folder::final_board(&work.join("runs/demo"));
+        let text_of = |id: &Value| {
+            board["record"]["questions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|q| &q["id"] == id)
+                .map(|q| q["text"].as_str().unwrap().to_string())
+                .unwrap()
+        };
+        let mut answered: Vec<String> = Vec::new();
+        for line in jsonl(&work.join("runs/demo/llm.jsonl")) {
+            if line["caller"] != "pm" {
+                continue;
+            }
+            let reply: Value = serde_json::from_str(line["response"].as_str().unwrap()).unwrap();
+            if let Some(marks) = reply["answered_questions"].as_array() {
+                answered.extend(marks.iter().map(|m| text_of(&m["question"])));
+            }
+            let asked: Vec<&str> = reply["calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain([&reply])
+                .filter_map(|c| c["prompt_for_agent"].as_str())
+                .collect();
+            for q in asked {
+                assert!(
+                    !answered.iter().any(|a| q.contains(a.as_str())),
+                    "{extra:?}: {q:?} asked after it was answered\n{}",
+                    out.stderr()
+                );
+            }
+        }
+        assert_eq!(answered.len(), 3, "{extra:?}: {answered:?}");
+        assert_eq!(
+            out.json::<Value>()["forced"],
+            false,
+            "{extra:?}: {}",
+            out.stderr()
+        );
+    }
+}
+
 /// The same meeting twice, in two folders: the same report, byte for byte.
 #[test]
 fn the_same_meeting_gives_the_same_report() {
