@@ -178,7 +178,12 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
         plural(result.loops, "loop"),
         plural(answers.llm_calls, "LLM call"),
         answers.answered,
-        result.report_file.as_deref().unwrap_or("-")
+        // Where to look next: the report, or what a waiting meeting asks.
+        result
+            .report_file
+            .as_deref()
+            .or(result.waiting_file.as_deref())
+            .unwrap_or("-")
     )
 }
 

@@ -276,7 +276,10 @@ fn a_bad_citation_in_the_given_answer_gets_its_one_chance() {
         .at(4)
         .pm(finish())
         .write(work.join("c.jsonl"));
-    meeting(&work, &c, &[]).exit(4);
+    meeting(&work, &c, &[])
+        .exit(4)
+        .stderr_has("tokens → ")
+        .stderr_has("runs/demo-test/waiting.json\n");
     let bad = work.write(
         "bad.json",
         "{\"response\": \"See the runbook.\", \"citations\": [{\"document_id\": \"docs/runbook.md\", \"quote\": \"page\"}]}",
