@@ -270,6 +270,10 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
         crate::llm::openai::AzureForm::V1 => "none (the v1 endpoint)".to_string(),
     };
     row("azure api-version", version, form.source);
+    // Gemini's endpoint is set by its variable only (no config key, unlike base_urls.*).
+    let gemini = crate::llm::resolve::base_url(&llm, crate::llm::ProviderName::Gemini);
+    let shown = crate::llm::transport::masked_url(&gemini.value);
+    row("gemini endpoint", shown, gemini.source);
     for h in crate::llm::headers::specs(&llm.headers)? {
         row(
             &format!("header {}", h.name),
@@ -277,12 +281,11 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
             headers_source(&llm),
         );
     }
-    for var in [
-        "OPENAI_API_KEY",
-        "ANTHROPIC_API_KEY",
-        "AZURE_OPENAI_API_KEY",
-        crate::llm::ollama::KEY_VAR,
-    ] {
+    // Every provider's key, from the one list that names them.
+    let keys = crate::llm::ProviderName::ALL
+        .into_iter()
+        .filter_map(|p| p.key_var());
+    for var in keys {
         let set = match std::env::var(var) {
             Ok(v) if !v.trim().is_empty() => "set",
             _ => "not set",

@@ -58,6 +58,12 @@ fn precedence_is_flag_then_environment_then_config_then_default() {
         get(&rows, "base_urls.openai"),
         "https://api.openai.com/v1 <- built-in default"
     );
+    // Every provider's key and endpoint, Gemini's too.
+    assert_eq!(
+        get(&rows, "GEMINI_API_KEY"),
+        "not set <- environment (GEMINI_API_KEY)"
+    );
+    assert!(get(&rows, "gemini endpoint").starts_with("https://generativelanguage.googleapis.com/"));
     // The config file over the defaults.
     let work = with_config(CONFIG);
     let rows = show(&work, &[], &[]);
