@@ -30,9 +30,18 @@ agent-builder --provider replay --cassette meetings/builder.cassette.jsonl \\\n 
 --output agents/cost.yaml --description 'Estimates build and run costs of each option'"
 )]
 struct Args {
-    /// What the agent should do, in plain language (default: read from stdin)
-    #[arg(long, value_name = "TEXT", help_heading = "Input")]
+    /// What the agent should do, in plain language (also the DESCRIPTION argument; default:
+    /// read from stdin)
+    #[arg(
+        long,
+        value_name = "TEXT",
+        conflicts_with = "description_arg",
+        help_heading = "Input"
+    )]
     description: Option<String>,
+    /// What the agent should do, as --description
+    #[arg(value_name = "DESCRIPTION", help_heading = "Input")]
+    description_arg: Option<String>,
     /// Agent name (wins over the model's; default: the output file's stem)
     #[arg(long, value_name = "NAME", help_heading = "Input")]
     name: Option<String>,
@@ -58,7 +67,7 @@ pub fn main() -> ExitCode {
 }
 
 fn run(args: Args) -> anyhow::Result<()> {
-    let description = match &args.description {
+    let description = match args.description.as_ref().or(args.description_arg.as_ref()) {
         Some(d) => d.clone(),
         None => agent_meeting::io::read_stdin("<stdin>")?,
     };

@@ -187,6 +187,25 @@ fn stdout_when_no_output_file() {
     assert_eq!(v["name"], "cost");
 }
 
+/// The description as the one argument, as `meeting` takes its topic; not both.
+#[test]
+fn the_description_may_be_the_argument() {
+    let d = tempfile::tempdir().unwrap();
+    let c = cassette(d.path(), &[good_config("cost")]);
+    let out = cmd()
+        .args(["--provider", "replay", "--cassette"])
+        .arg(&c)
+        .arg("Estimates build and run costs of each option")
+        .run();
+    let v: Value = out.success().json();
+    assert_eq!(v["name"], "cost");
+    cmd()
+        .args(["--provider", "sample", "costs", "--description", "costs"])
+        .run()
+        .exit(2)
+        .stderr_has("cannot be used with");
+}
+
 #[test]
 fn existing_output_needs_force() {
     let s = FakeServer::start(vec![json(
