@@ -442,10 +442,9 @@ fn fresh_question(p: &Prompt, target: &str) -> Option<String> {
     // the "was asked" key point cuts them, so a long question is not new for its lost tail.
     let sent = |q: &str| format!("{MARK} {q}");
     let same = |q: &str, a: &str| {
-        let a = sent(a);
-        key(&a) == key(&sent(q))
-            || repeats(&sent(q), &a)
-            || repeats(&sent(&short(q, ASKED_CHARS)), &a)
+        key(q) == key(a)
+            || repeats(&sent(q), &sent(a))
+            || repeats(&sent(&short(q, ASKED_CHARS)), &sent(a))
     };
     pool.into_iter()
         .find(|(q, once)| {
