@@ -63,7 +63,7 @@ pub struct LlmArgs {
         help_heading = "Model"
     )]
     pub cassette: Option<PathBuf>,
-    /// Append every exchange with the real provider to this cassette
+    /// Append every exchange with the real provider to this cassette (not with sample or replay)
     #[arg(long, value_name = "FILE", help_heading = "Model")]
     pub record: Option<PathBuf>,
     /// In replay, fail when a request differs from the recorded one (default: warn)

@@ -147,6 +147,14 @@ pub fn client_for_caller(
     let headers = || super::headers::expanded(&args.headers);
     // The OpenAI API this caller's requests take (docs/design/llm.md#responses-api).
     let api = resolved.api.as_ref().map_or(Api::Chat, |a| a.value);
+    if let (ProviderName::Replay | ProviderName::Sample, Some(path)) = (provider, &args.record) {
+        // Said, not silently skipped: a recording keeps a model's answers only.
+        return Err(Error::Usage(format!(
+            "--record {}: --provider {provider} makes no model call to record (record with a \
+             model's provider; every run folder's llm.jsonl keeps its exchanges anyway)",
+            path.display()
+        )));
+    }
     let real: Box<dyn Provider> = match provider {
         ProviderName::Replay => {
             let Some(path) = &args.cassette else {

@@ -406,19 +406,25 @@ fn a_resume_says_what_it_will_use_before_its_first_call() {
 fn trust_run_dir_uses_the_folders_settings_and_says_so() {
     let work = Workdir::new();
     let run = stopped_run(&work);
+    // A copy of the exchanges written elsewhere (`--llm-log`; a replay has nothing to
+    // `--record`, which it refuses).
     edit_settings(&run, |v| {
         v["stage_overrides"] = json!({});
-        v["llm"]["record"] = work.join("rec.jsonl").display().to_string().into();
+        v["user_llm_log"] = work.join("copy.jsonl").display().to_string().into();
     });
     crate::fixtures::resume_cmd(work.path(), &run)
         .run()
         .exit(2)
-        .stderr_has("--record ");
+        .stderr_has("--llm-log ");
     crate::fixtures::resume_cmd(work.path(), &run)
         .arg("--trust-run-dir")
         .run()
         .exit(0)
-        .stderr_has("meeting: --trust-run-dir: using the run folder's --record ");
+        .stderr_has("meeting: --trust-run-dir: using the run folder's --llm-log ");
+    assert!(
+        work.join("copy.jsonl").is_file(),
+        "the folder's --llm-log was used"
+    );
 }
 
 /// A base URL in the run folder's config copy that is not the resumer's own would send their

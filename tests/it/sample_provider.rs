@@ -277,6 +277,20 @@ fn an_answered_question_is_not_asked_again() {
     }
 }
 
+/// `--record` with no model to record (the sample, a replay) is said, not silently ignored:
+/// exit 2 before the run folder is made, and no cassette.
+#[test]
+fn record_without_a_model_is_refused() {
+    let work = Workdir::new();
+    setup(&work);
+    sample_meeting(&work, "arch,biz", &["--record", "rec.jsonl"])
+        .run()
+        .exit(2)
+        .one_stderr_line()
+        .stderr_has("--record rec.jsonl: --provider sample makes no model call to record");
+    assert!(!work.join(RUN).exists() && !work.join("rec.jsonl").exists());
+}
+
 /// The same meeting twice, in two folders: the same report, byte for byte.
 #[test]
 fn the_same_meeting_gives_the_same_report() {
