@@ -85,6 +85,32 @@ fn the_demo_decision_is_the_next_record_and_supersedes_the_old_one() {
         .any(|n| n == "0004-move-nightly-batch-reporting-off-the-primary-postgres.md"));
 }
 
+/// The record's decision-makers are those who took part: a participant the PM never called is
+/// not one.
+#[test]
+fn a_participant_never_called_is_no_decision_maker() {
+    let work = Workdir::new();
+    let mut board: serde_json::Value = serde_json::from_str(&demo_board(&work)).unwrap();
+    board["participants"]
+        .as_array_mut()
+        .unwrap()
+        .push("sre".into());
+    board["agents"]["sre"] = board["agents"]["arch"].clone();
+    board["agents"]["sre"]["name"] = "sre".into();
+    let dir = work.join("adr");
+    cli("render-report")
+        .arg("--adr")
+        .arg(&dir)
+        .stdin(board.to_string())
+        .run()
+        .success();
+    let record = std::fs::read_to_string(dir.join(records(&dir)[0].as_str())).unwrap();
+    assert!(
+        record.contains("\ndecision-makers: PM, arch, biz\n"),
+        "{record}"
+    );
+}
+
 #[test]
 fn a_fallback_report_writes_no_record() {
     let work = Workdir::new();

@@ -34,6 +34,8 @@ pub(crate) struct CallerLine {
     pub role: String,
     /// `openai gpt-4o-mini`, `replay`, or `not called`.
     pub source: String,
+    /// Whether it took part (a board from before the record says nobody: all did).
+    pub called: bool,
 }
 
 /// One question with its status, for Required / Answered / Open Questions.
@@ -166,16 +168,20 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
 
 /// The PM and each participant, with its role and who answered for it.
 fn caller_lines(board: &Board) -> Vec<CallerLine> {
+    let called =
+        |caller: &str| board.record.callers.is_empty() || board.record.callers.contains_key(caller);
     let mut callers = vec![CallerLine {
         name: "PM".into(),
         role: super::pm_role(board),
         source: source_of(board, PM_CALLER),
+        called: called(PM_CALLER),
     }];
     for name in &board.participants {
         callers.push(CallerLine {
             name: name.clone(),
             role: super::agent_role(board, name),
             source: source_of(board, name),
+            called: called(name),
         });
     }
     callers
