@@ -29,6 +29,15 @@ fn adr_dir(work: &Workdir) -> std::path::PathBuf {
     work.join("docs/adr")
 }
 
+/// `render-report --adr DIR` on `board`.
+fn render_adr(dir: &Path, board: &serde_json::Value) -> crate::harness::Run {
+    cli("render-report")
+        .arg("--adr")
+        .arg(dir)
+        .stdin(board.to_string())
+        .run()
+}
+
 fn records(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
@@ -98,12 +107,7 @@ fn a_participant_never_called_is_no_decision_maker() {
     board["agents"]["sre"] = board["agents"]["arch"].clone();
     board["agents"]["sre"]["name"] = "sre".into();
     let dir = work.join("adr");
-    cli("render-report")
-        .arg("--adr")
-        .arg(&dir)
-        .stdin(board.to_string())
-        .run()
-        .success();
+    render_adr(&dir, &board).success();
     let record = std::fs::read_to_string(dir.join(records(&dir)[0].as_str())).unwrap();
     assert!(
         record.contains("\ndecision-makers: PM, arch, biz\n"),
@@ -174,20 +178,11 @@ fn the_meeting_files_supersedes_links_the_old_record() {
     let mut board: serde_json::Value = serde_json::from_str(&demo_board(&work)).unwrap();
     board["meeting_input"]["supersedes"] = serde_json::json!("0002");
     let dir = adr_dir(&work);
-    cli("render-report")
-        .arg("--adr")
-        .arg(&dir)
-        .stdin(board.to_string())
-        .run()
-        .success();
+    render_adr(&dir, &board).success();
     let record = std::fs::read_to_string(dir.join(NEW)).unwrap();
     assert!(record.contains("Supersedes [ADR-0002](0002-run-reports-on-the-primary.md)."));
     board["meeting_input"]["supersedes"] = serde_json::json!("0009");
-    cli("render-report")
-        .arg("--adr")
-        .arg(&dir)
-        .stdin(board.to_string())
-        .run()
+    render_adr(&dir, &board)
         .exit(2)
         .stderr_has("the meeting file's supersedes: expected the number of a record in");
 }
