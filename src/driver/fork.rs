@@ -40,13 +40,7 @@ pub struct ForkChanges {
 
 /// Make the fork's run folder and hand it to the driver.
 pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
-    let file = parent.join("meeting.json");
-    if !file.is_file() {
-        return Err(Error::Usage(format!(
-            "--fork: {} is not a run folder (it holds no meeting.json)",
-            parent.display()
-        )));
-    }
+    RunDir::given(parent, "--fork")?;
     super::trust::check_owner(parent)?;
     let mut settings = RunSettings::read(parent)?;
     let parent_board = super::final_board(parent)?;
@@ -186,13 +180,7 @@ fn copy_log(parent: &Path, fork: &Path) -> Result<()> {
 /// (`stage::render_report::compare`).
 pub fn compare(a: &Path, b: &Path) -> Result<String> {
     let read = |dir: &Path| -> Result<(crate::model::Board, Option<ForkOf>)> {
-        let file = dir.join("meeting.json");
-        if !file.is_file() {
-            return Err(Error::Usage(format!(
-                "--compare: {} is not a run folder (it holds no meeting.json)",
-                dir.display()
-            )));
-        }
+        RunDir::given(dir, "--compare")?;
         Ok((super::final_board(dir)?, RunSettings::read(dir)?.fork))
     };
     let ((ba, fa), (bb, fb)) = (read(a)?, read(b)?);

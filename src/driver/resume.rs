@@ -75,25 +75,12 @@ impl ResumeChanges {
 /// with `changes` applied and saved back to `meeting.json`.
 pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     let answer = changes.answer.take();
-    if !dir.join("meeting.json").is_file() {
-        let what = if dir.is_dir() {
-            "is not a run folder (it holds no meeting.json)"
-        } else {
-            "does not exist"
-        };
-        return Err(Error::Usage(format!(
-            "--resume: {} {what}; a run folder is runs/<trace id> (the run folder line of the meeting's start, or its MeetingResult's run_dir)",
-            dir.display()
-        )));
-    }
+    let run = RunDir::given(dir, "--resume")?;
     if !changes.trust_run_dir {
         super::trust::check_owner(dir)?;
     }
     let file = dir.join("meeting.json");
     let mut settings = RunSettings::read(dir)?;
-    let run = RunDir {
-        path: dir.to_path_buf(),
-    };
     let lock = run.lock()?;
     // The exchange log is the one of this run folder, wherever it has been moved or copied;
     // so is the config copy.

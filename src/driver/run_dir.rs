@@ -23,6 +23,27 @@ pub struct RunDir {
 }
 
 impl RunDir {
+    /// The run folder a user named with `flag` (`--resume`, `--fork`, `--compare`,
+    /// `--run-folder`): refused (exit 2, naming the flag) when it does not exist or holds no
+    /// `meeting.json` — the one check of them all.
+    pub fn given(path: &Path, flag: &str) -> Result<RunDir> {
+        if !path.join("meeting.json").is_file() {
+            let what = if path.is_dir() {
+                "is not a run folder (it holds no meeting.json)"
+            } else {
+                "does not exist"
+            };
+            return Err(Error::Usage(format!(
+                "{flag}: {} {what}; a run folder is runs/<trace id> (the run folder line of the \
+                 meeting's start, or its MeetingResult's run_dir)",
+                path.display()
+            )));
+        }
+        Ok(RunDir {
+            path: path.to_path_buf(),
+        })
+    }
+
     /// Take the run folder for this process (created if needed): one meeting at a time may
     /// write into it, whether it was just started or resumed. Held until the process ends.
     pub fn lock(&self) -> Result<std::fs::File> {
@@ -126,7 +147,7 @@ impl RunDir {
     fn outputs(&self) -> Result<Vec<(u32, Stage, PathBuf)>> {
         let entries = std::fs::read_dir(&self.path).map_err(|e| {
             Error::Usage(format!(
-                "--resume: cannot read {}: {}",
+                "cannot read the run folder {}: {}",
                 self.path.display(),
                 os_error(&e)
             ))

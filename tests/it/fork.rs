@@ -228,7 +228,8 @@ fn a_resumed_fork_still_asks_nothing_before_its_loop() {
     assert!(work.read("report-fork.md").contains("a managed warehouse"));
 }
 
-/// `--at-loop` past the parent's last loop, or a folder that is no run folder, is bad usage.
+/// `--at-loop` past the parent's last loop, or a folder that is no run folder, is bad usage —
+/// for --fork, --compare and next-stage --run-folder alike, each naming its flag.
 #[test]
 fn a_fork_needs_a_run_folder_and_one_of_its_loops() {
     let work = Workdir::new();
@@ -262,7 +263,22 @@ fn a_fork_needs_a_run_folder_and_one_of_its_loops() {
         .stderr_has("--at-loop: 3 is not a loop of the meeting in runs/p (1 to 2");
     meeting(&work, &none, &["--fork", "nowhere", "--at-loop", "1"])
         .exit(2)
-        .stderr_has("--fork: nowhere is not a run folder");
+        .stderr_has("--fork: nowhere does not exist");
+    meeting(&work, &none, &["--fork", ".", "--at-loop", "1"])
+        .exit(2)
+        .stderr_has("--fork: . is not a run folder (it holds no meeting.json)");
+    // The one check of a run folder a user names, each naming its own flag.
+    work.cli("next-stage")
+        .args(["--run-folder", "nowhere"])
+        .run()
+        .exit(2)
+        .one_stderr_line()
+        .stderr_has("next-stage: --run-folder: nowhere does not exist");
+    work.cli("meeting")
+        .args(["--compare", "runs/p", "."])
+        .run()
+        .exit(2)
+        .stderr_has("--compare: . is not a run folder");
     meeting(
         &work,
         &none,
