@@ -156,6 +156,15 @@ pub(super) fn pending(settings: &RunSettings, board: &crate::model::Board) -> Op
         .filter(|&n| board.current_loop() < n || at_start(n))
 }
 
+/// A fork made by a build that kept its parent's share in `meeting.json`'s fork record rather
+/// than on the board (`record.from_parent`): the share moved onto the board, so the fork's
+/// cost still leaves it out when it is resumed or compared.
+pub(super) fn parent_share(board: &mut crate::model::Board, settings: &RunSettings) {
+    if board.record.from_parent.is_none() {
+        board.record.from_parent = settings.fork.as_ref().and_then(|f| f.from_parent.clone());
+    }
+}
+
 /// `reports/x.md` → `reports/x-fork.md`.
 fn forked_name(report: &Path) -> PathBuf {
     let stem = report
@@ -181,7 +190,9 @@ fn copy_log(parent: &Path, fork: &Path) -> Result<()> {
 pub fn compare(a: &Path, b: &Path) -> Result<String> {
     let read = |dir: &Path| -> Result<(crate::model::Board, Option<ForkOf>)> {
         RunDir::given(dir, "--compare")?;
-        Ok((super::final_board(dir)?, RunSettings::read(dir)?.fork))
+        let (mut board, settings) = (super::final_board(dir)?, RunSettings::read(dir)?);
+        parent_share(&mut board, &settings);
+        Ok((board, settings.fork))
     };
     let ((ba, fa), (bb, fb)) = (read(a)?, read(b)?);
     let (la, lb) = (a.display().to_string(), b.display().to_string());

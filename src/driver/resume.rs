@@ -98,6 +98,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     let saved_report = settings.report_file.clone();
     let changed = changes.apply(&mut settings);
     crate::meeting::budget::price_again(&mut board, &settings.llm)?;
+    super::fork::parent_share(&mut board, &settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.
         check_report_path(&settings, &board, &run.path)?;

@@ -190,6 +190,65 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
     }
 }
 
+/// A fork made by a build that kept its parent's share in `meeting.json` (not on the board)
+/// still leaves it out of its cost, compared and resumed.
+#[test]
+fn a_fork_of_an_earlier_build_still_leaves_its_parents_share_out() {
+    let work = Workdir::new();
+    parent(&work);
+    let second = serve(&[decided("a managed warehouse", "low")]);
+    meeting(
+        &work,
+        &second,
+        &[
+            "--fork",
+            "runs/parent",
+            "--at-loop",
+            "2",
+            "--model",
+            "gpt-4o",
+            "--trace-id",
+            "child",
+        ],
+    )
+    .success();
+    // The earlier form: the share in meeting.json's fork record, none on the boards.
+    let run = work.join("runs/child");
+    let mut share = Value::Null;
+    for entry in std::fs::read_dir(&run).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with(".out.json") {
+            continue;
+        }
+        let mut doc: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        for pointer in ["/record", "/board/record"] {
+            let removed = doc
+                .pointer_mut(pointer)
+                .and_then(Value::as_object_mut)
+                .and_then(|r| r.remove("from_parent"));
+            if let Some(u) = removed {
+                share = u;
+            }
+        }
+        std::fs::write(&path, doc.to_string()).unwrap();
+    }
+    assert_eq!(share["calls"], 2, "the fork's boards had the share");
+    let mut settings: Value = serde_json::from_str(&work.read("runs/child/meeting.json")).unwrap();
+    settings["fork"]["from_parent"] = share;
+    std::fs::write(run.join("meeting.json"), settings.to_string()).unwrap();
+    let diff = work
+        .cli("meeting")
+        .args(["--compare", "runs/parent", "runs/child"])
+        .run();
+    diff.success().stdout_has("- Cost: $0.0010 → $0.0035");
+    let done = meeting(&work, &second, &["--resume", "runs/child"]);
+    let result: Value = done.success().json();
+    let usd = result["cost"]["usd"].as_f64().unwrap();
+    assert!((usd - one_call("gpt-4o")).abs() < 1e-9, "{result}");
+    assert_eq!(second.count(), 1, "an ended fork resumed asks nothing");
+}
+
 /// A fork stopped before its loop (`--step`, `q`) and resumed still answers the calls before
 /// the loop from the parent's log: the server is asked only the loop's own call.
 #[test]
