@@ -28,8 +28,9 @@ pub struct OpenAi {
     /// Azure OpenAI's URL shape, when this is an Azure resource (docs/design/llm.md#azure).
     azure: Option<AzureForm>,
     api: Api,
-    /// Gemini's endpoint: the schema in the subset Gemini takes (docs/design/llm.md#gemini).
-    gemini: bool,
+    /// The schema subset the endpoint takes: Gemini's on its endpoint
+    /// (docs/design/llm.md#gemini).
+    subset: Subset,
 }
 
 /// Which of OpenAI's two APIs a request takes (docs/design/llm.md#responses-api).
@@ -98,14 +99,14 @@ impl OpenAi {
             },
             azure: None,
             api: Api::Chat,
-            gemini: false,
+            subset: Subset::OpenAi,
         }
     }
 
     /// Gemini's OpenAI-compatible endpoint: every schema sent in the subset Gemini takes
     /// (`json_format::to_gemini`), never in OpenAI's strict form.
     pub fn gemini(mut self) -> OpenAi {
-        self.gemini = true;
+        self.subset = Subset::Gemini;
         self
     }
 
@@ -207,10 +208,10 @@ pub(crate) fn request_body(req: &Request, opts: &Options, mode: JsonMode, subset
 
 impl Provider for OpenAi {
     fn name(&self) -> &str {
-        match (&self.azure, self.gemini) {
+        match (&self.azure, self.subset) {
             (Some(_), _) => "azure",
-            (None, true) => "gemini",
-            (None, false) => "openai",
+            (None, Subset::Gemini) => "gemini",
+            (None, Subset::OpenAi) => "openai",
         }
     }
 
@@ -236,13 +237,8 @@ impl Provider for OpenAi {
         req: &Request,
         opts: &Options,
     ) -> Result<RawReply, AttemptError> {
-        let subset = if self.gemini {
-            Subset::Gemini
-        } else {
-            Subset::OpenAi
-        };
         let body = match self.api {
-            Api::Chat => request_body(req, opts, self.mode, subset),
+            Api::Chat => request_body(req, opts, self.mode, self.subset),
             Api::Responses => super::responses::request_body(req, opts, self.mode),
         };
         // A local server (Ollama, llama.cpp) may run without a key: then no header at all.

@@ -405,10 +405,10 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
 
 /// What the PM asks `target`: the first of the brief's required questions still open, the
 /// whiteboard's other open questions, the topic and the documents' lines that `target` has not
-/// been asked yet —
-/// a question a participant raised, that nobody has been asked — by the circles check's own
-/// measure (`text::repeat`), or by the first letters where the whiteboard cut it; none when
-/// everything was. (Each sample answer says on the whiteboard what it was asked.)
+/// been asked yet — a question a participant raised, that nobody has been asked — by the
+/// circles check's own measure (`text::repeat`), or by the first letters where the whiteboard
+/// cut it; none when everything was. (Each sample answer says on the whiteboard what it was
+/// asked.)
 fn fresh_question(p: &Prompt, target: &str) -> Option<String> {
     // The whiteboard's open questions but those this round marks answered: the required ones
     // first, then those a participant raised.

@@ -328,8 +328,9 @@ const AGENT_LIST_MAX: usize = 8;
 
 /// The JSON the agent must return: its own `output_schema`, with `citations[].document_id` and
 /// `citations[].source_path` kept to the collected documents' values when there are any, and
-/// `citations` kept empty (its item shape left out) when there are none (docs/design/prompts.md#structured-output), so a
-/// schema-constrained server cannot invent a source. The answer is still checked against the
+/// `citations` kept empty (its item shape left out) when there are none
+/// (docs/design/prompts.md#structured-output), so a schema-constrained server cannot invent a
+/// source. The answer is still checked against the
 /// agent's own schema and the documents (`check_answer`).
 pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument]) -> ExpectedJson {
     let mut schema = Value::Object(agent.output_schema.clone());
