@@ -53,11 +53,11 @@ struct Args {
     /// a finished one). What the folder asks for that runs a command, writes a file or sends
     /// your key elsewhere (its --stage, --record, --llm-log, a config copy's base URL) must be
     /// given again, or --trust-run-dir
-    #[arg(long, value_name = "DIR", help_heading = "Input")]
+    #[arg(long, value_name = "DIR", group = "folder", help_heading = "Input")]
     resume: Option<PathBuf>,
-    /// With --resume: use what the run folder asks for without it being given again, and resume
-    /// a folder another user owns or others may write (only for a folder you trust)
-    #[arg(long, requires = "resume", help_heading = "Input")]
+    /// With --resume or --fork: use what the run folder asks for without it being given again,
+    /// and read a folder another user owns or others may write (only for a folder you trust)
+    #[arg(long, requires = "folder", help_heading = "Input")]
     trust_run_dir: bool,
     /// With --resume: the answer of the person the meeting waits for (status waiting, exit 4):
     /// one JSON object (an AgentTurnResult) or the run folder's answer.txt filled in; checked
@@ -71,6 +71,7 @@ struct Args {
     #[arg(
         long,
         value_name = "DIR",
+        group = "folder",
         requires = "at_loop",
         conflicts_with = "resume",
         help_heading = "Input"
@@ -172,9 +173,10 @@ const RESUME_TAKES: [&str; 16] = [
 ];
 
 /// The flags `--fork` takes (clap ids): what the fork changes of its parent, and the output.
-const FORK_TAKES: [&str; 11] = [
+const FORK_TAKES: [&str; 12] = [
     "fork",
     "at_loop",
+    "trust_run_dir",
     "model",
     "agents",
     "max_loops",
@@ -195,7 +197,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
         if let Some(flag) = cli::given_outside(&Args::command(), matches, &FORK_TAKES) {
             return Err(Error::Usage(format!(
                 "{flag} cannot be used with --fork: the parent's meeting.json holds the meeting \
-                 (--fork takes --at-loop, --model, --agents, --max-loops, --trace-id, --report-file, --run-dir, --quiet, --step, --pretty)"
+                 (--fork takes --at-loop, --trust-run-dir, --model, --agents, --max-loops, --trace-id, --report-file, --run-dir, --quiet, --step, --pretty)"
             )));
         }
         let changes = driver::ForkChanges {
@@ -208,6 +210,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
             trace_id: args.board.trace_id.clone(),
             report_file: args.report_file,
             run_dir: args.run_dir,
+            trust_run_dir: args.trust_run_dir,
         };
         return Ok(Request::Fork { parent, changes });
     }

@@ -33,9 +33,9 @@ pub fn main() -> ExitCode {
         if let Some(dir) = args.run_folder {
             // The run folder's state: its newest board, and whether it waits for a person
             // (docs/design/agent-turn.md#waiting-for-a-person).
-            let run = agent_meeting::driver::RunDir::given(&dir, "--run-folder")?;
+            let folder = agent_meeting::driver::Folder::open(&dir, "--run-folder")?;
             let board = agent_meeting::driver::final_board(&dir)?;
-            let next = match run.waiting()? {
+            let next = match folder.run.waiting()? {
                 Some(_) if board.next_stage().is_some() => "waiting",
                 _ => board.next_stage().map_or("none", |s| s.program()),
             };

@@ -36,13 +36,15 @@ pub struct ForkChanges {
     pub report_file: Option<PathBuf>,
     /// The folder holding the fork's run folder (default: the parent's).
     pub run_dir: Option<PathBuf>,
+    /// `--trust-run-dir`: use what the parent's folder asks for without it being given again
+    /// (docs/design/run-folder.md#a-run-folder-is-input).
+    pub trust_run_dir: bool,
 }
 
 /// Make the fork's run folder and hand it to the driver.
 pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
-    RunDir::given(parent, "--fork")?;
-    super::trust::check_owner(parent)?;
-    let mut settings = RunSettings::read(parent)?;
+    let folder = super::trust::Folder::open(parent, "--fork")?;
+    let mut settings = folder.settings.clone();
     let parent_board = super::final_board(parent)?;
     let most = parent_board.loop_count + 1;
     if changes.at_loop == 0 || changes.at_loop > most {
@@ -84,6 +86,13 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
         at_loop: changes.at_loop,
         from_parent: None,
     });
+    // A fork is a resume of the parent's folder for what it may ask: its report is its own (a
+    // new free name, or the one given), and what it drops above is not used.
+    let given = super::trust::GivenAgain {
+        report_file: true,
+        ..Default::default()
+    };
+    folder.gate(&settings, &parent_board, &given, changes.trust_run_dir)?;
     // The parent's collected documents, as its meeting saw them.
     let packet_file = RunDir {
         path: parent.to_path_buf(),
@@ -189,8 +198,8 @@ fn copy_log(parent: &Path, fork: &Path) -> Result<()> {
 /// (`stage::render_report::compare`).
 pub fn compare(a: &Path, b: &Path) -> Result<String> {
     let read = |dir: &Path| -> Result<(crate::model::Board, Option<ForkOf>)> {
-        RunDir::given(dir, "--compare")?;
-        let (mut board, settings) = (super::final_board(dir)?, RunSettings::read(dir)?);
+        let settings = super::trust::Folder::open(dir, "--compare")?.settings;
+        let mut board = super::final_board(dir)?;
         parent_share(&mut board, &settings);
         Ok((board, settings.fork))
     };

@@ -11,6 +11,7 @@
 //! - `stages`: the stages run in-process, and a `--stage` command run as a process
 //! - `drive`: the loop
 //! - `resume`: `--resume`
+//! - `trust`: the one reader of a run folder a user names, and the gate of what it asks for
 //! - `fork`: `--fork DIR --at-loop N`, a new meeting answered from its parent's log up to loop N
 //! - `progress`: what stderr shows, and `--step`'s prompt
 //! - `outcome`: the tally of the events, the MeetingResult, a failed meeting's error
@@ -39,12 +40,14 @@ pub use drive::{drive, Run};
 pub use fork::{compare, fork, ForkChanges};
 pub use outcome::{final_line, Answers, Tally};
 pub use progress::{loop_of_line, stderr_is_tty, Ui};
+pub use report_path::is_within;
 pub use resume::{resume, ResumeChanges};
 pub use run_dir::{RunDir, KEEP_BOARDS, KEEP_BOARDS_ENV};
 pub use settings::AdrSettings;
 pub use settings::{parse_stage_overrides, MeetingSource, RunSettings, SETTINGS_VERSION};
 pub use start::{dry_run, start, DryRun, NewMeeting};
 pub use stop::hint as resume_hint;
+pub use trust::{Folder, GivenAgain};
 
 use crate::error::{Error, Result};
 use crate::model::MeetingResult;

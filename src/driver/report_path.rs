@@ -45,6 +45,12 @@ fn resolved(path: &Path) -> PathBuf {
     path
 }
 
+/// Whether `path` lies inside the folder `root`, both as the file system finds them (links
+/// of their existing parts resolved, `..` folded): a server keeps what it writes there.
+pub fn is_within(path: &Path, root: &Path) -> bool {
+    resolved(path).starts_with(resolved(root))
+}
+
 /// Most numbered names tried for one default report path.
 const MAX_NUMBERED: u32 = 100_000;
 

@@ -75,12 +75,10 @@ impl ResumeChanges {
 /// with `changes` applied and saved back to `meeting.json`.
 pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     let answer = changes.answer.take();
-    let run = RunDir::given(dir, "--resume")?;
-    if !changes.trust_run_dir {
-        super::trust::check_owner(dir)?;
-    }
+    let folder = super::trust::Folder::open(dir, "--resume")?;
     let file = dir.join("meeting.json");
-    let mut settings = RunSettings::read(dir)?;
+    let mut settings = folder.settings.clone();
+    let run = &folder.run;
     let lock = run.lock()?;
     // The exchange log is the one of this run folder, wherever it has been moved or copied;
     // so is the config copy.
@@ -92,7 +90,13 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     let (step, stage, mut board) = run.resume_point()?;
     // Read once: whether the saved settings still owe their decision record.
     let saved_adr_owed = super::record::owed(dir, &settings);
-    trust_or_refuse(dir, &settings, &changes, &board, saved_adr_owed)?;
+    let given = super::trust::GivenAgain {
+        stages: changes.stage_overrides.clone(),
+        otlp: changes.otlp.is_some(),
+        report_file: changes.report_file.is_some(),
+        adr: changes.adr.is_some() || !saved_adr_owed,
+    };
+    folder.gate(&settings, &board, &given, changes.trust_run_dir)?;
     let adr_owed = saved_adr_owed || changes.adr.is_some();
     settings.llm.headers = std::mem::take(&mut changes.headers);
     let saved_report = settings.report_file.clone();
@@ -107,7 +111,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
             crate::stage::agent_turn::human::answer_lines(file)?;
         }
     } else if board.status == Status::Finished && settings.report_file != saved_report {
-        save_report_again(&run, (step, stage), &settings, &board, &saved_report)?;
+        save_report_again(run, (step, stage), &settings, &board, &saved_report)?;
     }
     if let (Some(adr), true) = (&settings.adr, adr_owed) {
         // A folder the record cannot go to, or a wrong number, is found before any call.
@@ -119,11 +123,11 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     run.discard_after(step)?;
     let tally = run.resume_events(&board)?;
     let answer = match &answer {
-        Some(file) => Some(given_answer(&run, &board, file)?),
+        Some(file) => Some(given_answer(run, &board, file)?),
         None => None,
     };
     let fork_at = super::fork::pending(&settings, &board);
-    let mut run = Run::new(run, settings, board, step + 1, tally, lock);
+    let mut run = Run::new(folder.run, settings, board, step + 1, tally, lock);
     run.answer = answer;
     run.fork_at = fork_at;
     Ok(run)
@@ -154,62 +158,6 @@ fn given_answer(
         text: crate::stage::agent_turn::human::read_answer(file, &waiting)?,
         asked_at: waiting.asked_at,
     })
-}
-
-/// Refuse what the saved settings would use that the person resuming did not give again,
-/// unless they trust the folder (then it is said on stderr, before the first call).
-fn trust_or_refuse(
-    dir: &Path,
-    settings: &RunSettings,
-    changes: &ResumeChanges,
-    board: &Board,
-    adr_owed: bool,
-) -> Result<()> {
-    let urls = |c: &crate::cli::config::Config| {
-        [
-            ("openai", c.base_urls.openai.clone()),
-            ("anthropic", c.base_urls.anthropic.clone()),
-            ("ollama", c.base_urls.ollama.clone()),
-        ]
-    };
-    let copy = match &settings.config_file {
-        Some(copy) => urls(&crate::cli::config::load_file(Some(copy))?.config),
-        None => urls(&Default::default()),
-    };
-    let own = crate::cli::config::load()
-        .map(|l| urls(&l.config))
-        .unwrap_or_else(|_| urls(&Default::default()));
-    let report = &settings.report_file;
-    let markdown = report
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"));
-    let report_at_risk = board.next_stage().is_some()
-        && !markdown
-        && std::fs::metadata(report).is_ok_and(|m| m.is_file() && m.len() > 0);
-    let stages_left = match board.next_stage() {
-        None => vec![],
-        Some(Stage::RenderReport) => vec![Stage::RenderReport],
-        Some(_) => Stage::ALL.to_vec(),
-    };
-    let given = super::trust::GivenAgain {
-        stages: &changes.stage_overrides,
-        stages_left: &stages_left,
-        otlp: changes.otlp.is_some(),
-        report_file: changes.report_file.is_some(),
-        adr: changes.adr.is_some() || !adr_owed,
-    };
-    let untrusted = super::trust::not_given_again(settings, &given, &copy, &own, report_at_risk);
-    match (untrusted.is_empty(), changes.trust_run_dir) {
-        (true, _) => Ok(()),
-        (false, false) => Err(super::trust::refused(dir, &untrusted)),
-        (false, true) => {
-            crate::note!(
-                "meeting: --trust-run-dir: using the run folder's {}",
-                untrusted.join(", ")
-            );
-            Ok(())
-        }
-    }
 }
 
 /// An ended meeting given a new `--report-file`: its saved report (the render-report

@@ -1,22 +1,109 @@
 //! A run folder is input (docs/design/run-folder.md#a-run-folder-is-input): whoever could write
-//! it could have edited `meeting.json` or the `config.yaml` copy. `--resume` refuses a folder
-//! another user owns or others may write, and uses nothing from it that runs a command, writes
-//! a file outside the folder or sends the resumer's key and prompts elsewhere — stage
-//! overrides, `--record`, `--llm-log`, a base URL of the config copy, a trace collector, a
-//! report path over an existing file, a decision record still owed — unless the person resuming gives it again in this
-//! invocation or says `--trust-run-dir`.
-
-use std::path::Path;
+//! it could have edited `meeting.json`, the `config.yaml` copy or a checkpoint. Every mode that
+//! reads one — `--resume`, `--fork`, `--compare`, `next-stage --run-folder` and the MCP
+//! server's `resume` — opens it here ([`Folder::open`]), and every mode that acts on its
+//! settings passes [`Folder::gate`]: a folder another user owns or others may write is refused,
+//! and nothing from it that runs a command, writes a file outside the folder or sends the
+//! user's key and prompts elsewhere — stage overrides, `--record`, `--llm-log`, a base URL of
+//! the config copy, a trace collector, a report path over an existing file, a decision record
+//! still owed — is used unless the user gives it again in this invocation or says
+//! `--trust-run-dir`.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 
+use super::run_dir::RunDir;
 use super::settings::RunSettings;
 use crate::error::{Error, Result};
+use crate::model::Board;
 use crate::stage::Stage;
+
+/// A run folder as read: its `meeting.json`.
+pub struct Folder {
+    pub run: RunDir,
+    pub settings: RunSettings,
+    /// The flag that named it (`--resume`, `--fork`, ...): every error names it.
+    pub flag: &'static str,
+}
+
+impl Folder {
+    /// The one reader of a run folder a user names: it exists, holds a `meeting.json` of this
+    /// version.
+    pub fn open(dir: &Path, flag: &'static str) -> Result<Folder> {
+        let run = RunDir::given(dir, flag)?;
+        let settings = RunSettings::read(dir)?;
+        Ok(Folder {
+            run,
+            settings,
+            flag,
+        })
+    }
+
+    /// Refuse what the settings would use that was not given again, unless the user trusts the
+    /// folder (then it is said on stderr, before the first call). `settings` are the ones the
+    /// mode will run with (a fork's, after what it drops), `board` the one it goes on from.
+    pub fn gate(
+        &self,
+        settings: &RunSettings,
+        board: &Board,
+        given: &GivenAgain,
+        trust: bool,
+    ) -> Result<()> {
+        let dir = &self.run.path;
+        if !trust {
+            check_owner(dir, self.flag)?;
+        }
+        let urls = |c: &crate::cli::config::Config| {
+            [
+                ("openai", c.base_urls.openai.clone()),
+                ("anthropic", c.base_urls.anthropic.clone()),
+                ("ollama", c.base_urls.ollama.clone()),
+            ]
+        };
+        let copy = match &settings.config_file {
+            Some(copy) => urls(&crate::cli::config::load_file(Some(copy))?.config),
+            None => urls(&Default::default()),
+        };
+        let own = crate::cli::config::load()
+            .map(|l| urls(&l.config))
+            .unwrap_or_else(|_| urls(&Default::default()));
+        let report = &settings.report_file;
+        let next = board.next_stage();
+        let markdown = report
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"));
+        let report_at_risk = next.is_some()
+            && !markdown
+            && std::fs::metadata(report).is_ok_and(|m| m.is_file() && m.len() > 0);
+        let stages_left = match next {
+            None => vec![],
+            Some(Stage::RenderReport) => vec![Stage::RenderReport],
+            Some(_) => Stage::ALL.to_vec(),
+        };
+        let untrusted = not_given_again(settings, given, &stages_left, &copy, &own, report_at_risk);
+        match (untrusted.is_empty(), trust) {
+            (true, _) => Ok(()),
+            (false, false) => Err(Error::Usage(format!(
+                "{}: {} asks for what you did not give: {}; a run folder is input, so give these \
+                 again, or --trust-run-dir if you trust whoever wrote it",
+                self.flag,
+                dir.display(),
+                untrusted.join(", ")
+            ))),
+            (false, true) => {
+                crate::note!(
+                    "meeting: --trust-run-dir: using the run folder's {}",
+                    untrusted.join(", ")
+                );
+                Ok(())
+            }
+        }
+    }
+}
 
 /// Refuse a run folder (or its `meeting.json`, its config copy) that another user owns or that
 /// its group or anyone may write: its settings could be anyone's.
-pub(super) fn check_owner(dir: &Path) -> Result<()> {
+fn check_owner(dir: &Path, flag: &str) -> Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt;
@@ -42,23 +129,23 @@ pub(super) fn check_owner(dir: &Path) -> Result<()> {
             };
             if let Some(why) = why {
                 return Err(Error::Usage(format!(
-                    "--resume: {} {why}: its settings could be anyone's; resume a copy of your own \
+                    "{flag}: {} {why}: its settings could be anyone's; use a copy of your own \
                      (cp -r, then chmod go-w), or give --trust-run-dir if you trust whoever can write it",
                     path.display()
                 )));
             }
         }
     }
+    #[cfg(not(unix))]
+    let _ = (dir, flag);
     Ok(())
 }
 
-/// What this resume was given again: the `--stage`s, and whether `--otlp-endpoint` and
-/// `--report-file` were.
-pub(super) struct GivenAgain<'a> {
-    pub stages: &'a BTreeMap<Stage, String>,
-    /// The stages the meeting may still run (only render-report once it is ending): a saved
-    /// override of another runs nothing.
-    pub stages_left: &'a [Stage],
+/// What this invocation gave again: the `--stage`s, and whether `--otlp-endpoint`,
+/// `--report-file` and `--adr` were.
+#[derive(Default)]
+pub struct GivenAgain {
+    pub stages: BTreeMap<Stage, String>,
     pub otlp: bool,
     pub report_file: bool,
     /// `--adr` was given again, or the saved one owes nothing.
@@ -66,20 +153,22 @@ pub(super) struct GivenAgain<'a> {
 }
 
 /// What the saved settings would use that the person resuming did not give again: each as
-/// shown to them (`--stage agent-turn=./turn.sh`). `own_base_urls` are the resumer's own
-/// (their config file's); `report_at_risk` whether the saved report path holds a file with
-/// content that is no Markdown report (a `.bashrc` the report would replace) while the
-/// meeting's report is still to be written.
-pub(super) fn not_given_again(
+/// shown to them (`--stage agent-turn=./turn.sh`). `stages_left` are the stages the meeting may
+/// still run (only render-report once it is ending: a saved override of another runs nothing);
+/// `own_base_urls` are the user's own (their config file's); `report_at_risk` whether the saved
+/// report path holds a file with content that is no Markdown report (a `.bashrc` the report
+/// would replace) while the meeting's report is still to be written.
+fn not_given_again(
     settings: &RunSettings,
     given: &GivenAgain,
+    stages_left: &[Stage],
     copy_base_urls: &[(&str, Option<String>)],
     own_base_urls: &[(&str, Option<String>)],
     report_at_risk: bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
     for (stage, command) in &settings.stage_overrides {
-        if given.stages_left.contains(stage) && !given.stages.contains_key(stage) {
+        if stages_left.contains(stage) && !given.stages.contains_key(stage) {
             out.push(format!("--stage {stage}={command}"));
         }
     }
@@ -110,14 +199,4 @@ pub(super) fn not_given_again(
         ));
     }
     out
-}
-
-/// The refusal when a resume would use what it was not given.
-pub(super) fn refused(dir: &Path, untrusted: &[String]) -> Error {
-    Error::Usage(format!(
-        "--resume: {} asks for what you did not give: {}; a run folder is input, so give these \
-         again, or --trust-run-dir if you trust whoever wrote it",
-        dir.display(),
-        untrusted.join(", ")
-    ))
 }

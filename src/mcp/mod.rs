@@ -137,6 +137,7 @@ pub fn place(
         .map(|d| d.join("agent-meeting").join("mcp"))
         .unwrap_or_else(|| runs.join(".mcp"));
     Ok(Place {
+        reports: here.join("reports"),
         runs,
         context_root,
         exe,

@@ -22,6 +22,9 @@ use crate::model::{MeetingResult, MeetingStatus};
 #[derive(Debug, Clone)]
 pub struct Place {
     pub runs: PathBuf,
+    /// Where its meetings' reports go: `reports/` of the folder the server runs in, as
+    /// `meeting`'s default report path.
+    pub reports: PathBuf,
     pub context_root: PathBuf,
     pub exe: PathBuf,
     /// Where meeting files made from a topic and documents are kept (one folder per run).

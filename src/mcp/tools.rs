@@ -302,6 +302,9 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
     if let Some(id) = &a.resume {
         let (run_dir, run_id) = run_dir_of(place, id)?;
         let mut args = vec!["--resume".into(), run_dir.display().to_string()];
+        if let Some(report) = resume_report(place, &run_dir, &run_id)? {
+            args.extend(["--report-file".into(), report.display().to_string()]);
+        }
         if let Some(answer) = &a.answer {
             let file = answer_file(place, &run_id, answer, now)?;
             args.extend(["--answer".into(), file.display().to_string()]);
@@ -372,6 +375,26 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
         args,
         traceparent: None,
     })
+}
+
+/// A resume writes nothing outside the folders the server was started with
+/// (docs/design/mcp.md#resume): the run folder must be one of its own, and a report path the
+/// folder names elsewhere (whoever could write the folder chose it) becomes
+/// `reports/<run id>.md`, given to the resume as `--report-file`. None: the saved one stands.
+fn resume_report(place: &Place, run_dir: &Path, run_id: &str) -> Result<Option<PathBuf>> {
+    if !crate::driver::is_within(run_dir, &place.runs) {
+        return Err(Error::Usage(format!(
+            "resume: {} is not one of this server's run folders (they are under {})",
+            run_dir.display(),
+            place.runs.display()
+        )));
+    }
+    let folder = crate::driver::Folder::open(run_dir, "resume")?;
+    let saved = &folder.settings.report_file;
+    if crate::driver::is_within(saved, &place.reports) {
+        return Ok(None);
+    }
+    Ok(Some(place.reports.join(format!("{run_id}.md"))))
 }
 
 /// The answer a tool call gives a waiting meeting, kept as the file `meeting --answer` reads

@@ -347,3 +347,56 @@ fn a_fork_needs_a_run_folder_and_one_of_its_loops() {
     .stderr_has("--provider cannot be used with --fork");
     assert_eq!(none.count(), 0);
 }
+
+/// A fork is a resume of its parent's folder for what that folder may ask: a base URL planted
+/// in its `config.yaml` copy, which would send the user's key and prompts elsewhere, is refused
+/// (exit 2, named, before any request); with --trust-run-dir it is used, and said.
+#[test]
+fn a_fork_sends_nothing_to_a_base_url_the_parents_folder_names() {
+    let work = Workdir::new();
+    parent(&work);
+    let planted = serve(&[decided("anything", "high")]);
+    let run = work.join("runs/parent");
+    std::fs::write(
+        run.join("config.yaml"),
+        format!("base_urls: {{openai: '{}/v1'}}\n", planted.url),
+    )
+    .unwrap();
+    let file = run.join("meeting.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    v["config_file"] = json!(run.join("config.yaml"));
+    std::fs::write(&file, v.to_string()).unwrap();
+    let fork = |extra: &[&str]| {
+        work.cli("meeting")
+            .env("OPENAI_API_KEY", "sk-the-users-own")
+            .env("AGENT_MEETING_NOW", NOW)
+            .args([
+                "--fork",
+                "runs/parent",
+                "--at-loop",
+                "3",
+                "--trace-id",
+                "child",
+            ])
+            .args(extra)
+            .run()
+    };
+    fork(&[])
+        .exit(2)
+        .one_stderr_line()
+        .stderr_has("--fork: runs/parent asks for what you did not give: base_urls.openai http://127.0.0.1:")
+        .stderr_has("--trust-run-dir");
+    assert_eq!(planted.count(), 0, "the key went to the folder's base URL");
+    assert!(
+        !work.join("runs/child").exists(),
+        "a refused fork leaves nothing"
+    );
+    fork(&["--trust-run-dir"])
+        .success()
+        .stderr_has("--trust-run-dir: using the run folder's base_urls.openai");
+    assert_eq!(planted.count(), 1);
+    assert_eq!(
+        planted.request(0).header("authorization"),
+        Some("Bearer sk-the-users-own")
+    );
+}

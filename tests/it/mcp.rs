@@ -556,3 +556,58 @@ fn a_waiting_meeting_is_reported_and_takes_its_answer() {
     assert!(report.contains("The meeting waited for ana"), "{report}");
     s.end();
 }
+
+/// An MCP resume writes nothing outside the folders the server was started with
+/// (docs/design/mcp.md#resume): a report path planted in one of its run folders becomes
+/// `reports/<run id>.md` under the server's folder, and a run folder elsewhere is refused.
+#[test]
+fn a_resume_writes_nothing_outside_the_servers_folders() {
+    let work = Workdir::new();
+    crate::fixtures::meeting_cmd(
+        work.path(),
+        &crate::fixtures::demo_cassette(),
+        &["--quiet", "--stage", "agent-turn=exit 1"],
+    )
+    .run()
+    .exit(1);
+    let planted = work.join("home/.bash_aliases");
+    std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
+    let file = work.join("runs/demo-test/meeting.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    v["stage_overrides"] = json!({});
+    v["report_file"] = json!(planted);
+    std::fs::write(&file, v.to_string()).unwrap();
+    let elsewhere = crate::harness::Workdir::new();
+    std::fs::create_dir_all(elsewhere.join("x")).unwrap();
+    std::fs::copy(&file, elsewhere.join("x/meeting.json")).unwrap();
+
+    let mut s = Session::start(&work, &[]);
+    s.handshake();
+    let refused = s.tool(
+        "meeting_run",
+        json!({"resume": elsewhere.join("x").display().to_string()}),
+    );
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("is not one of this server's run folders"),
+        "{refused}"
+    );
+    let resumed = s.tool("meeting_run", json!({"resume": "demo-test"}));
+    assert_eq!(
+        resumed["structuredContent"]["status"], "finished",
+        "{resumed}"
+    );
+    assert!(
+        !planted.exists(),
+        "the report went where the run folder said"
+    );
+    let report = work.join("reports/demo-test.md");
+    assert!(report.is_file(), "{resumed}");
+    assert_eq!(
+        resumed["structuredContent"]["report_file"],
+        json!(report.display().to_string())
+    );
+    s.end();
+}
