@@ -18,8 +18,10 @@ Runs when the board's status is `finishing` with a final report (normal report),
 `forced_stop` (forced report, or the local fallback report when the PM gave none). A
 `finished` board (or a `failed` one, to retry saving) is rendered again. Any other board exits 2 and names the stage to run.
 
-Without --report-file nothing is saved and the board is unchanged; with it the report is
-written atomically and the printed board has status `finished`.
+With --report-file the report is written atomically and the printed board has status
+`finished`. Without it a board that waits for its report is refused (exit 2: it would stay as
+it is, and a loop over next-stage would never end) unless --markdown only prints the report;
+a finished board is rendered again.
 
 A custom --template replaces the built-in template of whichever kind the board calls for;
 the variable `kind` (normal|forced|fallback) lets one template handle all three, and
@@ -76,6 +78,9 @@ pub fn main() -> std::process::ExitCode {
         }
         let board = io::read_board_stdin()?;
         let report_file = args.report_file.as_deref();
+        if report_file.is_none() && !args.markdown {
+            report::require_report_file(&board).map_err(|e| e.or_file("<stdin>"))?;
+        }
         let result = match &args.events {
             Some(file) => {
                 let events = agent_meeting::meeting::events::read_events_file(file)?;

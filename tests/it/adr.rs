@@ -121,6 +121,8 @@ fn a_fallback_report_writes_no_record() {
     let dir = adr_dir(&work);
     let before = records(&dir);
     cli("render-report")
+        .arg("--report-file")
+        .arg(work.join("report.md"))
         .arg("--adr")
         .arg(&dir)
         .stdin(fallback_board().to_string())

@@ -337,6 +337,8 @@ fn a_long_meeting_keeps_a_bounded_board() {
     let out = crate::harness::cli("render-report")
         .arg("--events")
         .arg(&events_file)
+        .arg("--report-file")
+        .arg(work.join("report.md"))
         .stdin(board_json.clone())
         .run();
     out.success();
@@ -366,6 +368,7 @@ fn a_long_meeting_keeps_a_bounded_board() {
     let first = lines.lines().next().unwrap();
     let bad = work.write("bad.jsonl", format!("{first}\n{{\"ts\": 1}}\n"));
     let out = crate::harness::cli("render-report")
+        .arg("--markdown")
         .arg("--events")
         .arg(&bad)
         .stdin(board_json)

@@ -293,3 +293,161 @@ fn the_shell_loop_cleans_up_on_ctrl_c_and_sigterm() {
         assert!(left.is_empty(), "temporary boards left behind: {left:?}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// A loop over next-stage always ends (docs/design/flow.md#state-machine)
+
+/// More iterations than any meeting here takes: a loop still going then never ends.
+const LOOP_CAP: usize = 100;
+
+/// How a hand-written loop over next-stage ended: the stage it stopped at (`none` when
+/// next-stage said so), that stage's exit code and stderr, and the iterations it took.
+struct Ended {
+    stage: String,
+    code: Option<i32>,
+    stderr: String,
+    iterations: usize,
+}
+
+/// The loop a user writes: `stage=$(next-stage < board)`, then `$stage [render] < board >
+/// next`, until `none` or a stage exits non-zero — every stage with no flags but
+/// `render` for render-report; the environment gives the provider. Fails past [`LOOP_CAP`].
+fn stage_loop(mut board: String, env: &[(&str, &str)], render: &[&str]) -> Ended {
+    for iterations in 1..=LOOP_CAP {
+        let stage = next_stage(&serde_json::from_str(&board).unwrap())
+            .trim()
+            .to_string();
+        if stage == "none" {
+            return Ended {
+                stage,
+                code: Some(0),
+                stderr: String::new(),
+                iterations,
+            };
+        }
+        let mut cmd = program(&stage);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        if stage == "render-report" {
+            cmd.args(render);
+        }
+        let out = cmd.stdin(board).run();
+        if out.code() != Some(0) {
+            return Ended {
+                stage,
+                code: out.code(),
+                stderr: out.stderr(),
+                iterations,
+            };
+        }
+        board = out.stdout();
+    }
+    panic!("a loop over next-stage ran {LOOP_CAP} iterations without ending");
+}
+
+/// A fresh board of `agents` with the loop limit `max_loops`, from the real programs.
+fn fresh_board(agents: &str, max_loops: &str, agents_dir: Option<&std::path::Path>) -> String {
+    let packet = program("collect-context")
+        .args(["--topic", "Adopt Rust for the ingest service?"])
+        .run()
+        .success()
+        .stdout();
+    let mut init = program("init-board");
+    init.args(["--agents", agents, "--max-loops", max_loops]);
+    if let Some(dir) = agents_dir {
+        init.arg("--agents-dir").arg(dir);
+    }
+    init.stdin(packet).run().success().stdout()
+}
+
+/// Every way a meeting ends ends a loop that calls each stage with no flags: a PM's finish and
+/// the loop limit reach render-report, which with nowhere to save the report refuses (exit 2,
+/// naming --report-file) rather than print the board unchanged — with `--board` too, the flow
+/// the guide's stage table offers, which once ran forever; given --report-file, next-stage says
+/// none. A person with no one there to answer ends it with agent-turn's exit 4, a model that
+/// cannot be reached with pm-step's exit 1, and a report that cannot be saved with
+/// render-report's exit 1.
+#[test]
+fn a_loop_over_next_stage_ends_for_every_way_a_meeting_ends() {
+    let work = crate::harness::Workdir::new();
+    let sample = [("AGENT_MEETING_PROVIDER", "sample")];
+    for (label, max_loops) in [("a PM's finish", "6"), ("the loop limit", "1")] {
+        let board = fresh_board("arch,biz", max_loops, None);
+        for render in [&[][..], &["--board"][..]] {
+            let ended = stage_loop(board.clone(), &sample, render);
+            assert_eq!(
+                (ended.stage.as_str(), ended.code),
+                ("render-report", Some(2)),
+                "{label}, render-report {render:?}: {}",
+                ended.stderr
+            );
+            assert!(
+                ended.stderr.contains("give --report-file FILE"),
+                "{}",
+                ended.stderr
+            );
+        }
+        let report = work.join(format!("report-{max_loops}.md"));
+        let report_flag = report.display().to_string();
+        let ended = stage_loop(board, &sample, &["--board", "--report-file", &report_flag]);
+        assert_eq!(ended.stage, "none", "{label}: {}", ended.stderr);
+        assert!(report.is_file(), "{label}");
+        // The same with the report path a folder: the save fails, exit 1.
+        let folder = work.join("a-folder.md");
+        std::fs::create_dir_all(&folder).unwrap();
+        let folder_flag = folder.display().to_string();
+        let board = fresh_board("arch,biz", max_loops, None);
+        let ended = stage_loop(board, &sample, &["--board", "--report-file", &folder_flag]);
+        assert_eq!(
+            (ended.stage.as_str(), ended.code),
+            ("render-report", Some(1)),
+            "{label}: {}",
+            ended.stderr
+        );
+    }
+    // A person with no one there to answer.
+    work.write(
+        "agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows the nights on call.\n",
+    );
+    let cassette = crate::fixtures::Cassette::new()
+        .pm(crate::fixtures::pm::call("ana", "Who gets paged at night?"))
+        .write(work.join("c.jsonl"));
+    let cassette = cassette.display().to_string();
+    let board = fresh_board("arch,ana", "6", Some(&work.join("agents")));
+    let tty = agent_meeting::stage::agent_turn::human::TTY_ENV;
+    let ended = stage_loop(
+        board,
+        &[
+            ("AGENT_MEETING_PROVIDER", "replay"),
+            ("MEETING_CASSETTE", &cassette),
+            (tty, "/nonexistent/tty"),
+        ],
+        &[],
+    );
+    assert_eq!(
+        (ended.stage.as_str(), ended.code),
+        ("agent-turn", Some(4)),
+        "{}",
+        ended.stderr
+    );
+    // A model that cannot be reached (a port nothing listens on).
+    let board = fresh_board("arch,biz", "6", None);
+    let ended = stage_loop(
+        board,
+        &[
+            ("AGENT_MEETING_PROVIDER", "openai"),
+            ("OPENAI_API_KEY", "test-key"),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+            ("MEETING_RETRY_BASE_MS", "1"),
+        ],
+        &[],
+    );
+    assert_eq!(
+        (ended.stage.as_str(), ended.code, ended.iterations),
+        ("pm-step", Some(1), 1),
+        "{}",
+        ended.stderr
+    );
+}

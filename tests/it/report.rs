@@ -504,6 +504,7 @@ fn cli_template_override() {
     // Undefined variables are errors naming the template file (exit 2).
     std::fs::write(&t, "{{ no_such_variable }}").unwrap();
     cmd()
+        .arg("--markdown")
         .arg("--template")
         .arg(&t)
         .stdin(stdin_of(&normal_board()))

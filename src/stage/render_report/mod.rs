@@ -233,6 +233,26 @@ pub fn check_report_file(report: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Refuse (exit 2) to render a board that still waits for its report with nowhere to save it:
+/// its status would stay as it is, so `next-stage` would say render-report again and a shell
+/// loop over the stages would never end (docs/design/report.md#report). A finished board is
+/// rendered again without one; `--markdown` (the report alone, no board) only prints it.
+pub fn require_report_file(board: &Board) -> Result<()> {
+    // A board meant for another stage, or a broken one, is refused for that first.
+    board.expect_stage(Stage::RenderReport)?;
+    if board.status == Status::Finished {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "--report-file: the board is {status} and waits for its report to be saved; with \
+         nowhere to save it, it would stay {status} (next-stage says render-report again): give \
+         --report-file FILE (meeting's would be reports/{slug}.md), or --markdown to only print \
+         the report",
+        status = board.status.as_str(),
+        slug = crate::text::slug(&board.topic)
+    )))
+}
+
 /// `render-report` in one call: check the stage and the report path, render, save.
 pub fn run(
     mut board: Board,
