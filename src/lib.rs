@@ -13,7 +13,9 @@
 //!    circles, budget, review, the final report).
 //! 6. `stage` (one module per stage program and the rule that orders them) and `otlp`
 //!    (traces of a run folder).
-//! 7. `cli`: the programs' shared edge (flag groups, the config file, `main_with`).
+//! 7. `settings`: the settings a program runs with, resolved once with their sources (the
+//!    config file, each precedence, `--show-config`); `cli`: the programs' shared edge (the
+//!    clap flag groups and their step to `settings`' types, `main_with`).
 //! 8. `driver`: the `meeting` loop and its run folder.
 //! 9. `mcp`: `agent-meeting mcp`, meetings as tools for coding agents (runs `meeting`).
 
@@ -33,6 +35,8 @@ pub mod meeting;
 
 pub mod otlp;
 pub mod stage;
+
+pub mod settings;
 
 pub mod cli;
 

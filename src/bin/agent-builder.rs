@@ -3,9 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use agent_meeting::cli::LlmArgs;
 use agent_meeting::cli::{main_with, write_stdout};
 use agent_meeting::io::{write_atomic, Format};
-use agent_meeting::llm::{client_for, LlmArgs};
+use agent_meeting::llm::client_for;
 use agent_meeting::model::{is_safe_name, LlmSettings};
 use agent_meeting::stage::agent_builder::{build_agent, BuildSpec};
 use agent_meeting::{loader, Error};
@@ -98,7 +99,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         name: args.name.clone().or_else(|| stem.map(str::to_string)),
         role: args.role.clone(),
     };
-    let llm = agent_meeting::cli::config::with_config(args.llm.clone())?;
+    let llm = agent_meeting::settings::config::with_config(args.llm.clone().into_config())?;
     let (mut client, opts) = client_for(&llm, &LlmSettings::default(), &serde_json::Map::new(), 0)?;
     let cfg = build_agent(&mut client, &opts, &spec)?;
     let text = loader::agent_config_text(&cfg, format)?;

@@ -27,7 +27,7 @@ struct Args {
     #[command(flatten)]
     output: cli::OutputArgs,
     #[command(flatten)]
-    llm: agent_meeting::llm::LlmArgs,
+    llm: agent_meeting::cli::LlmArgs,
     #[command(flatten)]
     human: cli::HumanArgs,
 }
@@ -35,7 +35,7 @@ struct Args {
 pub fn main() -> ExitCode {
     cli::main_with("agent-turn", || {
         let args: Args = cli::parse_args("agent-turn");
-        let llm = agent_meeting::cli::config::with_config(args.llm)?;
+        let llm = agent_meeting::settings::config::with_config(args.llm.into_config())?;
         let board = agent_meeting::io::read_board_stdin()?;
         let answers = args.human.human_answers.as_deref();
         let turned = turn::run(

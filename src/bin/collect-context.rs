@@ -71,7 +71,8 @@ fn run(args: Args) -> anyhow::Result<()> {
             text: io::read_stdin("<stdin>")?,
         },
     };
-    let (packet, notes) = context::packet(from, args.base_dir, |base| args.context.options(base))?;
+    let settings = args.context.into_settings();
+    let (packet, notes) = context::packet(from, args.base_dir, |base| settings.options(base))?;
     // Best effort: a closed stderr must not stop the packet.
     for line in &notes {
         agent_meeting::note!("{PROGRAM}: {line}");

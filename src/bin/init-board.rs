@@ -2,11 +2,11 @@
 
 use std::process::ExitCode;
 
-use agent_meeting::cli::config;
-use agent_meeting::cli::settings;
 use agent_meeting::cli::{self, BoardArgs, OutputArgs};
 use agent_meeting::io;
 use agent_meeting::model::{LlmSettings, MeetingPacket, PACKET_VERSION};
+use agent_meeting::settings;
+use agent_meeting::settings::config;
 use agent_meeting::stage::init_board as board;
 use clap::Parser;
 
@@ -62,7 +62,7 @@ pub fn main() -> ExitCode {
         let max_loops_given =
             matches.value_source("max_loops") == Some(clap::parser::ValueSource::CommandLine);
         let init = settings::init_args(
-            &args.board,
+            &args.board.clone().into_settings(),
             max_loops_given,
             llm,
             config,

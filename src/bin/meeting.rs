@@ -3,10 +3,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_meeting::cli::config;
-use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, OutputArgs};
+use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, LlmArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
-use agent_meeting::llm::LlmArgs;
+use agent_meeting::settings::config;
 use agent_meeting::{io, loader, Error};
 use clap::{ArgMatches, CommandFactory, Parser};
 
@@ -146,7 +145,7 @@ struct Args {
     #[command(flatten)]
     human: cli::HumanArgs,
     #[command(flatten)]
-    otlp: agent_meeting::otlp::OtlpArgs,
+    otlp: cli::OtlpArgs,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -258,13 +257,13 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
     };
     let new = NewMeeting {
         source,
-        context: args.context,
+        context: args.context.into_settings(),
         template: args.template,
-        board: args.board,
+        board: args.board.into_settings(),
         max_loops_given: given::<u32>(matches, "max_loops").is_some(),
-        llm: LlmArgs {
+        llm: agent_meeting::llm::LlmConfig {
             from_env: cli::env_sources(&Args::command(), matches),
-            ..args.llm
+            ..args.llm.into_config()
         },
         report_file: args.report_file,
         run_dir: args.run_dir,
@@ -317,11 +316,11 @@ pub fn main() -> ExitCode {
 fn run(after: &mut Option<String>) -> anyhow::Result<()> {
     let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
     if args.show_config {
-        let given = agent_meeting::cli::settings::Given {
-            callers: driver::callers_of_agents(&args.board)?,
-            llm: LlmArgs {
+        let given = agent_meeting::settings::Given {
+            callers: driver::callers_of_agents(&args.board.clone().into_settings())?,
+            llm: agent_meeting::llm::LlmConfig {
                 from_env: cli::env_sources(&Args::command(), &matches),
-                ..args.llm.clone()
+                ..args.llm.clone().into_config()
             },
             agents_dir: args.board.agents_dir.clone(),
             run_dir: args.run_dir.clone(),
@@ -330,10 +329,7 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
             max_total_tokens: args.board.max_total_tokens,
             max_cost_usd: args.board.max_cost,
         };
-        return cli::write_stdout(&agent_meeting::cli::settings::show(
-            &given,
-            config::load()?,
-        )?);
+        return cli::write_stdout(&agent_meeting::settings::show(&given, config::load()?)?);
     }
     if let [a, b] = args.compare.as_slice() {
         return cli::write_stdout(&driver::compare(a, b)?);

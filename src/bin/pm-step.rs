@@ -22,13 +22,13 @@ struct Args {
     #[command(flatten)]
     output: cli::OutputArgs,
     #[command(flatten)]
-    llm: agent_meeting::llm::LlmArgs,
+    llm: agent_meeting::cli::LlmArgs,
 }
 
 pub fn main() -> ExitCode {
     cli::main_with("pm-step", || {
         let args: Args = cli::parse_args("pm-step");
-        let llm = agent_meeting::cli::config::with_config(args.llm)?;
+        let llm = agent_meeting::settings::config::with_config(args.llm.into_config())?;
         let board = agent_meeting::io::read_board_stdin()?;
         cli::write_stage_board(
             pm::run(board, &mut agent_meeting::llm::Clients::per_stage(&llm)),

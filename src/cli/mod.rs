@@ -8,7 +8,9 @@ use std::process::ExitCode;
 
 use crate::error::Error;
 
-pub mod config;
+pub mod flags;
+
+pub use flags::{BoardArgs, LlmArgs, OpenAiApiArg, OtlpArgs};
 
 /// Set by `meeting` for a `--stage` command, to its own process id: a program of ours started
 /// under the command dies with its parent (the command's shell, which dies with the meeting),
@@ -41,7 +43,6 @@ fn die_with_parent_when_a_stage() {
         }
     }
 }
-pub mod settings;
 
 /// `--pretty`, on every program that prints JSON.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -76,14 +77,13 @@ pub struct ContextArgs {
 }
 
 impl ContextArgs {
-    /// collect-context's options, with the folder relative source paths resolve against.
-    pub fn options(&self, base_dir: std::path::PathBuf) -> crate::context::CollectOptions {
-        crate::context::CollectOptions {
-            base_dir,
-            context_root: self.context_root.clone(),
+    /// collect-context's settings as the library owns them.
+    pub fn into_settings(self) -> crate::context::ContextSettings {
+        crate::context::ContextSettings {
+            context_root: self.context_root,
             allow_sensitive: self.allow_sensitive,
+            no_redact: self.no_redact,
             max_context_chars: self.max_context_chars,
-            redact: !self.no_redact,
         }
     }
 }
@@ -100,97 +100,6 @@ pub struct HumanArgs {
         help_heading = "Input"
     )]
     pub human_answers: Option<std::path::PathBuf>,
-}
-
-/// Who takes part and how long the meeting may run: flattened into `init-board` and `meeting`,
-/// and kept in a run's `meeting.json`.
-#[derive(Debug, Clone, Default, PartialEq, clap::Args, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-#[command(next_help_heading = "Meeting")]
-pub struct BoardArgs {
-    /// Specialists taking part, in speaking-list order (comma-separated)
-    #[arg(long, short, value_delimiter = ',', value_name = "NAMES",
-          value_parser = agent_names(), hide_possible_values = true)]
-    pub agents: Vec<String>,
-    /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the user's
-    /// agents folder, the built-in agents (see --list-agents)
-    #[arg(long, value_name = "DIR")]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agents_dir: Option<std::path::PathBuf>,
-    /// The PM's config name, looked up like the agents (built-in PM prompt when `pm` is found
-    /// nowhere)
-    #[arg(long, value_name = "NAME")]
-    pub pm: Option<String>,
-    /// Hard limit of agent turns before the PM must close the meeting
-    #[arg(long, value_name = "N", default_value_t = 6)]
-    pub max_loops: u32,
-    /// Most participants the PM may ask at once (CALL_AGENTS, answered concurrently, one loop
-    /// each); 1: one at a time
-    #[arg(long, value_name = "N", default_value_t = 3,
-        value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::model::MAX_PARALLEL)))]
-    #[serde(default = "default_max_parallel")]
-    pub max_parallel: u32,
-    /// Token budget of the whole meeting (prompt + completion, every call); the PM closes the
-    /// meeting in time to write its report inside it. Wins over the meeting file's
-    /// `budget.max_total_tokens`
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_total_tokens: Option<u64>,
-    /// Dollars the whole meeting may spend, at the price table's prices (`--prices`); the PM
-    /// closes the meeting in time to write its report inside it. Wins over the meeting file's
-    /// `budget.max_cost_usd`
-    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost: Option<f64>,
-    /// Reviewers of the PM's draft before the report is final (comma-separated; the built-in
-    /// `devils-advocate` is one); wins over the meeting file's `review.by`
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub review_by: Vec<String>,
-    /// Open with a council round: before the PM routes anyone, every participant who is a model
-    /// votes blind for one of the decision packet's options, then ranks the others' answers,
-    /// anonymized; the PM sees the aggregate and the report gains a Council section. Also
-    /// `council: true` in the meeting file
-    #[arg(long)]
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub council: bool,
-    /// The council members' models, one per participant in order (comma-separated
-    /// provider:model or provider, e.g. openai:gpt-4o-mini,ollama:llama3.2); a participant left
-    /// out keeps its own. Implies --council; wins over the meeting file's `council.models`
-    #[arg(long, value_delimiter = ',', value_name = "MODELS")]
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub council_models: Vec<String>,
-    /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
-    #[arg(long, value_name = "ID", value_parser = crate::model::check_trace_id)]
-    pub trace_id: Option<String>,
-}
-
-/// `--agents`' values: any name (the loader checks it), the built-in agents completed.
-fn agent_names() -> crate::llm::AnyNamed {
-    crate::llm::AnyNamed(|| {
-        crate::loader::BUILTIN_AGENTS
-            .iter()
-            .map(|(n, _)| *n)
-            .collect()
-    })
-}
-
-/// `--max-cost`'s value: dollars above 0 (`0.50`, `$2`).
-fn positive_dollars(v: &str) -> Result<f64, String> {
-    let usd: f64 = v
-        .trim()
-        .trim_start_matches('$')
-        .parse()
-        .map_err(|_| format!("{v:?} is not a number of dollars (expected e.g. 0.50)"))?;
-    if usd.is_finite() && usd > 0.0 {
-        Ok(usd)
-    } else {
-        Err(format!("{v} (expected more than 0 dollars)"))
-    }
-}
-
-fn default_max_parallel() -> u32 {
-    3
 }
 
 /// Run a program's body and turn its outcome into the documented exit code: 0 success, 2 bad

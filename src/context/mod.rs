@@ -48,6 +48,31 @@ pub struct CollectOptions {
     pub redact: bool,
 }
 
+/// collect-context's settings as given (`cli::ContextArgs` settles to them; `meeting` keeps
+/// them in `meeting.json` and passes them on): [`CollectOptions`] but the folder paths resolve
+/// from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ContextSettings {
+    pub context_root: Option<PathBuf>,
+    pub allow_sensitive: bool,
+    /// `--no-redact`.
+    pub no_redact: bool,
+    pub max_context_chars: usize,
+}
+
+impl ContextSettings {
+    /// The options of a collection whose relative paths resolve against `base_dir`.
+    pub fn options(&self, base_dir: PathBuf) -> CollectOptions {
+        CollectOptions {
+            base_dir,
+            context_root: self.context_root.clone(),
+            allow_sensitive: self.allow_sensitive,
+            max_context_chars: self.max_context_chars,
+            redact: !self.no_redact,
+        }
+    }
+}
+
 /// What was redacted from one document's excerpt: the kinds of its markers, in text order
 /// (for the warning on stderr; the document itself records only the count).
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
-use crate::llm::{LlmArgs, ProviderName};
+use crate::llm::{LlmConfig, ProviderName};
 use crate::model::{AgentConfig, Board, ParticipantKind};
 
 pub use crate::stage::Caller;
@@ -15,7 +15,7 @@ pub use crate::stage::Caller;
 /// `allow_missing_keys` (a dry run) a missing key or no provider at all is not an error: what
 /// a real run would stop on is returned, one line each; everything else is still checked.
 pub(crate) fn check_llm_config(
-    llm: &LlmArgs,
+    llm: &LlmConfig,
     board: &Board,
     allow_missing_keys: bool,
 ) -> Result<Vec<String>> {
@@ -89,13 +89,13 @@ fn callers_of<'a>(
 
 /// The model callers `--agents` (and `--pm`) name, as [`callers`] lists them from the board,
 /// for `--show-config`; none without `--agents`.
-pub fn callers_of_agents(b: &crate::cli::BoardArgs) -> Result<Vec<Caller>> {
+pub fn callers_of_agents(b: &crate::settings::MeetingSettings) -> Result<Vec<Caller>> {
     if b.agents.iter().all(|a| a.trim().is_empty()) {
         return Ok(Vec::new());
     }
     let search = crate::loader::AgentSearch::new(
         b.agents_dir.as_deref(),
-        crate::cli::config::load()?.config.user_agents_dir(),
+        crate::settings::config::load()?.config.user_agents_dir(),
     );
     let pm_name = b.pm.as_deref().unwrap_or(crate::model::PM_CALLER);
     let (agents, pm) =
@@ -116,7 +116,7 @@ fn is_human(board: &Board, name: &str) -> bool {
 /// The start line's second line: which provider and model each caller uses, callers that
 /// share both named together (`models: openai gpt-4o-mini: pm, arch; anthropic ...: biz`);
 /// a replayed meeting names its cassette instead of a model.
-pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
+pub(crate) fn models_line(llm: &LlmConfig, board: &Board) -> Result<String> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     let mut local = None;
     for (name, meta) in callers(board) {
@@ -157,7 +157,7 @@ pub(crate) fn models_line(llm: &LlmArgs, board: &Board) -> Result<String> {
 
 /// A visible warning when the environment, not a flag, made this meeting a replay: a variable
 /// left over from the README's offline example must not pass for a real meeting.
-pub(crate) fn replay_from_env_warning(llm: &LlmArgs) -> Option<String> {
+pub(crate) fn replay_from_env_warning(llm: &LlmConfig) -> Option<String> {
     let from_env = &llm.from_env;
     let replay =
         llm.provider.as_deref().and_then(ProviderName::parse) == Some(ProviderName::Replay);

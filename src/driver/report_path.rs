@@ -139,8 +139,8 @@ pub(super) fn check_report_path(
         settings.board.agents_dir.as_deref(),
         // On --resume the user's config file is not the meeting's: a broken one must not stop
         // it, the default folder is guarded then.
-        crate::cli::config::user_agents_dir()
-            .unwrap_or_else(|_| crate::cli::config::config_dir().map(|d| d.join("agents"))),
+        crate::settings::config::user_agents_dir()
+            .unwrap_or_else(|_| crate::settings::config::config_dir().map(|d| d.join("agents"))),
     );
     let pm = board
         .pm

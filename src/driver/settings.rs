@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::cli::BoardArgs;
 use crate::error::{Error, Result};
-use crate::llm::LlmArgs;
+use crate::llm::LlmConfig;
+use crate::settings::MeetingSettings;
 use crate::stage::Stage;
 
 /// Version of `meeting.json`; a run folder of another version cannot be resumed.
@@ -46,9 +46,9 @@ pub struct RunSettings {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<PathBuf>,
     /// Participants, PM, loop limit and the (settled) trace id.
-    pub board: BoardArgs,
+    pub board: MeetingSettings,
     /// The LLM flags of the stages; `llm_log` is this run folder's `llm.jsonl`.
-    pub llm: LlmArgs,
+    pub llm: LlmConfig,
     pub report_file: PathBuf,
     /// Stages replaced by a user command run with `sh -c`.
     #[serde(default)]
@@ -140,7 +140,7 @@ pub(super) mod tests {
             context_root: Some("/m".into()),
             max_context_chars: Some(900),
             template: Some("/m/t.md.j2".into()),
-            board: BoardArgs {
+            board: MeetingSettings {
                 agents: vec!["arch".into(), "biz".into()],
                 agents_dir: Some("/m/agents".into()),
                 pm: None,
@@ -153,12 +153,12 @@ pub(super) mod tests {
                 council_models: vec![],
                 trace_id: Some("t-1".into()),
             },
-            llm: LlmArgs {
+            llm: LlmConfig {
                 provider: Some("replay".into()),
                 cassette: Some("/m/c.jsonl".into()),
                 llm_log: Some("/runs/t-1/llm.jsonl".into()),
                 reuse_log: true,
-                ..LlmArgs::default()
+                ..LlmConfig::default()
             },
             report_file: "/m/report.md".into(),
             stage_overrides: BTreeMap::from([(Stage::MergeBoard, "cat".to_string())]),

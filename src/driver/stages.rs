@@ -14,11 +14,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use super::progress::{Ticker, Ui};
 use super::settings::{MeetingSource, RunSettings};
 use super::stop::Watch;
-use crate::cli::ContextArgs;
 use crate::context::InputFrom;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line};
-use crate::llm::{Clients, LlmArgs};
+use crate::llm::{Clients, LlmConfig};
 use crate::model::{Board, LlmSettings, MeetingPacket, ReportResult, Status, PACKET_VERSION};
 use crate::stage::init_board;
 use crate::stage::{agent_turn, merge_board, pm_step, render_report, Stage};
@@ -77,7 +76,7 @@ pub(super) enum Ran {
 pub(super) struct Stages<'a> {
     settings: &'a RunSettings,
     /// An unreadable file fails the stage that needs it, as it would fail the program.
-    config: Result<crate::cli::config::Config>,
+    config: Result<crate::settings::config::Config>,
     /// The LLM flags over the config file's defaults, and each caller's client, kept for
     /// the run (docs/design/llm.md#llm-layer).
     llm: Result<std::cell::RefCell<Clients>>,
@@ -91,9 +90,9 @@ impl<'a> Stages<'a> {
     /// Read the run's config file and template once.
     pub fn new(settings: &'a RunSettings) -> Stages<'a> {
         let config =
-            crate::cli::config::load_file(settings.config_file.as_deref()).map(|l| l.config);
+            crate::settings::config::load_file(settings.config_file.as_deref()).map(|l| l.config);
         let llm = config.as_ref().map_err(Clone::clone).map(|config| {
-            std::cell::RefCell::new(Clients::for_run(LlmArgs {
+            std::cell::RefCell::new(Clients::for_run(LlmConfig {
                 config: config.llm_defaults(),
                 ..settings.llm.clone()
             }))
@@ -126,7 +125,7 @@ impl<'a> Stages<'a> {
             MeetingSource::MeetingFile(f) => InputFrom::MeetingFile(f.clone()),
             MeetingSource::Topic(t) => InputFrom::Topic(t.clone()),
         };
-        let context = ContextArgs {
+        let context = crate::context::ContextSettings {
             context_root: s.context_root.clone(),
             allow_sensitive: s.allow_sensitive,
             no_redact: s.no_redact,
@@ -148,10 +147,10 @@ impl<'a> Stages<'a> {
         guarded(Stage::InitBoard, || {
             // `meeting` settled the loop limit when it started (`settings_of`): its board
             // flags carry it, as given.
-            let args = crate::cli::settings::init_args(
+            let args = crate::settings::init_args(
                 &s.board,
                 true,
-                LlmSettings::from_flags(&s.llm),
+                LlmSettings::from_config(&s.llm),
                 self.config.as_ref().map_err(Clone::clone)?,
                 &packet.meeting_input,
             );
@@ -343,7 +342,7 @@ fn run_command(
     cmd.arg("-c").arg(command);
     // The meeting's config file, pinned; empty: none (docs/design/agents-and-config.md#config).
     cmd.env(
-        crate::cli::config::CONFIG_ENV,
+        crate::settings::config::CONFIG_ENV,
         settings.config_file.as_deref().unwrap_or(Path::new("")),
     );
     cmd.stdin(Stdio::piped())

@@ -20,25 +20,25 @@ use super::run_dir::open_append;
 use super::run_dir::RunDir;
 use super::settings::{absolute, MeetingSource, RunSettings, SETTINGS_VERSION};
 use super::stages::{self, Stages};
-use crate::cli::BoardArgs;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line};
-use crate::llm::LlmArgs;
+use crate::llm::LlmConfig;
 use crate::model::Board;
+use crate::settings::MeetingSettings;
 use crate::stage::Stage;
 
 /// What `meeting` was asked to start: its flags, before the config file fills the gaps.
 pub struct NewMeeting {
     pub source: MeetingSource,
     /// collect-context's flags, passed on.
-    pub context: crate::cli::ContextArgs,
+    pub context: crate::context::ContextSettings,
     /// render-report's `--template`.
     pub template: Option<PathBuf>,
-    pub board: BoardArgs,
+    pub board: MeetingSettings,
     /// `--max-loops` was given: it wins over the config file's `max_loops`.
     pub max_loops_given: bool,
     /// The LLM flags; the config file's defaults are added below them (docs/design/agents-and-config.md#config).
-    pub llm: LlmArgs,
+    pub llm: LlmConfig,
     /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
     pub report_file: Option<PathBuf>,
     /// `--run-dir`, the folder holding run folders (else the config file's, else `runs`).
@@ -168,7 +168,7 @@ fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
 fn settings_of(
     new: NewMeeting,
 ) -> Result<(RunSettings, PathBuf, Option<PathBuf>, Option<PathBuf>)> {
-    let loaded = crate::cli::config::load()?;
+    let loaded = crate::settings::config::load()?;
     if new.board.agents.iter().all(|a| a.trim().is_empty()) {
         return Err(Error::Usage(
             "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
@@ -178,7 +178,7 @@ fn settings_of(
     let mut board_args = new.board;
     let flag = new.max_loops_given.then_some(board_args.max_loops);
     board_args.max_loops =
-        crate::cli::settings::max_loops(flag, board_args.max_loops, &loaded.config).value;
+        crate::settings::max_loops(flag, board_args.max_loops, &loaded.config).value;
     board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
     let source = match new.source {
         MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),
@@ -201,7 +201,7 @@ fn settings_of(
             (free, kept, Some(default))
         }
     };
-    let mut llm = crate::cli::config::with_config(new.llm)?;
+    let mut llm = crate::settings::config::with_config(new.llm)?;
     // The stages log into the run folder; the user's own log gets a copy of every line.
     let user_llm_log = llm.llm_log.take().map(|l| absolute(&l));
     let settings = RunSettings {
@@ -228,7 +228,7 @@ fn settings_of(
         }),
         fork: None,
     };
-    let run_dir = crate::cli::settings::run_dir(new.run_dir, &loaded.config).0;
+    let run_dir = crate::settings::run_dir(new.run_dir, &loaded.config).0;
     Ok((settings, run_dir, numbered_from, default_report))
 }
 
@@ -267,7 +267,7 @@ pub(super) fn create(checked: Checked, ui: Ui) -> Result<Run> {
         // The stages of this run read the settings as they were at its start.
         let copy = dir.path.join("config.yaml");
         // The file the settings name: the user's for a new meeting, a parent's copy for a fork.
-        let config = crate::cli::config::load_file(settings.config_file.as_deref())?.config;
+        let config = crate::settings::config::load_file(settings.config_file.as_deref())?.config;
         let text = serde_yaml::to_string(&config)
             .map_err(|e| Error::Runtime(format!("config.yaml: {e}")))?;
         dir.write(&copy, text.as_bytes())?;
@@ -354,7 +354,7 @@ fn first_board(settings: &RunSettings, ui: Ui) -> Result<(String, String, Board)
 /// The PM's first prompt exactly as the PM's provider would be sent it (the reply schema in
 /// the prompt or not, as that provider takes it), and its input document; for Ollama, the
 /// context its first call asks for.
-fn dry_run_prompt(llm: &LlmArgs, board: &Board, ui: Ui) -> Result<DryRun> {
+fn dry_run_prompt(llm: &LlmConfig, board: &Board, ui: Ui) -> Result<DryRun> {
     let pm_meta = board
         .pm
         .as_ref()

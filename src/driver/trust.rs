@@ -53,7 +53,7 @@ impl Folder {
         if !trust {
             check_owner(dir, self.flag)?;
         }
-        let urls = |c: &crate::cli::config::Config| {
+        let urls = |c: &crate::settings::config::Config| {
             [
                 ("openai", c.base_urls.openai.clone()),
                 ("anthropic", c.base_urls.anthropic.clone()),
@@ -61,10 +61,10 @@ impl Folder {
             ]
         };
         let copy = match &settings.config_file {
-            Some(copy) => urls(&crate::cli::config::load_file(Some(copy))?.config),
+            Some(copy) => urls(&crate::settings::config::load_file(Some(copy))?.config),
             None => urls(&Default::default()),
         };
-        let own = crate::cli::config::load()
+        let own = crate::settings::config::load()
             .map(|l| urls(&l.config))
             .unwrap_or_else(|_| urls(&Default::default()));
         let report = &settings.report_file;

@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::anthropic::Anthropic;
-use super::args::LlmArgs;
+use super::config::LlmConfig;
 use super::ollama::Ollama;
 use super::openai::{Api, AzureForm, JsonMode, OpenAi};
 use super::replay::{Recorder, Replay};
@@ -40,14 +40,14 @@ fn seconds(flag: &str, v: f64) -> Result<Duration, Error> {
 /// caller, not once per stage; a program builds the one its stage needs
 /// ([`Clients::per_stage`]).
 pub struct Clients {
-    args: LlmArgs,
+    args: LlmConfig,
     keep: bool,
     kept: std::collections::BTreeMap<String, (Client, Options)>,
 }
 
 impl Clients {
     /// Clients built for each stage and dropped with it (one program, one stage).
-    pub fn per_stage(args: &LlmArgs) -> Clients {
+    pub fn per_stage(args: &LlmConfig) -> Clients {
         Clients {
             args: args.clone(),
             keep: false,
@@ -56,7 +56,7 @@ impl Clients {
     }
 
     /// Clients kept from stage to stage of one run, one per caller.
-    pub fn for_run(args: LlmArgs) -> Clients {
+    pub fn for_run(args: LlmConfig) -> Clients {
         Clients {
             keep: true,
             ..Clients::per_stage(&args)
@@ -64,7 +64,7 @@ impl Clients {
     }
 
     /// The flags and config defaults the clients are built from.
-    pub fn args(&self) -> &LlmArgs {
+    pub fn args(&self) -> &LlmConfig {
         &self.args
     }
 
@@ -94,7 +94,7 @@ impl Clients {
 
 /// [`client_for_caller`] for a caller whose name is not known (agent-builder, checks).
 pub fn client_for(
-    args: &LlmArgs,
+    args: &LlmConfig,
     board_llm: &LlmSettings,
     metadata: &Map<String, Value>,
     calls: u64,
@@ -108,7 +108,7 @@ pub fn client_for(
 /// 2). A `max_tokens` nobody set stays `None`: each stage then sends its own default
 /// ([`super::default_max_tokens`]).
 pub fn client_for_caller(
-    args: &LlmArgs,
+    args: &LlmConfig,
     board_llm: &LlmSettings,
     caller: &str,
     metadata: &Map<String, Value>,
@@ -232,7 +232,7 @@ pub fn client_for_caller(
 /// The provider and model one caller will use (`replay` answers from the cassette: its model
 /// is the one recorded). Fails as [`client_for_caller`] would when no provider is chosen.
 pub fn provider_and_model(
-    args: &LlmArgs,
+    args: &LlmConfig,
     board_llm: &LlmSettings,
     caller: &str,
     metadata: &Map<String, Value>,
@@ -242,13 +242,13 @@ pub fn provider_and_model(
 }
 
 /// Whether the flags ask for the provider's native structured output.
-fn native(args: &LlmArgs) -> bool {
+fn native(args: &LlmConfig) -> bool {
     !args.no_native_schema && !args.no_response_format
 }
 
 /// How the flags ask for a JSON answer: natively, JSON mode (`--no-native-schema`) or nothing
 /// but the prompt (`--no-response-format`).
-fn json_mode(args: &LlmArgs) -> JsonMode {
+fn json_mode(args: &LlmConfig) -> JsonMode {
     if args.no_response_format {
         JsonMode::Prompt
     } else if args.no_native_schema {
@@ -260,18 +260,18 @@ fn json_mode(args: &LlmArgs) -> JsonMode {
 
 /// The OpenAI provider as the flags configure it, at `name`'s base URL (the OpenAI-compatible
 /// providers are this one).
-fn openai_at(name: ProviderName, args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+fn openai_at(name: ProviderName, args: &LlmConfig, api_key: &str, timeouts: Timeouts) -> OpenAi {
     OpenAi::new(&base_url(args, name).value, api_key, native(args), timeouts)
         .with_mode(json_mode(args))
 }
 
-fn openai(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+fn openai(args: &LlmConfig, api_key: &str, timeouts: Timeouts) -> OpenAi {
     openai_at(ProviderName::OpenAi, args, api_key, timeouts)
 }
 
 /// Gemini's OpenAI-compatible endpoint, its schemas in the subset Gemini takes
 /// (docs/design/llm.md#gemini).
-fn gemini(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+fn gemini(args: &LlmConfig, api_key: &str, timeouts: Timeouts) -> OpenAi {
     openai_at(ProviderName::Gemini, args, api_key, timeouts).gemini()
 }
 
@@ -280,7 +280,7 @@ const OLLAMA_NEEDS_MODEL: &str = "provider ollama needs a model, one the server 
 model); `ollama list` shows the models pulled";
 
 /// The Ollama provider as the flags configure it, sending contexts of at least `floor` tokens.
-fn ollama(args: &LlmArgs, api_key: &str, floor: u32, timeouts: Timeouts) -> Ollama {
+fn ollama(args: &LlmConfig, api_key: &str, floor: u32, timeouts: Timeouts) -> Ollama {
     Ollama::new(
         &base_url(args, ProviderName::Ollama).value,
         api_key,
@@ -299,12 +299,12 @@ Responses API on its v1 endpoint only: set AZURE_OPENAI_ENDPOINT to https://RESO
 (or OPENAI_API_VERSION=v1), or use --openai-api chat";
 
 /// The Azure OpenAI provider: the OpenAI one on the endpoint's deployment path or its v1 base.
-fn azure(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> OpenAi {
+fn azure(args: &LlmConfig, api_key: &str, timeouts: Timeouts) -> OpenAi {
     openai_at(ProviderName::Azure, args, api_key, timeouts).azure(azure_form().value)
 }
 
 /// The Anthropic provider as the flags configure it.
-fn anthropic(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> Anthropic {
+fn anthropic(args: &LlmConfig, api_key: &str, timeouts: Timeouts) -> Anthropic {
     Anthropic::new(
         &base_url(args, ProviderName::Anthropic).value,
         api_key,
@@ -316,7 +316,7 @@ fn anthropic(args: &LlmArgs, api_key: &str, timeouts: Timeouts) -> Anthropic {
 /// The variable holding `provider`'s API key when a call would need it and it is not set. A
 /// local OpenAI-compatible server (loopback base URL) needs none, nor does Ollama (its key is
 /// sent when set, for a hosted or proxied server).
-pub fn missing_key(args: &LlmArgs, provider: ProviderName) -> Option<&'static str> {
+pub fn missing_key(args: &LlmConfig, provider: ProviderName) -> Option<&'static str> {
     if provider == ProviderName::Ollama {
         return None;
     }
@@ -336,7 +336,7 @@ pub fn missing_key(args: &LlmArgs, provider: ProviderName) -> Option<&'static st
 /// Whether `provider`, as the flags configure it, wants the reply schema described in the
 /// prompt (no native structured output): asked of the provider itself, built without a key
 /// (`--dry-run` shows the prompt exactly as it would be sent).
-pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
+pub fn schema_in_prompt(args: &LlmConfig, provider: ProviderName) -> bool {
     let timeouts = Timeouts {
         connect: Duration::from_secs(1),
         read: Duration::from_secs(1),
@@ -355,7 +355,7 @@ pub fn schema_in_prompt(args: &LlmArgs, provider: ProviderName) -> bool {
 }
 
 /// With `--reuse-log`, calls that completed in an earlier (killed) run come from the log.
-fn reuse_completed(args: &LlmArgs, provider: Box<dyn Provider>) -> Box<dyn Provider> {
+fn reuse_completed(args: &LlmConfig, provider: Box<dyn Provider>) -> Box<dyn Provider> {
     match (&args.llm_log, args.reuse_log) {
         (Some(log), true) => Box::new(super::resume::FromLog::new(provider, log)),
         _ => provider,
@@ -377,10 +377,10 @@ mod tests {
             format!("{{\"seq\":{seq},\"caller\":\"{caller}\",\"response\":\"r{seq}\"}}\n")
         };
         std::fs::write(&cassette, line(1, "pm") + &line(2, "arch") + &line(3, "pm")).unwrap();
-        let args = LlmArgs {
+        let args = LlmConfig {
             provider: Some("replay".into()),
             cassette: Some(cassette.clone()),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         };
         let board = LlmSettings::default();
         let none = Map::new();

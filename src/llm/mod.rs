@@ -15,12 +15,12 @@
 //! expected schema as sent), `transport` (ureq, timeouts, error bodies), `openai` /
 //! `responses` / `anthropic` / `ollama` (wire formats: OpenAI's Chat Completions and Responses API,
 //! Anthropic's Messages, Ollama's native chat), `json_format` (how OpenAI's two APIs ask for JSON, its strict subset), `replay` (cassettes, `--record`), `sample` (answers made
-//! from the request, no model), `resume` (answers from an earlier run's log), `parse` (tolerant JSON), `args` (flags and resolution).
+//! from the request, no model), `resume` (answers from an earlier run's log), `parse` (tolerant JSON), `config` (the LLM configuration a program runs with), `resolve` (what each caller gets of it).
 
 pub mod anthropic;
-pub mod args;
 pub mod build;
 mod client;
+pub mod config;
 pub mod headers;
 pub(crate) mod json_format;
 mod notation;
@@ -40,11 +40,11 @@ pub mod sample;
 mod schema_text;
 pub mod transport;
 
-pub use args::{ConfigDefaults, LlmArgs};
 pub use build::{client_for, client_for_caller, Clients};
 pub use client::{Client, RetryPolicy};
+pub use config::{ConfigDefaults, LlmConfig, OpenAiApi};
 pub use parse::parse_json_reply;
-pub use provider::{AnyNamed, AttemptError, Provider, ProviderName, RawReply};
+pub use provider::{AttemptError, Provider, ProviderName, RawReply};
 pub use reply::{LlmError, NoJson, Reply, TokenUsage, CUT_OFF};
 pub use request::{
     default_max_tokens, ExpectedJson, FactDocument, Facts, Message, Options, Request, Role,

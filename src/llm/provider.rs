@@ -206,43 +206,6 @@ impl ProviderName {
     }
 }
 
-/// A flag's value that may be any string (the program checks it and suggests the closest
-/// name), with the names `0` gives as possible values for shell completions: `--provider`'s
-/// (the providers) and `--agents`' (the built-in agents; a user's own are not known when the
-/// completion script is generated).
-#[derive(Clone, Copy)]
-pub struct AnyNamed(pub fn() -> Vec<&'static str>);
-
-impl AnyNamed {
-    /// `--provider`'s: an empty value means unset; [`resolve`] checks the name.
-    pub fn providers() -> AnyNamed {
-        AnyNamed(|| ProviderName::ALL.map(ProviderName::as_str).to_vec())
-    }
-}
-
-impl clap::builder::TypedValueParser for AnyNamed {
-    type Value = String;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &std::ffi::OsStr,
-    ) -> Result<String, clap::Error> {
-        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
-    }
-
-    fn possible_values(
-        &self,
-    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
-        Some(Box::new(
-            (self.0)()
-                .into_iter()
-                .map(clap::builder::PossibleValue::new),
-        ))
-    }
-}
-
 impl fmt::Display for ProviderName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

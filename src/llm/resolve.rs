@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::args::{LlmArgs, OpenAiApi};
+use super::config::{LlmConfig, OpenAiApi};
 use super::openai::{Api, AzureForm};
 pub use super::provider::ProviderName;
 use crate::error::Error;
@@ -28,7 +28,7 @@ pub mod local_default {
 }
 
 /// Whether `provider`, as the flags configure it, is a server on this machine.
-pub fn is_local_server(args: &LlmArgs, provider: ProviderName) -> bool {
+pub fn is_local_server(args: &LlmConfig, provider: ProviderName) -> bool {
     !provider.offline() && super::transport::is_loopback(&base_url(args, provider).value)
 }
 
@@ -182,7 +182,7 @@ fn who(caller: &str) -> String {
 }
 
 /// A flag's source: its variable when the program read it from there, else the command line.
-fn flag_source(args: &LlmArgs, var: &str) -> Source {
+fn flag_source(args: &LlmConfig, var: &str) -> Source {
     if args.from_env.iter().any(|v| v == var) {
         Source::Env(var.to_string())
     } else {
@@ -213,7 +213,7 @@ fn provider_named(name: &str, source: &Source) -> Result<ProviderName, Error> {
 /// with a runtime error when no provider is chosen at all, with a usage error for a provider
 /// name that is not one.
 pub fn resolve(
-    args: &LlmArgs,
+    args: &LlmConfig,
     board_llm: &LlmSettings,
     caller: &str,
     metadata: &Map<String, Value>,
@@ -269,7 +269,7 @@ pub fn resolve(
         None if is_local_server(args, p) => {
             Setting::new(local_default::READ_TIMEOUT, Source::LocalServer)
         }
-        None => Setting::new(super::args::DEFAULT_READ_TIMEOUT, Source::Default),
+        None => Setting::new(super::config::DEFAULT_READ_TIMEOUT, Source::Default),
     };
     let api = openai_api(args, p, &model.value);
     Ok(Resolved {
@@ -287,7 +287,7 @@ pub fn resolve(
 /// table in use lists it and not Chat Completions among the model's endpoints; else Chat
 /// Completions (also on azure, whose model is a deployment's name, not the model's). `None`
 /// for a provider that is not OpenAI's wire format.
-pub fn openai_api(args: &LlmArgs, provider: ProviderName, model: &str) -> Option<Setting<Api>> {
+pub fn openai_api(args: &LlmConfig, provider: ProviderName, model: &str) -> Option<Setting<Api>> {
     if !matches!(provider, ProviderName::OpenAi | ProviderName::Azure) {
         return None;
     }
@@ -309,7 +309,7 @@ pub fn openai_api(args: &LlmArgs, provider: ProviderName, model: &str) -> Option
 /// A caller's `max_tokens` (metadata, the board's, the flag; `None`: the stage's default),
 /// which needs no provider: the token budget prices agents' replies with it.
 pub fn resolve_max_tokens(
-    args: &LlmArgs,
+    args: &LlmConfig,
     board_llm: &LlmSettings,
     caller: &str,
     metadata: &Map<String, Value>,
@@ -335,7 +335,7 @@ pub fn resolve_max_tokens(
 }
 
 fn resolve_provider(
-    args: &LlmArgs,
+    args: &LlmConfig,
     board_llm: &LlmSettings,
     caller: &str,
     metadata: &Map<String, Value>,
@@ -423,7 +423,7 @@ pub fn azure_form() -> Setting<AzureForm> {
 /// file's, else the provider's own (`replay` has none: the OpenAI one is shown; `azure` has
 /// none: `AZURE_OPENAI_ENDPOINT` names the resource; `ollama`'s variable, `OLLAMA_HOST`, may
 /// be `host:port` as Ollama reads it: [`super::ollama::host_url`]).
-pub fn base_url(args: &LlmArgs, provider: ProviderName) -> Setting<String> {
+pub fn base_url(args: &LlmConfig, provider: ProviderName) -> Setting<String> {
     if provider == ProviderName::Azure {
         return Setting {
             value: env_non_empty(AZURE_ENDPOINT).unwrap_or_default(),
@@ -505,11 +505,11 @@ mod tests {
             "provider": "anthropic", "model": "meta-model", "max_tokens": 700
         }))
         .unwrap();
-        let args = LlmArgs {
+        let args = LlmConfig {
             provider: Some("openai".into()),
             model: Some("flag-model".into()),
             max_tokens: Some(900),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         };
         let r = resolve(&args, &board("", None, None), "arch", &meta).unwrap();
         assert_eq!(r.provider.value, ProviderName::Anthropic);
@@ -536,7 +536,7 @@ mod tests {
         assert_eq!(r.model, Setting::new("b".to_string(), Source::Board));
         assert_eq!(r.max_tokens, Setting::new(Some(5), Source::Board));
         // A value read from a flag's variable is named after the variable.
-        let args = LlmArgs {
+        let args = LlmConfig {
             from_env: vec!["AGENT_MEETING_MODEL".into()],
             ..args
         };
@@ -550,25 +550,25 @@ mod tests {
         assert_eq!(r.model.source, Source::Env("AGENT_MEETING_MODEL".into()));
         assert_eq!(r.provider.source, Source::Flag);
         // Replay by flag wins over metadata.
-        let replay = LlmArgs {
+        let replay = LlmConfig {
             provider: Some("Replay".into()),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         };
         let r = resolve(&replay, &board("", None, None), "arch", &meta).unwrap();
         assert_eq!(r.provider.value, ProviderName::Replay);
         // An unknown name in metadata is a usage error naming what set it.
         let bad: Map<String, Value> =
             serde_json::from_value(serde_json::json!({"provider": "openia"})).unwrap();
-        let e = resolve(&LlmArgs::default(), &board("", None, None), "arch", &bad).unwrap_err();
+        let e = resolve(&LlmConfig::default(), &board("", None, None), "arch", &bad).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("metadata.provider"), "{e}");
     }
 
     #[test]
     fn the_config_files_per_caller_model_comes_before_its_model() {
-        let mut args = LlmArgs {
+        let mut args = LlmConfig {
             provider: Some("openai".into()),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         };
         args.config.model = Some("all".into());
         args.config.models.insert("pm".into(), "pm-model".into());

@@ -119,8 +119,8 @@ pub fn place(
     context_root: Option<std::path::PathBuf>,
 ) -> Result<Place> {
     let abs = |p: &std::path::Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let config = &crate::cli::config::load()?.config;
-    let runs = abs(&crate::cli::settings::run_dir(run_dir, config).0);
+    let config = &crate::settings::config::load()?.config;
+    let runs = abs(&crate::settings::run_dir(run_dir, config).0);
     let here = std::env::current_dir()
         .map_err(|e| Error::Runtime(format!("the current folder: {}", crate::io::os_error(&e))))?;
     let context_root = match context_root {

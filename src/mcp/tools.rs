@@ -442,7 +442,7 @@ fn made_meeting_file(place: &Place, run_id: &str, topic: &str, docs: &[String]) 
 
 /// `list_agents`: every agent the lookup finds from the server's folder, with its role.
 pub fn list_agents() -> Result<Value> {
-    let search = crate::loader::AgentSearch::new(None, crate::cli::config::user_agents_dir()?);
+    let search = crate::loader::AgentSearch::new(None, crate::settings::config::user_agents_dir()?);
     let agents: Vec<Value> = search
         .list()
         .into_iter()

@@ -24,7 +24,7 @@ use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::llm::prices::{dollars, Prices};
-use crate::llm::{default_max_tokens, LlmArgs, Options, Request};
+use crate::llm::{default_max_tokens, LlmConfig, Options, Request};
 use crate::meeting::prompts::ITEM_CHARS;
 use crate::model::{Board, Charge, CostLimit, ForcedReason, ParticipantKind, PM_CALLER};
 
@@ -216,7 +216,7 @@ pub fn live_cost(board: &Board) -> Option<crate::model::Cost> {
 /// reviewers' models as `llm` resolves them. A person and a provider not paid by the token
 /// (replay, sample, Ollama) cost nothing; a model the table does not price is a usage error, since its
 /// spending could not be kept within the budget.
-pub fn cost_limit(board: &Board, llm: &LlmArgs, usd: f64, prices: &Prices) -> Result<CostLimit> {
+pub fn cost_limit(board: &Board, llm: &LlmConfig, usd: f64, prices: &Prices) -> Result<CostLimit> {
     let none = Map::new();
     let pm = board.pm.as_ref().map_or(&none, |p| &p.metadata);
     let agents = board
@@ -251,7 +251,7 @@ pub fn cost_limit(board: &Board, llm: &LlmArgs, usd: f64, prices: &Prices) -> Re
 
 /// `board`'s cost budget priced again for the models `llm` gives its callers (the driver's
 /// flags at a start or a resume; init-board knows only the meeting's defaults).
-pub fn price_again(board: &mut Board, llm: &LlmArgs) -> Result<()> {
+pub fn price_again(board: &mut Board, llm: &LlmConfig) -> Result<()> {
     if let Some(limit) = board.max_cost {
         board.max_cost = Some(cost_limit(board, llm, limit.usd, Prices::current())?);
     }
@@ -302,7 +302,7 @@ pub struct AgentLimits(BTreeMap<String, u64>);
 
 impl AgentLimits {
     /// The limits of `board`'s participants under the LLM flags `llm`.
-    pub fn resolve(board: &Board, llm: &LlmArgs) -> AgentLimits {
+    pub fn resolve(board: &Board, llm: &LlmConfig) -> AgentLimits {
         let limits = board.participants.iter().map(|name| {
             let none = Map::new();
             let meta = board.agents.get(name).map_or(&none, |a| &a.metadata);
@@ -667,25 +667,25 @@ mod tests {
         board.llm.model = Some("gpt-4o-mini".into());
         let prices = Prices::built_in();
         let mini = prices.of("openai", "gpt-4o-mini").unwrap().clone();
-        let l = cost_limit(&board, &LlmArgs::default(), 1.0, &prices).unwrap();
+        let l = cost_limit(&board, &LlmConfig::default(), 1.0, &prices).unwrap();
         assert_eq!(l.input_usd_per_mtok, mini.input * 1e6);
         assert_eq!(l.output_usd_per_mtok, mini.output * 1e6);
         let meta = &mut board.agents.get_mut("arch").unwrap().metadata;
         meta.insert("model".into(), "gpt-4o".into());
         let big = prices.of("openai", "gpt-4o").unwrap().clone();
-        let l = cost_limit(&board, &LlmArgs::default(), 1.0, &prices).unwrap();
+        let l = cost_limit(&board, &LlmConfig::default(), 1.0, &prices).unwrap();
         assert_eq!(l.output_usd_per_mtok, big.output * 1e6);
         let meta = &mut board.agents.get_mut("arch").unwrap().metadata;
         meta.insert("model".into(), "no-such-model".into());
-        let err = cost_limit(&board, &LlmArgs::default(), 1.0, &prices).unwrap_err();
+        let err = cost_limit(&board, &LlmConfig::default(), 1.0, &prices).unwrap_err();
         assert!(
             err.to_string().contains("arch uses openai no-such-model"),
             "{err}"
         );
         board.llm.provider = "replay".into();
-        let offline = LlmArgs {
+        let offline = LlmConfig {
             provider: Some("replay".into()),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         };
         let l = cost_limit(&board, &offline, 1.0, &prices).unwrap();
         assert_eq!((l.input_usd_per_mtok, l.output_usd_per_mtok), (0.0, 0.0));
@@ -697,7 +697,7 @@ mod tests {
     #[test]
     fn a_fan_out_reserves_for_all_its_calls() {
         let mut board = crate::stage::fixtures::board(&[]);
-        let l = &AgentLimits::resolve(&board, &LlmArgs::default());
+        let l = &AgentLimits::resolve(&board, &LlmConfig::default());
         assert!(fan_out_fits(&board, l, Charge::default(), 3), "no budget");
         let share = fan_out_share(&board, l);
         assert!(share.total() > 2 * agent_turn_estimate(&board, l).total());
@@ -715,7 +715,7 @@ mod tests {
     #[test]
     fn no_budget_never_stops() {
         let board = crate::stage::fixtures::board(&[]);
-        let l = &AgentLimits::resolve(&board, &LlmArgs::default());
+        let l = &AgentLimits::resolve(&board, &LlmConfig::default());
         let most = Charge::new(u64::MAX, u64::MAX);
         assert_eq!(
             next_round(&board, l, most, most, 1),
@@ -730,11 +730,11 @@ mod tests {
     #[test]
     fn an_agents_reply_limit_follows_the_resolver() {
         let mut board = crate::stage::fixtures::board(&[]);
-        let flag = LlmArgs {
+        let flag = LlmConfig {
             max_tokens: Some(333),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         };
-        let l = AgentLimits::resolve(&board, &LlmArgs::default());
+        let l = AgentLimits::resolve(&board, &LlmConfig::default());
         assert_eq!(l.of("arch"), u64::from(default_max_tokens::AGENT_TURN));
         assert_eq!(AgentLimits::resolve(&board, &flag).of("arch"), 333);
         board.llm.max_tokens = Some(444);

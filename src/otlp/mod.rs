@@ -25,20 +25,6 @@ pub const HEADERS_ENV: &str = "OTEL_EXPORTER_OTLP_HEADERS";
 /// call's `_meta.traceparent`; the name OpenTelemetry's environment carriers use).
 pub const TRACEPARENT_ENV: &str = "TRACEPARENT";
 
-/// `meeting`'s trace flags.
-#[derive(clap::Args, Debug, Clone, Default)]
-pub struct OtlpArgs {
-    /// Export the meeting as OpenTelemetry traces (OTLP/HTTP protobuf) to this collector;
-    /// /v1/traces is added (also OTEL_EXPORTER_OTLP_ENDPOINT, or
-    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT used as it is; headers from
-    /// OTEL_EXPORTER_OTLP_HEADERS). A failed export is a warning
-    #[arg(long, value_name = "URL", help_heading = "Output")]
-    pub otlp_endpoint: Option<String>,
-    /// Put prompts, answers and error texts in the traces (off: names, models, tokens, times)
-    #[arg(long, help_heading = "Output")]
-    pub otlp_content: bool,
-}
-
 /// Where a meeting's traces go, kept in `meeting.json` so a resumed meeting exports too. No
 /// credentials: an endpoint with a user or password is refused, headers stay in the
 /// environment.
@@ -55,29 +41,24 @@ pub struct OtlpSettings {
     pub parent: Option<String>,
 }
 
-impl OtlpArgs {
-    /// The flag, else the environment; None: no export. A bad URL is a usage error.
-    pub fn target(&self) -> crate::Result<Option<OtlpSettings>> {
-        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-        let (url, from) = match (
-            &self.otlp_endpoint,
-            env(TRACES_ENDPOINT_ENV),
-            env(ENDPOINT_ENV),
-        ) {
-            (Some(flag), _, _) => (traces_url(flag), "--otlp-endpoint"),
-            (None, Some(traces), _) => (traces.trim().to_string(), TRACES_ENDPOINT_ENV),
-            (None, None, Some(base)) => (traces_url(&base), ENDPOINT_ENV),
-            (None, None, None) => return Ok(None),
-        };
-        // The error names where the URL came from: a variable set long ago is easy to forget.
-        check_endpoint(&url).map_err(|e| crate::Error::Usage(format!("{from}: {e}")))?;
-        Ok(Some(OtlpSettings {
-            traces_url: url,
-            content: self.otlp_content,
-            // A malformed one is no parent: the meeting's trace stands on its own.
-            parent: env(TRACEPARENT_ENV).filter(|tp| spans::parse_traceparent(tp).is_some()),
-        }))
-    }
+/// Where the traces go: `--otlp-endpoint` (`endpoint`), else the environment; None: no export.
+/// A bad URL is a usage error.
+pub fn target(endpoint: Option<&str>, content: bool) -> crate::Result<Option<OtlpSettings>> {
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let (url, from) = match (endpoint, env(TRACES_ENDPOINT_ENV), env(ENDPOINT_ENV)) {
+        (Some(flag), _, _) => (traces_url(flag), "--otlp-endpoint"),
+        (None, Some(traces), _) => (traces.trim().to_string(), TRACES_ENDPOINT_ENV),
+        (None, None, Some(base)) => (traces_url(&base), ENDPOINT_ENV),
+        (None, None, None) => return Ok(None),
+    };
+    // The error names where the URL came from: a variable set long ago is easy to forget.
+    check_endpoint(&url).map_err(|e| crate::Error::Usage(format!("{from}: {e}")))?;
+    Ok(Some(OtlpSettings {
+        traces_url: url,
+        content,
+        // A malformed one is no parent: the meeting's trace stands on its own.
+        parent: env(TRACEPARENT_ENV).filter(|tp| spans::parse_traceparent(tp).is_some()),
+    }))
 }
 
 /// A base endpoint with `/v1/traces` added (unless it ends with it already).

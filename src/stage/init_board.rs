@@ -231,7 +231,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
     if let Some(usd) = max_cost {
         // The stage knows the meeting's LLM defaults, not the driver's flags: `meeting`
         // prices the budget again with its own (`driver::start`).
-        let llm = crate::llm::LlmArgs::default();
+        let llm = crate::llm::LlmConfig::default();
         let prices = crate::llm::prices::Prices::current();
         board.max_cost = Some(crate::meeting::budget::cost_limit(
             &board, &llm, usd, prices,

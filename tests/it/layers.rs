@@ -12,13 +12,14 @@ use std::path::{Path, PathBuf};
 use crate::harness::root;
 
 /// The layers, bottom to top; a module may import its own layer and those below.
-const LAYERS: [&[&str]; 9] = [
+const LAYERS: [&[&str]; 10] = [
     &["text", "error"],
     &["schema", "model", "io"],
     &["llm"],
     &["loader", "context"],
     &["meeting"],
     &["stage", "otlp"],
+    &["settings"],
     &["cli"],
     &["driver"],
     &["mcp"],
@@ -225,6 +226,57 @@ fn no_module_imports_from_a_layer_above_its_own() {
     assert!(
         wrong.is_empty(),
         "upward imports:\n{}",
+        Vec::from_iter(wrong).join("\n")
+    );
+}
+
+/// The clap types of `src/cli/`: each struct or enum there that derives a clap trait.
+fn clap_types() -> BTreeSet<String> {
+    let derive = regex::Regex::new(
+        r"#\[derive\([^)]*clap::\w+[^)]*\)\]\s*(?:#\[[^\]]*\]\s*)*pub (?:struct|enum) (\w+)",
+    )
+    .unwrap();
+    let mut names = BTreeSet::new();
+    for file in walkdir::WalkDir::new(root().join("src/cli"))
+        .into_iter()
+        .flatten()
+    {
+        if file.path().extension().is_some_and(|e| e == "rs") {
+            let text = std::fs::read_to_string(file.path()).unwrap();
+            names.extend(derive.captures_iter(&text).map(|c| c[1].to_string()));
+        }
+    }
+    names
+}
+
+/// Flags stop at the edge (docs/ARCHITECTURE.md#settings): no file of the library outside
+/// `src/cli/` names clap or one of `cli`'s clap types (`LlmArgs`, `BoardArgs`, `ContextArgs`,
+/// `OtlpArgs`, ...) — it takes the types they settle to (`LlmConfig`, `MeetingSettings`, ...).
+#[test]
+fn no_clap_type_below_the_edge() {
+    let types = clap_types();
+    assert!(
+        types.contains("LlmArgs") && types.contains("BoardArgs"),
+        "the clap types are found: {types:?}"
+    );
+    let names = types.iter().cloned().collect::<Vec<_>>().join("|");
+    let clap = regex::Regex::new(&format!(r"\b(clap::|(?:{names})\b)")).unwrap();
+    let mut wrong = BTreeSet::new();
+    for file in sources() {
+        if file.starts_with(root().join("src/cli")) {
+            continue;
+        }
+        let code = shipped_code(&std::fs::read_to_string(&file).unwrap());
+        for (i, line) in code.lines().enumerate() {
+            if let Some(m) = clap.find(line) {
+                let shown = file.strip_prefix(root()).unwrap().display().to_string();
+                wrong.insert(format!("{shown}:{}: {}", i + 1, m.as_str()));
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "a clap type below src/cli/:\n{}",
         Vec::from_iter(wrong).join("\n")
     );
 }

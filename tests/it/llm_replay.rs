@@ -308,7 +308,7 @@ fn client_for_replay_applies_max_attempts() {
         ],
     );
     let board = agent_meeting::model::LlmSettings::default();
-    let mut args = agent_meeting::llm::LlmArgs {
+    let mut args = agent_meeting::llm::LlmConfig {
         provider: Some("replay".into()),
         cassette: Some(p.clone()),
         ..Default::default()

@@ -1,7 +1,7 @@
 //! Which provider, model and options a caller gets (one test: it changes the environment, so
 //! it runs in a process of its own).
 
-use agent_meeting::llm::{client_for, client_for_caller, LlmArgs};
+use agent_meeting::llm::{client_for, client_for_caller, LlmConfig};
 use agent_meeting::model::LlmSettings;
 use serde_json::{json, Map, Value};
 
@@ -47,7 +47,7 @@ fn resolution_order_and_errors() {
     };
 
     // Nothing configured: the error says what to set and how to run offline.
-    let e = client_for(&LlmArgs::default(), &empty, &Map::new(), 0)
+    let e = client_for(&LlmConfig::default(), &empty, &Map::new(), 0)
         .err()
         .unwrap();
     let m = e.to_string();
@@ -61,16 +61,16 @@ fn resolution_order_and_errors() {
     assert_eq!(e.exit_code(), 1);
 
     // A provider chosen but its key missing.
-    let e = client_for(&LlmArgs::default(), &board, &Map::new(), 0)
+    let e = client_for(&LlmConfig::default(), &board, &Map::new(), 0)
         .err()
         .unwrap();
     assert!(e.to_string().contains("ANTHROPIC_API_KEY"), "{e}");
 
     // Chosen by what --provider cannot override: the error names what chose it, and does not
     // suggest the flag (replay, which does override everything, stays the offline way out).
-    let flag = LlmArgs {
+    let flag = LlmConfig {
         provider: Some("openai".into()),
-        ..LlmArgs::default()
+        ..LlmConfig::default()
     };
     let e = client_for_caller(
         &flag,
@@ -113,10 +113,10 @@ fn resolution_order_and_errors() {
     );
 
     // Replay by flag wins over the agent's and the board's provider.
-    let args = LlmArgs {
+    let args = LlmConfig {
         provider: Some("replay".into()),
         cassette: Some(cassette.clone()),
-        ..LlmArgs::default()
+        ..LlmConfig::default()
     };
     let (mut c, o) = client_for(
         &args,
@@ -139,9 +139,9 @@ fn resolution_order_and_errors() {
 
     // Replay without a cassette is a usage error.
     let e = client_for(
-        &LlmArgs {
+        &LlmConfig {
             provider: Some("replay".into()),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         },
         &board,
         &Map::new(),
@@ -154,12 +154,12 @@ fn resolution_order_and_errors() {
     // Metadata > board > flags, per field.
     std::env::set_var("OPENAI_API_KEY", "sk-test-SECRET123456789012345");
     std::env::set_var("ANTHROPIC_API_KEY", "sk-ant-test-SECRET1234567890");
-    let args = LlmArgs {
+    let args = LlmConfig {
         provider: Some("openai".into()),
         model: Some("flag-model".into()),
         temperature: Some(0.9),
         max_tokens: Some(100),
-        ..LlmArgs::default()
+        ..LlmConfig::default()
     };
     let (c, o) = client_for(&args, &board, &meta(json!({"max_tokens": 300})), 0).unwrap();
     assert_eq!(c.provider_name(), "anthropic");
@@ -178,7 +178,7 @@ fn resolution_order_and_errors() {
 
     // Only a key in the environment: that provider, its default model.
     std::env::remove_var("OPENAI_API_KEY");
-    let (c, o) = client_for(&LlmArgs::default(), &empty, &Map::new(), 0).unwrap();
+    let (c, o) = client_for(&LlmConfig::default(), &empty, &Map::new(), 0).unwrap();
     assert_eq!(
         (c.provider_name(), o.model.as_str()),
         ("anthropic", "claude-sonnet-4-5")
@@ -187,9 +187,9 @@ fn resolution_order_and_errors() {
     // A local OpenAI-compatible server needs no key.
     std::env::remove_var("ANTHROPIC_API_KEY");
     std::env::set_var("OPENAI_BASE_URL", "http://127.0.0.1:11434/v1");
-    let args = LlmArgs {
+    let args = LlmConfig {
         provider: Some("openai".into()),
-        ..LlmArgs::default()
+        ..LlmConfig::default()
     };
     let (c, _) = client_for(&args, &empty, &Map::new(), 0).unwrap();
     assert_eq!(c.provider_name(), "openai");
@@ -198,9 +198,9 @@ fn resolution_order_and_errors() {
     assert!(e.to_string().contains("needs OPENAI_API_KEY"), "{e}");
 
     let e = client_for(
-        &LlmArgs {
+        &LlmConfig {
             provider: Some("mistral".into()),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         },
         &empty,
         &Map::new(),
@@ -213,10 +213,10 @@ fn resolution_order_and_errors() {
         "{e}"
     );
     let e = client_for(
-        &LlmArgs {
+        &LlmConfig {
             provider: Some("openai".into()),
             read_timeout: Some(0.0),
-            ..LlmArgs::default()
+            ..LlmConfig::default()
         },
         &empty,
         &Map::new(),

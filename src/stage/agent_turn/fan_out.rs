@@ -14,7 +14,7 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::llm::resume::{absorb_parts, drop_absorbed_parts, part_path};
-use crate::llm::{client_for_caller, LlmArgs};
+use crate::llm::{client_for_caller, LlmConfig};
 use crate::meeting::events::{self, Clock};
 use crate::meeting::whiteboard::append_process;
 use crate::model::{Board, PendingCall, Usage};
@@ -45,7 +45,7 @@ struct Done {
 /// and `pending_calls` cleared. Each call is asked like a single turn (`agent_turn`); a fatal
 /// provider error in any call is `Error::Runtime` (the calls that finished are in the log, so
 /// a resumed meeting does not ask them again).
-pub fn fan_out(mut board: Board, llm: &LlmArgs, clock: &dyn Clock) -> Result<Board> {
+pub fn fan_out(mut board: Board, llm: &LlmConfig, clock: &dyn Clock) -> Result<Board> {
     super::start(&mut board, clock);
     let calls = std::mem::take(&mut board.pending_calls);
     let n = calls.len() as u64;
@@ -111,7 +111,7 @@ fn side_files(
 fn one_call(
     board: &Board,
     call: PendingCall,
-    llm: &LlmArgs,
+    llm: &LlmConfig,
     base: u64,
     index: u64,
     n: u64,

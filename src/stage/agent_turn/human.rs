@@ -193,7 +193,7 @@ pub fn turn(
     board: Board,
     answers: Option<&Path>,
     given: Option<Given>,
-    llm: &crate::llm::LlmArgs,
+    llm: &crate::llm::LlmConfig,
 ) -> Result<Board> {
     super::check_turn(&board)?;
     let clock = crate::meeting::events::clock_from_env();
@@ -337,7 +337,7 @@ fn blank_answer(previous: Option<&str>) -> Value {
 /// recorded meeting replays without asking anyone.
 fn from_cassette(
     board: &Board,
-    llm: &crate::llm::LlmArgs,
+    llm: &crate::llm::LlmConfig,
 ) -> Result<Option<crate::llm::replay::Replay>> {
     let Some(agent) = super::single_call(board).and_then(|c| board.agents.get(&c.target_agent))
     else {
@@ -362,7 +362,7 @@ fn from_cassette(
 fn client(
     board: &Board,
     source: Source,
-    llm: &crate::llm::LlmArgs,
+    llm: &crate::llm::LlmConfig,
     wait: Waiting,
     shared: Rc<RefCell<Shared>>,
 ) -> (Client, Options) {

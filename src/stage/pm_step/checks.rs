@@ -536,7 +536,7 @@ mod tests {
         .clone();
         b.pm = Some(pm);
         crate::stage::pm_step::offer::tests::answered(&mut b, "biz");
-        let limits = budget::AgentLimits::resolve(&b, &crate::llm::LlmArgs::default());
+        let limits = budget::AgentLimits::resolve(&b, &crate::llm::LlmConfig::default());
         let clock = crate::meeting::events::FixedClock(crate::stage::fixtures::NOW.into());
         let call = json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",
             "prompt_for_agent": "What does the nightly run cost?"});

@@ -213,7 +213,7 @@ pub fn pm_step(
     opts: &Options,
     clock: &dyn Clock,
 ) -> Result<Board> {
-    let limits = budget::AgentLimits::resolve(&board, &crate::llm::LlmArgs::default());
+    let limits = budget::AgentLimits::resolve(&board, &crate::llm::LlmConfig::default());
     pm_step_with(board, client, opts, clock, &limits)
 }
 

@@ -1,17 +1,77 @@
-//! The one resolver of the meeting's settings that are not the LLM's (docs/design/agents-and-config.md#config):
-//! the loop limit and the token budget, each with where it came from, as the LLM resolver
+//! The settings a program runs with, resolved once (docs/design/agents-and-config.md#config):
+//! the user's config file (`config`), the meeting's settings as the library owns them
+//! ([`MeetingSettings`], what `cli::flags::BoardArgs` settles to), and the one resolver of the
+//! settings that are not the LLM's — the loop limit, the budgets in tokens and dollars, the
+//! council and the reviewers, the folders — each with where it came from, as the LLM resolver
 //! gives its settings (`llm::resolve`). `init-board`, the `meeting` driver and `--show-config`
-//! all ask it, so what they use and what they show cannot disagree ([`show`] prints them). The stages below get the
-//! resolved values only: nothing under the edge reads a flag or the config file.
+//! all ask it, so what they use and what they show cannot disagree ([`show`] prints them). The
+//! stages below get the resolved values only: nothing under the edge reads a flag or the config
+//! file.
 
 use std::path::PathBuf;
 
-use super::config::{user_agents_dir, Config, Loaded, CONFIG_ENV};
-use super::BoardArgs;
 use crate::error::{Error, Result};
+use crate::llm::LlmConfig;
 use crate::llm::{Setting, Source};
 use crate::model::{LlmSettings, MeetingInput};
 use crate::stage::init_board::InitArgs;
+use config::{user_agents_dir, Config, Loaded, CONFIG_ENV};
+
+pub mod config;
+
+/// The loop limit when neither a flag nor the config file gives one.
+pub const DEFAULT_MAX_LOOPS: u32 = 6;
+
+/// Most participants one CALL_AGENTS asks at once when not given.
+pub const DEFAULT_MAX_PARALLEL: u32 = 3;
+
+/// Who takes part and how long the meeting may run, as given (`cli::flags::BoardArgs`), and
+/// kept in a run's `meeting.json`; the loop limit and the budgets resolved by [`init_args`].
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MeetingSettings {
+    pub agents: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agents_dir: Option<PathBuf>,
+    pub pm: Option<String>,
+    pub max_loops: u32,
+    #[serde(default = "default_max_parallel")]
+    pub max_parallel: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_total_tokens: Option<u64>,
+    /// `--max-cost` in dollars, as given (the meeting's limit is priced once, by init-board).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub review_by: Vec<String>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub council: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub council_models: Vec<String>,
+    pub trace_id: Option<String>,
+}
+
+impl Default for MeetingSettings {
+    fn default() -> Self {
+        MeetingSettings {
+            agents: Vec::new(),
+            agents_dir: None,
+            pm: None,
+            max_loops: DEFAULT_MAX_LOOPS,
+            max_parallel: DEFAULT_MAX_PARALLEL,
+            max_total_tokens: None,
+            max_cost: None,
+            review_by: Vec::new(),
+            council: false,
+            council_models: Vec::new(),
+            trace_id: None,
+        }
+    }
+}
+
+fn default_max_parallel() -> u32 {
+    DEFAULT_MAX_PARALLEL
+}
 
 /// `max_loops`: the flag (when given) > the config file > the built-in default.
 pub fn max_loops(flag: Option<u32>, default: u32, config: &Config) -> Setting<u32> {
@@ -70,7 +130,7 @@ fn budget_setting<T: Copy>(
     meeting_file: Option<&MeetingInput>,
     config: &Config,
     in_file: impl Fn(&crate::model::MeetingBudget) -> Option<T>,
-    in_config: impl Fn(&super::config::Budget) -> Option<T>,
+    in_config: impl Fn(&config::Budget) -> Option<T>,
 ) -> Setting<Option<T>> {
     let file = meeting_file
         .and_then(|m| m.budget.as_ref())
@@ -89,7 +149,7 @@ fn budget_setting<T: Copy>(
 /// was on the command line), the meeting's LLM defaults, the config file and the meeting's
 /// input (for its budget).
 pub fn init_args(
-    board: &BoardArgs,
+    board: &MeetingSettings,
     max_loops_given: bool,
     llm: LlmSettings,
     config: &Config,
@@ -145,7 +205,7 @@ pub fn run_dir(flag: Option<PathBuf>, cfg: &Config) -> (PathBuf, Source) {
 #[derive(Debug, Clone, Default)]
 pub struct Given {
     /// The LLM flags, their `from_env` filled.
-    pub llm: crate::llm::LlmArgs,
+    pub llm: LlmConfig,
     pub agents_dir: Option<PathBuf>,
     pub run_dir: Option<PathBuf>,
     pub max_loops: Option<u32>,
@@ -164,14 +224,14 @@ type Row = (String, String, String);
 /// The provider, model and `max_tokens` rows: for a caller with no metadata, then for each of
 /// `callers`, as `llm::resolve` resolves them for a run.
 fn caller_rows(
-    llm: &crate::llm::LlmArgs,
+    llm: &LlmConfig,
     callers: &[(String, serde_json::Map<String, serde_json::Value>)],
 ) -> Result<Vec<Row>> {
     let mut rows: Vec<Row> = Vec::new();
     let mut row = |name: String, value: String, source: Source| {
         rows.push((name, value, source.to_string()));
     };
-    let board_llm = crate::model::LlmSettings::from_flags(llm);
+    let board_llm = crate::model::LlmSettings::from_config(llm);
     let no_meta = serde_json::Map::new();
     let all = std::iter::once((String::new(), &no_meta))
         .chain(callers.iter().map(|(n, m)| (n.clone(), m)));
@@ -218,7 +278,7 @@ fn caller_rows(
 }
 
 /// Where the `--header`s came from: the flag or `AGENT_MEETING_HEADERS`.
-fn headers_source(llm: &crate::llm::LlmArgs) -> Source {
+fn headers_source(llm: &LlmConfig) -> Source {
     let var = crate::llm::headers::HEADERS_VAR;
     if llm.from_env.iter().any(|v| v == var) {
         Source::Env(var.into())

@@ -79,7 +79,7 @@ pub struct Budget {
 }
 
 impl Config {
-    /// The LLM settings, for [`crate::llm::LlmArgs::config`].
+    /// The LLM settings, for [`crate::llm::LlmConfig::config`].
     pub fn llm_defaults(&self) -> crate::llm::ConfigDefaults {
         crate::llm::ConfigDefaults {
             provider: self.provider.clone(),
@@ -93,7 +93,7 @@ impl Config {
 }
 
 /// The LLM flags with the config file's settings below them.
-pub fn with_config(mut llm: crate::llm::LlmArgs) -> Result<crate::llm::LlmArgs> {
+pub fn with_config(mut llm: crate::llm::LlmConfig) -> Result<crate::llm::LlmConfig> {
     llm.config = load()?.config.llm_defaults();
     Ok(llm)
 }
