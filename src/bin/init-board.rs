@@ -4,7 +4,8 @@ use std::process::ExitCode;
 
 use agent_meeting::cli::{self, BoardArgs, OutputArgs};
 use agent_meeting::io;
-use agent_meeting::model::{LlmSettings, MeetingPacket, PACKET_VERSION};
+use agent_meeting::llm::LlmConfig;
+use agent_meeting::model::{MeetingPacket, PACKET_VERSION};
 use agent_meeting::settings;
 use agent_meeting::settings::config;
 use agent_meeting::stage::init_board as board;
@@ -53,11 +54,15 @@ pub fn main() -> ExitCode {
         let text = io::read_stdin("<stdin>")?;
         let packet: MeetingPacket =
             io::parse_versioned("<stdin>", &text, "packet_version", PACKET_VERSION)?;
-        let llm = LlmSettings {
-            provider: args.provider.unwrap_or_default(),
+        // The meeting's LLM defaults, over the config file's: the callers' models a dollar
+        // budget is priced with.
+        let llm = LlmConfig {
+            provider: args.provider.filter(|p| !p.is_empty()),
             model: args.model,
             temperature: args.temperature,
             max_tokens: args.max_tokens,
+            config: config.llm_defaults(),
+            ..LlmConfig::default()
         };
         let max_loops_given =
             matches.value_source("max_loops") == Some(clap::parser::ValueSource::CommandLine);

@@ -101,7 +101,6 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     settings.llm.headers = std::mem::take(&mut changes.headers);
     let saved_report = settings.report_file.clone();
     let changed = changes.apply(&mut settings);
-    crate::meeting::budget::price_again(&mut board, &settings.llm)?;
     super::fork::parent_share(&mut board, &settings);
     if board.next_stage().is_some() {
         // The same checks as a new meeting's, before any further model call.

@@ -18,7 +18,7 @@ use crate::context::InputFrom;
 use crate::error::{Error, Result};
 use crate::io::{os_error, to_json_line};
 use crate::llm::{Clients, LlmConfig};
-use crate::model::{Board, LlmSettings, MeetingPacket, ReportResult, Status, PACKET_VERSION};
+use crate::model::{Board, MeetingPacket, ReportResult, Status, PACKET_VERSION};
 use crate::stage::init_board;
 use crate::stage::{agent_turn, merge_board, pm_step, render_report, Stage};
 
@@ -147,16 +147,15 @@ impl<'a> Stages<'a> {
         guarded(Stage::InitBoard, || {
             // `meeting` settled the loop limit when it started (`settings_of`): its board
             // flags carry it, as given.
-            let args = crate::settings::init_args(
-                &s.board,
-                true,
-                LlmSettings::from_config(&s.llm),
-                self.config.as_ref().map_err(Clone::clone)?,
-                &packet.meeting_input,
-            );
-            let mut board = init_board::run(packet, "<stdin>", args)?;
-            crate::meeting::budget::price_again(&mut board, &s.llm)?;
-            Ok(board)
+            let config = self.config.as_ref().map_err(Clone::clone)?;
+            // The callers' LLM configuration as the run's clients get it (`Stages::new`).
+            let llm = LlmConfig {
+                config: config.llm_defaults(),
+                ..s.llm.clone()
+            };
+            let args =
+                crate::settings::init_args(&s.board, true, llm, config, &packet.meeting_input);
+            init_board::run(packet, "<stdin>", args)
         })
     }
 

@@ -182,6 +182,8 @@ impl Prices {
 
 /// A cost as people read it: `$0.0123`, `$1.24`.
 pub fn dollars(usd: f64) -> String {
+    // An empty sum of f64 is -0.0: nothing spent reads $0.0000, not $-0.0000.
+    let usd = usd + 0.0;
     if usd >= 1.0 {
         format!("${usd:.2}")
     } else {
@@ -200,6 +202,16 @@ pub fn cost_phrase(cost: &Cost) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Nothing spent is $0.0000 — the sum of no caller's cost is -0.0 — and dollars from one
+    /// up keep two decimals.
+    #[test]
+    fn dollars_never_show_a_negative_zero() {
+        let nothing: f64 = std::iter::empty::<f64>().sum();
+        assert_eq!(dollars(nothing), "$0.0000");
+        assert_eq!(dollars(0.01234), "$0.0123");
+        assert_eq!(dollars(2.5), "$2.50");
+    }
 
     fn source(provider: &str, model: &str, replayed: bool) -> CallerSource {
         CallerSource {

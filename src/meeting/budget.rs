@@ -249,15 +249,6 @@ pub fn cost_limit(board: &Board, llm: &LlmConfig, usd: f64, prices: &Prices) -> 
     Ok(limit)
 }
 
-/// `board`'s cost budget priced again for the models `llm` gives its callers (the driver's
-/// flags at a start or a resume; init-board knows only the meeting's defaults).
-pub fn price_again(board: &mut Board, llm: &LlmConfig) -> Result<()> {
-    if let Some(limit) = board.max_cost {
-        board.max_cost = Some(cost_limit(board, llm, limit.usd, Prices::current())?);
-    }
-    Ok(())
-}
-
 /// Why a call is not made, or `None` when it fits (or there is no budget): the one check
 /// before every call of the LLM stages (the ask loop asks it, retries included).
 pub fn refuse(board: &Board, req: &Request, opts: &Options, reserve: Charge) -> Option<String> {

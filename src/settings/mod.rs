@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 use crate::llm::LlmConfig;
 use crate::llm::{Setting, Source};
-use crate::model::{LlmSettings, MeetingInput};
+use crate::model::MeetingInput;
 use crate::stage::init_board::InitArgs;
 use config::{user_agents_dir, Config, Loaded, CONFIG_ENV};
 
@@ -151,7 +151,7 @@ fn budget_setting<T: Copy>(
 pub fn init_args(
     board: &MeetingSettings,
     max_loops_given: bool,
-    llm: LlmSettings,
+    llm: LlmConfig,
     config: &Config,
     input: &MeetingInput,
 ) -> InitArgs {

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use crate::error::{Error, Result};
+use crate::llm::LlmConfig;
 use crate::meeting::events;
 use crate::meeting::whiteboard::summary_lines;
 use crate::model::{AgentConfig, Board, LlmSettings, MeetingPacket, Status, Usage, BOARD_VERSION};
@@ -17,7 +18,10 @@ pub struct InitOptions {
     /// The configs of the meeting's reviewers who are not participants (docs/design/review.md#settings).
     pub reviewers: Vec<AgentConfig>,
     pub pm: Option<AgentConfig>,
-    pub llm: LlmSettings,
+    /// The LLM configuration the meeting's callers will use: the board's defaults are its
+    /// provider, model, temperature and `max_tokens`, and a dollar budget is priced with the
+    /// models it gives each caller — once, here (docs/design/pm-round.md#cost-budget).
+    pub llm: LlmConfig,
     pub max_loops: u32,
     /// `--max-parallel`: most participants one CALL_AGENTS asks at once (docs/design/agent-turn.md#fan-out).
     pub max_parallel: u32,
@@ -47,8 +51,9 @@ pub struct InitArgs {
     /// meeting file's `council.models` (and turns the council on).
     pub council_models: Vec<String>,
     pub trace_id: Option<String>,
-    /// The meeting's default provider and model settings (`--provider`, `--model`, ...).
-    pub llm: LlmSettings,
+    /// The LLM configuration the meeting's callers will use (its flags over the environment
+    /// and the config file's defaults): the board's defaults, and the prices of a dollar budget.
+    pub llm: LlmConfig,
     pub max_loops: u32,
     pub max_parallel: u32,
     pub max_total_tokens: Option<u64>,
@@ -192,7 +197,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
             .map(|a| (a.name.clone(), a))
             .collect(),
         pm: opts.pm,
-        llm: opts.llm,
+        llm: LlmSettings::from_config(&opts.llm),
         loop_count: 0,
         max_loops: opts.max_loops,
         max_parallel: opts.max_parallel,
@@ -229,12 +234,9 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         .as_ref()
         .and_then(|b| b.max_cost_usd));
     if let Some(usd) = max_cost {
-        // The stage knows the meeting's LLM defaults, not the driver's flags: `meeting`
-        // prices the budget again with its own (`driver::start`).
-        let llm = crate::llm::LlmConfig::default();
         let prices = crate::llm::prices::Prices::current();
         board.max_cost = Some(crate::meeting::budget::cost_limit(
-            &board, &llm, usd, prices,
+            &board, &opts.llm, usd, prices,
         )?);
     }
     crate::meeting::whiteboard::seed_questions(&mut board);

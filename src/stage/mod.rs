@@ -166,8 +166,8 @@ pub(crate) mod fixtures {
             agents: vec![agent("arch"), agent("biz")],
             reviewers: vec![],
             pm: None,
-            llm: LlmSettings {
-                provider: "replay".into(),
+            llm: crate::llm::LlmConfig {
+                provider: Some("replay".into()),
                 ..Default::default()
             },
             max_loops: 6,

@@ -367,3 +367,81 @@ fn a_prompt_beyond_the_models_window_is_not_sent() {
     assert!(report.contains("- Report kind: fallback"), "{report}");
     assert!(report.contains("max_input_tokens"), "{report}");
 }
+
+/// A dollar budget is priced once, by init-board, with the models the callers will use — the
+/// config file's model per caller included — whether init-board runs alone or inside
+/// `meeting`, and a resume keeps that price (it priced the budget again without the config
+/// file's models, so a resumed meeting's limit changed under it).
+#[test]
+fn a_cost_budget_is_priced_once_with_the_callers_models() {
+    let work = Workdir::new();
+    let config = work.write("config.yaml", "model: gpt-4o-mini\nmodels:\n  pm: gpt-4o\n");
+    let (dear, _) = table_price("gpt-4o");
+    let (cheap, _) = table_price("gpt-4o-mini");
+    assert!(dear > cheap);
+    // init-board alone: the PM's model is the config file's.
+    let packet = work
+        .cli("collect-context")
+        .args(["--topic", "Adopt Rust for ingest?"])
+        .run()
+        .success()
+        .stdout();
+    let board: Value = work
+        .cli("init-board")
+        .env("AGENT_MEETING_CONFIG", &config)
+        .env("OPENAI_API_KEY", "test-key")
+        .args([
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+            "--max-cost",
+            "1",
+        ])
+        .stdin(packet)
+        .run()
+        .success()
+        .json();
+    assert_eq!(board["max_cost"]["input_usd_per_mtok"], dear * 1e6);
+    // meeting: stopped after its first round, then resumed to its end.
+    let server = endless_server();
+    let meeting = |args: &[&str]| {
+        work.cli("meeting")
+            .env("AGENT_MEETING_CONFIG", &config)
+            .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+            .env("OPENAI_API_KEY", "test-key")
+            .env("AGENT_MEETING_NOW", NOW)
+            .args(args)
+            .run()
+    };
+    meeting(&[
+        "--topic",
+        "Adopt Rust for ingest?",
+        "--agents",
+        "arch",
+        "--provider",
+        "openai",
+        "--trace-id",
+        "priced",
+        "--max-loops",
+        "3",
+        "--max-cost",
+        "1",
+        "--report-file",
+        "report.md",
+        "--stage",
+        "agent-turn=exit 1",
+    ])
+    .exit(1);
+    let run_dir = work.join("runs/priced");
+    let first: Value =
+        serde_json::from_str(&work.read("runs/priced/0002-init-board.out.json")).unwrap();
+    assert_eq!(first["max_cost"]["input_usd_per_mtok"], dear * 1e6);
+    meeting(&["--resume", "runs/priced", "--stage", "agent-turn="]).success();
+    let last = crate::fixtures::final_board(&run_dir);
+    assert_eq!(last["status"], "finished");
+    assert_eq!(
+        last["max_cost"], first["max_cost"],
+        "priced again on resume"
+    );
+}
