@@ -22,7 +22,7 @@ if [ -d "$out/runs/$name" ]; then
   for answer in "$out/answers/$name.json" "$out/answers/$name.txt"; do
     if [ -f "$answer" ] && [ -f "$out/runs/$name/waiting.json" ]; then set -- --answer "$answer"; break; fi
   done
-  meeting --resume "$out/runs/$name" --quiet "$@" > "$result.tmp"
+  meeting resume "$out/runs/$name" --quiet "$@" > "$result.tmp"
 else
   set -- --run-dir "$out/runs" --trace-id "$name" --report-file "$out/reports/$name.md" --quiet "$@"
   cassette=$(printf '%s\n' "$job" | jq -r '.cassette // ""')

@@ -19,7 +19,7 @@
 #
 # Run it again to go on: the joblog skips the meetings that ended well (--resume-failed runs
 # the failed ones again), and a meeting whose run folder exists is resumed
-# (`meeting --resume`), its paid answers taken from its llm.jsonl. Exit: 0 when every meeting
+# (`meeting resume`), its paid answers taken from its llm.jsonl. Exit: 0 when every meeting
 # ended well, else the number of meetings that did not (at most 101), as GNU parallel says.
 # The table of all of them: share/flows/summary.sh OUT_DIR/runs/* (docs/design/flows.md#batch).
 set -eu

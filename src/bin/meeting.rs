@@ -1,9 +1,11 @@
-//! `meeting`: run a whole meeting: the board through every stage, the run folder, the report.
+//! `meeting`: run a whole meeting: the board through every stage, the run folder, the report;
+//! or one of its modes on run folders (resume, fork, compare) and settings (show-config,
+//! list-agents), each a subcommand taking only its own flags.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use agent_meeting::cli::{self, given, BoardArgs, ContextArgs, LlmArgs, OutputArgs};
+use agent_meeting::cli::{self, BoardArgs, ContextArgs, LlmArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
 use agent_meeting::settings::config;
 use agent_meeting::{io, loader, Error};
@@ -21,10 +23,25 @@ meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    \
 OPENAI_API_KEY=sk-... meeting -a arch,biz -m gpt-4o-mini \"Adopt Rust for ingest?\"\n  \
 meeting -a arch,biz --provider sample \"Adopt Rust for ingest?\"   # no key, no model\n  \
 echo \"Adopt Rust?\" | OPENAI_API_KEY=sk-... meeting -a arch,biz   # the topic on stdin\n  \
-meeting --resume runs/demo      # go on with a stopped meeting\n  \
-meeting --list-agents           # the agents you can name, and where each is"
+meeting resume runs/demo        # go on with a stopped meeting\n  \
+meeting list-agents             # the agents you can name, and where each is\n\n\
+The modes (resume, fork, compare, show-config, list-agents) are subcommands, each with its own\n\
+--help; the flag spellings --resume DIR, --fork DIR, --compare A B, --show-config and\n\
+--list-agents still work. A topic that is a mode's name is given with --topic.",
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
 )]
 struct Args {
+    #[command(subcommand)]
+    mode: Option<Mode>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+/// A new meeting's flags (also what `show-config` reads, so a command line shows its settings
+/// with `show-config` added).
+#[derive(clap::Args, Debug)]
+struct RunArgs {
     /// Meeting file (.yaml, .yml or .json)
     #[arg(
         long,
@@ -47,38 +64,6 @@ struct Args {
     /// The decision to make, as --topic
     #[arg(value_name = "TOPIC", help_heading = "Input")]
     topic_arg: Option<String>,
-    /// Continue a killed or stopped meeting from its run folder; it takes only the flags that do
-    /// not change what the meeting is (the error for another names them; --otlp-endpoint exports
-    /// a finished one). What the folder asks for that runs a command, writes a file or sends
-    /// your key elsewhere (its --stage, --record, --llm-log, a config copy's base URL) must be
-    /// given again, or --trust-run-dir
-    #[arg(long, value_name = "DIR", group = "folder", help_heading = "Input")]
-    resume: Option<PathBuf>,
-    /// With --resume or --fork: use what the run folder asks for without it being given again,
-    /// and read a folder another user owns or others may write (only for a folder you trust)
-    #[arg(long, requires = "folder", help_heading = "Input")]
-    trust_run_dir: bool,
-    /// With --resume: the answer of the person the meeting waits for (status waiting, exit 4):
-    /// one JSON object (an AgentTurnResult) or the run folder's answer.txt filled in; checked
-    /// like any answer (an unusable one is sent back once, and the meeting waits again)
-    #[arg(long, value_name = "FILE", requires = "resume", help_heading = "Input")]
-    answer: Option<PathBuf>,
-    /// Start a new meeting from this run folder's settings and documents, its calls before
-    /// --at-loop answered from the folder's llm.jsonl (none sent again) and the rest live; it
-    /// takes --model, --agents, --max-loops, --trace-id, --report-file (default: the parent's
-    /// with -fork), --run-dir, --step and the output flags
-    #[arg(
-        long,
-        value_name = "DIR",
-        group = "folder",
-        requires = "at_loop",
-        conflicts_with = "resume",
-        help_heading = "Input"
-    )]
-    fork: Option<PathBuf>,
-    /// With --fork: the first loop asked live (1 asks every call again)
-    #[arg(long, value_name = "N", requires = "fork", help_heading = "Input")]
-    at_loop: Option<u32>,
     #[command(flatten)]
     context: ContextArgs,
     #[command(flatten)]
@@ -91,13 +76,6 @@ struct Args {
     /// Pause before each stage until Enter (q stops, leaving a resumable run folder)
     #[arg(long, help_heading = "Meeting")]
     step: bool,
-    /// List the agents a meeting can use, with their role and where each is found, and exit
-    #[arg(long, help_heading = "Meeting")]
-    list_agents: bool,
-    /// Print the resolved settings and where each comes from (flag, environment, config file,
-    /// built-in default), and exit; keys are never shown
-    #[arg(long, help_heading = "Meeting")]
-    show_config: bool,
     /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable;
     /// NAME= restores the built-in program, e.g. with --resume)
     #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]
@@ -137,11 +115,6 @@ struct Args {
     /// No progress on stderr
     #[arg(long, short, help_heading = "Output")]
     quiet: bool,
-    /// Print what changed between two run folders' meetings (a fork and its parent): the
-    /// decision, its confidence, loops, LLM calls, cost, findings and questions answered, as
-    /// Markdown
-    #[arg(long, num_args = 2, value_names = ["A", "B"], exclusive = true, help_heading = "Output")]
-    compare: Vec<PathBuf>,
     #[command(flatten)]
     human: cli::HumanArgs,
     #[command(flatten)]
@@ -150,98 +123,259 @@ struct Args {
     output: OutputArgs,
 }
 
-/// The flags `--resume` takes (clap ids): settings that do not change what the meeting is
-/// (docs/design/run-folder.md#resume). Everything else comes from the run folder's meeting.json.
-const RESUME_TAKES: [&str; 16] = [
-    "resume",
-    "trust_run_dir",
-    "answer",
-    "adr",
-    "supersedes",
-    "headers",
-    "report_file",
-    "connect_timeout",
-    "read_timeout",
-    "max_attempts",
-    "stages",
-    "quiet",
-    "step",
-    "pretty",
-    "otlp_endpoint",
-    "otlp_content",
+/// What `meeting` is asked besides a new meeting: a mode and its own flags. clap refuses a
+/// flag a mode does not take (docs/design/run-folder.md#resume).
+#[derive(clap::Subcommand, Debug)]
+enum Mode {
+    /// Go on with a killed or stopped meeting from its run folder (also --resume DIR)
+    #[command(
+        after_help = "Takes only the flags that do not change what the meeting is: the run \
+folder's meeting.json holds the meeting. What the folder asks for that runs a command, writes a \
+file or sends your key elsewhere (its --stage, --record, --llm-log, a config copy's base URL, a \
+trace collector, a decision record still owed) must be given again, or --trust-run-dir.\n\n\
+Examples:\n  meeting resume runs/demo\n  meeting resume runs/demo --answer answer.txt   # the person it waits for answered"
+    )]
+    Resume(ResumeArgs),
+    /// Start a new meeting from a run folder's settings and documents, its calls before
+    /// --at-loop answered from the folder's llm.jsonl and the rest live (also --fork DIR)
+    #[command(
+        after_help = "Example:\n  meeting fork runs/demo --at-loop 2 --model gpt-4o   # then: meeting compare runs/demo runs/<fork>"
+    )]
+    Fork(ForkArgs),
+    /// Print what changed between two run folders' meetings (a fork and its parent): the
+    /// decision, its confidence, loops, LLM calls, cost, findings and questions answered, as
+    /// Markdown (also --compare A B)
+    #[command(after_help = "Example:\n  meeting compare runs/demo runs/demo-fork")]
+    Compare(CompareArgs),
+    /// Print the resolved settings and where each comes from (flag, environment, config file,
+    /// built-in default); keys are never shown (also --show-config)
+    #[command(after_help = "Example:\n  meeting show-config --agents arch,biz --provider openai")]
+    ShowConfig(Box<RunArgs>),
+    /// List the agents a meeting can use, with their role and where each is found (also
+    /// --list-agents)
+    #[command(after_help = "Example:\n  meeting list-agents --agents-dir agents")]
+    ListAgents(ListAgentsArgs),
+}
+
+/// The old spellings of the modes: the flag, its subcommand, how many values it takes.
+const MODE_FLAGS: [(&str, &str, usize); 5] = [
+    ("--resume", "resume", 1),
+    ("--fork", "fork", 1),
+    ("--compare", "compare", 2),
+    ("--show-config", "show-config", 0),
+    ("--list-agents", "list-agents", 0),
 ];
 
-/// The flags `--fork` takes (clap ids): what the fork changes of its parent, and the output.
-const FORK_TAKES: [&str; 12] = [
-    "fork",
-    "at_loop",
-    "trust_run_dir",
-    "model",
-    "agents",
-    "max_loops",
-    "trace_id",
-    "report_file",
-    "run_dir",
-    "quiet",
-    "step",
-    "pretty",
+/// Why a mode refuses a flag it does not take, in its error.
+const WHY_NOT: [(&str, &str); 2] = [
+    (
+        "meeting resume",
+        "the run folder's meeting.json holds the meeting (resume takes what does not change it)",
+    ),
+    (
+        "meeting fork",
+        "the parent's meeting.json holds the meeting (fork takes what it changes: --model, --agents, --max-loops, --trace-id, --report-file, --run-dir)",
+    ),
 ];
 
-/// What the flags ask: resume a run folder, or start (or dry-run) a meeting. With `--resume`,
-/// a flag given on the command line that it does not take is refused, naming it; defaults and
-/// environment variables (AGENT_MEETING_PROVIDER, MEETING_CASSETTE, ...) are not given flags:
-/// the saved settings win over them silently.
-fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
-    if let Some(parent) = args.fork {
-        if let Some(flag) = cli::given_outside(&Args::command(), matches, &FORK_TAKES) {
-            return Err(Error::Usage(format!(
-                "{flag} cannot be used with --fork: the parent's meeting.json holds the meeting \
-                 (--fork takes --at-loop, --trust-run-dir, --model, --agents, --max-loops, --trace-id, --report-file, --run-dir, --quiet, --step, --pretty)"
-            )));
+/// Progress and `--step`, taken by every mode that drives a meeting.
+#[derive(clap::Args, Debug)]
+struct UiArgs {
+    /// No progress on stderr
+    #[arg(long, short, help_heading = "Output")]
+    quiet: bool,
+    /// Pause before each stage until Enter (q stops, leaving a resumable run folder)
+    #[arg(long, help_heading = "Meeting")]
+    step: bool,
+    #[command(flatten)]
+    output: OutputArgs,
+}
+
+/// `meeting resume DIR`: the settings a resume may change; `None` keeps the saved value.
+#[derive(clap::Args, Debug)]
+struct ResumeArgs {
+    /// The run folder (runs/<trace id>)
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// Use what the run folder asks for without it being given again, and resume a folder
+    /// another user owns or others may write (only for a folder you trust)
+    #[arg(long)]
+    trust_run_dir: bool,
+    /// The answer of the person the meeting waits for (status waiting, exit 4): one JSON object
+    /// (an AgentTurnResult) or the run folder's answer.txt filled in; checked like any answer
+    /// (an unusable one is sent back once, and the meeting waits again)
+    #[arg(long, value_name = "FILE")]
+    answer: Option<PathBuf>,
+    /// Where to write the report (default: where the meeting was to write it); an ended
+    /// meeting's report is saved there too
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    report_file: Option<PathBuf>,
+    /// Write the decision as a MADR record in this folder, or finish writing the one owed
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    adr: Option<PathBuf>,
+    /// The number of the record in the --adr folder this decision supersedes
+    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
+    supersedes: Option<String>,
+    /// Replace a stage with your own command (NAME=COMMAND, repeatable); NAME= restores the
+    /// built-in program
+    #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]
+    stages: Vec<String>,
+    /// An extra HTTP header on every request, 'Name: value' (repeatable; not kept in the run
+    /// folder, so given again to every resume, like keys)
+    #[arg(
+        long = "header",
+        value_name = "NAME: VALUE",
+        env = "AGENT_MEETING_HEADERS",
+        value_delimiter = '\n',
+        hide_env_values = true,
+        help_heading = "Model"
+    )]
+    headers: Vec<String>,
+    /// Seconds to wait for a connection
+    #[arg(long, value_name = "SECS", help_heading = "Transport")]
+    connect_timeout: Option<f64>,
+    /// Seconds to wait for the response (head, then body)
+    #[arg(long, value_name = "SECS", help_heading = "Transport")]
+    read_timeout: Option<f64>,
+    /// Attempts per call on 429, 5xx, timeouts and network errors
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20), help_heading = "Transport")]
+    max_attempts: Option<u32>,
+    #[command(flatten)]
+    otlp: cli::OtlpArgs,
+    #[command(flatten)]
+    prices: PricesArg,
+    #[command(flatten)]
+    ui: UiArgs,
+}
+
+/// `meeting fork DIR --at-loop N`: what the fork changes of its parent, and the output.
+#[derive(clap::Args, Debug)]
+struct ForkArgs {
+    /// The parent's run folder
+    #[arg(value_name = "DIR")]
+    dir: PathBuf,
+    /// The first loop asked live (1 asks every call again)
+    #[arg(long, value_name = "N", required = true)]
+    at_loop: u32,
+    /// Use what the parent's folder asks for without it being given again (a base URL of its
+    /// config copy), and fork a folder another user owns or others may write
+    #[arg(long)]
+    trust_run_dir: bool,
+    /// The fork's model (default: the parent's)
+    #[arg(long, short, value_name = "MODEL", help_heading = "Model")]
+    model: Option<String>,
+    /// The fork's participants (default: the parent's)
+    #[arg(
+        long,
+        short,
+        value_delimiter = ',',
+        value_name = "NAMES",
+        help_heading = "Meeting"
+    )]
+    agents: Option<Vec<String>>,
+    /// The fork's loop limit (default: the parent's)
+    #[arg(long, value_name = "N", help_heading = "Meeting")]
+    max_loops: Option<u32>,
+    /// The fork's trace id (names its run folder)
+    #[arg(long, value_name = "ID", value_parser = agent_meeting::model::check_trace_id, help_heading = "Meeting")]
+    trace_id: Option<String>,
+    /// Where to write the report (default: the parent's with -fork, the next free number when
+    /// taken)
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    report_file: Option<PathBuf>,
+    /// The folder holding the fork's run folder (default: the parent's)
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    run_dir: Option<PathBuf>,
+    #[command(flatten)]
+    prices: PricesArg,
+    #[command(flatten)]
+    ui: UiArgs,
+}
+
+/// `meeting compare A B`.
+#[derive(clap::Args, Debug)]
+struct CompareArgs {
+    /// The first run folder (the parent)
+    #[arg(value_name = "A")]
+    a: PathBuf,
+    /// The second run folder (the fork)
+    #[arg(value_name = "B")]
+    b: PathBuf,
+}
+
+/// `meeting list-agents`.
+#[derive(clap::Args, Debug)]
+struct ListAgentsArgs {
+    /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the
+    /// user's agents folder, the built-in agents
+    #[arg(long, value_name = "DIR")]
+    agents_dir: Option<PathBuf>,
+}
+
+/// `--prices`, for the modes that price a meeting's calls.
+#[derive(clap::Args, Debug)]
+struct PricesArg {
+    /// Price the meeting's calls with this table (the shape of share/prices/prices.json)
+    /// instead of the built-in subset of LiteLLM's
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "AGENT_MEETING_PRICES",
+        help_heading = "Output"
+    )]
+    prices: Option<PathBuf>,
+}
+
+impl PricesArg {
+    /// One table for the whole run, before any stage prices a call.
+    fn use_it(&self) -> Result<(), Error> {
+        match &self.prices {
+            Some(file) => agent_meeting::llm::prices::use_table(file),
+            None => Ok(()),
         }
-        let changes = driver::ForkChanges {
-            at_loop: args.at_loop.unwrap_or(1),
-            model: given(matches, "model"),
-            agents: (matches.value_source("agents")
-                == Some(clap::parser::ValueSource::CommandLine))
-            .then(|| args.board.agents.clone()),
-            max_loops: given(matches, "max_loops"),
-            trace_id: args.board.trace_id.clone(),
-            report_file: args.report_file,
-            run_dir: args.run_dir,
-            trust_run_dir: args.trust_run_dir,
-        };
-        return Ok(Request::Fork { parent, changes });
     }
-    if let Some(dir) = args.resume {
-        let command = Args::command();
-        if let Some(flag) = cli::given_outside(&command, matches, &RESUME_TAKES) {
-            // The list is the one --resume takes, named as on the command line.
-            let takes: Vec<String> = RESUME_TAKES[1..]
-                .iter()
-                .filter_map(|id| command.get_arguments().find(|a| a.get_id() == *id))
-                .filter_map(|a| a.get_long().map(|l| format!("--{l}")))
-                .collect();
-            return Err(Error::Usage(format!(
-                "{flag} cannot be used with --resume: the run folder's meeting.json holds the meeting \
-                 (--resume takes {})",
-                takes.join(", ")
-            )));
-        }
-        let changes = ResumeChanges {
-            report_file: given(matches, "report_file"),
-            connect_timeout: given(matches, "connect_timeout"),
-            read_timeout: given(matches, "read_timeout"),
-            max_attempts: given(matches, "max_attempts"),
-            stage_overrides: driver::parse_stage_overrides(&args.stages)?,
-            otlp: args.otlp.target()?,
-            headers: args.llm.headers,
-            trust_run_dir: args.trust_run_dir,
-            adr: adr_of(&args.adr, &args.supersedes),
-            answer: args.answer,
-        };
-        return Ok(Request::Resume { dir, changes });
+}
+
+/// A resume's changes, as the driver takes them.
+fn resume_request(a: ResumeArgs) -> Result<Request, Error> {
+    let changes = ResumeChanges {
+        report_file: a.report_file,
+        connect_timeout: a.connect_timeout,
+        read_timeout: a.read_timeout,
+        max_attempts: a.max_attempts,
+        stage_overrides: driver::parse_stage_overrides(&a.stages)?,
+        otlp: a.otlp.target()?,
+        headers: a.headers,
+        trust_run_dir: a.trust_run_dir,
+        adr: adr_of(&a.adr, &a.supersedes),
+        answer: a.answer,
+    };
+    Ok(Request::Resume {
+        dir: a.dir,
+        changes,
+    })
+}
+
+/// A fork's changes, as the driver takes them.
+fn fork_request(a: ForkArgs) -> Request {
+    let changes = driver::ForkChanges {
+        at_loop: a.at_loop,
+        model: a.model,
+        agents: a.agents,
+        max_loops: a.max_loops,
+        trace_id: a.trace_id,
+        report_file: a.report_file,
+        run_dir: a.run_dir,
+        trust_run_dir: a.trust_run_dir,
+    };
+    Request::Fork {
+        parent: a.dir,
+        changes,
     }
+}
+
+/// A new meeting (or its dry run), from the run flags.
+fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> {
     let topic = match args.topic.or(args.topic_arg) {
         None if args.meeting_file.is_none() && !args.step => stdin_topic()?,
         topic => topic,
@@ -251,7 +385,7 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
         (None, Some(t)) => MeetingSource::Topic(t),
         _ => {
             return Err(Error::Usage(
-                "one of --meeting-file F or a topic (TOPIC, --topic T or on stdin) is required (or --resume DIR)".into(),
+                "one of --meeting-file F or a topic (TOPIC, --topic T or on stdin) is required (or meeting resume DIR)".into(),
             ))
         }
     };
@@ -259,8 +393,8 @@ fn request(args: Args, matches: &ArgMatches) -> Result<Request, Error> {
         source,
         context: args.context.into_settings(),
         template: args.template,
+        max_loops_given: cli::given::<u32>(matches, "max_loops").is_some(),
         board: args.board.into_settings(),
-        max_loops_given: given::<u32>(matches, "max_loops").is_some(),
         llm: agent_meeting::llm::LlmConfig {
             from_env: cli::env_sources(&Args::command(), matches),
             ..args.llm.into_config()
@@ -314,38 +448,66 @@ pub fn main() -> ExitCode {
 }
 
 fn run(after: &mut Option<String>) -> anyhow::Result<()> {
-    let (args, matches): (Args, ArgMatches) = cli::parse_args_with_matches("meeting");
-    if args.show_config {
-        let given = agent_meeting::settings::Given {
-            callers: driver::callers_of_agents(&args.board.clone().into_settings())?,
-            llm: agent_meeting::llm::LlmConfig {
-                from_env: cli::env_sources(&Args::command(), &matches),
-                ..args.llm.clone().into_config()
-            },
-            agents_dir: args.board.agents_dir.clone(),
-            run_dir: args.run_dir.clone(),
-            max_loops: given(&matches, "max_loops"),
-            default_max_loops: args.board.max_loops,
-            max_total_tokens: args.board.max_total_tokens,
-            max_cost_usd: args.board.max_cost,
-        };
-        return cli::write_stdout(&agent_meeting::settings::show(&given, config::load()?)?);
-    }
-    if let [a, b] = args.compare.as_slice() {
-        return cli::write_stdout(&driver::compare(a, b)?);
-    }
-    if args.list_agents {
-        let search =
-            loader::AgentSearch::new(args.board.agents_dir.as_deref(), config::user_agents_dir()?);
-        return cli::write_stdout(&loader::list_agents(&search));
-    }
-    if let Some(file) = &args.prices {
-        // Before any stage prices a call: one table for the whole run.
-        agent_meeting::llm::prices::use_table(file)?;
-    }
-    let ui = Ui::new(args.quiet, args.step);
-    let (json, pretty) = (args.json, args.output.pretty);
-    match driver::meeting(request(args, &matches)?, ui)? {
+    let (args, matches): (Args, ArgMatches) = cli::parse_args_rewritten(
+        "meeting",
+        |argv| cli::mode_flags_to_subcommands(argv, &MODE_FLAGS),
+        &WHY_NOT,
+    );
+    let (request, ui, pretty, json) = match args.mode {
+        Some(Mode::ShowConfig(a)) => {
+            let a = *a;
+            let sub = matches
+                .subcommand_matches("show-config")
+                .unwrap_or(&matches);
+            let command = Args::command();
+            let given = agent_meeting::settings::Given {
+                callers: driver::callers_of_agents(&a.board.clone().into_settings())?,
+                llm: agent_meeting::llm::LlmConfig {
+                    from_env: cli::env_sources(
+                        command.find_subcommand("show-config").unwrap_or(&command),
+                        sub,
+                    ),
+                    ..a.llm.into_config()
+                },
+                agents_dir: a.board.agents_dir.clone(),
+                run_dir: a.run_dir,
+                max_loops: cli::given(sub, "max_loops"),
+                default_max_loops: a.board.max_loops,
+                max_total_tokens: a.board.max_total_tokens,
+                max_cost_usd: a.board.max_cost,
+            };
+            return cli::write_stdout(&agent_meeting::settings::show(&given, config::load()?)?);
+        }
+        Some(Mode::ListAgents(a)) => {
+            let search =
+                loader::AgentSearch::new(a.agents_dir.as_deref(), config::user_agents_dir()?);
+            return cli::write_stdout(&loader::list_agents(&search));
+        }
+        Some(Mode::Compare(a)) => return cli::write_stdout(&driver::compare(&a.a, &a.b)?),
+        Some(Mode::Resume(a)) => {
+            a.prices.use_it()?;
+            let ui = Ui::new(a.ui.quiet, a.ui.step);
+            let pretty = a.ui.output.pretty;
+            (resume_request(a)?, ui, pretty, false)
+        }
+        Some(Mode::Fork(a)) => {
+            a.prices.use_it()?;
+            let ui = Ui::new(a.ui.quiet, a.ui.step);
+            let pretty = a.ui.output.pretty;
+            (fork_request(a), ui, pretty, false)
+        }
+        None => {
+            let args = args.run;
+            if let Some(file) = &args.prices {
+                // Before any stage prices a call: one table for the whole run.
+                agent_meeting::llm::prices::use_table(file)?;
+            }
+            let ui = Ui::new(args.quiet, args.step);
+            let (json, pretty) = (args.json, args.output.pretty);
+            (start_request(args, &matches)?, ui, pretty, json)
+        }
+    };
+    match driver::meeting(request, ui)? {
         Outcome::DryRun(dry) => cli::write_stdout(&if json {
             io::to_json_line(&dry.pm_input, pretty)
         } else {

@@ -15,7 +15,7 @@ use clap::Parser;
                   over: status finished). A failed board (its report could not be saved) prints\n\
                   render-report, which tries again. With --run-folder, of a `meeting` run folder's\n\
                   newest board instead of stdin, and `waiting` when the meeting waits for a\n\
-                  person's answer (meeting --resume DIR --answer FILE).\n\n\
+                  person's answer (meeting resume DIR --answer FILE).\n\n\
                   Example:\n  \
 # share/meeting.sh runs a whole meeting this way\n  \
                   collect-context --topic 'Adopt Rust?' | init-board --agents arch,biz | next-stage"

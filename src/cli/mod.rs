@@ -199,10 +199,21 @@ pub fn given_outside(
 /// [`parse_args`], also returning clap's matches: they tell a flag given on the command line
 /// from a default or an environment variable (`meeting --resume` needs to know).
 pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, clap::ArgMatches) {
+    parse_args_rewritten(program, |argv| argv, &[])
+}
+
+/// [`parse_args_with_matches`] of the command line as `rewrite` gives it (`meeting` turns its
+/// mode flags into its subcommands: [`mode_flags_to_subcommands`]). `why_not` says, per
+/// subcommand (`meeting resume`), why an argument it does not take is refused.
+pub fn parse_args_rewritten<T: clap::Parser>(
+    program: &'static str,
+    rewrite: impl FnOnce(Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString>,
+    why_not: &[(&str, &str)],
+) -> (T, clap::ArgMatches) {
     // The stdin readers name the program in their terminal hint.
     crate::io::set_program(program);
     let mut cmd = command::<T>(program);
-    let argv = args_os();
+    let argv = rewrite(args_os());
     if let Some(kind) = generate_request(&argv) {
         let result = kind
             .map_err(|e| e.to_string())
@@ -237,17 +248,101 @@ pub fn parse_args_with_matches<T: clap::Parser>(program: &'static str) -> (T, cl
             let text = e.to_string();
             let first = text.lines().next().unwrap_or("invalid arguments");
             let first = first.strip_prefix("error: ").unwrap_or(first);
+            // A list clap puts on the lines after (`the following required arguments were
+            // not provided:` and each argument indented), kept on the one line.
+            let listed: Vec<&str> = text
+                .lines()
+                .skip(1)
+                .take_while(|l| l.starts_with("  "))
+                .map(str::trim)
+                .collect();
+            let first = match (first.strip_suffix(':'), listed.is_empty()) {
+                (Some(head), false) => format!("{head}: {}", listed.join(", ")),
+                _ => first.to_string(),
+            };
+            let first = first.as_str();
+            // The help to see is the subcommand's when the error is one of its flags
+            // (`Usage: meeting resume [OPTIONS] <DIR>`).
+            let usage = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("Usage: "))
+                .map(|u| {
+                    u.split_whitespace()
+                        .take_while(|w| !w.starts_with(['[', '<', '-']))
+                        .collect::<Vec<_>>()
+                        .join(" ")
+                })
+                .filter(|u| u.starts_with(program))
+                .unwrap_or_else(|| program.to_string());
+            // An argument a subcommand does not take: named, with why.
+            let unexpected = match (e.kind(), e.get(clap::error::ContextKind::InvalidArg)) {
+                (ErrorKind::UnknownArgument, Some(clap::error::ContextValue::String(arg)))
+                    if usage != program =>
+                {
+                    let arg = if arg.starts_with('-') {
+                        arg.split('=').next().unwrap_or(arg).to_string()
+                    } else {
+                        format!("{arg:?}")
+                    };
+                    let why = why_not
+                        .iter()
+                        .find(|(sub, _)| *sub == usage)
+                        .map(|(_, why)| format!(": {why}"))
+                        .unwrap_or_default();
+                    Some(format!("{arg} cannot be used with {usage}{why}"))
+                }
+                _ => None,
+            };
             // clap's "did you mean" (a similar flag or value) is on a line of its own.
-            match text
+            let tip = text
                 .lines()
                 .map(str::trim)
-                .find(|l| l.starts_with("tip: ") && l.contains("similar"))
-            {
-                Some(tip) => usage_exit(program, &format!("{first}; {tip}")),
-                None => usage_exit(program, first),
-            }
+                .find(|l| l.starts_with("tip: ") && l.contains("similar"));
+            let msg = match (unexpected, tip) {
+                // A flag the mode does not take: a similar one of the mode is no help.
+                (Some(why), _) => why,
+                (None, Some(tip)) => format!("{first}; {tip}"),
+                (None, None) => first.to_string(),
+            };
+            crate::note!("{program}: {msg} (see {usage} --help)");
+            std::process::exit(2);
         }
     }
+}
+
+/// The command line with each mode flag of `modes` (`--resume DIR` as `("--resume", "resume",
+/// 1)`: the flag, its subcommand, how many values it takes) turned into its subcommand, put
+/// first with its values: `meeting --quiet --resume runs/x` reads as `meeting resume runs/x
+/// --quiet`, so the old spellings keep working and clap refuses a flag the mode does not take.
+/// The first mode flag found is the one; nothing after `--` is looked at.
+pub fn mode_flags_to_subcommands(
+    argv: Vec<std::ffi::OsString>,
+    modes: &[(&str, &str, usize)],
+) -> Vec<std::ffi::OsString> {
+    let end = argv.iter().position(|a| a == "--").unwrap_or(argv.len());
+    for (i, arg) in argv.iter().enumerate().take(end).skip(1) {
+        let text = arg.to_string_lossy();
+        for &(flag, sub, n) in modes {
+            let (given, inline) = match text.split_once('=') {
+                Some((f, v)) if n == 1 => (f == flag, Some(std::ffi::OsString::from(v))),
+                _ => (text == flag, None),
+            };
+            if !given {
+                continue;
+            }
+            let mut rest = argv.clone();
+            let mut values: Vec<std::ffi::OsString> = match inline {
+                Some(v) => vec![v],
+                None => rest.drain(i + 1..(i + 1 + n).min(rest.len())).collect(),
+            };
+            rest.remove(i);
+            let mut out = vec![rest.remove(0), sub.into()];
+            out.append(&mut values);
+            out.extend(rest);
+            return out;
+        }
+    }
+    argv
 }
 
 /// The command line [`parse_args`] reads, when it is not the process's own: set once by the
@@ -310,8 +405,8 @@ const MEETING_EXIT_CODES: &str = "Exit codes:
   0  success          1  runtime failure, or no model call returned a usable answer
   2  bad usage or invalid input, or a stage that exited 2
   3  no decision: the report is saved, but it is the fallback (the PM made no decision)
-  4  waiting for a person's answer (kind: human, no one there): --resume DIR --answer FILE
-  130, 143  stopped by SIGINT / SIGTERM, or 130 by q at a --step prompt (resume with --resume DIR)";
+  4  waiting for a person's answer (kind: human, no one there): meeting resume DIR --answer FILE
+  130, 143  stopped by SIGINT / SIGTERM, or 130 by q at a --step prompt (meeting resume DIR goes on)";
 
 /// agent-turn's: the stages', and a person with no one there to answer.
 const AGENT_TURN_EXIT_CODES: &str = "Exit codes:
@@ -449,4 +544,48 @@ pub fn write_stage_board(
 ) -> anyhow::Result<()> {
     let board = board.map_err(|e| e.or_file("<stdin>"))?;
     write_stdout(&crate::io::to_json_line(&board, output.pretty))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mode_flags_to_subcommands;
+
+    fn rewrite(argv: &[&str]) -> Vec<String> {
+        let modes = [
+            ("--resume", "resume", 1),
+            ("--compare", "compare", 2),
+            ("--show-config", "show-config", 0),
+        ];
+        mode_flags_to_subcommands(argv.iter().map(Into::into).collect(), &modes)
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    /// A mode flag anywhere becomes its subcommand, first, with its values; `--flag=value`
+    /// too; nothing after `--`, and a command line without one is left as it is.
+    #[test]
+    fn mode_flags_become_subcommands() {
+        assert_eq!(
+            rewrite(&["meeting", "--quiet", "--resume", "runs/x", "--stage", "a="]),
+            ["meeting", "resume", "runs/x", "--quiet", "--stage", "a="]
+        );
+        assert_eq!(
+            rewrite(&["meeting", "--resume=runs/x"]),
+            ["meeting", "resume", "runs/x"]
+        );
+        assert_eq!(
+            rewrite(&["meeting", "-a", "arch", "--compare", "A", "B"]),
+            ["meeting", "compare", "A", "B", "-a", "arch"]
+        );
+        assert_eq!(
+            rewrite(&["meeting", "--topic", "t", "--show-config"]),
+            ["meeting", "show-config", "--topic", "t"]
+        );
+        assert_eq!(
+            rewrite(&["meeting", "--", "--resume"]),
+            ["meeting", "--", "--resume"]
+        );
+        assert_eq!(rewrite(&["meeting", "Adopt?"]), ["meeting", "Adopt?"]);
+    }
 }

@@ -206,7 +206,7 @@ pub(super) fn failure(
         ))),
         MeetingStatus::Waiting => Some(Error::Waiting {
             message: format!(
-                "{}; what they are asked is in {}; answer with: meeting --resume {} --answer FILE (JSON, or {} filled in)",
+                "{}; what they are asked is in {}; answer with: meeting resume {} --answer FILE (JSON, or {} filled in)",
                 why.unwrap_or("waiting for a person"),
                 result.waiting_file.as_deref().unwrap_or("-"),
                 run_dir.display(),
@@ -220,7 +220,7 @@ pub(super) fn failure(
                 why.unwrap_or("no model call returned a usable answer")
             ),
             None => format!(
-                "the meeting failed: {} ({}); fix it and run: meeting --resume {}",
+                "the meeting failed: {} ({}); fix it and run: meeting resume {}",
                 why.unwrap_or("its report could not be saved"),
                 settings.report_file.display(),
                 run_dir.display()
@@ -232,7 +232,7 @@ pub(super) fn failure(
         | MeetingStatus::Reviewing
         | MeetingStatus::Finishing
         | MeetingStatus::ForcedStop => Some(Error::Stopped(format!(
-            "stopped at your request with the meeting {}; it resumes with: meeting --resume {}",
+            "stopped at your request with the meeting {}; it resumes with: meeting resume {}",
             result.status.as_str(),
             run_dir.display()
         ))),

@@ -121,7 +121,7 @@ pub(super) fn resume_hint(run_dir: &Path, adr: &AdrSettings) -> String {
         None => "the decision record is not written".to_string(),
     };
     format!(
-        "{what}: finish it with  meeting --resume {} --adr {}",
+        "{what}: finish it with  meeting resume {} --adr {}",
         run_dir.display(),
         adr.dir.display()
     )

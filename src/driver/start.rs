@@ -248,7 +248,7 @@ pub(super) fn create(checked: Checked, ui: Ui) -> Result<Run> {
     let lock = dir.lock()?;
     if dir.path.join("meeting.json").exists() {
         return Err(Error::Usage(format!(
-            "{} already holds a meeting; use --resume {} or another --trace-id",
+            "{} already holds a meeting; use meeting resume {} or another --trace-id",
             dir.path.display(),
             dir.path.display()
         )));

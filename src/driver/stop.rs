@@ -13,7 +13,7 @@ use std::path::Path;
 /// What the user reads after a stop: the command that continues the meeting.
 pub fn hint(run_dir: &Path) -> String {
     format!(
-        "stopped: continue with  meeting --resume {}",
+        "stopped: continue with  meeting resume {}",
         run_dir.display()
     )
 }

@@ -16,7 +16,7 @@ use super::{
 /// Why a local server's read timeout is not retried, and what helps (docs/design/failure-policy.md#local-servers).
 const LOCAL_BUSY: &str = "the local server is still generating the abandoned answer, and a server \
 that handles one request at a time would make any new request wait behind it, so none is sent: \
-raise --read-timeout (or lower --max-tokens) and continue with meeting --resume";
+raise --read-timeout (or lower --max-tokens) and continue with meeting resume";
 
 /// How the [`Client`] retries failed attempts.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -301,7 +301,7 @@ pub fn run_dir_of(place: &Place, id: &str) -> Result<(PathBuf, String)> {
 pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
     if let Some(id) = &a.resume {
         let (run_dir, run_id) = run_dir_of(place, id)?;
-        let mut args = vec!["--resume".into(), run_dir.display().to_string()];
+        let mut args = vec!["resume".into(), run_dir.display().to_string()];
         if let Some(report) = resume_report(place, &run_dir, &run_id)? {
             args.extend(["--report-file".into(), report.display().to_string()]);
         }

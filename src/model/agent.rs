@@ -66,7 +66,7 @@ pub fn is_safe_name(name: &str) -> bool {
 
 /// `--trace-id`'s check (the one place a trace id is validated): it names the run folder, so
 /// only safe filename characters.
-pub(crate) fn check_trace_id(id: &str) -> Result<String, String> {
+pub fn check_trace_id(id: &str) -> Result<String, String> {
     if is_safe_name(id) {
         Ok(id.to_string())
     } else {

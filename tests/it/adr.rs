@@ -286,7 +286,7 @@ fn a_record_that_fails_after_the_meeting_is_finished_by_the_resume_it_names() {
     assert_eq!(result["status"], "finished", "the result is printed first");
     let run = work.join("runs/demo-test");
     out.stderr_has(&format!(
-        "is written but the record it supersedes is not marked: finish it with  meeting --resume {} --adr {adr}",
+        "is written but the record it supersedes is not marked: finish it with  meeting resume {} --adr {adr}",
         run.display()
     ));
     assert!(dir.join(NEW).exists());

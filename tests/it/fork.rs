@@ -344,7 +344,7 @@ fn a_fork_needs_a_run_folder_and_one_of_its_loops() {
         &["--fork", "runs/p", "--at-loop", "1", "--provider", "sample"],
     )
     .exit(2)
-    .stderr_has("--provider cannot be used with --fork");
+    .stderr_has("--provider cannot be used with meeting fork");
     assert_eq!(none.count(), 0);
 }
 

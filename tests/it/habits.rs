@@ -131,7 +131,8 @@ fn resume_refuses_a_topic_argument_by_its_name() {
         .run();
     out.exit(2).one_stderr_line();
     assert!(
-        out.stderr().contains("TOPIC cannot be used with --resume"),
+        out.stderr()
+            .contains("\"Adopt?\" cannot be used with meeting resume"),
         "{}",
         out.stderr()
     );

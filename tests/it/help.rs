@@ -22,6 +22,7 @@ fn meeting_groups_its_flags_in_order() {
     assert_eq!(
         headings,
         [
+            "Commands:",
             "Options:",
             "Input:",
             "Meeting:",

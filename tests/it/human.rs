@@ -197,7 +197,7 @@ fn with_no_one_there_the_meeting_waits_and_the_answer_resumes_it() {
     );
     out.stderr_has("waiting for ana: no human available: no terminal")
         .stderr_has(&format!(
-            "answer with: meeting --resume {} --answer FILE",
+            "answer with: meeting resume {} --answer FILE",
             run.display()
         ));
     assert!(!work.join("report.md").exists(), "no report yet");

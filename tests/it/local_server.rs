@@ -102,7 +102,7 @@ fn a_read_timeout_sends_nothing_more_to_a_local_server() {
     assert!(server.missed().is_empty(), "{:?}", server.missed());
     out.stderr_has("still generating");
     out.stderr_has("raise --read-timeout");
-    out.stderr_has("meeting --resume");
+    out.stderr_has("meeting resume ");
 }
 
 /// A meeting whose prompts carry the default 24,000 characters of context (ten documents of

@@ -431,7 +431,7 @@ fn a_stage_can_be_replaced_by_a_users_command() {
         out.stderr().trim(),
         format!(
             "meeting: stage agent-turn failed (exit 1): my-turn: model offline\n\
-             stopped: continue with  meeting --resume {}",
+             stopped: continue with  meeting resume {}",
             work.join("runs/demo-test").display()
         )
     );
@@ -567,7 +567,7 @@ fn step_mode_waits_for_enter_and_q_leaves_a_resumable_run() {
     );
     assert!(
         err.contains("stopped before merge-board")
-            && err.contains("it resumes with: meeting --resume"),
+            && err.contains("it resumes with: meeting resume "),
         "{err}"
     );
     let result: Value = out.json();
@@ -658,7 +658,7 @@ fn a_report_that_cannot_be_saved_fails_the_meeting_and_resume_retries_it() {
         err.starts_with("meeting: the meeting failed: report not saved: "),
         "{err}"
     );
-    assert!(err.contains("meeting --resume"), "{err}");
+    assert!(err.contains("meeting resume "), "{err}");
     let result: Value = out.json();
     assert_eq!(result["status"], "failed");
     assert!(result["report_file"].is_null());
@@ -713,7 +713,7 @@ fn misuse_is_refused_before_any_model_call() {
         .args(["--resume", "runs/x", "--model", "foo"])
         .run();
     out.exit(2);
-    out.stderr_has("--model cannot be used with --resume");
+    out.stderr_has("--model cannot be used with meeting resume");
     // A stage that hands the board back unchanged cannot loop forever.
     let work = Workdir::new();
     let out = meeting_cmd(

@@ -97,3 +97,65 @@ fn template_reaches_render_report_and_is_not_overwritten() {
         .stderr_has("is the meeting's report template");
     assert_eq!(std::fs::read_to_string(&template).unwrap(), "x");
 }
+
+/// The modes are subcommands (`meeting resume DIR`, `compare A B`, `show-config`,
+/// `list-agents`), and the flag spellings still work and mean the same; a flag a mode does not
+/// take is refused by the parser, naming the mode and why.
+#[test]
+fn modes_are_subcommands_and_their_flags_still_work() {
+    let work = Workdir::new();
+    meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &["--quiet", "--stage", "agent-turn=exit 1"],
+    )
+    .run()
+    .exit(1);
+    let run = work.join("runs/demo-test");
+    let meeting = |args: &[&str]| {
+        let mut cmd = work.cli("meeting");
+        cmd.env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+            .args(args);
+        cmd.run()
+    };
+    let dir = run.display().to_string();
+    meeting(&["resume", &dir, "--model", "gpt-4o"])
+        .exit(2)
+        .one_stderr_line()
+        .stderr_has("--model cannot be used with meeting resume: the run folder's meeting.json holds the meeting")
+        .stderr_has("(see meeting resume --help)");
+    let resumed = meeting(&["resume", &dir, "--stage", "agent-turn=", "--quiet"]);
+    resumed.success();
+    let again = meeting(&["--quiet", "--resume", &dir]);
+    again.success();
+    assert_eq!(
+        resumed.stdout(),
+        again.stdout(),
+        "an ended meeting's result"
+    );
+    let compared = meeting(&["compare", &dir, &dir]);
+    compared.success();
+    assert_eq!(
+        compared.stdout(),
+        meeting(&["--compare", &dir, &dir]).stdout()
+    );
+    let listed = meeting(&["list-agents"]);
+    listed.success();
+    assert!(listed.stdout().contains("arch"), "{}", listed.stdout());
+    assert_eq!(listed.stdout(), meeting(&["--list-agents"]).stdout());
+    let flags = [
+        "--agents",
+        "arch,biz",
+        "--provider",
+        "sample",
+        "--max-loops",
+        "4",
+    ];
+    let shown = meeting(&[&["show-config"][..], &flags].concat());
+    shown.success();
+    assert!(shown.stdout().contains("max_loops"), "{}", shown.stdout());
+    assert_eq!(
+        shown.stdout(),
+        meeting(&[&flags[..], &["--topic", "x", "--show-config"]].concat()).stdout()
+    );
+}

@@ -483,7 +483,7 @@ fn a_failed_stage_says_how_to_resume() {
     out.exit(1);
     let run_dir = work.join("runs/demo-test");
     out.stderr_has(&format!(
-        "stopped: continue with  meeting --resume {}",
+        "stopped: continue with  meeting resume {}",
         run_dir.display()
     ));
 }
@@ -553,7 +553,7 @@ fn a_cassette_of_another_meeting_offers_no_resume() {
     let out = meeting_cmd(work.path(), &short, &["--quiet"]).run();
     out.exit(1)
         .stderr_has("no entry for call 2")
-        .stderr_lacks("continue with  meeting --resume");
+        .stderr_lacks("continue with  meeting resume");
 }
 
 /// SIGTERM mid-meeting: the meeting dies of the signal (exit 143 in a shell) after saying how
@@ -605,7 +605,7 @@ fn sigterm_says_how_to_resume() {
     let err = std::fs::read_to_string(&err_file).unwrap();
     assert!(
         err.contains(&format!(
-            "stopped: continue with  meeting --resume {}",
+            "stopped: continue with  meeting resume {}",
             run_dir.display()
         )),
         "{err}"

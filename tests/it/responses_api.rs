@@ -215,7 +215,7 @@ fn the_flag_overrides_the_table() {
         .args(["--openai-api", "chat"])
         .run()
         .exit(2)
-        .stderr_has("--openai-api cannot be used with --resume");
+        .stderr_has("--openai-api cannot be used with meeting resume");
     cli("meeting")
         .args(["--openai-api", "both", "--show-config"])
         .run()

@@ -402,7 +402,7 @@ fn a_cassette_of_another_meeting_points_at_what_can_help() {
     out.exit(1);
     out.stderr_has("--provider sample");
     out.stderr_has("--record FILE");
-    out.stderr_lacks("meeting --resume");
+    out.stderr_lacks("meeting resume");
 }
 
 /// With `--review-by`, the sample's normal ending is reviewed: the reviewer is asked for its
