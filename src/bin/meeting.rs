@@ -5,6 +5,9 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use agent_meeting::cli::modes::{
+    CompareArgs, ForkArgs, ListAgentsArgs, ResumeArgs, MODE_FLAGS, WHY_NOT,
+};
 use agent_meeting::cli::{self, BoardArgs, ContextArgs, LlmArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
 use agent_meeting::settings::config;
@@ -157,185 +160,6 @@ Examples:\n  meeting resume runs/demo\n  meeting resume runs/demo --answer answe
     ListAgents(ListAgentsArgs),
 }
 
-/// The old spellings of the modes: the flag, its subcommand, how many values it takes.
-const MODE_FLAGS: [(&str, &str, usize); 5] = [
-    ("--resume", "resume", 1),
-    ("--fork", "fork", 1),
-    ("--compare", "compare", 2),
-    ("--show-config", "show-config", 0),
-    ("--list-agents", "list-agents", 0),
-];
-
-/// Why a mode refuses a flag it does not take, in its error.
-const WHY_NOT: [(&str, &str); 2] = [
-    (
-        "meeting resume",
-        "the run folder's meeting.json holds the meeting (resume takes what does not change it)",
-    ),
-    (
-        "meeting fork",
-        "the parent's meeting.json holds the meeting (fork takes what it changes: --model, --agents, --max-loops, --trace-id, --report-file, --run-dir)",
-    ),
-];
-
-/// Progress and `--step`, taken by every mode that drives a meeting.
-#[derive(clap::Args, Debug)]
-struct UiArgs {
-    /// No progress on stderr
-    #[arg(long, short, help_heading = "Output")]
-    quiet: bool,
-    /// Pause before each stage until Enter (q stops, leaving a resumable run folder)
-    #[arg(long, help_heading = "Meeting")]
-    step: bool,
-    #[command(flatten)]
-    output: OutputArgs,
-}
-
-/// `meeting resume DIR`: the settings a resume may change; `None` keeps the saved value.
-#[derive(clap::Args, Debug)]
-struct ResumeArgs {
-    /// The run folder (runs/<trace id>)
-    #[arg(value_name = "DIR")]
-    dir: PathBuf,
-    /// Use what the run folder asks for without it being given again, and resume a folder
-    /// another user owns or others may write (only for a folder you trust)
-    #[arg(long)]
-    trust_run_dir: bool,
-    /// The answer of the person the meeting waits for (status waiting, exit 4): one JSON object
-    /// (an AgentTurnResult) or the run folder's answer.txt filled in; checked like any answer
-    /// (an unusable one is sent back once, and the meeting waits again)
-    #[arg(long, value_name = "FILE")]
-    answer: Option<PathBuf>,
-    /// Where to write the report (default: where the meeting was to write it); an ended
-    /// meeting's report is saved there too
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    report_file: Option<PathBuf>,
-    /// Write the decision as a MADR record in this folder, or finish writing the one owed
-    #[arg(long, value_name = "DIR", help_heading = "Output")]
-    adr: Option<PathBuf>,
-    /// The number of the record in the --adr folder this decision supersedes
-    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
-    supersedes: Option<String>,
-    /// Replace a stage with your own command (NAME=COMMAND, repeatable); NAME= restores the
-    /// built-in program
-    #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]
-    stages: Vec<String>,
-    /// An extra HTTP header on every request, 'Name: value' (repeatable; not kept in the run
-    /// folder, so given again to every resume, like keys)
-    #[arg(
-        long = "header",
-        value_name = "NAME: VALUE",
-        env = "AGENT_MEETING_HEADERS",
-        value_delimiter = '\n',
-        hide_env_values = true,
-        help_heading = "Model"
-    )]
-    headers: Vec<String>,
-    /// Seconds to wait for a connection
-    #[arg(long, value_name = "SECS", help_heading = "Transport")]
-    connect_timeout: Option<f64>,
-    /// Seconds to wait for the response (head, then body)
-    #[arg(long, value_name = "SECS", help_heading = "Transport")]
-    read_timeout: Option<f64>,
-    /// Attempts per call on 429, 5xx, timeouts and network errors
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20), help_heading = "Transport")]
-    max_attempts: Option<u32>,
-    #[command(flatten)]
-    otlp: cli::OtlpArgs,
-    #[command(flatten)]
-    prices: PricesArg,
-    #[command(flatten)]
-    ui: UiArgs,
-}
-
-/// `meeting fork DIR --at-loop N`: what the fork changes of its parent, and the output.
-#[derive(clap::Args, Debug)]
-struct ForkArgs {
-    /// The parent's run folder
-    #[arg(value_name = "DIR")]
-    dir: PathBuf,
-    /// The first loop asked live (1 asks every call again)
-    #[arg(long, value_name = "N", required = true)]
-    at_loop: u32,
-    /// Use what the parent's folder asks for without it being given again (a base URL of its
-    /// config copy), and fork a folder another user owns or others may write
-    #[arg(long)]
-    trust_run_dir: bool,
-    /// The fork's model (default: the parent's)
-    #[arg(long, short, value_name = "MODEL", help_heading = "Model")]
-    model: Option<String>,
-    /// The fork's participants (default: the parent's)
-    #[arg(
-        long,
-        short,
-        value_delimiter = ',',
-        value_name = "NAMES",
-        help_heading = "Meeting"
-    )]
-    agents: Option<Vec<String>>,
-    /// The fork's loop limit (default: the parent's)
-    #[arg(long, value_name = "N", help_heading = "Meeting")]
-    max_loops: Option<u32>,
-    /// The fork's trace id (names its run folder)
-    #[arg(long, value_name = "ID", value_parser = agent_meeting::model::check_trace_id, help_heading = "Meeting")]
-    trace_id: Option<String>,
-    /// Where to write the report (default: the parent's with -fork, the next free number when
-    /// taken)
-    #[arg(long, value_name = "FILE", help_heading = "Output")]
-    report_file: Option<PathBuf>,
-    /// The folder holding the fork's run folder (default: the parent's)
-    #[arg(long, value_name = "DIR", help_heading = "Output")]
-    run_dir: Option<PathBuf>,
-    #[command(flatten)]
-    prices: PricesArg,
-    #[command(flatten)]
-    ui: UiArgs,
-}
-
-/// `meeting compare A B`.
-#[derive(clap::Args, Debug)]
-struct CompareArgs {
-    /// The first run folder (the parent)
-    #[arg(value_name = "A")]
-    a: PathBuf,
-    /// The second run folder (the fork)
-    #[arg(value_name = "B")]
-    b: PathBuf,
-}
-
-/// `meeting list-agents`.
-#[derive(clap::Args, Debug)]
-struct ListAgentsArgs {
-    /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the
-    /// user's agents folder, the built-in agents
-    #[arg(long, value_name = "DIR")]
-    agents_dir: Option<PathBuf>,
-}
-
-/// `--prices`, for the modes that price a meeting's calls.
-#[derive(clap::Args, Debug)]
-struct PricesArg {
-    /// Price the meeting's calls with this table (the shape of share/prices/prices.json)
-    /// instead of the built-in subset of LiteLLM's
-    #[arg(
-        long,
-        value_name = "FILE",
-        env = "AGENT_MEETING_PRICES",
-        help_heading = "Output"
-    )]
-    prices: Option<PathBuf>,
-}
-
-impl PricesArg {
-    /// One table for the whole run, before any stage prices a call.
-    fn use_it(&self) -> Result<(), Error> {
-        match &self.prices {
-            Some(file) => agent_meeting::llm::prices::use_table(file),
-            None => Ok(()),
-        }
-    }
-}
-
 /// A resume's changes, as the driver takes them.
 fn resume_request(a: ResumeArgs) -> Result<Request, Error> {
     let changes = ResumeChanges {
@@ -372,6 +196,14 @@ fn fork_request(a: ForkArgs) -> Request {
         parent: a.dir,
         changes,
     }
+}
+
+/// `--adr DIR` with its `--supersedes N`.
+fn adr_of(dir: &Option<PathBuf>, supersedes: &Option<String>) -> Option<driver::AdrSettings> {
+    dir.clone().map(|dir| driver::AdrSettings {
+        dir,
+        supersedes: supersedes.clone(),
+    })
 }
 
 /// A new meeting (or its dry run), from the run flags.
@@ -413,14 +245,6 @@ fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> 
         Request::DryRun(new)
     } else {
         Request::Start(new)
-    })
-}
-
-/// `--adr DIR` with its `--supersedes N`.
-fn adr_of(dir: &Option<PathBuf>, supersedes: &Option<String>) -> Option<driver::AdrSettings> {
-    dir.clone().map(|dir| driver::AdrSettings {
-        dir,
-        supersedes: supersedes.clone(),
     })
 }
 

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use crate::error::Error;
 
 pub mod flags;
+pub mod modes;
 
 pub use flags::{BoardArgs, LlmArgs, OpenAiApiArg, OtlpArgs};
 

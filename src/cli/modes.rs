@@ -1,0 +1,187 @@
+//! `meeting`'s modes (docs/design/run-folder.md#resume): the flags each takes, as clap structs
+//! the `meeting` program's subcommands flatten, their old flag spellings, why a mode refuses a
+//! flag. The `meeting` program turns each into the driver's request.
+
+use std::path::PathBuf;
+
+use super::{OtlpArgs, OutputArgs};
+use crate::Error;
+
+/// The old spellings of the modes: the flag, its subcommand, how many values it takes.
+pub const MODE_FLAGS: [(&str, &str, usize); 5] = [
+    ("--resume", "resume", 1),
+    ("--fork", "fork", 1),
+    ("--compare", "compare", 2),
+    ("--show-config", "show-config", 0),
+    ("--list-agents", "list-agents", 0),
+];
+
+/// Why a mode refuses a flag it does not take, in its error.
+pub const WHY_NOT: [(&str, &str); 2] = [
+    (
+        "meeting resume",
+        "the run folder's meeting.json holds the meeting (resume takes what does not change it)",
+    ),
+    (
+        "meeting fork",
+        "the parent's meeting.json holds the meeting (fork takes what it changes: --model, --agents, --max-loops, --trace-id, --report-file, --run-dir)",
+    ),
+];
+
+/// Progress and `--step`, taken by every mode that drives a meeting.
+#[derive(clap::Args, Debug)]
+pub struct UiArgs {
+    /// No progress on stderr
+    #[arg(long, short, help_heading = "Output")]
+    pub quiet: bool,
+    /// Pause before each stage until Enter (q stops, leaving a resumable run folder)
+    #[arg(long, help_heading = "Meeting")]
+    pub step: bool,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `meeting resume DIR`: the settings a resume may change; `None` keeps the saved value.
+#[derive(clap::Args, Debug)]
+pub struct ResumeArgs {
+    /// The run folder (runs/<trace id>)
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Use what the run folder asks for without it being given again, and resume a folder
+    /// another user owns or others may write (only for a folder you trust)
+    #[arg(long)]
+    pub trust_run_dir: bool,
+    /// The answer of the person the meeting waits for (status waiting, exit 4): one JSON object
+    /// (an AgentTurnResult) or the run folder's answer.txt filled in; checked like any answer
+    /// (an unusable one is sent back once, and the meeting waits again)
+    #[arg(long, value_name = "FILE")]
+    pub answer: Option<PathBuf>,
+    /// Where to write the report (default: where the meeting was to write it); an ended
+    /// meeting's report is saved there too
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub report_file: Option<PathBuf>,
+    /// Write the decision as a MADR record in this folder, or finish writing the one owed
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub adr: Option<PathBuf>,
+    /// The number of the record in the --adr folder this decision supersedes
+    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
+    pub supersedes: Option<String>,
+    /// Replace a stage with your own command (NAME=COMMAND, repeatable); NAME= restores the
+    /// built-in program
+    #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]
+    pub stages: Vec<String>,
+    /// An extra HTTP header on every request, 'Name: value' (repeatable; not kept in the run
+    /// folder, so given again to every resume, like keys)
+    #[arg(
+        long = "header",
+        value_name = "NAME: VALUE",
+        env = "AGENT_MEETING_HEADERS",
+        value_delimiter = '\n',
+        hide_env_values = true,
+        help_heading = "Model"
+    )]
+    pub headers: Vec<String>,
+    /// Seconds to wait for a connection
+    #[arg(long, value_name = "SECS", help_heading = "Transport")]
+    pub connect_timeout: Option<f64>,
+    /// Seconds to wait for the response (head, then body)
+    #[arg(long, value_name = "SECS", help_heading = "Transport")]
+    pub read_timeout: Option<f64>,
+    /// Attempts per call on 429, 5xx, timeouts and network errors
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20), help_heading = "Transport")]
+    pub max_attempts: Option<u32>,
+    #[command(flatten)]
+    pub otlp: OtlpArgs,
+    #[command(flatten)]
+    pub prices: PricesArg,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+/// `meeting fork DIR --at-loop N`: what the fork changes of its parent, and the output.
+#[derive(clap::Args, Debug)]
+pub struct ForkArgs {
+    /// The parent's run folder
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The first loop asked live (1 asks every call again)
+    #[arg(long, value_name = "N", required = true)]
+    pub at_loop: u32,
+    /// Use what the parent's folder asks for without it being given again (a base URL of its
+    /// config copy), and fork a folder another user owns or others may write
+    #[arg(long)]
+    pub trust_run_dir: bool,
+    /// The fork's model (default: the parent's)
+    #[arg(long, short, value_name = "MODEL", help_heading = "Model")]
+    pub model: Option<String>,
+    /// The fork's participants (default: the parent's)
+    #[arg(
+        long,
+        short,
+        value_delimiter = ',',
+        value_name = "NAMES",
+        help_heading = "Meeting"
+    )]
+    pub agents: Option<Vec<String>>,
+    /// The fork's loop limit (default: the parent's)
+    #[arg(long, value_name = "N", help_heading = "Meeting")]
+    pub max_loops: Option<u32>,
+    /// The fork's trace id (names its run folder)
+    #[arg(long, value_name = "ID", value_parser = crate::model::check_trace_id, help_heading = "Meeting")]
+    pub trace_id: Option<String>,
+    /// Where to write the report (default: the parent's with -fork, the next free number when
+    /// taken)
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub report_file: Option<PathBuf>,
+    /// The folder holding the fork's run folder (default: the parent's)
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub run_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub prices: PricesArg,
+    #[command(flatten)]
+    pub ui: UiArgs,
+}
+
+/// `meeting compare A B`.
+#[derive(clap::Args, Debug)]
+pub struct CompareArgs {
+    /// The first run folder (the parent)
+    #[arg(value_name = "A")]
+    pub a: PathBuf,
+    /// The second run folder (the fork)
+    #[arg(value_name = "B")]
+    pub b: PathBuf,
+}
+
+/// `meeting list-agents`.
+#[derive(clap::Args, Debug)]
+pub struct ListAgentsArgs {
+    /// Folder searched first for <name>.yaml|.yml|.json agent configs; then ./agents, the
+    /// user's agents folder, the built-in agents
+    #[arg(long, value_name = "DIR")]
+    pub agents_dir: Option<PathBuf>,
+}
+
+/// `--prices`, for the modes that price a meeting's calls.
+#[derive(clap::Args, Debug)]
+pub struct PricesArg {
+    /// Price the meeting's calls with this table (the shape of share/prices/prices.json)
+    /// instead of the built-in subset of LiteLLM's
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "AGENT_MEETING_PRICES",
+        help_heading = "Output"
+    )]
+    pub prices: Option<PathBuf>,
+}
+
+impl PricesArg {
+    /// One table for the whole run, before any stage prices a call.
+    pub fn use_it(&self) -> Result<(), Error> {
+        match &self.prices {
+            Some(file) => crate::llm::prices::use_table(file),
+            None => Ok(()),
+        }
+    }
+}
