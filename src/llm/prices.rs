@@ -69,6 +69,9 @@ pub fn use_table(file: &std::path::Path) -> Result<(), crate::Error> {
     let label = file.display().to_string();
     let text = crate::io::read_text_file(file)?;
     let table: Prices = crate::io::parse_doc(&label, &text, crate::io::Format::Json)?;
+    if let Some((path, why)) = table.unusable() {
+        return Err(crate::Error::input(&label, &path, why));
+    }
     let _ = CURRENT.set(table);
     Ok(())
 }
@@ -83,7 +86,10 @@ impl Prices {
             Some(path) => match std::fs::read_to_string(&path)
                 .map_err(|e| e.to_string())
                 .and_then(|t| serde_json::from_str::<Prices>(&t).map_err(|e| e.to_string()))
-            {
+                .and_then(|p| match p.unusable() {
+                    Some((path, why)) => Err(format!("{path}: {why}")),
+                    None => Ok(p),
+                }) {
                 Ok(p) => p,
                 Err(e) => {
                     crate::note!(
@@ -94,6 +100,29 @@ impl Prices {
                 }
             },
         })
+    }
+
+    /// The first price that is no price — below zero or not a number — as its field path and
+    /// what was expected: a negative price would make spending look like earning, and a dollar
+    /// budget would never close the meeting.
+    pub fn unusable(&self) -> Option<(String, String)> {
+        for (name, p) in &self.models {
+            let fields = [
+                ("input", Some(p.input)),
+                ("output", Some(p.output)),
+                ("cache_read", p.cache_read),
+                ("cache_write", p.cache_write),
+            ];
+            for (field, value) in fields {
+                if let Some(v) = value.filter(|v| !(v.is_finite() && *v >= 0.0)) {
+                    return Some((
+                        format!("models.{name}.{field}"),
+                        format!("{v} (expected dollars per token, 0 or more)"),
+                    ));
+                }
+            }
+        }
+        None
     }
 
     /// The built-in table.

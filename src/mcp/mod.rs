@@ -148,22 +148,55 @@ pub fn place(
 /// Serve MCP on `input`/`output` until the input ends (the client closed it). Meetings
 /// started with `meeting_start` go on after that; a `meeting_run` still in progress is
 /// interrupted, resumable.
-pub fn serve(input: impl BufRead, output: Box<dyn Write + Send>, place: Place) -> Result<()> {
+pub fn serve(mut input: impl BufRead, output: Box<dyn Write + Send>, place: Place) -> Result<()> {
     let server = Arc::new(Server {
         out: Out(Arc::new(Mutex::new(output))),
         place,
         children: runs::Children::default(),
         in_flight: InFlight::default(),
     });
-    let mut workers = Vec::new();
-    for line in input.lines() {
-        let line = line.map_err(|e| Error::Runtime(format!("stdin: {e}")))?;
+    let mut workers: Vec<std::thread::JoinHandle<()>> = Vec::new();
+    loop {
+        let line = match read_line(&mut input, MAX_LINE)
+            .map_err(|e| Error::Runtime(format!("stdin: {e}")))?
+        {
+            Line::End => break,
+            Line::TooLong => {
+                server.out.error(
+                    &Value::Null,
+                    code::INVALID_REQUEST,
+                    &format!("a message longer than {MAX_LINE} bytes (the most one line may hold)"),
+                    None,
+                );
+                continue;
+            }
+            Line::Text(bytes) => match String::from_utf8(bytes) {
+                Ok(line) => line,
+                Err(e) => {
+                    let at = e.utf8_error().valid_up_to();
+                    server.out.error(
+                        &Value::Null,
+                        code::PARSE,
+                        &format!("parse error: not UTF-8 (byte {at})"),
+                        None,
+                    );
+                    continue;
+                }
+            },
+        };
         if line.trim().is_empty() {
             continue;
         }
         if let Some(worker) = server.clone().take(&line) {
             workers.push(worker);
         }
+        // A finished call's thread is joined now, not when the client leaves: its stack is
+        // freed only then (a long session of status calls grew without bound).
+        let (done, running): (Vec<_>, Vec<_>) = workers.into_iter().partition(|w| w.is_finished());
+        for w in done {
+            let _ = w.join();
+        }
+        workers = running;
     }
     // The client is gone: a blocking meeting stops as with Ctrl-C, resumable.
     server.in_flight.with(|calls| {
@@ -176,6 +209,58 @@ pub fn serve(input: impl BufRead, output: Box<dyn Write + Send>, place: Place) -
         let _ = w.join();
     }
     Ok(())
+}
+
+/// The longest message one line may hold: 4 MiB, far beyond any tool call (a meeting's
+/// documents are named by path, not sent); a longer line is answered -32600 and skipped
+/// without being kept.
+pub const MAX_LINE: usize = 4 << 20;
+
+/// One line of the input as [`read_line`] read it.
+enum Line {
+    Text(Vec<u8>),
+    /// Longer than the limit: read to its end and dropped.
+    TooLong,
+    End,
+}
+
+/// The next line of `input` (without its `\n`), keeping at most `max` bytes of it.
+fn read_line(input: &mut impl BufRead, max: usize) -> std::io::Result<Line> {
+    let mut line = Vec::new();
+    let mut too_long = false;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok(match (too_long, line.is_empty()) {
+                (true, _) => Line::TooLong,
+                (false, true) => Line::End,
+                (false, false) => Line::Text(line),
+            });
+        }
+        let (part, found) = match buf.iter().position(|&b| b == b'\n') {
+            Some(i) => (&buf[..i], Some(i + 1)),
+            None => (buf, None),
+        };
+        if !too_long && line.len() + part.len() <= max {
+            line.extend_from_slice(part);
+        } else {
+            too_long = true;
+            line = Vec::new();
+        }
+        let used = found.unwrap_or(buf.len());
+        input.consume(used);
+        if found.is_some() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else {
+                Line::Text(line)
+            });
+        }
+    }
 }
 
 struct Server {
@@ -219,6 +304,16 @@ impl Server {
             self.notified(method, &params);
             return None;
         };
+        // JSON-RPC 2.0: a request's id is a string or an integer (null is for errors).
+        if !(id.is_string() || id.is_i64() || id.is_u64()) {
+            self.out.error(
+                &Value::Null,
+                code::INVALID_REQUEST,
+                &format!("id: {id} (expected a string or an integer)"),
+                None,
+            );
+            return None;
+        }
         let era = match self.era(&id, &params) {
             Ok(era) => era,
             Err(()) => return None,

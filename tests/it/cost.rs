@@ -445,3 +445,34 @@ fn a_cost_budget_is_priced_once_with_the_callers_models() {
         "priced again on resume"
     );
 }
+
+/// A price below zero (or not a number) is no price: a table with one is refused before any
+/// call, naming the file and the field — a negative price made spending look like earning, and
+/// `--max-cost` never closed the meeting; named by `AGENT_MEETING_PRICES`, the same.
+#[test]
+fn a_price_table_with_a_negative_price_is_refused() {
+    let work = Workdir::new();
+    let table = work.write(
+        "prices.json",
+        r#"{"source": "tampered", "date": "2026-12-01", "models": {"gpt-4o-mini": {"provider": "openai", "input": -1e-3, "output": 6e-7}}}"#,
+    );
+    let server = endless_server();
+    let out = endless_meeting(
+        &work,
+        &server,
+        &["--max-cost", "0.01", "--prices", table.to_str().unwrap()],
+    );
+    out.exit(2).one_stderr_line().stderr_has(
+        "prices.json: models.gpt-4o-mini.input: -0.001 (expected dollars per token, 0 or more)",
+    );
+    assert_eq!(server.count(), 0);
+    // Named by its variable, the same table is the same refusal.
+    work.cli("meeting")
+        .env("AGENT_MEETING_PRICES", &table)
+        .env("OPENAI_API_KEY", "test-key")
+        .args(["--topic", "Adopt Rust for ingest?", "--agents", "arch"])
+        .args(["--provider", "openai", "--max-cost", "0.01"])
+        .run()
+        .exit(2)
+        .stderr_has("models.gpt-4o-mini.input: -0.001");
+}

@@ -188,6 +188,32 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
     ] {
         assert!(text.contains(part), "{part:?} in:\n{text}");
     }
+    // A board edited by hand to hold terminal escapes (OSC 52 writes the clipboard, CSI
+    // colours): printed clean, as the report would print it.
+    let newest = std::fs::read_dir(work.join("runs/child"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("render-report.out.json"))
+        .max()
+        .unwrap();
+    let edited = std::fs::read_to_string(&newest).unwrap().replace(
+        "a managed warehouse",
+        "a managed\\u001b]52;c;cHduZWQ=\\u0007 \\u001b[31mwarehouse",
+    );
+    std::fs::write(&newest, edited).unwrap();
+    let diff = work
+        .cli("meeting")
+        .args(["compare", "runs/parent", "runs/child"])
+        .run();
+    diff.success();
+    assert!(!diff.stdout().contains('\u{1b}'), "{:?}", diff.stdout());
+    assert!(!diff.stdout().contains('\u{7}'), "{:?}", diff.stdout());
+    assert!(
+        diff.stdout()
+            .contains("- Decision: the replica → a managed"),
+        "{}",
+        diff.stdout()
+    );
 }
 
 /// A fork made by a build that kept its parent's share in `meeting.json` (not on the board)

@@ -70,6 +70,12 @@ impl Session {
         }
     }
 
+    fn send_raw(&mut self, bytes: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin.write_all(bytes).unwrap();
+        stdin.flush().unwrap();
+    }
+
     fn send(&mut self, msg: Value) {
         let stdin = self.stdin.as_mut().expect("stdin open");
         writeln!(stdin, "{msg}").unwrap();
@@ -608,6 +614,82 @@ fn a_resume_writes_nothing_outside_the_servers_folders() {
     assert_eq!(
         resumed["structuredContent"]["report_file"],
         json!(report.display().to_string())
+    );
+    s.end();
+}
+
+/// What a client sends that is no request is answered, and the server goes on: a line that is
+/// not UTF-8 (-32700), a line over the limit (-32600, not kept whole), an id that is neither a
+/// string nor an integer (-32600); then a ping is still answered.
+#[test]
+fn bad_lines_and_ids_are_answered_and_the_server_goes_on() {
+    let work = Workdir::new();
+    let mut s = Session::start(&work, &[]);
+    s.handshake();
+    let ping = |s: &mut Session| {
+        let id = s.request("ping", json!({}));
+        let (m, _) = s.response(id);
+        assert_eq!(m["result"], json!({}), "{m}");
+    };
+    s.send_raw(b"{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"ping\xff\"}\n");
+    let m = s.next();
+    assert_eq!(m["error"]["code"], -32700, "{m}");
+    assert!(m["id"].is_null());
+    ping(&mut s);
+    let mut long = vec![b' '; agent_meeting::mcp::MAX_LINE + 1];
+    long.push(b'\n');
+    s.send_raw(&long);
+    let m = s.next();
+    assert_eq!(m["error"]["code"], -32600, "{m}");
+    assert!(
+        m["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("longer than"),
+        "{m}"
+    );
+    ping(&mut s);
+    for id in [
+        json!({"a": 1}),
+        json!([1]),
+        json!(1.5),
+        json!(true),
+        json!(null),
+    ] {
+        s.send(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+        let m = s.next();
+        assert_eq!(m["error"]["code"], -32600, "id {id}: {m}");
+        assert!(m["id"].is_null(), "{m}");
+    }
+    s.send(json!({"jsonrpc": "2.0", "id": "a-string", "method": "ping"}));
+    assert_eq!(s.next()["id"], "a-string");
+    ping(&mut s);
+    s.end();
+}
+
+/// A finished call's thread is joined as the server goes, not kept until the client leaves:
+/// 300 status calls leave the server's address space about as it was (each kept thread held
+/// its stack, 2 MiB, until the end).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_long_session_keeps_no_finished_calls_thread() {
+    let work = Workdir::new();
+    let mut s = Session::start(&work, &[]);
+    s.handshake();
+    let vm_size = |s: &Session| -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", s.child.id())).unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmSize:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let _ = s.tool("meeting_status", json!({"run_id": "none-such"}));
+    let before = vm_size(&s);
+    for _ in 0..300 {
+        let _ = s.tool("meeting_status", json!({"run_id": "none-such"}));
+    }
+    let grown_kib = vm_size(&s).saturating_sub(before);
+    assert!(
+        grown_kib < 100 * 1024,
+        "the address space grew {grown_kib} KiB over 300 calls"
     );
     s.end();
 }

@@ -15,7 +15,9 @@ pub struct Side<'a> {
     pub fork: Option<&'a ForkOf>,
 }
 
-/// The comparison as Markdown.
+/// The comparison as Markdown, cleaned as the report is (docs/design/report.md#sanitising): the
+/// boards are run folders' text, and a hand-edited one may hold terminal escapes (OSC 52 writes
+/// the clipboard) that would reach the terminal raw.
 pub fn compare(a: &Side, b: &Side) -> String {
     let mut out = format!("# What changed: {} → {}\n\n", a.label, b.label);
     let decision = |s: &Side| {
@@ -118,7 +120,7 @@ pub fn compare(a: &Side, b: &Side) -> String {
     }
     out.push_str("\n## Questions answered\n\n");
     out.push_str(if q.is_empty() { "- The same.\n" } else { &q });
-    out
+    crate::text::sanitise(&out).into_owned()
 }
 
 /// `- Name: a → b`, or `- Name: a (the same)`.
