@@ -10,8 +10,8 @@ use crate::meeting::whiteboard::{
     summary_lines, RECENT_ERRORS_CAP,
 };
 use crate::model::{
-    AgentTurnResult, Board, Evidence, FindingKind, LastTurn, ProcessKind, QuestionAnswer, Status,
-    TurnStatus, EVIDENCE_CAP,
+    AgentTurnResult, Board, Evidence, FindingKind, LastTurn, ProcessKind, Status, TurnStatus,
+    EVIDENCE_CAP,
 };
 use crate::stage::Stage;
 use crate::text::headline;
@@ -151,7 +151,8 @@ fn answered_by_person(board: &mut Board, turn: &LastTurn, result: &AgentTurnResu
     if let Some(id) = crate::meeting::whiteboard::question_asked(board, &turn.prompt) {
         let answer = headline(&result.response);
         let by = [turn.agent_name.clone()];
-        let loop_no = board.loop_count;
+        // The loop this turn is merged in, as its findings are (`loop_count` moves after).
+        let loop_no = board.current_loop();
         // It names an open question, so it is found.
         let _ = crate::meeting::whiteboard::answer_question(board, &id, &answer, &by, loop_no);
     }
@@ -210,19 +211,9 @@ fn merge_result(board: &mut Board, result: &AgentTurnResult) {
         agent,
         loop_no,
     );
-    // Rule 3: a recommendation that is an open question's exact text answers it.
-    for q in board.record.questions.iter_mut() {
-        if q.answer.is_none() && result.recommendations.contains(&q.text) {
-            q.answer = Some(QuestionAnswer {
-                text: q.text.clone(),
-                by: vec![agent.to_string()],
-                loop_no: board.loop_count,
-            });
-        }
-    }
-    board
-        .open_questions
-        .retain(|q| !result.recommendations.contains(q));
+    // A recommendation that is an open question's exact text does not answer it: an answer is
+    // not its own question (docs/design/whiteboard.md#questions), so the question stays open
+    // — the PM's marks and a person's answer follow the same rule.
     keep_evidence(board, result, &points, &risks);
     let speaker = format!("{agent}: {}", headline(&result.response));
     board.summary = summary_lines(board, &speaker);
@@ -438,8 +429,11 @@ mod tests {
         }
     }
 
+    /// A recommendation that only restates an open question — a required one included — does
+    /// not answer it: an answer is not its own question. It stays open, unanswered in the
+    /// record (it was marked "answered by arch: <the question itself>").
     #[test]
-    fn rule3_recommendation_removes_equal_open_question() {
+    fn a_recommendation_that_restates_a_question_does_not_answer_it() {
         let mut b = board(&["Pilot the warehouse?", "Keep Postgres?"]);
         ok_turn(
             &mut b,
@@ -452,7 +446,12 @@ mod tests {
             ),
         );
         b = merge(b, NOW).unwrap();
-        assert_eq!(b.open_questions, vec!["Keep Postgres?"]);
+        assert_eq!(
+            b.open_questions,
+            vec!["Pilot the warehouse?", "Keep Postgres?"]
+        );
+        assert!(b.record.questions.iter().all(|q| q.answer.is_none()));
+        assert!(crate::model::check_invariants(&b).is_ok());
     }
 
     #[test]

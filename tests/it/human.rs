@@ -146,7 +146,12 @@ fn a_question_the_person_answered_directly_counts_as_answered() {
     out.check(out.code() == Some(0), "the meeting");
     let md = work.read("report.md");
     assert!(
-        md.contains("What would a managed warehouse cost per month at our data volume, including loading? — answered by ana: About 1,200 USD a month with loading included."),
+        md.contains("What would a managed warehouse cost per month at our data volume, including loading? — answered by ana (loop 1): About 1,200 USD a month with loading included."),
+        "{md}"
+    );
+    // Dated in the loop her turn was merged in, as her finding is (it said loop 0, hidden).
+    assert!(
+        md.contains("The warehouse fits the budget (no document cited) — ana, loop 1"),
         "{md}"
     );
     let log = log_lines(&work);
