@@ -219,7 +219,11 @@ pub fn client_for_caller(
         max_delay: retry_max,
     };
     let pace = match args.max_in_flight {
-        Some(n) => Some(super::pace::Pace::new(provider.as_str(), n).map_err(Error::Usage)?),
+        Some(n) => {
+            let url = super::resolve::base_url(args, provider).value;
+            let pace = super::pace::Pace::new(provider.as_str(), &url, n, retry_max);
+            Some(pace.map_err(Error::Usage)?)
+        }
         None => None,
     };
     let client = Client::new(provider_box, calls)
