@@ -48,6 +48,21 @@ pub struct CollectOptions {
     pub redact: bool,
 }
 
+/// Whether `path`, below `root`, is named like a file that holds secrets (`.env`, `id_rsa`,
+/// `credentials.json`, anything under `.ssh/`, ...): the rule collect-context skips such files
+/// by, for a file named some other way (the MCP server's `meeting_file`).
+pub fn is_secret_path(path: &Path, root: &Path) -> bool {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    let parts: Vec<String> = rel
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(p) => Some(p.to_string_lossy().into_owned()),
+            _ => None,
+        })
+        .collect();
+    sensitive::is_sensitive(&parts)
+}
+
 /// collect-context's settings as given (`cli::ContextArgs` settles to them; `meeting` keeps
 /// them in `meeting.json` and passes them on): [`CollectOptions`] but the folder paths resolve
 /// from.

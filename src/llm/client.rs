@@ -443,7 +443,7 @@ fn message_chars(req: &Request) -> usize {
 /// tokenizers: English prose averages about 4 in the GPT, Llama, Qwen and Mistral tokenizers,
 /// Markdown and code fewer, other scripts about 1; 6 is half again the prose average
 /// (docs/design/llm.md#truncation).
-const MAX_CHARS_PER_TOKEN: usize = 6;
+pub const MAX_CHARS_PER_TOKEN: usize = 6;
 
 /// The smallest context a server cuts prompts to (Ollama's smallest default, 2,048 tokens): a
 /// prompt shorter than that at [`MAX_CHARS_PER_TOKEN`] cannot have been cut.
@@ -532,10 +532,12 @@ fn reply(
     }
     let usage = raw.usage.unwrap_or_else(|| estimate_usage(req, &raw.text));
     // A reply the server stopped short of the max_tokens sent (as it reported the counts):
-    // its context window was full, not the limit reached.
+    // its context window was full, not the limit reached. A reply with no prompt counted (a
+    // person's, cut at the limit's characters) is cut off, not out of room.
     let window_full = match (raw.truncated, opts.max_tokens, usage.estimated) {
         (true, Some(limit), false)
-            if usage.tokens.completion_tokens < u64::from(limit) * 9 / 10 =>
+            if usage.tokens.completion_tokens < u64::from(limit) * 9 / 10
+                && usage.tokens.prompt_tokens > 0 =>
         {
             Some(NoJson::WindowFull {
                 reply: usage.tokens.completion_tokens,

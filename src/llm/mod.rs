@@ -41,7 +41,7 @@ mod schema_text;
 pub mod transport;
 
 pub use build::{client_for, client_for_caller, Clients};
-pub use client::{Client, RetryPolicy};
+pub use client::{Client, RetryPolicy, MAX_CHARS_PER_TOKEN};
 pub use config::{ConfigDefaults, LlmConfig, OpenAiApi};
 pub use parse::parse_json_reply;
 pub use provider::{AttemptError, Provider, ProviderName, RawReply};

@@ -331,7 +331,7 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
                 "documents go with a topic; a meeting file lists its own context_sources".into(),
             ))
         }
-        (Some(f), None) => args.extend(["--meeting-file".into(), absolute(f)]),
+        (Some(f), None) => args.extend(["--meeting-file".into(), meeting_file(place, f)?]),
         (None, Some(t)) if a.documents.is_empty() => args.extend(["--topic".into(), t.into()]),
         (None, Some(t)) => {
             let file = made_meeting_file(place, &run_id, t, &a.documents)?;
@@ -375,6 +375,25 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
         args,
         traceparent: None,
     })
+}
+
+/// A `meeting_file` a tool call names: one of the project's (below the server's context root,
+/// as its documents must be) and not named like a secret — a call could otherwise have any
+/// YAML or JSON file on the disk read, and its values quoted back in the error.
+fn meeting_file(place: &Place, f: &str) -> Result<String> {
+    let file = PathBuf::from(absolute(f));
+    if !crate::driver::is_within(&file, &place.context_root) {
+        return Err(Error::Usage(format!(
+            "meeting_file: {f} is outside this server's folder {} (a meeting file is one of the project's)",
+            place.context_root.display()
+        )));
+    }
+    if crate::context::is_secret_path(&file, &place.context_root) {
+        return Err(Error::Usage(format!(
+            "meeting_file: {f} is named like a file that holds secrets; a meeting file is not one"
+        )));
+    }
+    Ok(file.display().to_string())
 }
 
 /// A resume writes nothing outside the folders the server was started with

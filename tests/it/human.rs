@@ -868,3 +868,33 @@ fn a_users_agent_turn_that_waits_makes_the_meeting_wait() {
     );
     done.check(done.code() == Some(0), "resumed with the built-in stage");
 }
+
+/// A person's answer is bounded like a model's reply: one longer than the turn's `max_tokens`
+/// could hold is cut there and sent back once, like a model's cut reply; the next answer is
+/// used, and the 2 MB key point never reaches the report.
+#[test]
+fn a_persons_answer_is_bounded_like_a_models() {
+    let work = Workdir::new();
+    // The PM asks ana; her two attempts are calls 2 and 3; the PM finishes at call 4.
+    let c = Cassette::new()
+        .pm(ask_ana())
+        .at(4)
+        .pm(finish())
+        .write(work.join("c.jsonl"));
+    let huge = "x".repeat(2_000_000);
+    let answers = work.write(
+        "answers.jsonl",
+        format!(
+            "{{\"response\": \"Priya.\", \"key_points\": [\"{huge}\"]}}\n{{\"response\": \"The on-call DBA, Priya, by phone.\", \"key_points\": [\"Paging goes to one person\"]}}\n"
+        ),
+    );
+    let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
+    out.check(out.code() == Some(0), "the meeting");
+    let log = log_lines(&work);
+    let ana: Vec<&Value> = log.iter().filter(|l| l["caller"] == "ana").collect();
+    assert_eq!(ana.len(), 2, "the cut answer was sent back once");
+    assert_eq!(ana[0]["truncated"], true, "{}", ana[0]["truncated"]);
+    let md = work.read("report.md");
+    assert!(md.contains("Paging goes to one person"), "{md}");
+    assert!(md.len() < 200_000, "the report holds the 2 MB key point");
+}

@@ -693,3 +693,35 @@ fn a_long_session_keeps_no_finished_calls_thread() {
     );
     s.end();
 }
+
+/// A `meeting_file` is one of the project's: a file outside the server's folder, or one named
+/// like a secret, is refused before it is read — its values never come back in an error.
+#[test]
+fn a_meeting_file_outside_the_project_or_named_like_a_secret_is_refused() {
+    let work = Workdir::new();
+    let elsewhere = Workdir::new();
+    let outside = elsewhere.write("m.yaml", "topic: 1\napi_key: tok_SECRET_outside\n");
+    work.write("credentials.yaml", "topic: [tok_SECRET_inside]\n");
+    let mut s = Session::start(&work, &[("AGENT_MEETING_PROVIDER", "sample")]);
+    s.handshake();
+    for (file, says) in [
+        (
+            outside.display().to_string(),
+            "is outside this server's folder",
+        ),
+        (
+            "credentials.yaml".to_string(),
+            "is named like a file that holds secrets",
+        ),
+    ] {
+        let out = s.tool(
+            "meeting_run",
+            json!({"meeting_file": file, "agents": ["arch"]}),
+        );
+        assert_eq!(out["isError"], true, "{out}");
+        let text = out["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains(says), "{text}");
+        assert!(!text.contains("tok_SECRET"), "{text}");
+    }
+    s.end();
+}

@@ -501,11 +501,22 @@ impl Provider for Human {
                 }
             },
         };
+        // Bounded like a model's reply: no more than `max_tokens` tokens could hold. A longer
+        // answer is cut there and, like a model's cut reply, sent back once to be made shorter.
+        let text = self.complete(&text);
+        let most = opts
+            .max_tokens
+            .map_or(usize::MAX, |n| n as usize * crate::llm::MAX_CHARS_PER_TOKEN);
+        let truncated = text.chars().count() > most;
+        let text = match truncated {
+            true => text.chars().take(most).collect(),
+            false => text,
+        };
         Ok(RawReply {
-            text: self.complete(&text),
+            text,
             // A person costs no tokens.
             usage: Some(TokenUsage::default()),
-            truncated: false,
+            truncated,
         })
     }
 }
