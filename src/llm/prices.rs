@@ -228,9 +228,50 @@ pub fn cost_phrase(cost: &Cost) -> String {
     }
 }
 
+/// Where a cost came from, for the report's cost line: the price table, a gateway's bill
+/// (`x-litellm-response-cost`), or both — a bill is never credited to the table.
+pub fn cost_source(cost: &Cost) -> String {
+    let table = format!("at the prices of {}", cost.prices);
+    let billed = &cost.billed;
+    if billed.is_empty() {
+        return table;
+    }
+    if cost.by_caller.keys().all(|c| billed.contains(c)) {
+        return "as the gateway billed it".to_string();
+    }
+    format!(
+        "as the gateway billed {}; the rest {table}",
+        billed.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A gateway's bill is named as the bill, never as the table's prices.
+    #[test]
+    fn a_bill_is_not_credited_to_the_table() {
+        let mut cost = Cost {
+            usd: Some(0.5),
+            by_caller: [
+                ("pm".to_string(), Some(0.25)),
+                ("arch".to_string(), Some(0.25)),
+            ]
+            .into(),
+            unpriced: vec![],
+            billed: vec![],
+            prices: "LiteLLM of 2026-11-01".into(),
+        };
+        assert_eq!(cost_source(&cost), "at the prices of LiteLLM of 2026-11-01");
+        cost.billed = vec!["arch".into(), "pm".into()];
+        assert_eq!(cost_source(&cost), "as the gateway billed it");
+        cost.billed = vec!["pm".into()];
+        assert_eq!(
+            cost_source(&cost),
+            "as the gateway billed pm; the rest at the prices of LiteLLM of 2026-11-01"
+        );
+    }
 
     /// Nothing spent is $0.0000 — the sum of no caller's cost is -0.0 — and dollars from one
     /// up keep two decimals.

@@ -185,6 +185,12 @@ fn a_gateways_bill_wins_over_the_table() {
     assert_eq!(result["cost"]["by_caller"]["pm"].as_f64(), Some(0.25));
     assert_eq!(result["cost"]["billed"], serde_json::json!(["arch", "pm"]));
     assert!(result["cost"].get("unpriced").is_none(), "{result}");
+    // The report says the cost is the gateway's bill, not the table's prices.
+    let report = std::fs::read_to_string(work.join("report.md")).unwrap();
+    assert!(
+        report.contains("- Cost: $0.3750 (as the gateway billed it)"),
+        "{report}"
+    );
 }
 
 /// A fake OpenAI server for a meeting that would go on as long as it may: the PM asks arch a

@@ -725,9 +725,9 @@ fn appendix(board: &Board) -> Appendix {
                         )
                     });
                 format!(
-                    "{} (at the prices of {}){paid_there}",
+                    "{} ({}){paid_there}",
                     crate::llm::prices::cost_phrase(&c),
-                    c.prices
+                    crate::llm::prices::cost_source(&c)
                 )
             })
             .unwrap_or_default(),
