@@ -35,6 +35,10 @@ pub enum Action {
     Together(usize, Box<Action>),
     /// Hold the reply until the server has answered this many requests.
     AfterResponses(usize, Box<Action>),
+    /// Take this long to answer, on the reply's own thread: the request counts as in flight
+    /// all the while (a delay in an `answering` closure runs before it is counted, so it
+    /// proves nothing about requests in flight).
+    Slow(Duration, Box<Action>),
     /// Announce `declared` bytes of body, send only `body`, then close.
     Truncated { declared: usize, body: String },
 }
@@ -53,6 +57,11 @@ impl Action {
     /// This reply, held until the server has answered `n` requests.
     pub fn after_responses(self, n: usize) -> Action {
         Action::AfterResponses(n, Box::new(self))
+    }
+
+    /// This reply, sent `after` it came in (see [`Action::Slow`]).
+    pub fn slow(self, after: Duration) -> Action {
+        Action::Slow(after, Box::new(self))
     }
 }
 
@@ -323,6 +332,10 @@ fn respond(stream: &TcpStream, action: Action, shared: &Shared) -> bool {
                     ));
                 });
             }
+            respond(stream, *inner, shared)
+        }
+        Action::Slow(after, inner) => {
+            std::thread::sleep(after);
             respond(stream, *inner, shared)
         }
         Action::AfterResponses(n, inner) => {

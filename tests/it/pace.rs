@@ -57,15 +57,13 @@ fn meetings_at_once(
     handles.into_iter().map(|h| h.join().unwrap()).collect()
 }
 
-/// Three meetings at once, their requests slow at the server: with `--max-in-flight 1` the
-/// server never has two in flight.
+/// Three meetings at once, their requests slow at the server (each held on its own reply
+/// thread, so it counts as in flight all the while): with `--max-in-flight 1` the server never
+/// has two in flight. Without the slots the meetings' requests overlap and this fails.
 #[test]
 fn meetings_that_share_a_pace_keep_to_its_requests_in_flight() {
     let pace = Workdir::new();
-    let server = FakeServer::answering(|req| {
-        std::thread::sleep(Duration::from_millis(30));
-        reply(req)
-    });
+    let server = FakeServer::answering(|req| reply(req).slow(Duration::from_millis(300)));
     for run in meetings_at_once(&server, &pace, 3, &["--max-in-flight", "1"]) {
         run.success();
     }
