@@ -453,14 +453,26 @@ const SMALLEST_CONTEXT: usize = 2048;
 /// (Ollama's OpenAI-compatible `/v1` cuts every prompt to its default context, silently): it
 /// counted `counted` prompt tokens, far fewer than were sent (docs/design/llm.md#truncation).
 /// Asked of the providers whose counts are a live server's ([`Provider::counts_prompts`]).
+/// A count of exactly a context window's usual size (a power of two from 2,048: the defaults of
+/// Ollama and llama.cpp) is a cut too when the prompt is long enough to be longer — at 3
+/// characters a token — since a prompt that fit would land there only by chance: the one-per-6
+/// rule alone let a 20,491-character prompt counted at 4,096 tokens (about 20% dropped) through.
 pub(crate) fn prompt_cut(req: &Request, counted: u64) -> Option<String> {
     let chars = message_chars(req);
     let fewest = chars / MAX_CHARS_PER_TOKEN;
-    if counted == 0 || fewest < SMALLEST_CONTEXT || counted as usize >= fewest {
+    let at_a_window = counted >= SMALLEST_CONTEXT as u64
+        && counted.is_power_of_two()
+        && chars as u64 > counted * 3;
+    let far_below = fewest >= SMALLEST_CONTEXT && (counted as usize) < fewest;
+    if counted == 0 || !(far_below || at_a_window) {
         return None;
     }
+    let why = match far_below {
+        true => format!("at least {fewest} tokens"),
+        false => "exactly a context window's usual size".to_string(),
+    };
     Some(format!(
-        "the server counted {counted} prompt tokens of a prompt of {chars} characters (at least {fewest} tokens): it cut the prompt to its context window and answered without the rest, so the answer is not used; give the server a larger context (Ollama's OpenAI-compatible /v1 keeps the server's default whatever the prompt: use --provider ollama, whose requests size the context to each prompt, or start `ollama serve` with OLLAMA_CONTEXT_LENGTH=32768; llama.cpp: --ctx-size; vLLM: --max-model-len) or send less (--max-context-chars, fewer documents)"
+        "the server counted {counted} prompt tokens of a prompt of {chars} characters ({why}): it cut the prompt to its context window and answered without the rest, so the answer is not used; give the server a larger context (Ollama's OpenAI-compatible /v1 keeps the server's default whatever the prompt: use --provider ollama, whose requests size the context to each prompt, or start `ollama serve` with OLLAMA_CONTEXT_LENGTH=32768; llama.cpp: --ctx-size; vLLM: --max-model-len) or send less (--max-context-chars, fewer documents)"
     ))
 }
 
@@ -590,6 +602,17 @@ mod tests {
             "{cut}"
         );
         assert!(cut.contains("OLLAMA_CONTEXT_LENGTH"), "{cut}");
+        // The band the one-per-6 rule misses: 20,491 characters counted at exactly 4,096
+        // tokens (5 characters a token, ~20% dropped) is a cut; a count beside it is not.
+        let band = prompt_cut(&req(20_491), 4_096).expect("cut at a window's size");
+        assert!(
+            band.contains("4096 prompt tokens of a prompt of 20491 characters (exactly a context window's usual size)"),
+            "{band}"
+        );
+        assert_eq!(prompt_cut(&req(20_491), 4_095), None);
+        assert_eq!(prompt_cut(&req(20_491), 5_100), None);
+        // A prompt short enough to fit a window is not cut at it.
+        assert_eq!(prompt_cut(&req(10_000), 4_096), None);
     }
 
     #[test]
