@@ -305,12 +305,16 @@ fn a_resume_sends_the_headers_it_is_given() {
 #[test]
 fn a_redirect_is_not_followed_and_no_credential_reaches_the_other_host() {
     const KEY: &str = "provider-key-9d8c7b6a5f";
-    for (provider, status) in [
-        ("openai", 301),
-        ("openai", 307),
-        ("anthropic", 302),
-        ("azure", 308),
-        ("openai", 303),
+    for (provider, status, extra) in [
+        ("openai", 301, &[][..]),
+        ("openai", 307, &[]),
+        ("anthropic", 302, &[]),
+        ("azure", 308, &["--model", "team-gpt4o"]),
+        ("openai", 303, &[]),
+        // The providers of round 4: the Responses API, Gemini, Ollama's own API.
+        ("openai", 302, &["--openai-api", "responses"]),
+        ("gemini", 307, &[]),
+        ("ollama", 301, &["--model", "llama3.2"]),
     ] {
         let work = Workdir::new();
         let elsewhere = FakeServer::start(vec![]);
@@ -323,20 +327,25 @@ fn a_redirect_is_not_followed_and_no_credential_reaches_the_other_host() {
             .env("OPENAI_API_KEY", KEY)
             .env("ANTHROPIC_API_KEY", KEY)
             .env("AZURE_OPENAI_API_KEY", KEY)
+            .env("GEMINI_API_KEY", KEY)
+            .env("OLLAMA_API_KEY", KEY)
             .env("OPENAI_BASE_URL", format!("{}/v1", redirecting.url))
             .env("ANTHROPIC_BASE_URL", &redirecting.url)
             .env("AZURE_OPENAI_ENDPOINT", &redirecting.url)
+            .env(
+                "GEMINI_BASE_URL",
+                format!("{}/v1beta/openai", redirecting.url),
+            )
+            .env("OLLAMA_HOST", &redirecting.url)
             .args([
                 "--provider",
                 provider,
                 "--header",
                 "X-Gateway-Key: ${GW_TOKEN}",
-            ]);
-        if provider == "azure" {
-            c.args(["--model", "team-gpt4o"]);
-        }
+            ])
+            .args(extra);
         let out = c.run();
-        let case = format!("{provider} {status}");
+        let case = format!("{provider} {status} {extra:?}");
         out.exit(1)
             .stderr_has(&format!("HTTP {status} redirect to {}", elsewhere.url))
             .stderr_has("not followed")

@@ -725,3 +725,35 @@ fn a_meeting_file_outside_the_project_or_named_like_a_secret_is_refused() {
     }
     s.end();
 }
+
+/// Cancels that race or name nothing change nothing: a cancel of an id never sent, of a call
+/// already answered, twice, or with no requestId at all; the server answers the next call.
+#[test]
+fn cancels_of_nothing_or_of_a_finished_call_change_nothing() {
+    let work = Workdir::new();
+    let mut s = Session::start(&work, &[]);
+    s.handshake();
+    let done = s.request(
+        "tools/call",
+        json!({"name": "list_agents", "arguments": {}}),
+    );
+    let (answered, _) = s.response(done);
+    assert!(answered.get("result").is_some(), "{answered}");
+    for params in [
+        json!({"requestId": 999}),
+        json!({"requestId": done}),
+        json!({"requestId": done}),
+        json!({}),
+        json!({"requestId": {"odd": true}}),
+    ] {
+        s.send(json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params}));
+    }
+    let id = s.request("ping", json!({}));
+    let (m, notes) = s.response(id);
+    assert_eq!(m["result"], json!({}), "{m}");
+    assert!(
+        notes.is_empty(),
+        "nothing answered a notification: {notes:?}"
+    );
+    s.end();
+}

@@ -451,3 +451,34 @@ fn a_loop_over_next_stage_ends_for_every_way_a_meeting_ends() {
         ended.stderr
     );
 }
+
+/// `next-stage --run-folder` reads a folder through the one reader every mode uses: a tampered
+/// `meeting.json` (another version, an unknown field) is refused naming it, exit 2.
+#[test]
+fn next_stage_reads_a_run_folder_through_the_one_reader() {
+    let work = crate::harness::Workdir::new();
+    crate::fixtures::meeting_cmd(
+        work.path(),
+        &crate::fixtures::demo_cassette(),
+        &["--quiet", "--stage", "agent-turn=exit 1"],
+    )
+    .run()
+    .exit(1);
+    let run = work.join("runs/demo-test");
+    let next = || program("next-stage").arg("--run-folder").arg(&run).run();
+    next().success().stdout_is("agent-turn\n");
+    let file = run.join("meeting.json");
+    let saved = std::fs::read_to_string(&file).unwrap();
+    let mut v: Value = serde_json::from_str(&saved).unwrap();
+    v["settings_version"] = json!(99);
+    std::fs::write(&file, v.to_string()).unwrap();
+    next()
+        .exit(2)
+        .one_stderr_line()
+        .stderr_has("meeting.json")
+        .stderr_has("settings_version");
+    let mut v: Value = serde_json::from_str(&saved).unwrap();
+    v["planted"] = json!("x");
+    std::fs::write(&file, v.to_string()).unwrap();
+    next().exit(2).one_stderr_line().stderr_has("planted");
+}
