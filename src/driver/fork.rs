@@ -56,7 +56,14 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
         )));
     }
     // What would run a command, write a file elsewhere or send the traces is the parent's
-    // business: the fork gives them again if it wants them.
+    // business: not inherited, and said (docs/design/run-folder.md#fork).
+    let dropped = not_inherited(&settings);
+    if !dropped.is_empty() && !ui.quiet {
+        crate::note!(
+            "fork: not inherited from the parent's folder: {}",
+            dropped.join(", ")
+        );
+    }
     settings.stage_overrides.clear();
     settings.user_llm_log = None;
     settings.llm.record = None;
@@ -147,6 +154,32 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
     let mut run = run;
     run.fork_at = pending(&run.settings, &run.board);
     Ok(run)
+}
+
+/// What of the parent's settings runs a command, writes a file elsewhere or sends the traces,
+/// as shown to the user: a fork does not inherit them.
+fn not_inherited(settings: &RunSettings) -> Vec<String> {
+    let mut out: Vec<String> = settings
+        .stage_overrides
+        .iter()
+        .map(|(stage, cmd)| format!("--stage {stage}={cmd}"))
+        .collect();
+    let files = [
+        ("--llm-log", settings.user_llm_log.as_ref()),
+        ("--record", settings.llm.record.as_ref()),
+    ];
+    for (flag, file) in files {
+        if let Some(f) = file {
+            out.push(format!("{flag} {}", f.display()));
+        }
+    }
+    if let Some(otlp) = &settings.otlp {
+        out.push(format!("--otlp-endpoint {}", otlp.traces_url));
+    }
+    if let Some(adr) = &settings.adr {
+        out.push(format!("--adr {}", adr.dir.display()));
+    }
+    out
 }
 
 /// The loop a fork's log is still to be cut at: its `at_loop` while the board is before that

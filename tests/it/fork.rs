@@ -426,3 +426,38 @@ fn a_fork_sends_nothing_to_a_base_url_the_parents_folder_names() {
         Some("Bearer sk-the-users-own")
     );
 }
+
+/// What the parent's folder names that runs a command or writes a file elsewhere is not
+/// inherited by a fork — never run — and the fork says so before it starts.
+#[test]
+fn a_fork_runs_no_command_of_its_parents_folder_and_says_so() {
+    let work = Workdir::new();
+    parent(&work);
+    let pwned = work.join("PWNED");
+    let file = work.join("runs/parent/meeting.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    v["stage_overrides"] = json!({"pm-step": format!("touch {}", pwned.display())});
+    v["user_llm_log"] = json!(work.join("copy.jsonl"));
+    std::fs::write(&file, v.to_string()).unwrap();
+    let server = serve(&[decided("the replica", "high")]);
+    let out = meeting(
+        &work,
+        &server,
+        &[
+            "--fork",
+            "runs/parent",
+            "--at-loop",
+            "3",
+            "--trace-id",
+            "child",
+        ],
+    );
+    out.success()
+        .stderr_has("fork: not inherited from the parent's folder: --stage pm-step=touch ")
+        .stderr_has(", --llm-log ");
+    assert!(!pwned.exists(), "a command of the parent's folder ran");
+    assert!(
+        !work.join("copy.jsonl").exists(),
+        "the parent's --llm-log was written"
+    );
+}
