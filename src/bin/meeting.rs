@@ -169,7 +169,7 @@ fn resume_request(a: ResumeArgs) -> Result<Request, Error> {
         max_attempts: a.max_attempts,
         stage_overrides: driver::parse_stage_overrides(&a.stages)?,
         otlp: a.otlp.target()?,
-        headers: a.headers,
+        headers: a.header.headers,
         trust_run_dir: a.trust_run_dir,
         adr: adr_of(&a.adr, &a.supersedes),
         answer: a.answer,

@@ -75,18 +75,8 @@ pub struct LlmArgs {
         help_heading = "Model"
     )]
     pub openai_api: OpenAiApiArg,
-    /// An extra HTTP header on every request, 'Name: value' (repeatable; a gateway's key as
-    /// 'X-Key: ${VAR}' is read from the environment, so it stays off the command line). Values
-    /// are never shown; AGENT_MEETING_HEADERS holds one header per line
-    #[arg(
-        long = "header",
-        value_name = "NAME: VALUE",
-        env = "AGENT_MEETING_HEADERS",
-        value_delimiter = '\n',
-        hide_env_values = true,
-        help_heading = "Model"
-    )]
-    pub headers: Vec<String>,
+    #[command(flatten)]
+    pub header: HeaderArgs,
     /// Seconds to wait for a connection
     #[arg(long, value_name = "SECS", default_value_t = llm_default::CONNECT_TIMEOUT, help_heading = "Transport")]
     pub connect_timeout: f64,
@@ -140,6 +130,24 @@ pub struct LlmArgs {
     pub reuse_log: bool,
 }
 
+/// `--header`, in the LLM flags and in `meeting resume` (headers are not kept in the run
+/// folder: given again to every resume, like keys).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct HeaderArgs {
+    /// An extra HTTP header on every request, 'Name: value' (repeatable; a gateway's key as
+    /// 'X-Key: ${VAR}' is read from the environment, so it stays off the command line). Values
+    /// are never shown; AGENT_MEETING_HEADERS holds one header per line
+    #[arg(
+        long = "header",
+        value_name = "NAME: VALUE",
+        env = "AGENT_MEETING_HEADERS",
+        value_delimiter = '\n',
+        hide_env_values = true,
+        help_heading = "Model"
+    )]
+    pub headers: Vec<String>,
+}
+
 /// `--openai-api`'s values, as [`OpenAiApi`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OpenAiApiArg {
@@ -173,7 +181,7 @@ impl LlmArgs {
                 OpenAiApiArg::Chat => OpenAiApi::Chat,
                 OpenAiApiArg::Responses => OpenAiApi::Responses,
             },
-            headers: self.headers,
+            headers: self.header.headers,
             connect_timeout: self.connect_timeout,
             read_timeout: self.read_timeout,
             max_attempts: self.max_attempts,

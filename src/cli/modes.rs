@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use super::flags::HeaderArgs;
 use super::{OtlpArgs, OutputArgs};
 use crate::Error;
 
@@ -70,17 +71,8 @@ pub struct ResumeArgs {
     /// built-in program
     #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]
     pub stages: Vec<String>,
-    /// An extra HTTP header on every request, 'Name: value' (repeatable; not kept in the run
-    /// folder, so given again to every resume, like keys)
-    #[arg(
-        long = "header",
-        value_name = "NAME: VALUE",
-        env = "AGENT_MEETING_HEADERS",
-        value_delimiter = '\n',
-        hide_env_values = true,
-        help_heading = "Model"
-    )]
-    pub headers: Vec<String>,
+    #[command(flatten)]
+    pub header: HeaderArgs,
     /// Seconds to wait for a connection
     #[arg(long, value_name = "SECS", help_heading = "Transport")]
     pub connect_timeout: Option<f64>,

@@ -305,16 +305,9 @@ fn an_agent_config_linking_out_of_its_folder_is_refused_without_echoing_it() {
 // ---------------------------------------------------------------------------------------------
 // A run folder is input (docs/design/run-folder.md#a-run-folder-is-input)
 
-/// A meeting stopped before its first agent turn (its agent-turn fails), run folder in `work`.
+/// A meeting stopped before its first agent turn, run folder in `work`.
 fn stopped_run(work: &Workdir) -> std::path::PathBuf {
-    crate::fixtures::meeting_cmd(
-        work.path(),
-        &crate::fixtures::demo_cassette(),
-        &["--quiet", "--stage", "agent-turn=exit 1"],
-    )
-    .run()
-    .exit(1);
-    work.join("runs/demo-test")
+    crate::fixtures::stopped_run(work.path())
 }
 
 fn edit_settings(run: &std::path::Path, edit: impl FnOnce(&mut Value)) {

@@ -569,13 +569,7 @@ fn a_waiting_meeting_is_reported_and_takes_its_answer() {
 #[test]
 fn a_resume_writes_nothing_outside_the_servers_folders() {
     let work = Workdir::new();
-    crate::fixtures::meeting_cmd(
-        work.path(),
-        &crate::fixtures::demo_cassette(),
-        &["--quiet", "--stage", "agent-turn=exit 1"],
-    )
-    .run()
-    .exit(1);
+    crate::fixtures::stopped_run(work.path());
     let planted = work.join("home/.bash_aliases");
     std::fs::create_dir_all(planted.parent().unwrap()).unwrap();
     let file = work.join("runs/demo-test/meeting.json");

@@ -104,14 +104,7 @@ fn template_reaches_render_report_and_is_not_overwritten() {
 #[test]
 fn modes_are_subcommands_and_their_flags_still_work() {
     let work = Workdir::new();
-    meeting_cmd(
-        work.path(),
-        &demo_cassette(),
-        &["--quiet", "--stage", "agent-turn=exit 1"],
-    )
-    .run()
-    .exit(1);
-    let run = work.join("runs/demo-test");
+    let run = crate::fixtures::stopped_run(work.path());
     let meeting = |args: &[&str]| {
         let mut cmd = work.cli("meeting");
         cmd.env("AGENT_MEETING_NOW", crate::fixtures::NOW)

@@ -457,14 +457,7 @@ fn a_loop_over_next_stage_ends_for_every_way_a_meeting_ends() {
 #[test]
 fn next_stage_reads_a_run_folder_through_the_one_reader() {
     let work = crate::harness::Workdir::new();
-    crate::fixtures::meeting_cmd(
-        work.path(),
-        &crate::fixtures::demo_cassette(),
-        &["--quiet", "--stage", "agent-turn=exit 1"],
-    )
-    .run()
-    .exit(1);
-    let run = work.join("runs/demo-test");
+    let run = crate::fixtures::stopped_run(work.path());
     let next = || program("next-stage").arg("--run-folder").arg(&run).run();
     next().success().stdout_is("agent-turn\n");
     let file = run.join("meeting.json");
