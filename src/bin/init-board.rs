@@ -16,7 +16,7 @@ use clap::Parser;
 #[command(
     name = "init-board",
     version,
-    after_help = "Example:\n  collect-context --meeting-file meetings/demo.yaml \\\n    | init-board --agents arch,biz --max-loops 6 | jq '{status, participants, open_questions}'"
+    after_help = "Example:\n  collect-context --meeting-file meetings/demo.yaml \\\n    | init-board --agents arch,biz --max-loops 6 | jq '{status, participants, questions: .record.questions}'"
 )]
 struct Args {
     #[command(flatten)]

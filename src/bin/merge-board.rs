@@ -17,7 +17,7 @@ use clap::Parser;
 # in the repository\n  \
 export AGENT_MEETING_PROVIDER=replay MEETING_CASSETTE=meetings/demo.cassette.jsonl\n  \
 collect-context --meeting-file meetings/demo.yaml | init-board --agents arch,biz \\\n    \
-| pm-step | agent-turn | merge-board | jq '{loop_count, key_points, open_questions}'"
+| pm-step | agent-turn | merge-board | jq '{loop_count, findings: .record.findings, questions: .record.questions}'"
 )]
 struct Args {
     #[command(flatten)]

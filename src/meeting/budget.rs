@@ -319,10 +319,10 @@ impl AgentLimits {
 /// largest agent prompt sent so far; plus its `max_tokens`.
 pub fn agent_turn_estimate(board: &Board, limits: &AgentLimits) -> Charge {
     let lists = [
-        &board.key_points,
-        &board.open_questions,
-        &board.decisions,
-        &board.risks,
+        &board.key_points(),
+        &board.open_questions(),
+        &board.decisions(),
+        &board.risks(),
     ];
     let whiteboard: u64 = estimate_tokens(&board.summary)
         + lists

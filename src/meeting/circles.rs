@@ -68,10 +68,10 @@ pub(crate) fn record_answer(board: &mut Board, agent: &str, headline: Option<Str
 /// de-duplicate). An item a full list cannot take is still new.
 pub(crate) fn adds_something(board: &Board, result: &AgentTurnResult) -> bool {
     let known = |item: &String| {
-        board.key_points.contains(item)
-            || board.risks.contains(item)
-            || board.decisions.contains(item)
-            || board.open_questions.contains(item)
+        board.key_points().contains(item)
+            || board.risks().contains(item)
+            || board.decisions().contains(item)
+            || board.open_questions().contains(item)
             || board.record.questions.iter().any(|q| &q.text == item)
     };
     result

@@ -222,7 +222,7 @@ pub(crate) fn facts(board: &Board) -> Facts {
             .take(LIST_CAP)
             .map(|(id, text)| (id.to_string(), item(text)))
             .collect(),
-        key_points: cut_list(&board.key_points),
+        key_points: cut_list(&board.key_points()),
         heard: board
             .record
             .findings
@@ -243,7 +243,7 @@ pub(crate) fn facts(board: &Board) -> Facts {
         spoken: board.loop_count > 0,
         remaining_loops: None,
         question: None,
-        risks: cut_list(&board.risks),
+        risks: cut_list(&board.risks()),
         objections: board.objections.iter().map(|o| item(&o.about)).collect(),
         example: None,
     }
@@ -274,10 +274,10 @@ pub(crate) fn whiteboard(board: &Board, reader: Reader) -> Result<String> {
         &json!({
             "latest": reader == Reader::Pm,
             "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
-            "key_points": list(&board.key_points),
+            "key_points": list(&board.key_points()),
             "open_questions": list(&crate::meeting::whiteboard::numbered_open_questions(board)),
-            "decisions": list(&board.decisions),
-            "risks": list(&board.risks),
+            "decisions": list(&board.decisions()),
+            "risks": list(&board.risks()),
             "council": match reader {
                 Reader::Pm => council_for_pm(board),
                 Reader::Agent => None,

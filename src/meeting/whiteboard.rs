@@ -61,9 +61,9 @@ pub(crate) fn summary_lines(board: &Board, speaker_line: &str) -> String {
         "Topic: {}\n{}\nKey points: {}, open questions: {}, candidate decisions: {}",
         board.topic.trim().replace(['\n', '\r'], " "),
         speaker_line.replace(['\n', '\r'], " "),
-        board.key_points.len(),
-        board.open_questions.len(),
-        board.decisions.len()
+        board.key_points().len(),
+        board.open_questions().len(),
+        board.decisions().len()
     ))
     .into_owned();
     text.chars().take(SUMMARY_MAX_CHARS).collect()
@@ -95,8 +95,9 @@ pub(crate) fn seed_questions(board: &mut Board) {
         .decision_packet
         .required_questions
         .clone();
-    append_unique(&mut board.open_questions, required);
-    for text in board.open_questions.clone() {
+    let mut texts: Vec<String> = Vec::new();
+    append_unique(&mut texts, required);
+    for text in texts {
         if record_of(board, &text).is_some() {
             continue;
         }
@@ -121,17 +122,19 @@ pub(crate) fn raise_questions(
     loop_no: u32,
 ) {
     for text in texts {
-        if text.trim().is_empty() || board.open_questions.contains(&text) {
+        if text.trim().is_empty() || record_of(board, &text).is_some() {
             continue;
         }
-        if record_of(board, &text).is_some() {
-            continue;
-        }
-        if board.open_questions.len() >= LIST_CAP || board.record.questions.len() >= QUESTIONS_CAP {
+        let open = board
+            .record
+            .questions
+            .iter()
+            .filter(|q| q.answer.is_none())
+            .count();
+        if open >= LIST_CAP || board.record.questions.len() >= QUESTIONS_CAP {
             break;
         }
         let id = next_question_id(&board.record.questions);
-        board.open_questions.push(text.clone());
         board.record.questions.push(Question {
             id,
             text,
@@ -154,9 +157,11 @@ pub(crate) fn numbered_open_questions(board: &Board) -> Vec<String> {
 /// `(id, text)` of each open question, in the whiteboard's order.
 pub(crate) fn open_with_ids(board: &Board) -> impl Iterator<Item = (&str, &str)> {
     board
-        .open_questions
+        .record
+        .questions
         .iter()
-        .filter_map(|text| record_of(board, text).map(|q| (q.id.as_str(), text.as_str())))
+        .filter(|q| q.answer.is_none())
+        .map(|q| (q.id.as_str(), q.text.as_str()))
 }
 
 /// Mark the open question `reference` (its id, or its exact text) answered: it leaves
@@ -221,8 +226,6 @@ pub(crate) fn answer_question(
         by: who,
         loop_no,
     });
-    let text = q.text.clone();
-    board.open_questions.retain(|t| *t != text);
     Ok(())
 }
 
@@ -270,8 +273,9 @@ pub(crate) fn apply_answers(board: &mut Board, answers: &[AnsweredQuestion]) {
 // ---------------------------------------------------------------------------------------------
 // Findings and the Process Note (docs/design/whiteboard.md#findings-and-evidence)
 
-/// Record that `agent` said the items `texts` of list `kind` in `loop_no`: a new item (one the
-/// list holds) gets its finding, a known one gains the agent.
+/// Record that `agent` said the items `texts` of list `kind` in `loop_no` (merge rule 2): a new
+/// item gets its finding — in first-seen order, blanks skipped, each list up to `LIST_CAP`
+/// items — and a known one gains the agent. The lists are views of these findings.
 pub(crate) fn record_findings(
     board: &mut Board,
     kind: FindingKind,
@@ -280,13 +284,21 @@ pub(crate) fn record_findings(
     loop_no: u32,
 ) {
     for text in texts {
-        let in_list = match kind {
-            FindingKind::KeyPoint => &board.key_points,
-            FindingKind::Risk => &board.risks,
-            FindingKind::Proposal => &board.decisions,
+        if text.trim().is_empty() {
+            continue;
         }
-        .contains(text);
-        if !in_list {
+        let listed = board
+            .record
+            .findings
+            .iter()
+            .filter(|f| f.kind == kind)
+            .count();
+        let known = board
+            .record
+            .findings
+            .iter()
+            .any(|f| f.kind == kind && f.text == *text);
+        if !known && listed >= LIST_CAP {
             continue;
         }
         let findings = &mut board.record.findings;

@@ -159,10 +159,6 @@ pub struct Board {
     pub max_cost: Option<CostLimit>,
     pub status: Status,
     pub summary: String,
-    pub key_points: Vec<String>,
-    pub open_questions: Vec<String>,
-    pub decisions: Vec<String>,
-    pub risks: Vec<String>,
     pub latest_agent_outputs: BTreeMap<String, AgentTurnResult>,
     /// Every validated citation of the meeting, in the order they were merged.
     pub evidence: Vec<Evidence>,
@@ -203,6 +199,46 @@ pub struct Board {
     pub usage: Usage,
     pub meeting_input: MeetingInput,
     pub context_bundle: ContextBundle,
+}
+
+/// The whiteboard's lists, views of the decision record (docs/design/whiteboard.md): a question
+/// and a finding are stored once, in `record`, and the lists the prompts and the report show
+/// are read from it, so they cannot disagree.
+impl Board {
+    /// The open questions: the record's questions without an answer, in the order they came.
+    pub fn open_questions(&self) -> Vec<String> {
+        self.record
+            .questions
+            .iter()
+            .filter(|q| q.answer.is_none())
+            .map(|q| q.text.clone())
+            .collect()
+    }
+
+    /// The items of one list of findings, in the order they came.
+    pub fn findings_of(&self, kind: FindingKind) -> Vec<String> {
+        self.record
+            .findings
+            .iter()
+            .filter(|f| f.kind == kind)
+            .map(|f| f.text.clone())
+            .collect()
+    }
+
+    /// The key points said so far.
+    pub fn key_points(&self) -> Vec<String> {
+        self.findings_of(FindingKind::KeyPoint)
+    }
+
+    /// The risks raised so far.
+    pub fn risks(&self) -> Vec<String> {
+        self.findings_of(FindingKind::Risk)
+    }
+
+    /// The agents' recommendations so far (the candidate decisions).
+    pub fn decisions(&self) -> Vec<String> {
+        self.findings_of(FindingKind::Proposal)
+    }
 }
 
 fn one() -> u32 {
@@ -277,8 +313,7 @@ pub(crate) fn check_invariants(b: &Board) -> Result<(), crate::error::Invalid> {
         }
     }
     check_calls_and_turns(b)?;
-    check_council(b)?;
-    check_questions(b)
+    check_council(b)
 }
 
 /// A council voting or ranking has its calls or turns waiting, each a member's
@@ -322,49 +357,6 @@ fn check_council(b: &Board) -> Result<(), crate::error::Invalid> {
         return Err(Invalid::at(
             format!("pending_calls[{i}].target_agent"),
             "is not a council member, while the council votes or ranks",
-        ));
-    }
-    Ok(())
-}
-
-/// The open questions are the record's unanswered ones: a question enters the board with its
-/// record (an id, where it came from) and leaves `open_questions` when it is answered
-/// (docs/design/whiteboard.md#questions), so neither list can say what the other does not.
-fn check_questions(b: &Board) -> Result<(), crate::error::Invalid> {
-    use crate::error::Invalid;
-    for (i, text) in b.open_questions.iter().enumerate() {
-        match b.record.questions.iter().find(|q| q.text == *text) {
-            None => {
-                return Err(Invalid::at(
-                    format!("open_questions[{i}]"),
-                    format!(
-                        "{:?} has no entry in record.questions (expected every open question tracked, with its id)",
-                        crate::text::cut(text, 80)
-                    ),
-                ))
-            }
-            Some(q) if q.answer.is_some() => {
-                return Err(Invalid::at(
-                    format!("open_questions[{i}]"),
-                    format!("{:?} is answered in record.questions ({}); an answered question is not open", crate::text::cut(text, 80), q.id),
-                ))
-            }
-            Some(_) => {}
-        }
-    }
-    let unlisted = b
-        .record
-        .questions
-        .iter()
-        .enumerate()
-        .find(|(_, q)| q.answer.is_none() && !b.open_questions.contains(&q.text));
-    if let Some((j, q)) = unlisted {
-        return Err(Invalid::at(
-            format!("record.questions[{j}]"),
-            format!(
-                "{} is unanswered but not in open_questions (expected an open question on the whiteboard)",
-                q.id
-            ),
         ));
     }
     Ok(())

@@ -42,16 +42,20 @@ use serde_json::Value;
 /// close (docs/design/run-folder.md#events). 4: one shape per fact: calls only in
 /// `pending_calls`, turns only in `last_turns` (a single call is a list of one). Earlier
 /// boards are refused ([`OLDER_BOARDS`]).
-pub const BOARD_VERSION: u32 = 4;
+pub const BOARD_VERSION: u32 = 5;
 
 /// Every earlier board version, with what its boards predate: each is refused with this
 /// reason, not converted (docs/design/run-folder.md#events).
-pub(crate) const OLDER_BOARDS: [(u32, &str); 3] = [
+pub(crate) const OLDER_BOARDS: [(u32, &str); 4] = [
     (1, "bounded boards (its whole history in event_log)"),
     (2, "required board fields and typed forced-finish reasons"),
     (
         3,
         "one shape for calls and turns (pending_calls, last_turns)",
+    ),
+    (
+        4,
+        "questions and findings kept once, in record (key_points, risks, decisions and open_questions were lists of their own)",
     ),
 ];
 pub const PACKET_VERSION: u32 = 1;

@@ -205,10 +205,6 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         max_cost: None,
         status: Status::Running,
         summary: String::new(),
-        key_points: Vec::new(),
-        open_questions: Vec::new(),
-        decisions: Vec::new(),
-        risks: Vec::new(),
         latest_agent_outputs: BTreeMap::new(),
         evidence: Vec::new(),
         pending_calls: Vec::new(),
@@ -284,7 +280,7 @@ mod tests {
         let b = board(&["Is it cheaper?", "Is it cheaper?", "Who runs it?"]);
         assert_eq!(b.status, Status::Running);
         assert_eq!(b.loop_count, 0);
-        assert_eq!(b.open_questions, vec!["Is it cheaper?", "Who runs it?"]);
+        assert_eq!(b.open_questions(), vec!["Is it cheaper?", "Who runs it?"]);
         assert_eq!(b.participants, vec!["arch", "biz"]);
         assert_eq!(b.new_events[0].event_type, EventType::MeetingStarted);
         assert_eq!(b.summary.lines().count(), 3);

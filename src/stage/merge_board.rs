@@ -6,8 +6,8 @@ use crate::error::Result;
 use crate::meeting::circles;
 use crate::meeting::events;
 use crate::meeting::whiteboard::{
-    append_unique, apply_answers, link_evidence, note_process, raise_questions, record_findings,
-    summary_lines, RECENT_ERRORS_CAP,
+    apply_answers, link_evidence, note_process, raise_questions, record_findings, summary_lines,
+    RECENT_ERRORS_CAP,
 };
 use crate::model::{
     AgentTurnResult, Board, Evidence, FindingKind, LastTurn, ProcessKind, Status, TurnStatus,
@@ -193,15 +193,12 @@ fn merge_result(board: &mut Board, result: &AgentTurnResult) {
         .partition(|s| is_question(s));
     let (risk_questions, risks): (Vec<String>, Vec<String>) =
         result.risks.iter().cloned().partition(|s| is_question(s));
-    append_unique(&mut board.key_points, points.iter().cloned());
-    append_unique(&mut board.risks, risks.iter().cloned());
     raise_questions(
         board,
         questions.into_iter().chain(risk_questions),
         agent,
         loop_no,
     );
-    append_unique(&mut board.decisions, result.recommendations.iter().cloned());
     record_findings(board, FindingKind::KeyPoint, &points, agent, loop_no);
     record_findings(board, FindingKind::Risk, &risks, agent, loop_no);
     record_findings(
@@ -375,10 +372,10 @@ mod tests {
             ),
         );
         b = merge(b, NOW).unwrap();
-        assert_eq!(b.key_points, vec!["Cost is 40k", "However, it is slow"]);
-        assert_eq!(b.risks, vec!["Vendor lock-in"]);
+        assert_eq!(b.key_points(), vec!["Cost is 40k", "However, it is slow"]);
+        assert_eq!(b.risks(), vec!["Vendor lock-in"]);
         assert_eq!(
-            b.open_questions,
+            b.open_questions(),
             vec![
                 "How do we migrate",
                 "是否需要迁移",
@@ -386,7 +383,7 @@ mod tests {
                 "Why now？"
             ]
         );
-        assert_eq!(b.decisions, vec!["Pilot first"]);
+        assert_eq!(b.decisions(), vec!["Pilot first"]);
         // Exact-string dedupe only: a different case is a different item.
         ok_turn(
             &mut b,
@@ -395,10 +392,10 @@ mod tests {
         );
         b = merge(b, NOW).unwrap();
         assert_eq!(
-            b.key_points,
+            b.key_points(),
             vec!["Cost is 40k", "However, it is slow", "cost is 40k"]
         );
-        assert_eq!(b.decisions, vec!["Pilot first"]);
+        assert_eq!(b.decisions(), vec!["Pilot first"]);
     }
 
     #[test]
@@ -447,7 +444,7 @@ mod tests {
         );
         b = merge(b, NOW).unwrap();
         assert_eq!(
-            b.open_questions,
+            b.open_questions(),
             vec!["Pilot the warehouse?", "Keep Postgres?"]
         );
         assert!(b.record.questions.iter().all(|q| q.answer.is_none()));
@@ -485,13 +482,13 @@ mod tests {
         let refs: Vec<&str> = many.iter().map(String::as_str).collect();
         ok_turn(&mut b, "arch", result("R.", &refs, &refs, &refs));
         b = merge(b, NOW).unwrap();
-        assert_eq!(b.key_points.len(), LIST_CAP);
-        assert_eq!(b.key_points[19], "point 19");
-        assert_eq!(b.risks.len(), LIST_CAP);
-        assert_eq!(b.decisions.len(), LIST_CAP);
+        assert_eq!(b.key_points().len(), LIST_CAP);
+        assert_eq!(b.key_points()[19], "point 19");
+        assert_eq!(b.risks().len(), LIST_CAP);
+        assert_eq!(b.decisions().len(), LIST_CAP);
         ok_turn(&mut b, "biz", result("R.", &["new one"], &[], &[]));
         b = merge(b, NOW).unwrap();
-        assert!(!b.key_points.contains(&"new one".to_string()));
+        assert!(!b.key_points().contains(&"new one".to_string()));
     }
 
     #[test]
@@ -515,17 +512,17 @@ mod tests {
         );
         assert_eq!(
             (
-                &b.key_points,
-                &b.risks,
-                &b.decisions,
-                &b.open_questions,
+                &b.key_points(),
+                &b.risks(),
+                &b.decisions(),
+                &b.open_questions(),
                 &b.summary
             ),
             (
-                &before.key_points,
-                &before.risks,
-                &before.decisions,
-                &before.open_questions,
+                &before.key_points(),
+                &before.risks(),
+                &before.decisions(),
+                &before.open_questions(),
                 &before.summary
             )
         );
@@ -657,7 +654,7 @@ mod tests {
             1,
         )
         .unwrap();
-        assert_eq!(b.open_questions, ["Cost?", "Why now?"]);
+        assert_eq!(b.open_questions(), ["Cost?", "Why now?"]);
         // Raised again after its answer: it stays answered, no new id.
         ok_turn(
             &mut b,
@@ -665,7 +662,7 @@ mod tests {
             result("R.", &["How fast?", "Who pays?"], &[], &[]),
         );
         b = merge(b, NOW).unwrap();
-        assert_eq!(b.open_questions, ["Cost?", "Why now?", "Who pays?"]);
+        assert_eq!(b.open_questions(), ["Cost?", "Why now?", "Who pays?"]);
         assert_eq!(b.record.questions.last().unwrap().id, "Q4");
         let e = crate::meeting::whiteboard::answer_question(&mut b, "Q9", "x", &[], 2).unwrap_err();
         assert!(
@@ -675,7 +672,7 @@ mod tests {
         // By exact text too.
         crate::meeting::whiteboard::answer_question(&mut b, "Who pays?", "Finance.", &[], 2)
             .unwrap();
-        assert_eq!(b.open_questions, ["Cost?", "Why now?"]);
+        assert_eq!(b.open_questions(), ["Cost?", "Why now?"]);
     }
 
     /// An answer that only repeats its question answers nothing: the question stays open and
@@ -692,7 +689,10 @@ mod tests {
                 .unwrap_err();
             assert!(e.contains("only repeats the question"), "{e}");
         }
-        assert_eq!(b.open_questions, ["What does the migration cost per year?"]);
+        assert_eq!(
+            b.open_questions(),
+            ["What does the migration cost per year?"]
+        );
         b.record.pending_answers = vec![AnsweredQuestion {
             question: "Q1".into(),
             answer: "What does the migration cost per year?".into(),
@@ -709,7 +709,7 @@ mod tests {
         let mut b = b;
         crate::meeting::whiteboard::answer_question(&mut b, "Q1", "About 40k a year.", &[], 2)
             .unwrap();
-        assert!(b.open_questions.is_empty());
+        assert!(b.open_questions().is_empty());
     }
 
     /// Each kept citation gets its number; `supports` links it to the finding it names in the
@@ -782,7 +782,7 @@ mod tests {
             (b.loop_count, b.status),
             (1, crate::model::Status::Finishing)
         );
-        assert_eq!(b.key_points, ["a"]);
+        assert_eq!(b.key_points(), ["a"]);
         assert_eq!(b.next_stage(), Some(Stage::PmStep));
     }
 }

@@ -405,7 +405,11 @@ fn wrong_stage_boards_name_the_right_stage() {
 fn agent_input_has_the_three_runtime_fields() {
     let mut b = board_with_call("arch");
     b.summary = "topic\nLatest: arch\ncounts".into();
-    b.key_points = vec!["k1".into(), "x".repeat(900)];
+    crate::fixtures::set_findings(
+        &mut b,
+        agent_meeting::model::FindingKind::KeyPoint,
+        vec!["k1".into(), "x".repeat(900)],
+    );
     let call = b.pending_calls[0].clone();
     let v = agent_input(&b, &call);
     let keys: Vec<&str> = v.as_object().unwrap().keys().map(String::as_str).collect();
@@ -429,7 +433,11 @@ fn golden_agent_prompt() {
         "Topic: {}\nbiz: Budget is fixed.\nKey points: 1, open questions: 1, candidate decisions: 0",
         b.topic
     );
-    b.key_points = vec!["Budget is fixed for the year".into()];
+    crate::fixtures::set_findings(
+        &mut b,
+        agent_meeting::model::FindingKind::KeyPoint,
+        vec!["Budget is fixed for the year".into()],
+    );
     let call = b.pending_calls[0].clone();
     let text = turn::render_agent_user(&b, &call).unwrap();
     assert!(

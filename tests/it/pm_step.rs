@@ -682,10 +682,22 @@ fn pm_input_is_exactly_the_summary_layer() {
 fn stuffed(item_chars: usize) -> agent_meeting::model::Board {
     let mut b = board();
     let item = |tag: &str, i: usize| format!("{tag}{i} {}", "x".repeat(item_chars));
-    b.key_points = (0..20).map(|i| item("k", i)).collect();
-    b.open_questions = (0..20).map(|i| item("q", i)).collect();
-    b.decisions = (0..20).map(|i| item("d", i)).collect();
-    b.risks = (0..20).map(|i| item("r", i)).collect();
+    crate::fixtures::set_findings(
+        &mut b,
+        agent_meeting::model::FindingKind::KeyPoint,
+        (0..20).map(|i| item("k", i)).collect(),
+    );
+    crate::fixtures::set_open_questions(&mut b, (0..20).map(|i| item("q", i)).collect());
+    crate::fixtures::set_findings(
+        &mut b,
+        agent_meeting::model::FindingKind::Proposal,
+        (0..20).map(|i| item("d", i)).collect(),
+    );
+    crate::fixtures::set_findings(
+        &mut b,
+        agent_meeting::model::FindingKind::Risk,
+        (0..20).map(|i| item("r", i)).collect(),
+    );
     b.recent_errors = (0..20).map(|i| item("e", i)).collect();
     b.summary = "s".repeat(1200);
     for _ in 0..300 {
@@ -733,9 +745,21 @@ fn golden_pm_prompts() {
         "Topic: {}\narch: A rewrite takes about 5 months.\nKey points: 1, open questions: 1, candidate decisions: 1",
         b.topic
     );
-    b.key_points = vec!["The team has two Rust engineers".into()];
-    b.decisions = vec!["Prototype one module first".into()];
-    b.risks = vec!["Schedule slip".into()];
+    crate::fixtures::set_findings(
+        &mut b,
+        agent_meeting::model::FindingKind::KeyPoint,
+        vec!["The team has two Rust engineers".into()],
+    );
+    crate::fixtures::set_findings(
+        &mut b,
+        agent_meeting::model::FindingKind::Proposal,
+        vec!["Prototype one module first".into()],
+    );
+    crate::fixtures::set_findings(
+        &mut b,
+        agent_meeting::model::FindingKind::Risk,
+        vec!["Schedule slip".into()],
+    );
     b.recent_errors = vec!["Agent biz failed: timeout".into()];
     b.loop_count = 1;
     // arch answered in loop 0: questions may now be marked answered by arch.

@@ -281,10 +281,10 @@ fn the_reply_format_is_said_once() {
 fn empty_lists_and_sections_are_left_out() {
     // A fresh board: no whiteboard lists but the seeded open question, no errors.
     let mut b = board();
-    b.open_questions.clear();
+    crate::fixtures::set_open_questions(&mut b, vec![]);
     let text = pm::render_pm_user(&b).unwrap();
     let mut call = board_with_call("arch");
-    call.open_questions.clear();
+    crate::fixtures::set_open_questions(&mut call, vec![]);
     call.context_bundle.documents.clear();
     call.context_bundle.summary.clear();
     let agent = turn::render_agent_user(&call, &call.pending_calls[0]).unwrap();
@@ -329,8 +329,16 @@ fn empty_lists_and_sections_are_left_out() {
 #[test]
 fn an_agent_sees_the_first_items_of_each_list_and_no_latest_answer() {
     let mut call = board_with_call("arch");
-    call.key_points = (1..=15).map(|i| format!("point {i}")).collect();
-    call.risks = vec!["risk 1".into()];
+    crate::fixtures::set_findings(
+        &mut call,
+        agent_meeting::model::FindingKind::KeyPoint,
+        (1..=15).map(|i| format!("point {i}")).collect(),
+    );
+    crate::fixtures::set_findings(
+        &mut call,
+        agent_meeting::model::FindingKind::Risk,
+        vec!["risk 1".into()],
+    );
     call.summary = "arch: Five months.".into();
     let pm = pm::render_pm_user(&call).unwrap();
     let agent = turn::render_agent_user(&call, &call.pending_calls[0]).unwrap();

@@ -342,9 +342,13 @@ fn hostile_board(base: Value, hider: &str) -> Value {
             "### Executive Summary\nSummary. {hider}\n\n### Recommendation\nAdvice. {hider}"
         ));
     }
-    for list in ["key_points", "risks", "decisions"] {
-        b[list] = json!([format!("Item. {hider}"), "Plain item."]);
+    let mut findings = Vec::new();
+    for kind in ["key_point", "risk", "proposal"] {
+        for text in [format!("Item. {hider}"), "Plain item.".to_string()] {
+            findings.push(json!({"kind": kind, "text": text, "by": ["arch"], "loop": 1}));
+        }
     }
+    b["record"]["findings"] = json!(findings);
     b["summary"] = json!(format!("Topic line\n{hider}"));
     b["recent_errors"] = json!([format!("Agent biz failed: {hider}")]);
     b["process_note"] = json!(format!("Stopped. {hider}"));

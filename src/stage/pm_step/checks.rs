@@ -332,7 +332,7 @@ fn check_action(board: &Board, mode: Mode, value: &Value) -> Result<(), Invalid>
 /// `by` must have answered in this meeting (docs/design/whiteboard.md#questions): a name the
 /// PM invents, or a participant never asked, is refused like any invalid answer.
 fn check_answered_by(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
-    let (n, open) = (d.answered_questions.len(), board.open_questions.len());
+    let (n, open) = (d.answered_questions.len(), board.open_questions().len());
     if n > open {
         return Err(Invalid::Schema(
             format!("answered_questions: {n} answers, but {open} questions are open: mark each open question at most once"),

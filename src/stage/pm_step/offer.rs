@@ -42,10 +42,10 @@ pub fn pm_input(board: &Board) -> Value {
         "topic": board.topic.trim(),
         "decision_packet": decision_packet(board),
         "summary": cut(&summary_for_prompt(board), SUMMARY_MAX_CHARS),
-        "key_points": cut_list(&board.key_points),
+        "key_points": cut_list(&board.key_points()),
         "open_questions": cut_list(&numbered_open_questions(board)),
-        "decisions": cut_list(&board.decisions),
-        "risks": cut_list(&board.risks),
+        "decisions": cut_list(&board.decisions()),
+        "risks": cut_list(&board.risks()),
         "recent_errors": recent,
         "participants": participants,
         "mode": mode(board).as_str(),
@@ -170,7 +170,7 @@ impl Offered {
             actions,
             // Not before someone has answered: no entry could be right then, and a small
             // model offered the list fills it (the one change of the schema in a meeting).
-            answered: if board.open_questions.is_empty() || answerers.is_empty() {
+            answered: if board.open_questions().is_empty() || answerers.is_empty() {
                 0
             } else {
                 crate::model::LIST_CAP

@@ -521,7 +521,7 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
             .map(|q| format!("{}: {}", q.id, q.text))
             .collect(),
         questions,
-        proposals: record::marked_items(board, FindingKind::Proposal, &board.decisions),
+        proposals: record::marked_items(board, FindingKind::Proposal, &board.decisions()),
         // One paragraph per line: the summary's lines are separate facts
         // (docs/design/whiteboard.md#merge-rules, rule 4).
         current_summary: board
@@ -531,9 +531,9 @@ pub(crate) fn view_model(board: &Board, kind: ReportKind) -> View {
             .filter(|l| !l.is_empty())
             .collect::<Vec<_>>()
             .join("\n\n"),
-        key_findings: record::marked_items(board, FindingKind::KeyPoint, &board.key_points),
-        risks: record::marked_items(board, FindingKind::Risk, &board.risks),
-        candidate_decisions: list_items(&board.decisions),
+        key_findings: record::marked_items(board, FindingKind::KeyPoint, &board.key_points()),
+        risks: record::marked_items(board, FindingKind::Risk, &board.risks()),
+        candidate_decisions: list_items(&board.decisions()),
         evidence: evidence(board),
         no_decision: match kind {
             ReportKind::Fallback => crate::meeting::final_report::no_decision_reason(board)

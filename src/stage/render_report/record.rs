@@ -244,12 +244,8 @@ pub(crate) fn questions(board: &Board) -> Vec<QuestionRow> {
 }
 
 /// A list's items marked with their evidence (`[E1, E4]` or the no-evidence marker) and who
-/// said them; for proposals, who proposed them. A board from before the record has no
-/// provenance at all: its items are shown as they are, unmarked.
+/// said them; for proposals, who proposed them (each item is a finding of the record).
 pub(crate) fn marked_items(board: &Board, kind: FindingKind, items: &[String]) -> Vec<String> {
-    if board.record.findings.is_empty() {
-        return super::list_items(items);
-    }
     let known: Vec<String> = (0..board.evidence.len())
         .map(|i| board.evidence[i].id.clone())
         .collect();
