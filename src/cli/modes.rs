@@ -99,8 +99,10 @@ pub struct ForkArgs {
     /// The first loop asked live (1 asks every call again)
     #[arg(long, value_name = "N", required = true)]
     pub at_loop: u32,
-    /// Use what the parent's folder asks for without it being given again (a base URL of its
-    /// config copy), and fork a folder another user owns or others may write
+    /// Take what the parent's folder asks for that runs a command, writes a file elsewhere or
+    /// sends your key elsewhere (its --stage, --llm-log, --record, traces, --adr, a config
+    /// copy's base URL), refused without it, and fork a folder another user owns or others may
+    /// write (only for a folder you trust)
     #[arg(long)]
     pub trust_run_dir: bool,
     /// The fork's model (default: the parent's)

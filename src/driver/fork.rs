@@ -55,20 +55,6 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
             parent_board.loop_count
         )));
     }
-    // What would run a command, write a file elsewhere or send the traces is the parent's
-    // business: not inherited, and said (docs/design/run-folder.md#fork).
-    let dropped = not_inherited(&settings);
-    if !dropped.is_empty() && !ui.quiet {
-        crate::note!(
-            "fork: not inherited from the parent's folder: {}",
-            dropped.join(", ")
-        );
-    }
-    settings.stage_overrides.clear();
-    settings.user_llm_log = None;
-    settings.llm.record = None;
-    settings.otlp = None;
-    settings.adr = None;
     if let Some(m) = changes.model {
         settings.llm.model = Some(m);
     }
@@ -93,13 +79,21 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
         at_loop: changes.at_loop,
         from_parent: None,
     });
-    // A fork is a resume of the parent's folder for what it may ask: its report is its own (a
-    // new free name, or the one given), and what it drops above is not used.
+    // A fork is a resume of the parent's folder for what it may ask (docs/design/run-folder.md#fork):
+    // what runs a command, writes a file elsewhere, sends the traces or the key elsewhere is
+    // refused, naming it, unless the folder is trusted — then the fork takes it as its parent
+    // had it. Its report is its own (a new free name, or the one given); every stage is still
+    // to run.
     let given = super::trust::GivenAgain {
         report_file: true,
         ..Default::default()
     };
-    folder.gate(&settings, &parent_board, &given, changes.trust_run_dir)?;
+    folder.gate(
+        &settings,
+        Some(Stage::PmStep),
+        &given,
+        changes.trust_run_dir,
+    )?;
     // The parent's collected documents, as its meeting saw them.
     let packet_file = RunDir {
         path: parent.to_path_buf(),
@@ -154,32 +148,6 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
     let mut run = run;
     run.fork_at = pending(&run.settings, &run.board);
     Ok(run)
-}
-
-/// What of the parent's settings runs a command, writes a file elsewhere or sends the traces,
-/// as shown to the user: a fork does not inherit them.
-fn not_inherited(settings: &RunSettings) -> Vec<String> {
-    let mut out: Vec<String> = settings
-        .stage_overrides
-        .iter()
-        .map(|(stage, cmd)| format!("--stage {stage}={cmd}"))
-        .collect();
-    let files = [
-        ("--llm-log", settings.user_llm_log.as_ref()),
-        ("--record", settings.llm.record.as_ref()),
-    ];
-    for (flag, file) in files {
-        if let Some(f) = file {
-            out.push(format!("{flag} {}", f.display()));
-        }
-    }
-    if let Some(otlp) = &settings.otlp {
-        out.push(format!("--otlp-endpoint {}", otlp.traces_url));
-    }
-    if let Some(adr) = &settings.adr {
-        out.push(format!("--adr {}", adr.dir.display()));
-    }
-    out
 }
 
 /// The loop a fork's log is still to be cut at: its `at_loop` while the board is before that

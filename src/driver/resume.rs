@@ -96,7 +96,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         report_file: changes.report_file.is_some(),
         adr: changes.adr.is_some() || !saved_adr_owed,
     };
-    folder.gate(&settings, &board, &given, changes.trust_run_dir)?;
+    folder.gate(&settings, board.next_stage(), &given, changes.trust_run_dir)?;
     let adr_owed = saved_adr_owed || changes.adr.is_some();
     settings.llm.headers = std::mem::take(&mut changes.headers);
     let saved_report = settings.report_file.clone();

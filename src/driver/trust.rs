@@ -15,7 +15,6 @@ use std::path::Path;
 use super::run_dir::RunDir;
 use super::settings::RunSettings;
 use crate::error::{Error, Result};
-use crate::model::Board;
 use crate::stage::Stage;
 
 /// A run folder as read: its `meeting.json`.
@@ -41,11 +40,12 @@ impl Folder {
 
     /// Refuse what the settings would use that was not given again, unless the user trusts the
     /// folder (then it is said on stderr, before the first call). `settings` are the ones the
-    /// mode will run with (a fork's, after what it drops), `board` the one it goes on from.
+    /// mode will run with, `next` the stage it goes on with (`None`: the meeting has ended; a
+    /// fork starts anew, so every stage is still to run).
     pub fn gate(
         &self,
         settings: &RunSettings,
-        board: &Board,
+        next: Option<Stage>,
         given: &GivenAgain,
         trust: bool,
     ) -> Result<()> {
@@ -68,7 +68,6 @@ impl Folder {
             .map(|l| urls(&l.config))
             .unwrap_or_else(|_| urls(&Default::default()));
         let report = &settings.report_file;
-        let next = board.next_stage();
         let markdown = report
             .extension()
             .is_some_and(|e| e.eq_ignore_ascii_case("md") || e.eq_ignore_ascii_case("markdown"));

@@ -427,10 +427,11 @@ fn a_fork_sends_nothing_to_a_base_url_the_parents_folder_names() {
     );
 }
 
-/// What the parent's folder names that runs a command or writes a file elsewhere is not
-/// inherited by a fork — never run — and the fork says so before it starts.
+/// A fork is a resume of its parent's folder for what it may ask: a command or an output path
+/// the folder names (its `--stage`, `--llm-log`) is refused, named, before anything runs or is
+/// written; with --trust-run-dir the fork takes them as the parent had them, and says so.
 #[test]
-fn a_fork_runs_no_command_of_its_parents_folder_and_says_so() {
+fn a_fork_refuses_a_command_of_its_parents_folder_unless_trusted() {
     let work = Workdir::new();
     parent(&work);
     let pwned = work.join("PWNED");
@@ -440,24 +441,30 @@ fn a_fork_runs_no_command_of_its_parents_folder_and_says_so() {
     v["user_llm_log"] = json!(work.join("copy.jsonl"));
     std::fs::write(&file, v.to_string()).unwrap();
     let server = serve(&[decided("the replica", "high")]);
-    let out = meeting(
-        &work,
-        &server,
-        &[
+    let fork = |extra: &[&str]| {
+        let mut args = vec![
             "--fork",
             "runs/parent",
             "--at-loop",
             "3",
             "--trace-id",
             "child",
-        ],
-    );
-    out.success()
-        .stderr_has("fork: not inherited from the parent's folder: --stage pm-step=touch ")
+        ];
+        args.extend(extra);
+        meeting(&work, &server, &args)
+    };
+    fork(&[])
+        .exit(2)
+        .one_stderr_line()
+        .stderr_has("--fork: runs/parent asks for what you did not give: --stage pm-step=touch ")
         .stderr_has(", --llm-log ");
     assert!(!pwned.exists(), "a command of the parent's folder ran");
     assert!(
-        !work.join("copy.jsonl").exists(),
-        "the parent's --llm-log was written"
+        !work.join("runs/child").exists(),
+        "a refused fork leaves nothing"
     );
+    // Trusted, the fork takes them: the parent's pm-step command runs.
+    fork(&["--trust-run-dir"])
+        .stderr_has("--trust-run-dir: using the run folder's --stage pm-step=touch ");
+    assert!(pwned.exists(), "the trusted folder's command did not run");
 }
