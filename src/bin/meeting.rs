@@ -41,6 +41,18 @@ struct Args {
     run: RunArgs,
 }
 
+/// `meeting show-config`: the settings these flags resolve to, or those a run folder's
+/// meeting resolved when it started.
+#[derive(clap::Args, Debug)]
+struct ShowConfigArgs {
+    /// Print what this run folder's meeting resolved when it started (kept in its
+    /// meeting.json), instead of what these flags resolve to now
+    #[arg(long, value_name = "DIR", help_heading = "Input")]
+    run_folder: Option<PathBuf>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
 /// A new meeting's flags (also what `show-config` reads, so a command line shows its settings
 /// with `show-config` added).
 #[derive(clap::Args, Debug)]
@@ -152,8 +164,10 @@ Examples:\n  meeting resume runs/demo\n  meeting resume runs/demo --answer answe
     Compare(CompareArgs),
     /// Print the resolved settings and where each comes from (flag, environment, config file,
     /// built-in default); keys are never shown (also --show-config)
-    #[command(after_help = "Example:\n  meeting show-config --agents arch,biz --provider openai")]
-    ShowConfig(Box<RunArgs>),
+    #[command(
+        after_help = "Examples:\n  meeting show-config --agents arch,biz --provider openai\n  meeting show-config --run-folder runs/demo   # what that meeting resolved when it started"
+    )]
+    ShowConfig(Box<ShowConfigArgs>),
     /// List the agents a meeting can use, with their role and where each is found (also
     /// --list-agents)
     #[command(after_help = "Example:\n  meeting list-agents --agents-dir agents")]
@@ -279,7 +293,10 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
     );
     let (request, ui, pretty, json) = match args.mode {
         Some(Mode::ShowConfig(a)) => {
-            let a = *a;
+            if let Some(dir) = &a.run_folder {
+                return cli::write_stdout(&driver::resolved_settings(dir)?);
+            }
+            let a = a.run;
             let sub = matches
                 .subcommand_matches("show-config")
                 .unwrap_or(&matches);

@@ -45,6 +45,8 @@ pub struct ForkChanges {
 pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
     let folder = super::trust::Folder::open(parent, "--fork")?;
     let mut settings = folder.settings.clone();
+    // What the parent resolved is the parent's: the fork changes some of it.
+    settings.resolved.clear();
     let parent_board = super::final_board(parent)?;
     let most = parent_board.loop_count + 1;
     if changes.at_loop == 0 || changes.at_loop > most {

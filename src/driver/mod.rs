@@ -116,6 +116,24 @@ fn owed_record(run: &Run, result: &MeetingResult) -> Result<()> {
     Ok(())
 }
 
+/// `meeting show-config --run-folder DIR`: every setting as the folder's meeting resolved it
+/// when it started, with its source, read through the one reader of run folders.
+pub fn resolved_settings(dir: &std::path::Path) -> Result<String> {
+    let folder = trust::Folder::open(dir, "--run-folder")?;
+    let rows = &folder.settings.resolved;
+    if rows.is_empty() {
+        return Err(Error::Usage(format!(
+            "--run-folder: {} keeps no resolved settings (a meeting started by an earlier build, or a fork: its meeting.json holds its flags)",
+            dir.display()
+        )));
+    }
+    let head = format!(
+        "# run folder: {} (the settings its meeting resolved when it started)\n",
+        dir.display()
+    );
+    Ok(crate::text::sanitise(&crate::settings::render(&head, rows)).into_owned())
+}
+
 /// The board a run folder ended with, from its newest whole checkpoint (`meeting --adr`
 /// writes the decision record from it).
 pub fn final_board(dir: &std::path::Path) -> Result<crate::model::Board> {

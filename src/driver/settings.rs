@@ -74,6 +74,12 @@ pub struct RunSettings {
     /// A fork's parent and loop (`meeting --fork`, docs/design/run-folder.md#fork).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fork: Option<crate::model::ForkOf>,
+    /// Every setting as the meeting resolved it when it started, with where each came from —
+    /// what `show-config` printed then (`meeting show-config --run-folder DIR` prints it
+    /// again), but the `--header`s, which are kept nowhere. Empty in a folder of an earlier
+    /// build, and in a fork's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resolved: Vec<crate::settings::Resolved>,
 }
 
 impl RunSettings {
@@ -168,6 +174,7 @@ pub(super) mod tests {
             otlp: None,
             adr: None,
             fork: None,
+            resolved: Vec::new(),
         }
     }
 

@@ -115,7 +115,7 @@ pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
 /// The settings, the first board and every check before the run folder is made. A dry run
 /// prints the models line and only warns of a missing key (docs/design/run-folder.md#run-folder).
 fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
-    let (settings, run_dir, numbered_from, default_report) = settings_of(new)?;
+    let (mut settings, run_dir, numbered_from, default_report, mut shown) = settings_of(new)?;
     if let Some(adr) = &settings.adr {
         if settings.llm.provider.as_deref() == Some(crate::llm::sample::NAME) {
             return Err(crate::stage::render_report::sample_refusal());
@@ -128,6 +128,14 @@ fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
         crate::stage::agent_turn::human::answer_lines(file)?;
     }
     let (packet_text, board_text, board) = first_board(&settings, ui)?;
+    // Every setting as this meeting resolves it, with its source, kept in meeting.json.
+    shown.given.callers = super::callers::callers(&board);
+    // Not the headers: given again to every resume, like keys, they are kept nowhere.
+    settings.resolved =
+        crate::settings::resolve_all(&shown.given, &shown.loaded, Some(&board.meeting_input))?
+            .into_iter()
+            .filter(|r| !r.name.starts_with("header "))
+            .collect();
     // A missing key or a broken cassette is found now, before any run folder exists.
     let missing = check_llm_config(&settings.llm, &board, dry_run)?;
     let models = models_line(&settings.llm, &board)?;
@@ -167,7 +175,13 @@ fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
 #[allow(clippy::type_complexity)]
 fn settings_of(
     new: NewMeeting,
-) -> Result<(RunSettings, PathBuf, Option<PathBuf>, Option<PathBuf>)> {
+) -> Result<(
+    RunSettings,
+    PathBuf,
+    Option<PathBuf>,
+    Option<PathBuf>,
+    Shown,
+)> {
     let loaded = crate::settings::config::load()?;
     if new.board.agents.iter().all(|a| a.trim().is_empty()) {
         return Err(Error::Usage(
@@ -177,6 +191,20 @@ fn settings_of(
     let now = crate::meeting::events::clock_from_env().now();
     let mut board_args = new.board;
     let flag = new.max_loops_given.then_some(board_args.max_loops);
+    // What show-config would be given for these flags: the run keeps what it resolves.
+    let shown = Shown {
+        given: crate::settings::Given {
+            callers: Vec::new(),
+            llm: new.llm.clone(),
+            agents_dir: board_args.agents_dir.clone(),
+            run_dir: new.run_dir.clone(),
+            max_loops: flag,
+            default_max_loops: board_args.max_loops,
+            max_total_tokens: board_args.max_total_tokens,
+            max_cost_usd: board_args.max_cost,
+        },
+        loaded: loaded.clone(),
+    };
     board_args.max_loops =
         crate::settings::max_loops(flag, board_args.max_loops, &loaded.config).value;
     board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
@@ -227,9 +255,17 @@ fn settings_of(
             ..a
         }),
         fork: None,
+        resolved: Vec::new(),
     };
     let run_dir = crate::settings::run_dir(new.run_dir, &loaded.config).0;
-    Ok((settings, run_dir, numbered_from, default_report))
+    Ok((settings, run_dir, numbered_from, default_report, shown))
+}
+
+/// What `show-config` is given for a new meeting's flags, and the config file it read: the
+/// start resolves every setting with them once the meeting file is read.
+struct Shown {
+    given: crate::settings::Given,
+    loaded: crate::settings::config::Loaded,
 }
 
 /// Create and fill the run folder of a checked meeting: its settings (pointed at the folder's

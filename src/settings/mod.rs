@@ -221,6 +221,17 @@ pub struct Given {
 /// One row of [`show`]: a setting, its value, where it came from.
 type Row = (String, String, String);
 
+/// One resolved setting as a run keeps it in `meeting.json` (`resolved`) and `show-config`
+/// prints it: its name, its value and where that came from (flag, environment, meeting file,
+/// config file, default).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Resolved {
+    pub name: String,
+    pub value: String,
+    pub source: String,
+}
+
 /// The provider, model and `max_tokens` rows: for a caller with no metadata, then for each of
 /// `callers`, as `llm::resolve` resolves them for a run.
 fn caller_rows(
@@ -292,6 +303,46 @@ fn headers_source(llm: &LlmConfig) -> Source {
 /// `max_tokens` of each caller as a run would resolve them (`crate::llm::resolve`, the
 /// resolver the clients use). No key is printed, only whether it is set.
 pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
+    let rows = resolve_all(given, loaded, None)?;
+    Ok(render(&config_line(loaded), &rows))
+}
+
+/// The first line of `show-config`: which config file was read.
+pub fn config_line(loaded: &Loaded) -> String {
+    match (&loaded.file, &loaded.looked_at) {
+        (Some(f), _) => format!("# config file: {}\n", f.display()),
+        (None, Some(p)) => format!("# config file: none ({} does not exist)\n", p.display()),
+        (None, None) => format!("# config file: none ({} is empty)\n", CONFIG_ENV),
+    }
+}
+
+/// `head`, then the rows in three aligned columns.
+pub fn render(head: &str, rows: &[Resolved]) -> String {
+    let mut out = head.to_string();
+    let w0 = rows
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    let w1 = rows
+        .iter()
+        .map(|r| r.value.chars().count())
+        .max()
+        .unwrap_or(0);
+    for r in rows {
+        let (name, value, source) = (&r.name, &r.value, &r.source);
+        out.push_str(&format!("{name:w0$}  {value:w1$}  {source}\n"));
+    }
+    out
+}
+
+/// Every setting [`show`] prints, resolved as a run resolves it; with the meeting's `input`
+/// (a run knows its meeting file), the budgets as that file sets them too.
+pub fn resolve_all(
+    given: &Given,
+    loaded: &Loaded,
+    input: Option<&MeetingInput>,
+) -> Result<Vec<Resolved>> {
     let cfg = &loaded.config;
     let mut rows: Vec<Row> = Vec::new();
     let mut llm = given.llm.clone();
@@ -369,27 +420,24 @@ pub fn show(given: &Given, loaded: &Loaded) -> Result<String> {
     row("run_dir", run.display().to_string(), source);
     let loops = max_loops(given.max_loops, given.default_max_loops, cfg);
     row("max_loops", loops.value.to_string(), loops.source);
-    let budget = max_total_tokens(given.max_total_tokens, None, cfg);
-    let shown = budget.value.map_or_else(
-        || "none (or the meeting file's budget)".into(),
-        |n| n.to_string(),
-    );
-    row("budget.max_total_tokens", shown, budget.source);
-    let cost = max_cost_usd(given.max_cost_usd, None, cfg);
-    let shown = cost.value.map_or_else(
-        || "none (or the meeting file's budget)".into(),
-        crate::llm::prices::dollars,
-    );
-    row("budget.max_cost_usd", shown, cost.source);
-    let mut out = match (&loaded.file, &loaded.looked_at) {
-        (Some(f), _) => format!("# config file: {}\n", f.display()),
-        (None, Some(p)) => format!("# config file: none ({} does not exist)\n", p.display()),
-        (None, None) => format!("# config file: none ({} is empty)\n", CONFIG_ENV),
+    let none = match input {
+        Some(_) => "none",
+        None => "none (or the meeting file's budget)",
     };
-    let w0 = rows.iter().map(|r| r.0.chars().count()).max().unwrap_or(0);
-    let w1 = rows.iter().map(|r| r.1.chars().count()).max().unwrap_or(0);
-    for (name, value, source) in rows {
-        out.push_str(&format!("{name:w0$}  {value:w1$}  {source}\n"));
-    }
-    Ok(out)
+    let budget = max_total_tokens(given.max_total_tokens, input, cfg);
+    let shown = budget.value.map_or_else(|| none.into(), |n| n.to_string());
+    row("budget.max_total_tokens", shown, budget.source);
+    let cost = max_cost_usd(given.max_cost_usd, input, cfg);
+    let shown = cost
+        .value
+        .map_or_else(|| none.into(), crate::llm::prices::dollars);
+    row("budget.max_cost_usd", shown, cost.source);
+    Ok(rows
+        .into_iter()
+        .map(|(name, value, source)| Resolved {
+            name,
+            value,
+            source,
+        })
+        .collect())
 }

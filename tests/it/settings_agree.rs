@@ -203,3 +203,72 @@ fn show_config_and_dry_run_agree_for_every_caller() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A run keeps every setting as it resolved it, with its source, in its meeting.json:
+/// `meeting show-config --run-folder DIR` prints what `show-config` printed for the same
+/// flags, the meeting file's budget resolved too (`meeting file`); a config file edited
+/// afterwards does not change it.
+#[test]
+fn a_run_folder_keeps_the_settings_it_resolved() {
+    let work = Workdir::new();
+    work.write(
+        "cfg/agent-meeting/config.yaml",
+        "max_loops: 3\nmodels: {pm: cfg-pm}\n",
+    );
+    work.write(
+        "m.yaml",
+        "topic: Adopt Rust for ingest?\nbudget:\n  max_total_tokens: 90000\n",
+    );
+    let flags = [
+        "--agents",
+        "arch,biz",
+        "--provider",
+        "sample",
+        "--trace-id",
+        "kept",
+    ];
+    let cmd = |args: &[&str]| {
+        let mut c = work.cli("meeting");
+        c.env("XDG_CONFIG_HOME", work.join("cfg"))
+            .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+            .args(args);
+        c.run()
+    };
+    let now = cmd(&[&["show-config"][..], &flags].concat());
+    now.success();
+    cmd(&[&flags[..], &["--meeting-file", "m.yaml", "--quiet"]].concat()).success();
+    work.write("cfg/agent-meeting/config.yaml", "max_loops: 9\n");
+    let kept = cmd(&["show-config", "--run-folder", "runs/kept"]);
+    kept.success();
+    let rows = |text: &str| -> Vec<String> {
+        text.lines()
+            .filter(|l| !l.starts_with('#') && !l.starts_with("budget."))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .collect()
+    };
+    assert_eq!(rows(&kept.stdout()), rows(&now.stdout()));
+    let text = kept.stdout();
+    assert!(text.starts_with("# run folder: runs/kept"), "{text}");
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+            .unwrap_or_default()
+    };
+    assert_eq!(line("max_loops"), "max_loops 3 config file");
+    assert_eq!(line("pm.model"), "pm.model cfg-pm config file (models.pm)");
+    assert_eq!(
+        line("budget.max_total_tokens"),
+        "budget.max_total_tokens 90000 meeting file"
+    );
+    // A folder of an earlier build (or a fork) keeps none: said, exit 2.
+    let file = work.join("runs/kept/meeting.json");
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    v.as_object_mut().unwrap().remove("resolved");
+    std::fs::write(&file, v.to_string()).unwrap();
+    cmd(&["show-config", "--run-folder", "runs/kept"])
+        .exit(2)
+        .one_stderr_line()
+        .stderr_has("keeps no resolved settings");
+}
