@@ -92,7 +92,7 @@ struct RunArgs {
     #[arg(long, help_heading = "Meeting")]
     step: bool,
     /// Replace a stage with your own command speaking the same JSON (NAME=COMMAND, repeatable;
-    /// NAME= restores the built-in program, e.g. with --resume)
+    /// `meeting resume DIR --stage NAME=` restores the built-in program)
     #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]
     stages: Vec<String>,
     #[command(flatten)]
