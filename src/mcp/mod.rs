@@ -470,7 +470,11 @@ impl Server {
         traceparent: Option<String>,
     ) -> Result<(String, Value, bool)> {
         let a: tools::MeetingArgs = tools::args(args)?;
-        let launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        let mut launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        if token.is_none() {
+            // No one asked for progress: the meeting runs as `-q` does, drawing none.
+            launch.args.push("--quiet".into());
+        }
         let mut last = 0.0f64;
         let progress = |line: &str| {
             let (Some(token), Some((n, max))) = (&token, crate::driver::loop_of_line(line)) else {
@@ -525,7 +529,9 @@ impl Server {
         traceparent: Option<String>,
     ) -> Result<(String, Value, bool)> {
         let a: tools::MeetingArgs = tools::args(args)?;
-        let launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        let mut launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        // Its progress is read from the run folder (meeting_status), not drawn: `-q`.
+        launch.args.push("--quiet".into());
         runs::start_detached(&self.place, &launch, &self.children)?;
         let v = json!({"run_id": launch.run_id, "run_dir": launch.run_dir.display().to_string()});
         Ok((

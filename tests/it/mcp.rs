@@ -39,6 +39,14 @@ impl Session {
         Session::spawn(cmd, work, env)
     }
 
+    /// [`Session::start`] with the server's stderr (its log, the meetings' lines) in `log`.
+    fn start_logged(work: &Workdir, env: &[(&str, &str)], log: &std::path::Path) -> Session {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-meeting"));
+        cmd.stderr(std::fs::File::create(log).unwrap());
+        work.write("keep-stderr", "");
+        Session::spawn(cmd, work, env)
+    }
+
     fn spawn(mut cmd: Command, work: &Workdir, env: &[(&str, &str)]) -> Session {
         clean_env(&mut cmd);
         cmd.current_dir(work.path())
@@ -46,8 +54,10 @@ impl Session {
             .env("AGENT_MEETING_NOW", NOW)
             .env("XDG_DATA_HOME", work.join("data"))
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
+            .stdout(Stdio::piped());
+        if !work.join("keep-stderr").exists() {
+            cmd.stderr(Stdio::null());
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -751,4 +761,80 @@ fn cancels_of_nothing_or_of_a_finished_call_change_nothing() {
         "nothing answered a notification: {notes:?}"
     );
     s.end();
+}
+
+/// No progress work unasked: a meeting_run without a progress token, and every
+/// meeting_start, run as `-q` does (no progress line drawn); with a token, progress as before.
+#[test]
+fn a_meeting_draws_progress_only_when_asked() {
+    let work = Workdir::new();
+    let log = work.join("server.log");
+    let mut s = Session::start_logged(&work, &[("AGENT_MEETING_PROVIDER", "sample")], &log);
+    s.handshake();
+    let args = meeting_args(&work);
+    let quiet = s.tool("meeting_run", args.clone());
+    assert_eq!(quiet["structuredContent"]["status"], "finished", "{quiet}");
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(!said.contains("[loop "), "progress drawn unasked:\n{said}");
+    let id = s.request(
+        "tools/call",
+        json!({"name": "meeting_run", "arguments": args, "_meta": {"progressToken": 1}}),
+    );
+    let (done, notes) = s.response(id);
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "finished",
+        "{done}"
+    );
+    assert!(!notes.is_empty(), "asked for, progress comes");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("[loop "));
+    s.end();
+}
+
+/// The client configurations the guide gives are well formed and in each client's shape:
+/// Claude Code and Cursor `mcpServers`, VS Code `servers` with `inputs` for the key, Gemini CLI
+/// `mcpServers` with a timeout in milliseconds; each starts `agent-meeting mcp`.
+#[test]
+fn the_guides_client_snippets_have_each_clients_shape() {
+    let guide = std::fs::read_to_string(crate::harness::root().join("docs/GUIDE.md")).unwrap();
+    let section = guide
+        .split("## From your coding agent (MCP)")
+        .nth(1)
+        .unwrap()
+        .split("\n## ")
+        .next()
+        .unwrap();
+    let blocks: Vec<Value> = section
+        .split("```json\n")
+        .skip(1)
+        .map(|b| serde_json::from_str(b.split("\n```").next().unwrap()).expect("valid JSON"))
+        .collect();
+    assert_eq!(blocks.len(), 3, "Claude Code/Cursor, VS Code, Gemini CLI");
+    let starts = |server: &Value| {
+        assert_eq!(server["command"], "agent-meeting", "{server}");
+        assert_eq!(server["args"], json!(["mcp"]), "{server}");
+    };
+    starts(&blocks[0]["mcpServers"]["agent-meeting"]);
+    let vscode = &blocks[1];
+    assert!(
+        vscode.get("mcpServers").is_none(),
+        "VS Code's key is servers"
+    );
+    starts(&vscode["servers"]["agent-meeting"]);
+    assert_eq!(vscode["servers"]["agent-meeting"]["type"], "stdio");
+    let input = &vscode["inputs"][0];
+    assert_eq!(
+        (&input["type"], &input["password"]),
+        (&json!("promptString"), &json!(true))
+    );
+    let key = vscode["servers"]["agent-meeting"]["env"]["OPENAI_API_KEY"]
+        .as_str()
+        .unwrap();
+    assert_eq!(key, format!("${{input:{}}}", input["id"].as_str().unwrap()));
+    let gemini = &blocks[2]["mcpServers"]["agent-meeting"];
+    starts(gemini);
+    assert!(
+        gemini["timeout"].as_u64().unwrap() >= 60_000,
+        "milliseconds"
+    );
+    assert!(section.contains("tool_timeout_sec"), "Codex's timeout");
 }
