@@ -6,6 +6,7 @@
 //! `resultType` on every result). Each `tools/call` runs on a thread of its own, so a
 //! meeting in progress does not hold up `meeting_status`, a ping or a cancel.
 
+mod resources;
 mod runs;
 mod tools;
 
@@ -154,6 +155,7 @@ pub fn serve(mut input: impl BufRead, output: Box<dyn Write + Send>, place: Plac
         place,
         children: runs::Children::default(),
         in_flight: InFlight::default(),
+        linkable: std::sync::atomic::AtomicBool::new(true),
     });
     let mut workers: Vec<std::thread::JoinHandle<()>> = Vec::new();
     loop {
@@ -266,6 +268,9 @@ fn read_line(input: &mut impl BufRead, max: usize) -> std::io::Result<Line> {
 struct Server {
     out: Out,
     place: Place,
+    /// Whether tool results may carry `resource_link` items (the handshake's revision is
+    /// 2025-06-18 or later; a stateless request always may).
+    linkable: std::sync::atomic::AtomicBool,
     children: runs::Children,
     in_flight: InFlight,
 }
@@ -319,7 +324,25 @@ impl Server {
             Err(()) => return None,
         };
         match method {
-            "initialize" => self.out.result(&id, Era::Legacy, initialize(&params)),
+            "initialize" => {
+                let result = initialize(&params);
+                // resource_link items came with 2025-06-18: an older client gets none.
+                let linkable = result["protocolVersion"] != "2025-03-26";
+                self.linkable
+                    .store(linkable, std::sync::atomic::Ordering::Relaxed);
+                self.out.result(&id, Era::Legacy, result)
+            }
+            "resources/list" => self.out.result(&id, era, resources::list(&self.place)),
+            "resources/read" => {
+                let uri = params.get("uri").and_then(Value::as_str).unwrap_or("");
+                match resources::read(&self.place, uri) {
+                    Ok(result) => self.out.result(&id, era, result),
+                    Err((code, message)) => {
+                        self.out
+                            .error(&id, code, &message, Some(json!({"uri": uri})))
+                    }
+                }
+            }
             "ping" => self.out.result(&id, era, json!({})),
             "server/discover" => self.out.result(&id, Era::Stateless, discover()),
             "tools/list" => {
@@ -401,7 +424,7 @@ impl Server {
         self.in_flight
             .with(|calls| calls.insert(key.clone(), Call::default()));
         std::thread::spawn(move || {
-            let answer = self.tool(&key, &params);
+            let answer = self.tool(&key, era, &params);
             let cancelled = self
                 .in_flight
                 .with(|calls| calls.remove(&key).is_some_and(|c| c.cancelled));
@@ -417,7 +440,12 @@ impl Server {
     }
 
     /// A tool's result; `Err` only for a call that names no tool (a protocol error).
-    fn tool(&self, key: &str, params: &Value) -> std::result::Result<Value, (i64, String)> {
+    fn tool(
+        &self,
+        key: &str,
+        era: Era,
+        params: &Value,
+    ) -> std::result::Result<Value, (i64, String)> {
         let name = params.get("name").and_then(Value::as_str).unwrap_or("");
         let Some(tool) = Tool::of(name) else {
             let names: Vec<&str> = Tool::ALL.iter().map(|t| t.name()).collect();
@@ -448,12 +476,26 @@ impl Server {
                 .and_then(|_| tools::list_agents())
                 .map(|v| (v.to_string(), v, false)),
         };
+        let linkable =
+            era == Era::Stateless || self.linkable.load(std::sync::atomic::Ordering::Relaxed);
         Ok(match done {
-            Ok((text, structured, is_error)) => json!({
-                "content": [{"type": "text", "text": text}],
-                "structuredContent": structured,
-                "isError": is_error,
-            }),
+            Ok((text, structured, is_error)) => {
+                let mut content = vec![json!({"type": "text", "text": text})];
+                // A meeting that ended: its report and result as resources.
+                let ended = matches!(tool, Tool::MeetingRun | Tool::MeetingResult);
+                if let (true, true, Ok(result)) = (
+                    ended,
+                    linkable,
+                    serde_json::from_value::<crate::model::MeetingResult>(structured.clone()),
+                ) {
+                    content.extend(resources::links(&self.place, &result));
+                }
+                json!({
+                    "content": content,
+                    "structuredContent": structured,
+                    "isError": is_error,
+                })
+            }
             // A meeting that cannot run is the tool's answer, not a protocol error.
             Err(e) => json!({
                 "content": [{"type": "text", "text": e.to_string()}],
@@ -602,7 +644,7 @@ fn initialize(params: &Value) -> Value {
     };
     json!({
         "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}},
+        "capabilities": {"tools": {"listChanged": false}, "resources": {"listChanged": false}},
         "serverInfo": server_info(),
         "instructions": INSTRUCTIONS,
     })
@@ -614,7 +656,7 @@ fn discover() -> Value {
     supported.extend(LEGACY_VERSIONS);
     json!({
         "supportedVersions": supported,
-        "capabilities": {"tools": {}},
+        "capabilities": {"tools": {}, "resources": {}},
         "instructions": INSTRUCTIONS,
         "ttlMs": TTL_MS,
         "cacheScope": "public",

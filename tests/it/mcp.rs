@@ -258,7 +258,7 @@ fn both_eras_shake_hands_and_list_the_tools() {
         json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}),
     );
     assert_eq!(s.response(id).0["error"]["code"], -32602);
-    let id = s.request("resources/list", json!({}));
+    let id = s.request("prompts/list", json!({}));
     assert_eq!(s.response(id).0["error"]["code"], -32601);
     s.stdin.as_mut().unwrap().write_all(b"{not json\n").unwrap();
     let e = s.next();
@@ -837,4 +837,74 @@ fn the_guides_client_snippets_have_each_clients_shape() {
         "milliseconds"
     );
     assert!(section.contains("tool_timeout_sec"), "Codex's timeout");
+}
+
+/// An ended meeting's report and result are resources: meeting_run links them
+/// (`resource_link`), `resources/list` lists them, `resources/read` gives the report as it is on
+/// disk; a URI outside the server's runs is not found (-32002); a 2025-03-26 client, which
+/// knows no resource_link, gets none.
+#[test]
+fn an_ended_meetings_report_is_a_resource() {
+    let work = Workdir::new();
+    let mut s = Session::start(&work, &[("AGENT_MEETING_PROVIDER", "sample")]);
+    let init = s.handshake();
+    assert!(init["capabilities"]["resources"].is_object(), "{init}");
+    let done = s.tool("meeting_run", meeting_args(&work));
+    let result = &done["structuredContent"];
+    assert_eq!(result["status"], "finished", "{done}");
+    let id = result["trace_id"].as_str().unwrap();
+    let report_uri = format!("agent-meeting://runs/{id}/report");
+    let link = done["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "resource_link" && c["uri"] == report_uri.as_str())
+        .unwrap_or_else(|| panic!("no link to the report: {done}"))
+        .clone();
+    assert_eq!(link["mimeType"], "text/markdown");
+    let listed = s.call("resources/list", json!({}));
+    assert!(
+        listed["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["uri"] == report_uri.as_str()),
+        "{listed}"
+    );
+    let read = s.call("resources/read", json!({"uri": report_uri}));
+    let on_disk = std::fs::read_to_string(result["report_file"].as_str().unwrap()).unwrap();
+    assert_eq!(read["contents"][0]["text"], json!(on_disk));
+    let read = s.call(
+        "resources/read",
+        json!({"uri": format!("agent-meeting://runs/{id}/result")}),
+    );
+    let kept: Value = serde_json::from_str(read["contents"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(kept["trace_id"], id);
+    for uri in [
+        "agent-meeting://runs/../x/report".to_string(),
+        "agent-meeting://runs/none-such/report".to_string(),
+        "file:///etc/passwd".to_string(),
+    ] {
+        let req = s.request("resources/read", json!({"uri": uri}));
+        let (m, _) = s.response(req);
+        assert_eq!(m["error"]["code"], -32002, "{uri}: {m}");
+    }
+    s.end();
+    // A client of 2025-03-26 knows no resource_link.
+    let mut s = Session::start(&work, &[("AGENT_MEETING_PROVIDER", "sample")]);
+    s.call(
+        "initialize",
+        json!({"protocolVersion": "2025-03-26", "capabilities": {},
+               "clientInfo": {"name": "old", "version": "1"}}),
+    );
+    let done = s.tool("meeting_run", meeting_args(&work));
+    assert!(
+        done["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|c| c["type"] == "text"),
+        "{done}"
+    );
+    s.end();
 }
