@@ -301,22 +301,18 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
                 .subcommand_matches("show-config")
                 .unwrap_or(&matches);
             let command = Args::command();
-            let given = agent_meeting::settings::Given {
-                callers: driver::callers_of_agents(&a.board.clone().into_settings())?,
-                llm: agent_meeting::llm::LlmConfig {
-                    from_env: cli::env_sources(
-                        command.find_subcommand("show-config").unwrap_or(&command),
-                        sub,
-                    ),
-                    ..a.llm.into_config()
-                },
-                agents_dir: a.board.agents_dir.clone(),
-                run_dir: a.run_dir,
-                max_loops: cli::given(sub, "max_loops"),
-                default_max_loops: a.board.max_loops,
-                max_total_tokens: a.board.max_total_tokens,
-                max_cost_usd: a.board.max_cost,
+            let board = a.board.into_settings();
+            let llm = agent_meeting::llm::LlmConfig {
+                from_env: cli::env_sources(
+                    command.find_subcommand("show-config").unwrap_or(&command),
+                    sub,
+                ),
+                ..a.llm.into_config()
             };
+            let max_loops_given = cli::given::<u32>(sub, "max_loops").is_some();
+            let mut given =
+                agent_meeting::settings::Given::of(&board, max_loops_given, llm, a.run_dir);
+            given.callers = driver::callers_of_agents(&board)?;
             return cli::write_stdout(&agent_meeting::settings::show(&given, config::load()?)?);
         }
         Some(Mode::ListAgents(a)) => {

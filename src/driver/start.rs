@@ -193,16 +193,12 @@ fn settings_of(
     let flag = new.max_loops_given.then_some(board_args.max_loops);
     // What show-config would be given for these flags: the run keeps what it resolves.
     let shown = Shown {
-        given: crate::settings::Given {
-            callers: Vec::new(),
-            llm: new.llm.clone(),
-            agents_dir: board_args.agents_dir.clone(),
-            run_dir: new.run_dir.clone(),
-            max_loops: flag,
-            default_max_loops: board_args.max_loops,
-            max_total_tokens: board_args.max_total_tokens,
-            max_cost_usd: board_args.max_cost,
-        },
+        given: crate::settings::Given::of(
+            &board_args,
+            new.max_loops_given,
+            new.llm.clone(),
+            new.run_dir.clone(),
+        ),
         loaded: loaded.clone(),
     };
     board_args.max_loops =

@@ -287,20 +287,6 @@ pub(crate) fn record_findings(
         if text.trim().is_empty() {
             continue;
         }
-        let listed = board
-            .record
-            .findings
-            .iter()
-            .filter(|f| f.kind == kind)
-            .count();
-        let known = board
-            .record
-            .findings
-            .iter()
-            .any(|f| f.kind == kind && f.text == *text);
-        if !known && listed >= LIST_CAP {
-            continue;
-        }
         let findings = &mut board.record.findings;
         if let Some(f) = findings
             .iter_mut()
@@ -309,7 +295,9 @@ pub(crate) fn record_findings(
             if !f.by.iter().any(|b| b == agent) {
                 f.by.push(agent.to_string());
             }
-        } else if findings.len() < FINDINGS_CAP {
+        } else if findings.iter().filter(|f| f.kind == kind).count() < LIST_CAP
+            && findings.len() < FINDINGS_CAP
+        {
             findings.push(Finding {
                 kind,
                 text: text.clone(),

@@ -218,6 +218,28 @@ pub struct Given {
     pub callers: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
 }
 
+impl Given {
+    /// What a command line gave: its meeting settings as given (`max_loops_given`: whether
+    /// `--max-loops` was on it), its LLM configuration and `--run-dir`; no callers yet.
+    pub fn of(
+        board: &MeetingSettings,
+        max_loops_given: bool,
+        llm: LlmConfig,
+        run_dir: Option<PathBuf>,
+    ) -> Given {
+        Given {
+            callers: Vec::new(),
+            llm,
+            agents_dir: board.agents_dir.clone(),
+            run_dir,
+            max_loops: max_loops_given.then_some(board.max_loops),
+            default_max_loops: board.max_loops,
+            max_total_tokens: board.max_total_tokens,
+            max_cost_usd: board.max_cost,
+        }
+    }
+}
+
 /// One row of [`show`]: a setting, its value, where it came from.
 type Row = (String, String, String);
 
