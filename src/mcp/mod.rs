@@ -6,13 +6,15 @@
 //! `resultType` on every result). Each `tools/call` runs on a thread of its own, so a
 //! meeting in progress does not hold up `meeting_status`, a ping or a cancel.
 
+mod elicit;
 mod resources;
 mod runs;
 mod tools;
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 
 use serde_json::{json, Value};
 
@@ -82,7 +84,8 @@ impl Out {
 fn stamped(mut result: Value, era: Era) -> Value {
     if era == Era::Stateless {
         if let Some(o) = result.as_object_mut() {
-            o.insert("resultType".into(), json!("complete"));
+            // An `input_required` result says so itself.
+            o.entry("resultType").or_insert_with(|| json!("complete"));
             let meta = o.entry("_meta").or_insert_with(|| json!({}));
             meta[SERVER_INFO_KEY] = server_info();
         }
@@ -155,7 +158,9 @@ pub fn serve(mut input: impl BufRead, output: Box<dyn Write + Send>, place: Plac
         place,
         children: runs::Children::default(),
         in_flight: InFlight::default(),
-        linkable: std::sync::atomic::AtomicBool::new(true),
+        linkable: AtomicBool::new(true),
+        elicits: AtomicBool::new(false),
+        asked: Asked::default(),
     });
     let mut workers: Vec<std::thread::JoinHandle<()>> = Vec::new();
     loop {
@@ -200,7 +205,9 @@ pub fn serve(mut input: impl BufRead, output: Box<dyn Write + Send>, place: Plac
         }
         workers = running;
     }
-    // The client is gone: a blocking meeting stops as with Ctrl-C, resumable.
+    // The client is gone: no one will answer what we asked it, and a blocking meeting stops
+    // as with Ctrl-C, resumable.
+    server.asked.forget_all();
     server.in_flight.with(|calls| {
         calls
             .values()
@@ -270,9 +277,76 @@ struct Server {
     place: Place,
     /// Whether tool results may carry `resource_link` items (the handshake's revision is
     /// 2025-06-18 or later; a stateless request always may).
-    linkable: std::sync::atomic::AtomicBool,
+    linkable: AtomicBool,
+    /// Whether the handshake's client takes form-mode `elicitation/create` requests.
+    elicits: AtomicBool,
+    /// The requests this server sent the client, waiting for its responses.
+    asked: Asked,
     children: runs::Children,
     in_flight: InFlight,
+}
+
+/// The server's own requests to the client (an `elicitation/create`) awaiting a response: each
+/// id with the channel its caller waits on. Forgetting them all (the client left) wakes every
+/// caller with no answer.
+#[derive(Default)]
+struct Asked {
+    next: AtomicU64,
+    waiting: Mutex<BTreeMap<String, mpsc::Sender<Value>>>,
+}
+
+impl Asked {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, mpsc::Sender<Value>>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A new request id and the channel its response will come on.
+    fn open(&self) -> (Value, mpsc::Receiver<Value>) {
+        let n = self.next.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = json!(format!("agent-meeting-{n}"));
+        let (tx, rx) = mpsc::channel();
+        self.lock().insert(id.to_string(), tx);
+        (id, rx)
+    }
+
+    /// A response came: to its asker, if one waits (a response to nothing asked is dropped).
+    fn answered(&self, msg: &Value) {
+        let key = msg.get("id").map(Value::to_string).unwrap_or_default();
+        if let Some(tx) = self.lock().remove(&key) {
+            let _ = tx.send(msg.clone());
+        }
+    }
+
+    fn close(&self, id: &Value) {
+        self.lock().remove(&id.to_string());
+    }
+
+    fn forget_all(&self) {
+        self.lock().clear();
+    }
+}
+
+/// How a `meeting_run` may ask a person the meeting waits for
+/// (docs/design/mcp.md#elicitation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asking {
+    /// The client takes no elicitation: the meeting ends waiting, resumable.
+    No,
+    /// An `elicitation/create` request during the call (handshake era).
+    Request,
+    /// An `input_required` result, answered by the call's retry (2026-07-28).
+    InputRequired,
+}
+
+/// How many times one `meeting_run` asks through elicitation: a person's turns and one
+/// second chance each, well past any meeting's loops, but never a loop with a client whose
+/// every answer is unusable.
+const MAX_ASKS: u32 = 16;
+
+/// What a `meeting_run` came to: a tool result, or an `input_required` result.
+enum Ran {
+    Ended(String, Value, bool),
+    InputRequired(Value),
 }
 
 impl Server {
@@ -301,7 +375,8 @@ impl Server {
             return None;
         };
         let Some(method) = obj.get("method").and_then(Value::as_str) else {
-            // A response to nothing we asked (we send no requests): ignored.
+            // A response: to a request of ours, or to nothing (dropped).
+            self.asked.answered(&msg);
             return None;
         };
         let params = obj.get("params").cloned().unwrap_or(json!({}));
@@ -328,8 +403,9 @@ impl Server {
                 let result = initialize(&params);
                 // resource_link items came with 2025-06-18: an older client gets none.
                 let linkable = result["protocolVersion"] != "2025-03-26";
-                self.linkable
-                    .store(linkable, std::sync::atomic::Ordering::Relaxed);
+                self.linkable.store(linkable, Ordering::Relaxed);
+                let elicits = elicit::form_allowed(params.get("capabilities"));
+                self.elicits.store(elicits, Ordering::Relaxed);
                 self.out.result(&id, Era::Legacy, result)
             }
             "resources/list" => self.out.result(&id, era, resources::list(&self.place)),
@@ -464,8 +540,32 @@ impl Server {
             .and_then(|m| m.get("traceparent"))
             .and_then(Value::as_str)
             .map(str::to_string);
+        let asking = match era {
+            Era::Legacy if self.elicits.load(Ordering::Relaxed) => Asking::Request,
+            Era::Stateless
+                if elicit::form_allowed(
+                    params.get("_meta").and_then(|m| m.get(CAPABILITIES_KEY)),
+                ) =>
+            {
+                Asking::InputRequired
+            }
+            _ => Asking::No,
+        };
         let done = match tool {
-            Tool::MeetingRun => self.meeting_run(key, &args, token, traceparent),
+            Tool::MeetingRun => {
+                let ran = match params.get("requestState") {
+                    // The retry of a call that asked for a person's answer.
+                    Some(state) if era == Era::Stateless => {
+                        self.answer_retry(key, state, params.get("inputResponses"), token)
+                    }
+                    _ => self.meeting_run(key, &args, token, traceparent, asking),
+                };
+                match ran {
+                    Ok(Ran::InputRequired(result)) => return Ok(result),
+                    Ok(Ran::Ended(text, v, e)) => Ok((text, v, e)),
+                    Err(e) => Err(e),
+                }
+            }
             Tool::MeetingStart => self.meeting_start(&args, traceparent),
             Tool::MeetingStatus => tools::args::<tools::StatusArgs>(&args).and_then(|a| {
                 let (dir, id) = tools::run_dir_of(&self.place, &a.run_id)?;
@@ -476,8 +576,7 @@ impl Server {
                 .and_then(|_| tools::list_agents())
                 .map(|v| (v.to_string(), v, false)),
         };
-        let linkable =
-            era == Era::Stateless || self.linkable.load(std::sync::atomic::Ordering::Relaxed);
+        let linkable = era == Era::Stateless || self.linkable.load(Ordering::Relaxed);
         Ok(match done {
             Ok((text, structured, is_error)) => {
                 let mut content = vec![json!({"type": "text", "text": text})];
@@ -510,29 +609,167 @@ impl Server {
         args: &Value,
         token: Option<Value>,
         traceparent: Option<String>,
-    ) -> Result<(String, Value, bool)> {
+        asking: Asking,
+    ) -> Result<Ran> {
         let a: tools::MeetingArgs = tools::args(args)?;
-        let mut launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        let launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        self.run_to_end(key, launch, token, asking)
+    }
+
+    /// Run a meeting to its end; one that waits for a person asks them through the client
+    /// where it can (`asking`), and goes on with their answer.
+    fn run_to_end(
+        &self,
+        key: &str,
+        mut launch: runs::Launch,
+        token: Option<Value>,
+        asking: Asking,
+    ) -> Result<Ran> {
+        let mut last = 0.0f64;
+        let mut asked = 0;
+        loop {
+            let result = self.run_once(key, &launch, &token, &mut last)?;
+            let waiting = match (result.status, asking) {
+                (crate::model::MeetingStatus::Waiting, Asking::Request | Asking::InputRequired) => {
+                    crate::driver::RunDir {
+                        path: launch.run_dir.clone(),
+                    }
+                    .waiting()?
+                }
+                _ => None,
+            };
+            let Some(w) = waiting.filter(|_| asked < MAX_ASKS) else {
+                return Ok(ended(&result));
+            };
+            asked += 1;
+            if asking == Asking::InputRequired {
+                return Ok(Ran::InputRequired(input_required(&launch.run_id, &w)));
+            }
+            let reply = self
+                .ask(key, "elicitation/create", elicit::form(&w))
+                .map(|r| elicit::reply(&r, &w));
+            let Some(elicit::Reply::Answer(answer)) = reply else {
+                // Declined, cancelled, or the client left: the meeting waits, resumable.
+                return Ok(ended(&result));
+            };
+            launch = self.answered(&launch.run_id, answer, launch.traceparent.clone())?;
+        }
+    }
+
+    /// The `meeting resume` of a waiting meeting with a person's answer.
+    fn answered(
+        &self,
+        run_id: &str,
+        answer: Value,
+        traceparent: Option<String>,
+    ) -> Result<runs::Launch> {
+        let a = tools::MeetingArgs {
+            resume: Some(run_id.to_string()),
+            answer: Some(answer),
+            ..Default::default()
+        };
+        Ok(tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent))
+    }
+
+    /// The retry of a `meeting_run` that came back `input_required` (2026-07-28): the answer
+    /// in `inputResponses` goes to the meeting `requestState` names, if it still waits for
+    /// that answer; declined, the meeting stays waiting.
+    fn answer_retry(
+        &self,
+        key: &str,
+        state: &Value,
+        responses: Option<&Value>,
+        token: Option<Value>,
+    ) -> Result<Ran> {
+        let bad = || {
+            Error::Usage(
+                "requestState: not one this server gave (retry with the requestState of its input_required result)"
+                    .into(),
+            )
+        };
+        let (run_id, call) = state
+            .as_str()
+            .and_then(elicit::parse_state)
+            .ok_or_else(bad)?;
+        let (dir, run_id) = tools::run_dir_of(&self.place, &run_id)?;
+        let waiting = crate::driver::RunDir { path: dir }
+            .waiting()?
+            .filter(|w| w.call == call);
+        let Some(w) = waiting else {
+            return Err(Error::Usage(format!(
+                "meeting {run_id} no longer waits for this answer (it was given, or the meeting moved on); meeting_status shows where it stands"
+            )));
+        };
+        let reply = responses
+            .and_then(|r| r.get(elicit::INPUT_KEY))
+            .map(|r| elicit::reply(r, &w));
+        let launch = match reply {
+            Some(elicit::Reply::Answer(answer)) => self.answered(&run_id, answer, None)?,
+            // No answer: the meeting is asked where it stands, and still waits.
+            _ => {
+                let a = tools::MeetingArgs {
+                    resume: Some(run_id.clone()),
+                    ..Default::default()
+                };
+                let launch = tools::launch(&self.place, &a, &now())?;
+                return self.run_to_end(key, launch, token, Asking::No);
+            }
+        };
+        self.run_to_end(key, launch, token, Asking::InputRequired)
+    }
+
+    /// Ask the client and wait for its response's `result`; `None` when it answered with an
+    /// error, the call was cancelled, or the client left.
+    fn ask(&self, key: &str, method: &str, params: Value) -> Option<Value> {
+        let (id, rx) = self.asked.open();
+        self.out
+            .send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let got = loop {
+            match rx.recv_timeout(std::time::Duration::from_millis(200)) {
+                Ok(msg) => break msg.get("result").cloned(),
+                Err(mpsc::RecvTimeoutError::Disconnected) => break None,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    let cancelled = self
+                        .in_flight
+                        .with(|calls| calls.get(key).is_none_or(|c| c.cancelled));
+                    if cancelled {
+                        break None;
+                    }
+                }
+            }
+        };
+        self.asked.close(&id);
+        got
+    }
+
+    /// Run one `meeting` command line to its end, sending progress where a token asks for it.
+    fn run_once(
+        &self,
+        key: &str,
+        launch: &runs::Launch,
+        token: &Option<Value>,
+        last: &mut f64,
+    ) -> Result<crate::model::MeetingResult> {
+        let mut launch = launch.clone();
         if token.is_none() {
             // No one asked for progress: the meeting runs as `-q` does, drawing none.
             launch.args.push("--quiet".into());
         }
-        let mut last = 0.0f64;
         let progress = |line: &str| {
-            let (Some(token), Some((n, max))) = (&token, crate::driver::loop_of_line(line)) else {
+            let (Some(token), Some((n, max))) = (token, crate::driver::loop_of_line(line)) else {
                 return;
             };
             // Monotonic: within a loop each line moves a little further, never to the next.
             let base = n.saturating_sub(1) as f64;
-            let step = if last >= base && last < base + 1.0 {
-                last + (base + 1.0 - last) / 2.0
+            let step = if *last >= base && *last < base + 1.0 {
+                *last + (base + 1.0 - *last) / 2.0
             } else {
                 base + 0.5
             };
-            if step <= last {
+            if step <= *last {
                 return;
             }
-            last = step;
+            *last = step;
             self.out.send(
                 &json!({"jsonrpc": "2.0", "method": "notifications/progress",
                 "params": {"progressToken": token, "progress": step, "total": max,
@@ -551,18 +788,13 @@ impl Server {
             },
             progress,
         )?;
-        match ended.result {
-            Some(result) => {
-                let text = tools::summary_text(&result);
-                let error = runs::is_error(result.status);
-                Ok((text, to_value(&result), error))
-            }
-            None => Err(Error::Runtime(if ended.said.is_empty() {
+        ended.result.ok_or_else(|| {
+            Error::Runtime(if ended.said.is_empty() {
                 format!("meeting stopped (exit {:?})", ended.code)
             } else {
                 ended.said.join("\n")
-            })),
-        }
+            })
+        })
     }
 
     fn meeting_start(
@@ -621,6 +853,25 @@ impl Server {
             ))),
         }
     }
+}
+
+/// An ended meeting as a tool's answer.
+fn ended(result: &crate::model::MeetingResult) -> Ran {
+    Ran::Ended(
+        tools::summary_text(result),
+        to_value(result),
+        runs::is_error(result.status),
+    )
+}
+
+/// The `input_required` result of a meeting waiting for `w` (2026-07-28): the form, and the
+/// state the retry brings back.
+fn input_required(run_id: &str, w: &crate::model::Waiting) -> Value {
+    json!({
+        "resultType": "input_required",
+        "inputRequests": {elicit::INPUT_KEY: {"method": "elicitation/create", "params": elicit::form(w)}},
+        "requestState": elicit::state(run_id, w),
+    })
 }
 
 fn to_value(result: &crate::model::MeetingResult) -> Value {

@@ -908,3 +908,226 @@ fn an_ended_meetings_report_is_a_resource() {
     );
     s.end();
 }
+
+/// A session whose meeting waits for ana (a person, `kind: human`) at call 2, the PM finishing
+/// at `finish_at` once she has answered.
+fn ana_session(work: &Workdir, finish_at: u64) -> Session {
+    work.write(
+        "cfg/agent-meeting/agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows the nights on call.\n",
+    );
+    let c = Cassette::new()
+        .pm(pm::call("ana", "Who gets paged at night?"))
+        .at(finish_at)
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
+    let cassette = c.display().to_string();
+    let cfg = work.join("cfg").display().to_string();
+    Session::start(
+        work,
+        &[
+            ("AGENT_MEETING_PROVIDER", "replay"),
+            ("MEETING_CASSETTE", &cassette),
+            ("XDG_CONFIG_HOME", &cfg),
+            ("MEETING_HUMAN_TTY", "/nonexistent/tty"),
+        ],
+    )
+}
+
+impl Session {
+    /// The next request the server sends the client (`method`), skipping notifications.
+    fn server_request(&mut self, method: &str) -> Value {
+        loop {
+            let m = self.next();
+            assert!(
+                m.get("method").is_some(),
+                "a response came before the server asked: {m}"
+            );
+            if m["method"] == method {
+                assert!(m.get("id").is_some(), "a request has an id: {m}");
+                return m;
+            }
+        }
+    }
+
+    fn reply_to(&mut self, request: &Value, result: Value) {
+        self.send(json!({"jsonrpc": "2.0", "id": request["id"], "result": result}));
+    }
+}
+
+/// A client that declared elicitation is asked for the waiting person's answer during the
+/// same `meeting_run` (docs/design/mcp.md#elicitation): a flat form, an unusable answer asked
+/// again once with its problem, and the accepted answer carries the meeting to its report.
+#[test]
+fn a_waiting_person_is_asked_through_elicitation_and_the_meeting_ends() {
+    let work = Workdir::new();
+    let mut s = ana_session(&work, 4);
+    s.call(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
+               "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    let call = s.request(
+        "tools/call",
+        json!({"name": "meeting_run",
+               "arguments": {"topic": "Who is on call?", "agents": ["arch", "ana"]}}),
+    );
+    let ask = s.server_request("elicitation/create");
+    let params = &ask["params"];
+    assert_eq!(params["mode"], "form");
+    assert!(
+        params["message"]
+            .as_str()
+            .unwrap()
+            .contains("Who gets paged at night?"),
+        "{ask}"
+    );
+    assert_eq!(params["requestedSchema"]["required"], json!(["response"]));
+    // A client that ignores the form's enum: a quote from a document there is not.
+    s.reply_to(
+        &ask,
+        json!({"action": "accept", "content": {"response": "See the runbook.",
+                                               "document": "nope", "quote": "page"}}),
+    );
+    let again = s.server_request("elicitation/create");
+    assert_ne!(again["id"], ask["id"]);
+    let message = again["params"]["message"].as_str().unwrap();
+    assert!(message.contains("could not be used"), "{message}");
+    assert_eq!(
+        again["params"]["requestedSchema"]["properties"]["response"]["default"],
+        "See the runbook."
+    );
+    s.reply_to(
+        &again,
+        json!({"action": "accept", "content": {"response": "Priya, by phone.",
+                                               "key_points": "Priya is paged"}}),
+    );
+    let (done, _) = s.response(call);
+    let result = &done["result"]["structuredContent"];
+    assert_eq!(result["status"], "finished", "{done}");
+    let report = std::fs::read_to_string(result["report_file"].as_str().unwrap()).unwrap();
+    assert!(report.contains("Priya is paged"), "{report}");
+    assert!(report.contains("ana's answer was unusable"), "{report}");
+    s.end();
+}
+
+/// A declined elicitation leaves the meeting waiting, resumable as a client without
+/// elicitation finds it; a client that declared none is never asked.
+#[test]
+fn a_declined_elicitation_leaves_the_meeting_waiting() {
+    let work = Workdir::new();
+    let mut s = ana_session(&work, 3);
+    s.call(
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {"elicitation": {}},
+               "clientInfo": {"name": "test", "version": "1"}}),
+    );
+    let call = s.request(
+        "tools/call",
+        json!({"name": "meeting_run",
+               "arguments": {"topic": "Who is on call?", "agents": ["arch", "ana"]}}),
+    );
+    let ask = s.server_request("elicitation/create");
+    s.reply_to(&ask, json!({"action": "decline"}));
+    let (done, _) = s.response(call);
+    let result = &done["result"]["structuredContent"];
+    assert_eq!(result["status"], "waiting", "{done}");
+    let id = result["trace_id"].as_str().unwrap().to_string();
+    let status = s.tool("meeting_status", json!({"run_id": id}));
+    assert_eq!(status["structuredContent"]["waiting"]["agent"], "ana");
+    let resumed = s.tool(
+        "meeting_run",
+        json!({"resume": id, "answer": {"response": "Priya, by phone."}}),
+    );
+    assert_eq!(
+        resumed["structuredContent"]["status"], "finished",
+        "{resumed}"
+    );
+    s.end();
+    // No elicitation declared: the meeting ends waiting, no request sent.
+    let work = Workdir::new();
+    let mut s = ana_session(&work, 3);
+    s.handshake();
+    let done = s.tool(
+        "meeting_run",
+        json!({"topic": "Who is on call?", "agents": ["arch", "ana"]}),
+    );
+    assert_eq!(done["structuredContent"]["status"], "waiting", "{done}");
+    s.end();
+}
+
+/// 2026-07-28: a meeting waiting for a person comes back `input_required` with the form and a
+/// `requestState`; the retry with the answer goes on to the report, a second retry with the
+/// same state is refused (the answer was given), and a declined retry leaves it waiting.
+#[test]
+fn a_stateless_client_answers_an_input_required_result_on_its_retry() {
+    let work = Workdir::new();
+    let mut s = ana_session(&work, 3);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}});
+    let args = json!({"topic": "Who is on call?", "agents": ["arch", "ana"]});
+    let first = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": args}),
+    );
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    let asked = &first["inputRequests"]["answer"];
+    assert_eq!(asked["method"], "elicitation/create");
+    assert!(asked["params"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Who gets paged at night?"));
+    let state = first["requestState"].clone();
+    assert!(state.is_string(), "{first}");
+    let answer =
+        json!({"answer": {"action": "accept", "content": {"response": "Priya, by phone."}}});
+    let done = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": args,
+               "inputResponses": answer, "requestState": state}),
+    );
+    assert_eq!(done["resultType"], "complete", "{done}");
+    assert_eq!(done["structuredContent"]["status"], "finished", "{done}");
+    let twice = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": args,
+               "inputResponses": answer, "requestState": state}),
+    );
+    assert_eq!(twice["isError"], true, "{twice}");
+    assert!(twice["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("no longer waits for this answer"));
+    let forged = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": args,
+               "inputResponses": answer, "requestState": "v1:../../etc:3"}),
+    );
+    assert_eq!(forged["isError"], true, "{forged}");
+    s.end();
+    // Declined: still waiting, and a client without elicitation gets no input_required.
+    let work = Workdir::new();
+    let mut s = ana_session(&work, 3);
+    let first = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": args}),
+    );
+    let declined = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": args,
+               "inputResponses": {"answer": {"action": "decline"}},
+               "requestState": first["requestState"]}),
+    );
+    assert_eq!(
+        declined["structuredContent"]["status"], "waiting",
+        "{declined}"
+    );
+    let plain = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                       "io.modelcontextprotocol/clientCapabilities": {}});
+    let other = s.call(
+        "tools/call",
+        json!({"_meta": plain, "name": "meeting_run", "arguments": args}),
+    );
+    assert_eq!(other["resultType"], "complete", "{other}");
+    s.end();
+}
