@@ -40,6 +40,7 @@ pub use drive::{drive, Run};
 pub use fork::{compare, fork, ForkChanges};
 pub use outcome::{final_line, Answers, Tally};
 pub use progress::{loop_of_line, stderr_is_tty, Ui};
+pub use record::written_record;
 pub use report_path::is_within;
 pub use resume::{resume, ResumeChanges};
 pub use run_dir::{RunDir, KEEP_BOARDS, KEEP_BOARDS_ENV};

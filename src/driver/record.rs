@@ -28,6 +28,13 @@ fn written(run_dir: &Path) -> Option<Written> {
     serde_json::from_str(&text).ok()
 }
 
+/// The decision record a run folder's meeting wrote, once it is written whole.
+pub fn written_record(run_dir: &Path) -> Option<PathBuf> {
+    written(run_dir)
+        .filter(|w| w.done && w.record.is_file())
+        .map(|w| w.record)
+}
+
 fn keep(run_dir: &Path, w: &Written) -> Result<()> {
     let text = crate::io::to_json_line(w, true);
     crate::io::write_atomic(&run_dir.join(FILE), text.as_bytes())

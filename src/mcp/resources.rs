@@ -1,11 +1,11 @@
 //! The runs' reports and results as MCP resources (docs/design/mcp.md#resources): each ended
 //! meeting of the server's run folder offers its report (`text/markdown`) and its
 //! MeetingResult (`application/json`) at `agent-meeting://runs/<run id>/report` and
-//! `…/result`; a tool result that ends a meeting links them (`resource_link`). Only the
+//! `…/result`, and its decision record (`…/adr`) when it wrote one; a tool result that ends a meeting links them (`resource_link`). Only the
 //! server's own folders are read: a run id names a folder of its run folder, and a report
 //! outside its folders is not served.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
@@ -22,13 +22,17 @@ const LIST_MOST: usize = 50;
 pub const NOT_FOUND: i64 = -32002;
 
 /// The parts of a run offered as resources: name, MIME type.
-const PARTS: [(&str, &str); 2] = [("report", "text/markdown"), ("result", "application/json")];
+const PARTS: [(&str, &str); 3] = [
+    ("report", "text/markdown"),
+    ("adr", "text/markdown"),
+    ("result", "application/json"),
+];
 
 /// The `resource_link` items of an ended meeting, for a tool result.
 pub fn links(place: &Place, result: &MeetingResult) -> Vec<Value> {
     PARTS
         .iter()
-        .filter(|(part, _)| *part != "report" || report_of(place, result).is_some())
+        .filter(|(part, _)| file_of(place, result, part).is_some() || *part == "result")
         .map(|(part, mime)| {
             json!({"type": "resource_link", "uri": format!("{SCHEME}{}/{part}", result.trace_id),
                    "name": format!("{} {part}", result.trace_id), "mimeType": mime})
@@ -70,9 +74,9 @@ pub fn read(place: &Place, uri: &str) -> std::result::Result<Value, (i64, String
         .ok_or_else(|| not_found("not one of this server's"))?;
     let (id, part) = rest
         .split_once('/')
-        .ok_or_else(|| not_found("expected <run id>/report or <run id>/result"))?;
+        .ok_or_else(|| not_found("expected <run id>/report, /adr or /result"))?;
     let Some((part, mime)) = PARTS.iter().find(|(p, _)| *p == part) else {
-        return Err(not_found("expected report or result"));
+        return Err(not_found("expected report, adr or result"));
     };
     if !safe_id(id) {
         return Err(not_found("no such run"));
@@ -87,23 +91,34 @@ pub fn read(place: &Place, uri: &str) -> std::result::Result<Value, (i64, String
         Err(e) => return Err(not_found(&e.to_string())),
     };
     let text = match *part {
-        "report" => {
-            let file = report_of(place, &result)
-                .ok_or_else(|| not_found("its report is not in this server's folders"))?;
+        "result" => crate::io::to_json_line(&result, true),
+        part => {
+            let file = file_of(place, &result, part)
+                .ok_or_else(|| not_found(&format!("no {part} of it in this server's folders")))?;
             std::fs::read_to_string(&file).map_err(|e| not_found(&crate::io::os_error(&e)))?
         }
-        _ => crate::io::to_json_line(&result, true),
     };
     Ok(json!({"contents": [{"uri": uri, "mimeType": mime, "text": text}]}))
 }
 
-/// The report of `result` when it is a file in the server's folders (its reports or run
-/// folder).
-fn report_of(place: &Place, result: &MeetingResult) -> Option<std::path::PathBuf> {
-    let file = Path::new(result.report_file.as_deref()?);
-    let ours = crate::driver::is_within(file, &place.reports)
-        || crate::driver::is_within(file, &place.runs);
-    (ours && file.is_file()).then(|| file.to_path_buf())
+/// The file of a run's `part` when it is in the server's folders: the report in its reports
+/// or run folder, the decision record below its context root (where a call's `adr` goes).
+fn file_of(place: &Place, result: &MeetingResult, part: &str) -> Option<PathBuf> {
+    let (file, ours) = match part {
+        "report" => {
+            let file = PathBuf::from(result.report_file.as_deref()?);
+            let ours = crate::driver::is_within(&file, &place.reports)
+                || crate::driver::is_within(&file, &place.runs);
+            (file, ours)
+        }
+        "adr" => {
+            let file = crate::driver::written_record(&place.runs.join(&result.trace_id))?;
+            let ours = crate::driver::is_within(&file, &place.context_root);
+            (file, ours)
+        }
+        _ => return None,
+    };
+    (ours && file.is_file()).then_some(file)
 }
 
 /// A run id that names a folder of the run folder, nothing else.

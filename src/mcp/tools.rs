@@ -42,6 +42,9 @@ pub struct MeetingArgs {
     /// ["openai:gpt-4o-mini", "ollama:llama3.2"].
     #[serde(default, deserialize_with = "lenient::paths")]
     pub council_models: Vec<String>,
+    /// Also write the decision as a MADR 4 record into this folder of the project (e.g.
+    /// "docs/decisions"), numbered after the records already there.
+    pub adr: Option<String>,
     /// Continue a stopped meeting: its run_id (or run folder) instead of a new meeting.
     pub resume: Option<String>,
     /// With resume: the answer of the person a `waiting` meeting waits for (meeting_status
@@ -364,6 +367,9 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
     if a.council {
         args.push("--council".into());
     }
+    if let Some(dir) = &a.adr {
+        args.extend(["--adr".into(), adr_dir(place, dir)?]);
+    }
     if !a.council_models.is_empty() {
         args.extend(["--council-models".into(), a.council_models.join(",")]);
     }
@@ -394,6 +400,19 @@ fn meeting_file(place: &Place, f: &str) -> Result<String> {
         )));
     }
     Ok(file.display().to_string())
+}
+
+/// An `adr` folder a tool call names: one of the project's (below the server's context root),
+/// so a call writes its record nowhere else.
+fn adr_dir(place: &Place, dir: &str) -> Result<String> {
+    let path = PathBuf::from(absolute(dir));
+    if !crate::driver::is_within(&path, &place.context_root) {
+        return Err(Error::Usage(format!(
+            "adr: {dir} is outside this server's folder {} (decision records go in one of the project's folders)",
+            place.context_root.display()
+        )));
+    }
+    Ok(path.display().to_string())
 }
 
 /// A resume writes nothing outside the folders the server was started with

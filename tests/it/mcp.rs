@@ -1131,3 +1131,60 @@ fn a_stateless_client_answers_an_input_required_result_on_its_retry() {
     assert_eq!(other["resultType"], "complete", "{other}");
     s.end();
 }
+
+/// A call's `adr` folder gets the meeting's decision record, served as the run's `adr`
+/// resource and linked from the result; a folder outside the project is refused.
+#[test]
+fn a_meetings_decision_record_is_a_resource_and_stays_in_the_project() {
+    let work = Workdir::new();
+    let c = Cassette::new()
+        .pm(pm::call("arch", "How long does the run take?"))
+        .agent("arch", pm::answer("About 3h40m.", &["Run takes 3h40m."]))
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
+    let cassette = c.display().to_string();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    let mut s = Session::start(
+        &work,
+        &[
+            ("AGENT_MEETING_PROVIDER", "replay"),
+            ("MEETING_CASSETTE", &cassette),
+        ],
+    );
+    s.handshake();
+    let outside = s.tool(
+        "meeting_run",
+        json!({"topic": "Keep the nightly run?", "agents": ["arch"], "adr": "/tmp"}),
+    );
+    assert_eq!(outside["isError"], true, "{outside}");
+    assert!(outside["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("outside this server's folder"));
+    let done = s.tool(
+        "meeting_run",
+        json!({"topic": "Keep the nightly run?", "agents": ["arch"], "adr": "docs/decisions"}),
+    );
+    let result = &done["structuredContent"];
+    assert_eq!(result["status"], "finished", "{done}");
+    let id = result["trace_id"].as_str().unwrap();
+    let uri = format!("agent-meeting://runs/{id}/adr");
+    assert!(
+        done["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["type"] == "resource_link" && c["uri"] == uri.as_str()),
+        "{done}"
+    );
+    let read = s.call("resources/read", json!({"uri": uri}));
+    let records: Vec<_> = std::fs::read_dir(work.join("docs/decisions"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(records.len(), 1);
+    let on_disk = std::fs::read_to_string(records[0].path()).unwrap();
+    assert_eq!(read["contents"][0]["text"], json!(on_disk));
+    assert!(on_disk.contains("status: proposed"), "{on_disk}");
+    s.end();
+}
