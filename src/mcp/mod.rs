@@ -9,6 +9,7 @@
 mod elicit;
 mod resources;
 mod runs;
+mod tasks;
 mod tools;
 
 use std::collections::BTreeMap;
@@ -31,6 +32,7 @@ const STATELESS_VERSIONS: [&str; 1] = ["2026-07-28"];
 const VERSION_KEY: &str = "io.modelcontextprotocol/protocolVersion";
 const CAPABILITIES_KEY: &str = "io.modelcontextprotocol/clientCapabilities";
 const SERVER_INFO_KEY: &str = "io.modelcontextprotocol/serverInfo";
+const SUBSCRIPTION_KEY: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// How long a client may keep `tools/list` and `server/discover` (the tools never change
 /// while the server runs).
@@ -44,6 +46,8 @@ mod code {
     pub const INVALID_REQUEST: i64 = -32600;
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
+    pub const INTERNAL: i64 = -32603;
+    pub const MISSING_CAPABILITY: i64 = -32021;
     pub const UNSUPPORTED_VERSION: i64 = -32022;
 }
 
@@ -161,6 +165,8 @@ pub fn serve(mut input: impl BufRead, output: Box<dyn Write + Send>, place: Plac
         linkable: AtomicBool::new(true),
         elicits: AtomicBool::new(false),
         asked: Asked::default(),
+        tasks: Mutex::default(),
+        closing: AtomicBool::new(false),
     });
     let mut workers: Vec<std::thread::JoinHandle<()>> = Vec::new();
     loop {
@@ -207,6 +213,7 @@ pub fn serve(mut input: impl BufRead, output: Box<dyn Write + Send>, place: Plac
     }
     // The client is gone: no one will answer what we asked it, and a blocking meeting stops
     // as with Ctrl-C, resumable.
+    server.closing.store(true, Ordering::Relaxed);
     server.asked.forget_all();
     server.in_flight.with(|calls| {
         calls
@@ -282,6 +289,10 @@ struct Server {
     elicits: AtomicBool,
     /// The requests this server sent the client, waiting for its responses.
     asked: Asked,
+    /// What clients said of the tasks this server runs (docs/design/mcp.md#tasks).
+    tasks: Mutex<tasks::Memory>,
+    /// The client has gone: subscriptions end.
+    closing: AtomicBool,
     children: runs::Children,
     in_flight: InFlight,
 }
@@ -431,6 +442,13 @@ impl Server {
                 self.out.result(&id, era, result);
             }
             "tools/call" => return Some(self.call(id, era, params)),
+            "tasks/get" | "tasks/update" | "tasks/cancel" => {
+                match self.task_method(method, &params) {
+                    Ok(result) => self.out.result(&id, era, result),
+                    Err((code, message)) => self.out.error(&id, code, &message, None),
+                }
+            }
+            "subscriptions/listen" => return self.clone().listen(id, params),
             other => self.out.error(
                 &id,
                 code::METHOD_NOT_FOUND,
@@ -551,7 +569,16 @@ impl Server {
             }
             _ => Asking::No,
         };
+        let capabilities = params.get("_meta").and_then(|m| m.get(CAPABILITIES_KEY));
+        let as_task = era == Era::Stateless
+            && tasks::negotiated(capabilities)
+            && params.get("requestState").is_none();
         let done = match tool {
+            // A client that takes tasks gets one for a meeting: it polls, the call returns.
+            Tool::MeetingRun if as_task => match self.task_start(&args, traceparent) {
+                Ok(task) => return Ok(task),
+                Err(e) => Err(e),
+            },
             Tool::MeetingRun => {
                 let ran = match params.get("requestState") {
                     // The retry of a call that asked for a person's answer.
@@ -577,7 +604,18 @@ impl Server {
                 .map(|v| (v.to_string(), v, false)),
         };
         let linkable = era == Era::Stateless || self.linkable.load(Ordering::Relaxed);
-        Ok(match done {
+        Ok(self.tool_result(tool, linkable, done))
+    }
+
+    /// A tool's answer as a CallToolResult: the text, the structured content, and — for an
+    /// ended meeting, where the client knows them — links to its resources.
+    fn tool_result(
+        &self,
+        tool: Tool,
+        linkable: bool,
+        done: Result<(String, Value, bool)>,
+    ) -> Value {
+        match done {
             Ok((text, structured, is_error)) => {
                 let mut content = vec![json!({"type": "text", "text": text})];
                 // A meeting that ended: its report and result as resources.
@@ -600,7 +638,225 @@ impl Server {
                 "content": [{"type": "text", "text": e.to_string()}],
                 "isError": true,
             }),
-        })
+        }
+    }
+
+    /// `meeting_run` as a task: the meeting started detached, the task's first state.
+    fn task_start(&self, args: &Value, traceparent: Option<String>) -> Result<Value> {
+        let a: tools::MeetingArgs = tools::args(args)?;
+        let mut launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        launch.args.push("--quiet".into());
+        runs::start_detached(&self.place, &launch, &self.children)?;
+        let created = tasks::created_at(&launch.run_id).unwrap_or_else(now);
+        let state = tasks::State::Working("the meeting has started".into());
+        let mut task = tasks::detailed(&launch.run_id, &state, &created, &created);
+        task["resultType"] = json!("task");
+        Ok(task)
+    }
+
+    /// `tasks/get`, `tasks/update` and `tasks/cancel` (the tasks extension).
+    fn task_method(
+        &self,
+        method: &str,
+        params: &Value,
+    ) -> std::result::Result<Value, (i64, String)> {
+        let id = params.get("taskId").and_then(Value::as_str).ok_or((
+            code::INVALID_PARAMS,
+            "taskId: expected a string".to_string(),
+        ))?;
+        let elicits =
+            elicit::form_allowed(params.get("_meta").and_then(|m| m.get(CAPABILITIES_KEY)));
+        let (state, updated) = self.task_state(id, elicits)?;
+        let memory = |f: &mut dyn FnMut(&mut tasks::Memory)| {
+            f(&mut self.tasks.lock().unwrap_or_else(|e| e.into_inner()))
+        };
+        match method {
+            "tasks/get" => {
+                let created = tasks::created_at(id).unwrap_or_else(|| updated.clone());
+                Ok(tasks::detailed(id, &state, &created, &updated))
+            }
+            "tasks/cancel" => {
+                memory(&mut |m| {
+                    m.cancelled.insert(id.to_string());
+                });
+                if let Some(pid) = self.children.pid(id) {
+                    runs::interrupt(pid);
+                }
+                Ok(json!({}))
+            }
+            _ => {
+                // tasks/update: only the outstanding request's answer counts; others are
+                // ignored, as the extension asks.
+                let tasks::State::InputRequired(w) = &state else {
+                    return Ok(json!({}));
+                };
+                let Some(response) = params
+                    .get("inputResponses")
+                    .and_then(|r| r.get(tasks::input_key(w.call)))
+                else {
+                    return Ok(json!({}));
+                };
+                match elicit::reply(response, w) {
+                    elicit::Reply::Answer(answer) => {
+                        let internal = |e: Error| (code::INTERNAL, e.to_string());
+                        let mut launch = self.answered(id, answer, None).map_err(internal)?;
+                        launch.args.push("--quiet".into());
+                        runs::start_detached(&self.place, &launch, &self.children)
+                            .map_err(internal)?;
+                        memory(&mut |m| {
+                            m.answered.insert(id.to_string(), w.call);
+                        });
+                    }
+                    elicit::Reply::NoAnswer => memory(&mut |m| {
+                        m.declined.insert(id.to_string(), w.call);
+                    }),
+                }
+                Ok(json!({}))
+            }
+        }
+    }
+
+    /// Where task `id` stands, and when it last changed: its run folder read as
+    /// `meeting_status` reads it, with what the client told this server.
+    fn task_state(
+        &self,
+        id: &str,
+        elicits: bool,
+    ) -> std::result::Result<(tasks::State, String), (i64, String)> {
+        let unknown = || (code::INVALID_PARAMS, format!("unknown task {id:?}"));
+        let dir = self.place.runs.join(id);
+        if id.is_empty()
+            || id.starts_with('.')
+            || id.contains(['/', '\\', '\0'])
+            || !dir.join("meeting.json").is_file()
+        {
+            return Err(unknown());
+        }
+        let status =
+            runs::status(&dir, id, &self.children).map_err(|e| (code::INTERNAL, e.to_string()))?;
+        let updated = status["last_event"]["ts"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| tasks::created_at(id))
+            .unwrap_or_else(now);
+        let (cancelled, declined, answered) = {
+            let m = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                m.cancelled.contains(id),
+                m.declined.get(id).copied(),
+                m.answered.get(id).copied(),
+            )
+        };
+        let resume = format!("resumable: meeting_run {{\"resume\": \"{id}\"}}");
+        let state = match status["status"].as_str().unwrap_or("") {
+            "running" if cancelled => tasks::State::Working("stopping".into()),
+            "running" => tasks::State::Working(format!(
+                "loop {} of {}",
+                status["loop"], status["max_loops"]
+            )),
+            "waiting" => {
+                let w = crate::driver::RunDir { path: dir }
+                    .waiting()
+                    .ok()
+                    .flatten()
+                    .ok_or_else(unknown)?;
+                if cancelled {
+                    tasks::State::Cancelled(format!(
+                        "cancelled while waiting for {}; {resume}",
+                        w.agent
+                    ))
+                } else if answered == Some(w.call) {
+                    tasks::State::Working(format!("{}'s answer given", w.agent))
+                } else if elicits && declined != Some(w.call) {
+                    tasks::State::InputRequired(Box::new(w))
+                } else {
+                    tasks::State::Completed(self.result_of(id))
+                }
+            }
+            "stopped" if cancelled => tasks::State::Cancelled(format!("stopped; {resume}")),
+            _ => tasks::State::Completed(self.result_of(id)),
+        };
+        Ok((state, updated))
+    }
+
+    /// The CallToolResult of a meeting that will not go on by itself: `meeting_result`'s.
+    fn result_of(&self, id: &str) -> Value {
+        let done = self.meeting_result(&json!({"run_id": id}));
+        self.tool_result(Tool::MeetingResult, true, done)
+    }
+
+    /// `subscriptions/listen` for task status: acknowledged with the task ids it will follow,
+    /// then a `notifications/tasks` whenever one's status (or its message) changes, until the
+    /// client cancels the request or leaves.
+    fn listen(self: Arc<Self>, id: Value, params: Value) -> Option<std::thread::JoinHandle<()>> {
+        let capabilities = params.get("_meta").and_then(|m| m.get(CAPABILITIES_KEY));
+        let asked: Vec<String> = params["notifications"]["taskIds"]
+            .as_array()
+            .map(|ids| {
+                ids.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !asked.is_empty() && !tasks::negotiated(capabilities) {
+            self.out.error(
+                &id,
+                code::MISSING_CAPABILITY,
+                "Missing required client capability",
+                Some(json!({"requiredCapabilities": {"extensions": {tasks::EXTENSION: {}}}})),
+            );
+            return None;
+        }
+        let elicits = elicit::form_allowed(capabilities);
+        let followed: Vec<String> = asked
+            .into_iter()
+            .filter(|t| self.task_state(t, elicits).is_ok())
+            .collect();
+        let key = id.to_string();
+        self.in_flight
+            .with(|calls| calls.insert(key.clone(), Call::default()));
+        let meta = json!({ SUBSCRIPTION_KEY: id });
+        let mut ack = json!({"_meta": meta, "notifications": {}});
+        if !followed.is_empty() {
+            ack["notifications"]["taskIds"] = json!(followed);
+        }
+        self.out.send(&json!({"jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged", "params": ack}));
+        Some(std::thread::spawn(move || {
+            let mut last: BTreeMap<String, (String, Value)> = BTreeMap::new();
+            loop {
+                let stop = self.closing.load(Ordering::Relaxed)
+                    || self
+                        .in_flight
+                        .with(|calls| calls.get(&key).is_none_or(|c| c.cancelled));
+                if stop {
+                    break;
+                }
+                for t in &followed {
+                    if last.get(t).is_some_and(|(s, _)| {
+                        matches!(s.as_str(), "completed" | "cancelled" | "failed")
+                    }) {
+                        continue;
+                    }
+                    let Ok((state, updated)) = self.task_state(t, elicits) else {
+                        continue;
+                    };
+                    let created = tasks::created_at(t).unwrap_or_else(|| updated.clone());
+                    let mut task = tasks::detailed(t, &state, &created, &updated);
+                    let seen = (state.status().to_string(), task["statusMessage"].clone());
+                    if last.get(t) == Some(&seen) {
+                        continue;
+                    }
+                    last.insert(t.clone(), seen);
+                    task["_meta"] = meta.clone();
+                    self.out
+                        .send(&json!({"jsonrpc": "2.0", "method": "notifications/tasks",
+                        "params": task}));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+            self.in_flight.with(|calls| calls.remove(&key));
+        }))
     }
 
     fn meeting_run(
@@ -907,7 +1163,8 @@ fn discover() -> Value {
     supported.extend(LEGACY_VERSIONS);
     json!({
         "supportedVersions": supported,
-        "capabilities": {"tools": {}, "resources": {}},
+        "capabilities": {"tools": {}, "resources": {},
+                         "extensions": {tasks::EXTENSION: {}}},
         "instructions": INSTRUCTIONS,
         "ttlMs": TTL_MS,
         "cacheScope": "public",

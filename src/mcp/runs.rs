@@ -73,6 +73,13 @@ impl Children {
         self.lock().insert(id.to_string(), child);
     }
 
+    /// The process id of this server's child for `id`, while it runs.
+    pub fn pid(&self, id: &str) -> Option<u32> {
+        self.alive(id)
+            .then(|| self.lock().get(id).map(Child::id))
+            .flatten()
+    }
+
     /// Whether this server's child for `id` is still running (reaping it when it has ended).
     pub fn alive(&self, id: &str) -> bool {
         let mut running = self.lock();
@@ -165,7 +172,8 @@ pub fn start_detached(place: &Place, launch: &Launch, children: &Children) -> Re
         if let Ok(Some(status)) = child.try_wait() {
             // Let the reader take the last lines.
             std::thread::sleep(Duration::from_millis(50));
-            if settings.exists() && status.success() {
+            // Ended already (waiting for a person, say): it started, its folder says the rest.
+            if settings.exists() {
                 return Ok(());
             }
             let said = said.lock().unwrap_or_else(|e| e.into_inner());
@@ -197,6 +205,13 @@ pub fn start_detached(place: &Place, launch: &Launch, children: &Children) -> Re
 fn command(place: &Place, launch: &Launch) -> Command {
     let mut cmd = Command::new(&place.exe);
     cmd.arg("meeting").args(&launch.args).stdin(Stdio::null());
+    // A person at the table is the client's user, asked through the client
+    // (docs/design/mcp.md#elicitation): a meeting never reaches for the server's terminal or
+    // editor, where no one is looking (and a detached one would stop on a terminal read).
+    cmd.env_remove("VISUAL").env_remove("EDITOR").env(
+        crate::stage::agent_turn::human::TTY_ENV,
+        "/dev/null/no-terminal",
+    );
     if let Some(tp) = &launch.traceparent {
         cmd.env(crate::otlp::TRACEPARENT_ENV, tp);
     }

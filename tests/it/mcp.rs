@@ -1188,3 +1188,193 @@ fn a_meetings_decision_record_is_a_resource_and_stays_in_the_project() {
     assert!(on_disk.contains("status: proposed"), "{on_disk}");
     s.end();
 }
+
+/// Client capabilities of a 2026-07-28 request: the tasks extension, and elicitation when
+/// `elicits`.
+fn task_meta(elicits: bool) -> Value {
+    let mut caps = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    if elicits {
+        caps["elicitation"] = json!({});
+    }
+    json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+           "io.modelcontextprotocol/clientCapabilities": caps})
+}
+
+impl Session {
+    /// `tasks/get` until the task leaves `working`.
+    fn task_until_settled(&mut self, meta: &Value, task: &str) -> Value {
+        loop {
+            let t = self.call("tasks/get", json!({"_meta": meta, "taskId": task}));
+            assert_eq!(t["resultType"], "complete", "{t}");
+            if t["status"] != "working" {
+                return t;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+/// A client that declares the tasks extension gets a task for `meeting_run`
+/// (docs/design/mcp.md#tasks): `tasks/get` says `working`, then `completed` with the result the
+/// call would have returned; a cancelled task stops its meeting resumable.
+#[test]
+fn a_meeting_runs_as_a_task_to_its_result_and_another_is_cancelled_resumable() {
+    let work = Workdir::new();
+    let cassette = slow_cassette(&work);
+    let cassette = cassette.to_str().unwrap();
+    let mut s = Session::start(
+        &work,
+        &[
+            ("AGENT_MEETING_PROVIDER", "replay"),
+            ("MEETING_CASSETTE", cassette),
+        ],
+    );
+    let meta = task_meta(false);
+    let discovered = s.call("server/discover", json!({"_meta": meta}));
+    assert!(
+        discovered["capabilities"]["extensions"]["io.modelcontextprotocol/tasks"].is_object(),
+        "{discovered}"
+    );
+    let task = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": meeting_args(&work)}),
+    );
+    assert_eq!(task["resultType"], "task", "{task}");
+    assert_eq!(task["status"], "working");
+    let id = task["taskId"].as_str().unwrap().to_string();
+    assert!(task["pollIntervalMs"].as_u64().unwrap() > 0);
+    let first = s.call("tasks/get", json!({"_meta": meta, "taskId": id}));
+    assert_eq!(
+        first["status"], "working",
+        "a slow meeting is still at work: {first}"
+    );
+    s.call("tasks/cancel", json!({"_meta": meta, "taskId": id}));
+    let cancelled = s.task_until_settled(&meta, &id);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let status = s.tool("meeting_status", json!({"run_id": id}));
+    assert_eq!(status["structuredContent"]["status"], "stopped", "{status}");
+    // Resumed as a task too, to its end: the result is meeting_run's.
+    let again = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": {"resume": id}}),
+    );
+    assert_eq!(again["resultType"], "task", "{again}");
+    assert_eq!(again["taskId"], json!(id));
+    let done = s.task_until_settled(&meta, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "finished",
+        "{done}"
+    );
+    assert!(done["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["type"] == "resource_link"));
+    let unknown = s.request("tasks/get", json!({"_meta": meta, "taskId": "../etc"}));
+    let (m, _) = s.response(unknown);
+    assert_eq!(m["error"]["code"], -32602, "{m}");
+    // Without the extension: no task, the call blocks to its result as before.
+    let plain = s.call(
+        "tools/call",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                         "io.modelcontextprotocol/clientCapabilities": {}},
+               "name": "meeting_run", "arguments": {"resume": id}}),
+    );
+    assert_eq!(plain["resultType"], "complete", "{plain}");
+    s.end();
+}
+
+/// A task whose meeting waits for a person is `input_required` with the form; `tasks/update`
+/// carries the answer and the task completes with the report; a subscription follows it with
+/// a `notifications/tasks` on each change.
+#[test]
+fn a_tasks_waiting_person_answers_through_tasks_update_and_notifications_follow() {
+    let work = Workdir::new();
+    let mut s = ana_session(&work, 3);
+    let meta = task_meta(true);
+    let task = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run",
+               "arguments": {"topic": "Who is on call?", "agents": ["arch", "ana"]}}),
+    );
+    let id = task["taskId"].as_str().unwrap().to_string();
+    let listen = s.request(
+        "subscriptions/listen",
+        json!({"_meta": meta, "notifications": {"taskIds": [id]}}),
+    );
+    // The subscription: acknowledged first, then each state the task passes through; the
+    // person's form comes in the notification (and in tasks/get), and stays until answered.
+    let mut notes: Vec<Value> = Vec::new();
+    let mut until = |s: &mut Session, status: &str| loop {
+        let m = s.next();
+        if m["method"] == "notifications/tasks"
+            || m["method"] == "notifications/subscriptions/acknowledged"
+        {
+            notes.push(m.clone());
+            if m["params"]["status"] == status {
+                return m;
+            }
+        }
+    };
+    let asked_note = until(&mut s, "input_required");
+    let waiting = s.call("tasks/get", json!({"_meta": meta, "taskId": id}));
+    assert_eq!(waiting["status"], "input_required", "{waiting}");
+    let asked = &waiting["inputRequests"]["answer-2"];
+    assert_eq!(asked, &asked_note["params"]["inputRequests"]["answer-2"]);
+    assert_eq!(asked["method"], "elicitation/create", "{waiting}");
+    assert!(asked["params"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("Who gets paged at night?"));
+    let ack = s.call(
+        "tasks/update",
+        json!({"_meta": meta, "taskId": id, "inputResponses":
+               {"answer-2": {"action": "accept", "content": {"response": "Priya, by phone."}}}}),
+    );
+    assert_eq!(ack["resultType"], "complete");
+    let done = until(&mut s, "completed");
+    assert_eq!(
+        done["params"]["result"]["structuredContent"]["status"],
+        "finished"
+    );
+    let got = s.call("tasks/get", json!({"_meta": meta, "taskId": id}));
+    assert_eq!(got["status"], "completed", "{got}");
+    assert_eq!(
+        notes[0]["method"], "notifications/subscriptions/acknowledged",
+        "{notes:?}"
+    );
+    assert_eq!(notes[0]["params"]["notifications"]["taskIds"], json!([id]));
+    for n in &notes {
+        assert_eq!(
+            n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            json!(listen)
+        );
+    }
+    let seen: Vec<&str> = notes[1..]
+        .iter()
+        .map(|n| {
+            assert_eq!(n["params"]["taskId"], json!(id));
+            n["params"]["status"].as_str().unwrap()
+        })
+        .collect();
+    assert!(
+        seen.windows(2).all(|w| w[0] != w[1] || w[0] == "working"),
+        "{seen:?}"
+    );
+    assert!(seen.contains(&"input_required"), "{seen:?}");
+    s.send(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                  "params": {"requestId": listen}}),
+    );
+    // A subscription to tasks needs the extension.
+    let refused = s.request(
+        "subscriptions/listen",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                         "io.modelcontextprotocol/clientCapabilities": {}},
+               "notifications": {"taskIds": [id]}}),
+    );
+    let (m, _) = s.response(refused);
+    assert_eq!(m["error"]["code"], -32021, "{m}");
+    s.end();
+}
