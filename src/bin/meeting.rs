@@ -100,14 +100,8 @@ struct RunArgs {
     /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     report_file: Option<PathBuf>,
-    /// Also write the decision as a MADR record in this folder (docs/adr), numbered after the
-    /// records there; a fallback report (no PM decision) writes none
-    #[arg(long, value_name = "DIR", help_heading = "Output")]
-    adr: Option<PathBuf>,
-    /// The number of the record in the --adr folder this decision supersedes (such as 0003;
-    /// the meeting file's `supersedes:` says the same)
-    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
-    supersedes: Option<String>,
+    #[command(flatten)]
+    adr: cli::flags::AdrArgs,
     /// Folder that holds the run folders [default: the config file's run_dir, else runs]
     #[arg(long, value_name = "DIR", help_heading = "Output")]
     run_dir: Option<PathBuf>,
@@ -185,7 +179,7 @@ fn resume_request(a: ResumeArgs) -> Result<Request, Error> {
         otlp: a.otlp.target()?,
         headers: a.header.headers,
         trust_run_dir: a.trust_run_dir,
-        adr: adr_of(&a.adr, &a.supersedes),
+        adr: a.adr.settings(|| Ok(Vec::new()))?,
         answer: a.answer,
     };
     Ok(Request::Resume {
@@ -210,14 +204,6 @@ fn fork_request(a: ForkArgs) -> Request {
         parent: a.dir,
         changes,
     }
-}
-
-/// `--adr DIR` with its `--supersedes N`.
-fn adr_of(dir: &Option<PathBuf>, supersedes: &Option<String>) -> Option<driver::AdrSettings> {
-    dir.clone().map(|dir| driver::AdrSettings {
-        dir,
-        supersedes: supersedes.clone(),
-    })
 }
 
 /// A new meeting (or its dry run), from the run flags.
@@ -253,7 +239,7 @@ fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> 
             .collect(),
         human_answers: args.human.human_answers,
         otlp: args.otlp.target()?,
-        adr: adr_of(&args.adr, &args.supersedes),
+        adr: args.adr.settings(cli::config_deciders)?,
     };
     Ok(if args.dry_run {
         Request::DryRun(new)

@@ -54,13 +54,8 @@ struct Args {
     /// events.jsonl) instead of the board's last 30 loops
     #[arg(long, value_name = "FILE")]
     events: Option<PathBuf>,
-    /// Also write the decision as a MADR record in this folder (docs/adr), numbered after the
-    /// records there; a fallback report (no PM decision) writes none
-    #[arg(long, value_name = "DIR", help_heading = "Output")]
-    adr: Option<PathBuf>,
-    /// The number of the record in the --adr folder this decision supersedes (such as 0003)
-    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
-    supersedes: Option<String>,
+    #[command(flatten)]
+    adr: cli::flags::AdrArgs,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -73,8 +68,11 @@ pub fn main() -> std::process::ExitCode {
             .as_deref()
             .map(report::UserTemplate::load)
             .transpose()?;
-        if let (Some(dir), Some(n)) = (&args.adr, &args.supersedes) {
-            report::check_supersedes(dir, n)?;
+        let adr = args.adr.settings(cli::config_deciders)?;
+        if let Some(a) = &adr {
+            if let Some(n) = &a.supersedes {
+                report::check_supersedes(&a.dir, n)?;
+            }
         }
         let board = io::read_board_stdin()?;
         let report_file = args.report_file.as_deref();
@@ -100,12 +98,13 @@ pub fn main() -> std::process::ExitCode {
         }
         match (result.status, &result.board.last_error) {
             (Status::Failed, Some(why)) => Err(Error::Runtime(why.clone()).into()),
-            _ => match &args.adr {
-                Some(dir) => {
+            _ => match &adr {
+                Some(a) => {
                     let req = report::AdrRequest {
-                        dir,
+                        dir: &a.dir,
                         report_file,
-                        supersedes: args.supersedes.as_deref(),
+                        supersedes: a.supersedes.as_deref(),
+                        deciders: &a.deciders,
                     };
                     let outcome = report::write_adr(&result.board, &req)?;
                     agent_meeting::note!("{}", report::adr_note("render-report", &outcome));

@@ -148,6 +148,76 @@ pub struct HeaderArgs {
     pub headers: Vec<String>,
 }
 
+/// The decision record's flags, in `meeting`, `meeting resume` and `render-report`; settled by
+/// [`AdrArgs::settings`] (docs/design/report.md#adr).
+#[derive(Debug, Clone, Default, PartialEq, clap::Args)]
+pub struct AdrArgs {
+    /// Also write the decision as a MADR 4 record in this folder (docs/decisions), numbered
+    /// after the records there (a fallback report, no PM decision, writes none); on a resume,
+    /// or finish writing the one owed
+    #[arg(long, value_name = "DIR", help_heading = "Output")]
+    pub adr: Option<PathBuf>,
+    /// The number of the record in the --adr folder this decision supersedes (such as 0003;
+    /// the meeting file's `supersedes:` says the same)
+    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
+    pub supersedes: Option<String>,
+    /// Who decides: the record's decision-makers, people (repeatable or comma-separated; the
+    /// agents are listed as consulted) [default: the config file's deciders, else git's
+    /// user.name]
+    #[arg(
+        long,
+        value_name = "NAME",
+        value_delimiter = ',',
+        requires = "adr",
+        help_heading = "Output"
+    )]
+    pub decider: Vec<String>,
+}
+
+impl AdrArgs {
+    /// The record's settings: `None` without `--adr`. The deciders are `--decider`, else the
+    /// config file's `deciders` (`configured`, read only when needed: a resume reads no user
+    /// config file), else `git config user.name` (none when git has none).
+    pub fn settings(
+        &self,
+        configured: impl FnOnce() -> crate::Result<Vec<String>>,
+    ) -> crate::Result<Option<crate::settings::AdrSettings>> {
+        let Some(dir) = self.adr.clone() else {
+            return Ok(None);
+        };
+        let given: Vec<String> = self
+            .decider
+            .iter()
+            .map(|d| d.trim().to_string())
+            .filter(|d| !d.is_empty())
+            .collect();
+        let deciders = match given.is_empty() {
+            false => given,
+            true => match configured()? {
+                c if !c.is_empty() => c,
+                _ => git_user_name().into_iter().collect(),
+            },
+        };
+        Ok(Some(crate::settings::AdrSettings {
+            dir,
+            supersedes: self.supersedes.clone(),
+            deciders,
+        }))
+    }
+}
+
+/// `git config user.name`, when git is there and has one.
+fn git_user_name() -> Option<String> {
+    let out = std::process::Command::new("git")
+        .args(["config", "user.name"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()?;
+    let name = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !name.is_empty()).then_some(name)
+}
+
 /// `--openai-api`'s values, as [`OpenAiApi`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OpenAiApiArg {

@@ -547,6 +547,11 @@ pub fn write_stage_board(
     write_stdout(&crate::io::to_json_line(&board, output.pretty))
 }
 
+/// The config file's `deciders` (a decision record's default decision-makers).
+pub fn config_deciders() -> crate::Result<Vec<String>> {
+    Ok(crate::settings::config::load()?.config.deciders.clone())
+}
+
 #[cfg(test)]
 mod tests {
     use super::mode_flags_to_subcommands;

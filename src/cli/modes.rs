@@ -61,12 +61,8 @@ pub struct ResumeArgs {
     /// meeting's report is saved there too
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     pub report_file: Option<PathBuf>,
-    /// Write the decision as a MADR record in this folder, or finish writing the one owed
-    #[arg(long, value_name = "DIR", help_heading = "Output")]
-    pub adr: Option<PathBuf>,
-    /// The number of the record in the --adr folder this decision supersedes
-    #[arg(long, value_name = "N", requires = "adr", help_heading = "Output")]
-    pub supersedes: Option<String>,
+    #[command(flatten)]
+    pub adr: super::flags::AdrArgs,
     /// Replace a stage with your own command (NAME=COMMAND, repeatable); NAME= restores the
     /// built-in program
     #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]

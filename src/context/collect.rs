@@ -355,10 +355,13 @@ impl Collector {
         // matched takes a slot too: what `max_files` keeps never depends on file contents or
         // later checks.
         matches.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        let cut = if matches.len() > source.max_files {
-            matches.split_off(source.max_files)
-        } else {
-            Vec::new()
+        let cut = match (matches.len().checked_sub(source.max_files), source.keep) {
+            (None | Some(0), _) => Vec::new(),
+            (Some(_), crate::model::Keep::First) => matches.split_off(source.max_files),
+            (Some(over), crate::model::Keep::Last) => {
+                let kept = matches.split_off(over);
+                std::mem::replace(&mut matches, kept)
+            }
         };
         for (rel, is_link) in matches {
             let mut full = dir.rel.clone();

@@ -67,6 +67,7 @@ pub(super) fn write_owed(
         dir: &adr.dir,
         report_file: Some(report_file),
         supersedes: adr.supersedes.as_deref(),
+        deciders: &adr.deciders,
     };
     match written(run_dir).filter(|w| w.record.exists()) {
         Some(w) if w.done => Ok(None),

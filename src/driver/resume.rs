@@ -53,11 +53,13 @@ impl ResumeChanges {
             settings.otlp = Some(otlp);
         }
         if let Some(adr) = self.adr {
-            // The saved number stands unless another is given.
+            // The saved number stands unless another is given; the deciders are resolved
+            // again with the flag, as at the start.
             let saved = settings.adr.take().and_then(|a| a.supersedes);
             settings.adr = Some(super::settings::AdrSettings {
                 dir: absolute(&adr.dir),
                 supersedes: adr.supersedes.or(saved),
+                deciders: adr.deciders,
             });
         }
         for (stage, cmd) in self.stage_overrides {

@@ -122,15 +122,7 @@ pub fn parse_stage_overrides(stages: &[String]) -> Result<BTreeMap<Stage, String
     Ok(map)
 }
 
-/// `--adr DIR` and `--supersedes N`, as `meeting.json` keeps them.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AdrSettings {
-    /// The folder of the decision records (absolute).
-    pub dir: PathBuf,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub supersedes: Option<String>,
-}
+pub use crate::settings::AdrSettings;
 
 #[cfg(test)]
 pub(super) mod tests {

@@ -86,6 +86,25 @@ pub struct ContextSource {
     /// error unless the source says it may be absent (docs/design/context.md#context-collection).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub optional: bool,
+    /// Which of a `directory` source's matches `max_files` keeps, in path order: the `first`
+    /// (default) or the `last` — the newest of numbered records such as ADRs.
+    #[serde(default, skip_serializing_if = "Keep::is_first")]
+    pub keep: Keep,
+}
+
+/// [`ContextSource::keep`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Keep {
+    #[default]
+    First,
+    Last,
+}
+
+impl Keep {
+    fn is_first(&self) -> bool {
+        *self == Keep::First
+    }
 }
 
 /// A meeting file (or `--topic` minimal mode, or stdin of `collect-context`).

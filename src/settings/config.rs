@@ -46,6 +46,10 @@ pub struct Config {
     /// Default budget of a meeting (below the meeting file's, `--max-total-tokens` and `--max-cost`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<Budget>,
+    /// Who decides, for a decision record's `decision-makers` (people, never the agents; below
+    /// `--decider`, over git's user.name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deciders: Vec<String>,
 }
 
 /// `base_urls` in the config file.

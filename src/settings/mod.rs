@@ -19,6 +19,20 @@ use config::{user_agents_dir, Config, Loaded, CONFIG_ENV};
 
 pub mod config;
 
+/// `--adr DIR`, `--supersedes N` and the deciders, as `meeting.json` keeps them
+/// (docs/design/report.md#adr).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdrSettings {
+    /// The folder of the decision records (absolute).
+    pub dir: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub supersedes: Option<String>,
+    /// The people who decide (MADR's `decision-makers`), never the agents.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deciders: Vec<String>,
+}
+
 /// The loop limit when neither a flag nor the config file gives one.
 pub const DEFAULT_MAX_LOOPS: u32 = 6;
 

@@ -94,10 +94,11 @@ fn the_demo_decision_is_the_next_record_and_supersedes_the_old_one() {
         .any(|n| n == "0004-move-nightly-batch-reporting-off-the-primary-postgres.md"));
 }
 
-/// The record's decision-makers are those who took part: a participant the PM never called is
-/// not one.
+/// MADR 4 as its readers take it (docs/design/report.md#adr): the agents who took part are
+/// `consulted` — a participant the PM never called is not — and no agent is a decision-maker;
+/// with no person named, the record names no decision-makers.
 #[test]
-fn a_participant_never_called_is_no_decision_maker() {
+fn the_agents_are_consulted_and_never_decision_makers() {
     let work = Workdir::new();
     let mut board: serde_json::Value = serde_json::from_str(&demo_board(&work)).unwrap();
     board["participants"]
@@ -109,9 +110,57 @@ fn a_participant_never_called_is_no_decision_maker() {
     let dir = work.join("adr");
     render_adr(&dir, &board).success();
     let record = std::fs::read_to_string(dir.join(records(&dir)[0].as_str())).unwrap();
+    assert!(record.contains("\nconsulted: PM, arch, biz\n"), "{record}");
+    assert!(!record.contains("decision-makers"), "{record}");
+    assert!(record.starts_with("---\nstatus: proposed\n"), "{record}");
+}
+
+/// The decision-makers are people: `--decider` (repeatable, comma-separated), else the config
+/// file's `deciders`, else git's user.name — one line each way, never the agents.
+#[test]
+fn the_decision_makers_are_the_people_named() {
+    let work = Workdir::new();
+    let board = demo_board(&work);
+    let front = |dir: &Path| -> String {
+        let text = std::fs::read_to_string(dir.join(records(dir)[0].as_str())).unwrap();
+        text.split("\n---\n").next().unwrap().to_string()
+    };
+    let flag = work.join("flag");
+    cli("render-report")
+        .arg("--adr")
+        .arg(&flag)
+        .args(["--decider", "Ana Ops,Bo", "--decider", "Cy\nD, e"])
+        .stdin(board.clone())
+        .run()
+        .success();
     assert!(
-        record.contains("\ndecision-makers: PM, arch, biz\n"),
-        "{record}"
+        front(&flag).contains("\ndecision-makers: Ana Ops, Bo, Cy D, e\nconsulted: PM, arch, biz"),
+        "{}",
+        front(&flag)
+    );
+    work.write("cfg/agent-meeting/config.yaml", "deciders: [Priya Raman]\n");
+    let config = work.join("config");
+    cli("render-report")
+        .arg("--adr")
+        .arg(&config)
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .stdin(board.clone())
+        .run()
+        .success();
+    assert!(front(&config).contains("\ndecision-makers: Priya Raman\n"));
+    let gitconfig = work.write(".gitconfig", "[user]\n\tname = Git Person\n");
+    let git = work.join("git");
+    cli("render-report")
+        .arg("--adr")
+        .arg(&git)
+        .env("GIT_CONFIG_GLOBAL", &gitconfig)
+        .stdin(board)
+        .run()
+        .success();
+    assert!(
+        front(&git).contains("\ndecision-makers: Git Person\n"),
+        "{}",
+        front(&git)
     );
 }
 
@@ -191,7 +240,7 @@ fn the_meeting_files_supersedes_links_the_old_record() {
 
 /// The guide's context source recipe, as written there, gives a meeting the earlier records.
 #[test]
-fn the_readmes_recipe_collects_the_earlier_records() {
+fn the_guides_recipe_collects_the_newest_records() {
     let readme = std::fs::read_to_string(crate::harness::root().join("docs/GUIDE.md")).unwrap();
     let after = &readme[readme
         .find("To let a meeting read the earlier decisions")
@@ -200,6 +249,12 @@ fn the_readmes_recipe_collects_the_earlier_records() {
     let recipe = &after[start..start + after[start..].find("```").unwrap()];
     let work = Workdir::new();
     adr_dir(&work);
+    for n in 3..=6 {
+        work.write(
+            format!("docs/adr/000{n}-decision-{n}.md"),
+            "---\nstatus: accepted\n---\n# A later decision\n",
+        );
+    }
     work.write(
         "meeting.yaml",
         format!("topic: Replace the reporting database?\ndecision_packet:\n  decision_to_make: Replace it?\n{recipe}"),
@@ -216,11 +271,14 @@ fn the_readmes_recipe_collects_the_earlier_records() {
         .iter()
         .filter_map(|d| d["source_path"].as_str())
         .collect();
+    // The newest four, oldest first; the two oldest are left out.
     assert_eq!(
         paths,
         [
-            "docs/adr/0001-record-architecture-decisions.md",
-            "docs/adr/0002-run-reports-on-the-primary.md"
+            "docs/adr/0003-decision-3.md",
+            "docs/adr/0004-decision-4.md",
+            "docs/adr/0005-decision-5.md",
+            "docs/adr/0006-decision-6.md"
         ]
     );
 }

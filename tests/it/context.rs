@@ -58,6 +58,7 @@ fn file(path: &str) -> ContextSource {
         max_chars_per_file: 4000,
         respect_gitignore: true,
         optional: false,
+        keep: Default::default(),
     }
 }
 

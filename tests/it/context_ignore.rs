@@ -28,6 +28,7 @@ fn source(kind: SourceType, path: &str) -> ContextSource {
         max_chars_per_file: 4000,
         respect_gitignore: true,
         optional: false,
+        keep: Default::default(),
     }
 }
 

@@ -179,7 +179,10 @@ pub fn clean_env(cmd: &mut Command) -> &mut Command {
     }
     // The user's own config file and agents folder must not leak into a test: the config
     // folder is one that does not exist (a test that needs one sets its own).
+    // Nor the machine's git identity (a decision record's default decider).
     cmd.env("XDG_CONFIG_HOME", no_config_home())
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("NO_COLOR", "1")
 }
 

@@ -383,6 +383,7 @@ fn redacted_bundle(secret: &str) -> agent_meeting::model::ContextBundle {
         max_chars_per_file: 4000,
         respect_gitignore: true,
         optional: false,
+        keep: Default::default(),
     }];
     collect(&input, &CollectOptions::new(w.path())).unwrap()
 }

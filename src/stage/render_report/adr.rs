@@ -24,6 +24,8 @@ pub struct AdrRequest<'a> {
     pub report_file: Option<&'a Path>,
     /// The number of the record this one supersedes (`3`, `0003`, `0003-old-title.md`).
     pub supersedes: Option<&'a str>,
+    /// The people who decide: MADR's `decision-makers` (the agents are `consulted`).
+    pub deciders: &'a [String],
 }
 
 /// What [`write_adr`] did.
@@ -54,6 +56,8 @@ struct AdrMeta {
     supersedes: Option<Superseded>,
     /// The report's path relative to the ADR folder, or empty.
     report: String,
+    /// `decision-makers`: people, one line each of the front matter's list.
+    deciders: Vec<String>,
 }
 
 #[derive(Serialize, Clone)]
@@ -120,6 +124,7 @@ pub fn write_adr_noting(
                 .report_file
                 .map(|r| relative(req.dir, r))
                 .unwrap_or_default(),
+            deciders: req.deciders.iter().map(|d| front_matter_value(d)).collect(),
         };
         let text = render(view.clone(), meta)?;
         let path = req.dir.join(format!("{number:04}-{slug}.md"));
@@ -134,6 +139,18 @@ pub fn write_adr_noting(
         // Another meeting took this number between our look and our write: take the next.
         number += 1;
     }
+}
+
+/// A name as one value of the front matter's comma-separated list: one line, no comma, no
+/// character YAML would read as structure at its start.
+fn front_matter_value(name: &str) -> String {
+    let one = crate::text::fold_ws(&crate::text::sanitise(name)).replace(',', " ");
+    one.trim()
+        .trim_start_matches([
+            '-', '?', ':', '[', '{', '&', '*', '!', '|', '>', '\'', '"', '%', '@', '`', '#',
+        ])
+        .trim()
+        .to_string()
 }
 
 /// The record this one supersedes: `--supersedes`, else the meeting file's `supersedes`.
