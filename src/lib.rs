@@ -17,7 +17,8 @@
 //!    config file, each precedence, `--show-config`); `cli`: the programs' shared edge (the
 //!    clap flag groups and their step to `settings`' types, `main_with`).
 //! 8. `driver`: the `meeting` loop and its run folder.
-//! 9. `mcp`: `agent-meeting mcp`, meetings as tools for coding agents (runs `meeting`).
+//! 9. `mcp`: `agent-meeting mcp`, meetings as tools for coding agents (runs `meeting`); `github`:
+//!    `agent-meeting github`, a meeting on a pull request posted as its comment (runs `meeting`).
 
 pub mod error;
 pub mod text;
@@ -43,5 +44,7 @@ pub mod cli;
 pub mod driver;
 
 pub mod mcp;
+
+pub mod github;
 
 pub use error::{Error, Invalid, Result};

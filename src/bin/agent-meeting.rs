@@ -18,6 +18,8 @@ mod agent_builder;
 mod agent_turn;
 #[path = "collect-context.rs"]
 mod collect_context;
+#[path = "github.rs"]
+mod github;
 #[path = "init-board.rs"]
 mod init_board;
 #[path = "mcp.rs"]
@@ -95,6 +97,11 @@ fn main() -> ExitCode {
             cli::set_args(argv[1..].to_vec());
             mcp::main()
         }
+        // A meeting on a pull request: a mode too (docs/design/github.md).
+        Some("github") => {
+            cli::set_args(argv[1..].to_vec());
+            github::main()
+        }
         None | Some("-h" | "--help" | "help") => {
             print(&help());
             ExitCode::SUCCESS
@@ -133,7 +140,8 @@ fn help() -> String {
          Usage: {ME} PROGRAM [ARGS]...\n       \
          PROGRAM [ARGS]...            (through a link named after the program)\n       \
          {ME} --install-links DIR\n       \
-         {ME} mcp                (an MCP server for coding agents: {ME} mcp --help)\n\n\
+         {ME} mcp                (an MCP server for coding agents: {ME} mcp --help)\n       \
+         {ME} github             (a meeting on a pull request, posted as its comment)\n\n\
          Programs (each one's flags: {ME} PROGRAM --help):\n  {}\n\n\
          Options:\n  \
          --install-links DIR  Make a link named after each program in DIR, pointing to this\n                       \

@@ -3,7 +3,7 @@
 
 use std::process::Command;
 
-use crate::harness::{bin, cli, every_case, every_case_par, Workdir, PROGRAMS};
+use crate::harness::{bin, cli, every_case, every_case_par, skip_without, Tool, Workdir, PROGRAMS};
 
 const KINDS: [&str; 5] = [
     "man",
@@ -122,17 +122,9 @@ fn version_and_help_name_the_program() {
     );
 }
 
-fn have(tool: &str) -> bool {
-    Command::new(tool)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn the_bash_completion_loads() {
-    if !have("bash") {
-        eprintln!("skipped: no bash");
+    if skip_without(Tool::Bash) {
         return;
     }
     every_case_par(
@@ -160,8 +152,7 @@ fn the_bash_completion_loads() {
 
 #[test]
 fn man_reads_the_generated_page() {
-    if !have("man") {
-        eprintln!("skipped: no man");
+    if skip_without(Tool::Man) {
         return;
     }
     let dir = Workdir::new();
@@ -205,8 +196,7 @@ fn make_install_knows_every_program() {
 /// line per line, the continuation indented under it, neither wrapped nor justified.
 #[test]
 fn man_keeps_the_examples_verbatim() {
-    if !have("man") {
-        eprintln!("skipped: no man");
+    if skip_without(Tool::Man) {
         return;
     }
     let dir = Workdir::new();
@@ -292,8 +282,7 @@ fn completions_offer_providers_and_meeting_files() {
 /// `make install` puts the shell loop beside the programs (`make -n`: the commands, none run).
 #[test]
 fn make_install_installs_the_shell_loop() {
-    if !have("make") {
-        eprintln!("skipped: no make");
+    if skip_without(Tool::Make) {
         return;
     }
     let out = Command::new("make")

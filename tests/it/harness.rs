@@ -83,9 +83,27 @@ pub enum Tool {
     Jq,
     GnuParallel,
     Python3,
+    Bash,
+    Man,
+    Make,
+    /// util-linux's `script`, for a pseudo-terminal.
+    Script,
+    /// `check-jsonschema` (PyPI), with GitHub's and GitLab's schemas vendored.
+    CheckJsonschema,
 }
 
 impl Tool {
+    const ALL: [Tool; 8] = [
+        Tool::Jq,
+        Tool::GnuParallel,
+        Tool::Python3,
+        Tool::Bash,
+        Tool::Man,
+        Tool::Make,
+        Tool::Script,
+        Tool::CheckJsonschema,
+    ];
+
     /// How the closing summary names it: what is missing and how to get it.
     fn missing(self) -> &'static str {
         match self {
@@ -94,27 +112,46 @@ impl Tool {
                 "GNU parallel not found — apt-get install parallel (or brew install parallel)"
             }
             Tool::Python3 => "python3 not found — apt-get install python3 (or brew install python)",
+            Tool::Bash => "bash not found — apt-get install bash",
+            Tool::Man => "man not found — apt-get install man-db",
+            Tool::Make => "make not found — apt-get install make",
+            Tool::Script => {
+                "script (a pseudo-terminal) not found — apt-get install bsdutils (util-linux)"
+            }
+            Tool::CheckJsonschema => "check-jsonschema not found — pip install check-jsonschema",
         }
     }
 
-    fn found(self) -> bool {
-        static FOUND: std::sync::OnceLock<[bool; 3]> = std::sync::OnceLock::new();
-        let runs = |program: &str, says: &str| {
+    /// Whether it runs here (asked once per test process).
+    fn runs(self) -> bool {
+        let version = |program: &str, says: &str| {
             Command::new(program)
                 .arg("--version")
+                .stdin(Stdio::null())
                 .output()
                 .is_ok_and(|o| {
                     o.status.success() && String::from_utf8_lossy(&o.stdout).contains(says)
                 })
         };
-        let found = FOUND.get_or_init(|| {
-            [
-                runs("jq", "jq"),
-                runs("parallel", "GNU parallel"),
-                runs("python3", "Python 3"),
-            ]
-        });
-        found[self as usize]
+        match self {
+            Tool::Jq => version("jq", "jq"),
+            Tool::GnuParallel => version("parallel", "GNU parallel"),
+            Tool::Python3 => version("python3", "Python 3"),
+            Tool::Bash => version("bash", "bash"),
+            Tool::Man => version("man", ""),
+            Tool::Make => version("make", "Make"),
+            Tool::Script => Command::new("script")
+                .args(["-qec", "test -t 0", "/dev/null"])
+                .stdin(Stdio::null())
+                .output()
+                .is_ok_and(|o| o.status.success()),
+            Tool::CheckJsonschema => version("check-jsonschema", "check-jsonschema"),
+        }
+    }
+
+    fn found(self) -> bool {
+        static FOUND: std::sync::OnceLock<Vec<bool>> = std::sync::OnceLock::new();
+        FOUND.get_or_init(|| Tool::ALL.iter().map(|t| t.runs()).collect())[self as usize]
     }
 }
 
@@ -157,8 +194,9 @@ pub fn skip_without(tool: Tool) -> bool {
 
 /// Prefixes of variables the programs read (provider, keys, model, cassette, retry timing,
 /// prompts, clock, blessing): a developer's shell must not change what a test sees.
-const SCRUBBED_PREFIXES: [&str; 7] = [
+const SCRUBBED_PREFIXES: [&str; 8] = [
     "AGENT_MEETING_",
+    "GITHUB_",
     "MEETING_",
     "OPENAI_",
     "ANTHROPIC_",

@@ -22,7 +22,7 @@ const LAYERS: [&[&str]; 10] = [
     &["settings"],
     &["cli"],
     &["driver"],
-    &["mcp"],
+    &["mcp", "github"],
 ];
 
 fn layer(module: &str) -> Option<usize> {

@@ -50,6 +50,7 @@ mod fuzz_regressions;
 mod gateway;
 mod gemini;
 mod generate;
+mod github;
 mod habits;
 mod help;
 mod hostile_inputs;

@@ -8,18 +8,10 @@ use std::process::Command;
 use serde_json::{json, Value};
 
 use crate::fixtures;
-use crate::harness::{bin, cli, every_case, Cli};
+use crate::harness::{bin, cli, every_case, skip_without, Cli, Tool};
 
 /// Whether util-linux `script` can give a pseudo-terminal here (the library's own test covers
 /// the refusal where it cannot).
-fn have_script() -> bool {
-    Command::new("script")
-        .args(["-qec", "test -t 0", "/dev/null"])
-        .stdin(std::process::Stdio::null())
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// `program args` run by `script`, so its stdin (and stdout, stderr) is a terminal; what it
 /// writes arrives on `script`'s stdout, and `-e` passes its exit code on.
 fn at_terminal(program: &str, args: &[&str]) -> Cli {
@@ -36,8 +28,7 @@ fn at_terminal(program: &str, args: &[&str]) -> Cli {
 
 #[test]
 fn every_program_reading_stdin_refuses_a_terminal_with_its_hint() {
-    if !have_script() {
-        eprintln!("skipped: no util-linux `script` to give a pseudo-terminal");
+    if skip_without(Tool::Script) {
         return;
     }
     let cases: [(&str, &[&str], &str); 8] = [
@@ -80,7 +71,7 @@ fn every_program_reading_stdin_refuses_a_terminal_with_its_hint() {
 /// A terminal is only refused where stdin would be read: flags that name the input still work.
 #[test]
 fn a_terminal_is_fine_when_stdin_is_not_read() {
-    if !have_script() {
+    if skip_without(Tool::Script) {
         return;
     }
     at_terminal("collect-context", &["--topic", "Adopt Rust?"])

@@ -1,0 +1,175 @@
+//! The few GitHub REST calls `agent-meeting github` makes (docs/design/github.md#api): the pull
+//! request, its files and diff, its comments, and one comment created or updated. The token
+//! goes only to the API base URL it was given: every URL is built from it, and a redirect is
+//! never followed (ureq would send the token on to wherever it points). GitLab's API is not
+//! here: the GitLab template posts its note with curl from the report (share/ci/).
+
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+
+/// How much of a diff is asked for at most (GitHub serves up to 20,000 lines of one).
+const MAX_DIFF_BYTES: u64 = 8 << 20;
+
+/// A client for one repository of one API.
+pub struct Api {
+    base: String,
+    repo: String,
+    token: String,
+    agent: ureq::Agent,
+}
+
+impl Api {
+    pub fn new(base: &str, repo: &str, token: &str) -> Api {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_global(Some(std::time::Duration::from_secs(60)))
+            .user_agent(concat!("agent-meeting/", env!("CARGO_PKG_VERSION")))
+            .build();
+        Api {
+            base: base.trim_end_matches('/').to_string(),
+            repo: repo.to_string(),
+            token: token.to_string(),
+            agent: ureq::Agent::new_with_config(config),
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}/repos/{}{path}", self.base, self.repo)
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        accept: &str,
+        body: Option<&Value>,
+    ) -> Result<String> {
+        let url = self.url(path);
+        let auth = format!("Bearer {}", self.token);
+        let builder = ureq::http::Request::builder()
+            .method(method)
+            .uri(&url)
+            .header("authorization", &auth)
+            .header("accept", accept)
+            .header("x-github-api-version", "2022-11-28");
+        let sent = match body {
+            Some(b) => {
+                let bytes = serde_json::to_vec(b).expect("JSON serialises");
+                let req = builder
+                    .header("content-type", "application/json")
+                    .body(bytes)
+                    .map_err(|e| Error::Runtime(format!("{url}: {e}")))?;
+                self.agent.run(req)
+            }
+            None => {
+                let req = builder
+                    .body(())
+                    .map_err(|e| Error::Runtime(format!("{url}: {e}")))?;
+                self.agent.run(req)
+            }
+        };
+        let scrub = |s: String| s.replace(&self.token, "[token]");
+        let mut resp = sent.map_err(|e| Error::Runtime(scrub(format!("{method} {url}: {e}"))))?;
+        let status = resp.status().as_u16();
+        if (300..400).contains(&status) {
+            let to = resp
+                .headers()
+                .get("location")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("nowhere said");
+            return Err(Error::Runtime(scrub(format!(
+                "{method} {url}: HTTP {status} redirect to {to} not followed: the token goes only to the API it was given (GITHUB_API_URL)"
+            ))));
+        }
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(MAX_DIFF_BYTES)
+            .read_to_string()
+            .map_err(|e| Error::Runtime(scrub(format!("{method} {url}: {e}"))))?;
+        if !(200..300).contains(&status) {
+            let message = serde_json::from_str::<Value>(&text)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_string))
+                .unwrap_or_else(|| crate::text::one_line(&text, 200));
+            return Err(Error::Runtime(scrub(format!(
+                "{method} {url}: HTTP {status}: {message}"
+            ))));
+        }
+        Ok(text)
+    }
+
+    fn json(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+        let text = self.request(method, path, "application/vnd.github+json", body)?;
+        serde_json::from_str(&text).map_err(|e| {
+            Error::Runtime(format!(
+                "{method} {}: the response is not JSON: {e}",
+                self.url(path)
+            ))
+        })
+    }
+
+    /// The pull request.
+    pub fn pull(&self, number: u64) -> Result<Value> {
+        self.json("GET", &format!("/pulls/{number}"), None)
+    }
+
+    /// The pull request's diff, as `git diff` prints it.
+    pub fn diff(&self, number: u64) -> Result<String> {
+        self.request(
+            "GET",
+            &format!("/pulls/{number}"),
+            "application/vnd.github.diff",
+            None,
+        )
+    }
+
+    /// The paths the pull request changes (its first 100).
+    pub fn files(&self, number: u64) -> Result<Vec<String>> {
+        let files = self.json("GET", &format!("/pulls/{number}/files?per_page=100"), None)?;
+        Ok(files
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["status"] != "removed")
+            .filter_map(|f| f["filename"].as_str().map(str::to_string))
+            .collect())
+    }
+
+    /// The pull request's comments (its first 1,000).
+    pub fn comments(&self, number: u64) -> Result<Vec<Value>> {
+        let mut all = Vec::new();
+        for page in 1..=10 {
+            let got = self.json(
+                "GET",
+                &format!("/issues/{number}/comments?per_page=100&page={page}"),
+                None,
+            )?;
+            let items = got.as_array().cloned().unwrap_or_default();
+            let last = items.len() < 100;
+            all.extend(items);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
+    }
+
+    pub fn create_comment(&self, number: u64, body: &str) -> Result<Value> {
+        self.json(
+            "POST",
+            &format!("/issues/{number}/comments"),
+            Some(&json!({ "body": body })),
+        )
+    }
+
+    pub fn update_comment(&self, id: u64, body: &str) -> Result<Value> {
+        self.json(
+            "PATCH",
+            &format!("/issues/comments/{id}"),
+            Some(&json!({ "body": body })),
+        )
+    }
+}

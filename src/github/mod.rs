@@ -1,0 +1,502 @@
+//! `agent-meeting github` (docs/design/github.md): a decision meeting on a pull request, where
+//! the team reviews it. It reads the event the way the Actions runner leaves it
+//! ([`event`]), builds the meeting from the pull request — its title and description, its diff
+//! (bounded, secrets redacted), the files it changes, the repository's newest decision records,
+//! and the repository's own `.github/agent-meeting.yaml` — runs `meeting` (a child of this
+//! executable, as the MCP server does), and posts **one** comment ([`comment`]), updated in
+//! place on every later run. It is advisory: a meeting that ends without a decision, or waiting
+//! for a person, is said in the comment, and the program still exits 0; only its own failures
+//! (a bad event, an API that refuses) exit non-zero.
+//!
+//! The run folder of a topic is `pr-<number>-<topic digest>`: a re-run of the job with the
+//! folder kept (the action caches it) resumes it or reposts its ending, never pays twice; an
+//! `/answer` comment resumes the pull request's meeting that waits for a person.
+
+pub mod api;
+pub mod comment;
+pub mod event;
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::{Error, Result};
+use crate::model::{DecisionPacket, MeetingBrief, MeetingResult};
+
+/// The repository's own settings file, read from the checkout when there.
+pub const REPO_CONFIG: &str = ".github/agent-meeting.yaml";
+
+/// Where decision records are looked for when the repository's file names no folder.
+const ADR_DIRS: [&str; 3] = ["docs/decisions", "docs/adr", "doc/adr"];
+
+/// What `agent-meeting github` runs with, settled at the edge (`src/bin/github.rs`).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `GITHUB_EVENT_NAME`.
+    pub event_name: String,
+    /// `GITHUB_EVENT_PATH`: the event's JSON.
+    pub event_path: PathBuf,
+    /// `GITHUB_REPOSITORY`: `owner/name`.
+    pub repo: String,
+    /// `GITHUB_API_URL` (default `https://api.github.com`): the one host the token goes to.
+    pub api_url: String,
+    /// `GITHUB_TOKEN`.
+    pub token: Option<String>,
+    /// Where the run folders are (inside the checkout: the meeting's documents must be).
+    pub run_dir: PathBuf,
+    /// The repository's settings file (default [`REPO_CONFIG`] when it exists).
+    pub config: Option<PathBuf>,
+    pub options: event::Options,
+    /// Over the repository file's `agents` (default `arch,biz`).
+    pub agents: Vec<String>,
+    /// Over the repository file's `max_cost`.
+    pub max_cost: Option<f64>,
+    /// Given to `meeting` as they are (`--provider`, `--model`).
+    pub meeting_args: Vec<String>,
+    /// This executable, which runs `meeting`.
+    pub exe: PathBuf,
+    /// `GITHUB_STEP_SUMMARY`: the job's summary page, which gets the comment too.
+    pub summary: Option<PathBuf>,
+}
+
+/// `.github/agent-meeting.yaml`: how the repository's meetings run.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepoConfig {
+    /// The specialists, in speaking order (default `arch`, `biz`).
+    #[serde(default)]
+    pub agents: Vec<String>,
+    pub max_loops: Option<u32>,
+    /// The meeting's budget in US dollars (`meeting --max-cost`).
+    pub max_cost: Option<f64>,
+    /// A council round first (`meeting --council`).
+    #[serde(default)]
+    pub council: bool,
+    /// Reviewers of the PM's draft (`meeting --review-by`).
+    #[serde(default)]
+    pub reviewers: Vec<String>,
+    /// The decision records' folder (default the first of docs/decisions, docs/adr, doc/adr).
+    pub adr_dir: Option<PathBuf>,
+    /// How many of the newest records the meeting reads (default 4).
+    pub adrs: Option<usize>,
+    /// Write the decision as the next record in `adr_dir` (the action commits it).
+    #[serde(default)]
+    pub write_adr: bool,
+    /// The record's decision-makers (people).
+    #[serde(default)]
+    pub deciders: Vec<String>,
+    /// The most characters of the diff the meeting reads (default 40,000).
+    pub max_diff_chars: Option<usize>,
+    #[serde(default)]
+    pub brief: MeetingBrief,
+    #[serde(default)]
+    pub decision_packet: DecisionPacket,
+}
+
+/// Run what the event asks.
+pub fn run(s: &Settings) -> Result<()> {
+    let label = s.event_path.display().to_string();
+    let text = crate::io::read_text_file(&s.event_path)?;
+    let event: Value = serde_json::from_str(&text)
+        .map_err(|e| Error::input(&label, "", format!("expected the event's JSON: {e}")))?;
+    let (number, ask) = match event::read(&s.event_name, &event, &s.options) {
+        event::Ask::Nothing(why) => {
+            say(s, &format!("nothing to do: {why}"));
+            return Ok(());
+        }
+        event::Ask::ForkWithoutSecrets { number } => {
+            say(s, &format!(
+                "pull request #{number} comes from a fork, and GitHub gives a fork's pull_request workflow no secrets (no provider key, a read-only token): no meeting ran. A maintainer can comment `/decide <topic>` on it: an issue_comment workflow runs with the repository's secrets, on the base branch's files."
+            ));
+            return Ok(());
+        }
+        event::Ask::Decide { number, .. } | event::Ask::Answer { number, .. } => {
+            (number, event::read(&s.event_name, &event, &s.options))
+        }
+    };
+    let token = s.token.as_deref().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+        Error::Usage(
+            "GITHUB_TOKEN is not set: the workflow step needs `env: GITHUB_TOKEN: ${{ github.token }}` (with pull-requests: write)".into(),
+        )
+    })?;
+    let api = api::Api::new(&s.api_url, &s.repo, token);
+    let config = repo_config(s)?;
+    let (dir, args) = match &ask {
+        event::Ask::Decide { topic, .. } => decide(s, &api, &config, number, topic)?,
+        event::Ask::Answer { text, .. } => match waiting_run(&s.run_dir, number) {
+            Some(dir) => {
+                let file = work_dir(s, number)?.join("answer.txt");
+                let answer = format!("[response]\n{}\n", text.trim());
+                crate::io::write_atomic(&file, answer.as_bytes())?;
+                let args = vec![
+                    "resume".into(),
+                    dir.display().to_string(),
+                    "--answer".into(),
+                    file.display().to_string(),
+                ];
+                (dir, args)
+            }
+            None => {
+                say(s, &format!(
+                    "nothing to do: no meeting of pull request #{number} waits for an answer (in {})",
+                    s.run_dir.display()
+                ));
+                return Ok(());
+            }
+        },
+        _ => unreachable!("handled above"),
+    };
+    let ran = run_meeting(s, &args)?;
+    let run_id = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let report = ran
+        .result
+        .as_ref()
+        .and_then(|r| r.report_file.as_deref())
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .unwrap_or_default();
+    let waiting = crate::driver::RunDir { path: dir.clone() }
+        .waiting()
+        .ok()
+        .flatten()
+        .filter(|_| ran.code == Some(4));
+    let topic = crate::driver::final_board(&dir)
+        .map(|b| b.meeting_input.topic)
+        .unwrap_or_default();
+    let body = comment::render(&comment::Outcome {
+        number,
+        topic: &topic,
+        run_id: &run_id,
+        result: ran.result.as_ref(),
+        report: &report,
+        waiting: waiting
+            .as_ref()
+            .map(|w| (w.agent.as_str(), w.question.as_str())),
+        failure: ran.said.as_deref(),
+    });
+    let url = upsert(&api, number, &body)?;
+    summarise(s, &body);
+    crate::note!("agent-meeting github: {} ({url})", headline(&body));
+    Ok(())
+}
+
+/// The meeting on `topic`: the run folder's resume when it exists (it goes on, or says again
+/// how it ended, at no cost), else a new meeting built from the pull request.
+fn decide(
+    s: &Settings,
+    api: &api::Api,
+    config: &RepoConfig,
+    number: u64,
+    topic: &str,
+) -> Result<(PathBuf, Vec<String>)> {
+    let id = run_id(number, topic);
+    let dir = absolute(&s.run_dir.join(&id));
+    if dir.join("meeting.json").is_file() {
+        return Ok((
+            dir.clone(),
+            vec!["resume".into(), dir.display().to_string()],
+        ));
+    }
+    let pr = api.pull(number)?;
+    let work = work_dir(s, number)?;
+    let max_diff = config.max_diff_chars.unwrap_or(40_000);
+    let diff = api.diff(number)?;
+    let diff_file = work.join("pr.diff");
+    // Redacted before it is kept: the run folder travels as the job's artifact.
+    crate::io::write_atomic(&diff_file, crate::context::redact(&diff).text.as_bytes())?;
+    let files = api.files(number)?;
+    let meeting = meeting_file(&pr, topic, config, &diff_file, max_diff, &files);
+    let file = work.join(format!("{id}.json"));
+    crate::io::write_atomic(&file, crate::io::to_json_line(&meeting, true).as_bytes())?;
+    let agents = match (s.agents.is_empty(), config.agents.is_empty()) {
+        (false, _) => s.agents.clone(),
+        (true, false) => config.agents.clone(),
+        (true, true) => vec!["arch".into(), "biz".into()],
+    };
+    let mut args: Vec<String> = vec![
+        "--meeting-file".into(),
+        file.display().to_string(),
+        "--agents".into(),
+        agents.join(","),
+        "--run-dir".into(),
+        absolute(&s.run_dir).display().to_string(),
+        "--trace-id".into(),
+        id,
+    ];
+    if let Some(usd) = s.max_cost.or(config.max_cost) {
+        args.extend(["--max-cost".into(), usd.to_string()]);
+    }
+    if let Some(n) = config.max_loops {
+        args.extend(["--max-loops".into(), n.to_string()]);
+    }
+    if config.council {
+        args.push("--council".into());
+    }
+    if !config.reviewers.is_empty() {
+        args.extend(["--review-by".into(), config.reviewers.join(",")]);
+    }
+    if config.write_adr {
+        let adr = adr_dir(config).unwrap_or_else(|| PathBuf::from(ADR_DIRS[0]));
+        args.extend(["--adr".into(), adr.display().to_string()]);
+        if !config.deciders.is_empty() {
+            args.extend(["--decider".into(), config.deciders.join(",")]);
+        }
+    }
+    args.extend(s.meeting_args.iter().cloned());
+    Ok((dir, args))
+}
+
+/// The meeting file of a pull request: the topic; the pull request's title and description as
+/// the brief's current state (the repository's brief and decision packet kept); the diff, the
+/// files it changes (as the checkout has them) and the newest decision records as documents.
+fn meeting_file(
+    pr: &Value,
+    topic: &str,
+    config: &RepoConfig,
+    diff: &Path,
+    max_diff: usize,
+    files: &[String],
+) -> Value {
+    let title = pr["title"].as_str().unwrap_or("");
+    let body = crate::text::cut(pr["body"].as_str().unwrap_or("").trim(), 8_000);
+    let mut brief = config.brief.clone();
+    let state = format!(
+        "Pull request #{}: {title}\n\n{body}",
+        pr["number"].as_u64().unwrap_or(0)
+    );
+    brief.current_state = if brief.current_state.is_empty() {
+        state
+    } else {
+        format!("{}\n\n{state}", brief.current_state)
+    };
+    let mut sources = vec![json!({
+        "type": "file", "path": diff.display().to_string(),
+        "purpose": "The pull request's diff",
+        "max_chars_per_file": max_diff,
+    })];
+    for f in files.iter().filter(|f| Path::new(f).is_file()).take(10) {
+        sources.push(
+            json!({"type": "file", "path": absolute(Path::new(f)).display().to_string(),
+            "purpose": "A file the pull request changes, as the base branch has it",
+            "optional": true}),
+        );
+    }
+    if let Some(adr) = adr_dir(config) {
+        sources.push(json!({"type": "directory", "path": absolute(&adr).display().to_string(),
+            "purpose": "The repository's newest decision records; say which one this decision changes",
+            "include": ["[0-9][0-9][0-9][0-9]-*.md"], "keep": "last",
+            "max_files": config.adrs.unwrap_or(4), "max_chars_per_file": 2_000}));
+    }
+    json!({
+        "topic": topic,
+        "brief": brief,
+        "decision_packet": config.decision_packet,
+        "context_sources": sources,
+    })
+}
+
+/// The decision records' folder: the repository file's, else the first of [`ADR_DIRS`] there.
+fn adr_dir(config: &RepoConfig) -> Option<PathBuf> {
+    match &config.adr_dir {
+        Some(d) => Some(d.clone()),
+        None => ADR_DIRS.iter().map(PathBuf::from).find(|d| d.is_dir()),
+    }
+}
+
+/// The run id of a meeting on `topic` about pull request `number`: the same topic, the same
+/// folder (a re-run resumes it); another topic, another meeting.
+pub fn run_id(number: u64, topic: &str) -> String {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(topic.trim().as_bytes());
+    let hex: String = digest[..4].iter().map(|b| format!("{b:02x}")).collect();
+    format!("pr-{number}-{hex}")
+}
+
+/// The newest run folder of pull request `number` that waits for a person.
+fn waiting_run(run_dir: &Path, number: u64) -> Option<PathBuf> {
+    let prefix = format!("pr-{number}-");
+    let mut waiting: Vec<(std::time::SystemTime, PathBuf)> = std::fs::read_dir(run_dir)
+        .ok()?
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .filter(|p| p.join(crate::model::WAITING_FILE).is_file())
+        .filter_map(|p| {
+            let at = std::fs::metadata(p.join(crate::model::WAITING_FILE))
+                .and_then(|m| m.modified())
+                .ok()?;
+            Some((at, absolute(&p)))
+        })
+        .collect();
+    waiting.sort();
+    waiting.pop().map(|(_, p)| p)
+}
+
+/// The folder for what this program writes about pull request `number` (the diff, the
+/// meeting file, an answer), beside the run folders.
+fn work_dir(s: &Settings, number: u64) -> Result<PathBuf> {
+    let dir = absolute(&s.run_dir.join(".github").join(format!("pr-{number}")));
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::Runtime(format!("{}: {}", dir.display(), crate::io::os_error(&e))))?;
+    Ok(dir)
+}
+
+/// The repository's settings file: the one given, else [`REPO_CONFIG`] when there.
+fn repo_config(s: &Settings) -> Result<RepoConfig> {
+    let file = match &s.config {
+        Some(f) => f.clone(),
+        None if Path::new(REPO_CONFIG).is_file() => PathBuf::from(REPO_CONFIG),
+        None => return Ok(RepoConfig::default()),
+    };
+    let label = file.display().to_string();
+    let text = crate::io::read_text_file(&file)?;
+    crate::io::parse_doc::<RepoConfig>(&label, &text, crate::io::Format::Yaml)
+}
+
+/// How `meeting` ended.
+struct Ran {
+    code: Option<i32>,
+    result: Option<MeetingResult>,
+    /// Its last lines on stderr, when it printed no result.
+    said: Option<String>,
+}
+
+/// Run `meeting ARGS --quiet`, its stderr passed on to ours. The meeting gets no GitHub
+/// credential: the token is this program's, for the API only.
+fn run_meeting(s: &Settings, args: &[String]) -> Result<Ran> {
+    let mut cmd = Command::new(&s.exe);
+    cmd.arg("meeting")
+        .args(args)
+        .arg("--quiet")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for var in [
+        "GITHUB_TOKEN",
+        "GH_TOKEN",
+        "ACTIONS_RUNTIME_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+        "ACTIONS_ID_TOKEN_REQUEST_URL",
+    ] {
+        cmd.env_remove(var);
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::Runtime(format!(
+            "cannot run {} meeting: {}",
+            s.exe.display(),
+            crate::io::os_error(&e)
+        ))
+    })?;
+    let mut stdout = child.stdout.take().expect("piped");
+    let out = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stdout.read_to_string(&mut text);
+        text
+    });
+    let mut last: Vec<String> = Vec::new();
+    for line in BufReader::new(child.stderr.take().expect("piped"))
+        .lines()
+        .map_while(|l| l.ok())
+    {
+        crate::note!("{line}");
+        last.push(line);
+        if last.len() > 3 {
+            last.remove(0);
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| Error::Runtime(format!("meeting: {}", crate::io::os_error(&e))))?;
+    let text = out.join().unwrap_or_default();
+    let result: Option<MeetingResult> = serde_json::from_str(text.trim()).ok();
+    Ok(Ran {
+        code: status.code(),
+        said: result.is_none().then(|| last.join("\n")),
+        result,
+    })
+}
+
+/// Post the comment, or update the one an earlier run posted (found by its marker, and posted
+/// by a bot: a person's comment quoting the marker is never edited); its URL.
+fn upsert(api: &api::Api, number: u64, body: &str) -> Result<String> {
+    let marker = comment::marker(number);
+    let ours = api.comments(number)?.into_iter().find(|c| {
+        c["body"].as_str().is_some_and(|b| b.starts_with(&marker)) && c["user"]["type"] == "Bot"
+    });
+    let posted = match ours.as_ref().and_then(|c| c["id"].as_u64()) {
+        Some(id) => api.update_comment(id, body)?,
+        None => api.create_comment(number, body)?,
+    };
+    Ok(posted["html_url"].as_str().unwrap_or("").to_string())
+}
+
+/// The comment's headline (`decided`, `waiting for ana`, ...).
+fn headline(body: &str) -> String {
+    body.lines()
+        .find_map(|l| l.strip_prefix("### agent-meeting: "))
+        .unwrap_or("")
+        .to_string()
+}
+
+/// A line for the log and the job's summary page.
+fn say(s: &Settings, text: &str) {
+    crate::note!("agent-meeting github: {text}");
+    summarise(s, &format!("agent-meeting: {text}\n"));
+}
+
+/// Append to the job's summary page (`GITHUB_STEP_SUMMARY`), when there is one; a summary
+/// that cannot be written loses nothing the comment does not have.
+fn summarise(s: &Settings, text: &str) {
+    if let Some(file) = &s.summary {
+        let appended = std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(file)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()));
+        if let Err(e) = appended {
+            crate::note!(
+                "agent-meeting github: {}: {}",
+                file.display(),
+                crate::io::os_error(&e)
+            );
+        }
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The guide's `.github/agent-meeting.yaml` is one this program reads.
+    #[test]
+    fn the_guides_repository_file_is_read() {
+        let guide = include_str!("../../docs/GUIDE.md");
+        let at = guide
+            .find("`.github/agent-meeting.yaml` sets the rest")
+            .expect("the guide's example");
+        let start = guide[at..].find("```yaml\n").unwrap() + at + "```yaml\n".len();
+        let end = guide[start..].find("```").unwrap() + start;
+        let config: RepoConfig =
+            crate::io::parse_doc("guide", &guide[start..end], crate::io::Format::Yaml).unwrap();
+        assert_eq!(config.agents, ["arch", "sre", "ana"]);
+        assert!(config.write_adr);
+        assert_eq!(config.decision_packet.required_questions.len(), 1);
+    }
+
+    #[test]
+    fn a_topic_keeps_its_run_folder() {
+        assert_eq!(run_id(7, "Move CI?"), run_id(7, " Move CI? "));
+        assert_ne!(run_id(7, "Move CI?"), run_id(7, "Move CD?"));
+        assert_ne!(run_id(7, "Move CI?"), run_id(8, "Move CI?"));
+        assert!(run_id(7, "x").starts_with("pr-7-"));
+    }
+}

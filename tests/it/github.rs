@@ -1,0 +1,303 @@
+//! `agent-meeting github` (docs/design/github.md) against a fake GitHub API: a `/decide`
+//! comment runs a meeting on the pull request and posts one comment, a second run updates it
+//! (and pays nothing again), a meeting waiting for a person says how to answer and `/answer`
+//! resumes it, a fork's `pull_request` event runs nothing and says why, and the token goes to
+//! the API it was given and nowhere else (no redirect followed, none to the meeting).
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::fake_http::{self, Action, FakeServer};
+use crate::fixtures::{pm, Cassette};
+use crate::harness::{Cli, Run, Workdir};
+
+const TOKEN: &str = "ghs_faketoken1234567890";
+
+/// A fake GitHub holding one pull request (#7 of o/r) and its comments.
+struct FakeGithub {
+    server: FakeServer,
+    comments: Arc<Mutex<Vec<Value>>>,
+}
+
+impl FakeGithub {
+    fn start(head_repo: &str) -> FakeGithub {
+        let comments: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(vec![
+            // A person quoting the marker: never edited.
+            json!({"id": 1, "body": "<!-- agent-meeting:pr-7 --> quoted by a person",
+                   "user": {"login": "ana", "type": "User"}}),
+        ]));
+        let store = comments.clone();
+        let head = head_repo.to_string();
+        let server = FakeServer::answering(move |req| {
+            let mut all = store.lock().unwrap();
+            let path = req.path.as_str();
+            match (req.method.as_str(), path) {
+                ("GET", "/repos/o/r/pulls/7")
+                    if req.header("accept") == Some("application/vnd.github.diff") =>
+                {
+                    fake_http::json(
+                        200,
+                        "diff --git a/ci.yml b/ci.yml\n+runs-on: ubuntu-24.04-arm\n+# token ghp_abcdefghijklmnopqrstuvwxyz0123456789\n",
+                    )
+                }
+                ("GET", "/repos/o/r/pulls/7") => fake_http::json(
+                    200,
+                    &json!({"number": 7, "title": "Move CI to arm64",
+                            "body": "Runners on arm64 cost less. Builds must stay under 10 minutes.",
+                            "head": {"repo": {"full_name": head}},
+                            "base": {"repo": {"full_name": "o/r"}}})
+                    .to_string(),
+                ),
+                ("GET", p) if p.starts_with("/repos/o/r/pulls/7/files") => fake_http::json(
+                    200,
+                    r#"[{"filename": "ci.yml", "status": "modified"}]"#,
+                ),
+                ("GET", p) if p.starts_with("/repos/o/r/issues/7/comments") => {
+                    fake_http::json(200, &Value::Array(all.clone()).to_string())
+                }
+                ("POST", "/repos/o/r/issues/7/comments") => {
+                    let id = 100 + all.len() as u64;
+                    let c = json!({"id": id, "body": req.json()["body"],
+                                   "user": {"login": "github-actions[bot]", "type": "Bot"},
+                                   "html_url": format!("https://github.test/o/r/pull/7#issuecomment-{id}")});
+                    all.push(c.clone());
+                    fake_http::json(201, &c.to_string())
+                }
+                ("PATCH", p) if p.starts_with("/repos/o/r/issues/comments/") => {
+                    let id: u64 = p.rsplit('/').next().unwrap().parse().unwrap();
+                    let Some(c) = all.iter_mut().find(|c| c["id"] == id) else {
+                        return fake_http::json(404, r#"{"message": "Not Found"}"#);
+                    };
+                    c["body"] = req.json()["body"].clone();
+                    fake_http::json(200, &c.to_string())
+                }
+                _ => fake_http::json(404, r#"{"message": "Not Found"}"#),
+            }
+        });
+        FakeGithub { server, comments }
+    }
+
+    /// The comments a bot posted.
+    fn ours(&self) -> Vec<Value> {
+        self.comments
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|c| c["user"]["type"] == "Bot")
+            .cloned()
+            .collect()
+    }
+
+    fn requests(&self, method: &str) -> usize {
+        (0..self.server.count())
+            .filter(|&i| self.server.request(i).method == method)
+            .count()
+    }
+}
+
+fn comment_event(work: &Workdir, body: &str) -> std::path::PathBuf {
+    work.write(
+        "event.json",
+        json!({"action": "created",
+               "issue": {"number": 7, "pull_request": {"url": "x"}},
+               "comment": {"body": body, "author_association": "MEMBER",
+                           "user": {"login": "ana"}},
+               "repository": {"full_name": "o/r"}})
+        .to_string(),
+    )
+}
+
+/// `agent-meeting github` run in `work` against `gh`, on the event in `event.json`.
+fn github(work: &Workdir, gh: &FakeGithub, name: &str, env: &[(&str, &str)]) -> Run {
+    let mut c = Cli::new(std::process::Command::new(env!(
+        "CARGO_BIN_EXE_agent-meeting"
+    )));
+    c.current_dir(work.path())
+        .arg("github")
+        .env("GITHUB_EVENT_NAME", name)
+        .env("GITHUB_EVENT_PATH", work.join("event.json"))
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("GITHUB_API_URL", &gh.server.url)
+        .env("GITHUB_TOKEN", TOKEN)
+        .env("GITHUB_STEP_SUMMARY", work.join("summary.md"));
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.run()
+}
+
+/// The done-when of the feature: a `/decide` comment, the sample provider, one comment with
+/// the recommendation posted to the API given; a second run updates that comment, asks no
+/// model again, and posts no second one. The token went to that API on every request, the
+/// diff's secret was redacted before the meeting read it.
+#[test]
+fn a_decide_comment_posts_one_comment_and_a_rerun_updates_it() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    work.write("ci.yml", "runs-on: ubuntu-24.04\n");
+    let gh = FakeGithub::start("o/r");
+    comment_event(&work, "/decide Move CI to arm64 runners?\nThanks!");
+    let env = [("AGENT_MEETING_PROVIDER", "sample")];
+    let first = github(&work, &gh, "issue_comment", &env);
+    first.success();
+    let ours = gh.ours();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let body = ours[0]["body"].as_str().unwrap().to_string();
+    assert!(body.starts_with("<!-- agent-meeting:pr-7 -->\n"), "{body}");
+    assert!(body.contains("**Move CI to arm64 runners?**"), "{body}");
+    assert!(body.contains("#### Recommendation"), "{body}");
+    assert!(body.contains("**Cost:**"), "{body}");
+    for i in 0..gh.server.count() {
+        let req = gh.server.request(i);
+        assert_eq!(
+            req.header("authorization"),
+            Some(format!("Bearer {TOKEN}").as_str()),
+            "{} {}",
+            req.method,
+            req.path
+        );
+    }
+    let run = work.join("runs/.github/pr-7/pr.diff");
+    let diff = std::fs::read_to_string(run).unwrap();
+    assert!(!diff.contains("ghp_abcdefghij"), "{diff}");
+    assert!(
+        work.read("summary.md").contains("agent-meeting: decided")
+            || body.contains("agent-meeting:")
+    );
+    let calls = |work: &Workdir| -> usize {
+        let dir = std::fs::read_dir(work.join("runs"))
+            .unwrap()
+            .flatten()
+            .find(|e| e.file_name().to_string_lossy().starts_with("pr-7-"))
+            .unwrap()
+            .path();
+        std::fs::read_to_string(dir.join("llm.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    let before = calls(&work);
+    let posts = gh.requests("POST");
+    github(&work, &gh, "issue_comment", &env).success();
+    assert_eq!(gh.ours().len(), 1, "never a second comment");
+    assert_eq!(gh.requests("POST"), posts);
+    assert_eq!(gh.requests("PATCH"), 1);
+    assert_eq!(calls(&work), before, "nothing asked twice");
+    // The person's comment quoting the marker is as it was.
+    assert_eq!(
+        gh.comments.lock().unwrap()[0]["body"],
+        "<!-- agent-meeting:pr-7 --> quoted by a person"
+    );
+}
+
+/// A meeting that waits for a person says whom and how to answer; an `/answer` comment
+/// resumes it, and the same comment then says what it decided.
+#[test]
+fn a_waiting_meeting_is_answered_by_an_answer_comment() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    work.write(
+        "cfg/agent-meeting/agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows the nights on call.\n",
+    );
+    work.write(".github/agent-meeting.yaml", "agents: [arch, ana]\n");
+    let c = Cassette::new()
+        .pm(pm::call("ana", "Who gets paged at night?"))
+        .at(3)
+        .pm(pm::done())
+        .write(work.join("c.jsonl"));
+    let gh = FakeGithub::start("o/r");
+    let cfg = work.join("cfg");
+    let env = [
+        ("AGENT_MEETING_PROVIDER", "replay"),
+        ("MEETING_CASSETTE", c.to_str().unwrap()),
+        ("XDG_CONFIG_HOME", cfg.to_str().unwrap()),
+        ("MEETING_HUMAN_TTY", "/nonexistent/tty"),
+    ];
+    comment_event(&work, "/decide Who is on call for the new runners?");
+    github(&work, &gh, "issue_comment", &env).success();
+    let body = gh.ours()[0]["body"].as_str().unwrap().to_string();
+    assert!(body.contains("agent-meeting: waiting for ana"), "{body}");
+    assert!(body.contains("Who gets paged at night?"), "{body}");
+    assert!(body.contains("`/answer`"), "{body}");
+    comment_event(&work, "/answer Priya, by phone.");
+    github(&work, &gh, "issue_comment", &env).success();
+    let ours = gh.ours();
+    assert_eq!(ours.len(), 1);
+    let body = ours[0]["body"].as_str().unwrap();
+    assert!(body.contains("agent-meeting: decided"), "{body}");
+}
+
+/// A fork's `pull_request` workflow has no secrets: nothing runs, nothing is asked of the
+/// API, and the log and the job's summary say why and what a maintainer can do.
+#[test]
+fn a_forks_pull_request_runs_nothing_and_says_why() {
+    let work = Workdir::new();
+    let gh = FakeGithub::start("fork/r");
+    work.write(
+        "event.json",
+        json!({"action": "labeled", "label": {"name": "decide"},
+               "pull_request": {"number": 7, "title": "Move CI to arm64",
+                   "head": {"repo": {"full_name": "fork/r"}},
+                   "base": {"repo": {"full_name": "o/r"}}}})
+        .to_string(),
+    );
+    let out = github(&work, &gh, "pull_request", &[]);
+    out.success().stderr_has("comes from a fork");
+    assert_eq!(gh.server.count(), 0);
+    assert!(work.read("summary.md").contains("/decide <topic>"));
+}
+
+/// The token goes to the API it was given, and nowhere a response points: a redirect is
+/// refused (exit 1, the token never in the message) and the other host sees nothing.
+#[test]
+fn a_redirect_from_the_api_is_not_followed_with_the_token() {
+    let work = Workdir::new();
+    let elsewhere = FakeServer::start(vec![]);
+    let gh = FakeServer::start(vec![Action::Respond {
+        status: 302,
+        headers: vec![(
+            "location".into(),
+            format!("{}/repos/o/r/pulls/7", elsewhere.url),
+        )],
+        body: String::new(),
+    }]);
+    comment_event(&work, "/decide Move CI?");
+    let mut c = Cli::new(std::process::Command::new(env!(
+        "CARGO_BIN_EXE_agent-meeting"
+    )));
+    let out = c
+        .current_dir(work.path())
+        .args(["github", "--event-name", "issue_comment", "--repo", "o/r"])
+        .arg("--event")
+        .arg(work.join("event.json"))
+        .args(["--api-url", &gh.url])
+        .env("GITHUB_TOKEN", TOKEN)
+        .run();
+    out.exit(1).stderr_has("not followed");
+    assert!(!out.stderr().contains(TOKEN));
+    assert_eq!(elsewhere.count(), 0);
+    assert_eq!(gh.count(), 1);
+}
+
+/// The action is valid for GitHub's schema of actions (`check-jsonschema`'s vendored copy; a
+/// test that needs the tool says so, and CI installs it).
+#[test]
+fn the_action_is_valid_for_githubs_schema() {
+    if crate::harness::skip_without(crate::harness::Tool::CheckJsonschema) {
+        return;
+    }
+    let root = crate::harness::root();
+    let out = std::process::Command::new("check-jsonschema")
+        .args(["--builtin-schema", "vendor.github-actions"])
+        .arg(root.join("action.yml"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "action.yml: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
