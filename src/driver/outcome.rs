@@ -105,6 +105,9 @@ impl Answers {
     }
 }
 
+/// The words of a `no_decision` whose report is the PM's own (no option chosen), not the fallback.
+const NO_OPTION: &str = crate::meeting::final_report::NO_OPTION_CHOSEN;
+
 /// The MeetingResult printed on stdout (docs/design/flow.md#statuses). Its status is the
 /// board's, except for a saved report: `failed` when no model contributed to it, else
 /// `no_decision` when it is the fallback (the PM made no decision); `last_error` says why.
@@ -164,6 +167,14 @@ pub fn final_line(result: &MeetingResult, answers: &Answers, ui: Ui) -> String {
     }
     let (status, colour) = match (result.status, result.forced) {
         (MeetingStatus::Failed, _) => ("failed", "1;31"),
+        (MeetingStatus::NoDecision, _)
+            if result
+                .last_error
+                .as_deref()
+                .is_some_and(|e| e.contains(NO_OPTION)) =>
+        {
+            ("no decision", "1;33")
+        }
         (MeetingStatus::NoDecision, _) => ("no decision (fallback report)", "1;33"),
         (MeetingStatus::Waiting, _) => ("waiting for a person", "1;33"),
         (_, true) => ("finished (forced)", "1;32"),
@@ -200,8 +211,9 @@ pub(super) fn failure(
     let why = result.last_error.as_deref();
     match result.status {
         MeetingStatus::NoDecision => Some(Error::NoDecision(format!(
-            "{}; the fallback report is {}",
+            "{}; the {}report is {}",
             why.unwrap_or("no decision"),
+            if why.is_some_and(|w| w.contains(NO_OPTION)) { "" } else { "fallback " },
             result.report_file.as_deref().unwrap_or("-")
         ))),
         MeetingStatus::Waiting => Some(Error::Waiting {

@@ -10,9 +10,16 @@ use crate::model::{Board, FlowKind, ForcedReason, ProcessKind, PM_CALLER};
 /// `no_decision` ending both say it, so the two never differ. Read from the board's facts
 /// (`record.forced`, the failed rounds in the record's Process Note entries, whether the PM
 /// was called and asked anyone), never from a note's words.
+/// Why a meeting whose PM wrote its report still decided nothing: no decision among its
+/// options (docs/design/flow.md#statuses).
+pub const NO_OPTION_CHOSEN: &str =
+    "the PM's report chose none of the options (its decision was empty)";
+
 pub fn no_decision_reason(board: &Board) -> Option<String> {
     if board.has_final_report() {
-        return None;
+        // A report that chose none of the meeting's options decided nothing, whatever it says.
+        let options = !board.meeting_input.decision_packet.options.is_empty();
+        return (options && board.record.decision.is_none()).then(|| NO_OPTION_CHOSEN.into());
     }
     let record = &board.record;
     // A board from before the record's callers does not say who was called.
@@ -121,6 +128,17 @@ mod tests {
         b.loop_count = 6;
         assert!(reason(&b).starts_with("the meeting reached its loop limit (6/6)"));
         b.final_report = Some("### Executive Summary\nGo.\n### Recommendation\nGo.".into());
+        assert_eq!(no_decision_reason(&b), None);
+        // With options to choose among, a report without a decision decided nothing (exit 3),
+        // whatever its text says.
+        b.meeting_input.decision_packet.options = vec!["Keep".into(), "Rewrite".into()];
+        assert_eq!(no_decision_reason(&b).as_deref(), Some(NO_OPTION_CHOSEN));
+        b.record.decision = Some(crate::model::Decision {
+            choice: "Keep".into(),
+            confidence: crate::model::Confidence::High,
+            revisit_if: String::new(),
+            against_council: None,
+        });
         assert_eq!(no_decision_reason(&b), None);
     }
 }

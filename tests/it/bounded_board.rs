@@ -322,7 +322,8 @@ fn a_long_meeting_keeps_a_bounded_board() {
     // The PM finishes; `render-report --events FILE` draws all 100 loops from the history, and
     // prints the board it read.
     let finish = serde_json::json!({"analysis": "Done.", "next_action": "FINISH",
-        "final_report": "### Executive Summary\nThe replica.\n\n### Recommendation\nTrial it."});
+        "final_report": "### Executive Summary\nThe replica.\n\n### Recommendation\nTrial it.",
+        "decision": {"choice": "The replica", "confidence": "medium", "revisit_if": ""}});
     let (mut c, _) = client(&b, vec![ok_json(finish)]);
     b = pm_step::pm_step(b, &mut c, &opts(), &clock()).unwrap();
     history.extend(b.new_events.iter().cloned());

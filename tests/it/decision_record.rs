@@ -187,7 +187,6 @@ fn an_unknown_question_id_is_recorded_and_the_meeting_goes_on() {
         .pm(pm::finish("### Executive Summary\nDone here.\n### Recommendation\nGo with the replica.")
             .with("answered_questions", json!([{"question": "Does a read replica alone bring the run under the 06:00 UTC deadline with margin?",
                 "answer": "No.", "by": ["arch"]}]))
-            .with("decision", Value::Null)
             .with("option_assessments", json!([])))
         .write(work.join("c.jsonl"));
     let out = cli("meeting")
@@ -242,7 +241,8 @@ fn an_old_cassette_still_gives_a_report() {
             let mut reply: Value =
                 serde_json::from_str(line["response"].as_str().unwrap()).unwrap();
             let o = reply.as_object_mut().unwrap();
-            for k in ["answered_questions", "decision", "option_assessments"] {
+            // The decision stays: a FINISH in a meeting with options must choose one.
+            for k in ["answered_questions", "option_assessments"] {
                 o.remove(k);
             }
             if let Some(cs) = o.get_mut("citations").and_then(Value::as_array_mut) {
@@ -254,7 +254,7 @@ fn an_old_cassette_still_gives_a_report() {
         })
         .write(work.join("old.jsonl"));
     let (md, _) = run_demo(&work, &c, &[]);
-    assert!(!md.contains("**Decision:**") && !md.contains("Options assessed"));
+    assert!(md.contains("**Decision:**") && !md.contains("Options assessed"));
     assert_eq!(
         section(&md, "Required Questions")
             .matches("— not answered")

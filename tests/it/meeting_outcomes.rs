@@ -809,3 +809,37 @@ fn a_failed_request_is_shown_while_the_stage_runs() {
     let status = child.wait().unwrap();
     assert_eq!(status.signal(), Some(libc::SIGTERM), "{status}");
 }
+
+/// A FINISH without a decision in a meeting with options is sent back once, saying what it
+/// needs (docs/design/pm-round.md#closing-round); the retry's decision finishes the meeting.
+#[test]
+fn a_finish_without_a_decision_is_asked_for_it() {
+    let work = Workdir::new();
+    let text = std::fs::read_to_string(demo_cassette()).unwrap();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let last: Value = serde_json::from_str(lines.last().unwrap()).unwrap();
+    let mut finish: Value = serde_json::from_str(last["response"].as_str().unwrap()).unwrap();
+    let decided = finish.clone();
+    finish["decision"] = Value::Null;
+    let mut out = lines[..lines.len() - 1].join("\n") + "\n";
+    let mut null_line = last.clone();
+    null_line["response"] = json!(finish.to_string());
+    out.push_str(&format!("{null_line}\n"));
+    let mut retry = last.clone();
+    retry["seq"] = json!(last["seq"].as_u64().unwrap() + 1);
+    retry["response"] = json!(decided.to_string());
+    out.push_str(&format!("{retry}\n"));
+    let cassette = work.write("c.jsonl", out);
+    let run = meeting_cmd(work.path(), &cassette, &[]).run();
+    run.check(run.code() == Some(0), "the retry's decision");
+    let log = work.read("runs/demo-test/llm.jsonl");
+    let asked: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let retry_prompt = asked.last().unwrap()["messages"].to_string();
+    assert!(
+        retry_prompt.contains("a FINISH in a meeting with options needs a decision"),
+        "{retry_prompt}"
+    );
+}

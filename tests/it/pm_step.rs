@@ -776,6 +776,13 @@ fn golden_pm_prompts() {
         "PM routing failed: target_agent \"ops\" is not a participant (allowed: arch, biz)".into(),
     );
     golden("pm_user_forced.txt", &pm::render_pm_user(&b).unwrap());
+    // The closing round reached before anyone was asked (the one-call baseline, a meeting out
+    // of budget at once): the same offer as its schema, FINISH and what it adds.
+    let mut first = board();
+    first.loop_count = first.max_loops;
+    let text = pm::render_pm_user(&first).unwrap();
+    assert!(!text.contains("No FINISH before"), "{text}");
+    golden("pm_user_forced_first.txt", &text);
 }
 
 // --- the program ---------------------------------------------------------------------------
@@ -896,7 +903,8 @@ fn placeholder_answers_are_retried_with_the_reason() {
 fn a_finish_with_a_stray_target_is_taken_without_a_retry() {
     let finish = json!({"analysis": "Enough.", "next_action": "FINISH", "target_agent": "arch",
         "prompt_for_agent": "Anything else?",
-        "final_report": "### Executive Summary\nKeep Python.\n### Recommendation\nTune the jobs."});
+        "final_report": "### Executive Summary\nKeep Python.\n### Recommendation\nTune the jobs.",
+        "decision": {"choice": "Keep Python", "confidence": "high", "revisit_if": ""}});
     let (b, reqs) = run(answered_by("arch"), vec![ok_json(finish)]);
     assert_eq!(reqs.len(), 1, "no retry");
     assert_eq!(b.status, Status::Finishing);

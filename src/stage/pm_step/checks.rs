@@ -172,7 +172,8 @@ impl Asker for PmAsk<'_> {
     fn narrow(&self, expect: &mut ExpectedJson) {
         let offered = || Offered::of(self.board).actions_in(self.mode, self.board);
         if let Some(action) = self.chosen.filter(|a| offered().contains(a)) {
-            super::offer::narrow_to(&mut expect.schema, action);
+            let required = super::offer::decision_required(self.board);
+            super::offer::narrow_to(&mut expect.schema, action, required);
         }
     }
 
@@ -289,6 +290,12 @@ pub(super) fn check_decision(
         ));
     }
     if decision.next_action == NextAction::Finish {
+        if decision.decision.is_none() && super::offer::decision_required(board) {
+            return Err(Invalid::Schema(
+                "decision: a FINISH in a meeting with options needs a decision: choice (one of the options, or that none fits and why), confidence, revisit_if".into(),
+                "its FINISH left the decision out".into(),
+            ));
+        }
         return Ok(decision);
     }
     if mode == Mode::ForcedFinish {
@@ -328,17 +335,13 @@ fn check_action(board: &Board, mode: Mode, value: &Value) -> Result<(), Invalid>
     ))
 }
 
-/// At most one answer per open question, and the participants an answered question names in
-/// `by` must have answered in this meeting (docs/design/whiteboard.md#questions): a name the
-/// PM invents, or a participant never asked, is refused like any invalid answer.
+/// The participants an answered question names in `by` must have answered in this meeting
+/// (docs/design/whiteboard.md#questions): a name the PM invents, or a participant never asked,
+/// is refused like any invalid answer. More entries than open questions are not refused: the
+/// schema allows as many as the whiteboard can hold open (a bound that stays the same all
+/// meeting, for the cached prefix), so a reply that follows it is taken, and an entry that names
+/// no open question is noted and ignored when it is applied (`whiteboard::apply_answers`).
 fn check_answered_by(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
-    let (n, open) = (d.answered_questions.len(), board.open_questions().len());
-    if n > open {
-        return Err(Invalid::Schema(
-            format!("answered_questions: {n} answers, but {open} questions are open: mark each open question at most once"),
-            format!("it marked {n} questions answered where {open} were open"),
-        ));
-    }
     let answerers = super::offer::answerers(board);
     for (i, a) in d.answered_questions.iter().enumerate() {
         for (j, name) in a.by.iter().enumerate() {

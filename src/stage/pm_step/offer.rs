@@ -77,11 +77,10 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     input["role"] = json!(role);
     input["schema_in_prompt"] = json!(schema_in_prompt);
     let offer = Offered::of(board);
-    // Answering objections: CALL_AGENT only while loops are left; otherwise as before.
-    let actions = match mode(board) {
-        Mode::Review => offer.actions_in(Mode::Review, board),
-        _ => offer.actions.clone(),
-    };
+    // The rules are said from the round's own offer, the one its schema is built from
+    // ([`pm_expected_json`]): the closing round's prompt says what a FINISH adds even when it
+    // comes before anyone was asked (docs/design/pm-round.md#closing-round).
+    let actions = offer.actions_in(mode(board), board);
     input["offer_call"] = json!(actions.contains(&NextAction::CallAgent));
     input["offer_finish"] = json!(actions.contains(&NextAction::Finish));
     input["council"] = json!(board.council.is_some());
@@ -89,6 +88,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
         input["review"] = crate::meeting::review::for_pm(board);
     }
     input["offer_answered"] = json!(offer.answered > 0);
+    input["decision_required"] = json!(decision_required(board));
     input["offer_assessments"] = json!(offer.assessments > 0);
     input["max_calls"] = json!(if offer.actions.contains(&NextAction::CallAgents) {
         offer.fan_out
@@ -304,8 +304,12 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     }
     let finish = actions.contains(&NextAction::Finish);
     if actions == [NextAction::Finish] {
-        // A round that may only FINISH must write the report: a string, never null.
+        // A round that may only FINISH must write the report: a string, never null; and, in a
+        // meeting with options, the decision among them.
         properties["final_report"] = json!({"type": "string"});
+        if decision_required(board) {
+            not_null(&mut properties["decision"]);
+        }
     } else if !finish {
         // Before the PM has asked anyone: nothing of a FINISH, which a small model would fill.
         properties["final_report"] = json!({"type": "null"});
@@ -382,10 +386,17 @@ fn without_field(schema: &mut Value, field: &str) {
     }
 }
 
+/// Whether a FINISH must carry a `decision`: the meeting has options to choose among (a choice
+/// may still say that none fits, and why). Without options, a decision is the PM's to give.
+pub(super) fn decision_required(board: &Board) -> bool {
+    !board.meeting_input.decision_packet.options.is_empty()
+}
+
 /// The schema of a retry that keeps `action` (`PmAsk::narrow`, docs/design/failure-policy.md#ask-loop):
 /// `next_action` that action alone, and the fields it needs no longer nullable — CALL_AGENT's
-/// target and question, CALL_AGENTS' calls, FINISH's report. The rest stays as sent.
-pub(super) fn narrow_to(schema: &mut Value, action: NextAction) {
+/// target and question, CALL_AGENTS' calls, FINISH's report (and its decision, when
+/// `decision_required`). The rest stays as sent.
+pub(super) fn narrow_to(schema: &mut Value, action: NextAction, decision_required: bool) {
     let Some(props) = schema.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
     };
@@ -396,6 +407,7 @@ pub(super) fn narrow_to(schema: &mut Value, action: NextAction) {
     let needed: &[&str] = match action {
         NextAction::CallAgent => &["target_agent", "prompt_for_agent"],
         NextAction::CallAgents => &["calls"],
+        NextAction::Finish if decision_required => &["final_report", "decision"],
         NextAction::Finish => &["final_report"],
     };
     for field in needed {
@@ -426,6 +438,40 @@ fn not_null(v: &mut Value) {
 pub(super) mod tests {
     use super::*;
     use crate::stage::pm_step::checks::check_decision;
+
+    /// A closing round reached before anyone was asked (docs/design/pm-round.md#closing-round:
+    /// the one-call baseline, a meeting out of loops or budget at once): its prompt and its
+    /// schema are built from the same offer — the prompt says what a FINISH adds and no
+    /// "No FINISH before a participant has been asked", the schema allows FINISH alone with
+    /// the report and, in a meeting with options, the decision required.
+    #[test]
+    fn a_closing_round_before_any_answer_says_what_it_asks() {
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        board.meeting_input.decision_packet.options = vec!["Keep".into(), "Rewrite".into()];
+        board.loop_count = board.max_loops;
+        assert_eq!(mode(&board), Mode::ForcedFinish);
+        assert!(!crate::meeting::final_report::pm_asked_anyone(&board));
+        let prompt = render_pm_user(&board).unwrap();
+        assert!(!prompt.contains("No FINISH before"), "{prompt}");
+        assert!(
+            prompt.contains("A FINISH adds decision (required: choice is one of the options"),
+            "{prompt}"
+        );
+        assert!(prompt.contains("`### Executive Summary`"), "{prompt}");
+        let schema = pm_expected_json(&board, Mode::ForcedFinish).schema;
+        let p = &schema["properties"];
+        assert_eq!(p["next_action"]["enum"], json!(["FINISH"]));
+        assert_eq!(p["final_report"], json!({"type": "string"}));
+        assert_eq!(p["decision"]["type"], "object", "{}", p["decision"]);
+        crate::llm::json_format::to_strict(&schema).expect("strict-able");
+        // Without options the decision stays the PM's to give.
+        board.meeting_input.decision_packet.options.clear();
+        let schema = pm_expected_json(&board, Mode::ForcedFinish).schema;
+        assert!(schema["properties"]["decision"].get("anyOf").is_some());
+        assert!(!render_pm_user(&board)
+            .unwrap()
+            .contains("(required: choice"));
+    }
 
     /// `who` answered a question of the PM's in this meeting.
     pub(crate) fn answered(board: &mut Board, who: &str) {
@@ -562,7 +608,7 @@ pub(super) mod tests {
         answered(&mut board, "arch");
         for action in NextAction::ALL {
             let mut schema = pm_expected_json(&board, Mode::Normal).schema;
-            narrow_to(&mut schema, action);
+            narrow_to(&mut schema, action, false);
             assert_eq!(
                 schema["properties"]["next_action"]["enum"],
                 json!([action.as_str()])
@@ -871,18 +917,23 @@ pub(super) mod tests {
             ok["answered_questions"] = json!([{"question": "Q1", "answer": "A.", "by": ["ceo"]}]);
             assert!(!v.is_valid(&ok), "ceo is not a participant");
         }
-        // Answering more questions than are open now is the check's to refuse.
+        // More answers than questions open now: the schema allows them, so the check takes
+        // them (applying them notes and ignores the extra, whiteboard::apply_answers).
         let mut more = too_many.clone();
         more["option_assessments"] = Value::Null;
         more["final_report"] =
             json!("### Executive Summary\nKeep it.\n### Recommendation\nTune it.");
+        more["decision"] = json!({"choice": "A", "confidence": "high", "revisit_if": ""});
         more["answered_questions"] = json!([{"question": "Q1", "answer": "A.", "by": ["biz"]},
             {"question": "Q2", "answer": "B.", "by": ["biz"]},
             {"question": "Q2", "answer": "B.", "by": ["biz"]}]);
+        check_decision(&board, Mode::Normal, &more).expect("a reply the schema allows");
+        // A FINISH in a meeting with options needs its decision.
+        more["decision"] = Value::Null;
         let e = check_decision(&board, Mode::Normal, &more).unwrap_err();
         assert!(
             e.describe()
-                .contains("answered_questions: 3 answers, but 2 questions are open"),
+                .contains("decision: a FINISH in a meeting with options needs a decision"),
             "{}",
             e.describe()
         );
