@@ -35,11 +35,28 @@ def norm(text):
     return re.sub(r"\s+", " ", text).strip()
 
 
+# Words that open a choice or an option without changing which one it is: articles and the
+# verbs of choosing ("Use Apache PDFBox" and "Apache PDFBox" name one option). Verbs that
+# change the meaning ("keep", "replace", "move") are never dropped.
+FILLER = ("the", "a", "an", "use", "using", "adopt", "choose", "pick", "go", "with", "option",
+          "we", "should", "recommend", "recommended", "select")
+
+
+def core(text):
+    """A normalized choice or option without its leading filler words."""
+    words = norm(text).split(" ")
+    while words and words[0] in FILLER:
+        words.pop(0)
+    return " ".join(words)
+
+
 def read_choice(choice, options):
     """The option a decision's `choice` names, or None. A choice names an option when, normalized,
-    it is that option or begins with it (models add a reason after it); a choice that names none
-    (`none of these`, the sample provider's `[sample] none yet ...`) is None. Deliberately no
-    fuzzy matching: a choice the grader cannot read is a wrong answer, the same in every mode."""
+    it is that option or begins with it (models add a reason after it); else when, without the
+    leading articles and verbs of choosing ([`core`]), it is or begins with exactly one option's
+    core ("Apache PDFBox" for "Use Apache PDFBox"); a choice that names none (`none of these`,
+    the sample provider's `[sample] none yet ...`) is None. No fuzzy matching beyond that: a
+    choice the grader cannot read is a wrong answer, the same in every mode."""
     c = norm(choice)
     if not c:
         return None
@@ -47,7 +64,17 @@ def read_choice(choice, options):
         n = norm(o)
         if c == n or c.startswith(n + " ") or c.startswith(n + "-"):
             return o
-    return None
+    cc = core(choice)
+    named = [o for o in options if core(o) and (cc == core(o) or cc.startswith(core(o) + " ")
+                                                or cc.startswith(core(o) + "-"))]
+    return named[0] if len(named) == 1 else None
+
+
+def is_decision(choice):
+    """Whether a decision's `choice` is a real one: not empty and not the sample provider's
+    placeholder (`[sample] none yet ...`)."""
+    c = (choice or "").strip()
+    return bool(c) and not c.startswith("[sample]")
 
 
 def quote_matches(cited, planted):

@@ -243,7 +243,9 @@ def summarize(results, modes):
         rows.append({
             "mode": mode, "available": True, "cases": n, "failed": n - len(ok),
             "correct": sum(1 for g in ok if g["correct"]),
-            "decided": sum(1 for g in ok if g.get("report_kind") != "fallback"),
+            # A real choice only: the sample's placeholder and a fallback report decide nothing.
+            "decided": sum(1 for g in ok if g.get("report_kind") != "fallback"
+                           and grade.is_decision(g.get("choice"))),
             "required_answered": round(req / req_total, 3) if req_total else None,
             "citation_precision": mean("citation_precision"),
             "citation_recall": mean("citation_recall"),

@@ -188,6 +188,13 @@ fn the_grader_scores_decision_questions_and_citations() {
     ));
     assert_eq!(g["chosen_option"], Value::Null, "a choice naming no option");
     assert_eq!(g["correct"], false);
+    // A choice without the option's verb of choosing names it (a Qwen reply's shape: "Apache
+    // PDFBox" for "Use Apache PDFBox"); a verb that changes the meaning is never dropped.
+    let g = grade("A managed queue (Amazon SQS) with workers, as the promise needs");
+    assert_eq!(g["chosen_option"], reference, "{g}");
+    assert_eq!(g["correct"], true);
+    let g = grade("the nightly cron job that sends the day's invoices");
+    assert_eq!(g["chosen_option"], Value::Null, "keep or replace it? {g}");
 }
 
 /// `run.py --offline` on two cases replays the shipped cassettes through the programs: the
@@ -226,6 +233,10 @@ fn the_offline_benchmark_prints_the_four_modes_byte_stable() {
     assert!(stderr.contains("[1/2] c01-queue-vs-cron:"), "{stderr}");
     assert!(stderr.contains("[2/2] c04-cache-layer:"), "{stderr}");
     let doc: Value = serde_json::from_str(&results).unwrap();
+    // The sample decides nothing: its placeholder choice is no decision.
+    for row in doc["summary"].as_array().unwrap() {
+        assert_eq!(row["decided"], 0, "{row}");
+    }
     let cases = doc["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 2);
     for case in cases {
