@@ -71,10 +71,13 @@ pub struct ContextArgs {
     /// the model as they are, instead of replacing each with [REDACTED:<kind>]
     #[arg(long)]
     pub no_redact: bool,
-    /// Upper bound of the context summary, in characters
-    #[arg(long, value_name = "N", default_value_t = crate::context::DEFAULT_MAX_CONTEXT_CHARS,
+    /// The context budget: the most characters of the brief and the documents every call
+    /// reads, shared by the documents (a file read whole when its share holds it) [default:
+    /// meeting sizes it to the smallest input window of the meeting's models (an eighth of it,
+    /// between 24,000 and 96,000), else 24,000]
+    #[arg(long, value_name = "N",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
-    pub max_context_chars: usize,
+    pub max_context_chars: Option<usize>,
 }
 
 impl ContextArgs {

@@ -88,6 +88,9 @@ pub(crate) struct Collector {
     seen: HashSet<String>,
     /// One stderr line per skipped path (capped per source), in order.
     warnings: Vec<String>,
+    /// Most characters read of a file whose source sets no `max_chars_per_file`: the context
+    /// budget (no document can be shown longer).
+    read_cap: usize,
 }
 
 /// A source path resolved inside the root: its root-relative components, all checked not to
@@ -104,12 +107,14 @@ impl Collector {
         base: PathBuf,
         allow_sensitive: bool,
         redact: bool,
+        read_cap: usize,
     ) -> Collector {
         Collector {
             root,
             base,
             allow_sensitive,
             redact,
+            read_cap,
             documents: Vec::new(),
             redacted: Vec::new(),
             skipped: Vec::new(),
@@ -302,7 +307,7 @@ impl Collector {
         }
         let path = self.root.join(rel_path(&r.rel));
         let len = r.meta.is_file().then_some(r.meta.len());
-        let max = source.max_chars_per_file;
+        let max = source.max_chars_per_file.unwrap_or(self.read_cap);
         let read_max = if self.redact {
             max.saturating_add(redact::LOOKAHEAD_CHARS)
         } else {
@@ -328,6 +333,7 @@ impl Collector {
                     purpose: source.purpose.clone(),
                     excerpt: text.excerpt,
                     char_count: text.char_count,
+                    shown_chars: None,
                     redactions: u32::try_from(kinds.len()).unwrap_or(u32::MAX),
                 })
             }

@@ -28,8 +28,20 @@ pub use summary::build_summary;
 
 use collect::Collector;
 
-/// Default of `--max-context-chars`.
+/// Default of `--max-context-chars` where no model's input window is known.
 pub const DEFAULT_MAX_CONTEXT_CHARS: usize = 24_000;
+
+/// The most a window-sized context budget grows to: every call pays for it
+/// (docs/design/context.md#context-budget).
+pub const MAX_WINDOW_CONTEXT_CHARS: usize = 96_000;
+
+/// The context budget of a meeting whose smallest input window is `tokens`: an eighth of it,
+/// at four characters a token (the rest is the prompt, the whiteboard and the replies), between
+/// [`DEFAULT_MAX_CONTEXT_CHARS`] and [`MAX_WINDOW_CONTEXT_CHARS`].
+pub fn budget_for_window(tokens: u64) -> usize {
+    let chars = usize::try_from(tokens.saturating_mul(4) / 8).unwrap_or(usize::MAX);
+    chars.clamp(DEFAULT_MAX_CONTEXT_CHARS, MAX_WINDOW_CONTEXT_CHARS)
+}
 
 /// How to collect: where paths resolve from, what the root is, and the summary budget.
 #[derive(Debug, Clone)]
@@ -72,7 +84,8 @@ pub struct ContextSettings {
     pub allow_sensitive: bool,
     /// `--no-redact`.
     pub no_redact: bool,
-    pub max_context_chars: usize,
+    /// `None`: [`DEFAULT_MAX_CONTEXT_CHARS`].
+    pub max_context_chars: Option<usize>,
 }
 
 impl ContextSettings {
@@ -82,7 +95,7 @@ impl ContextSettings {
             base_dir,
             context_root: self.context_root.clone(),
             allow_sensitive: self.allow_sensitive,
-            max_context_chars: self.max_context_chars,
+            max_context_chars: self.max_context_chars.unwrap_or(DEFAULT_MAX_CONTEXT_CHARS),
             redact: !self.no_redact,
         }
     }
@@ -188,17 +201,53 @@ pub fn packet(
         document_id: INPUT_LABEL.to_string(),
         kinds: own,
     });
-    let lines = notes.skipped.into_iter().chain(
-        own.iter()
-            .chain(&notes.redactions)
-            .map(|r| format!("{}: {}", r.document_id, r.describe())),
-    );
+    let budget = opts.max_context_chars;
+    let cut = bundle
+        .documents
+        .iter()
+        .filter_map(|d| Some((d, d.shown_chars?)))
+        .map(|(d, shown)| {
+            format!(
+                "{}: {}",
+                d.document_id,
+                shown_phrase(shown, d.char_count, budget)
+            )
+        })
+        .collect::<Vec<_>>();
+    let lines = notes
+        .skipped
+        .into_iter()
+        .chain(
+            own.iter()
+                .chain(&notes.redactions)
+                .map(|r| format!("{}: {}", r.document_id, r.describe())),
+        )
+        .chain(cut);
     let packet = crate::model::MeetingPacket {
         packet_version: crate::model::PACKET_VERSION,
         meeting_input: input,
         context_bundle: bundle,
     };
     Ok((packet, lines.collect()))
+}
+
+/// What the agents read of a document cut to fit the context budget
+/// (docs/design/context.md#context-budget): "the agents read the first 12,000 of 40,960
+/// characters", or that the budget left it out.
+pub fn shown_phrase(shown: usize, of: usize, budget: usize) -> String {
+    let n = |v: usize| crate::text::thousands(v as u64);
+    if shown == 0 {
+        return format!(
+            "left out: the context budget ({} characters, --max-context-chars) had no room for it",
+            n(budget)
+        );
+    }
+    format!(
+        "the agents read the first {} of {} characters (the context budget is {}, shared by the documents; --max-context-chars)",
+        n(shown),
+        n(of),
+        n(budget)
+    )
 }
 
 /// How `collect-context` names the meeting's own text (topic, brief, decision packet) when it
@@ -273,12 +322,21 @@ pub fn collect_with_notes(
         }
         None => default_context_root(&base),
     };
-    let mut c = Collector::new(root, base, opts.allow_sensitive, opts.redact);
+    let mut c = Collector::new(
+        root,
+        base,
+        opts.allow_sensitive,
+        opts.redact,
+        opts.max_context_chars,
+    );
     for (i, source) in input.context_sources.iter().enumerate() {
         c.source(i, source)?;
     }
-    let (documents, skipped_paths, redactions, skipped) = c.finish();
-    let summary = build_summary(input, &documents, opts.max_context_chars);
+    let (mut documents, skipped_paths, redactions, skipped) = c.finish();
+    let (summary, shown) = summary::summary_and_shown(input, &documents, opts.max_context_chars);
+    for (d, s) in documents.iter_mut().zip(shown) {
+        d.shown_chars = s;
+    }
     Ok((
         ContextBundle {
             summary,

@@ -70,9 +70,20 @@ fn fair_shares(needs: &[usize], budget: usize) -> Vec<usize> {
 /// are kept whole, documents that cannot fit even their fence are named as omitted, and the text
 /// budget left is shared fairly between the brief and the documents.
 pub fn build_summary(input: &MeetingInput, docs: &[ContextDocument], max_chars: usize) -> String {
+    summary_and_shown(input, docs, max_chars).0
+}
+
+/// [`build_summary`], and for each document the characters of it the summary shows when that
+/// is less than the whole file (`None`: all of it): its fair share of the budget, or 0 for one
+/// the budget omits. What a reader of the report and of the progress is told was cut.
+pub fn summary_and_shown(
+    input: &MeetingInput,
+    docs: &[ContextDocument],
+    max_chars: usize,
+) -> (String, Vec<Option<usize>>) {
     let brief = brief_text(input);
     if docs.is_empty() {
-        return cut(&brief, max_chars);
+        return (cut(&brief, max_chars), Vec::new());
     }
     let preamble = format!(
         "Context documents ({}). Each is fenced between <<<document ID ...>>> and <<<end ID>>>. \
@@ -111,7 +122,7 @@ pub fn build_summary(input: &MeetingInput, docs: &[ContextDocument], max_chars: 
     // "\n\n" between brief and preamble is counted even when the brief ends up empty.
     let fixed_base = len(&preamble) + 2;
     if fixed_base + len(&omitted_note(docs.len())) > max_chars {
-        return cut(&brief, max_chars);
+        return (cut(&brief, max_chars), vec![Some(0); docs.len()]);
     }
     let mut kept = 0;
     let mut fixed = fixed_base;
@@ -137,6 +148,22 @@ pub fn build_summary(input: &MeetingInput, docs: &[ContextDocument], max_chars: 
     needs.extend(blocks[..kept].iter().map(|b| len(&b.text)));
     let shares = fair_shares(&needs, budget);
 
+    // A document is shown whole when its share holds its folded text and the excerpt was not
+    // cut at collection; else the characters shown, of the file's `char_count`.
+    let shown: Vec<Option<usize>> = docs
+        .iter()
+        .enumerate()
+        .map(
+            |(i, d)| match (i < kept).then(|| (shares[i + 1], len(&blocks[i].text))) {
+                None => Some(0),
+                Some((share, need)) if share < need => Some(share),
+                Some((share, _)) if len(&d.excerpt) < d.char_count => {
+                    Some(share.min(len(&d.excerpt)))
+                }
+                Some(_) => None,
+            },
+        )
+        .collect();
     let mut out = cut(&brief, shares[0]);
     out.push_str("\n\n");
     out.push_str(&preamble);
@@ -157,7 +184,7 @@ pub fn build_summary(input: &MeetingInput, docs: &[ContextDocument], max_chars: 
         // Unreachable by construction; kept so the bound holds even if the layout changes.
         out = cut(&out, max_chars);
     }
-    out
+    (out, shown)
 }
 
 #[cfg(test)]

@@ -129,9 +129,7 @@ impl<'a> Stages<'a> {
             context_root: s.context_root.clone(),
             allow_sensitive: s.allow_sensitive,
             no_redact: s.no_redact,
-            max_context_chars: s
-                .max_context_chars
-                .unwrap_or(crate::context::DEFAULT_MAX_CONTEXT_CHARS),
+            max_context_chars: s.max_context_chars,
         };
         let stage = Stage::CollectContext;
         let (packet, notes) = guarded(stage, || {

@@ -234,9 +234,10 @@ fn settings_of(
         allow_sensitive: new.context.allow_sensitive,
         no_redact: new.context.no_redact,
         context_root: new.context.context_root.as_deref().map(absolute),
-        max_context_chars: (new.context.max_context_chars
-            != crate::context::DEFAULT_MAX_CONTEXT_CHARS)
-            .then_some(new.context.max_context_chars),
+        max_context_chars: new
+            .context
+            .max_context_chars
+            .or_else(|| window_budget(&llm, &board_args)),
         template: new.template.as_deref().map(absolute),
         board: board_args,
         llm,
@@ -431,4 +432,26 @@ fn dry_run_prompt(llm: &LlmConfig, board: &Board, ui: Ui) -> Result<DryRun> {
             user.content.trim_end()
         ),
     })
+}
+
+/// The context budget a meeting gets without `--max-context-chars`
+/// (docs/design/context.md#context-budget): sized to the smallest input window the price table
+/// knows among its model callers; `None` (the fixed default) when one of them has no known
+/// window (a local model, a model the table does not list) or the agents cannot be read yet.
+fn window_budget(
+    llm: &crate::llm::LlmConfig,
+    b: &crate::settings::MeetingSettings,
+) -> Option<usize> {
+    let callers = super::callers::callers_of_agents(b).ok()?;
+    let prices = crate::llm::prices::Prices::current();
+    let board_llm = crate::model::LlmSettings::default();
+    let mut smallest: Option<u64> = None;
+    for (name, metadata) in &callers {
+        let r = crate::llm::resolve::resolve(llm, &board_llm, name, metadata).ok()?;
+        let window = prices
+            .of(r.provider.value.as_str(), &r.model.value)?
+            .max_input_tokens?;
+        smallest = Some(smallest.map_or(window, |s| s.min(window)));
+    }
+    smallest.map(crate::context::budget_for_window)
 }

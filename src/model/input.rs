@@ -51,9 +51,6 @@ pub enum SourceType {
 fn default_max_files() -> usize {
     20
 }
-fn default_max_chars() -> usize {
-    4000
-}
 fn default_true() -> bool {
     true
 }
@@ -76,8 +73,11 @@ pub struct ContextSource {
     pub exclude: Vec<String>,
     #[serde(default = "default_max_files")]
     pub max_files: usize,
-    #[serde(default = "default_max_chars")]
-    pub max_chars_per_file: usize,
+    /// Most characters read of each file: a cap the meeting file sets; without one a file is
+    /// read up to the context budget, which the documents share
+    /// (docs/design/context.md#context-budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_chars_per_file: Option<usize>,
     /// A `directory` source skips what `.gitignore` and `.ignore` files exclude
     /// (docs/design/context.md#context-collection); `false` collects it too.
     #[serde(default = "default_true", skip_serializing_if = "is_true")]
@@ -237,7 +237,7 @@ impl MeetingInput {
             if s.max_files == 0 {
                 return Err(Invalid::at(at("max_files"), "must be greater than 0"));
             }
-            if s.max_chars_per_file == 0 {
+            if s.max_chars_per_file == Some(0) {
                 return Err(Invalid::at(
                     at("max_chars_per_file"),
                     "must be greater than 0",
@@ -275,10 +275,14 @@ pub struct ContextDocument {
     pub source_path: String,
     pub source_type: DocumentSource,
     pub purpose: String,
-    /// The file's text cut to `max_chars_per_file` characters.
+    /// The file's text, cut to the source's `max_chars_per_file` or the context budget.
     pub excerpt: String,
     /// Characters of the full file, each redaction marker counted as its own characters.
     pub char_count: usize,
+    /// When the context summary shows less than the whole file: the characters of it shown
+    /// (0: the budget left it out). Absent when the agents read all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shown_chars: Option<usize>,
     /// Secrets replaced by `[REDACTED:<kind>]` in `excerpt` (docs/design/context.md#context-collection);
     /// written only when there are some.
     #[serde(default, skip_serializing_if = "is_zero")]

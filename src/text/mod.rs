@@ -342,6 +342,19 @@ fn edits(a: &str, b: &str) -> usize {
     row[b.len()]
 }
 
+/// `n` with a comma between each group of three digits (`40,960`), as a person reads it.
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// `n thing` or `n things`: the one plural rule of what the programs print.
 pub fn plural(n: impl Into<u64>, thing: &str) -> String {
     match n.into() {

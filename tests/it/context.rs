@@ -55,7 +55,7 @@ fn file(path: &str) -> ContextSource {
         include: vec![],
         exclude: vec![],
         max_files: 20,
-        max_chars_per_file: 4000,
+        max_chars_per_file: Some(4000),
         respect_gitignore: true,
         optional: false,
         keep: Default::default(),
@@ -302,7 +302,7 @@ fn excerpt_is_cut_in_characters_not_bytes() {
     let text = "中文😀é and more text after";
     p.write("cjk.md", text);
     let mut s = file("cjk.md");
-    s.max_chars_per_file = 4;
+    s.max_chars_per_file = Some(4);
     let b = p.collect(vec![s]);
     let d = doc(&b, "cjk.md");
     assert_eq!(d.excerpt, "中文😀é");
@@ -310,7 +310,7 @@ fn excerpt_is_cut_in_characters_not_bytes() {
 
     // The same cut applies to files found in directories.
     let mut s = dir(".");
-    s.max_chars_per_file = 3;
+    s.max_chars_per_file = Some(3);
     s.include = vec!["*.md".into()];
     let b = p.collect(vec![s]);
     assert_eq!(doc(&b, "cjk.md").excerpt, "中文😀");
@@ -330,7 +330,7 @@ fn huge_file_is_not_read_past_its_excerpt() {
     p.write("logs/huge.log", big.as_bytes());
     drop(big);
     let mut s = file("logs/huge.log");
-    s.max_chars_per_file = 7;
+    s.max_chars_per_file = Some(7);
     let b = p.collect(vec![s]);
     let d = doc(&b, "logs/huge.log");
     assert_eq!(d.excerpt, "ab中😀\nab");
@@ -684,6 +684,7 @@ fn many_docs(n: usize, chars: usize) -> Vec<ContextDocument> {
             purpose: "background".into(),
             excerpt: "中文 text 😀 ".repeat(chars / 12 + 1),
             char_count: chars,
+            shown_chars: None,
             redactions: 0,
         })
         .collect()
@@ -1020,4 +1021,83 @@ fn names_with_control_or_invisible_characters_are_skipped_and_shown_cleaned() {
         err.contains(&format!("skipped docs/?evil?[31m.md: {unsafe_name}")),
         "{err:?}"
     );
+}
+
+/// A 10 KB design document, lines numbered to the end.
+fn ten_kb_doc(work: &crate::harness::Workdir) {
+    let mut text = String::new();
+    let mut i = 0;
+    while text.len() < 10_240 {
+        text.push_str(&format!(
+            "Line {i}: the nightly run reads the primary at 02:00.\n"
+        ));
+        i += 1;
+    }
+    work.write("docs/design.md", &text);
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    work.write(
+        "m.yaml",
+        "topic: Move reporting off the primary?\ncontext_sources:\n  - type: file\n    path: docs/design.md\n    purpose: The design\n",
+    );
+}
+
+/// The context budget is sized to the model's input window (docs/design/context.md#context-budget):
+/// a 10 KB document reaches the participants whole under a 128k-token model's default budget
+/// (a fixed 4,000 characters a file cut it to its first page before); a smaller budget cuts
+/// it, and the cut is said on stderr, in the dry run as in the run.
+#[test]
+fn a_10_kb_document_reaches_the_agents_whole_under_a_large_windows_budget() {
+    let work = crate::harness::Workdir::new();
+    ten_kb_doc(&work);
+    let last = work
+        .read("docs/design.md")
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let dry = |extra: &[&str]| {
+        let mut c = work.cli("meeting");
+        c.args(["--meeting-file", "m.yaml", "--agents", "arch,biz"])
+            .args(["--provider", "openai", "--model", "gpt-4o", "--dry-run"])
+            .args(extra)
+            .env("OPENAI_API_KEY", "sk-test");
+        c.run()
+    };
+    let whole = dry(&[]);
+    whole.success().stderr_lacks("the agents read the first");
+    assert!(whole.stdout().contains(&last), "the last line is read");
+    let cut = dry(&["--max-context-chars", "5000"]);
+    cut.success()
+        .stderr_has("collect-context: docs/design.md: the agents read the first ");
+    assert!(!cut.stdout().contains(&last));
+    assert_eq!(context::budget_for_window(128_000), 64_000);
+    assert_eq!(
+        context::budget_for_window(8_192),
+        context::DEFAULT_MAX_CONTEXT_CHARS
+    );
+    assert_eq!(
+        context::budget_for_window(2_000_000),
+        context::MAX_WINDOW_CONTEXT_CHARS
+    );
+}
+
+/// A document the agents read only in part is named so in the report's header, with how much
+/// of it they read.
+#[test]
+fn the_report_says_which_documents_were_cut() {
+    let work = crate::harness::Workdir::new();
+    let out = crate::fixtures::meeting_cmd(
+        work.path(),
+        &crate::fixtures::demo_cassette(),
+        &["--max-context-chars", "2500"],
+    )
+    .run();
+    out.check(out.code() == Some(0), "the meeting");
+    let report = work.read("report.md");
+    let line = report
+        .lines()
+        .find(|l| l.starts_with("- Documents the agents read only in part"))
+        .unwrap_or_else(|| panic!("{report}"));
+    assert!(line.contains("characters"), "{line}");
+    assert!(line.contains(" of "), "{line}");
 }

@@ -25,7 +25,7 @@ fn source(kind: SourceType, path: &str) -> ContextSource {
         include: vec![],
         exclude: vec![],
         max_files: 20,
-        max_chars_per_file: 4000,
+        max_chars_per_file: Some(4000),
         respect_gitignore: true,
         optional: false,
         keep: Default::default(),

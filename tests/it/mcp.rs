@@ -1305,17 +1305,26 @@ fn a_tasks_waiting_person_answers_through_tasks_update_and_notifications_follow(
     );
     // The subscription: acknowledged first, then each state the task passes through; the
     // person's form comes in the notification (and in tasks/get), and stays until answered.
-    let mut notes: Vec<Value> = Vec::new();
-    let mut until = |s: &mut Session, status: &str| loop {
-        let m = s.next();
-        if m["method"] == "notifications/tasks"
-            || m["method"] == "notifications/subscriptions/acknowledged"
+    // Notifications may arrive while a call waits for its response: every line is kept in
+    // `seen`, so they are looked for there, in the order they came.
+    let subscription = |s: &Session| -> Vec<Value> {
+        s.seen
+            .iter()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|m| {
+                m["method"] == "notifications/tasks"
+                    || m["method"] == "notifications/subscriptions/acknowledged"
+            })
+            .collect()
+    };
+    let until = |s: &mut Session, status: &str| loop {
+        if let Some(m) = subscription(s)
+            .into_iter()
+            .find(|m| m["params"]["status"] == status)
         {
-            notes.push(m.clone());
-            if m["params"]["status"] == status {
-                return m;
-            }
+            return m;
         }
+        s.next();
     };
     let asked_note = until(&mut s, "input_required");
     let waiting = s.call("tasks/get", json!({"_meta": meta, "taskId": id}));
@@ -1340,6 +1349,7 @@ fn a_tasks_waiting_person_answers_through_tasks_update_and_notifications_follow(
     );
     let got = s.call("tasks/get", json!({"_meta": meta, "taskId": id}));
     assert_eq!(got["status"], "completed", "{got}");
+    let notes = subscription(&s);
     assert_eq!(
         notes[0]["method"], "notifications/subscriptions/acknowledged",
         "{notes:?}"

@@ -380,7 +380,7 @@ fn redacted_bundle(secret: &str) -> agent_meeting::model::ContextBundle {
         include: vec![],
         exclude: vec![],
         max_files: 20,
-        max_chars_per_file: 4000,
+        max_chars_per_file: Some(4000),
         respect_gitignore: true,
         optional: false,
         keep: Default::default(),

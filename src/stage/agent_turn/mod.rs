@@ -744,6 +744,7 @@ mod tests {
             purpose: String::new(),
             excerpt: "x".into(),
             char_count: 1,
+            shown_chars: None,
             redactions: 0,
         };
         let docs = [doc("docs/a.md"), doc("docs/b.md")];

@@ -25,6 +25,9 @@ pub(crate) struct RecordHeader {
     pub loops_used: u32,
     pub max_loops: u32,
     pub documents: Vec<String>,
+    /// The documents the agents read only part of (docs/design/context.md#context-budget):
+    /// `docs/x.md: first 12,000 of 40,960 characters`.
+    pub cut_documents: Vec<String>,
     pub skipped_paths: Vec<super::SkippedRow>,
 }
 
@@ -153,6 +156,26 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
             .documents
             .iter()
             .map(|d| d.document_id.clone())
+            .collect(),
+        cut_documents: board
+            .context_bundle
+            .documents
+            .iter()
+            .filter_map(|d| {
+                let n = crate::text::thousands;
+                Some(match d.shown_chars? {
+                    0 => format!(
+                        "`{}`: left out, no room in the context budget",
+                        d.document_id
+                    ),
+                    shown => format!(
+                        "`{}`: first {} of {} characters",
+                        d.document_id,
+                        n(shown as u64),
+                        n(d.char_count as u64)
+                    ),
+                })
+            })
             .collect(),
         skipped_paths: board
             .context_bundle
