@@ -116,6 +116,9 @@ pub struct Facts {
     pub question: Option<String>,
     /// The whiteboard's risks.
     pub risks: Vec<String>,
+    /// `(name, role and description)` of each participant, for the one best placed to answer
+    /// a question no document answers.
+    pub roles: Vec<(String, String)>,
     /// What every objection a reviewer raised so far is about, in order (reviewer mode).
     pub objections: Vec<String>,
     /// A valid answer of this call's kind, for a call outside a meeting round (agent-builder:

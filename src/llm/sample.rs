@@ -329,11 +329,12 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     let may = |a: &str| actions.iter().any(|x| x == a);
     let targets = enum_at(schema, &["target_agent"]);
     let answered = answered(p);
-    // Every required question answered (now or before): the meeting can end, normally.
+    // Every required question answered (now or before), or said by someone to be in no
+    // document: the meeting can end, normally; the latter stay open in the report.
     let required_open = p.f.required_questions.iter().any(|q| {
-        p.f.open_questions
-            .iter()
-            .any(|(id, t)| t == q && !answered.iter().any(|a| a["question"] == id.as_str()))
+        p.f.open_questions.iter().any(|(id, t)| {
+            t == q && !answered.iter().any(|a| a["question"] == id.as_str()) && !unanswerable(p, id)
+        })
     });
     // And everyone at the table heard (a person too), so nobody is skipped.
     let all_heard = targets
@@ -357,11 +358,21 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     let round = p.f.remaining_loops.unwrap_or(0) + p.retries;
     if may("CALL_AGENTS") && models.len() >= 2 && !p.f.spoken && p.retries == 0 {
         let most = max_items(schema, "calls").unwrap_or(2).max(2);
+        // Each call a different open point where there are enough: independent views of the
+        // whole decision, and a question no document answers put to one participant only.
+        let mut chosen: Vec<String> = Vec::new();
         let calls: Vec<Value> = models
             .iter()
             .take(most)
             .map(|t| {
-                let q = fresh_question(p, t).unwrap_or_else(|| still_missing(p));
+                let fresh = fresh_questions(p, t);
+                let q = fresh
+                    .iter()
+                    .find(|q| !chosen.contains(q))
+                    .or(fresh.first())
+                    .cloned()
+                    .unwrap_or_else(|| still_missing(p));
+                chosen.push(q.clone());
                 json!({"target_agent": t, "prompt_for_agent": mark(q)})
             })
             .collect();
@@ -380,9 +391,22 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
         return finish(p, schema);
     }
     // In turn, from the round's participant, the first who has something left to be asked;
-    // nobody has: the PM closes the meeting rather than ask again what it asked.
+    // nobody has: the PM closes the meeting rather than ask again what it asked. A required
+    // question nobody was asked goes first, to whoever's role is closest to it.
     let order: Vec<&String> = people.into_iter().chain(others).collect();
     let first = (round % order.len() as u64) as usize;
+    if let Some((target, question)) = best_placed(p, &order, &answered) {
+        return json!({
+            "analysis": format!("{MARK} {} loops left: ask {target}, whose role is closest to a required question.", p.f.remaining_loops.unwrap_or(0)),
+            "answered_questions": answered,
+            "next_action": "CALL_AGENT",
+            "target_agent": target,
+            "prompt_for_agent": mark(question),
+            "calls": null,
+            "final_report": null,
+            "decision": null,
+        });
+    }
     let fresh = (0..order.len())
         .map(|i| order[(first + i) % order.len()])
         .find_map(|t| fresh_question(p, t).map(|q| (t, q)));
@@ -410,6 +434,11 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
 /// cut it; none when everything was. (Each sample answer says on the whiteboard what it was
 /// asked.)
 fn fresh_question(p: &Prompt, target: &str) -> Option<String> {
+    fresh_questions(p, target).into_iter().next()
+}
+
+/// Every question [`fresh_question`] could ask `target`, in its order.
+fn fresh_questions(p: &Prompt, target: &str) -> Vec<String> {
     // The whiteboard's open questions but those this round marks answered: the required ones
     // first, then those a participant raised.
     let now = answered(p);
@@ -417,6 +446,7 @@ fn fresh_question(p: &Prompt, target: &str) -> Option<String> {
         p.f.open_questions
             .iter()
             .filter(|(id, _)| !now.iter().any(|a| a["question"] == id.as_str()))
+            .filter(|(id, _)| !unanswerable(p, id))
             .map(|(_, t)| (plain(t).to_string(), !p.f.required_questions.contains(t)))
             .collect();
     let (mut pool, raised): (Vec<_>, Vec<_>) = open.into_iter().partition(|(_, once)| !once);
@@ -447,12 +477,60 @@ fn fresh_question(p: &Prompt, target: &str) -> Option<String> {
             || repeats(&sent(&short(q, ASKED_CHARS)), &sent(a))
     };
     pool.into_iter()
-        .find(|(q, once)| {
+        .filter(|(q, once)| {
             !asked
                 .iter()
                 .any(|(who, a)| (*once || *who == target) && same(q, a))
         })
         .map(|(q, _)| q)
+        .collect()
+}
+
+/// Whether a participant said that no document holds the answer to open question `id`.
+fn unanswerable(p: &Prompt, id: &str) -> bool {
+    let said = format!("{id}: {UNANSWERED}");
+    p.f.heard.iter().any(|(_, k)| plain(k) == said)
+}
+
+/// The first required question still open that nobody has been asked, for the participant
+/// whose role and description share most of its words (the first in `order` on a tie).
+fn best_placed<'a>(
+    p: &Prompt,
+    order: &[&'a String],
+    answered: &[Value],
+) -> Option<(&'a String, String)> {
+    let asked_anyone = |q: &str| {
+        p.f.key_points.iter().any(|k| {
+            plain(k)
+                .split_once(&format!(" {ASKED}\""))
+                .is_some_and(|(_, a)| a.strip_suffix("\".").unwrap_or(a) == short(q, ASKED_CHARS))
+        })
+    };
+    let question = p.f.required_questions.iter().find_map(|q| {
+        let (id, t) = p.f.open_questions.iter().find(|(_, t)| t == q)?;
+        let open = !answered.iter().any(|a| a["question"] == id.as_str()) && !unanswerable(p, id);
+        (open && !asked_anyone(plain(t))).then(|| plain(t).to_string())
+    })?;
+    // Compared by their first five letters: "operates" is "operability"'s business.
+    let stems = |s: &str| -> std::collections::BTreeSet<String> {
+        words(s)
+            .into_iter()
+            .map(|w| w.chars().take(5).collect())
+            .collect()
+    };
+    let want = stems(&question);
+    let score = |name: &str| {
+        p.f.roles
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, about)| stems(about).intersection(&want).count())
+    };
+    let best = order
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, t)| (score(t), usize::MAX - i))
+        .map(|(_, t)| *t)?;
+    Some((best, question))
 }
 
 /// The question of a PM that has nothing left to ask but may not close yet.
@@ -471,10 +549,11 @@ fn answered(p: &Prompt) -> Vec<Value> {
         .iter()
         .filter_map(|(id, _)| {
             let prefix = format!("{id}: ");
-            let (who, said) =
-                p.f.heard
-                    .iter()
-                    .find(|(_, k)| plain(k).starts_with(&prefix))?;
+            let (who, said) = p.f.heard.iter().find(|(_, k)| {
+                plain(k)
+                    .strip_prefix(&prefix)
+                    .is_some_and(|rest| rest != UNANSWERED)
+            })?;
             let answer = plain(said).strip_prefix(&prefix)?;
             Some(json!({"question": id, "answer": mark(answer), "by": [who]}))
         })
@@ -524,6 +603,9 @@ fn best_quote<'a>(
 
 /// What a sample agent's key point says before the question it was asked.
 const ASKED: &str = "was asked: ";
+
+/// What a participant says of an open question no document answers (after `Qn: `).
+const UNANSWERED: &str = "no document holds the answer; it stays open.";
 
 /// How much of a question the "was asked" key point keeps.
 const ASKED_CHARS: usize = 120;
@@ -642,6 +724,14 @@ fn agent_answer(p: &Prompt, caller: &str, schema: &Value) -> Value {
             "quote": quote, "supports": point}),
         );
         key_points.push(Value::String(point));
+    } else if let Some((id, _)) =
+        p.f.open_questions
+            .iter()
+            .find(|(_, t)| plain(t) == question)
+    {
+        // An open question no document answers: said once, so it is asked of nobody else and
+        // stays open in the report, with why.
+        key_points.push(mark(format!("{id}: {UNANSWERED}")));
     }
     let docs: Vec<&FactDocument> =
         p.f.documents
@@ -660,19 +750,13 @@ fn agent_answer(p: &Prompt, caller: &str, schema: &Value) -> Value {
             key_points.push(Value::String(point));
         }
     }
-    // Says what was asked, so the PM does not ask it again (see `fresh_question`); and, asked
-    // something new, raises a question of its own for the whiteboard's open questions (asked
-    // one of those, none: a question about a question would keep the PM asking for ever).
+    // Says what was asked, so the PM does not ask it again (see `fresh_question`). It raises
+    // no question of its own: a question about a question nests for ever (the PM asks what
+    // arch must measure to settle what biz was asked ...).
     key_points.push(mark(format!(
         "{caller} {ASKED}\"{}\".",
         short(question, ASKED_CHARS)
     )));
-    if !p.f.open_questions.iter().any(|(_, t)| plain(t) == question) {
-        key_points.push(mark(format!(
-            "What would {caller} need to measure to settle \"{}\"?",
-            short(question, 60)
-        )));
-    }
     json!({
         "response": format!("{MARK} {caller} was asked \"{}\"; this answer was made by the program from the meeting's documents, not by a model.", short(question, 100)),
         "key_points": key_points,

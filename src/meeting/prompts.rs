@@ -244,6 +244,15 @@ pub(crate) fn facts(board: &Board) -> Facts {
         remaining_loops: None,
         question: None,
         risks: cut_list(&board.risks()),
+        roles: board
+            .participants
+            .iter()
+            .map(|name| {
+                let a = board.agents.get(name);
+                let about = a.map_or(String::new(), |a| format!("{} {}", a.role, a.description));
+                (name.clone(), item(&about))
+            })
+            .collect(),
         objections: board.objections.iter().map(|o| item(&o.about)).collect(),
         example: None,
     }

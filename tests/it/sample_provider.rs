@@ -437,3 +437,98 @@ fn a_sample_draft_is_reviewed_when_reviewers_are_named() {
         "{report}"
     );
 }
+
+/// The sample's good path on meeting files the suite uses nowhere else (a newcomer's first own
+/// meeting file is like these): a required question no document answers is asked once, of the
+/// participant whose role is closest to it, stays open saying so, and the PM closes the
+/// meeting itself once everyone was heard — no loop limit, no question about a question — so
+/// the reviewer sees the draft and the report has its Challenges.
+#[test]
+fn a_required_question_no_document_answers_is_asked_once_and_the_pm_closes() {
+    /// A meeting file, its agents, and its documents (path, text).
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 3] = [
+        (
+            "topic: Move the nightly reports off the primary database?\ndecision_packet:\n  options: [Keep the primary and tune the jobs, Run the jobs on a read replica, Load the data into a warehouse]\n  required_questions:\n    - What does each option cost a month?\n    - Who operates it at night?\ncontext_sources:\n  - {type: file, path: docs/costs.md, purpose: Costs and timings}\n",
+            "arch,biz,sre",
+            &[("docs/costs.md", "# Costs\n\nA read replica costs about 900 USD a month in eu-west-1.\nThe warehouse option costs about 1,400 USD a month and needs the SQL rewritten.\n")],
+        ),
+        (
+            "topic: Adopt Kotlin for the Android app?\ndecision_packet:\n  options: [Stay on Java, Move to Kotlin module by module]\n  required_questions:\n    - How long would training the team take?\n    - What does the legal team say about the licence?\n    - Which screens crash most today?\ncontext_sources:\n  - {type: file, path: notes/crashes.md, purpose: Crash reports}\n",
+            "product,arch",
+            &[("notes/crashes.md", "Crash reports, last 30 days.\nThe checkout screen crashes most: 61% of all crashes.\nThe login screen follows with 12%.\n")],
+        ),
+        (
+            "topic: Should support move to a shared inbox tool?\ndecision_packet:\n  required_questions:\n    - Who pays for the licences?\n",
+            "biz,security",
+            &[],
+        ),
+    ];
+    for (i, (meeting, agents, docs)) in cases.iter().enumerate() {
+        let work = Workdir::new();
+        work.write(".git/HEAD", "ref: refs/heads/main\n");
+        work.write("meeting.yaml", meeting);
+        for (path, text) in docs.iter() {
+            work.write(path, text);
+        }
+        let out = work
+            .cli("meeting")
+            .env("AGENT_MEETING_NOW", NOW)
+            .args(["--meeting-file", "meeting.yaml", "--agents", agents])
+            .args(["--provider", "sample", "--trace-id", "t", "--quiet"])
+            .args(["--review-by", "devils-advocate"])
+            .run();
+        out.check(out.code() == Some(0), &format!("case {i}"));
+        let result: Value = out.json();
+        assert_eq!(
+            result["forced"], false,
+            "case {i}: closed by the PM: {result}"
+        );
+        let report = std::fs::read_to_string(result["report_file"].as_str().unwrap()).unwrap();
+        assert!(
+            report.contains("## Challenges"),
+            "case {i}: the reviewer saw the draft:\n{report}"
+        );
+        let log = jsonl(&work.join("runs/t/llm.jsonl"));
+        let questions: Vec<String> = log
+            .iter()
+            .filter(|l| l["caller"] == "pm")
+            .filter_map(|l| serde_json::from_str::<Value>(l["response"].as_str()?).ok())
+            .flat_map(|d| {
+                let mut q: Vec<String> = d["prompt_for_agent"]
+                    .as_str()
+                    .map(String::from)
+                    .into_iter()
+                    .collect();
+                for c in d["calls"].as_array().into_iter().flatten() {
+                    q.extend(c["prompt_for_agent"].as_str().map(String::from));
+                }
+                q
+            })
+            .collect();
+        for q in &questions {
+            assert!(
+                !q.contains("need to measure to settle"),
+                "case {i}: nested: {q}"
+            );
+        }
+        // Each required question left open (no document answers it) was asked once at most:
+        // not of every participant in turn.
+        let open: Vec<&str> = report
+            .lines()
+            .filter(|l| l.starts_with("- **Q") && l.ends_with("— not answered"))
+            .filter_map(|l| l.split_once("** ")?.1.strip_suffix(" — not answered"))
+            .collect();
+        assert!(
+            !open.is_empty(),
+            "case {i}: one stays open, saying so:\n{report}"
+        );
+        for q in open {
+            let asked = questions.iter().filter(|o| o.ends_with(q)).count();
+            assert!(
+                asked <= 1,
+                "case {i}: {q} asked {asked} times: {questions:?}"
+            );
+        }
+    }
+}
