@@ -20,6 +20,8 @@ mod agent_turn;
 mod collect_context;
 #[path = "github.rs"]
 mod github;
+#[path = "gitlab.rs"]
+mod gitlab;
 #[path = "init-board.rs"]
 mod init_board;
 #[path = "mcp.rs"]
@@ -102,6 +104,10 @@ fn main() -> ExitCode {
             cli::set_args(argv[1..].to_vec());
             github::main()
         }
+        Some("gitlab") => {
+            cli::set_args(argv[1..].to_vec());
+            gitlab::main()
+        }
         None | Some("-h" | "--help" | "help") => {
             print(&help());
             ExitCode::SUCCESS
@@ -141,7 +147,8 @@ fn help() -> String {
          PROGRAM [ARGS]...            (through a link named after the program)\n       \
          {ME} --install-links DIR\n       \
          {ME} mcp                (an MCP server for coding agents: {ME} mcp --help)\n       \
-         {ME} github             (a meeting on a pull request, posted as its comment)\n\n\
+         {ME} github             (a meeting on a pull request, posted as its comment)\n       \
+         {ME} gitlab             (the same on a GitLab merge request)\n\n\
          Programs (each one's flags: {ME} PROGRAM --help):\n  {}\n\n\
          Options:\n  \
          --install-links DIR  Make a link named after each program in DIR, pointing to this\n                       \

@@ -38,64 +38,33 @@ struct Args {
         default_value = "https://api.github.com"
     )]
     api_url: String,
-    /// Folder that holds the run folders (in the checkout; keep it between runs, so a re-run
-    /// resumes instead of paying twice)
-    #[arg(long, value_name = "DIR", default_value = "runs")]
-    run_dir: PathBuf,
-    /// The repository's settings [default: .github/agent-meeting.yaml when there]
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// A pull request labelled so starts a meeting on its title
-    #[arg(long, value_name = "NAME", default_value = "decide")]
-    label: String,
     /// Any opened, edited or synchronized pull request starts a meeting on its title
     #[arg(long)]
     from_body: bool,
-    /// The specialists, in speaking order [default: the settings file's, else arch,biz]
-    #[arg(long, value_name = "LIST", value_delimiter = ',')]
-    agents: Vec<String>,
-    /// The meeting's budget in US dollars (over the settings file's)
-    #[arg(long, value_name = "USD")]
-    max_cost: Option<f64>,
-    /// Given to meeting as --provider
-    #[arg(long, value_name = "NAME")]
-    provider: Option<String>,
-    /// Given to meeting as --model
-    #[arg(long, value_name = "MODEL")]
-    model: Option<String>,
+    #[command(flatten)]
+    pull: cli::flags::PullArgs,
 }
 
 pub fn main() -> ExitCode {
-    cli::main_with("agent-meeting github", || {
-        let args: Args = cli::parse_args("agent-meeting github");
-        let mut meeting_args = Vec::new();
-        if let Some(p) = args.provider {
-            meeting_args.extend(["--provider".to_string(), p]);
-        }
-        if let Some(m) = args.model {
-            meeting_args.extend(["--model".to_string(), m]);
-        }
+    const ME: &str = "agent-meeting github";
+    cli::main_with(ME, || {
+        let args: Args = cli::parse_args(ME);
         let exe = std::env::current_exe()
             .map_err(|e| anyhow::anyhow!("cannot find this executable: {e}"))?;
-        let settings = agent_meeting::github::Settings {
+        let event = agent_meeting::github::GithubEvent {
             event_name: args.event_name,
             event_path: args.event_path,
             repo: args.repo,
             api_url: args.api_url,
             token: std::env::var("GITHUB_TOKEN").ok(),
-            run_dir: args.run_dir,
-            config: args.config,
             options: agent_meeting::github::event::Options {
-                label: args.label,
+                label: args.pull.label.clone(),
                 from_body: args.from_body,
             },
-            agents: args.agents,
-            max_cost: args.max_cost,
-            meeting_args,
-            exe,
-            summary: std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from),
         };
-        agent_meeting::github::run(&settings)?;
+        let summary = std::env::var_os("GITHUB_STEP_SUMMARY").map(PathBuf::from);
+        let settings = args.pull.settings(ME, exe, summary);
+        agent_meeting::github::run(&event, &settings)?;
         Ok(())
     })
 }

@@ -218,6 +218,62 @@ fn git_user_name() -> Option<String> {
     (out.status.success() && !name.is_empty()).then_some(name)
 }
 
+/// The flags of a meeting on a pull or merge request, in `agent-meeting github` and
+/// `agent-meeting gitlab`; settled by [`PullArgs::settings`] (docs/design/github.md).
+#[derive(Debug, Clone, PartialEq, clap::Args)]
+pub struct PullArgs {
+    /// Folder that holds the run folders (in the checkout; keep it between runs, so a re-run
+    /// resumes instead of paying twice)
+    #[arg(long, value_name = "DIR", default_value = "runs")]
+    pub run_dir: PathBuf,
+    /// The repository's settings [default: .github/agent-meeting.yaml when there]
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A request labelled so starts a meeting on its title
+    #[arg(long, value_name = "NAME", default_value = "decide")]
+    pub label: String,
+    /// The specialists, in speaking order [default: the settings file's, else arch,biz]
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub agents: Vec<String>,
+    /// The meeting's budget in US dollars (over the settings file's)
+    #[arg(long, value_name = "USD")]
+    pub max_cost: Option<f64>,
+    /// Given to meeting as --provider
+    #[arg(long, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Given to meeting as --model
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+}
+
+impl PullArgs {
+    /// The library's settings of `program`'s meetings, run by `exe`.
+    pub fn settings(
+        self,
+        program: &'static str,
+        exe: PathBuf,
+        summary: Option<PathBuf>,
+    ) -> crate::github::Settings {
+        let mut meeting_args = Vec::new();
+        if let Some(p) = self.provider {
+            meeting_args.extend(["--provider".to_string(), p]);
+        }
+        if let Some(m) = self.model {
+            meeting_args.extend(["--model".to_string(), m]);
+        }
+        crate::github::Settings {
+            program,
+            run_dir: self.run_dir,
+            config: self.config,
+            agents: self.agents,
+            max_cost: self.max_cost,
+            meeting_args,
+            exe,
+            summary,
+        }
+    }
+}
+
 /// `--openai-api`'s values, as [`OpenAiApi`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum OpenAiApiArg {

@@ -8,6 +8,10 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 
+/// How a person answers a waiting meeting on GitHub.
+pub const ANSWER_HINT: &str =
+    "Reply with a comment starting `/answer` and the answer; the meeting goes on from there.";
+
 /// How much of a diff is asked for at most (GitHub serves up to 20,000 lines of one).
 const MAX_DIFF_BYTES: u64 = 8 << 20;
 
@@ -171,5 +175,42 @@ impl Api {
             &format!("/issues/comments/{id}"),
             Some(&json!({ "body": body })),
         )
+    }
+}
+
+impl super::Forge for Api {
+    fn pull(&self, number: u64) -> Result<super::Pull> {
+        let pr = Api::pull(self, number)?;
+        Ok(super::Pull {
+            number,
+            title: pr["title"].as_str().unwrap_or("").to_string(),
+            body: pr["body"].as_str().unwrap_or("").to_string(),
+        })
+    }
+
+    fn diff(&self, number: u64) -> Result<String> {
+        Api::diff(self, number)
+    }
+
+    fn files(&self, number: u64) -> Result<Vec<String>> {
+        Api::files(self, number)
+    }
+
+    /// The comment an earlier run posted is found by its marker **and** a bot author: a
+    /// person's comment quoting the marker is never edited.
+    fn upsert(&self, number: u64, body: &str) -> Result<String> {
+        let marker = super::comment::marker(number);
+        let ours = self.comments(number)?.into_iter().find(|c| {
+            c["body"].as_str().is_some_and(|b| b.starts_with(&marker)) && c["user"]["type"] == "Bot"
+        });
+        let posted = match ours.as_ref().and_then(|c| c["id"].as_u64()) {
+            Some(id) => self.update_comment(id, body)?,
+            None => self.create_comment(number, body)?,
+        };
+        Ok(posted["html_url"].as_str().unwrap_or("").to_string())
+    }
+
+    fn answer_hint(&self) -> &'static str {
+        ANSWER_HINT
     }
 }

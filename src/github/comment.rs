@@ -30,6 +30,8 @@ pub struct Outcome<'a> {
     pub waiting: Option<(&'a str, &'a str)>,
     /// Why the meeting stopped, when it printed no result.
     pub failure: Option<&'a str>,
+    /// How a person answers a waiting meeting on this forge.
+    pub answer_hint: &'a str,
 }
 
 /// The comment's Markdown.
@@ -49,9 +51,10 @@ pub fn render(o: &Outcome) -> String {
     ));
     if let Some((who, question)) = o.waiting {
         out.push_str(&format!(
-            "The meeting asks **{}**: {}\n\nReply with a comment starting `/answer` and the answer; the meeting goes on from there.\n\n",
+            "The meeting asks **{}**: {}\n\n{}\n\n",
             quiet(who),
-            quiet(&crate::text::one_line(question, 1_000))
+            quiet(&crate::text::one_line(question, 1_000)),
+            o.answer_hint
         ));
     }
     if let Some(why) = o.failure.or(o.result.and_then(|r| r.last_error.as_deref())) {
@@ -155,6 +158,7 @@ mod tests {
             report: REPORT,
             waiting,
             failure: None,
+            answer_hint: crate::github::api::ANSWER_HINT,
         }
     }
 

@@ -15,6 +15,7 @@
 pub mod api;
 pub mod comment;
 pub mod event;
+pub mod gitlab;
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -32,9 +33,10 @@ pub const REPO_CONFIG: &str = ".github/agent-meeting.yaml";
 /// Where decision records are looked for when the repository's file names no folder.
 const ADR_DIRS: [&str; 3] = ["docs/decisions", "docs/adr", "doc/adr"];
 
-/// What `agent-meeting github` runs with, settled at the edge (`src/bin/github.rs`).
+/// Where a GitHub event comes from and the API it is answered through, settled at the edge
+/// (`src/bin/github.rs`).
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub struct GithubEvent {
     /// `GITHUB_EVENT_NAME`.
     pub event_name: String,
     /// `GITHUB_EVENT_PATH`: the event's JSON.
@@ -45,11 +47,18 @@ pub struct Settings {
     pub api_url: String,
     /// `GITHUB_TOKEN`.
     pub token: Option<String>,
+    pub options: event::Options,
+}
+
+/// How the meetings of a pull (merge) request run, on either forge.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The program, as its lines on stderr name it (`agent-meeting github`).
+    pub program: &'static str,
     /// Where the run folders are (inside the checkout: the meeting's documents must be).
     pub run_dir: PathBuf,
     /// The repository's settings file (default [`REPO_CONFIG`] when it exists).
     pub config: Option<PathBuf>,
-    pub options: event::Options,
     /// Over the repository file's `agents` (default `arch,biz`).
     pub agents: Vec<String>,
     /// Over the repository file's `max_cost`.
@@ -58,8 +67,28 @@ pub struct Settings {
     pub meeting_args: Vec<String>,
     /// This executable, which runs `meeting`.
     pub exe: PathBuf,
-    /// `GITHUB_STEP_SUMMARY`: the job's summary page, which gets the comment too.
+    /// The job's summary page (`GITHUB_STEP_SUMMARY`), which gets the comment too.
     pub summary: Option<PathBuf>,
+}
+
+/// A pull request (GitHub) or merge request (GitLab) as the meeting reads it.
+#[derive(Debug, Clone, Default)]
+pub struct Pull {
+    pub number: u64,
+    pub title: String,
+    pub body: String,
+}
+
+/// What the meeting needs of a forge: the request, its diff and changed files, and its one
+/// comment (note) created or updated.
+pub trait Forge {
+    fn pull(&self, number: u64) -> Result<Pull>;
+    fn diff(&self, number: u64) -> Result<String>;
+    fn files(&self, number: u64) -> Result<Vec<String>>;
+    /// Post `body` as the request's one comment, or update the one posted before; its URL.
+    fn upsert(&self, number: u64, body: &str) -> Result<String>;
+    /// How a person answers a waiting meeting there.
+    fn answer_hint(&self) -> &'static str;
 }
 
 /// `.github/agent-meeting.yaml`: how the repository's meetings run.
@@ -96,36 +125,46 @@ pub struct RepoConfig {
     pub decision_packet: DecisionPacket,
 }
 
-/// Run what the event asks.
-pub fn run(s: &Settings) -> Result<()> {
-    let label = s.event_path.display().to_string();
-    let text = crate::io::read_text_file(&s.event_path)?;
+/// Run what a GitHub event asks.
+pub fn run(e: &GithubEvent, s: &Settings) -> Result<()> {
+    let label = e.event_path.display().to_string();
+    let text = crate::io::read_text_file(&e.event_path)?;
     let event: Value = serde_json::from_str(&text)
-        .map_err(|e| Error::input(&label, "", format!("expected the event's JSON: {e}")))?;
-    let (number, ask) = match event::read(&s.event_name, &event, &s.options) {
-        event::Ask::Nothing(why) => {
-            say(s, &format!("nothing to do: {why}"));
-            return Ok(());
-        }
-        event::Ask::ForkWithoutSecrets { number } => {
-            say(s, &format!(
-                "pull request #{number} comes from a fork, and GitHub gives a fork's pull_request workflow no secrets (no provider key, a read-only token): no meeting ran. A maintainer can comment `/decide <topic>` on it: an issue_comment workflow runs with the repository's secrets, on the base branch's files."
-            ));
-            return Ok(());
-        }
-        event::Ask::Decide { number, .. } | event::Ask::Answer { number, .. } => {
-            (number, event::read(&s.event_name, &event, &s.options))
-        }
-    };
-    let token = s.token.as_deref().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
+        .map_err(|err| Error::input(&label, "", format!("expected the event's JSON: {err}")))?;
+    let ask = event::read(&e.event_name, &event, &e.options);
+    if let event::Ask::Nothing(_) | event::Ask::ForkWithoutSecrets { .. } = ask {
+        return hold(s, None, ask);
+    }
+    let token = e.token.as_deref().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
         Error::Usage(
             "GITHUB_TOKEN is not set: the workflow step needs `env: GITHUB_TOKEN: ${{ github.token }}` (with pull-requests: write)".into(),
         )
     })?;
-    let api = api::Api::new(&s.api_url, &s.repo, token);
+    let api = api::Api::new(&e.api_url, &e.repo, token);
+    hold(s, Some(&api), ask)
+}
+
+/// Do what `ask` asks on the forge, and post the comment.
+pub fn hold(s: &Settings, forge: Option<&dyn Forge>, ask: event::Ask) -> Result<()> {
+    let (number, forge) = match (&ask, forge) {
+        (event::Ask::Nothing(why), _) => {
+            say(s, &format!("nothing to do: {why}"));
+            return Ok(());
+        }
+        (event::Ask::ForkWithoutSecrets { number }, _) => {
+            say(s, &format!(
+                "pull request #{number} comes from a fork, and the forge gives a fork's pipeline no secrets (no provider key, a read-only token): no meeting ran. A maintainer can start one: a `/decide <topic>` comment on GitHub (an issue_comment workflow runs with the repository's secrets, on the base branch's files), a pipeline of the project itself on GitLab."
+            ));
+            return Ok(());
+        }
+        (event::Ask::Decide { number, .. } | event::Ask::Answer { number, .. }, Some(f)) => {
+            (*number, f)
+        }
+        (_, None) => return Err(Error::Runtime("no forge to hold the meeting on".into())),
+    };
     let config = repo_config(s)?;
     let (dir, args) = match &ask {
-        event::Ask::Decide { topic, .. } => decide(s, &api, &config, number, topic)?,
+        event::Ask::Decide { topic, .. } => decide(s, forge, &config, number, topic)?,
         event::Ask::Answer { text, .. } => match waiting_run(&s.run_dir, number) {
             Some(dir) => {
                 let file = work_dir(s, number)?.join("answer.txt");
@@ -140,10 +179,13 @@ pub fn run(s: &Settings) -> Result<()> {
                 (dir, args)
             }
             None => {
-                say(s, &format!(
-                    "nothing to do: no meeting of pull request #{number} waits for an answer (in {})",
-                    s.run_dir.display()
-                ));
+                say(
+                    s,
+                    &format!(
+                        "nothing to do: no meeting of #{number} waits for an answer (in {})",
+                        s.run_dir.display()
+                    ),
+                );
                 return Ok(());
             }
         },
@@ -178,10 +220,11 @@ pub fn run(s: &Settings) -> Result<()> {
             .as_ref()
             .map(|w| (w.agent.as_str(), w.question.as_str())),
         failure: ran.said.as_deref(),
+        answer_hint: forge.answer_hint(),
     });
-    let url = upsert(&api, number, &body)?;
+    let url = forge.upsert(number, &body)?;
     summarise(s, &body);
-    crate::note!("agent-meeting github: {} ({url})", headline(&body));
+    crate::note!("{}: {} ({url})", s.program, headline(&body));
     Ok(())
 }
 
@@ -189,7 +232,7 @@ pub fn run(s: &Settings) -> Result<()> {
 /// how it ended, at no cost), else a new meeting built from the pull request.
 fn decide(
     s: &Settings,
-    api: &api::Api,
+    api: &dyn Forge,
     config: &RepoConfig,
     number: u64,
     topic: &str,
@@ -255,20 +298,17 @@ fn decide(
 /// the brief's current state (the repository's brief and decision packet kept); the diff, the
 /// files it changes (as the checkout has them) and the newest decision records as documents.
 fn meeting_file(
-    pr: &Value,
+    pr: &Pull,
     topic: &str,
     config: &RepoConfig,
     diff: &Path,
     max_diff: usize,
     files: &[String],
 ) -> Value {
-    let title = pr["title"].as_str().unwrap_or("");
-    let body = crate::text::cut(pr["body"].as_str().unwrap_or("").trim(), 8_000);
+    let title = pr.title.as_str();
+    let body = crate::text::cut(pr.body.trim(), 8_000);
     let mut brief = config.brief.clone();
-    let state = format!(
-        "Pull request #{}: {title}\n\n{body}",
-        pr["number"].as_u64().unwrap_or(0)
-    );
+    let state = format!("Pull request #{}: {title}\n\n{body}", pr.number);
     brief.current_state = if brief.current_state.is_empty() {
         state
     } else {
@@ -421,20 +461,6 @@ fn run_meeting(s: &Settings, args: &[String]) -> Result<Ran> {
     })
 }
 
-/// Post the comment, or update the one an earlier run posted (found by its marker, and posted
-/// by a bot: a person's comment quoting the marker is never edited); its URL.
-fn upsert(api: &api::Api, number: u64, body: &str) -> Result<String> {
-    let marker = comment::marker(number);
-    let ours = api.comments(number)?.into_iter().find(|c| {
-        c["body"].as_str().is_some_and(|b| b.starts_with(&marker)) && c["user"]["type"] == "Bot"
-    });
-    let posted = match ours.as_ref().and_then(|c| c["id"].as_u64()) {
-        Some(id) => api.update_comment(id, body)?,
-        None => api.create_comment(number, body)?,
-    };
-    Ok(posted["html_url"].as_str().unwrap_or("").to_string())
-}
-
 /// The comment's headline (`decided`, `waiting for ana`, ...).
 fn headline(body: &str) -> String {
     body.lines()
@@ -445,7 +471,7 @@ fn headline(body: &str) -> String {
 
 /// A line for the log and the job's summary page.
 fn say(s: &Settings, text: &str) {
-    crate::note!("agent-meeting github: {text}");
+    crate::note!("{}: {text}", s.program);
     summarise(s, &format!("agent-meeting: {text}\n"));
 }
 
@@ -460,7 +486,8 @@ fn summarise(s: &Settings, text: &str) {
             .and_then(|mut f| std::io::Write::write_all(&mut f, format!("{text}\n").as_bytes()));
         if let Err(e) = appended {
             crate::note!(
-                "agent-meeting github: {}: {}",
+                "{}: {}: {}",
+                s.program,
                 file.display(),
                 crate::io::os_error(&e)
             );

@@ -281,23 +281,116 @@ fn a_redirect_from_the_api_is_not_followed_with_the_token() {
     assert_eq!(gh.count(), 1);
 }
 
-/// The action is valid for GitHub's schema of actions (`check-jsonschema`'s vendored copy; a
-/// test that needs the tool says so, and CI installs it).
+/// The action is valid for GitHub's schema of actions, and the GitLab template for GitLab's
+/// CI schema (`check-jsonschema`'s vendored copies; a test that needs the tool says so, and CI
+/// installs it).
 #[test]
-fn the_action_is_valid_for_githubs_schema() {
+fn the_action_and_the_gitlab_template_are_valid_for_their_schemas() {
     if crate::harness::skip_without(crate::harness::Tool::CheckJsonschema) {
         return;
     }
     let root = crate::harness::root();
-    let out = std::process::Command::new("check-jsonschema")
-        .args(["--builtin-schema", "vendor.github-actions"])
-        .arg(root.join("action.yml"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "action.yml: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
+    for (file, schema) in [
+        ("action.yml", "vendor.github-actions"),
+        ("share/ci/gitlab-ci.yml", "vendor.gitlab-ci"),
+    ] {
+        let out = std::process::Command::new("check-jsonschema")
+            .args(["--builtin-schema", schema])
+            .arg(root.join(file))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{file}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// `agent-meeting gitlab` against a fake GitLab API: a merge request labelled `decide` gets
+/// one note (PRIVATE-TOKEN to that API only), a re-run updates it, and a person's note quoting
+/// the marker is left alone.
+#[test]
+fn a_labelled_merge_request_gets_one_note_updated_on_a_rerun() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    let notes: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(vec![json!({
+        "id": 1, "body": "<!-- agent-meeting:pr-5 --> quoted", "author": {"username": "ana"}})]));
+    let store = notes.clone();
+    let server = FakeServer::answering(move |req| {
+        let mut all = store.lock().unwrap();
+        let base = "/api/v4/projects/42/merge_requests/5";
+        match (req.method.as_str(), req.path.as_str()) {
+            ("GET", "/api/v4/user") => fake_http::json(200, r#"{"username": "project_42_bot"}"#),
+            ("GET", p) if p == base => fake_http::json(
+                200,
+                r#"{"iid": 5, "title": "Move CI to arm64", "description": "Runners on arm64 cost less."}"#,
+            ),
+            ("GET", p) if p.starts_with(&format!("{base}/diffs")) => fake_http::json(
+                200,
+                r#"[{"old_path": "ci.yml", "new_path": "ci.yml", "diff": "+runs-on: arm64\n", "deleted_file": false}]"#,
+            ),
+            ("GET", p) if p.starts_with(&format!("{base}/notes")) => {
+                fake_http::json(200, &Value::Array(all.clone()).to_string())
+            }
+            ("POST", p) if p == format!("{base}/notes") => {
+                let n = json!({"id": 100 + all.len(), "body": req.json()["body"],
+                               "author": {"username": "project_42_bot"}});
+                all.push(n.clone());
+                fake_http::json(201, &n.to_string())
+            }
+            ("PUT", p) if p.starts_with(&format!("{base}/notes/")) => {
+                let id: u64 = p.rsplit('/').next().unwrap().parse().unwrap();
+                let Some(n) = all.iter_mut().find(|n| n["id"] == id) else {
+                    return fake_http::json(404, r#"{"message": "404 Not found"}"#);
+                };
+                n["body"] = req.json()["body"].clone();
+                fake_http::json(200, &n.to_string())
+            }
+            _ => fake_http::json(404, r#"{"message": "404 Not found"}"#),
+        }
+    });
+    let run = || {
+        let mut c = Cli::new(std::process::Command::new(env!(
+            "CARGO_BIN_EXE_agent-meeting"
+        )));
+        c.current_dir(work.path())
+            .arg("gitlab")
+            .env("CI_API_V4_URL", format!("{}/api/v4", server.url))
+            .env("CI_PROJECT_ID", "42")
+            .env("CI_MERGE_REQUEST_IID", "5")
+            .env("CI_MERGE_REQUEST_TITLE", "Move CI to arm64")
+            .env("CI_MERGE_REQUEST_LABELS", "infra,decide")
+            .env("CI_MERGE_REQUEST_SOURCE_PROJECT_ID", "42")
+            .env("CI_MERGE_REQUEST_PROJECT_ID", "42")
+            .env("GITLAB_TOKEN", "glpat-faketoken")
+            .env("AGENT_MEETING_PROVIDER", "sample");
+        c.run()
+    };
+    run().success();
+    run().success();
+    let all = notes.lock().unwrap().clone();
+    let ours: Vec<&Value> = all
+        .iter()
+        .filter(|n| n["author"]["username"] == "project_42_bot")
+        .collect();
+    assert_eq!(ours.len(), 1, "{all:?}");
+    let body = ours[0]["body"].as_str().unwrap();
+    assert!(body.starts_with("<!-- agent-meeting:pr-5 -->\n"), "{body}");
+    assert!(body.contains("**Move CI to arm64**"), "{body}");
+    assert_eq!(all[0]["body"], "<!-- agent-meeting:pr-5 --> quoted");
+    let puts = (0..server.count())
+        .filter(|&i| server.request(i).method == "PUT")
+        .count();
+    assert_eq!(puts, 1);
+    for i in 0..server.count() {
+        let req = server.request(i);
+        assert_eq!(
+            req.header("private-token"),
+            Some("glpat-faketoken"),
+            "{}",
+            req.path
+        );
+    }
 }
