@@ -253,7 +253,7 @@ impl PullArgs {
         program: &'static str,
         exe: PathBuf,
         summary: Option<PathBuf>,
-    ) -> crate::github::Settings {
+    ) -> crate::settings::PullSettings {
         let mut meeting_args = Vec::new();
         if let Some(p) = self.provider {
             meeting_args.extend(["--provider".to_string(), p]);
@@ -261,7 +261,7 @@ impl PullArgs {
         if let Some(m) = self.model {
             meeting_args.extend(["--model".to_string(), m]);
         }
-        crate::github::Settings {
+        crate::settings::PullSettings {
             program,
             run_dir: self.run_dir,
             config: self.config,

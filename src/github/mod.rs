@@ -50,26 +50,9 @@ pub struct GithubEvent {
     pub options: event::Options,
 }
 
-/// How the meetings of a pull (merge) request run, on either forge.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// The program, as its lines on stderr name it (`agent-meeting github`).
-    pub program: &'static str,
-    /// Where the run folders are (inside the checkout: the meeting's documents must be).
-    pub run_dir: PathBuf,
-    /// The repository's settings file (default [`REPO_CONFIG`] when it exists).
-    pub config: Option<PathBuf>,
-    /// Over the repository file's `agents` (default `arch,biz`).
-    pub agents: Vec<String>,
-    /// Over the repository file's `max_cost`.
-    pub max_cost: Option<f64>,
-    /// Given to `meeting` as they are (`--provider`, `--model`).
-    pub meeting_args: Vec<String>,
-    /// This executable, which runs `meeting`.
-    pub exe: PathBuf,
-    /// The job's summary page (`GITHUB_STEP_SUMMARY`), which gets the comment too.
-    pub summary: Option<PathBuf>,
-}
+/// How the meetings of a pull (merge) request run, on either forge (settled at the edge,
+/// `cli::flags::PullArgs`).
+pub use crate::settings::PullSettings as Settings;
 
 /// A pull request (GitHub) or merge request (GitLab) as the meeting reads it.
 #[derive(Debug, Clone, Default)]

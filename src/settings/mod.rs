@@ -19,6 +19,28 @@ use config::{user_agents_dir, Config, Loaded, CONFIG_ENV};
 
 pub mod config;
 
+/// How the meetings of a pull (merge) request run, on either forge (`agent-meeting github`,
+/// `agent-meeting gitlab`: docs/design/github.md).
+#[derive(Debug, Clone)]
+pub struct PullSettings {
+    /// The program, as its lines on stderr name it (`agent-meeting github`).
+    pub program: &'static str,
+    /// Where the run folders are (inside the checkout: the meeting's documents must be).
+    pub run_dir: PathBuf,
+    /// The repository's settings file (default `.github/agent-meeting.yaml` when it exists).
+    pub config: Option<PathBuf>,
+    /// Over the repository file's `agents` (default `arch,biz`).
+    pub agents: Vec<String>,
+    /// Over the repository file's `max_cost`.
+    pub max_cost: Option<f64>,
+    /// Given to `meeting` as they are (`--provider`, `--model`).
+    pub meeting_args: Vec<String>,
+    /// This executable, which runs `meeting`.
+    pub exe: PathBuf,
+    /// The job's summary page (`GITHUB_STEP_SUMMARY`), which gets the comment too.
+    pub summary: Option<PathBuf>,
+}
+
 /// `--adr DIR`, `--supersedes N` and the deciders, as `meeting.json` keeps them
 /// (docs/design/report.md#adr).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
