@@ -15,47 +15,56 @@ pub const ANSWER_HINT: &str =
 /// How much of a diff is asked for at most (GitHub serves up to 20,000 lines of one).
 const MAX_DIFF_BYTES: u64 = 8 << 20;
 
-/// A client for one repository of one API.
-pub struct Api {
+/// A REST API at one base URL, with one credential header: every URL is built from the base,
+/// a redirect is never followed, and the token is scrubbed from every message. Both forges'
+/// clients are one of these.
+pub(super) struct Rest {
     base: String,
-    repo: String,
+    /// The credential header: its name and value (`authorization: Bearer …`,
+    /// `private-token: …`).
+    auth: (&'static str, String),
     token: String,
+    /// Where the base URL came from, for the redirect's error (`GITHUB_API_URL`).
+    base_from: &'static str,
     agent: ureq::Agent,
 }
 
-impl Api {
-    pub fn new(base: &str, repo: &str, token: &str) -> Api {
+impl Rest {
+    pub(super) fn new(
+        base: &str,
+        auth: (&'static str, String),
+        token: &str,
+        base_from: &'static str,
+    ) -> Rest {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_global(Some(std::time::Duration::from_secs(60)))
             .user_agent(concat!("agent-meeting/", env!("CARGO_PKG_VERSION")))
             .build();
-        Api {
+        Rest {
             base: base.trim_end_matches('/').to_string(),
-            repo: repo.to_string(),
+            auth,
             token: token.to_string(),
+            base_from,
             agent: ureq::Agent::new_with_config(config),
         }
     }
 
-    fn url(&self, path: &str) -> String {
-        format!("{}/repos/{}{path}", self.base, self.repo)
-    }
-
-    fn request(
+    /// `method` `path` (below the base) with `accept` and a JSON `body`: the response's text,
+    /// or the error a person can act on.
+    pub(super) fn send(
         &self,
         method: &str,
         path: &str,
         accept: &str,
         body: Option<&Value>,
     ) -> Result<String> {
-        let url = self.url(path);
-        let auth = format!("Bearer {}", self.token);
+        let url = format!("{}{path}", self.base);
         let builder = ureq::http::Request::builder()
             .method(method)
             .uri(&url)
-            .header("authorization", &auth)
+            .header(self.auth.0, &self.auth.1)
             .header("accept", accept)
             .header("x-github-api-version", "2022-11-28");
         let sent = match body {
@@ -84,7 +93,8 @@ impl Api {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("nowhere said");
             return Err(Error::Runtime(scrub(format!(
-                "{method} {url}: HTTP {status} redirect to {to} not followed: the token goes only to the API it was given (GITHUB_API_URL)"
+                "{method} {url}: HTTP {status} redirect to {to} not followed: the token goes only to the API it was given ({})",
+                self.base_from
             ))));
         }
         let text = resp
@@ -105,14 +115,47 @@ impl Api {
         Ok(text)
     }
 
-    fn json(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-        let text = self.request(method, path, "application/vnd.github+json", body)?;
+    /// [`Rest::send`] for a JSON answer.
+    pub(super) fn json(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+        let text = self.send(method, path, "application/vnd.github+json", body)?;
         serde_json::from_str(&text).map_err(|e| {
             Error::Runtime(format!(
-                "{method} {}: the response is not JSON: {e}",
-                self.url(path)
+                "{method} {}{path}: the response is not JSON: {e}",
+                self.base
             ))
         })
+    }
+}
+
+/// A client for one repository of GitHub's API.
+pub struct Api {
+    rest: Rest,
+    repo: String,
+}
+
+impl Api {
+    pub fn new(base: &str, repo: &str, token: &str) -> Api {
+        let auth = ("authorization", format!("Bearer {token}"));
+        Api {
+            rest: Rest::new(base, auth, token, "GITHUB_API_URL"),
+            repo: repo.to_string(),
+        }
+    }
+
+    fn request(
+        &self,
+        method: &str,
+        path: &str,
+        accept: &str,
+        body: Option<&Value>,
+    ) -> Result<String> {
+        self.rest
+            .send(method, &format!("/repos/{}{path}", self.repo), accept, body)
+    }
+
+    fn json(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+        self.rest
+            .json(method, &format!("/repos/{}{path}", self.repo), body)
     }
 
     /// The pull request.

@@ -9,7 +9,7 @@
 use serde_json::{json, Value};
 
 use super::event::Ask;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// How a person answers a waiting meeting on GitLab.
 pub const ANSWER_HINT: &str = "Run the merge request's pipeline with the variable `AGENT_MEETING_ANSWER` set to the answer (CI/CD → Pipelines → Run pipeline); the meeting goes on from there.";
@@ -77,80 +77,21 @@ pub fn read(p: &Pipeline) -> Ask {
 
 /// A client for one project of one GitLab API.
 pub struct Api {
-    base: String,
+    rest: super::api::Rest,
     project: String,
-    token: String,
-    agent: ureq::Agent,
 }
 
 impl Api {
     pub fn new(base: &str, project: &str, token: &str) -> Api {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_global(Some(std::time::Duration::from_secs(60)))
-            .user_agent(concat!("agent-meeting/", env!("CARGO_PKG_VERSION")))
-            .build();
+        let auth = ("private-token", token.to_string());
         Api {
-            base: base.trim_end_matches('/').to_string(),
+            rest: super::api::Rest::new(base, auth, token, "CI_API_V4_URL"),
             project: project.replace('/', "%2F"),
-            token: token.to_string(),
-            agent: ureq::Agent::new_with_config(config),
         }
     }
 
     fn json(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
-        let url = format!("{}{path}", self.base);
-        let builder = ureq::http::Request::builder()
-            .method(method)
-            .uri(&url)
-            .header("private-token", &self.token)
-            .header("accept", "application/json");
-        let sent = match body {
-            Some(b) => {
-                let req = builder
-                    .header("content-type", "application/json")
-                    .body(serde_json::to_vec(b).expect("JSON serialises"))
-                    .map_err(|e| Error::Runtime(format!("{url}: {e}")))?;
-                self.agent.run(req)
-            }
-            None => {
-                let req = builder
-                    .body(())
-                    .map_err(|e| Error::Runtime(format!("{url}: {e}")))?;
-                self.agent.run(req)
-            }
-        };
-        let scrub = |s: String| s.replace(&self.token, "[token]");
-        let mut resp = sent.map_err(|e| Error::Runtime(scrub(format!("{method} {url}: {e}"))))?;
-        let status = resp.status().as_u16();
-        if (300..400).contains(&status) {
-            let to = resp
-                .headers()
-                .get("location")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("nowhere said");
-            return Err(Error::Runtime(scrub(format!(
-                "{method} {url}: HTTP {status} redirect to {to} not followed: the token goes only to the API it was given (CI_API_V4_URL)"
-            ))));
-        }
-        let text = resp
-            .body_mut()
-            .with_config()
-            .limit(8 << 20)
-            .read_to_string()
-            .map_err(|e| Error::Runtime(scrub(format!("{method} {url}: {e}"))))?;
-        if !(200..300).contains(&status) {
-            let message = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v["message"].as_str().map(str::to_string))
-                .unwrap_or_else(|| crate::text::one_line(&text, 200));
-            return Err(Error::Runtime(scrub(format!(
-                "{method} {url}: HTTP {status}: {message}"
-            ))));
-        }
-        serde_json::from_str(&text)
-            .map_err(|e| Error::Runtime(format!("{method} {url}: the response is not JSON: {e}")))
+        self.rest.json(method, path, body)
     }
 
     fn mr(&self, iid: u64) -> String {

@@ -395,28 +395,22 @@ fn pm_answer(p: &Prompt, schema: &Value) -> Value {
     // question nobody was asked goes first, to whoever's role is closest to it.
     let order: Vec<&String> = people.into_iter().chain(others).collect();
     let first = (round % order.len() as u64) as usize;
-    if let Some((target, question)) = best_placed(p, &order, &answered) {
-        return json!({
-            "analysis": format!("{MARK} {} loops left: ask {target}, whose role is closest to a required question.", p.f.remaining_loops.unwrap_or(0)),
-            "answered_questions": answered,
-            "next_action": "CALL_AGENT",
-            "target_agent": target,
-            "prompt_for_agent": mark(question),
-            "calls": null,
-            "final_report": null,
-            "decision": null,
-        });
-    }
-    let fresh = (0..order.len())
-        .map(|i| order[(first + i) % order.len()])
-        .find_map(|t| fresh_question(p, t).map(|q| (t, q)));
-    let (target, question) = match fresh {
-        Some(pick) => pick,
-        None if may("FINISH") => return finish(p, schema),
-        None => (order[first], still_missing(p)),
+    let loops = p.f.remaining_loops.unwrap_or(0);
+    let (target, question, why) = match best_placed(p, &order, &answered) {
+        Some((t, q)) => (t, q, ", whose role is closest to a required question"),
+        None => {
+            let fresh = (0..order.len())
+                .map(|i| order[(first + i) % order.len()])
+                .find_map(|t| fresh_question(p, t).map(|q| (t, q)));
+            match fresh {
+                Some((t, q)) => (t, q, " next, in turn"),
+                None if may("FINISH") => return finish(p, schema),
+                None => (order[first], still_missing(p), " next, in turn"),
+            }
+        }
     };
     json!({
-        "analysis": format!("{MARK} {} loops left: ask {target} next, in turn.", p.f.remaining_loops.unwrap_or(0)),
+        "analysis": format!("{MARK} {loops} loops left: ask {target}{why}."),
         "answered_questions": answered,
         "next_action": "CALL_AGENT",
         "target_agent": target,
