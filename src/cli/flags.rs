@@ -372,6 +372,11 @@ pub struct BoardArgs {
     /// out keeps its own. Implies --council; wins over the meeting file's `council.models`
     #[arg(long, value_delimiter = ',', value_name = "MODELS")]
     pub council_models: Vec<String>,
+    /// An adaptive council: two members of different model families vote first, the rest
+    /// only when those two disagree or either is unsure (no ranking round when they agree).
+    /// Implies --council; also `council: {adaptive: true}` in the meeting file
+    #[arg(long)]
+    pub council_adaptive: bool,
     /// Fix the trace id (names the run folder; reproducible runs); default: time + random bits
     #[arg(long, value_name = "ID", value_parser = crate::model::check_trace_id)]
     pub trace_id: Option<String>,
@@ -416,6 +421,7 @@ impl BoardArgs {
             review_by: self.review_by,
             council: self.council,
             council_models: self.council_models,
+            council_adaptive: self.council_adaptive,
             trace_id: self.trace_id,
         }
     }

@@ -149,6 +149,7 @@ pub(super) mod tests {
                 review_by: vec![],
                 council: false,
                 council_models: vec![],
+                council_adaptive: false,
                 trace_id: Some("t-1".into()),
             },
             llm: LlmConfig {

@@ -98,6 +98,17 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
             None => cfg.metadata.remove("model"),
         };
     }
+    // Adaptive: two members first, of different model families where there are such.
+    let first = if settings.adaptive && names.len() > 2 {
+        let family = |n: &String| family_of(&board.agents[n].metadata);
+        let second = names[1..]
+            .iter()
+            .position(|n| family(n) != family(&names[0]))
+            .map_or(1, |i| i + 1);
+        Some(vec![names[0].clone(), names[second].clone()])
+    } else {
+        None
+    };
     board.council = Some(Council {
         phase: CouncilPhase::Vote,
         members: names
@@ -108,9 +119,14 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
                 vote: None,
                 ranking: None,
                 error: None,
+                held: first.as_ref().is_some_and(|f| !f.contains(n)),
             })
             .collect(),
         aggregate: None,
+        adaptive: first.clone().map(|first| crate::model::AdaptiveRound {
+            first,
+            escalated: None,
+        }),
     });
     let limits = crate::meeting::budget::AgentLimits::resolve(board, &Default::default());
     let n = names.len();
@@ -126,8 +142,28 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
             )));
         }
     }
-    queue(board, &names, VOTE_QUESTION, reserve, now);
+    let seated = first.unwrap_or(names);
+    queue(board, &seated, VOTE_QUESTION, reserve, now);
     Ok(())
+}
+
+/// A member's model family, for seating two different ones first: the model's name up to its
+/// first character that is not a letter (`gpt-4o` → `gpt`, `llama3.2` → `llama`,
+/// `claude-3-5-haiku` → `claude`), else the provider; empty when the member keeps the
+/// meeting's model.
+fn family_of(metadata: &serde_json::Map<String, Value>) -> String {
+    let text = |k: &str| metadata.get(k).and_then(Value::as_str).unwrap_or("");
+    let model = text("model").rsplit('/').next().unwrap_or("");
+    let name: String = model
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if name.is_empty() {
+        text("provider").to_string()
+    } else {
+        name
+    }
 }
 
 /// One call per member in `names`, with `question`, each keeping `reserve`: at most
@@ -456,6 +492,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
         .iter()
         .filter(|m| {
             m.error.is_none()
+                && !m.held
                 && match phase {
                     CouncilPhase::Rank => m.label.is_some() && m.ranking.is_none(),
                     _ => m.vote.is_none(),
@@ -473,6 +510,44 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
             crate::meeting::budget::council_reserve(board, &limits, waiting.len(), rounds);
         queue(board, &waiting, question, reserve, now);
         return;
+    }
+    let council = board.council.as_mut().expect("an active council");
+    // Adaptive, the first two in: the rest are seated when they disagree or one is unsure.
+    if let Some(round) = council.adaptive.as_mut().filter(|r| r.escalated.is_none()) {
+        let votes: Vec<&CouncilVote> = council
+            .members
+            .iter()
+            .filter_map(|m| m.vote.as_ref())
+            .collect();
+        let agreed = votes.len() == 2
+            && same_choice(&votes[0].choice, &votes[1].choice)
+            && votes
+                .iter()
+                .all(|v| v.confidence != crate::model::Confidence::Low);
+        round.escalated = Some(!agreed);
+        if !agreed {
+            let held: Vec<String> = council
+                .members
+                .iter_mut()
+                .filter(|m| m.held)
+                .map(|m| {
+                    m.held = false;
+                    m.name.clone()
+                })
+                .collect();
+            let limits = crate::meeting::budget::AgentLimits::resolve(board, &Default::default());
+            let reserve = crate::meeting::budget::council_reserve(board, &limits, held.len(), 2);
+            events::push_at(
+                board,
+                now,
+                events::board_merged(format!(
+                    "council: the first two did not agree; seating {}",
+                    held.join(", ")
+                )),
+            );
+            queue(board, &held, VOTE_QUESTION, reserve, now);
+            return;
+        }
     }
     let council = board.council.as_mut().expect("an active council");
     let voters: Vec<usize> = (0..council.members.len())
@@ -623,6 +698,8 @@ pub(crate) struct CouncilView {
     pub dissent: Vec<String>,
     /// Whether the decision follows the leading choice, in words (empty without a decision).
     pub follows: String,
+    /// An adaptive council's seating, in words (empty for a whole council).
+    pub adaptive: String,
 }
 
 /// The council for the report (`None` without a council or before its aggregate).
@@ -688,14 +765,31 @@ pub(crate) fn view(board: &Board, decision: Option<&str>) -> Option<CouncilView>
                     })
                     .unwrap_or_default(),
                 ranked,
-                error: m
-                    .error
-                    .as_deref()
-                    .map(|e| crate::text::cut(&fold_ws(e), 160))
-                    .unwrap_or_default(),
+                error: if m.held {
+                    "not seated: the first two agreed".to_string()
+                } else {
+                    m.error
+                        .as_deref()
+                        .map(|e| crate::text::cut(&fold_ws(e), 160))
+                        .unwrap_or_default()
+                },
             }
         })
         .collect();
+    let adaptive = c.adaptive.as_ref().map_or_else(String::new, |r| {
+        let first = r.first.join(" and ");
+        let n = c.members.len();
+        match r.escalated {
+            Some(false) => format!(
+                "Adaptive council: {first} were seated first and agreed with confidence, so {} of the {n} members were not asked ({} calls saved, and the ranking round).",
+                n - 2,
+                n - 2
+            ),
+            _ => format!(
+                "Adaptive council: {first} were seated first and did not agree (or one was unsure), so all {n} members voted."
+            ),
+        }
+    });
     let follows = match (decision, &a.leading) {
         (Some(d), Some(l)) if same_choice(d, l) => format!(
             "The decision follows the council's {} ({l}, {}).",
@@ -744,6 +838,7 @@ pub(crate) fn view(board: &Board, decision: Option<&str>) -> Option<CouncilView>
             .map(|d| format!("{} chose {}: {}", d.member, d.choice, d.reason))
             .collect(),
         follows,
+        adaptive,
     })
 }
 
@@ -778,7 +873,31 @@ mod tests {
             vote: v,
             ranking: (!ranking.is_empty()).then(|| ranking.iter().map(|s| s.to_string()).collect()),
             error: None,
+            held: false,
         }
+    }
+
+    /// Two members of different model families are seated first where the council has them.
+    #[test]
+    fn a_model_family_is_the_models_name_before_its_version() {
+        let meta = |provider: &str, model: &str| {
+            let mut m = serde_json::Map::new();
+            m.insert("provider".into(), json!(provider));
+            if !model.is_empty() {
+                m.insert("model".into(), json!(model));
+            }
+            m
+        };
+        assert_eq!(family_of(&meta("openai", "gpt-4o-mini")), "gpt");
+        assert_eq!(family_of(&meta("openai", "gpt-4o")), "gpt");
+        assert_eq!(family_of(&meta("ollama", "llama3.2")), "llama");
+        assert_eq!(family_of(&meta("anthropic", "claude-3-5-haiku")), "claude");
+        assert_eq!(
+            family_of(&meta("openai", "meta-llama/Llama-3.1-8B")),
+            "llama"
+        );
+        assert_eq!(family_of(&meta("ollama", "")), "ollama");
+        assert_eq!(family_of(&serde_json::Map::new()), "");
     }
 
     fn opts() -> Vec<String> {

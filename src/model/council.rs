@@ -27,6 +27,10 @@ pub enum CouncilSetting {
 pub struct CouncilSettings {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<String>,
+    /// Seat two members first (of different model families where the council has them), and
+    /// the rest only when those two disagree or either is unsure (docs/design/council.md#adaptive).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub adaptive: bool,
 }
 
 impl CouncilSetting {
@@ -88,6 +92,9 @@ pub struct CouncilMember {
     /// Why its vote or ranking failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// An adaptive council's member not seated (yet): asked only if the first two disagree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 /// The council round on the board (absent: no council).
@@ -99,6 +106,22 @@ pub struct Council {
     /// The deterministic aggregate, once the votes (and rankings) are in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregate: Option<CouncilAggregate>,
+    /// An adaptive council (docs/design/council.md#adaptive): who was seated first, and
+    /// whether the rest were seated after them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveRound>,
+}
+
+/// How an adaptive council went.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AdaptiveRound {
+    /// The two members seated first.
+    pub first: Vec<String>,
+    /// Whether the others were seated (the first two disagreed, or one was unsure); absent
+    /// until the first two have voted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalated: Option<bool>,
 }
 
 /// The votes one choice got.

@@ -84,6 +84,9 @@ pub struct MeetingSettings {
     pub council: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub council_models: Vec<String>,
+    /// `--council-adaptive`: two members first, the rest only when they disagree.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub council_adaptive: bool,
     pub trace_id: Option<String>,
 }
 
@@ -100,6 +103,7 @@ impl Default for MeetingSettings {
             review_by: Vec::new(),
             council: false,
             council_models: Vec::new(),
+            council_adaptive: false,
             trace_id: None,
         }
     }
@@ -199,6 +203,7 @@ pub fn init_args(
         review_by: board.review_by.clone(),
         council: board.council,
         council_models: board.council_models.clone(),
+        council_adaptive: board.council_adaptive,
         trace_id: board.trace_id.clone(),
         llm,
         max_loops: max_loops(

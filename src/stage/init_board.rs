@@ -50,6 +50,8 @@ pub struct InitArgs {
     /// `--council-models`: the members' models, one per participant in order; wins over the
     /// meeting file's `council.models` (and turns the council on).
     pub council_models: Vec<String>,
+    /// `--council-adaptive`: an adaptive council (turns the council on).
+    pub council_adaptive: bool,
     pub trace_id: Option<String>,
     /// The LLM configuration the meeting's callers will use (its flags over the environment
     /// and the config file's defaults): the board's defaults, and the prices of a dollar budget.
@@ -84,7 +86,7 @@ pub fn run(mut packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Boa
         .map(|m| m.trim().to_string())
         .filter(|m| !m.is_empty())
         .collect();
-    if args.council || !council_models.is_empty() {
+    if args.council || args.council_adaptive || !council_models.is_empty() {
         let input = &mut packet.meeting_input;
         let mut settings = input
             .council
@@ -94,6 +96,7 @@ pub fn run(mut packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Boa
         if !council_models.is_empty() {
             settings.models = council_models;
         }
+        settings.adaptive |= args.council_adaptive;
         input.council = Some(crate::model::CouncilSetting::With(settings));
     }
     packet

@@ -772,3 +772,61 @@ fn a_dry_run_says_the_council_comes_first() {
     out.success();
     out.stderr_has("council: the meeting opens with the members' blind votes and rankings (first: arch, biz, sre)");
 }
+
+/// An adaptive council (docs/design/council.md#adaptive) seats two members first: when they
+/// agree with confidence the third is never asked and there is no ranking round (the report
+/// says what was saved); when they disagree the third votes and the round goes on as a whole
+/// council's.
+#[test]
+fn an_adaptive_council_asks_the_rest_only_when_the_first_two_disagree() {
+    let adaptive = "council: {adaptive: true}\n";
+    // Agreed: arch and biz both for the replica.
+    let work = work(false);
+    work.write("meeting.yaml", format!("{MEETING}{adaptive}"));
+    let c = Cassette::new()
+        .agent("arch", vote("Read replica", "high", REASONS[0].1))
+        .agent("biz", vote("Read replica", "medium", REASONS[1].1))
+        .pm(pm::call(
+            "sre",
+            "How long does the replica lag at 02:00, in minutes?",
+        ))
+        .agent(
+            "sre",
+            pm::answer("About forty minutes.", &["Replica lag reaches 40 minutes"]),
+        )
+        .pm(finish("Read replica"))
+        .write(work.join("agreed.jsonl"));
+    let out = meeting(&work, &c, &["--quiet"]).run();
+    out.check(out.code() == Some(0), "the agreed meeting");
+    let calls: Vec<(u64, String)> = requests(&work)
+        .into_iter()
+        .map(|(seq, caller, _)| (seq, caller))
+        .collect();
+    assert_eq!(
+        calls.iter().filter(|(_, c)| c == "sre").count(),
+        1,
+        "sre only answers the PM, never votes: {calls:?}"
+    );
+    assert_eq!(calls.len(), 5, "{calls:?}");
+    let report = work.read("report.md");
+    assert!(
+        report.contains("Adaptive council: arch and biz were seated first and agreed with confidence, so 1 of the 3 members were not asked"),
+        "{report}"
+    );
+    assert!(
+        report.contains("not seated: the first two agreed"),
+        "{report}"
+    );
+    // Disagreed (the flag this time): the whole council's meeting, call for call.
+    let work2 = self::work(false);
+    let labels = labels(&work2);
+    let c = whole(&labels, "Read replica").write(work2.join("whole.jsonl"));
+    let out = meeting(&work2, &c, &["--quiet", "--council-adaptive"]).run();
+    out.check(out.code() == Some(0), "the escalated meeting");
+    let report = work2.read("report.md");
+    assert!(
+        report.contains("did not agree (or one was unsure), so all 3 members voted"),
+        "{report}"
+    );
+    assert!(report.contains("Ranked by the others"), "{report}");
+}
