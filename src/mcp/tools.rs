@@ -38,6 +38,10 @@ pub struct MeetingArgs {
     /// the votes and the dissent, and the report gains a Council section.
     #[serde(default)]
     pub council: bool,
+    /// An adaptive council (implies council): two members of different model families vote
+    /// first, the rest only when those two disagree or either is unsure.
+    #[serde(default)]
+    pub council_adaptive: bool,
     /// The council members' models, one per agent in order (implies council), e.g.
     /// ["openai:gpt-4o-mini", "ollama:llama3.2"].
     #[serde(default, deserialize_with = "lenient::paths")]
@@ -366,6 +370,9 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
     }
     if a.council {
         args.push("--council".into());
+    }
+    if a.council_adaptive {
+        args.push("--council-adaptive".into());
     }
     if let Some(dir) = &a.adr {
         args.extend(["--adr".into(), adr_dir(place, dir)?]);

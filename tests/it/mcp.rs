@@ -346,6 +346,18 @@ fn a_meeting_with_a_council_reports_it() {
     let text = std::fs::read_to_string(report).unwrap();
     assert!(text.contains("## Council"), "{text}");
     assert_eq!(text.matches("Ranked by the others:").count(), 3, "{text}");
+    // council_adaptive: the sample's members all vote for the first option with confidence,
+    // so the first two agree and the third is never seated.
+    let mut args = meeting_args(&work);
+    args["agents"] = json!(["arch", "biz", "sre"]);
+    args["council_adaptive"] = json!(true);
+    let result = s.tool("meeting_run", args);
+    let report = result["structuredContent"]["report_file"].as_str().unwrap();
+    let text = std::fs::read_to_string(report).unwrap();
+    assert!(
+        text.contains("Adaptive council: arch and biz were seated first"),
+        "{text}"
+    );
     s.end();
 }
 
