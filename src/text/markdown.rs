@@ -141,6 +141,69 @@ pub fn split_final_report(report: &str) -> ReportParts {
     }
 }
 
+/// A report written in HTML, as the Markdown it means, or `None` for one that is not HTML (no
+/// `<h1>`–`<h6>` or `<p>` element). Headings become `###` headings, list items `- ` lines,
+/// paragraphs and line breaks new lines, `<strong>`/`<b>` `**`, `<em>`/`<i>` `*`; every other
+/// tag is dropped and the five common entities decoded. Enough for the report's two labelled
+/// parts to be found; not a general HTML reader.
+pub(crate) fn from_html(report: &str) -> Option<String> {
+    let lower = report.to_ascii_lowercase();
+    let html = (1..=6).any(|n| lower.contains(&format!("<h{n}"))) || lower.contains("<p>");
+    if !html {
+        return None;
+    }
+    let mut out = String::with_capacity(report.len());
+    let mut rest = report;
+    while let Some(start) = rest.find('<') {
+        out.push_str(&rest[..start]);
+        let Some(end) = rest[start..].find('>') else {
+            out.push_str(&rest[start..]);
+            rest = "";
+            break;
+        };
+        let tag = rest[start + 1..start + end].trim().to_ascii_lowercase();
+        let name: String = tag
+            .trim_start_matches('/')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        let closing = tag.starts_with('/');
+        out.push_str(match (name.as_str(), closing) {
+            ("h1" | "h2" | "h3" | "h4" | "h5" | "h6", false) => "\n\n### ",
+            ("h1" | "h2" | "h3" | "h4" | "h5" | "h6", true) => "\n\n",
+            ("p" | "div" | "ul" | "ol" | "table" | "tr", _) => "\n",
+            ("br", _) => "\n",
+            ("li", false) => "\n- ",
+            ("strong" | "b", _) => "**",
+            ("em" | "i", _) => "*",
+            _ => "",
+        });
+        rest = &rest[start + end + 1..];
+    }
+    out.push_str(rest);
+    let decoded = out
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&#39;", "'")
+        .replace("&amp;", "&");
+    // Blank-line runs folded, each line's own spaces trimmed.
+    let mut md = String::new();
+    let mut blank = 0;
+    for line in decoded.lines().map(str::trim) {
+        if line.is_empty() {
+            blank += 1;
+            continue;
+        }
+        if !md.is_empty() {
+            md.push_str(if blank > 0 { "\n\n" } else { "\n" });
+        }
+        blank = 0;
+        md.push_str(line);
+    }
+    Some(md)
+}
+
 /// The text of the two parts exactly as the report reads them (the same labels and rules as
 /// [`split_final_report`]), empty where a part is missing: without labels the recommendation
 /// is missing. For pm-step's check that a FINISH carries both parts.
@@ -455,6 +518,19 @@ mod tests {
             );
         }
         assert_eq!(split_final_report("**摘要：** 好").executive_summary, "好");
+    }
+
+    #[test]
+    fn a_report_in_html_reads_as_its_markdown() {
+        let html = "<h3>Executive Summary</h3><p>Move to the <b>replica</b> &amp; trial it.</p>\n<h3>Recommendation</h3><ul><li>Trial two weeks</li><li>Revisit in March</li></ul>";
+        let md = from_html(html).unwrap();
+        assert_eq!(
+            md,
+            "### Executive Summary\n\nMove to the **replica** & trial it.\n\n### Recommendation\n\n- Trial two weeks\n- Revisit in March"
+        );
+        let (summary, rec) = labelled_parts(&md);
+        assert!(summary.contains("replica") && rec.contains("Trial two weeks"));
+        assert_eq!(from_html("### Executive Summary\nA < B, and 3 > 2."), None);
     }
 
     #[test]

@@ -275,7 +275,15 @@ pub(super) fn check_decision(
         .filter(|(k, v)| !(v.is_null() && k.as_str() != "next_action"))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    let decision: PmDecision = crate::schema::shaped(Value::Object(obj)).map_err(schema_error)?;
+    let mut decision: PmDecision =
+        crate::schema::shaped(Value::Object(obj)).map_err(schema_error)?;
+    // A report written in HTML (a small model's habit) is read as the Markdown it means, so a
+    // usable FINISH — its decision with it — is not refused for its markup.
+    if let Some(report) = decision.final_report.as_mut() {
+        if let Some(md) = crate::text::markdown::from_html(report) {
+            *report = md;
+        }
+    }
     decision.validate().map_err(|e| {
         let plain = format!("its {} was missing or unusable", e.path);
         Invalid::Schema(e.to_string(), plain)

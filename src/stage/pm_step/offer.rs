@@ -439,6 +439,25 @@ pub(super) mod tests {
     use super::*;
     use crate::stage::pm_step::checks::check_decision;
 
+    /// A FINISH whose report came as HTML (seen with Qwen2.5-Coder-1.5B) is kept, read as the
+    /// Markdown it means, its decision with it — not refused for its markup.
+    #[test]
+    fn a_finish_with_an_html_report_is_kept() {
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        board.meeting_input.decision_packet.options = vec!["Keep".into(), "Rewrite".into()];
+        answered(&mut board, "arch");
+        let reply = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
+            "prompt_for_agent": null, "calls": null,
+            "final_report": "<h3>Executive Summary</h3><p>Keep it.</p><h3>Recommendation</h3><p>Tune the jobs.</p>",
+            "decision": {"choice": "Keep", "confidence": "high", "revisit_if": ""}});
+        let d = check_decision(&board, Mode::Normal, &reply).expect("kept");
+        assert_eq!(
+            d.final_report.as_deref(),
+            Some("### Executive Summary\n\nKeep it.\n\n### Recommendation\n\nTune the jobs.")
+        );
+        assert_eq!(d.decision.unwrap().choice, "Keep");
+    }
+
     /// A closing round reached before anyone was asked (docs/design/pm-round.md#closing-round:
     /// the one-call baseline, a meeting out of loops or budget at once): its prompt and its
     /// schema are built from the same offer — the prompt says what a FINISH adds and no
