@@ -169,8 +169,12 @@ impl Offered {
         Offered {
             actions,
             // Not before someone has answered: no entry could be right then, and a small
-            // model offered the list fills it (the one change of the schema in a meeting).
-            answered: if board.open_questions().is_empty() || answerers.is_empty() {
+            // model offered the list fills it (the one change of the schema in a meeting) —
+            // except in a closing round, whose report may settle questions from the documents
+            // alone (the one-call baseline's only round: its questions count as a meeting's).
+            answered: if board.open_questions().is_empty()
+                || (answerers.is_empty() && mode(board) != Mode::ForcedFinish)
+            {
                 0
             } else {
                 crate::model::LIST_CAP
@@ -482,6 +486,12 @@ pub(super) mod tests {
         assert_eq!(p["next_action"]["enum"], json!(["FINISH"]));
         assert_eq!(p["final_report"], json!({"type": "string"}));
         assert_eq!(p["decision"]["type"], "object", "{}", p["decision"]);
+        // The questions it settles from the documents count, as a meeting's do.
+        assert!(p.get("answered_questions").is_some(), "{p}");
+        assert!(
+            prompt.contains("In answered_questions put each open question"),
+            "{prompt}"
+        );
         crate::llm::json_format::to_strict(&schema).expect("strict-able");
         // Without options the decision stays the PM's to give.
         board.meeting_input.decision_packet.options.clear();
