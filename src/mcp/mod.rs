@@ -732,8 +732,32 @@ impl Server {
         {
             return Err(unknown());
         }
-        let status =
-            runs::status(&dir, id, &self.children).map_err(|e| (code::INTERNAL, e.to_string()))?;
+        let cancelled_now = || {
+            self.tasks
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .cancelled
+                .contains(id)
+        };
+        let status = match runs::status(&dir, id, &self.children) {
+            Ok(status) => status,
+            // No board yet: still starting, or stopped before it began (a cancel that came
+            // during the collection) — a state of the task, not a protocol error.
+            Err(e) => {
+                let at = tasks::created_at(id).unwrap_or_else(now);
+                let state = if runs::running(&dir, id, &self.children) {
+                    tasks::State::Working("starting".into())
+                } else if cancelled_now() {
+                    tasks::State::Cancelled(format!(
+                        "stopped before the meeting began ({e}); start it again"
+                    ))
+                } else {
+                    let done: Result<(String, Value, bool)> = Err(e);
+                    tasks::State::Completed(self.tool_result(Tool::MeetingResult, true, done))
+                };
+                return Ok((state, at));
+            }
+        };
         let updated = status["last_event"]["ts"]
             .as_str()
             .map(str::to_string)

@@ -1255,11 +1255,25 @@ fn a_meeting_runs_as_a_task_to_its_result_and_another_is_cancelled_resumable() {
     assert_eq!(task["status"], "working");
     let id = task["taskId"].as_str().unwrap().to_string();
     assert!(task["pollIntervalMs"].as_u64().unwrap() > 0);
-    let first = s.call("tasks/get", json!({"_meta": meta, "taskId": id}));
-    assert_eq!(
-        first["status"], "working",
-        "a slow meeting is still at work: {first}"
-    );
+    // At work on its first loop (its board is on disk: a cancel during the collection would
+    // leave nothing to resume), then cancelled.
+    let mut polls = 0;
+    loop {
+        let t = s.call("tasks/get", json!({"_meta": meta, "taskId": id}));
+        assert_eq!(
+            t["status"], "working",
+            "a slow meeting is still at work: {t}"
+        );
+        if t["statusMessage"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("loop "))
+        {
+            break;
+        }
+        polls += 1;
+        assert!(polls < 600, "the meeting never started its first loop: {t}");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     s.call("tasks/cancel", json!({"_meta": meta, "taskId": id}));
     let cancelled = s.task_until_settled(&meta, &id);
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
@@ -1283,6 +1297,15 @@ fn a_meeting_runs_as_a_task_to_its_result_and_another_is_cancelled_resumable() {
         .unwrap()
         .iter()
         .any(|c| c["type"] == "resource_link"));
+    // A meeting that stopped before it began (no board: a cancel during the collection) is a
+    // state of its task, not a protocol error.
+    work.write("runs/20261130120000-deadbeef/meeting.json", "{}");
+    let early = s.call(
+        "tasks/get",
+        json!({"_meta": meta, "taskId": "20261130120000-deadbeef"}),
+    );
+    assert_eq!(early["status"], "completed", "{early}");
+    assert_eq!(early["result"]["isError"], true, "{early}");
     let unknown = s.request("tasks/get", json!({"_meta": meta, "taskId": "../etc"}));
     let (m, _) = s.response(unknown);
     assert_eq!(m["error"]["code"], -32602, "{m}");
