@@ -276,7 +276,9 @@ fn one_retry_for_an_invalid_answer_of_any_kind() {
         board(),
         vec![
             ok("not json"),
-            ok_json(json!({"next_action": "CALL_AGENT", "target_agent": "arch"})),
+            // (A call without a question asks the first open one; a placeholder is refused.)
+            ok_json(json!({"next_action": "CALL_AGENT", "target_agent": "arch",
+                           "prompt_for_agent": "..."})),
             ok_json(call("arch", "What would it cost?")),
         ],
     );

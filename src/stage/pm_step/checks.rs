@@ -284,6 +284,21 @@ pub(super) fn check_decision(
             *report = md;
         }
     }
+    // A CALL_AGENT that names a participant but no question (a small model's habit, 5 of 12
+    // such replies from Qwen2.5-Coder-1.5B): the first open question — required ones come
+    // first — is what the meeting needs asked, so it is asked, not refused for a call.
+    let blank = |q: &Option<String>| q.as_deref().is_none_or(|q| q.trim().is_empty());
+    if decision.next_action == NextAction::CallAgent
+        && blank(&decision.prompt_for_agent)
+        && decision
+            .target_agent
+            .as_deref()
+            .is_some_and(|t| board.participants.iter().any(|p| p == t))
+    {
+        if let Some(q) = board.open_questions().into_iter().next() {
+            decision.prompt_for_agent = Some(q);
+        }
+    }
     decision.validate().map_err(|e| {
         let plain = format!("its {} was missing or unusable", e.path);
         Invalid::Schema(e.to_string(), plain)

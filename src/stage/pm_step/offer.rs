@@ -443,6 +443,19 @@ pub(super) mod tests {
     use super::*;
     use crate::stage::pm_step::checks::check_decision;
 
+    /// A CALL_AGENT naming a participant but no question asks the first open question
+    /// instead of being refused; with no open question it is refused as before.
+    #[test]
+    fn a_call_without_a_question_asks_the_first_open_one() {
+        let board = crate::stage::fixtures::board(&["Which is cheaper?", "How fast?"]);
+        let reply = json!({"analysis": "a", "next_action": "CALL_AGENT", "target_agent": "arch",
+            "prompt_for_agent": null, "final_report": null});
+        let d = check_decision(&board, Mode::Normal, &reply).expect("asked");
+        assert_eq!(d.prompt_for_agent.as_deref(), Some("Which is cheaper?"));
+        let none = crate::stage::fixtures::board(&[]);
+        assert!(check_decision(&none, Mode::Normal, &reply).is_err());
+    }
+
     /// A FINISH whose report came as HTML (seen with Qwen2.5-Coder-1.5B) is kept, read as the
     /// Markdown it means, its decision with it — not refused for its markup.
     #[test]
