@@ -44,7 +44,7 @@ pub use record::written_record;
 pub use report_path::is_within;
 pub use resume::{resume, ResumeChanges};
 pub use run_dir::{RunDir, KEEP_BOARDS, KEEP_BOARDS_ENV};
-pub use settings::AdrSettings;
+pub use settings::{absolute, AdrSettings};
 pub use settings::{parse_stage_overrides, MeetingSource, RunSettings, SETTINGS_VERSION};
 pub use start::{dry_run, start, DryRun, NewMeeting};
 pub use stop::hint as resume_hint;

@@ -98,7 +98,7 @@ impl RunSettings {
 
 /// `p` made absolute (not resolved): `meeting.json` and the MeetingResult keep absolute paths,
 /// so `--resume` works from any folder.
-pub(super) fn absolute(p: &Path) -> PathBuf {
+pub fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 

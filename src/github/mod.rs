@@ -24,6 +24,7 @@ use std::process::{Command, Stdio};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::driver::absolute;
 use crate::error::{Error, Result};
 use crate::model::{DecisionPacket, MeetingBrief, MeetingResult};
 
@@ -476,10 +477,6 @@ fn summarise(s: &Settings, text: &str) {
             );
         }
     }
-}
-
-fn absolute(p: &Path) -> PathBuf {
-    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
 
 #[cfg(test)]

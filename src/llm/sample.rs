@@ -455,13 +455,7 @@ fn fresh_questions(p: &Prompt, target: &str) -> Vec<String> {
             (q, false)
         }));
     }
-    // (who, what), from the key points `<name> was asked: "<question>".`
-    let asked: Vec<(&str, &str)> =
-        p.f.key_points
-            .iter()
-            .filter_map(|k| plain(k).split_once(&format!(" {ASKED}\"")))
-            .map(|(who, q)| (who, q.strip_suffix("\".").unwrap_or(q)))
-            .collect();
+    let asked = asked(p);
     // Compared as the check compares them: marked, as the PM sends its questions; and cut as
     // the "was asked" key point cuts them, so a long question is not new for its lost tail.
     let sent = |q: &str| format!("{MARK} {q}");
@@ -480,6 +474,16 @@ fn fresh_questions(p: &Prompt, target: &str) -> Vec<String> {
         .collect()
 }
 
+/// Who was asked what: `(who, question)` from the key points `<name> was asked: "<question>".`
+/// each sample answer leaves (the question cut to [`ASKED_CHARS`]).
+fn asked<'a>(p: &'a Prompt) -> Vec<(&'a str, &'a str)> {
+    p.f.key_points
+        .iter()
+        .filter_map(|k| plain(k).split_once(&format!(" {ASKED}\"")))
+        .map(|(who, q)| (who, q.strip_suffix("\".").unwrap_or(q)))
+        .collect()
+}
+
 /// Whether a participant said that no document holds the answer to open question `id`.
 fn unanswerable(p: &Prompt, id: &str) -> bool {
     let said = format!("{id}: {UNANSWERED}");
@@ -493,13 +497,8 @@ fn best_placed<'a>(
     order: &[&'a String],
     answered: &[Value],
 ) -> Option<(&'a String, String)> {
-    let asked_anyone = |q: &str| {
-        p.f.key_points.iter().any(|k| {
-            plain(k)
-                .split_once(&format!(" {ASKED}\""))
-                .is_some_and(|(_, a)| a.strip_suffix("\".").unwrap_or(a) == short(q, ASKED_CHARS))
-        })
-    };
+    let asked = asked(p);
+    let asked_anyone = |q: &str| asked.iter().any(|(_, a)| *a == short(q, ASKED_CHARS));
     let question = p.f.required_questions.iter().find_map(|q| {
         let (id, t) = p.f.open_questions.iter().find(|(_, t)| t == q)?;
         let open = !answered.iter().any(|a| a["question"] == id.as_str()) && !unanswerable(p, id);

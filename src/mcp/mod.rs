@@ -558,18 +558,12 @@ impl Server {
             .and_then(|m| m.get("traceparent"))
             .and_then(Value::as_str)
             .map(str::to_string);
+        let capabilities = params.get("_meta").and_then(|m| m.get(CAPABILITIES_KEY));
         let asking = match era {
             Era::Legacy if self.elicits.load(Ordering::Relaxed) => Asking::Request,
-            Era::Stateless
-                if elicit::form_allowed(
-                    params.get("_meta").and_then(|m| m.get(CAPABILITIES_KEY)),
-                ) =>
-            {
-                Asking::InputRequired
-            }
+            Era::Stateless if elicit::form_allowed(capabilities) => Asking::InputRequired,
             _ => Asking::No,
         };
-        let capabilities = params.get("_meta").and_then(|m| m.get(CAPABILITIES_KEY));
         let as_task = era == Era::Stateless
             && tasks::negotiated(capabilities)
             && params.get("requestState").is_none();
@@ -725,19 +719,18 @@ impl Server {
     ) -> std::result::Result<(tasks::State, String), (i64, String)> {
         let unknown = || (code::INVALID_PARAMS, format!("unknown task {id:?}"));
         let dir = self.place.runs.join(id);
-        if id.is_empty()
-            || id.starts_with('.')
-            || id.contains(['/', '\\', '\0'])
-            || !dir.join("meeting.json").is_file()
-        {
+        if !resources::safe_id(id) || !dir.join("meeting.json").is_file() {
             return Err(unknown());
         }
-        let cancelled_now = || {
-            self.tasks
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .cancelled
-                .contains(id)
+        // What the client told this server is read after the run folder: a cancel is recorded
+        // before its signal, so a meeting that stopped of it is never taken for one that ended.
+        let told = || {
+            let m = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            (
+                m.cancelled.contains(id),
+                m.declined.get(id).copied(),
+                m.answered.get(id).copied(),
+            )
         };
         let status = match runs::status(&dir, id, &self.children) {
             Ok(status) => status,
@@ -747,7 +740,7 @@ impl Server {
                 let at = tasks::created_at(id).unwrap_or_else(now);
                 let state = if runs::running(&dir, id, &self.children) {
                     tasks::State::Working("starting".into())
-                } else if cancelled_now() {
+                } else if told().0 {
                     tasks::State::Cancelled(format!(
                         "stopped before the meeting began ({e}); start it again"
                     ))
@@ -763,14 +756,7 @@ impl Server {
             .map(str::to_string)
             .or_else(|| tasks::created_at(id))
             .unwrap_or_else(now);
-        let (cancelled, declined, answered) = {
-            let m = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
-            (
-                m.cancelled.contains(id),
-                m.declined.get(id).copied(),
-                m.answered.get(id).copied(),
-            )
-        };
+        let (cancelled, declined, answered) = told();
         let resume = format!("resumable: meeting_run {{\"resume\": \"{id}\"}}");
         let state = match status["status"].as_str().unwrap_or("") {
             "running" if cancelled => tasks::State::Working("stopping".into()),

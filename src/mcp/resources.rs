@@ -122,6 +122,6 @@ fn file_of(place: &Place, result: &MeetingResult, part: &str) -> Option<PathBuf>
 }
 
 /// A run id that names a folder of the run folder, nothing else.
-fn safe_id(id: &str) -> bool {
+pub(super) fn safe_id(id: &str) -> bool {
     !id.is_empty() && !id.starts_with('.') && !id.contains(['/', '\\', '\0'])
 }
