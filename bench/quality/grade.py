@@ -77,6 +77,30 @@ def is_decision(choice):
     return bool(c) and not c.startswith("[sample]")
 
 
+def names_in(text, options):
+    """The options a participant's free text names: those whose core ([`core`]) it contains,
+    normalized ("Apache PDFBox is the only licence that fits" names "Use Apache PDFBox")."""
+    t = norm(text)
+    return {o for o in options if core(o) and core(o) in t}
+
+
+def proposed(board, options):
+    """The options someone at the table put forward, for the oracle gap (the reference was on
+    the table, the decision did not take it): each council member's vote ([`read_choice`]), and
+    each participant's latest response and recommendations that name exactly one option."""
+    out = set()
+    for m in (board.get("council") or {}).get("members") or []:
+        o = read_choice(((m.get("vote") or {}).get("choice")) or "", options)
+        if o:
+            out.add(o)
+    for r in (board.get("latest_agent_outputs") or {}).values():
+        for text in [r.get("response") or ""] + list(r.get("recommendations") or []):
+            named = names_in(text, options)
+            if len(named) == 1:
+                out |= named
+    return sorted(out)
+
+
 def quote_matches(cited, planted):
     """A citation matches a planted quote when, normalized, it contains the quote, or it is a
     part of the quote at least half the quote's length."""
@@ -140,10 +164,13 @@ def grade(board, key, options):
     found = [p for p in planted if any(quote_matches(c, p) for c in cited)]
     required = key["required_questions"]
     usage = board.get("usage") or {}
+    on_table = proposed(board, options)
     return {
         "choice": choice_text,
         "chosen_option": chosen,
         "correct": chosen is not None and norm(chosen) == norm(key["reference"]),
+        "proposed": on_table,
+        "reference_proposed": any(norm(o) == norm(key["reference"]) for o in on_table),
         "required_answered": answered_required(board, required),
         "required_total": len(required),
         "citations": len(cited),

@@ -93,6 +93,14 @@ class Runner:
         p = subprocess.run(cmd, input=stdin, capture_output=True, env=env, cwd=ROOT)
         return p.returncode, p.stdout, p.stderr.decode(errors="replace")
 
+    def timed(self, fn, *a, **kw):
+        """A run with its wall time (live runs only: offline the table stays byte-stable)."""
+        t0 = time.monotonic()
+        r = fn(*a, **kw)
+        if not self.args.offline:
+            r["wall_s"] = round(time.monotonic() - t0, 1)
+        return r
+
     def single(self, case, name):
         """One call: the PM's closing round over the case's context (see the module doc)."""
         mf = os.path.join(CASES_DIR, case, "meeting.yaml")
@@ -191,6 +199,9 @@ def graded(result, key, options):
     if "board" not in result:
         return {"error": result.get("error", "failed")}
     g = grade.grade(result["board"], key, options)
+    # Wall time of a live run (offline it would make the table differ run to run).
+    if result.get("wall_s") is not None:
+        g["wall_s"] = result["wall_s"]
     g["cost_usd"] = cost_of(result.get("markdown"))
     # The report's kind: `fallback` is the program's report when the PM made no usable decision.
     g["report_kind"] = result.get("kind")
@@ -211,7 +222,11 @@ def vote(samples, options):
     else:
         pick = dict(ok[0])
     pick["votes"] = {o: counts[o] for o in sorted(counts)}
+    # The reference was on the table when any sample chose it (or saw it proposed).
+    pick["reference_proposed"] = any(s["correct"] or s.get("reference_proposed") for s in ok)
     pick["samples"] = len(samples)
+    walls = [s.get("wall_s") for s in ok]
+    pick["wall_s"] = round(sum(walls), 1) if all(w is not None for w in walls) else None
     pick["calls"] = sum(s.get("calls", 0) for s in ok)
     pick["tokens"] = sum(s.get("tokens", 0) for s in ok)
     costs = [s.get("cost_usd") for s in ok]
@@ -249,7 +264,12 @@ def summarize(results, modes):
             "required_answered": round(req / req_total, 3) if req_total else None,
             "citation_precision": mean("citation_precision"),
             "citation_recall": mean("citation_recall"),
+            # The oracle gap: someone at the table (a participant, a council member, another
+            # sample) named the reference option, but the decision did not take it.
+            "oracle_gap": sum(1 for g in ok if g.get("reference_proposed") and not g["correct"]),
             "calls": sum(g["calls"] for g in ok), "tokens": sum(g["tokens"] for g in ok),
+            "wall_s": (round(sum(g["wall_s"] for g in ok), 1)
+                       if ok and all(g.get("wall_s") is not None for g in ok) else None),
             "cost_usd": round(sum(costs), 6) if ok and all(c is not None for c in costs) else None,
         })
     return rows
@@ -260,18 +280,19 @@ def pct(x):
 
 
 def table(rows):
-    out = ["| Mode | Correct | Decided | Required questions answered | Citation precision | Citation recall "
-           "| Calls | Tokens | Cost | Failed runs |",
-           "|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| Mode | Correct | Decided | Oracle gap | Required questions answered | Citation precision "
+           "| Citation recall | Calls | Tokens | Cost | Wall | Failed runs |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r["available"]:
-            out.append(f"| {r['mode']} | {NOT_AVAILABLE} | | | | | | | | |")
+            out.append(f"| {r['mode']} | {NOT_AVAILABLE} | | | | | | | | | | |")
             continue
         cost = "unpriced" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"
+        wall = "–" if r.get("wall_s") is None else f"{r['wall_s']:.0f} s"
         out.append(f"| {r['mode']} | {r['correct']}/{r['cases']} | {r['decided']}/{r['cases']} "
-                   f"| {pct(r['required_answered'])} "
+                   f"| {r.get('oracle_gap', 0)} | {pct(r['required_answered'])} "
                    f"| {pct(r['citation_precision'])} | {pct(r['citation_recall'])} | {r['calls']} "
-                   f"| {r['tokens']} | {cost} | {r['failed']} |")
+                   f"| {r['tokens']} | {cost} | {wall} | {r['failed']} |")
     return "\n".join(out)
 
 
@@ -298,6 +319,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-quality", "results.json"))
     ap.add_argument("--keep", default="", help="keep the run folders in DIR")
     ap.add_argument("--table", default="", help="print the table of a results file and exit")
+    ap.add_argument("--setup", default="", help="how the model was served, for the record beside the table "
+                    "(e.g. 'llama-cpp-python 0.3.36, CPU, 2 threads, ctx 16384')")
     args = ap.parse_args(argv)
     if args.table:
         with open(args.table, encoding="utf-8") as f:
@@ -336,7 +359,7 @@ def main():
             options = grade.options_of(mf)
             key = keys[case]
             modes_out, logs = {}, {}
-            single_raw = runner.single(case, "single") if {"single", "sc"} & set(modes) or not args.budget else None
+            single_raw = runner.timed(runner.single, case, "single") if {"single", "sc"} & set(modes) or not args.budget else None
             single = graded(single_raw, key, options) if single_raw else None
             logs["single"] = (single_raw or {}).get("log")
             one = (single or {}).get("tokens", 0)
@@ -347,19 +370,19 @@ def main():
             if "sc" in modes:
                 samples = [single]
                 for i in range(2, k + 1):
-                    raw = runner.single(case, f"sc-{i}")
+                    raw = runner.timed(runner.single, case, f"sc-{i}")
                     logs[f"sc-{i}"] = raw.get("log")
                     samples.append(graded(raw, key, options))
                 modes_out["sc"] = vote(samples, options)
             if "meeting" in modes:
-                raw = runner.meeting(case, "meeting", budget)
+                raw = runner.timed(runner.meeting, case, "meeting", budget)
                 logs["meeting"] = raw.get("log")
                 modes_out["meeting"] = graded(raw, key, options)
             if "council" in modes:
                 if not has_council:
                     modes_out["council"] = {"error": NOT_AVAILABLE}
                 else:
-                    raw = runner.meeting(case, "council", budget, council=True)
+                    raw = runner.timed(runner.meeting, case, "council", budget, council=True)
                     logs["council"] = raw.get("log")
                     # Offline, a council with no recorded cassette is not available either.
                     modes_out["council"] = ({"error": NOT_AVAILABLE}
@@ -404,10 +427,28 @@ def main():
     print(f"\nresults: {args.out}", file=sys.stderr)
 
 
+def run_record(args):
+    """What a live table needs beside it to be repeated: the programs' commit, the model, the
+    server (its base URL from the environment), every setting, and the seed (none is sent: the
+    programs have no seed flag, so a server samples with its own)."""
+    if args.offline:
+        return None
+    git = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                         capture_output=True, text=True)
+    server = {k: os.environ[k] for k in ("OPENAI_BASE_URL", "ANTHROPIC_BASE_URL", "OLLAMA_HOST")
+              if os.environ.get(k)}
+    return {"date": time.strftime("%Y-%m-%d", time.gmtime()),
+            "commit": git.stdout.strip() or None, "provider": args.provider or "(environment)",
+            "model": args.model, "server": server, "setup": args.setup,
+            "flags": args.flags, "k": args.k, "budget_factor": args.budget_factor,
+            "budget": args.budget or None, "max_loops": args.max_loops,
+            "max_parallel": args.max_parallel, "seed": None}
+
+
 def save(args, modes, results):
     """Write the results so far (after every case: a long live run stopped half way keeps what
     it measured; --table FILE prints its table)."""
-    doc = {"bench": "quality", "offline": args.offline,
+    doc = {"bench": "quality", "offline": args.offline, "run": run_record(args),
            "provider": "replay" if args.offline else (args.provider or "(environment)"),
            "model": "" if args.offline else args.model, "k": args.k,
            "budget_factor": args.budget_factor, "modes": modes,
@@ -424,6 +465,14 @@ def print_table(doc):
     who = "offline replay" if doc["offline"] else f"{doc['provider']} {doc['model']}".strip()
     print(f"## Decision quality: {len(doc['cases'])} case(s), {who}, k={doc['k']}\n")
     print(table(doc["summary"]))
+    run = doc.get("run")
+    if run:
+        server = ", ".join(f"{k}={v}" for k, v in run["server"].items()) or "the provider's default"
+        print(f"\nRun {run['date']} at {run['commit']}: {run['provider']} {run['model']} via {server}"
+              f"{'; ' + run['setup'] if run['setup'] else ''}; flags {' '.join(run['flags']) or '(none)'}; "
+              f"k={run['k']}, budget {run['budget'] or str(run['budget_factor']) + ' single calls'}, "
+              f"max loops {run['max_loops']}, max parallel {run['max_parallel']}; seed: none sent "
+              f"(the server's own). Cases: {', '.join(c['case'] for c in doc['cases'])}.")
 
 
 if __name__ == "__main__":

@@ -153,6 +153,10 @@ pub mod default_max_tokens {
     pub const PM_STEP: u32 = 1500;
     /// The PM's closing round (forced finish): always the whole final report.
     pub const PM_CLOSING: u32 = 2000;
+    /// A council member's vote: a choice, a confidence, a few reasons and citations.
+    pub const COUNCIL_VOTE: u32 = 800;
+    /// A council member's ranking of the others' anonymous answers: a list of labels.
+    pub const COUNCIL_RANK: u32 = 300;
     /// agent-builder: a whole AgentConfig, role prompt and both schemas.
     pub const BUILDER: u32 = 2500;
 

@@ -294,12 +294,18 @@ pub struct AgentLimits(BTreeMap<String, u64>);
 impl AgentLimits {
     /// The limits of `board`'s participants under the LLM flags `llm`.
     pub fn resolve(board: &Board, llm: &LlmConfig) -> AgentLimits {
+        AgentLimits::resolve_or(board, llm, default_max_tokens::AGENT_TURN)
+    }
+
+    /// The same where nothing set one, `default` instead of an agent turn's: the limit a
+    /// council's calls set themselves (docs/design/council.md#budget).
+    pub fn resolve_or(board: &Board, llm: &LlmConfig, default: u32) -> AgentLimits {
         let limits = board.participants.iter().map(|name| {
             let none = Map::new();
             let meta = board.agents.get(name).map_or(&none, |a| &a.metadata);
             let n = crate::llm::resolve::resolve_max_tokens(llm, &board.llm, name, meta)
                 .value
-                .unwrap_or(default_max_tokens::AGENT_TURN);
+                .unwrap_or(default);
             (name.clone(), u64::from(n))
         });
         AgentLimits(limits.collect())
@@ -401,17 +407,22 @@ pub fn fan_out_reserve(board: &Board, limits: &AgentLimits, reserve: Charge, n: 
 }
 
 /// What each call of a council round keeps aside (docs/design/council.md#budget): the
-/// round's other calls and, in the vote round (`rounds` 2), the ranking round's `n` calls, a
-/// fan-out's share each ([`fan_out_share`]); then the PM's first round, for which two agent
-/// turns stand (the PM's prompt holds the whiteboard, the aggregate and the routing rules),
-/// and what every member's answer adds to it.
-pub fn council_reserve(board: &Board, limits: &AgentLimits, n: usize, rounds: u64) -> Charge {
-    let n = n as u64;
-    let others = n.saturating_sub(1) + rounds.saturating_sub(1) * n;
-    fan_out_share(board, limits)
+/// round's other calls and the ranking round's `rankers` calls still to come, a fan-out's share
+/// each ([`fan_out_share`]) at the reply limit the council's calls set (`members`); then the PM's
+/// first round after the council, for which two agent turns stand (the PM's prompt holds the
+/// whiteboard, the aggregate and the routing rules), and what every member's answer adds to it.
+pub fn council_reserve(
+    board: &Board,
+    agents: &AgentLimits,
+    members: &AgentLimits,
+    n: usize,
+    rankers: usize,
+) -> Charge {
+    let others = (n + rankers).saturating_sub(1) as u64;
+    fan_out_share(board, members)
         .times(others)
-        .plus(agent_turn_estimate(board, limits).times(2))
-        .plus(answer_growth(board, limits).times(n))
+        .plus(agent_turn_estimate(board, agents).times(2))
+        .plus(answer_growth(board, members).times(n as u64))
 }
 
 /// Whether a fan-out of `n` calls fits the budget now (after the PM's round): one agent turn,

@@ -31,6 +31,18 @@ pub(crate) fn earlier_ask<'a>(
         .find(|a| a.agent == agent && repeats(question, &a.question))
 }
 
+/// Where a question the PM repeated to a participant after seeing the earlier answer goes
+/// instead (docs/design/pm-round.md#circles): the first model participant, in roster order,
+/// not yet asked it — a second view rather than the same answer twice. `None` when every one
+/// was asked: then the meeting is going in circles.
+pub(crate) fn second_view<'a>(board: &'a Board, question: &str) -> Option<&'a str> {
+    board
+        .models()
+        .into_iter()
+        .find(|p| earlier_ask(board, p, question).is_none())
+        .map(String::as_str)
+}
+
 /// Keep the PM's question to `agent` (the latest `ASKED_CAP`).
 pub(crate) fn record_ask(board: &mut Board, agent: &str, question: &str) {
     let loop_no = board.current_loop();

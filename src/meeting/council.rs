@@ -128,15 +128,15 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
             escalated: None,
         }),
     });
-    let limits = crate::meeting::budget::AgentLimits::resolve(board, &Default::default());
     let n = names.len();
-    let reserve = crate::meeting::budget::council_reserve(board, &limits, n, 2);
+    let reserve = reserve(board, n, rankers(n));
     if let Some(budget) = crate::meeting::budget::Budget::of(board) {
+        let limits = member_limits(board, CouncilPhase::Vote);
         let first = crate::meeting::budget::agent_turn_estimate(board, &limits);
         if let Some(limit) = budget.over(first, reserve) {
             return Err(Error::Usage(format!(
                 "council: the budget cannot hold the council's {} calls and the PM's round ({} needed; {}); raise the budget or leave the council out",
-                2 * n,
+                n + rankers(n),
                 budget.amount(limit, first.plus(reserve)),
                 budget.used_of(limit)
             )));
@@ -145,6 +145,56 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
     let seated = first.unwrap_or(names);
     queue(board, &seated, VOTE_QUESTION, reserve, now);
     Ok(())
+}
+
+/// Votes it takes for the ranking round: with two, each would rank the only other answer.
+const MIN_RANKERS: usize = 3;
+
+/// The ranking round's calls when `voters` may vote: one each, or none below [`MIN_RANKERS`].
+fn rankers(voters: usize) -> usize {
+    if voters >= MIN_RANKERS {
+        voters
+    } else {
+        0
+    }
+}
+
+/// Members seated and not failed: who may still vote and rank.
+fn seated(council: &Council) -> usize {
+    council
+        .members
+        .iter()
+        .filter(|m| m.error.is_none() && !m.held)
+        .count()
+}
+
+/// The reply limit a council call sets when nothing set one: a vote or a ranking is short.
+pub(crate) fn max_tokens(phase: CouncilPhase) -> u32 {
+    match phase {
+        CouncilPhase::Rank => crate::llm::default_max_tokens::COUNCIL_RANK,
+        _ => crate::llm::default_max_tokens::COUNCIL_VOTE,
+    }
+}
+
+/// The members' reply limits in `phase`: the flags', the board's or their config's, else the
+/// council's own ([`max_tokens`]).
+fn member_limits(board: &Board, phase: CouncilPhase) -> crate::meeting::budget::AgentLimits {
+    crate::meeting::budget::AgentLimits::resolve_or(board, &Default::default(), max_tokens(phase))
+}
+
+/// What each of `n` council calls keeps aside, `rankers` ranking calls still to come
+/// (docs/design/council.md#budget): the calls at a vote's reply limit (a ranking's is lower),
+/// the PM's round after it at an agent turn's.
+fn reserve(board: &Board, n: usize, rankers: usize) -> crate::model::Charge {
+    use crate::meeting::budget::{council_reserve, AgentLimits};
+    let agents = AgentLimits::resolve(board, &Default::default());
+    council_reserve(
+        board,
+        &agents,
+        &member_limits(board, CouncilPhase::Vote),
+        n,
+        rankers,
+    )
 }
 
 /// A member's model family, for seating two different ones first: the model's name up to its
@@ -501,13 +551,11 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
         .map(|m| m.name.clone())
         .collect();
     if !waiting.is_empty() {
-        let (question, rounds) = match phase {
-            CouncilPhase::Rank => (RANK_QUESTION, 1),
-            _ => (VOTE_QUESTION, 2),
+        let (question, rankers) = match phase {
+            CouncilPhase::Rank => (RANK_QUESTION, 0),
+            _ => (VOTE_QUESTION, rankers(seated(council))),
         };
-        let limits = crate::meeting::budget::AgentLimits::resolve(board, &Default::default());
-        let reserve =
-            crate::meeting::budget::council_reserve(board, &limits, waiting.len(), rounds);
+        let reserve = reserve(board, waiting.len(), rankers);
         queue(board, &waiting, question, reserve, now);
         return;
     }
@@ -535,8 +583,8 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
                     m.name.clone()
                 })
                 .collect();
-            let limits = crate::meeting::budget::AgentLimits::resolve(board, &Default::default());
-            let reserve = crate::meeting::budget::council_reserve(board, &limits, held.len(), 2);
+            let seated = seated(council);
+            let reserve = reserve(board, held.len(), rankers(seated));
             events::push_at(
                 board,
                 now,
@@ -553,7 +601,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
     let voters: Vec<usize> = (0..council.members.len())
         .filter(|i| council.members[*i].vote.is_some())
         .collect();
-    if phase == CouncilPhase::Vote && voters.len() >= 3 {
+    if phase == CouncilPhase::Vote && voters.len() >= MIN_RANKERS {
         for (k, i) in shuffled(voters.len(), seed_of(&board.trace_id))
             .into_iter()
             .enumerate()
@@ -565,8 +613,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
             .iter()
             .map(|i| council.members[*i].name.clone())
             .collect();
-        let limits = crate::meeting::budget::AgentLimits::resolve(board, &Default::default());
-        let reserve = crate::meeting::budget::council_reserve(board, &limits, names.len(), 1);
+        let reserve = reserve(board, names.len(), 0);
         queue(board, &names, RANK_QUESTION, reserve, now);
         return;
     }

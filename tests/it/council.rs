@@ -191,6 +191,26 @@ fn a_council_meeting_reports_each_vote_the_ranking_and_the_dissent() {
     ] {
         assert!(report.contains(want), "missing {want:?} in\n{report}");
     }
+    // A vote and a ranking are short: the council's calls set their own reply limits.
+    let limits: Vec<(String, Value)> = work
+        .read(format!("runs/{TRACE}/llm.jsonl"))
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .map(|v| {
+            (
+                v["caller"].as_str().unwrap().to_string(),
+                v["max_tokens"].clone(),
+            )
+        })
+        .collect();
+    let of = |who: &str| -> Vec<&Value> {
+        limits
+            .iter()
+            .filter(|(c, _)| c == who)
+            .map(|(_, m)| m)
+            .collect()
+    };
+    assert_eq!(of("arch"), [&json!(800), &json!(300)], "{limits:?}");
     let board = final_board(&run_dir(&work));
     assert_eq!(board["council"]["phase"], "done");
     // Council calls are no loops: the loop budget is the PM's questions'.
@@ -450,7 +470,8 @@ fn the_meeting_files_council_and_the_shell_loop_agree_with_the_flag() {
 }
 
 /// Under a token budget every council call keeps a reserve for the rest of the round, the
-/// ranking round and the PM's round; a budget that cannot hold the council is refused at the
+/// ranking round (three members or more) and the PM's round, at the reply limits the council's
+/// calls set; a budget that cannot hold the council is refused at the
 /// start, naming it.
 #[test]
 fn the_budget_reserves_for_the_councils_calls() {
@@ -459,31 +480,46 @@ fn the_budget_reserves_for_the_councils_calls() {
         .current_dir(work.path())
         .args(["--meeting-file", "meeting.yaml"])
         .run();
-    let init = |budget: &str| {
+    let init = |agents: &str, budget: &str, extra: &[&str]| {
         cli("init-board")
             .current_dir(work.path())
-            .args([
-                "--agents",
-                "arch,biz,sre",
-                "--council",
-                "--provider",
-                "replay",
-            ])
+            .args(["--agents", agents, "--council", "--provider", "replay"])
             .args(["--max-total-tokens", budget])
+            .args(extra)
             .stdin(packet.stdout())
             .run()
     };
-    let out = init("200000");
-    out.success();
-    let b: Value = out.json();
-    let calls = b["pending_calls"].as_array().unwrap();
-    assert_eq!(calls.len(), 3);
-    let reserve = calls[0]["reserve"]["prompt_tokens"].as_u64().unwrap();
-    // The two other votes and the three rankings, two agent calls each, and the PM's round.
-    assert!(reserve > 10_000, "reserve {reserve}");
-    let out = init("3000");
+    let reserve = |out: &crate::harness::Run, n: usize| {
+        out.success();
+        let b: Value = out.json();
+        let calls = b["pending_calls"].as_array().unwrap().clone();
+        assert_eq!(calls.len(), n);
+        calls[0]["reserve"].clone()
+    };
+    // The reply limits the council's calls set (a vote's) and an agent turn's (the PM's round).
+    const VOTE: u64 = 800;
+    const TURN: u64 = 1200;
+    let three = reserve(&init("arch,biz,sre", "200000", &[]), 3);
+    // The two other votes and the three rankings, two calls each at a vote's limit, and the
+    // PM's round as two agent turns.
+    assert_eq!(
+        three["completion_tokens"],
+        5 * 2 * VOTE + 2 * TURN,
+        "{three}"
+    );
+    assert!(three["prompt_tokens"].as_u64().unwrap() > 10_000, "{three}");
+    // Two members rank nothing: the other vote and the PM's round only.
+    let two = reserve(&init("arch,biz", "200000", &[]), 2);
+    assert_eq!(two["completion_tokens"], 2 * VOTE + 2 * TURN, "{two}");
+    // A reply limit the user set wins over the council's own.
+    let set = reserve(&init("arch,biz", "200000", &["--max-tokens", "400"]), 2);
+    assert_eq!(set["completion_tokens"], 2 * 400 + 2 * 400, "{set}");
+    let out = init("arch,biz,sre", "3000", &[]);
     out.exit(2).one_stderr_line();
     out.stderr_has("council: the budget cannot hold the council's 6 calls");
+    let out = init("arch,biz", "3000", &[]);
+    out.exit(2).one_stderr_line();
+    out.stderr_has("council: the budget cannot hold the council's 2 calls");
 }
 
 /// `--council-models` gives each member its model (one per participant in order), in its

@@ -135,6 +135,7 @@ fn the_grader_scores_decision_questions_and_citations() {
     let quotes = strings(&key["quotes"]);
     let questions = strings(&key["required_questions"]);
     let tmp = tempfile::tempdir().unwrap();
+    let reference = key["reference"].as_str().unwrap();
     let grade = |choice: &str| -> Value {
         let board = json!({
             "record": {
@@ -150,7 +151,14 @@ fn the_grader_scores_decision_questions_and_citations() {
                 {"quote": "The cron host is shared with five other jobs", "verified": true}
             ],
             "final_report": "",
-            "usage": {"calls": 2, "prompt_tokens": 100, "completion_tokens": 20}
+            "usage": {"calls": 2, "prompt_tokens": 100, "completion_tokens": 20},
+            // For the oracle gap: arch named the reference; biz named two options, so nothing.
+            "latest_agent_outputs": {
+                "arch": {"response": format!("{reference} is the only way to keep the promise."),
+                         "recommendations": []},
+                "biz": {"response": "",
+                        "recommendations": [format!("Either keep the nightly cron job that sends the day's invoices or {reference}")]}
+            }
         });
         let path = tmp.path().join("board.json");
         std::fs::write(&path, board.to_string()).unwrap();
@@ -169,7 +177,6 @@ fn the_grader_scores_decision_questions_and_citations() {
         );
         serde_json::from_slice(&out.stdout).unwrap()
     };
-    let reference = key["reference"].as_str().unwrap();
     let g = grade(&format!("{reference}: it meets the 5-minute promise"));
     assert_eq!(g["correct"], true, "{g}");
     assert_eq!(g["required_answered"], 1);
@@ -179,6 +186,9 @@ fn the_grader_scores_decision_questions_and_citations() {
     assert_eq!(g["tokens"], 120);
     let g = grade("Keep the nightly cron job that sends the day's invoices");
     assert_eq!(g["correct"], false);
+    // The reference was on the table (arch named it) and the decision did not take it.
+    assert_eq!(g["proposed"], serde_json::json!([reference]), "{g}");
+    assert_eq!(g["reference_proposed"], true, "{g}");
     assert_eq!(
         g["chosen_option"],
         "Keep the nightly cron job that sends the day's invoices"

@@ -6,7 +6,7 @@
 use serde_json::Value;
 
 use crate::error::Result;
-use crate::llm::{default_max_tokens, Client, NoJson, Options, Request};
+use crate::llm::{Client, NoJson, Options, Request};
 use crate::meeting::ask::{ask, Asker};
 use crate::meeting::council::{self, check_ranking, check_vote, member_message};
 use crate::meeting::events::{self, Clock};
@@ -109,7 +109,7 @@ pub(super) fn council_call(
             ..crate::meeting::prompts::facts(board)
         },
     };
-    let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);
+    let opts = &opts.or_max_tokens(council::max_tokens(phase));
     let calls_before = client.calls();
     let mut asker = CouncilAsk {
         board: &mut *board,

@@ -113,6 +113,36 @@ pub(super) struct PmAsk<'a> {
     pub(super) limits: &'a budget::AgentLimits,
     /// The action the last answer chose; its retry keeps it when this round offers it.
     pub(super) chosen: Option<NextAction>,
+    /// An answer of this round repeated a question (its retry was shown the earlier answer).
+    pub(super) repeated: bool,
+}
+
+impl PmAsk<'_> {
+    /// A CALL_AGENT repeated again after its retry saw the earlier answer goes to a model
+    /// participant not yet asked it ([`circles::second_view`]), said in the Process Note;
+    /// with none left, or in a fan-out, it stays a repeat (the meeting is going in circles).
+    fn second_view(&mut self, value: &Value, a: AskedQuestion) -> Result<PmDecision, Invalid> {
+        let question = value.get("prompt_for_agent").and_then(Value::as_str);
+        let single = value.get("target_agent").and_then(Value::as_str) == Some(a.agent.as_str());
+        let Some(other) = question
+            .filter(|_| single)
+            .and_then(|q| circles::second_view(self.board, q))
+        else {
+            return Err(Invalid::Repeat(a));
+        };
+        let mut value = value.clone();
+        value["target_agent"] = Value::String(other.to_string());
+        let d = check_decision(self.board, self.mode, &value)?;
+        note_process(
+            self.board,
+            ProcessKind::Circles,
+            format!(
+                "The PM asked {} again what it had asked in loop {}, after seeing the answer; the question went to {other}, who had not been asked it.",
+                a.agent, a.loop_no
+            ),
+        );
+        Ok(d)
+    }
 }
 
 impl Asker for PmAsk<'_> {
@@ -125,7 +155,10 @@ impl Asker for PmAsk<'_> {
             .get("next_action")
             .and_then(Value::as_str)
             .and_then(|a| NextAction::ALL.into_iter().find(|o| o.as_str() == a));
-        let d = check_decision(self.board, self.mode, value)?;
+        let d = match check_decision(self.board, self.mode, value) {
+            Err(Invalid::Repeat(a)) if self.repeated => self.second_view(value, a)?,
+            checked => checked?,
+        };
         let n = d.calls.len();
         if d.next_action == NextAction::CallAgents
             && !budget::fan_out_fits(self.board, self.limits, self.reserve, n)
@@ -187,6 +220,7 @@ impl Asker for PmAsk<'_> {
 
     fn rejected(&mut self, attempt: u32, invalid: &Invalid, retried: bool) {
         if let Invalid::Repeat(a) = invalid {
+            self.repeated = true;
             note_process(
                 self.board,
                 ProcessKind::Circles,
@@ -579,6 +613,7 @@ mod tests {
             reserve: Default::default(),
             limits: &limits,
             chosen: None,
+            repeated: false,
         };
         for (answer, field, allowed) in [
             (call, "next_action", Some("CALL_AGENTS, FINISH")),

@@ -241,6 +241,7 @@ fn pm_step_with(
         reserve: plan.reserve,
         limits,
         chosen: None,
+        repeated: false,
     };
     let calls_before = client.calls();
     let outcome = Failure::of(ask(client, opts, request, &mut pm)?);
