@@ -118,6 +118,15 @@ bench-quality: build
 	  $(if $(MODEL),--model $(MODEL)) $(if $(CASES),--cases $(CASES)) $(if $(K),--k $(K)) \
 	  $(if $(FLAGS),-- $(FLAGS))
 
+# Beyond one machine (docs/design/scale.md), not in `make test`: a single-node Slurm cluster
+# and a LiteLLM proxy started here, six meetings as a job array through the proxy, one task
+# killed and requeued. Installs Debian's slurm-wlm and munge and PyPI's litellm[proxy] where it
+# can (root, apt-get, pip); skips by name where it cannot. Needs root for Slurm's daemons.
+.PHONY: test-scale
+test-scale:
+	$(CARGO) build --locked
+	sh tests/scale/run.sh
+
 # Fuzzing (not in CI): FUZZ_SECONDS per target (default 30). Uses cargo-fuzz (libFuzzer, needs
 # `cargo install cargo-fuzz` and a nightly toolchain) when both are present, else the stable
 # fallback (an xorshift mutator over fuzz/seeds in tests/it/fuzz_regressions.rs). FUZZ_MODE=stable

@@ -12,7 +12,9 @@
 #            answers/NAME.json or NAME.txt (yours) answers a meeting waiting for a person
 #   MEETING_FLAGS  given to every meeting: --agents arch,biz --provider replay ...
 #   e.g. JOBS=4 share/flows/batch.sh topics.jsonl out --agents arch,biz --model gpt-4o-mini
-# Environment: JOBS (meetings at once, default 4), and what `meeting` reads (keys, provider,
+# Environment: JOBS (meetings at once, default 4); BATCH_PREPARE=1 writes OUT_DIR/jobs.jsonl,
+# prints how many meetings it holds and runs none (a scheduler runs them, one task each:
+# share/flows/slurm-array.sbatch, share/k8s/); and what `meeting` reads (keys, provider,
 # MEETING_CASSETTE, ...); AGENT_MEETING_MAX_IN_FLIGHT=N keeps the whole batch (its fan-outs
 # too) to N requests in flight per provider, and a 429 one meeting meets makes all of them
 # wait (docs/design/llm.md#pace).
@@ -26,7 +28,6 @@ set -eu
 usage='usage: batch.sh INPUT OUT_DIR [MEETING_FLAGS...]'
 input=${1:?$usage}; out=${2:?$usage}; shift 2
 here=$(cd "$(dirname "$0")" && pwd)
-command -v parallel > /dev/null 2>&1 || { echo "batch.sh: GNU parallel is not installed (apt-get install parallel)" >&2; exit 2; }
 mkdir -p "$out/runs" "$out/reports" "$out/results"
 
 # The job list, written once: a second run (resume) must see the same meetings, numbered the same.
@@ -44,6 +45,8 @@ if [ ! -f "$out/jobs.jsonl" ]; then
 fi
 
 n=$(grep -c . "$out/jobs.jsonl" || true)
+if [ "${BATCH_PREPARE:-}" = 1 ]; then echo "$n"; exit 0; fi
+command -v parallel > /dev/null 2>&1 || { echo "batch.sh: GNU parallel is not installed (apt-get install parallel)" >&2; exit 2; }
 status=0
 seq 1 "$n" | parallel --jobs "${JOBS:-4}" --joblog "$out/joblog" --resume-failed \
   -q sh "$here/batch-one.sh" "$out" {} "$@" || status=$?

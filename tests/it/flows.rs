@@ -478,6 +478,62 @@ fn batch_runs_a_folder_of_meeting_files() {
     }
 }
 
+/// The scheduler's side of a batch (docs/design/scale.md): `BATCH_PREPARE=1` writes the job
+/// list, prints how many meetings it holds and runs none; the Slurm array script runs its
+/// task's meeting only, and run again (a requeue) resumes it without asking anything twice.
+#[test]
+fn a_prepared_batch_runs_one_meeting_per_slurm_task_and_a_requeue_resumes_it() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let work = Workdir::new();
+    for n in ["alpha", "beta", "gamma"] {
+        work.write(
+            format!("meetings/{n}.yaml"),
+            format!("topic: Adopt {n}?\ndecision_packet:\n  decision_to_make: Adopt {n}?\n"),
+        );
+    }
+    let out = Cli::new(Command::new("sh"))
+        .arg("share/flows/batch.sh")
+        .arg(work.join("meetings"))
+        .arg(work.join("out"))
+        .env("BATCH_PREPARE", "1")
+        .env("PATH", programs_path())
+        .run();
+    out.success();
+    assert_eq!(out.stdout().trim(), "3");
+    assert_eq!(work.read("out/jobs.jsonl").lines().count(), 3);
+    assert!(
+        !work.join("out/runs/alpha").exists(),
+        "prepare runs nothing"
+    );
+    let task = || {
+        Cli::new(Command::new("sh"))
+            .arg("share/flows/slurm-array.sbatch")
+            .arg(work.join("out"))
+            .args(["--agents", "arch", "--provider", "replay"])
+            .env("SLURM_ARRAY_TASK_ID", "2")
+            .env("AGENT_MEETING_FLOWS", root().join("share/flows"))
+            .env("PATH", programs_path())
+            .env("AGENT_MEETING_NOW", NOW)
+            .env("MEETING_CASSETTE", cassette("batch"))
+            .run()
+    };
+    task().success();
+    let r: Value = serde_json::from_str(&work.read("out/results/beta.json")).unwrap();
+    assert_eq!(r["status"], "finished");
+    assert!(!work.join("out/runs/alpha").exists() && !work.join("out/runs/gamma").exists());
+    let calls = work.read("out/runs/beta/llm.jsonl").lines().count();
+    task().success();
+    assert_eq!(
+        work.read("out/runs/beta/llm.jsonl").lines().count(),
+        calls,
+        "the requeued task asked nothing again"
+    );
+    let again: Value = serde_json::from_str(&work.read("out/results/beta.json")).unwrap();
+    assert_eq!(again["status"], "finished");
+}
+
 /// Rate limits across concurrent meetings: 20 meetings, 4 at a time, against one fake OpenAI
 /// server that refuses the first attempt of every other call with a 429 (`Retry-After: 0`).
 /// No meeting fails for a 429 its retry passed, the server never had more than 4 meetings'

@@ -376,6 +376,8 @@ mod tests {
             "hf_ and glpat- and npm_ prefixes; SG.x.y is not a key.",
             "app.secret_key: ${SECRET_KEY}\ndb_password: <set in the vault>",
             "Use <password>...</password> in settings.xml; Authorization: Basic auth is off.",
+            // A LiteLLM config: an environment variable by name, and prices per token.
+            "      api_key: os.environ/UPSTREAM_KEY\n  master_key: os.environ/LITELLM_MASTER_KEY\n      input_cost_per_token: 0.00000015",
         ] {
             let r = redact(text);
             assert_eq!(r.text, text, "redacted: {:?}", r.markers);

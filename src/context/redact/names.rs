@@ -104,6 +104,10 @@ pub(super) fn secret_name(name: &str) -> Option<Strength> {
     let w = words(name);
     let last = w.last()?.as_str();
     let prev = w.len().checked_sub(2).map(|i| w[i].as_str());
+    // A rate (`input_cost_per_token`, `price_per_token`): the word is a unit, not the secret.
+    if prev == Some("per") {
+        return None;
+    }
     const ENDINGS: [&str; 8] = [
         "password",
         "passwd",
@@ -303,6 +307,10 @@ pub(super) fn is_reference(v: &str) -> bool {
     };
     if ident(v) {
         return (named(v) && !random(v)) || CODE_WORDS.contains(&v);
+    }
+    // LiteLLM's configs name an environment variable `os.environ/NAME`.
+    if v.strip_prefix("os.environ/").is_some_and(ident) {
+        return true;
     }
     let parts: Vec<&str> = v.split('.').collect();
     if parts.len() >= 2 && parts.iter().all(|p| ident(p)) {
