@@ -10,7 +10,7 @@ meetings never read. Python 3 standard library only; the programs do every model
   meeting  `meeting` with the case's agents, --max-total-tokens BUDGET
   council  `meeting --council`, the same budget ("not available" when the programs lack it)
 
-The token budget per case is a cap every mode gets: FACTOR (--budget-factor, default 8) times
+The token budget per case is a cap every mode gets: FACTOR (--budget-factor, default 16) times
 the tokens of that case's single call, or --budget N. Self-consistency takes K samples (default
 5, fewer when K single calls would not fit); the meeting and the council get it as
 --max-total-tokens, which they spend with their own look-ahead (docs/design/pm-round.md#token-budget).
@@ -309,7 +309,7 @@ def main():
     ap.add_argument("--model", default="")
     ap.add_argument("--k", type=int, default=5, help="self-consistency samples (default 5)")
     ap.add_argument("--budget", type=int, default=0, help="token budget per case (default: FACTOR x the single call's tokens)")
-    ap.add_argument("--budget-factor", type=int, default=8, help="the budget in single calls (default 8)")
+    ap.add_argument("--budget-factor", type=int, default=16, help="the budget in single calls (default 16)")
     ap.add_argument("--max-loops", type=int, default=4, help="meeting and council loop limit")
     ap.add_argument("--max-parallel", type=int, default=1,
                     help="meeting and council fan-out width (default 1: under a budget of a few calls the look-ahead refuses a wider fan-out)")

@@ -56,6 +56,12 @@ pub fn estimate_tokens(text: &str) -> u64 {
 /// The most a call can cost: its estimated prompt (system, messages, schema) plus its
 /// `max_tokens` (the stages always set one; an unset one is charged the closing round's).
 pub fn call_cost(req: &Request, opts: &Options) -> Charge {
+    let max_tokens = opts.max_tokens.unwrap_or(default_max_tokens::PM_CLOSING);
+    call_cost_at(req, u64::from(max_tokens))
+}
+
+/// [`call_cost`] at a reply limit of `max_tokens`.
+pub fn call_cost_at(req: &Request, max_tokens: u64) -> Charge {
     let schema = req
         .expect
         .as_ref()
@@ -67,7 +73,7 @@ pub fn call_cost(req: &Request, opts: &Options) -> Charge {
         .sum();
     Charge::new(
         estimate_tokens(&req.system) + MESSAGE_OVERHEAD_TOKENS + messages + schema,
-        u64::from(opts.max_tokens.unwrap_or(default_max_tokens::PM_CLOSING)),
+        max_tokens,
     )
 }
 
@@ -311,7 +317,7 @@ impl AgentLimits {
         AgentLimits(limits.collect())
     }
 
-    fn of(&self, name: &str) -> u64 {
+    pub(crate) fn of(&self, name: &str) -> u64 {
         self.0
             .get(name)
             .copied()
@@ -407,22 +413,30 @@ pub fn fan_out_reserve(board: &Board, limits: &AgentLimits, reserve: Charge, n: 
 }
 
 /// What each call of a council round keeps aside (docs/design/council.md#budget): the
-/// round's other calls and the ranking round's `rankers` calls still to come, a fan-out's share
-/// each ([`fan_out_share`]) at the reply limit the council's calls set (`members`); then the PM's
-/// first round after the council, for which two agent turns stand (the PM's prompt holds the
-/// whiteboard, the aggregate and the routing rules), and what every member's answer adds to it.
+/// round's other calls and the ranking round's `rankers` calls still to come, each charged as
+/// `member` (the dearest member's council call as it will be sent, at the council's reply
+/// limit) twice — the ask loop's retry — plus what its answer adds to the PM's prompt, a
+/// ranking call also the others' answers it shows; then the PM's first round after the council,
+/// for which two agent turns stand (the PM's prompt holds the whiteboard, the aggregate and the
+/// routing rules), and what every member's answer adds to it.
 pub fn council_reserve(
     board: &Board,
     agents: &AgentLimits,
+    member: Charge,
     members: &AgentLimits,
     n: usize,
     rankers: usize,
 ) -> Charge {
+    let growth = answer_growth(board, members);
     let others = (n + rankers).saturating_sub(1) as u64;
-    fan_out_share(board, members)
+    let shown = (rankers * n.saturating_sub(1)) as u64;
+    member
+        .times(2)
+        .plus(growth)
         .times(others)
+        .plus(growth.times(shown))
         .plus(agent_turn_estimate(board, agents).times(2))
-        .plus(answer_growth(board, members).times(n as u64))
+        .plus(growth.times(n as u64))
 }
 
 /// Whether a fan-out of `n` calls fits the budget now (after the PM's round): one agent turn,

@@ -129,10 +129,9 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
         }),
     });
     let n = names.len();
-    let reserve = reserve(board, n, rankers(n));
+    let reserve = reserve(board, n, rankers(n))?;
     if let Some(budget) = crate::meeting::budget::Budget::of(board) {
-        let limits = member_limits(board, CouncilPhase::Vote);
-        let first = crate::meeting::budget::agent_turn_estimate(board, &limits);
+        let first = member_cost(board)?;
         if let Some(limit) = budget.over(first, reserve) {
             return Err(Error::Usage(format!(
                 "council: the budget cannot hold the council's {} calls and the PM's round ({} needed; {}); raise the budget or leave the council out",
@@ -182,19 +181,51 @@ fn member_limits(board: &Board, phase: CouncilPhase) -> crate::meeting::budget::
     crate::meeting::budget::AgentLimits::resolve_or(board, &Default::default(), max_tokens(phase))
 }
 
+/// The dearest member's council call as it will be sent in the current phase (the shared
+/// system text, the member's message, the vote's or the ranking's schema) at the reply limit
+/// the council sets: what the ask loop will charge for it (`budget::call_cost_at`).
+fn member_cost(board: &Board) -> Result<crate::model::Charge> {
+    let phase = active(board).unwrap_or(CouncilPhase::Vote);
+    let limits = member_limits(board, phase);
+    let mut dearest = crate::model::Charge::default();
+    let names: Vec<String> = board
+        .council
+        .as_ref()
+        .map(|c| c.members.iter().map(|m| m.name.clone()).collect())
+        .unwrap_or_default();
+    for name in &names {
+        let expect = match phase {
+            CouncilPhase::Rank => rank_expected_json(board, name),
+            _ => vote_expected_json(board),
+        };
+        let request = crate::llm::Request {
+            caller: name.clone(),
+            system: crate::meeting::prompts::meeting_system()?,
+            messages: vec![member_message(board, name, false)?],
+            expect: Some(expect),
+            facts: Default::default(),
+        };
+        let cost = crate::meeting::budget::call_cost_at(&request, limits.of(name));
+        dearest = dearest.at_least(cost);
+    }
+    Ok(dearest)
+}
+
 /// What each of `n` council calls keeps aside, `rankers` ranking calls still to come
-/// (docs/design/council.md#budget): the calls at a vote's reply limit (a ranking's is lower),
-/// the PM's round after it at an agent turn's.
-fn reserve(board: &Board, n: usize, rankers: usize) -> crate::model::Charge {
+/// (docs/design/council.md#budget): the calls as they will be sent ([`member_cost`]), the PM's
+/// round after it at an agent turn's.
+fn reserve(board: &Board, n: usize, rankers: usize) -> Result<crate::model::Charge> {
     use crate::meeting::budget::{council_reserve, AgentLimits};
     let agents = AgentLimits::resolve(board, &Default::default());
-    council_reserve(
+    let members = member_limits(board, CouncilPhase::Vote);
+    Ok(council_reserve(
         board,
         &agents,
-        &member_limits(board, CouncilPhase::Vote),
+        member_cost(board)?,
+        &members,
         n,
         rankers,
-    )
+    ))
 }
 
 /// A member's model family, for seating two different ones first: the model's name up to its
@@ -555,7 +586,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
             CouncilPhase::Rank => (RANK_QUESTION, 0),
             _ => (VOTE_QUESTION, rankers(seated(council))),
         };
-        let reserve = reserve(board, waiting.len(), rankers);
+        let reserve = reserve(board, waiting.len(), rankers).unwrap_or_default();
         queue(board, &waiting, question, reserve, now);
         return;
     }
@@ -584,7 +615,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
                 })
                 .collect();
             let seated = seated(council);
-            let reserve = reserve(board, held.len(), rankers(seated));
+            let reserve = reserve(board, held.len(), rankers(seated)).unwrap_or_default();
             events::push_at(
                 board,
                 now,
@@ -613,7 +644,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
             .iter()
             .map(|i| council.members[*i].name.clone())
             .collect();
-        let reserve = reserve(board, names.len(), 0);
+        let reserve = reserve(board, names.len(), 0).unwrap_or_default();
         queue(board, &names, RANK_QUESTION, reserve, now);
         return;
     }

@@ -8,10 +8,10 @@ Each answer is built from the request's structured-output schema, so no script h
 the meetings interleave: a PM round calls the next participant in its `target_agent` enum that
 has not answered yet (answers carry a marker the PM's whiteboard shows) and finishes once two
 have, choosing the meeting's first option; an agent answers with its marker. Every request waits
-DELAY seconds, so meetings overlap and a killed task dies mid-meeting. The Nth request (FAIL_AT)
-is answered 429 with Retry-After: 1, once.
+DELAY seconds, so meetings overlap and a killed task dies mid-meeting. The first request whose
+text holds FAIL_ON (a meeting's topic) is answered 429 with Retry-After: 1, once.
 
-Usage: fake_provider.py PORT STATS_FILE [--delay 1.0] [--fail-at 5]
+Usage: fake_provider.py PORT STATS_FILE [--delay 1.0] [--fail-on scale-meeting-5]
 GET /stats gives the counts as JSON; they are also written to STATS_FILE after every request.
 """
 import argparse
@@ -88,7 +88,7 @@ def main():
     ap.add_argument("port", type=int)
     ap.add_argument("stats")
     ap.add_argument("--delay", type=float, default=1.0)
-    ap.add_argument("--fail-at", type=int, default=0)
+    ap.add_argument("--fail-on", default="")
     args = ap.parse_args()
 
     class Handler(http.server.BaseHTTPRequestHandler):
@@ -122,9 +122,11 @@ def main():
                 STATS["times"].append(round(time.time(), 3))
             try:
                 time.sleep(args.delay)
-                if n == args.fail_at:
-                    with LOCK:
+                with LOCK:
+                    fail = bool(args.fail_on) and not STATS["rate_limited"] and args.fail_on in text_of(req)
+                    if fail:
                         STATS["rate_limited"] += 1
+                if fail:
                     return self.reply(429, {"error": {"message": "rate limited (fake)", "type": "rate_limit_error"}},
                                       [("retry-after", "1")])
                 body = answer(req)

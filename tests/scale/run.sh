@@ -65,7 +65,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 python3 "$root/tests/scale/fake_provider.py" "$fake_port" "$work/provider.json" \
-  --delay "${SCALE_DELAY:-1.5}" --fail-at 4 > "$work/provider.log" 2>&1 &
+  --delay "${SCALE_DELAY:-1.5}" --fail-on scale-meeting-5 > "$work/provider.log" 2>&1 &
 pids="$pids $!"
 UPSTREAM_BASE=http://127.0.0.1:$fake_port/v1 UPSTREAM_KEY=sk-upstream-not-on-nodes LITELLM_MASTER_KEY=sk-batch-scale \
   "$litellm" --config "$root/share/gateway/litellm.yaml" --host 127.0.0.1 --port "$proxy_port" > "$work/litellm.log" 2>&1 &
@@ -149,8 +149,8 @@ at_once=$(for f in out/runs/*/llm.jsonl; do jq -s '[(map(.ts_ms) | min), 1], [(m
   | jq -s 'sort | reduce .[] as $e ({n: 0, most: 0}; .n += $e[1] | .most = ([.most, .n] | max)) | .most')
 check "[ $max -le 2 ] && [ $at_once -gt 2 ]" \
   "the provider saw at most $max requests in flight (the proxy allows 2) while $at_once meetings ran at once"
-check "[ \"\$(jq .rate_limited provider.json)\" = 1 ] && grep -q 'rate limited (fake)' out/runs/*/llm.jsonl" \
-  "the provider's 429 reached a meeting through the proxy, and its retry got past it"
+check "[ \"\$(jq .rate_limited provider.json)\" = 1 ] && grep -q 'rate limited (fake)' out/runs/m5/llm.jsonl" \
+  "the provider's 429 (m5's first request) reached m5 through the proxy, and its retry got past it"
 busy=$(cat out/runs/*/llm.jsonl | jq -s 'map(select((.error // "") | test("HTTP 429"))) | length')
 echo "the proxy answered $busy attempt(s) 429 (its slots full, or the provider's); every meeting paced and retried past them"
 echo

@@ -349,7 +349,7 @@ pub(super) fn check_decision(
     if decision.next_action == NextAction::Finish {
         if decision.decision.is_none() && super::offer::decision_required(board) {
             return Err(Invalid::Schema(
-                "decision: a FINISH in a meeting with options needs a decision: choice (one of the options, or that none fits and why), confidence, revisit_if".into(),
+                "decision: a FINISH in a meeting with options needs a decision: choice (one of the options as written, or \"none of these\" with the reason in the report), confidence, revisit_if".into(),
                 "its FINISH left the decision out".into(),
             ));
         }

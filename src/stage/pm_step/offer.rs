@@ -89,6 +89,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     }
     input["offer_answered"] = json!(offer.answered > 0);
     input["decision_required"] = json!(decision_required(board));
+    input["none_of_these"] = json!(crate::model::NONE_OF_THESE);
     input["offer_assessments"] = json!(offer.assessments > 0);
     input["max_calls"] = json!(if offer.actions.contains(&NextAction::CallAgents) {
         offer.fan_out
@@ -319,6 +320,13 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         properties["final_report"] = json!({"type": "null"});
         properties["decision"] = json!({"type": "null"});
     }
+    if finish && decision_required(board) {
+        // The choice is one of the options as written, or none of them (the report says why):
+        // a grammar-constrained model then names an option the grader and the council's vote
+        // read exactly, not a paraphrase (seen with Qwen2.5-Coder-1.5B: "Use Amazon SQS to
+        // send invoice emails …" for "Use a managed queue (Amazon SQS) with workers").
+        choice_among_options(&mut properties["decision"], board);
+    }
     let fan_out = actions.contains(&NextAction::CallAgents);
     // A fan-out's calls go to the participants who are models; null when not CALL_AGENTS.
     let mut calls = properties["calls"].take();
@@ -423,6 +431,28 @@ pub(super) fn narrow_to(schema: &mut Value, action: NextAction, decision_require
 
 /// A nullable schema without its null: the other branch of `anyOf: [X, {"type": "null"}]`, or
 /// `"type": [T, "null"]` as `T`.
+/// The decision's `choice` in `decision` (an object, or an `anyOf` with null) held to the
+/// meeting's options and [`NONE_OF_THESE`](crate::model::NONE_OF_THESE).
+fn choice_among_options(decision: &mut Value, board: &Board) {
+    let mut options: Vec<&str> = board
+        .meeting_input
+        .decision_packet
+        .options
+        .iter()
+        .map(String::as_str)
+        .collect();
+    options.push(crate::model::NONE_OF_THESE);
+    let objects: Vec<&mut Value> = match decision.get_mut("anyOf").and_then(Value::as_array_mut) {
+        Some(branches) => branches.iter_mut().collect(),
+        None => vec![decision],
+    };
+    for o in objects {
+        if let Some(choice) = o.pointer_mut("/properties/choice") {
+            choice["enum"] = json!(options);
+        }
+    }
+}
+
 fn not_null(v: &mut Value) {
     let null = json!({"type": "null"});
     if let Some(branches) = v.get("anyOf").and_then(Value::as_array) {
@@ -499,6 +529,17 @@ pub(super) mod tests {
         assert_eq!(p["next_action"]["enum"], json!(["FINISH"]));
         assert_eq!(p["final_report"], json!({"type": "string"}));
         assert_eq!(p["decision"]["type"], "object", "{}", p["decision"]);
+        // The choice is one of the options as written, or none of them.
+        assert_eq!(
+            p["decision"]["properties"]["choice"]["enum"],
+            json!(["Keep", "Rewrite", crate::model::NONE_OF_THESE]),
+            "{}",
+            p["decision"]
+        );
+        assert!(
+            prompt.contains("or \"none of these\" with the reason"),
+            "{prompt}"
+        );
         // The questions it settles from the documents count, as a meeting's do.
         assert!(p.get("answered_questions").is_some(), "{p}");
         assert!(
@@ -510,6 +551,12 @@ pub(super) mod tests {
         board.meeting_input.decision_packet.options.clear();
         let schema = pm_expected_json(&board, Mode::ForcedFinish).schema;
         assert!(schema["properties"]["decision"].get("anyOf").is_some());
+        let decision = schema["properties"]["decision"]["anyOf"][0].clone();
+        assert_eq!(
+            decision["properties"]["choice"],
+            json!({"type": "string"}),
+            "{decision}"
+        );
         assert!(!render_pm_user(&board)
             .unwrap()
             .contains("(required: choice"));
