@@ -78,24 +78,29 @@ fn a_repeated_question_is_refused_once_with_the_earlier_answer() {
     assert!(!md.contains("going in circles"), "{md}");
 }
 
+/// The PM asks arch `Q`, and arch answers it.
+fn arch_answered() -> Cassette {
+    Cassette::new().pm(pm::call("arch", Q)).agent(
+        "arch",
+        answer("About 3h40m on average.", &["Run takes 3h40m."]),
+    )
+}
+
+/// biz's answer, to whatever it was asked.
+fn biz_answer() -> Value {
+    answer("Finance sees it at 07:00.", &["Finance reads at 07:00."])
+}
+
 /// Repeated again after seeing the answer, the question goes to a participant not yet asked it
 /// (a second view), and the meeting goes on: a small model's habit must not close a meeting
 /// with its budget unspent.
 #[test]
 fn a_question_repeated_after_seeing_the_answer_goes_to_someone_not_yet_asked() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(pm::call("arch", Q))
-        .agent(
-            "arch",
-            answer("About 3h40m on average.", &["Run takes 3h40m."]),
-        )
+    let c = arch_answered()
         .pm(pm::call("arch", Q))
         .pm(pm::call("arch", &Q.to_lowercase()))
-        .agent(
-            "biz",
-            answer("Finance sees it at 07:00.", &["Finance reads at 07:00."]),
-        )
+        .agent("biz", biz_answer())
         .pm(pm::done())
         .write(work.join("c.jsonl"));
     let out = meeting_cmd(work.path(), &c, &["--quiet"]).run();
@@ -121,17 +126,9 @@ fn a_question_repeated_after_seeing_the_answer_goes_to_someone_not_yet_asked() {
 #[test]
 fn a_question_repeated_twice_closes_the_meeting_as_going_in_circles() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(pm::call("arch", Q))
-        .agent(
-            "arch",
-            answer("About 3h40m on average.", &["Run takes 3h40m."]),
-        )
+    let c = arch_answered()
         .pm(pm::call("biz", Q))
-        .agent(
-            "biz",
-            answer("Finance sees it at 07:00.", &["Finance reads at 07:00."]),
-        )
+        .agent("biz", biz_answer())
         .pm(pm::call("arch", Q))
         .pm(pm::call("arch", &Q.to_lowercase()))
         // The closing round.

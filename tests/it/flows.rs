@@ -452,12 +452,8 @@ fn batch_runs_twenty_meetings_under_gnu_parallel_and_resumes_the_failed() {
     }
 }
 
-/// A folder of meeting files: each meeting named after its file.
-#[test]
-fn batch_runs_a_folder_of_meeting_files() {
-    if skip_without(Tool::GnuParallel) || skip_without(Tool::Jq) {
-        return;
-    }
+/// A work folder with `meetings/alpha.yaml`, `beta.yaml` and `gamma.yaml`.
+fn three_meeting_files() -> Workdir {
     let work = Workdir::new();
     for n in ["alpha", "beta", "gamma"] {
         work.write(
@@ -465,6 +461,16 @@ fn batch_runs_a_folder_of_meeting_files() {
             format!("topic: Adopt {n}?\ndecision_packet:\n  decision_to_make: Adopt {n}?\n"),
         );
     }
+    work
+}
+
+/// A folder of meeting files: each meeting named after its file.
+#[test]
+fn batch_runs_a_folder_of_meeting_files() {
+    if skip_without(Tool::GnuParallel) || skip_without(Tool::Jq) {
+        return;
+    }
+    let work = three_meeting_files();
     batch(
         work.path(),
         &work.join("meetings"),
@@ -486,13 +492,7 @@ fn a_prepared_batch_runs_one_meeting_per_slurm_task_and_a_requeue_resumes_it() {
     if skip_without(Tool::Jq) {
         return;
     }
-    let work = Workdir::new();
-    for n in ["alpha", "beta", "gamma"] {
-        work.write(
-            format!("meetings/{n}.yaml"),
-            format!("topic: Adopt {n}?\ndecision_packet:\n  decision_to_make: Adopt {n}?\n"),
-        );
-    }
+    let work = three_meeting_files();
     let out = Cli::new(Command::new("sh"))
         .arg("share/flows/batch.sh")
         .arg(work.join("meetings"))
