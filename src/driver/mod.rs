@@ -19,6 +19,7 @@
 //! - `stop`: Ctrl-C and SIGTERM while a meeting drives its folder
 
 mod callers;
+pub mod child;
 mod drive;
 mod fork;
 mod outcome;

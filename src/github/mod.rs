@@ -17,7 +17,6 @@ pub mod comment;
 pub mod event;
 pub mod gitlab;
 
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -409,39 +408,18 @@ fn run_meeting(s: &Settings, args: &[String]) -> Result<Ran> {
     ] {
         cmd.env_remove(var);
     }
-    let mut child = cmd.spawn().map_err(|e| {
+    let child = cmd.spawn().map_err(|e| {
         Error::Runtime(format!(
             "cannot run {} meeting: {}",
             s.exe.display(),
             crate::io::os_error(&e)
         ))
     })?;
-    let mut stdout = child.stdout.take().expect("piped");
-    let out = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let mut last: Vec<String> = Vec::new();
-    for line in BufReader::new(child.stderr.take().expect("piped"))
-        .lines()
-        .map_while(|l| l.ok())
-    {
-        crate::note!("{line}");
-        last.push(line);
-        if last.len() > 3 {
-            last.remove(0);
-        }
-    }
-    let status = child
-        .wait()
-        .map_err(|e| Error::Runtime(format!("meeting: {}", crate::io::os_error(&e))))?;
-    let text = out.join().unwrap_or_default();
-    let result: Option<MeetingResult> = serde_json::from_str(text.trim()).ok();
+    let ended = crate::driver::child::wait(child, 3, |_| {})?;
     Ok(Ran {
-        code: status.code(),
-        said: result.is_none().then(|| last.join("\n")),
-        result,
+        code: ended.code,
+        said: ended.result.is_none().then(|| ended.said.join("\n")),
+        result: ended.result,
     })
 }
 

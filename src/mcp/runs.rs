@@ -6,7 +6,7 @@
 //! outlives the server, and its state is read from its run folder.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -51,15 +51,7 @@ impl Launch {
     }
 }
 
-/// How a blocking run ended.
-pub struct Ended {
-    /// The MeetingResult the program printed, when it printed one.
-    pub result: Option<MeetingResult>,
-    /// Its exit code (`None`: killed by a signal).
-    pub code: Option<i32>,
-    /// Its last lines on stderr that are no progress lines (the error, the resume hint).
-    pub said: Vec<String>,
-}
+pub use crate::driver::child::Ended;
 
 /// The children this server started and has not reaped yet, by run id.
 #[derive(Default)]
@@ -106,42 +98,13 @@ pub fn run_blocking(
     started: impl FnOnce(u32),
     mut progress: impl FnMut(&str),
 ) -> Result<Ended> {
-    let mut child = command(place, launch)
+    let child = command(place, launch)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| spawn_error(place, &e))?;
     started(child.id());
-    let mut stdout = child.stdout.take().expect("piped");
-    let out = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stdout.read_to_string(&mut text);
-        text
-    });
-    let mut said = Vec::new();
-    let err = child.stderr.take().expect("piped");
-    for line in BufReader::new(err).lines().map_while(|l| l.ok()) {
-        crate::note!("{line}");
-        if crate::driver::loop_of_line(&line).is_some() {
-            progress(&line);
-        } else {
-            said.push(line);
-        }
-    }
-    let status = child
-        .wait()
-        .map_err(|e| Error::Runtime(format!("meeting: {}", crate::io::os_error(&e))))?;
-    let text = out.join().unwrap_or_default();
-    let result = text
-        .lines()
-        .rev()
-        .find_map(|l| serde_json::from_str::<MeetingResult>(l).ok());
-    let keep = said.len().saturating_sub(4);
-    Ok(Ended {
-        result,
-        code: status.code(),
-        said: said.split_off(keep),
-    })
+    crate::driver::child::wait(child, 4, |line| progress(line))
 }
 
 /// Start `launch` detached (its own process group, no terminal, nothing of ours on its

@@ -129,7 +129,7 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
         }),
     });
     let n = names.len();
-    let reserve = reserve(board, n, rankers(n))?;
+    let reserve = reserve(board, n, rankers(n));
     if let Some(budget) = crate::meeting::budget::Budget::of(board) {
         let first = member_cost(board)?;
         if let Some(limit) = budget.over(first, reserve) {
@@ -214,18 +214,14 @@ fn member_cost(board: &Board) -> Result<crate::model::Charge> {
 /// What each of `n` council calls keeps aside, `rankers` ranking calls still to come
 /// (docs/design/council.md#budget): the calls as they will be sent ([`member_cost`]), the PM's
 /// round after it at an agent turn's.
-fn reserve(board: &Board, n: usize, rankers: usize) -> Result<crate::model::Charge> {
-    use crate::meeting::budget::{council_reserve, AgentLimits};
+fn reserve(board: &Board, n: usize, rankers: usize) -> crate::model::Charge {
+    use crate::meeting::budget::{agent_turn_estimate, council_reserve, AgentLimits};
     let agents = AgentLimits::resolve(board, &Default::default());
     let members = member_limits(board, CouncilPhase::Vote);
-    Ok(council_reserve(
-        board,
-        &agents,
-        member_cost(board)?,
-        &members,
-        n,
-        rankers,
-    ))
+    // A call that cannot be rendered (an embedded template's error) is charged as an agent
+    // turn at the council's limits rather than as nothing.
+    let member = member_cost(board).unwrap_or_else(|_| agent_turn_estimate(board, &members));
+    council_reserve(board, &agents, member, &members, n, rankers)
 }
 
 /// A member's model family, for seating two different ones first: the model's name up to its
@@ -586,7 +582,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
             CouncilPhase::Rank => (RANK_QUESTION, 0),
             _ => (VOTE_QUESTION, rankers(seated(council))),
         };
-        let reserve = reserve(board, waiting.len(), rankers).unwrap_or_default();
+        let reserve = reserve(board, waiting.len(), rankers);
         queue(board, &waiting, question, reserve, now);
         return;
     }
@@ -615,7 +611,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
                 })
                 .collect();
             let seated = seated(council);
-            let reserve = reserve(board, held.len(), rankers(seated)).unwrap_or_default();
+            let reserve = reserve(board, held.len(), rankers(seated));
             events::push_at(
                 board,
                 now,
@@ -644,7 +640,7 @@ pub(crate) fn merge(board: &mut Board, turns: Vec<crate::model::LastTurn>, now: 
             .iter()
             .map(|i| council.members[*i].name.clone())
             .collect();
-        let reserve = reserve(board, names.len(), 0).unwrap_or_default();
+        let reserve = reserve(board, names.len(), 0);
         queue(board, &names, RANK_QUESTION, reserve, now);
         return;
     }

@@ -18,6 +18,7 @@ import argparse
 import hashlib
 import http.server
 import json
+import os
 import re
 import threading
 import time
@@ -79,7 +80,6 @@ def answer(req):
 def save(path):
     with open(path + ".tmp", "w") as f:
         json.dump(STATS, f)
-    import os
     os.replace(path + ".tmp", path)
 
 
