@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use crate::llm::config::default as llm_default;
 use crate::llm::{LlmConfig, OpenAiApi};
-use crate::settings::MeetingSettings;
+use crate::settings::{MeetingOptions, MeetingSettings};
 
 /// The LLM flags, flattened into pm-step, agent-turn, agent-builder and meeting; settled into
 /// the library's [`LlmConfig`] by [`LlmArgs::into_config`].
@@ -236,7 +236,7 @@ pub struct PullArgs {
     #[arg(long, value_name = "LIST", value_delimiter = ',')]
     pub agents: Vec<String>,
     /// The meeting's budget in US dollars (over the settings file's)
-    #[arg(long, value_name = "USD")]
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
     pub max_cost: Option<f64>,
     /// Given to meeting as --provider
     #[arg(long, value_name = "NAME")]
@@ -265,8 +265,11 @@ impl PullArgs {
             program,
             run_dir: self.run_dir,
             config: self.config,
-            agents: self.agents,
-            max_cost: self.max_cost,
+            options: MeetingOptions {
+                agents: self.agents,
+                max_cost: self.max_cost,
+                ..Default::default()
+            },
             meeting_args,
             exe,
             summary,
@@ -427,6 +430,32 @@ impl BoardArgs {
     }
 }
 
+/// The meeting's options as this command line gives them (`matches`: what tells a flag given
+/// from its default): the board's flags and the decision record's, mapped onto the one type
+/// every surface shares ([`MeetingOptions`]).
+pub fn meeting_options(
+    board: &BoardArgs,
+    adr: &AdrArgs,
+    matches: &clap::ArgMatches,
+) -> MeetingOptions {
+    let given_u32 = |id: &str| super::given::<u32>(matches, id);
+    MeetingOptions {
+        agents: board.agents.clone(),
+        pm: board.pm.clone(),
+        max_loops: given_u32("max_loops"),
+        max_parallel: given_u32("max_parallel"),
+        max_total_tokens: board.max_total_tokens,
+        max_cost: board.max_cost,
+        reviewers: board.review_by.clone(),
+        council: board.council,
+        council_adaptive: board.council_adaptive,
+        council_models: board.council_models.clone(),
+        adr: adr.adr.clone(),
+        supersedes: adr.supersedes.clone(),
+        deciders: adr.decider.clone(),
+    }
+}
+
 /// `meeting`'s trace flags.
 #[derive(clap::Args, Debug, Clone, Default)]
 pub struct OtlpArgs {
@@ -512,5 +541,49 @@ mod tests {
             assert!(help.contains(&format!("{kind} {n}")), "{kind} {n}: {help}");
         }
         assert!(help.contains("agent metadata and the board's defaults win"));
+    }
+
+    /// What [`MeetingOptions::to_args`] writes for a spawned meeting is what the command line
+    /// reads back as the same options: every option set, each flag spelled as `meeting`
+    /// spells it (a flag renamed, or an option the writer forgets, fails here).
+    #[test]
+    fn the_options_writer_speaks_the_flags() {
+        #[derive(clap::Parser)]
+        struct Both {
+            #[command(flatten)]
+            board: BoardArgs,
+            #[command(flatten)]
+            adr: AdrArgs,
+        }
+        let all = MeetingOptions {
+            agents: vec!["arch".into(), "biz".into()],
+            pm: Some("pm-lite".into()),
+            max_loops: Some(4),
+            max_parallel: Some(2),
+            max_total_tokens: Some(9000),
+            max_cost: Some(0.25),
+            reviewers: vec!["devils-advocate".into()],
+            council: true,
+            council_adaptive: true,
+            council_models: vec!["openai:gpt-4o-mini".into(), "ollama:llama3.2".into()],
+            adr: Some("docs/decisions".into()),
+            supersedes: Some("0003".into()),
+            deciders: vec!["Ana".into(), "Bo".into()],
+        };
+        // Every field of the type is set above (its schema lists them all).
+        let set = serde_json::to_value(&all).unwrap();
+        let schema = schemars::schema_for!(MeetingOptions).to_value();
+        let fields = schema["properties"].as_object().unwrap();
+        for field in fields.keys() {
+            assert!(set.get(field).is_some(), "{field} is not set in the test");
+        }
+        let argv = std::iter::once("meeting".to_string()).chain(all.to_args());
+        let matches = <Both as clap::CommandFactory>::command()
+            .try_get_matches_from(argv)
+            .unwrap();
+        let both = <Both as clap::FromArgMatches>::from_arg_matches(&matches).unwrap();
+        assert_eq!(meeting_options(&both.board, &both.adr, &matches), all);
+        let none = MeetingOptions::default();
+        assert!(none.to_args().is_empty());
     }
 }

@@ -26,6 +26,8 @@ use serde_json::{json, Value};
 use crate::driver::absolute;
 use crate::error::{Error, Result};
 use crate::model::{DecisionPacket, MeetingBrief, MeetingResult};
+use crate::settings::options::refuse_unknown_keys;
+use crate::settings::MeetingOptions;
 
 /// The repository's own settings file, read from the checkout when there.
 pub const REPO_CONFIG: &str = ".github/agent-meeting.yaml";
@@ -74,22 +76,13 @@ pub trait Forge {
     fn answer_hint(&self) -> &'static str;
 }
 
-/// `.github/agent-meeting.yaml`: how the repository's meetings run.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// `.github/agent-meeting.yaml`: how the repository's meetings run — the meeting's options as
+/// every surface takes them ([`MeetingOptions`]: agents, budgets, council, reviewers, the
+/// record's deciders), and what only a pull request has (its diff, the records it reads).
+#[derive(Debug, Clone, Default, Deserialize, schemars::JsonSchema)]
 pub struct RepoConfig {
-    /// The specialists, in speaking order (default `arch`, `biz`).
-    #[serde(default)]
-    pub agents: Vec<String>,
-    pub max_loops: Option<u32>,
-    /// The meeting's budget in US dollars (`meeting --max-cost`).
-    pub max_cost: Option<f64>,
-    /// A council round first (`meeting --council`).
-    #[serde(default)]
-    pub council: bool,
-    /// Reviewers of the PM's draft (`meeting --review-by`).
-    #[serde(default)]
-    pub reviewers: Vec<String>,
+    #[serde(flatten)]
+    pub options: MeetingOptions,
     /// The decision records' folder (default the first of docs/decisions, docs/adr, doc/adr).
     pub adr_dir: Option<PathBuf>,
     /// How many of the newest records the meeting reads (default 4).
@@ -97,9 +90,6 @@ pub struct RepoConfig {
     /// Write the decision as the next record in `adr_dir` (the action commits it).
     #[serde(default)]
     pub write_adr: bool,
-    /// The record's decision-makers (people).
-    #[serde(default)]
-    pub deciders: Vec<String>,
     /// The most characters of the diff the meeting reads (default 40,000).
     pub max_diff_chars: Option<usize>,
     #[serde(default)]
@@ -239,43 +229,40 @@ fn decide(
     let meeting = meeting_file(&pr, topic, config, &diff_file, max_diff, &files);
     let file = work.join(format!("{id}.json"));
     crate::io::write_atomic(&file, crate::io::to_json_line(&meeting, true).as_bytes())?;
-    let agents = match (s.agents.is_empty(), config.agents.is_empty()) {
-        (false, _) => s.agents.clone(),
-        (true, false) => config.agents.clone(),
-        (true, true) => vec!["arch".into(), "biz".into()],
-    };
     let mut args: Vec<String> = vec![
         "--meeting-file".into(),
         file.display().to_string(),
-        "--agents".into(),
-        agents.join(","),
         "--run-dir".into(),
         absolute(&s.run_dir).display().to_string(),
         "--trace-id".into(),
         id,
     ];
-    if let Some(usd) = s.max_cost.or(config.max_cost) {
-        args.extend(["--max-cost".into(), usd.to_string()]);
-    }
-    if let Some(n) = config.max_loops {
-        args.extend(["--max-loops".into(), n.to_string()]);
-    }
-    if config.council {
-        args.push("--council".into());
-    }
-    if !config.reviewers.is_empty() {
-        args.extend(["--review-by".into(), config.reviewers.join(",")]);
-    }
-    if config.write_adr {
-        let adr = adr_dir(config).unwrap_or_else(|| PathBuf::from(ADR_DIRS[0]));
-        args.extend(["--adr".into(), adr.display().to_string()]);
-        if !config.deciders.is_empty() {
-            args.extend(["--decider".into(), config.deciders.join(",")]);
-        }
-    }
+    args.extend(meeting_options(s, config).to_args());
     args.extend(s.meeting_args.iter().cloned());
     Ok((dir, args))
 }
+
+/// The options of a request's meeting: the program's flags over the repository file's, over
+/// the default panel (`arch`, `biz`). `write_adr` writes the record into `adr_dir` (the first
+/// of [`ADR_DIRS`] when none); without a record to write, its deciders apply to nothing.
+fn meeting_options(s: &Settings, config: &RepoConfig) -> MeetingOptions {
+    let mut repo = config.options.clone();
+    if config.write_adr && repo.adr.is_none() {
+        repo.adr = Some(adr_dir(config).unwrap_or_else(|| PathBuf::from(ADR_DIRS[0])));
+    }
+    if repo.adr.is_none() {
+        repo.supersedes = None;
+        repo.deciders.clear();
+    }
+    let panel = MeetingOptions {
+        agents: DEFAULT_AGENTS.iter().map(|a| a.to_string()).collect(),
+        ..Default::default()
+    };
+    s.options.clone().over(repo).over(panel)
+}
+
+/// The panel of a request's meeting when neither the flags nor the repository file name one.
+pub const DEFAULT_AGENTS: [&str; 2] = ["arch", "biz"];
 
 /// The meeting file of a pull request: the topic; the pull request's title and description as
 /// the brief's current state (the repository's brief and decision packet kept); the diff, the
@@ -378,7 +365,11 @@ fn repo_config(s: &Settings) -> Result<RepoConfig> {
     };
     let label = file.display().to_string();
     let text = crate::io::read_text_file(&file)?;
-    crate::io::parse_doc::<RepoConfig>(&label, &text, crate::io::Format::Yaml)
+    let value: Value = crate::io::parse_doc(&label, &text, crate::io::Format::Yaml)?;
+    refuse_unknown_keys::<RepoConfig>(&label, &value)?;
+    let config: RepoConfig = crate::io::parse_doc(&label, &text, crate::io::Format::Yaml)?;
+    config.options.check(&label)?;
+    Ok(config)
 }
 
 /// How `meeting` ended.
@@ -472,7 +463,7 @@ mod tests {
         let end = guide[start..].find("```").unwrap() + start;
         let config: RepoConfig =
             crate::io::parse_doc("guide", &guide[start..end], crate::io::Format::Yaml).unwrap();
-        assert_eq!(config.agents, ["arch", "sre", "ana"]);
+        assert_eq!(config.options.agents, ["arch", "sre", "ana"]);
         assert!(config.write_adr);
         assert_eq!(config.decision_packet.required_questions.len(), 1);
     }

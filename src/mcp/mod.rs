@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::error::{Error, Result};
 pub use runs::Place;
+use runs::RunState;
 use tools::Tool;
 
 /// The handshake-era revisions served, newest first (an `initialize` asking another gets
@@ -590,7 +591,10 @@ impl Server {
             Tool::MeetingStart => self.meeting_start(&args, traceparent),
             Tool::MeetingStatus => tools::args::<tools::StatusArgs>(&args).and_then(|a| {
                 let (dir, id) = tools::run_dir_of(&self.place, &a.run_id)?;
-                runs::status(&dir, &id, &self.children).map(|s| (s.to_string(), s, false))
+                let cancelled = self.cancelled(&id);
+                let report = runs::status(&dir, &id, &self.children, cancelled)?;
+                let v = to_value(&report);
+                Ok((v.to_string(), v, false))
             }),
             Tool::MeetingResult => self.meeting_result(&args),
             Tool::ListAgents => tools::args::<tools::NoArgs>(&args)
@@ -710,6 +714,12 @@ impl Server {
         }
     }
 
+    /// Whether the client cancelled the meeting of run `id` (a task's cancel).
+    fn cancelled(&self, id: &str) -> bool {
+        let m = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        m.cancelled.contains(id)
+    }
+
     /// Where task `id` stands, and when it last changed: its run folder read as
     /// `meeting_status` reads it, with what the client told this server.
     fn task_state(
@@ -732,7 +742,7 @@ impl Server {
                 m.answered.get(id).copied(),
             )
         };
-        let status = match runs::status(&dir, id, &self.children) {
+        let status = match runs::status(&dir, id, &self.children, false) {
             Ok(status) => status,
             // No board yet: still starting, or stopped before it began (a cancel that came
             // during the collection) — a state of the task, not a protocol error.
@@ -751,20 +761,19 @@ impl Server {
                 return Ok((state, at));
             }
         };
-        let updated = status["last_event"]["ts"]
+        let updated = status.last_event["ts"]
             .as_str()
             .map(str::to_string)
             .or_else(|| tasks::created_at(id))
             .unwrap_or_else(now);
         let (cancelled, declined, answered) = told();
         let resume = format!("resumable: meeting_run {{\"resume\": \"{id}\"}}");
-        let state = match status["status"].as_str().unwrap_or("") {
-            "running" if cancelled => tasks::State::Working("stopping".into()),
-            "running" => tasks::State::Working(format!(
-                "loop {} of {}",
-                status["loop"], status["max_loops"]
-            )),
-            "waiting" => {
+        let state = match status.status {
+            RunState::Running if cancelled => tasks::State::Working("stopping".into()),
+            RunState::Running => {
+                tasks::State::Working(format!("loop {} of {}", status.loops, status.max_loops))
+            }
+            RunState::Waiting => {
                 let w = crate::driver::RunDir { path: dir }
                     .waiting()
                     .ok()
@@ -783,7 +792,7 @@ impl Server {
                     tasks::State::Completed(self.result_of(id))
                 }
             }
-            "stopped" if cancelled => tasks::State::Cancelled(format!("stopped; {resume}")),
+            RunState::Stopped if cancelled => tasks::State::Cancelled(format!("stopped; {resume}")),
             _ => tasks::State::Completed(self.result_of(id)),
         };
         Ok((state, updated))
@@ -1073,7 +1082,10 @@ impl Server {
         // Its progress is read from the run folder (meeting_status), not drawn: `-q`.
         launch.args.push("--quiet".into());
         runs::start_detached(&self.place, &launch, &self.children)?;
-        let v = json!({"run_id": launch.run_id, "run_dir": launch.run_dir.display().to_string()});
+        let v = to_value(&runs::Started {
+            run_id: launch.run_id.clone(),
+            run_dir: launch.run_dir.display().to_string(),
+        });
         Ok((
             format!(
                 "Meeting {} started in {}; ask meeting_status or meeting_result (wait_seconds up to {}).",
@@ -1096,11 +1108,11 @@ impl Server {
         while runs::running(&dir, &id, &self.children) && std::time::Instant::now() < until {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
-        let status = runs::status(&dir, &id, &self.children)?;
-        if status["status"] == "running" {
+        let status = runs::status(&dir, &id, &self.children, false)?;
+        if status.status == RunState::Running {
             return Err(Error::Runtime(format!(
                 "meeting {id} is still running (loop {} of {}); ask again with wait_seconds",
-                status["loop"], status["max_loops"]
+                status.loops, status.max_loops
             )));
         }
         match runs::ended_result(&dir)? {
@@ -1108,15 +1120,16 @@ impl Server {
                 let error = runs::is_error(result.status);
                 Ok((tools::summary_text(&result), to_value(&result), error))
             }
-            None if status["status"] == "waiting" => Err(Error::Runtime(format!(
-                "meeting {id} waits for {}'s answer to: {}; meeting_status shows the template; answer with meeting_start {{\"resume\": \"{id}\", \"answer\": ...}}",
-                status["waiting"]["agent"].as_str().unwrap_or("a person"),
-                status["waiting"]["question"].as_str().unwrap_or("")
-            ))),
-            None => Err(Error::Runtime(format!(
-                "meeting {id} has stopped before its end ({} of {} loops); continue it with meeting_start {{\"resume\": \"{id}\"}}",
-                status["loop"], status["max_loops"]
-            ))),
+            None => match &status.waiting {
+                Some(w) => Err(Error::Runtime(format!(
+                    "meeting {id} waits for {}'s answer to: {}; meeting_status shows the template; answer with meeting_start {{\"resume\": \"{id}\", \"answer\": ...}}",
+                    w.agent, w.question
+                ))),
+                None => Err(Error::Runtime(format!(
+                    "meeting {id} has stopped before its end ({} of {} loops); continue it with meeting_start {{\"resume\": \"{id}\"}}",
+                    status.loops, status.max_loops
+                ))),
+            },
         }
     }
 }
@@ -1140,7 +1153,8 @@ fn input_required(run_id: &str, w: &crate::model::Waiting) -> Value {
     })
 }
 
-fn to_value(result: &crate::model::MeetingResult) -> Value {
+/// A tool's structured content (our own types, which always serialize).
+fn to_value(result: &impl serde::Serialize) -> Value {
     serde_json::to_value(result).unwrap_or(Value::Null)
 }
 

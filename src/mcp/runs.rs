@@ -12,7 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::model::{MeetingResult, MeetingStatus};
@@ -220,9 +222,111 @@ pub fn running(run_dir: &Path, id: &str, children: &Children) -> bool {
     children.alive(id) || locked(run_dir)
 }
 
+/// What `meeting_start` answers: where the meeting it started runs.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Started {
+    pub run_id: String,
+    pub run_dir: String,
+}
+
+/// Where a meeting stands, as `meeting_status` says it: how a meeting ends
+/// ([`MeetingStatus`], each by its own name), or what only a run folder read from outside can
+/// be — `stopped` (resumable), `cancelled` (stopped by the client's cancel).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunState {
+    Running,
+    Waiting,
+    Stopped,
+    Cancelled,
+    Reviewing,
+    Finishing,
+    ForcedStop,
+    Finished,
+    NoDecision,
+    Failed,
+}
+
+impl RunState {
+    /// Every state, for the test that each validates against the tool's output schema.
+    #[cfg(test)]
+    pub const ALL: [RunState; 10] = [
+        RunState::Running,
+        RunState::Waiting,
+        RunState::Stopped,
+        RunState::Cancelled,
+        RunState::Reviewing,
+        RunState::Finishing,
+        RunState::ForcedStop,
+        RunState::Finished,
+        RunState::NoDecision,
+        RunState::Failed,
+    ];
+}
+
+impl From<MeetingStatus> for RunState {
+    fn from(s: MeetingStatus) -> RunState {
+        match s {
+            MeetingStatus::Running => RunState::Running,
+            MeetingStatus::Reviewing => RunState::Reviewing,
+            MeetingStatus::Finishing => RunState::Finishing,
+            MeetingStatus::ForcedStop => RunState::ForcedStop,
+            MeetingStatus::Finished => RunState::Finished,
+            MeetingStatus::NoDecision => RunState::NoDecision,
+            MeetingStatus::Failed => RunState::Failed,
+            MeetingStatus::Waiting => RunState::Waiting,
+        }
+    }
+}
+
+/// What `meeting_status` answers: its structured content, whose schema is the tool's output
+/// schema.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StatusReport {
+    pub run_id: String,
+    pub run_dir: String,
+    pub status: RunState,
+    /// The loops the meeting has run.
+    #[serde(rename = "loop")]
+    pub loops: u32,
+    pub max_loops: u32,
+    /// LLM calls made.
+    pub calls: u64,
+    /// Tokens spent (prompt and completion).
+    pub tokens: u64,
+    /// The meeting's last event (a line of its events.jsonl), null before the first.
+    pub last_event: Value,
+    /// While `waiting`: what the person is asked, to answer with meeting_start
+    /// {resume, answer} (docs/design/agent-turn.md#waiting-for-a-person).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Asked>,
+}
+
+/// What a waiting meeting asks its person.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Asked {
+    pub agent: String,
+    pub role: String,
+    pub question: String,
+    pub asked_at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
+    pub documents: Vec<crate::model::WaitingDocument>,
+    /// The answer to fill in (an AgentTurnResult).
+    pub answer_template: Value,
+    /// The same in its text form.
+    pub answer_text: String,
+}
+
 /// What `meeting_status` says of a run folder: where the meeting stands, from its newest
-/// checkpoint and last event, and whether something is driving it.
-pub fn status(run_dir: &Path, id: &str, children: &Children) -> Result<Value> {
+/// checkpoint and last event, and whether something is driving it (`cancelled`: the client
+/// cancelled it, so a stop is its cancel).
+pub fn status(
+    run_dir: &Path,
+    id: &str,
+    children: &Children,
+    cancelled: bool,
+) -> Result<StatusReport> {
     if !run_dir.join("meeting.json").exists() {
         return Err(Error::Usage(format!(
             "no meeting {id}: {} holds no run folder",
@@ -236,44 +340,45 @@ pub fn status(run_dir: &Path, id: &str, children: &Children) -> Result<Value> {
     }
     .waiting()?
     .filter(|_| !running);
-    let state = if running {
-        "running".to_string()
-    } else if waiting.is_some() {
-        "waiting".to_string()
-    } else if board.next_stage().is_some() {
-        "stopped".to_string()
-    } else {
-        serde_json::to_value(board.status)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default()
+    let ended = || match board.status {
+        crate::model::Status::Finished
+            if crate::meeting::final_report::no_decision_reason(&board).is_some() =>
+        {
+            RunState::NoDecision
+        }
+        other => MeetingStatus::from(other).into(),
     };
-    let last_event = last_line(&run_dir.join("events.jsonl"));
-    let mut v = json!({
-        "run_id": id,
-        "run_dir": run_dir.display().to_string(),
-        "status": state,
-        "loop": board.loop_count,
-        "max_loops": board.max_loops,
-        "calls": board.usage.calls,
-        "tokens": board.usage.tokens.prompt_tokens + board.usage.tokens.completion_tokens,
-        "last_event": last_event,
-    });
-    // What the person is asked, to answer with meeting_start {resume, answer}
-    // (docs/design/agent-turn.md#waiting-for-a-person).
-    if let Some(w) = waiting {
-        v["waiting"] = json!({
-            "agent": w.agent,
-            "role": w.role,
-            "question": w.question,
-            "asked_at": w.asked_at,
-            "problem": w.problem,
-            "documents": w.documents,
-            "answer_template": w.answer_template,
-            "answer_text": w.answer_text,
-        });
-    }
-    Ok(v)
+    let state = if running {
+        RunState::Running
+    } else if waiting.is_some() {
+        RunState::Waiting
+    } else if board.next_stage().is_some() && cancelled {
+        RunState::Cancelled
+    } else if board.next_stage().is_some() {
+        RunState::Stopped
+    } else {
+        ended()
+    };
+    Ok(StatusReport {
+        run_id: id.to_string(),
+        run_dir: run_dir.display().to_string(),
+        status: state,
+        loops: board.loop_count,
+        max_loops: board.max_loops,
+        calls: board.usage.calls,
+        tokens: board.usage.tokens.prompt_tokens + board.usage.tokens.completion_tokens,
+        last_event: last_line(&run_dir.join("events.jsonl")),
+        waiting: waiting.map(|w| Asked {
+            agent: w.agent,
+            role: w.role,
+            question: w.question,
+            asked_at: w.asked_at,
+            problem: w.problem,
+            documents: w.documents,
+            answer_template: w.answer_template,
+            answer_text: w.answer_text,
+        }),
+    })
 }
 
 /// The last whole line of a JSONL file, parsed.

@@ -12,43 +12,23 @@ use serde_json::{json, Value};
 use super::runs::{Launch, Place};
 use crate::error::{Error, Result};
 use crate::model::MeetingResult;
+use crate::settings::options::{lenient, refuse_unknown_keys, MeetingOptions};
 
-/// The arguments of `meeting_run` and `meeting_start`.
+/// The arguments of `meeting_run` and `meeting_start`: what the meeting is about, or the
+/// meeting to resume, and the meeting's options as every surface takes them
+/// ([`MeetingOptions`]: its schema is this tool's, so whatever the command line can set, a
+/// coding agent can).
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
 pub struct MeetingArgs {
     /// The decision to make, in a sentence (instead of a meeting file).
     pub topic: Option<String>,
     /// A meeting file (.yaml, .yml or .json): topic, brief, decision packet, documents.
     pub meeting_file: Option<String>,
-    /// The specialists taking part, in speaking order (see list_agents), e.g. ["arch", "biz"].
-    #[serde(default, deserialize_with = "lenient::names")]
-    pub agents: Vec<String>,
     /// Documents the participants may read and cite (paths, with a topic).
     #[serde(default, deserialize_with = "lenient::paths")]
     pub documents: Vec<String>,
-    /// Most agent turns before the PM must close the meeting (default 6).
-    #[serde(default, deserialize_with = "lenient::number")]
-    pub max_loops: Option<u32>,
-    /// Reviewers of the PM's draft before the report is final, e.g. ["devils-advocate"].
-    #[serde(default, deserialize_with = "lenient::names")]
-    pub reviewers: Vec<String>,
-    /// Open with a council round: every agent answers the decision blind (one of the
-    /// decision packet's options), then ranks the others' answers anonymized; the PM sees
-    /// the votes and the dissent, and the report gains a Council section.
-    #[serde(default)]
-    pub council: bool,
-    /// An adaptive council (implies council): two members of different model families vote
-    /// first, the rest only when those two disagree or either is unsure.
-    #[serde(default)]
-    pub council_adaptive: bool,
-    /// The council members' models, one per agent in order (implies council), e.g.
-    /// ["openai:gpt-4o-mini", "ollama:llama3.2"].
-    #[serde(default, deserialize_with = "lenient::paths")]
-    pub council_models: Vec<String>,
-    /// Also write the decision as a MADR 4 record into this folder of the project (e.g.
-    /// "docs/decisions"), numbered after the records already there.
-    pub adr: Option<String>,
+    #[serde(flatten)]
+    pub options: MeetingOptions,
     /// Continue a stopped meeting: its run_id (or run folder) instead of a new meeting.
     pub resume: Option<String>,
     /// With resume: the answer of the person a `waiting` meeting waits for (meeting_status
@@ -74,58 +54,6 @@ pub struct ResultArgs {
     /// Wait up to this many seconds (at most 50) for the meeting to end; 0: do not wait.
     #[serde(default, deserialize_with = "lenient::number")]
     pub wait_seconds: Option<u32>,
-}
-
-/// What callers send that the schema did not quite ask for, taken as meant: a number as a
-/// string (`"3"`), a list as one string (`"arch,biz"` for names, one path for documents) —
-/// forms a model or a generic client (the MCP Inspector's CLI) sends.
-mod lenient {
-    use serde::{Deserialize, Deserializer};
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum NumberOr {
-        Number(u32),
-        Text(String),
-    }
-
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum ListOr {
-        List(Vec<String>),
-        One(String),
-    }
-
-    pub fn number<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-        match Option::<NumberOr>::deserialize(d)? {
-            None => Ok(None),
-            Some(NumberOr::Number(n)) => Ok(Some(n)),
-            Some(NumberOr::Text(t)) => t.trim().parse().map(Some).map_err(|_| {
-                serde::de::Error::custom(format!("expected a whole number, got {t:?}"))
-            }),
-        }
-    }
-
-    fn list<'de, D: Deserializer<'de>>(d: D, split: bool) -> Result<Vec<String>, D::Error> {
-        Ok(match Option::<ListOr>::deserialize(d)? {
-            None => Vec::new(),
-            Some(ListOr::List(l)) => l,
-            Some(ListOr::One(s)) if split => s
-                .split(',')
-                .map(|n| n.trim().to_string())
-                .filter(|n| !n.is_empty())
-                .collect(),
-            Some(ListOr::One(s)) => vec![s],
-        })
-    }
-
-    pub fn names<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-        list(d, true)
-    }
-
-    pub fn paths<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
-        list(d, false)
-    }
 }
 
 /// The arguments of `list_agents` (none).
@@ -173,7 +101,7 @@ impl Tool {
         match self {
             Tool::MeetingRun => "Run a decision meeting between LLM agents to its end and return its decision record: a PM routes questions to specialists (list_agents), who answer from the documents with checked citations; the Markdown report is written to disk. Blocks until the report is written (minutes); sends progress when asked. Give a topic (and documents) or a meeting file, and agents. Use resume to continue a stopped meeting.",
             Tool::MeetingStart => "Start a decision meeting (as meeting_run) and return at once with its run_id; it runs on in its run folder even if this client goes away. Follow it with meeting_status and meeting_result.",
-            Tool::MeetingStatus => "Where a meeting started with meeting_start stands: running, stopped (resumable), finished, no_decision or failed; loop and max, LLM calls, tokens, the last event.",
+            Tool::MeetingStatus => "Where a meeting started with meeting_start stands: running, waiting (for a person's answer: the question and its template), stopped (resumable), cancelled, finished, no_decision or failed; loop and max, LLM calls, tokens, the last event.",
             Tool::MeetingResult => "The result of a meeting started with meeting_start: the MeetingResult and the report's decision summary once it has ended, waiting up to wait_seconds (at most 50) for it.",
             Tool::ListAgents => "The agents a meeting can use (built-in and this project's), with their roles and where each is found.",
         }
@@ -194,22 +122,11 @@ impl Tool {
             Tool::MeetingRun | Tool::MeetingResult => {
                 plain(schemars::schema_for!(MeetingResult).to_value())
             }
-            Tool::MeetingStart => json!({"type": "object",
-                "properties": {"run_id": {"type": "string"}, "run_dir": {"type": "string"}},
-                "required": ["run_id", "run_dir"]}),
-            Tool::MeetingStatus => json!({"type": "object", "properties": {
-                "run_id": {"type": "string"}, "run_dir": {"type": "string"},
-                "status": {"type": "string", "enum": ["running", "stopped", "reviewing",
-                    "finishing", "forced_stop", "finished", "failed"]},
-                "loop": {"type": "integer"}, "max_loops": {"type": "integer"},
-                "calls": {"type": "integer"}, "tokens": {"type": "integer"},
-                "last_event": {}},
-                "required": ["run_id", "run_dir", "status", "loop", "max_loops", "calls", "tokens"]}),
-            Tool::ListAgents => json!({"type": "object", "properties": {"agents": {
-                "type": "array", "items": {"type": "object", "properties": {
-                    "name": {"type": "string"}, "role": {"type": "string"},
-                    "found_in": {"type": "string"}},
-                "required": ["name", "role", "found_in"]}}}, "required": ["agents"]}),
+            Tool::MeetingStart => plain(schemars::schema_for!(super::runs::Started).to_value()),
+            Tool::MeetingStatus => {
+                plain(schemars::schema_for!(super::runs::StatusReport).to_value())
+            }
+            Tool::ListAgents => plain(schemars::schema_for!(AgentList).to_value()),
         }
     }
 
@@ -273,8 +190,9 @@ fn drop_number_formats(v: &mut Value) {
 }
 
 /// A tool's arguments, or the message a caller can fix them by.
-pub fn args<T: for<'de> Deserialize<'de>>(v: &Value) -> Result<T> {
+pub fn args<T: for<'de> Deserialize<'de> + JsonSchema>(v: &Value) -> Result<T> {
     let v = if v.is_null() { json!({}) } else { v.clone() };
+    refuse_unknown_keys::<T>("arguments", &v)?;
     serde_path_to_error::deserialize(v).map_err(|e| {
         let at = e.path().to_string();
         let at = if at == "." {
@@ -359,27 +277,12 @@ pub fn launch(place: &Place, a: &MeetingArgs, now: &str) -> Result<Launch> {
             "answer goes with resume: the run_id of the meeting waiting for it".into(),
         ));
     }
-    if !a.agents.is_empty() {
-        args.extend(["--agents".into(), a.agents.join(",")]);
+    let mut options = a.options.clone();
+    options.check("arguments")?;
+    if let Some(dir) = &options.adr {
+        options.adr = Some(adr_dir(place, &dir.display().to_string())?.into());
     }
-    if let Some(n) = a.max_loops {
-        args.extend(["--max-loops".into(), n.to_string()]);
-    }
-    if !a.reviewers.is_empty() {
-        args.extend(["--review-by".into(), a.reviewers.join(",")]);
-    }
-    if a.council {
-        args.push("--council".into());
-    }
-    if a.council_adaptive {
-        args.push("--council-adaptive".into());
-    }
-    if let Some(dir) = &a.adr {
-        args.extend(["--adr".into(), adr_dir(place, dir)?]);
-    }
-    if !a.council_models.is_empty() {
-        args.extend(["--council-models".into(), a.council_models.join(",")]);
-    }
+    args.extend(options.to_args());
     args.extend(["--run-dir".into(), place.runs.display().to_string()]);
     args.extend(["--trace-id".into(), run_id.clone()]);
     Ok(Launch {
@@ -485,21 +388,34 @@ fn made_meeting_file(place: &Place, run_id: &str, topic: &str, docs: &[String]) 
     Ok(file)
 }
 
+/// What `list_agents` answers.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+pub struct AgentList {
+    pub agents: Vec<ListedAgent>,
+}
+
+/// One agent a meeting can name.
+#[derive(Debug, serde::Serialize, JsonSchema)]
+pub struct ListedAgent {
+    pub name: String,
+    pub role: String,
+    /// Where it is found (built in, the project's agents folder, the user's).
+    pub found_in: String,
+}
+
 /// `list_agents`: every agent the lookup finds from the server's folder, with its role.
 pub fn list_agents() -> Result<Value> {
     let search = crate::loader::AgentSearch::new(None, crate::settings::config::user_agents_dir()?);
-    let agents: Vec<Value> = search
+    let agents = search
         .list()
         .into_iter()
-        .map(|a| {
-            json!({
-                "name": a.name,
-                "role": a.role.unwrap_or_else(|e| format!("(invalid: {e})")),
-                "found_in": a.place.label(),
-            })
+        .map(|a| ListedAgent {
+            name: a.name,
+            role: a.role.unwrap_or_else(|e| format!("(invalid: {e})")),
+            found_in: a.place.label(),
         })
         .collect();
-    Ok(json!({ "agents": agents }))
+    Ok(serde_json::to_value(AgentList { agents }).unwrap_or_default())
 }
 
 /// What a coding agent reads of an ended meeting: where the report is, then its decision
@@ -532,4 +448,73 @@ pub fn summary_text(result: &MeetingResult) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mcp::runs::{Asked, RunState, StatusReport};
+    use crate::model::MeetingStatus;
+
+    fn valid(tool: Tool, content: &Value) {
+        let schema = tool.output_schema();
+        let v = jsonschema::draft202012::new(&schema).expect("a JSON Schema");
+        let errors: Vec<String> = v.iter_errors(content).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{}: {errors:?}: {content}", tool.name());
+    }
+
+    /// Every status a meeting can reach — each `RunState` — is one `meeting_status`'s output
+    /// schema takes, with what a waiting meeting asks; and every `MeetingStatus` one the
+    /// tools that return a MeetingResult take (the schemas are the types that print them).
+    #[test]
+    fn every_status_validates_against_its_tools_output_schema() {
+        for state in RunState::ALL {
+            let report = StatusReport {
+                run_id: "r1".into(),
+                run_dir: "/runs/r1".into(),
+                status: state,
+                loops: 1,
+                max_loops: 6,
+                calls: 3,
+                tokens: 900,
+                last_event: json!({"ts": "2026-01-01T00:00:00Z", "kind": "turn"}),
+                waiting: (state == RunState::Waiting).then(|| Asked {
+                    agent: "ana".into(),
+                    role: "Analyst".into(),
+                    question: "Which?".into(),
+                    asked_at: "2026-01-01T00:00:00Z".into(),
+                    problem: None,
+                    documents: vec![],
+                    answer_template: json!({"response": ""}),
+                    answer_text: "[response]\n".into(),
+                }),
+            };
+            valid(Tool::MeetingStatus, &serde_json::to_value(&report).unwrap());
+        }
+        let result = MeetingResult {
+            status: MeetingStatus::Finished,
+            report_file: Some("/reports/r1.md".into()),
+            run_dir: Some("/runs/r1".into()),
+            trace_id: "r1".into(),
+            loops: 2,
+            forced: false,
+            usage: Default::default(),
+            last_error: None,
+            cost: None,
+            waiting_file: None,
+            forked_from: None,
+        };
+        for status in MeetingStatus::ALL {
+            let mut r = serde_json::to_value(&result).unwrap();
+            r["status"] = json!(status.as_str());
+            valid(Tool::MeetingRun, &r);
+            valid(Tool::MeetingResult, &r);
+        }
+        let started = serde_json::to_value(crate::mcp::runs::Started {
+            run_id: "r1".into(),
+            run_dir: "/runs/r1".into(),
+        });
+        valid(Tool::MeetingStart, &started.unwrap());
+        valid(Tool::ListAgents, &list_agents().unwrap());
+    }
 }

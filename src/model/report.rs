@@ -55,6 +55,18 @@ pub enum MeetingStatus {
 }
 
 impl MeetingStatus {
+    /// Every status, in the order a meeting may pass them.
+    pub const ALL: [MeetingStatus; 8] = [
+        MeetingStatus::Running,
+        MeetingStatus::Reviewing,
+        MeetingStatus::Finishing,
+        MeetingStatus::ForcedStop,
+        MeetingStatus::Waiting,
+        MeetingStatus::Finished,
+        MeetingStatus::NoDecision,
+        MeetingStatus::Failed,
+    ];
+
     /// Its name as serde writes it (docs/design/flow.md#documents).
     pub fn as_str(self) -> &'static str {
         super::names::wire_name(&self)

@@ -18,6 +18,9 @@ use crate::stage::init_board::InitArgs;
 use config::{user_agents_dir, Config, Loaded, CONFIG_ENV};
 
 pub mod config;
+pub mod options;
+
+pub use options::MeetingOptions;
 
 /// How the meetings of a pull (merge) request run, on either forge (`agent-meeting github`,
 /// `agent-meeting gitlab`: docs/design/github.md).
@@ -29,10 +32,8 @@ pub struct PullSettings {
     pub run_dir: PathBuf,
     /// The repository's settings file (default `.github/agent-meeting.yaml` when it exists).
     pub config: Option<PathBuf>,
-    /// Over the repository file's `agents` (default `arch,biz`).
-    pub agents: Vec<String>,
-    /// Over the repository file's `max_cost`.
-    pub max_cost: Option<f64>,
+    /// The meeting's options the flags give, over the repository file's.
+    pub options: MeetingOptions,
     /// Given to `meeting` as they are (`--provider`, `--model`).
     pub meeting_args: Vec<String>,
     /// This executable, which runs `meeting`.

@@ -229,6 +229,40 @@ fn a_waiting_meeting_is_answered_by_an_answer_comment() {
     assert!(body.contains("agent-meeting: decided"), "{body}");
 }
 
+/// The repository file's options are the meeting's (one type with the MCP tools' and the
+/// command line's: a budget, a council's models, a loop limit), a flag wins over the file,
+/// and a key no option has is refused naming the file and the key.
+#[test]
+fn the_repository_files_options_reach_the_meeting() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    work.write(
+        ".github/agent-meeting.yaml",
+        "agents: arch, biz\nmax_loops: 2\nmax_total_tokens: 300000\nmax_parallel: 1\n",
+    );
+    let gh = FakeGithub::start("o/r");
+    comment_event(&work, "/decide Move CI to arm64 runners?");
+    let env = [("AGENT_MEETING_PROVIDER", "sample")];
+    github(&work, &gh, "issue_comment", &env).success();
+    let saved = std::fs::read_dir(work.join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("meeting.json"))
+        .find(|p| p.is_file())
+        .expect("a run folder");
+    let saved: Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    let board = &saved["board"];
+    assert_eq!(board["agents"], json!(["arch", "biz"]), "{saved}");
+    assert_eq!(board["max_loops"], 2, "{saved}");
+    assert_eq!(board["max_total_tokens"], 300000, "{saved}");
+    assert_eq!(board["max_parallel"], 1, "{saved}");
+    work.write(".github/agent-meeting.yaml", "max_cots: 1\n");
+    comment_event(&work, "/decide Another question?");
+    let out = github(&work, &gh, "issue_comment", &env);
+    out.exit(2)
+        .stderr_has("agent-meeting.yaml: max_cots: unknown field `max_cots`");
+}
+
 /// A fork's `pull_request` workflow has no secrets: nothing runs, nothing is asked of the
 /// API, and the log and the job's summary say why and what a maintainer can do.
 #[test]

@@ -143,8 +143,15 @@ impl Session {
         r
     }
 
+    /// Call a tool; its structured content, whatever the meeting's status, validates against
+    /// the output schema `tools/list` gives for the tool (a client's SDK checks it so).
     fn tool(&mut self, name: &str, arguments: Value) -> Value {
-        self.call("tools/call", json!({"name": name, "arguments": arguments}))
+        let result = self.call("tools/call", json!({"name": name, "arguments": arguments}));
+        if let Some(content) = result.get("structuredContent") {
+            let tools = self.call("tools/list", json!({}))["tools"].clone();
+            assert_valid(&tool_schema(&tools, name, "outputSchema"), content, name);
+        }
+        result
     }
 
     /// Close stdin; every line the server wrote was a JSON-RPC 2.0 message.
@@ -173,6 +180,20 @@ fn meeting_args(work: &Workdir) -> Value {
     );
     json!({"topic": "Move support to a shared inbox tool?", "documents": [doc],
            "agents": ["arch", "biz"], "max_loops": 3})
+}
+
+/// `content` is valid against `schema` (JSON Schema 2020-12, the one MCP names).
+fn assert_valid(schema: &Value, content: &Value, what: &str) {
+    let validator = jsonschema::draft202012::new(schema)
+        .unwrap_or_else(|e| panic!("{what}'s output schema is no JSON Schema: {e}: {schema}"));
+    let errors: Vec<String> = validator
+        .iter_errors(content)
+        .map(|e| format!("{}: {e}", e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "{what}'s structured content breaks its output schema: {errors:?}\n{content}"
+    );
 }
 
 fn tool_schema(tools: &Value, name: &str, key: &str) -> Value {
@@ -370,17 +391,17 @@ fn a_started_meeting_is_followed_to_its_result_and_a_bad_one_is_a_tool_error() {
     let mut args = meeting_args(&work);
     args["max_loops"] = json!("3");
     args["agents"] = json!("arch, biz");
+    // A budget, as the command line sets one (MeetingOptions: the tool's schema is its).
+    args["max_total_tokens"] = json!("400000");
     let started = s.tool("meeting_start", args);
     assert_eq!(started["isError"], false, "{started}");
     let run_id = started["structuredContent"]["run_id"]
         .as_str()
         .unwrap()
         .to_string();
-    assert!(work
-        .join("runs")
-        .join(&run_id)
-        .join("meeting.json")
-        .exists());
+    let saved: Value =
+        serde_json::from_str(&work.read(format!("runs/{run_id}/meeting.json"))).unwrap();
+    assert_eq!(saved["board"]["max_total_tokens"], 400000, "{saved}");
     let done = s.tool(
         "meeting_result",
         json!({"run_id": run_id, "wait_seconds": 50}),
@@ -415,6 +436,15 @@ fn a_started_meeting_is_followed_to_its_result_and_a_bad_one_is_a_tool_error() {
             .unwrap()
             .contains("agent"),
         "{unknown}"
+    );
+    let free = s.tool("meeting_run", json!({"topic": "x", "max_cost": 0}));
+    assert_eq!(free["isError"], true, "{free}");
+    assert!(
+        free["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("max_cost"),
+        "{free}"
     );
     let nothing = s.tool("meeting_status", json!({"run_id": "no-such-run"}));
     assert_eq!(nothing["isError"], true, "{nothing}");
@@ -1277,8 +1307,12 @@ fn a_meeting_runs_as_a_task_to_its_result_and_another_is_cancelled_resumable() {
     s.call("tasks/cancel", json!({"_meta": meta, "taskId": id}));
     let cancelled = s.task_until_settled(&meta, &id);
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    // Stopped by the client's cancel: meeting_status says so (and it stays resumable).
     let status = s.tool("meeting_status", json!({"run_id": id}));
-    assert_eq!(status["structuredContent"]["status"], "stopped", "{status}");
+    assert_eq!(
+        status["structuredContent"]["status"], "cancelled",
+        "{status}"
+    );
     // Resumed as a task too, to its end: the result is meeting_run's.
     let again = s.call(
         "tools/call",
