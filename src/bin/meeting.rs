@@ -181,6 +181,8 @@ fn resume_request(a: ResumeArgs) -> Result<Request, Error> {
         trust_run_dir: a.trust_run_dir,
         adr: a.adr.settings(|| Ok(Vec::new()))?,
         answer: a.answer,
+        template: a.template,
+        human_answers: a.human.human_answers,
     };
     Ok(Request::Resume {
         dir: a.dir,

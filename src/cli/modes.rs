@@ -63,6 +63,12 @@ pub struct ResumeArgs {
     pub report_file: Option<PathBuf>,
     #[command(flatten)]
     pub adr: super::flags::AdrArgs,
+    /// Render the report with this template (a template the meeting started with is given
+    /// again: the run folder's is not read without --trust-run-dir)
+    #[arg(long, value_name = "FILE", help_heading = "Output")]
+    pub template: Option<PathBuf>,
+    #[command(flatten)]
+    pub human: super::HumanArgs,
     /// Replace a stage with your own command (NAME=COMMAND, repeatable); NAME= restores the
     /// built-in program
     #[arg(long = "stage", value_name = "NAME=COMMAND", help_heading = "Meeting")]

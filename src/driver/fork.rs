@@ -73,7 +73,7 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
     settings.board.trace_id = Some(trace_id.clone());
     settings.report_file = match changes.report_file {
         Some(f) => absolute(&f),
-        None => free_report_name(&forked_name(&settings.report_file)),
+        None => free_report_name(&absolute(&forked_name(&settings.report_file))),
     };
     settings.fork = Some(ForkOf {
         run_dir: absolute(parent).display().to_string(),
@@ -177,15 +177,13 @@ pub(super) fn parent_share(board: &mut crate::model::Board, settings: &RunSettin
     }
 }
 
-/// `reports/x.md` → `reports/x-fork.md`.
+/// The parent's `<folder>/x.md` → `reports/x-fork.md` under the current folder.
 fn forked_name(report: &Path) -> PathBuf {
+    // The parent's report names the fork's, never its place or kind: the folder is input.
     let stem = report
         .file_stem()
         .map_or_else(|| "report".into(), |s| s.to_string_lossy().into_owned());
-    let ext = report
-        .extension()
-        .map_or_else(|| "md".into(), |s| s.to_string_lossy().into_owned());
-    report.with_file_name(format!("{stem}-fork.{ext}"))
+    PathBuf::from(format!("reports/{}-fork.md", crate::text::slug(&stem)))
 }
 
 /// The parent's exchange log copied whole (its whole lines) as the fork's first lines.

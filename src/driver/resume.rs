@@ -36,6 +36,11 @@ pub struct ResumeChanges {
     /// `--answer FILE`: the answer of the person the meeting waits for
     /// (docs/design/agent-turn.md#waiting-for-a-person).
     pub answer: Option<PathBuf>,
+    /// `--template FILE`: the report's template, given again (a saved one is a path the run
+    /// folder names: docs/design/run-folder.md#a-run-folder-is-input).
+    pub template: Option<PathBuf>,
+    /// `--human-answers FILE`, given again (the same).
+    pub human_answers: Option<PathBuf>,
 }
 
 impl ResumeChanges {
@@ -51,6 +56,12 @@ impl ResumeChanges {
         llm.max_attempts = self.max_attempts.unwrap_or(llm.max_attempts);
         if let Some(otlp) = self.otlp {
             settings.otlp = Some(otlp);
+        }
+        if let Some(t) = self.template {
+            settings.template = Some(absolute(&t));
+        }
+        if let Some(f) = self.human_answers {
+            settings.human_answers = Some(absolute(&f));
         }
         if let Some(adr) = self.adr {
             // The saved number stands unless another is given; the deciders are resolved
@@ -97,6 +108,8 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         otlp: changes.otlp.is_some(),
         report_file: changes.report_file.is_some(),
         adr: changes.adr.is_some() || !saved_adr_owed,
+        template: changes.template.is_some(),
+        human_answers: changes.human_answers.is_some(),
     };
     folder.gate(&settings, board.next_stage(), &given, changes.trust_run_dir)?;
     let adr_owed = saved_adr_owed || changes.adr.is_some();

@@ -6,7 +6,8 @@
 //! and nothing from it that runs a command, writes a file outside the folder or sends the
 //! user's key and prompts elsewhere — stage overrides, `--record`, `--llm-log`, a base URL of
 //! the config copy, a trace collector, a report path over an existing file, a decision record
-//! still owed — is used unless the user gives it again in this invocation or says
+//! still owed — or that reads a file of its choosing — a report template, a person's answers
+//! file — is used unless the user gives it again in this invocation or says
 //! `--trust-run-dir`.
 
 use std::collections::BTreeMap;
@@ -141,7 +142,7 @@ fn check_owner(dir: &Path, flag: &str) -> Result<()> {
 }
 
 /// What this invocation gave again: the `--stage`s, and whether `--otlp-endpoint`,
-/// `--report-file` and `--adr` were.
+/// `--report-file`, `--adr`, `--template` and `--human-answers` were.
 #[derive(Default)]
 pub struct GivenAgain {
     pub stages: BTreeMap<Stage, String>,
@@ -149,6 +150,8 @@ pub struct GivenAgain {
     pub report_file: bool,
     /// `--adr` was given again, or the saved one owes nothing.
     pub adr: bool,
+    pub template: bool,
+    pub human_answers: bool,
 }
 
 /// What the saved settings would use that the person resuming did not give again: each as
@@ -190,6 +193,22 @@ fn not_given_again(
     }
     if let (Some(adr), false) = (&settings.adr, given.adr) {
         out.push(format!("--adr {}", adr.dir.display()));
+    }
+    // A file the folder names to read: a template rendered as the report (and then offered
+    // as an MCP resource), a person's answers — a secret file's text would be shown or sent.
+    if let (Some(t), false, true) = (
+        &settings.template,
+        given.template,
+        stages_left.contains(&Stage::RenderReport),
+    ) {
+        out.push(format!("--template {}", t.display()));
+    }
+    if let (Some(f), false, true) = (
+        &settings.human_answers,
+        given.human_answers,
+        stages_left.contains(&Stage::AgentTurn),
+    ) {
+        out.push(format!("--human-answers {}", f.display()));
     }
     if report_at_risk && !given.report_file {
         out.push(format!(

@@ -129,7 +129,7 @@ fn a_fork_asks_nothing_before_its_loop_and_its_diff_names_what_changed() {
     assert_eq!(result["loops"], 1);
     let settings: Value = serde_json::from_str(&work.read("runs/child/meeting.json")).unwrap();
     assert_eq!(settings["fork"]["at_loop"], 2);
-    let report = work.read("report-fork.md");
+    let report = work.read("reports/report-fork.md");
     assert!(report.contains("a managed warehouse"), "{report}");
     // The report's cost is the MeetingResult's: the live call only, the answers from the
     // parent's log named as the parent's.
@@ -310,7 +310,7 @@ fn a_resumed_fork_still_asks_nothing_before_its_loop() {
     assert_eq!(result["forked_from"]["from_parent"]["calls"], 2, "{result}");
     let usd = result["cost"]["usd"].as_f64().unwrap();
     assert!((usd - one_call("gpt-4o-mini")).abs() < 1e-9, "{result}");
-    assert!(work.read("report-fork.md").contains("a managed warehouse"));
+    assert!(work.read("reports/report-fork.md").contains("a managed warehouse"));
 }
 
 /// `--at-loop` past the parent's last loop, or a folder that is no run folder, is bad usage —
@@ -467,4 +467,31 @@ fn a_fork_refuses_a_command_of_its_parents_folder_unless_trusted() {
     fork(&["--trust-run-dir"])
         .stderr_has("--trust-run-dir: using the run folder's --stage pm-step=touch ");
     assert!(pwned.exists(), "the trusted folder's command did not run");
+}
+
+/// A fork's report goes where the fork's own options say: by default `reports/<name>-fork.md`
+/// under the current folder, a Markdown file whatever the parent's folder names — a tampered
+/// `report_file` (another folder, a `.sh`) decides neither its place nor its kind; and a
+/// template the folder names is not read without being given again.
+#[test]
+fn a_forks_report_goes_where_its_own_options_say() {
+    let work = Workdir::new();
+    parent(&work);
+    let elsewhere = work.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let file = work.join("runs/parent/meeting.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    v["report_file"] = json!(elsewhere.join("notes.sh"));
+    std::fs::write(&file, v.to_string()).unwrap();
+    let server = serve(&[decided("the replica", "high")]);
+    let args = ["--fork", "runs/parent", "--at-loop", "3"];
+    meeting(&work, &server, &args).success();
+    assert!(work.join("reports/notes-fork.md").is_file());
+    assert_eq!(std::fs::read_dir(&elsewhere).unwrap().count(), 0);
+    // A template the folder names (a secret file, say) is refused, named.
+    v["template"] = json!(work.write("secret.txt", "AWS_SECRET=abc\n"));
+    std::fs::write(&file, v.to_string()).unwrap();
+    let out = meeting(&work, &server, &args);
+    out.exit(2).stderr_has("--template ");
+    assert!(!out.stdout().contains("AWS_SECRET"));
 }

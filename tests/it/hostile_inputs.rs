@@ -331,6 +331,40 @@ fn a_resume_runs_no_command_it_was_not_given() {
     assert!(!pwned.exists());
 }
 
+/// A run folder names no file to read: a saved report template (a secret file would be
+/// rendered as the report) and a saved answers file (read as a person's answer) are refused,
+/// named, unless given again in this invocation — then what was given now is used.
+#[test]
+fn a_resume_reads_no_file_the_folder_names() {
+    let work = Workdir::new();
+    let run = stopped_run(&work);
+    let secret = work.write("credentials", "[default]\naws_secret_access_key = abc123\n");
+    edit_settings(&run, |v| {
+        v["stage_overrides"] = json!({});
+        v["template"] = secret.display().to_string().into();
+        v["human_answers"] = secret.display().to_string().into();
+    });
+    let out = crate::fixtures::resume_cmd(work.path(), &run).run();
+    out.exit(2)
+        .one_stderr_line()
+        .stderr_has(&format!("--template {}", secret.display()))
+        .stderr_has(&format!("--human-answers {}", secret.display()));
+    assert!(!out.stderr().contains("abc123"));
+    // Given now: the meeting goes on with what was given, and never reads the saved file.
+    let template = work.write("t.md.j2", "# {{ topic }} (own template)\n");
+    let answers = work.write("answers.jsonl", "");
+    crate::fixtures::resume_cmd(work.path(), &run)
+        .arg("--template")
+        .arg(&template)
+        .arg("--human-answers")
+        .arg(&answers)
+        .run()
+        .exit(0);
+    let report = std::fs::read_to_string(work.join("report.md")).unwrap();
+    assert!(report.contains("(own template)"), "{report}");
+    assert!(!report.contains("abc123"));
+}
+
 /// A path that is no run folder is said to be one, not a file that cannot be opened.
 #[test]
 fn a_resume_of_no_run_folder_says_so() {

@@ -635,6 +635,16 @@ fn a_resume_writes_nothing_outside_the_servers_folders() {
 
     let mut s = Session::start(&work, &[]);
     s.handshake();
+    // A template the folder names (a secret file) is not rendered as the report.
+    let secret = work.write("home/.aws/credentials", "aws_secret_access_key = abc123\n");
+    let mut tampered = v.clone();
+    tampered["template"] = json!(secret);
+    std::fs::write(&file, tampered.to_string()).unwrap();
+    let read = s.tool("meeting_run", json!({"resume": "demo-test"}));
+    assert_eq!(read["isError"], true, "{read}");
+    assert!(read.to_string().contains("--template"), "{read}");
+    assert!(!read.to_string().contains("abc123"), "{read}");
+    std::fs::write(&file, v.to_string()).unwrap();
     let refused = s.tool(
         "meeting_run",
         json!({"resume": elsewhere.join("x").display().to_string()}),
