@@ -64,11 +64,8 @@ pub fn main() -> ExitCode {
             config: config.llm_defaults(),
             ..LlmConfig::default()
         };
-        let max_loops_given =
-            matches.value_source("max_loops") == Some(clap::parser::ValueSource::CommandLine);
         let init = settings::init_args(
-            &args.board.clone().into_settings(),
-            max_loops_given,
+            &args.board.settings(&matches),
             llm,
             config,
             &packet.meeting_input,

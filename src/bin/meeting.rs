@@ -227,8 +227,7 @@ fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> 
         source,
         context: args.context.into_settings(),
         template: args.template,
-        max_loops_given: cli::given::<u32>(matches, "max_loops").is_some(),
-        board: args.board.into_settings(),
+        board: args.board.settings(matches),
         llm: agent_meeting::llm::LlmConfig {
             from_env: cli::env_sources(&Args::command(), matches),
             ..args.llm.into_config()
@@ -289,7 +288,7 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
                 .subcommand_matches("show-config")
                 .unwrap_or(&matches);
             let command = Args::command();
-            let board = a.board.into_settings();
+            let board = a.board.settings(sub);
             let llm = agent_meeting::llm::LlmConfig {
                 from_env: cli::env_sources(
                     command.find_subcommand("show-config").unwrap_or(&command),
@@ -297,10 +296,12 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
                 ),
                 ..a.llm.into_config()
             };
-            let max_loops_given = cli::given::<u32>(sub, "max_loops").is_some();
-            let mut given =
-                agent_meeting::settings::Given::of(&board, max_loops_given, llm, a.run_dir);
-            given.callers = driver::callers_of_agents(&board)?;
+            let given = agent_meeting::settings::Given {
+                callers: driver::callers_of_agents(&board)?,
+                llm,
+                board,
+                run_dir: a.run_dir,
+            };
             return cli::write_stdout(&agent_meeting::settings::show(&given, config::load()?)?);
         }
         Some(Mode::ListAgents(a)) => {

@@ -1,6 +1,6 @@
 //! The flag groups several programs flatten, and the one step from each to the library's own
 //! type (ripgrep's low-level args → HiArgs): [`LlmArgs`] → [`LlmConfig`], [`BoardArgs`] →
-//! [`MeetingSettings`], [`OtlpArgs`] → the traces' target. No type of this file is used below
+//! [`MeetingSettings`] (the meeting's options, [`MeetingOptions`]), [`OtlpArgs`] → the traces' target. No type of this file is used below
 //! `cli/` (`tests/it/layers.rs` keeps it so): the library sees what they settle to.
 
 use std::path::PathBuf;
@@ -326,7 +326,7 @@ impl LlmArgs {
 }
 
 /// Who takes part and how long the meeting may run: flattened into `init-board` and `meeting`;
-/// settled into the library's [`MeetingSettings`] by [`BoardArgs::into_settings`].
+/// settled into the library's [`MeetingSettings`] by [`BoardArgs::settings`].
 #[derive(Debug, Clone, Default, PartialEq, clap::Args)]
 #[command(next_help_heading = "Meeting")]
 pub struct BoardArgs {
@@ -410,22 +410,13 @@ fn positive_dollars(v: &str) -> Result<f64, String> {
 }
 
 impl BoardArgs {
-    /// The library's meeting settings from these flags, as given (the loop limit's and the
-    /// budgets' precedence is `settings`' to apply).
-    pub fn into_settings(self) -> MeetingSettings {
+    /// The library's meeting settings from these flags, as given (`matches` tells a flag given
+    /// from its default; the precedence is `settings::resolve`'s to apply).
+    pub fn settings(&self, matches: &clap::ArgMatches) -> MeetingSettings {
         MeetingSettings {
-            agents: self.agents,
-            agents_dir: self.agents_dir,
-            pm: self.pm,
-            max_loops: self.max_loops,
-            max_parallel: self.max_parallel,
-            max_total_tokens: self.max_total_tokens,
-            max_cost: self.max_cost,
-            review_by: self.review_by,
-            council: self.council,
-            council_models: self.council_models,
-            council_adaptive: self.council_adaptive,
-            trace_id: self.trace_id,
+            options: meeting_options(self, &AdrArgs::default(), matches),
+            agents_dir: self.agents_dir.clone(),
+            trace_id: self.trace_id.clone(),
         }
     }
 }

@@ -90,16 +90,20 @@ fn callers_of<'a>(
 /// The model callers `--agents` (and `--pm`) name, as [`callers`] lists them from the board,
 /// for `--show-config`; none without `--agents`.
 pub fn callers_of_agents(b: &crate::settings::MeetingSettings) -> Result<Vec<Caller>> {
-    if b.agents.iter().all(|a| a.trim().is_empty()) {
+    if b.options.agents.iter().all(|a| a.trim().is_empty()) {
         return Ok(Vec::new());
     }
     let search = crate::loader::AgentSearch::new(
         b.agents_dir.as_deref(),
         crate::settings::config::load()?.config.user_agents_dir(),
     );
-    let pm_name = b.pm.as_deref().unwrap_or(crate::model::PM_CALLER);
-    let (agents, pm) =
-        crate::loader::load_meeting_agents(&search, &b.agents, pm_name, b.pm.is_some())?;
+    let pm_name = b.options.pm.as_deref().unwrap_or(crate::model::PM_CALLER);
+    let (agents, pm) = crate::loader::load_meeting_agents(
+        &search,
+        &b.options.agents,
+        pm_name,
+        b.options.pm.is_some(),
+    )?;
     Ok(callers_of(
         pm.as_ref(),
         agents.iter().map(|a| (&a.name, Some(a))),

@@ -61,10 +61,10 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
         settings.llm.model = Some(m);
     }
     if let Some(a) = changes.agents {
-        settings.board.agents = a;
+        settings.board.options.agents = a;
     }
     if let Some(n) = changes.max_loops {
-        settings.board.max_loops = n;
+        settings.board.options.max_loops = Some(n);
     }
     let now = crate::meeting::events::clock_from_env().now();
     let trace_id = changes

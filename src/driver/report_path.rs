@@ -142,10 +142,14 @@ pub(super) fn check_report_path(
         crate::settings::config::user_agents_dir()
             .unwrap_or_else(|_| crate::settings::config::config_dir().map(|d| d.join("agents"))),
     );
-    let pm = board
-        .pm
-        .as_ref()
-        .map(|_| settings.board.pm.clone().unwrap_or_else(|| "pm".into()));
+    let pm = board.pm.as_ref().map(|_| {
+        settings
+            .board
+            .options
+            .pm
+            .clone()
+            .unwrap_or_else(|| "pm".into())
+    });
     let configs = board
         .participants
         .iter()

@@ -139,17 +139,12 @@ pub(super) mod tests {
             max_context_chars: Some(900),
             template: Some("/m/t.md.j2".into()),
             board: MeetingSettings {
-                agents: vec!["arch".into(), "biz".into()],
+                options: crate::settings::MeetingOptions {
+                    agents: vec!["arch".into(), "biz".into()],
+                    max_loops: Some(4),
+                    ..Default::default()
+                },
                 agents_dir: Some("/m/agents".into()),
-                pm: None,
-                max_loops: 4,
-                max_parallel: 3,
-                max_total_tokens: None,
-                max_cost: None,
-                review_by: vec![],
-                council: false,
-                council_models: vec![],
-                council_adaptive: false,
                 trace_id: Some("t-1".into()),
             },
             llm: LlmConfig {

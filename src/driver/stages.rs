@@ -151,8 +151,7 @@ impl<'a> Stages<'a> {
                 config: config.llm_defaults(),
                 ..s.llm.clone()
             };
-            let args =
-                crate::settings::init_args(&s.board, true, llm, config, &packet.meeting_input);
+            let args = crate::settings::init_args(&s.board, llm, config, &packet.meeting_input);
             init_board::run(packet, "<stdin>", args)
         })
     }

@@ -34,9 +34,8 @@ pub struct NewMeeting {
     pub context: crate::context::ContextSettings,
     /// render-report's `--template`.
     pub template: Option<PathBuf>,
+    /// The meeting's options as given (`max_loops`: given, it wins over the config file's).
     pub board: MeetingSettings,
-    /// `--max-loops` was given: it wins over the config file's `max_loops`.
-    pub max_loops_given: bool,
     /// The LLM flags; the config file's defaults are added below them (docs/design/agents-and-config.md#config).
     pub llm: LlmConfig,
     /// Default: `reports/<meeting stem>.md` or `reports/<topic slug>.md`.
@@ -183,26 +182,27 @@ fn settings_of(
     Shown,
 )> {
     let loaded = crate::settings::config::load()?;
-    if new.board.agents.iter().all(|a| a.trim().is_empty()) {
+    if new.board.options.agents.iter().all(|a| a.trim().is_empty()) {
         return Err(Error::Usage(
             "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
         ));
     }
     let now = crate::meeting::events::clock_from_env().now();
     let mut board_args = new.board;
-    let flag = new.max_loops_given.then_some(board_args.max_loops);
     // What show-config would be given for these flags: the run keeps what it resolves.
     let shown = Shown {
-        given: crate::settings::Given::of(
-            &board_args,
-            new.max_loops_given,
-            new.llm.clone(),
-            new.run_dir.clone(),
-        ),
+        given: crate::settings::Given {
+            llm: new.llm.clone(),
+            board: board_args.clone(),
+            run_dir: new.run_dir.clone(),
+            callers: Vec::new(),
+        },
         loaded: loaded.clone(),
     };
-    board_args.max_loops =
-        crate::settings::max_loops(flag, board_args.max_loops, &loaded.config).value;
+    // The loop limit is settled as the meeting starts (the config file's then, not a
+    // resume's): the board's settings carry it as given.
+    let loops = crate::settings::resolve(&board_args.options, None, &loaded.config).max_loops;
+    board_args.options.max_loops = Some(loops.value);
     board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
     let source = match new.source {
         MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),

@@ -16,11 +16,10 @@ use crate::llm::{Setting, Source};
 use crate::model::MeetingInput;
 use crate::stage::init_board::InitArgs;
 use config::{user_agents_dir, Config, Loaded, CONFIG_ENV};
+pub use options::MeetingOptions;
 
 pub mod config;
 pub mod options;
-
-pub use options::MeetingOptions;
 
 /// How the meetings of a pull (merge) request run, on either forge (`agent-meeting github`,
 /// `agent-meeting gitlab`: docs/design/github.md).
@@ -62,56 +61,91 @@ pub const DEFAULT_MAX_LOOPS: u32 = 6;
 /// Most participants one CALL_AGENTS asks at once when not given.
 pub const DEFAULT_MAX_PARALLEL: u32 = 3;
 
-/// Who takes part and how long the meeting may run, as given (`cli::flags::BoardArgs`), and
-/// kept in a run's `meeting.json`; the loop limit and the budgets resolved by [`init_args`].
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A meeting's options as given (the command line's flags, through `cli::flags`), kept in a
+/// run's `meeting.json` (`board`): the options every surface shares, and what only a run has —
+/// the agents' folder, the settled trace id. Resolved against the meeting file and the config
+/// file by [`resolve`]; the decision record's options are `RunSettings::adr`'s.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MeetingSettings {
-    pub agents: Vec<String>,
+    #[serde(flatten)]
+    pub options: MeetingOptions,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agents_dir: Option<PathBuf>,
-    pub pm: Option<String>,
-    pub max_loops: u32,
-    #[serde(default = "default_max_parallel")]
-    pub max_parallel: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_total_tokens: Option<u64>,
-    /// `--max-cost` in dollars, as given (the meeting's limit is priced once, by init-board).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost: Option<f64>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub review_by: Vec<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub council: bool,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub council_models: Vec<String>,
-    /// `--council-adaptive`: two members first, the rest only when they disagree.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub council_adaptive: bool,
+    #[serde(default)]
     pub trace_id: Option<String>,
 }
 
-impl Default for MeetingSettings {
-    fn default() -> Self {
-        MeetingSettings {
-            agents: Vec::new(),
-            agents_dir: None,
-            pm: None,
-            max_loops: DEFAULT_MAX_LOOPS,
-            max_parallel: DEFAULT_MAX_PARALLEL,
-            max_total_tokens: None,
-            max_cost: None,
-            review_by: Vec::new(),
-            council: false,
-            council_models: Vec::new(),
-            council_adaptive: false,
-            trace_id: None,
-        }
-    }
+/// A meeting's options resolved (docs/design/agents-and-config.md#config): each value with
+/// where it came from. What init-board builds the board from, what `show-config` prints.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub max_loops: Setting<u32>,
+    pub max_parallel: Setting<u32>,
+    pub max_total_tokens: Setting<Option<u64>>,
+    pub max_cost: Setting<Option<f64>>,
+    /// Who reviews the PM's draft, and how many rounds (None: no review).
+    pub review: Setting<Option<crate::model::ReviewSettings>>,
+    /// The council round (None: none).
+    pub council: Setting<Option<crate::model::CouncilSettings>>,
 }
 
-fn default_max_parallel() -> u32 {
-    DEFAULT_MAX_PARALLEL
+/// The one place the precedence of a meeting's options is written: what was given (a flag, a
+/// tool's argument, the repository file — `given`) > the meeting file (`input`: its `budget`,
+/// `review`, `council`; None where no meeting file is known) > the config file > the built-in
+/// default.
+pub fn resolve(given: &MeetingOptions, input: Option<&MeetingInput>, config: &Config) -> Settings {
+    fn setting<T>(value: T, source: Source) -> Setting<T> {
+        Setting { value, source }
+    }
+    let max_parallel = match given.max_parallel {
+        Some(n) => setting(n, Source::Flag),
+        None => setting(DEFAULT_MAX_PARALLEL, Source::Default),
+    };
+    let names = |l: &[String]| -> Vec<String> {
+        l.iter()
+            .map(|n| n.trim().to_string())
+            .filter(|n| !n.is_empty())
+            .collect()
+    };
+    let file_review = input.and_then(|i| i.review.clone());
+    let reviewers = names(&given.reviewers);
+    let review = match (reviewers.is_empty(), file_review) {
+        // Given reviewers keep the file's rounds, else one.
+        (false, file) => setting(
+            Some(crate::model::ReviewSettings {
+                by: reviewers,
+                rounds: file.map_or(1, |r| r.rounds),
+            }),
+            Source::Flag,
+        ),
+        (true, Some(file)) => setting(Some(file), Source::MeetingFile),
+        (true, None) => setting(None, Source::Default),
+    };
+    let file_council = input
+        .and_then(|i| i.council.as_ref())
+        .and_then(|c| c.settings());
+    let models = names(&given.council_models);
+    let council = if given.council || given.council_adaptive || !models.is_empty() {
+        let mut c = file_council.unwrap_or_default();
+        if !models.is_empty() {
+            c.models = models;
+        }
+        c.adaptive |= given.council_adaptive;
+        setting(Some(c), Source::Flag)
+    } else {
+        match file_council {
+            Some(c) => setting(Some(c), Source::MeetingFile),
+            None => setting(None, Source::Default),
+        }
+    };
+    Settings {
+        max_loops: max_loops(given.max_loops, DEFAULT_MAX_LOOPS, config),
+        max_parallel,
+        max_total_tokens: max_total_tokens(given.max_total_tokens, input, config),
+        max_cost: max_cost_usd(given.max_cost, input, config),
+        review,
+        council,
+    }
 }
 
 /// `max_loops`: the flag (when given) > the config file > the built-in default.
@@ -186,36 +220,29 @@ fn budget_setting<T: Copy>(
     Setting { value, source }
 }
 
-/// What `init-board` is given, from the board flags (`max_loops_given`: whether `--max-loops`
-/// was on the command line), the meeting's LLM defaults, the config file and the meeting's
-/// input (for its budget).
+/// What `init-board` is given: the meeting's settings as given (`board`) resolved against the
+/// meeting file (`input`) and the config file, the meeting's LLM defaults.
 pub fn init_args(
     board: &MeetingSettings,
-    max_loops_given: bool,
     llm: LlmConfig,
     config: &Config,
     input: &MeetingInput,
 ) -> InitArgs {
+    let o = &board.options;
+    let resolved = resolve(o, Some(input), config);
     InitArgs {
-        agents: board.agents.clone(),
-        pm: board.pm.clone(),
+        agents: o.agents.clone(),
+        pm: o.pm.clone(),
         agents_dir: board.agents_dir.clone(),
         user_agents_dir: config.user_agents_dir(),
-        review_by: board.review_by.clone(),
-        council: board.council,
-        council_models: board.council_models.clone(),
-        council_adaptive: board.council_adaptive,
+        review: resolved.review.value,
+        council: resolved.council.value,
         trace_id: board.trace_id.clone(),
         llm,
-        max_loops: max_loops(
-            max_loops_given.then_some(board.max_loops),
-            board.max_loops,
-            config,
-        )
-        .value,
-        max_parallel: board.max_parallel,
-        max_total_tokens: max_total_tokens(board.max_total_tokens, Some(input), config).value,
-        max_cost_usd: max_cost_usd(board.max_cost, Some(input), config).value,
+        max_loops: resolved.max_loops.value,
+        max_parallel: resolved.max_parallel.value,
+        max_total_tokens: resolved.max_total_tokens.value,
+        max_cost_usd: resolved.max_cost.value,
     }
 }
 
@@ -248,38 +275,12 @@ pub fn run_dir(flag: Option<PathBuf>, cfg: &Config) -> (PathBuf, Source) {
 pub struct Given {
     /// The LLM flags, their `from_env` filled.
     pub llm: LlmConfig,
-    pub agents_dir: Option<PathBuf>,
+    /// The meeting's options and folders as given.
+    pub board: MeetingSettings,
     pub run_dir: Option<PathBuf>,
-    pub max_loops: Option<u32>,
-    /// The built-in loop limit.
-    pub default_max_loops: u32,
-    pub max_total_tokens: Option<u64>,
-    pub max_cost_usd: Option<f64>,
     /// The meeting's model callers with their config metadata, PM first (empty without
     /// `--agents`): each gets rows of its own.
     pub callers: Vec<(String, serde_json::Map<String, serde_json::Value>)>,
-}
-
-impl Given {
-    /// What a command line gave: its meeting settings as given (`max_loops_given`: whether
-    /// `--max-loops` was on it), its LLM configuration and `--run-dir`; no callers yet.
-    pub fn of(
-        board: &MeetingSettings,
-        max_loops_given: bool,
-        llm: LlmConfig,
-        run_dir: Option<PathBuf>,
-    ) -> Given {
-        Given {
-            callers: Vec::new(),
-            llm,
-            agents_dir: board.agents_dir.clone(),
-            run_dir,
-            max_loops: max_loops_given.then_some(board.max_loops),
-            default_max_loops: board.max_loops,
-            max_total_tokens: board.max_total_tokens,
-            max_cost_usd: board.max_cost,
-        }
-    }
 }
 
 /// One row of [`show`]: a setting, its value, where it came from.
@@ -467,14 +468,15 @@ pub fn resolve_all(
         };
         row(var, set.into(), Source::Env(var.into()));
     }
-    let (agents_dir, source) = match agents_dir(given.agents_dir.as_ref(), cfg) {
+    let flag_dir = given.board.agents_dir.as_ref();
+    let (agents_dir, source) = match agents_dir(flag_dir, cfg) {
         Some(d) => (d.value.display().to_string(), d.source),
         None => (
             user_agents_dir()?.map_or_else(|| "-".into(), |d| d.display().to_string()),
             Source::Default,
         ),
     };
-    let name = if given.agents_dir.is_some() {
+    let name = if flag_dir.is_some() {
         "agents_dir (--agents-dir)"
     } else {
         "agents_dir (user agents folder)"
@@ -482,16 +484,17 @@ pub fn resolve_all(
     row(name, agents_dir, source);
     let (run, source) = run_dir(given.run_dir.clone(), cfg);
     row("run_dir", run.display().to_string(), source);
-    let loops = max_loops(given.max_loops, given.default_max_loops, cfg);
+    let resolved = resolve(&given.board.options, input, cfg);
+    let loops = resolved.max_loops;
     row("max_loops", loops.value.to_string(), loops.source);
     let none = match input {
         Some(_) => "none",
         None => "none (or the meeting file's budget)",
     };
-    let budget = max_total_tokens(given.max_total_tokens, input, cfg);
+    let budget = resolved.max_total_tokens;
     let shown = budget.value.map_or_else(|| none.into(), |n| n.to_string());
     row("budget.max_total_tokens", shown, budget.source);
-    let cost = max_cost_usd(given.max_cost_usd, input, cfg);
+    let cost = resolved.max_cost;
     let shown = cost
         .value
         .map_or_else(|| none.into(), crate::llm::prices::dollars);

@@ -60,7 +60,9 @@ pub struct MeetingOptions {
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub max_cost: Option<f64>,
     /// Reviewers of the PM's draft before the report is final, e.g. ["devils-advocate"].
+    // `review_by`: as a run folder of an earlier build keeps them.
     #[serde(
+        alias = "review_by",
         deserialize_with = "lenient::names",
         skip_serializing_if = "Vec::is_empty"
     )]

@@ -25,9 +25,9 @@ pub struct InitOptions {
     pub max_loops: u32,
     /// `--max-parallel`: most participants one CALL_AGENTS asks at once (docs/design/agent-turn.md#fan-out).
     pub max_parallel: u32,
-    /// `--max-total-tokens`: wins over the meeting file's `budget.max_total_tokens`.
+    /// The token budget, resolved (`settings::resolve`).
     pub max_total_tokens: Option<u64>,
-    /// `--max-cost`: wins over the meeting file's `budget.max_cost_usd`.
+    /// The dollar budget, resolved (`settings::resolve`): priced here, once.
     pub max_cost_usd: Option<f64>,
     pub trace_id: String,
 }
@@ -42,16 +42,12 @@ pub struct InitArgs {
     pub agents_dir: Option<PathBuf>,
     /// The user's agents folder (the config file's `agents_dir`, else the config folder's).
     pub user_agents_dir: Option<PathBuf>,
-    /// `--review-by`: wins over the meeting file's `review.by`.
-    pub review_by: Vec<String>,
-    /// `--council`: the council round (docs/design/council.md), also on without the flag when
-    /// the meeting file's `council:` says so.
-    pub council: bool,
-    /// `--council-models`: the members' models, one per participant in order; wins over the
-    /// meeting file's `council.models` (and turns the council on).
-    pub council_models: Vec<String>,
-    /// `--council-adaptive`: an adaptive council (turns the council on).
-    pub council_adaptive: bool,
+    /// Who reviews the PM's draft (`--review-by` over the meeting file's `review`), resolved
+    /// (docs/design/review.md#settings).
+    pub review: Option<crate::model::ReviewSettings>,
+    /// The council round (`--council*` over the meeting file's `council`), resolved
+    /// (docs/design/council.md).
+    pub council: Option<crate::model::CouncilSettings>,
     pub trace_id: Option<String>,
     /// The LLM configuration the meeting's callers will use (its flags over the environment
     /// and the config file's defaults): the board's defaults, and the prices of a dollar budget.
@@ -65,40 +61,10 @@ pub struct InitArgs {
 /// The `init-board` program on a packet (`label` names where it came from in errors): the
 /// participants' and the PM's configs looked up, the trace id settled, a fresh board.
 pub fn run(mut packet: MeetingPacket, label: &str, args: InitArgs) -> Result<Board> {
-    // `--review-by` wins over the meeting file's `review.by` (its rounds kept, else one).
-    let review_by: Vec<String> = args
-        .review_by
-        .iter()
-        .map(|n| n.trim().to_string())
-        .filter(|n| !n.is_empty())
-        .collect();
-    if !review_by.is_empty() {
-        let input = &mut packet.meeting_input;
-        let rounds = input.review.as_ref().map_or(1, |r| r.rounds);
-        input.review = Some(crate::model::ReviewSettings {
-            by: review_by,
-            rounds,
-        });
-    }
-    let council_models: Vec<String> = args
-        .council_models
-        .iter()
-        .map(|m| m.trim().to_string())
-        .filter(|m| !m.is_empty())
-        .collect();
-    if args.council || args.council_adaptive || !council_models.is_empty() {
-        let input = &mut packet.meeting_input;
-        let mut settings = input
-            .council
-            .as_ref()
-            .and_then(|c| c.settings())
-            .unwrap_or_default();
-        if !council_models.is_empty() {
-            settings.models = council_models;
-        }
-        settings.adaptive |= args.council_adaptive;
-        input.council = Some(crate::model::CouncilSetting::With(settings));
-    }
+    // The board carries the resolved review and council as its meeting input's.
+    let input = &mut packet.meeting_input;
+    input.review = args.review;
+    input.council = args.council.map(crate::model::CouncilSetting::With);
     packet
         .meeting_input
         .validate()
@@ -178,11 +144,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
     }
     let participants: Vec<String> = opts.agents.iter().map(|a| a.name.clone()).collect();
     let topic = packet.meeting_input.topic.clone();
-    let max_total_tokens = opts.max_total_tokens.or(packet
-        .meeting_input
-        .budget
-        .as_ref()
-        .and_then(|b| b.max_total_tokens));
+    let max_total_tokens = opts.max_total_tokens;
     if max_total_tokens == Some(0) {
         return Err(Error::Usage(
             "--max-total-tokens: must be at least 1".into(),
@@ -227,12 +189,7 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         meeting_input: packet.meeting_input,
         context_bundle: packet.context_bundle,
     };
-    let max_cost = opts.max_cost_usd.or(board
-        .meeting_input
-        .budget
-        .as_ref()
-        .and_then(|b| b.max_cost_usd));
-    if let Some(usd) = max_cost {
+    if let Some(usd) = opts.max_cost_usd {
         let prices = crate::llm::prices::Prices::current();
         board.max_cost = Some(crate::meeting::budget::cost_limit(
             &board, &opts.llm, usd, prices,
