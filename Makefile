@@ -99,7 +99,7 @@ demo-forced: announce-build build
 	@$(PATH_HINT)
 
 # Benchmarks: stage cost, context walk, whole offline meetings, prompt volume, printed on
-# stdout; SAVE=1 also rewrites the tracked BENCHMARKS.md (only then). QUICK=1 runs smaller
+# stdout; SAVE=1 also rewrites the tracked bench/RESULTS.md (only then; BENCHMARKS.md summarises it). QUICK=1 runs smaller
 # sizes and fewer repetitions (well under a minute).
 .PHONY: bench
 # BEFORE=DIR adds a before/after table against the stage programs of a previous build;

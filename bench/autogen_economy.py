@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""AutoGen 0.7.5's prompt characters as a server sees them (BENCHMARKS.md#prompt-economy-issue-12):
+"""AutoGen 0.7.5's prompt characters as a server sees them (bench/RESULTS.md#prompt-economy-issue-12):
 a SelectorGroupChat of 3 agents on `OpenAIChatCompletionClient` against a local fake
 OpenAI-compatible server, N rounds (one selector call, one 400-character reply), the
 characters counted over each request's message texts like ours (`bench.py`'s `volume`).

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The AutoGen side of the bounded-board comparison (BENCHMARKS.md#bounded-board): a
+"""The AutoGen side of the bounded-board comparison (bench/RESULTS.md#bounded-board-issue-15): a
 SelectorGroupChat of 3 assistant agents on replay model clients, N rounds, each round one
 selector call (which agent speaks) and one 400-character reply. The shape of our replayed
 meeting: the PM routes, a specialist answers. Needs `autogen-agentchat==0.7.5` and

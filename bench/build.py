@@ -9,7 +9,7 @@ commit: `cargo build --locked --release`, or `... --bin agent-meeting` once the 
 only the multicall executable. Reported per side: wall time, CPU time (user + sys of every
 process of the build), the load average at its start, and the size of the programs as
 `make install` installs them (the nine executables before; the one executable and nine
-symbolic links after). Prints a Markdown section for BENCHMARKS.md on stdout. `--after` may be
+symbolic links after). Prints a Markdown section for bench/RESULTS.md on stdout. `--after` may be
 given more than once to compare candidates with the baseline in the same run (built in the order
 given, after the baseline).
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The LangGraph side of the peer comparison (BENCHMARKS.md#against-autogen-and-langgraph-in-every-ui-mode):
+"""The LangGraph side of the peer comparison (bench/RESULTS.md#against-autogen-and-langgraph-in-every-ui-mode):
 the same shape as bench/autogen_peer.py — 3 agents, N rounds, each round one selector call
 (which agent speaks) and one 400-character reply — as a LangGraph StateGraph whose selector
 and agents are chat models replaying their answers (`GenericFakeChatModel`), the way a

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Meetings against a local OpenAI-compatible server, one after another, with default flags
-# (BENCHMARKS.md, "Small local models"); outside CI. From the repository root:
+# (bench/RESULTS.md, "Small local models"); outside CI. From the repository root:
 #   bench/local/run.sh PORT MODEL OUT demo ci demo ci
 # Each meeting leaves OUT/MODEL-N-NAME.{json,err,md,exit}; then bench/local/summary.py OUT...
 set -u

@@ -1,4 +1,4 @@
-"""The table of BENCHMARKS.md's "Small local models" from bench/local/run.sh's folders:
+"""The table of bench/RESULTS.md's "Small local models" from bench/local/run.sh's folders:
 `summary.py OUT...`, one row per finished meeting."""
 import collections, glob, json, os, sys
 

@@ -404,7 +404,8 @@ const EXIT_CODES: &str = "Exit codes:
   0  success          1  runtime failure (provider, disk, ...)
   2  bad usage or invalid input (one line on stderr: program, file, field, what was expected)";
 
-/// `meeting`'s exit codes: the stages' and the signals that stop it.
+/// `meeting`'s exit codes: the stages' and the signals that stop it (the table:
+/// docs/design/flow.md#exit-codes-and-errors; `tests::help_exit_codes_are_the_codes_the_programs_exit_with`).
 const MEETING_EXIT_CODES: &str = "Exit codes:
   0  success          1  runtime failure, or no model call returned a usable answer
   2  bad usage or invalid input, or a stage that exited 2
@@ -412,7 +413,7 @@ const MEETING_EXIT_CODES: &str = "Exit codes:
   4  waiting for a person's answer (kind: human, no one there): meeting resume DIR --answer FILE
   130, 143  stopped by SIGINT / SIGTERM, or 130 by q at a --step prompt (meeting resume DIR goes on)";
 
-/// agent-turn's: the stages', and a person with no one there to answer.
+/// agent-turn's: the stages', and a person with no one there to answer (the same table).
 const AGENT_TURN_EXIT_CODES: &str = "Exit codes:
   0  success          1  runtime failure (provider, disk, ...)
   2  bad usage or invalid input (one line on stderr: program, file, field, what was expected)
@@ -596,5 +597,88 @@ mod tests {
             ["meeting", "--", "--resume"]
         );
         assert_eq!(rewrite(&["meeting", "Adopt?"]), ["meeting", "Adopt?"]);
+    }
+
+    /// The codes a help text lists, row by row: `(codes, what they mean)`. A row is
+    /// `  <code>[, <code>]  <meaning>`; a line may hold two rows, set apart by spaces.
+    fn exit_code_rows(help: &str) -> Vec<(Vec<u8>, String)> {
+        let head = regex::Regex::new(r"(?:^  |\s{2,})(\d{1,3}(?:, \d{1,3})*)  ").unwrap();
+        let mut rows = Vec::new();
+        for line in help.lines().skip_while(|l| *l != "Exit codes:").skip(1) {
+            let heads: Vec<_> = head.captures_iter(line).collect();
+            for (i, c) in heads.iter().enumerate() {
+                let whole = c.get(0).unwrap();
+                let next = heads.get(i + 1).map(|n| n.get(0).unwrap().start());
+                let end = next.unwrap_or(line.len());
+                let codes = c[1].split(", ").map(|n| n.parse().unwrap()).collect();
+                rows.push((codes, line[whole.end()..end].trim().to_string()));
+            }
+        }
+        rows
+    }
+
+    /// Every code a program's `--help` lists is one its code exits with, said in the words
+    /// of that code, and every code it exits with is listed: the codes come from
+    /// `Error::exit_code` (what `main_with` exits with), `WAITING_EXIT` and the signals that
+    /// stop a meeting (`driver::stop`: it dies of the signal, 128 + its number). The one
+    /// table with the details is docs/design/flow.md#exit-codes-and-errors.
+    #[test]
+    fn help_exit_codes_are_the_codes_the_programs_exit_with() {
+        use crate::error::{Error, WAITING_EXIT};
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let text = String::new;
+        let waiting = Error::Waiting {
+            message: text(),
+            document: text(),
+        };
+        assert_eq!(waiting.exit_code(), WAITING_EXIT);
+        let signal = |s: i32| u8::try_from(128 + s).unwrap();
+        // (code, words its row says, the programs that exit with it)
+        let every = &["meeting", "agent-turn", "pm-step"][..];
+        let (meeting, human) = (&["meeting"][..], &["meeting", "agent-turn"][..]);
+        let (input, none) = (Error::input("f", "", "m"), Error::NoDecision(text()));
+        let facts: Vec<(u8, &str, &[&str])> = vec![
+            (0, "success", every),
+            (Error::Runtime(text()).exit_code(), "runtime failure", every),
+            (Error::NotResumable(text()).exit_code(), "runtime", every),
+            (Error::Usage(text()).exit_code(), "bad usage", every),
+            (input.exit_code(), "invalid input", every),
+            (none.exit_code(), "no decision", meeting),
+            (waiting.exit_code(), "kind: human", human),
+            (Error::Stopped(text()).exit_code(), "q at a --step", meeting),
+            (signal(SIGINT), "SIGINT", meeting),
+            (signal(SIGTERM), "SIGTERM", meeting),
+        ];
+        // pm-step stands for every program `command` gives EXIT_CODES.
+        for (program, help) in [
+            ("meeting", super::MEETING_EXIT_CODES),
+            ("agent-turn", super::AGENT_TURN_EXIT_CODES),
+            ("pm-step", super::EXIT_CODES),
+        ] {
+            let rows = exit_code_rows(help);
+            let listed: std::collections::BTreeSet<u8> =
+                rows.iter().flat_map(|(codes, _)| codes.clone()).collect();
+            let real: std::collections::BTreeSet<u8> = facts
+                .iter()
+                .filter(|(_, _, who)| who.contains(&program))
+                .map(|(code, _, _)| *code)
+                .collect();
+            assert_eq!(listed, real, "{program}: the codes listed, the real ones");
+            for (code, words, who) in &facts {
+                if !who.contains(&program) {
+                    continue;
+                }
+                let (_, meaning) = rows.iter().find(|(codes, _)| codes.contains(code)).unwrap();
+                assert!(
+                    meaning.contains(words),
+                    "{program}: exit {code} should say {words:?}, it says {meaning:?}"
+                );
+            }
+        }
+        // The two signals in one row, in the order its words name them.
+        let rows = exit_code_rows(super::MEETING_EXIT_CODES);
+        let (codes, meaning) = rows.iter().find(|(c, _)| c.len() == 2).unwrap();
+        assert_eq!(codes, &[signal(SIGINT), signal(SIGTERM)]);
+        assert!(meaning.contains("SIGINT / SIGTERM"), "{meaning}");
     }
 }
