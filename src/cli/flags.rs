@@ -364,6 +364,11 @@ pub struct BoardArgs {
     /// `devils-advocate` is one); wins over the meeting file's `review.by`
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     pub review_by: Vec<String>,
+    /// How many of the PM's drafts are reviewed (1 to 5; the built-in devil's advocate when
+    /// no reviewer is named); wins over the meeting file's `review.rounds`
+    #[arg(long, value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=i64::from(crate::model::MAX_REVIEW_ROUNDS)))]
+    pub review_rounds: Option<u32>,
     /// Open with a council round: before the PM routes anyone, every participant who is a model
     /// votes blind for one of the decision packet's options, then ranks the others' answers,
     /// anonymized; the PM sees the aggregate and the report gains a Council section. Also
@@ -438,6 +443,7 @@ pub fn meeting_options(
         max_total_tokens: board.max_total_tokens,
         max_cost: board.max_cost,
         reviewers: board.review_by.clone(),
+        review_rounds: board.review_rounds,
         council: board.council,
         council_adaptive: board.council_adaptive,
         council_models: board.council_models.clone(),
@@ -554,6 +560,7 @@ mod tests {
             max_total_tokens: Some(9000),
             max_cost: Some(0.25),
             reviewers: vec!["devils-advocate".into()],
+            review_rounds: Some(2),
             council: true,
             council_adaptive: true,
             council_models: vec!["openai:gpt-4o-mini".into(), "ollama:llama3.2".into()],

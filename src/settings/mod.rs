@@ -109,12 +109,19 @@ pub fn resolve(given: &MeetingOptions, input: Option<&MeetingInput>, config: &Co
     };
     let file_review = input.and_then(|i| i.review.clone());
     let reviewers = names(&given.reviewers);
-    let review = match (reviewers.is_empty(), file_review) {
-        // Given reviewers keep the file's rounds, else one.
+    // Given reviewers or rounds win over the file's, each on its own (the file's rounds with
+    // given reviewers, else one; given rounds by the file's reviewers, else the built-in one).
+    let review = match (
+        reviewers.is_empty() && given.review_rounds.is_none(),
+        file_review,
+    ) {
         (false, file) => setting(
             Some(crate::model::ReviewSettings {
-                by: reviewers,
-                rounds: file.map_or(1, |r| r.rounds),
+                by: match reviewers.is_empty() {
+                    true => file.as_ref().map(|r| r.by.clone()).unwrap_or_default(),
+                    false => reviewers,
+                },
+                rounds: given.review_rounds.or(file.map(|r| r.rounds)).unwrap_or(1),
             }),
             Source::Flag,
         ),
@@ -507,4 +514,80 @@ pub fn resolve_all(
             source,
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CouncilSetting, CouncilSettings, ReviewSettings};
+
+    fn file(review: Option<ReviewSettings>, council: Option<CouncilSetting>) -> MeetingInput {
+        let mut input = MeetingInput::from_topic("Adopt a warehouse?");
+        input.review = review;
+        input.council = council;
+        input.budget = Some(crate::model::MeetingBudget {
+            max_total_tokens: Some(5000),
+            max_cost_usd: None,
+        });
+        input
+    }
+
+    /// The one precedence: what was given > the meeting file > the config file > the
+    /// default, each value with its source; reviewers and their rounds each on their own.
+    #[test]
+    fn given_options_win_over_the_meeting_file_and_the_config_file() {
+        let config = Config {
+            max_loops: Some(9),
+            ..Default::default()
+        };
+        let review = ReviewSettings {
+            by: vec!["sre".into()],
+            rounds: 3,
+        };
+        let input = file(Some(review.clone()), Some(CouncilSetting::On(true)));
+        let none = resolve(&MeetingOptions::default(), Some(&input), &config);
+        assert_eq!(
+            (none.max_loops.value, none.max_loops.source),
+            (9, Source::ConfigFile(None))
+        );
+        assert_eq!(none.max_total_tokens.value, Some(5000));
+        assert_eq!(none.max_total_tokens.source, Source::MeetingFile);
+        assert_eq!(none.review.value.as_ref(), Some(&review));
+        assert_eq!(none.council.value, Some(CouncilSettings::default()));
+        assert_eq!(none.max_parallel.value, DEFAULT_MAX_PARALLEL);
+        let given = MeetingOptions {
+            max_loops: Some(2),
+            max_total_tokens: Some(100),
+            review_rounds: Some(1),
+            council_adaptive: true,
+            ..Default::default()
+        };
+        let r = resolve(&given, Some(&input), &config);
+        assert_eq!((r.max_loops.value, r.max_loops.source), (2, Source::Flag));
+        assert_eq!(r.max_total_tokens.value, Some(100));
+        // Given rounds keep the file's reviewers.
+        let want = ReviewSettings {
+            by: vec!["sre".into()],
+            rounds: 1,
+        };
+        assert_eq!(r.review.value, Some(want));
+        assert!(r.council.value.is_some_and(|c| c.adaptive));
+        // Given reviewers keep the file's rounds; rounds alone turn the review on.
+        let given = MeetingOptions {
+            reviewers: vec!["devils-advocate".into()],
+            ..Default::default()
+        };
+        let r = resolve(&given, Some(&input), &config);
+        assert_eq!(
+            r.review.value.map(|r| (r.by, r.rounds)),
+            Some((vec!["devils-advocate".into()], 3))
+        );
+        let given = MeetingOptions {
+            review_rounds: Some(2),
+            ..Default::default()
+        };
+        let r = resolve(&given, Some(&file(None, None)), &Config::default());
+        assert_eq!(r.review.value.map(|r| (r.by.len(), r.rounds)), Some((0, 2)));
+        assert_eq!(r.council.value, None);
+    }
 }

@@ -68,6 +68,14 @@ pub struct MeetingOptions {
     )]
     #[schemars(with = "Vec<String>")]
     pub reviewers: Vec<String>,
+    /// How many of the PM's drafts are reviewed (1 to 5; turns the review on, by the built-in
+    /// devil's advocate when no reviewers are named).
+    #[serde(
+        deserialize_with = "lenient::number",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(range(min = 1, max = crate::model::MAX_REVIEW_ROUNDS))]
+    pub review_rounds: Option<u32>,
     /// Open with a council round: every agent answers the decision blind (one of the decision
     /// packet's options), then ranks the others' answers anonymized; the PM sees the votes and
     /// the dissent, and the report gains a Council section.
@@ -113,6 +121,7 @@ impl MeetingOptions {
             max_total_tokens: self.max_total_tokens.or(under.max_total_tokens),
             max_cost: self.max_cost.or(under.max_cost),
             reviewers: list(self.reviewers, under.reviewers),
+            review_rounds: self.review_rounds.or(under.review_rounds),
             council: self.council || under.council,
             council_adaptive: self.council_adaptive || under.council_adaptive,
             council_models: list(self.council_models, under.council_models),
@@ -141,6 +150,10 @@ impl MeetingOptions {
         let most = crate::model::MAX_PARALLEL;
         if let Some(n) = self.max_parallel.filter(|n| !(1..=most).contains(n)) {
             return bad("max_parallel", format!("expected 1 to {most}, got {n}"));
+        }
+        let rounds = crate::model::MAX_REVIEW_ROUNDS;
+        if let Some(n) = self.review_rounds.filter(|n| !(1..=rounds).contains(n)) {
+            return bad("review_rounds", format!("expected 1 to {rounds}, got {n}"));
         }
         if self.adr.is_none() && (self.supersedes.is_some() || !self.deciders.is_empty()) {
             let field = if self.supersedes.is_some() {
@@ -177,6 +190,7 @@ impl MeetingOptions {
         );
         flag("max-cost", self.max_cost.map(|n| n.to_string()));
         flag("review-by", list(&self.reviewers));
+        flag("review-rounds", self.review_rounds.map(|n| n.to_string()));
         flag("council-models", list(&self.council_models));
         flag("adr", self.adr.as_ref().map(|d| d.display().to_string()));
         flag("supersedes", self.supersedes.clone());

@@ -393,6 +393,8 @@ fn a_started_meeting_is_followed_to_its_result_and_a_bad_one_is_a_tool_error() {
     args["agents"] = json!("arch, biz");
     // A budget, as the command line sets one (MeetingOptions: the tool's schema is its).
     args["max_total_tokens"] = json!("400000");
+    // An option added after the tools were written reaches them with no code of theirs.
+    args["review_rounds"] = json!(2);
     let started = s.tool("meeting_start", args);
     assert_eq!(started["isError"], false, "{started}");
     let run_id = started["structuredContent"]["run_id"]
@@ -402,6 +404,7 @@ fn a_started_meeting_is_followed_to_its_result_and_a_bad_one_is_a_tool_error() {
     let saved: Value =
         serde_json::from_str(&work.read(format!("runs/{run_id}/meeting.json"))).unwrap();
     assert_eq!(saved["board"]["max_total_tokens"], 400000, "{saved}");
+    assert_eq!(saved["board"]["review_rounds"], 2, "{saved}");
     let done = s.tool(
         "meeting_result",
         json!({"run_id": run_id, "wait_seconds": 50}),
