@@ -27,6 +27,9 @@ else
   set -- --run-dir "$out/runs" --trace-id "$name" --report-file "$out/reports/$name.md" --quiet "$@"
   cassette=$(printf '%s\n' "$job" | jq -r '.cassette // ""')
   if [ -n "$cassette" ]; then set -- "$@" --cassette "$cassette"; fi
+  # The rest of the line is the meeting's options (agents, max_cost, ...), under the flags.
+  options=$(printf '%s\n' "$job" | jq -c 'del(.topic, .meeting_file, .name, .cassette)')
+  if [ "$options" != "{}" ]; then set -- "$@" --options "$options"; fi
   topic=$(printf '%s\n' "$job" | jq -r '.topic // ""')
   if [ -n "$topic" ]; then
     meeting --topic "$topic" "$@" > "$result.tmp"

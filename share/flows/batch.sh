@@ -3,8 +3,9 @@
 #
 # Usage: share/flows/batch.sh INPUT OUT_DIR [MEETING_FLAGS...]
 #   INPUT    a JSONL file, one meeting a line: {"topic": "..."} (meeting --topic) or
-#            {"meeting_file": "path"}, each with an optional "name" (default: the line number)
-#            and "cassette" (its own replay cassette); or a folder of meeting files
+#            {"meeting_file": "path"}, each with an optional "name" (default: the line number),
+#            "cassette" (its own replay cassette) and any of the meeting's options ("agents",
+#            "max_cost", "reviewers", ...: meeting --options; MEETING_FLAGS win); or a folder of meeting files
 #            (*.yaml, *.yml, *.json), each named after its file
 #   OUT_DIR  gets jobs.jsonl (the meetings, numbered by line), joblog (GNU parallel's),
 #            runs/NAME/ (each meeting's run folder), reports/NAME.md and results/NAME.json

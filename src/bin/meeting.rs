@@ -10,7 +10,7 @@ use agent_meeting::cli::modes::{
 };
 use agent_meeting::cli::{self, BoardArgs, ContextArgs, LlmArgs, OutputArgs};
 use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
-use agent_meeting::settings::config;
+use agent_meeting::settings::{config, MeetingOptions, MeetingSettings};
 use agent_meeting::{io, loader, Error};
 use clap::{ArgMatches, CommandFactory, Parser};
 
@@ -83,6 +83,11 @@ struct RunArgs {
     context: ContextArgs,
     #[command(flatten)]
     board: BoardArgs,
+    /// The meeting's options as one JSON object, as an MCP tool or a batch line gives them
+    /// ({"agents": ["arch", "biz"], "max_cost": 0.5, "reviewers": [...], ...}); a flag wins
+    /// over it, a key no option has is refused
+    #[arg(long, value_name = "JSON", help_heading = "Meeting")]
+    options: Option<String>,
     /// Check everything that can be checked without a call (a missing key is only a warning),
     /// say which provider and model each caller would use, print the PM's first prompt as it
     /// would be sent; no LLM call, no run folder
@@ -208,8 +213,36 @@ fn fork_request(a: ForkArgs) -> Request {
     }
 }
 
+/// The meeting's options as this command line gives them: its flags over `--options`, and
+/// the decision record's flags (the options' `adr`, `supersedes`, `deciders` under them).
+fn board_of(
+    args: &RunArgs,
+    matches: &ArgMatches,
+) -> Result<(MeetingSettings, cli::flags::AdrArgs), Error> {
+    let mut board = args.board.settings(matches);
+    let mut adr = args.adr.clone();
+    if let Some(text) = &args.options {
+        let json: MeetingOptions =
+            agent_meeting::settings::options::parse_strict("--options", text, io::Format::Json)?;
+        adr.adr = adr.adr.or(json.adr.clone());
+        adr.supersedes = adr.supersedes.or(json.supersedes.clone());
+        if adr.decider.is_empty() {
+            adr.decider = json.deciders.clone();
+        }
+        let json = MeetingOptions {
+            adr: None,
+            supersedes: None,
+            deciders: Vec::new(),
+            ..json
+        };
+        board.options = std::mem::take(&mut board.options).over(json);
+    }
+    Ok((board, adr))
+}
+
 /// A new meeting (or its dry run), from the run flags.
 fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> {
+    let (board, adr) = board_of(&args, matches)?;
     let topic = match args.topic.or(args.topic_arg) {
         None if args.meeting_file.is_none() && !args.step => stdin_topic()?,
         topic => topic,
@@ -227,7 +260,7 @@ fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> 
         source,
         context: args.context.into_settings(),
         template: args.template,
-        board: args.board.settings(matches),
+        board,
         llm: agent_meeting::llm::LlmConfig {
             from_env: cli::env_sources(&Args::command(), matches),
             ..args.llm.into_config()
@@ -240,7 +273,7 @@ fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> 
             .collect(),
         human_answers: args.human.human_answers,
         otlp: args.otlp.target()?,
-        adr: args.adr.settings(cli::config_deciders)?,
+        adr: adr.settings(cli::config_deciders)?,
     };
     Ok(if args.dry_run {
         Request::DryRun(new)
@@ -288,7 +321,7 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
                 .subcommand_matches("show-config")
                 .unwrap_or(&matches);
             let command = Args::command();
-            let board = a.board.settings(sub);
+            let (board, _) = board_of(&a, sub)?;
             let llm = agent_meeting::llm::LlmConfig {
                 from_env: cli::env_sources(
                     command.find_subcommand("show-config").unwrap_or(&command),

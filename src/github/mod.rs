@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 use crate::driver::absolute;
 use crate::error::{Error, Result};
 use crate::model::{DecisionPacket, MeetingBrief, MeetingResult};
-use crate::settings::options::refuse_unknown_keys;
+use crate::settings::options::parse_strict;
 use crate::settings::MeetingOptions;
 
 /// The repository's own settings file, read from the checkout when there.
@@ -365,11 +365,13 @@ fn repo_config(s: &Settings) -> Result<RepoConfig> {
     };
     let label = file.display().to_string();
     let text = crate::io::read_text_file(&file)?;
-    let value: Value = crate::io::parse_doc(&label, &text, crate::io::Format::Yaml)?;
-    refuse_unknown_keys::<RepoConfig>(&label, &value)?;
-    let config: RepoConfig = crate::io::parse_doc(&label, &text, crate::io::Format::Yaml)?;
-    config.options.check(&label)?;
-    Ok(config)
+    parse_strict(&label, &text, crate::io::Format::Yaml)
+}
+
+impl AsRef<MeetingOptions> for RepoConfig {
+    fn as_ref(&self) -> &MeetingOptions {
+        &self.options
+    }
 }
 
 /// How `meeting` ended.

@@ -207,6 +207,26 @@ impl MeetingOptions {
     }
 }
 
+/// A document of a type holding [`MeetingOptions`] (the options themselves, the repository
+/// file), with a key no field has refused as serde refuses one elsewhere, and the options'
+/// values checked; errors name `label` and the field.
+pub fn parse_strict<T>(label: &str, text: &str, format: crate::io::Format) -> Result<T>
+where
+    T: serde::de::DeserializeOwned + JsonSchema + AsRef<MeetingOptions>,
+{
+    let value: Value = crate::io::parse_doc(label, text, format)?;
+    refuse_unknown_keys::<T>(label, &value)?;
+    let parsed: T = crate::io::parse_doc(label, text, format)?;
+    parsed.as_ref().check(label)?;
+    Ok(parsed)
+}
+
+impl AsRef<MeetingOptions> for MeetingOptions {
+    fn as_ref(&self) -> &MeetingOptions {
+        self
+    }
+}
+
 /// The first key of `value` (an object) that `T`'s JSON Schema does not list, as `label`'s
 /// error naming it and the keys it takes. serde cannot refuse unknown keys of a type that
 /// flattens [`MeetingOptions`] into its own (`#[serde(flatten)]`), so the types that do are

@@ -640,3 +640,28 @@ fn batch_meetings_ride_out_rate_limits() {
         server.max_in_flight()
     );
 }
+
+/// A batch line carries the meeting's options beside its topic (`meeting --options`, the one
+/// type every surface takes): the panel, the loop limit, a budget reach its meeting, under the
+/// flags given to every meeting.
+#[test]
+fn a_batch_lines_options_reach_its_meeting() {
+    if skip_without(Tool::GnuParallel) || skip_without(Tool::Jq) {
+        return;
+    }
+    let work = Workdir::new();
+    let line = serde_json::json!({"topic": "Adopt change number 1?", "name": "m1",
+        "agents": ["arch"], "max_loops": 3, "max_total_tokens": 300000});
+    let input = work.write("topics.jsonl", format!("{line}\n"));
+    batch(
+        work.path(),
+        &input,
+        &["--provider", "replay", "--max-loops", "4"],
+    )
+    .success();
+    let saved: Value = serde_json::from_str(&work.read("out/runs/m1/meeting.json")).unwrap();
+    let board = &saved["board"];
+    assert_eq!(board["agents"], serde_json::json!(["arch"]), "{saved}");
+    assert_eq!(board["max_total_tokens"], 300000, "{saved}");
+    assert_eq!(board["max_loops"], 4, "the flag wins: {saved}");
+}

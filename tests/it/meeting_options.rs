@@ -152,3 +152,45 @@ fn modes_are_subcommands_and_their_flags_still_work() {
         meeting(&[&flags[..], &["--topic", "x", "--show-config"]].concat()).stdout()
     );
 }
+
+/// `--options JSON`: the meeting's options as one object (as an MCP tool or a batch line gives
+/// them), under the flags; a key no option has, or a value an option refuses, is exit 2 naming
+/// it, before anything runs.
+#[test]
+fn options_as_json_are_the_flags_under_the_flags() {
+    let work = Workdir::new();
+    meeting_cmd(work.path(), &demo_cassette(), &["--quiet"])
+        .args(["--options", r#"{"max_cots": 1}"#])
+        .run()
+        .exit(2)
+        .one_stderr_line()
+        .stderr_has("--options: max_cots: unknown field `max_cots`");
+    meeting_cmd(work.path(), &demo_cassette(), &["--quiet"])
+        .args(["--options", r#"{"max_parallel": 0}"#])
+        .run()
+        .exit(2)
+        .stderr_has("--options: max_parallel: expected 1 to 8");
+    assert!(!work.join("runs").exists(), "nothing ran");
+    let out = meeting_cmd(work.path(), &demo_cassette(), &["--show-config"])
+        .args([
+            "--options",
+            r#"{"max_loops": "3", "max_total_tokens": 9000}"#,
+        ])
+        .args(["--max-total-tokens", "8000"])
+        .run();
+    out.success();
+    let line = |name: &str| {
+        out.stdout()
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(line("max_loops"), "max_loops 3 flag");
+    assert_eq!(
+        line("budget.max_total_tokens"),
+        "budget.max_total_tokens 8000 flag"
+    );
+}
