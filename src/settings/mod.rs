@@ -506,6 +506,31 @@ pub fn resolve_all(
         .value
         .map_or_else(|| none.into(), crate::llm::prices::dollars);
     row("budget.max_cost_usd", shown, cost.source);
+    let parallel = resolved.max_parallel;
+    row("max_parallel", parallel.value.to_string(), parallel.source);
+    // Without a meeting file: none given (a meeting file's `review:` or `council:` may add one).
+    let off = "none";
+    let review = resolved.review;
+    let shown = review.value.map_or_else(
+        || off.into(),
+        |r| match r.by.is_empty() {
+            true => format!("devils-advocate (built-in), {} round(s)", r.rounds),
+            false => format!("{}, {} round(s)", r.by.join(", "), r.rounds),
+        },
+    );
+    row("review", shown, review.source);
+    let council = resolved.council;
+    let shown = council.value.map_or_else(
+        || off.into(),
+        |c| {
+            let kind = if c.adaptive { "adaptive" } else { "on" };
+            match c.models.is_empty() {
+                true => kind.to_string(),
+                false => format!("{kind}, models {}", c.models.join(", ")),
+            }
+        },
+    );
+    row("council", shown, council.source);
     Ok(rows
         .into_iter()
         .map(|(name, value, source)| Resolved {

@@ -113,6 +113,23 @@ fn precedence_is_flag_then_environment_then_config_then_default() {
     assert_eq!(get(&rows, "max_loops"), "9 <- flag");
     let rows = show(&work, &[], &["--run-dir", "elsewhere"]);
     assert_eq!(get(&rows, "run_dir"), "elsewhere <- flag");
+    // Every option a meeting resolves is shown as the meeting resolves it.
+    let flags = [
+        "--review-rounds",
+        "2",
+        "--council-adaptive",
+        "--max-parallel",
+        "2",
+    ];
+    let rows = show(&work, &[], &flags);
+    assert_eq!(
+        get(&rows, "review"),
+        "devils-advocate (built-in), 2 round(s) <- flag"
+    );
+    assert_eq!(get(&rows, "council"), "adaptive <- flag");
+    assert_eq!(get(&rows, "max_parallel"), "2 <- flag");
+    let rows = show(&work, &[], &[]);
+    assert_eq!(get(&rows, "max_parallel"), "3 <- built-in default");
 }
 
 #[test]

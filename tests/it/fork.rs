@@ -310,7 +310,9 @@ fn a_resumed_fork_still_asks_nothing_before_its_loop() {
     assert_eq!(result["forked_from"]["from_parent"]["calls"], 2, "{result}");
     let usd = result["cost"]["usd"].as_f64().unwrap();
     assert!((usd - one_call("gpt-4o-mini")).abs() < 1e-9, "{result}");
-    assert!(work.read("reports/report-fork.md").contains("a managed warehouse"));
+    assert!(work
+        .read("reports/report-fork.md")
+        .contains("a managed warehouse"));
 }
 
 /// `--at-loop` past the parent's last loop, or a folder that is no run folder, is bad usage —
