@@ -14,6 +14,7 @@ use super::runs::{self, RunState};
 use super::tools::{self, Tool};
 use super::{code, elicit, now, resources, tasks, Call, Era, Server, CAPABILITIES_KEY};
 use crate::error::{Error, Result};
+use crate::model::MeetingStatus;
 
 /// How a `meeting_run` may ask a person the meeting waits for
 /// (docs/design/mcp.md#elicitation).
@@ -379,7 +380,7 @@ impl Server {
             std::thread::sleep(std::time::Duration::from_millis(200));
         }
         let status = runs::status(&dir, &id, &self.children, false)?;
-        if status.status == RunState::Running {
+        if status.status == RunState::Meeting(MeetingStatus::Running) {
             return Err(Error::Runtime(format!(
                 "meeting {id} is still running (loop {} of {}); ask again with wait_seconds",
                 status.loops, status.max_loops

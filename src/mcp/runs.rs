@@ -229,53 +229,26 @@ pub struct Started {
     pub run_dir: String,
 }
 
-/// Where a meeting stands, as `meeting_status` says it: how a meeting ends
-/// ([`MeetingStatus`], each by its own name), or what only a run folder read from outside can
-/// be — `stopped` (resumable), `cancelled` (stopped by the client's cancel).
+/// Where a meeting stands, as `meeting_status` says it: a meeting's own status
+/// ([`MeetingStatus`], by its own name: `running`, `waiting`, `finished`, `no_decision`, …), or
+/// what only a run folder read from outside can be — `stopped` (resumable), `cancelled`
+/// (stopped by the client's cancel).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunState {
-    Running,
-    Waiting,
     Stopped,
     Cancelled,
-    Reviewing,
-    Finishing,
-    ForcedStop,
-    Finished,
-    NoDecision,
-    Failed,
+    #[serde(untagged)]
+    Meeting(MeetingStatus),
 }
 
 impl RunState {
     /// Every state, for the test that each validates against the tool's output schema.
     #[cfg(test)]
-    pub const ALL: [RunState; 10] = [
-        RunState::Running,
-        RunState::Waiting,
-        RunState::Stopped,
-        RunState::Cancelled,
-        RunState::Reviewing,
-        RunState::Finishing,
-        RunState::ForcedStop,
-        RunState::Finished,
-        RunState::NoDecision,
-        RunState::Failed,
-    ];
-}
-
-impl From<MeetingStatus> for RunState {
-    fn from(s: MeetingStatus) -> RunState {
-        match s {
-            MeetingStatus::Running => RunState::Running,
-            MeetingStatus::Reviewing => RunState::Reviewing,
-            MeetingStatus::Finishing => RunState::Finishing,
-            MeetingStatus::ForcedStop => RunState::ForcedStop,
-            MeetingStatus::Finished => RunState::Finished,
-            MeetingStatus::NoDecision => RunState::NoDecision,
-            MeetingStatus::Failed => RunState::Failed,
-            MeetingStatus::Waiting => RunState::Waiting,
-        }
+    pub fn all() -> Vec<RunState> {
+        let mut all = vec![RunState::Stopped, RunState::Cancelled];
+        all.extend(MeetingStatus::ALL.map(RunState::Meeting));
+        all
     }
 }
 
@@ -344,14 +317,14 @@ pub fn status(
         crate::model::Status::Finished
             if crate::meeting::final_report::no_decision_reason(&board).is_some() =>
         {
-            RunState::NoDecision
+            RunState::Meeting(MeetingStatus::NoDecision)
         }
-        other => MeetingStatus::from(other).into(),
+        other => RunState::Meeting(other.into()),
     };
     let state = if running {
-        RunState::Running
+        RunState::Meeting(MeetingStatus::Running)
     } else if waiting.is_some() {
-        RunState::Waiting
+        RunState::Meeting(MeetingStatus::Waiting)
     } else if board.next_stage().is_some() && cancelled {
         RunState::Cancelled
     } else if board.next_stage().is_some() {

@@ -18,7 +18,7 @@ use super::runs::{self, RunState};
 use super::tools::{self, Tool};
 use super::{code, elicit, now, resources, Call, Server, CAPABILITIES_KEY, SUBSCRIPTION_KEY};
 use crate::error::{Error, Result};
-use crate::model::Waiting;
+use crate::model::{MeetingStatus, Waiting};
 
 /// The extension's identifier, in capabilities.
 pub const EXTENSION: &str = "io.modelcontextprotocol/tasks";
@@ -247,11 +247,13 @@ impl Server {
         let (cancelled, declined, answered) = self.told(id);
         let resume = format!("resumable: meeting_run {{\"resume\": \"{id}\"}}");
         let state = match status.status {
-            RunState::Running if cancelled => State::Working("stopping".into()),
-            RunState::Running => {
+            RunState::Meeting(MeetingStatus::Running) if cancelled => {
+                State::Working("stopping".into())
+            }
+            RunState::Meeting(MeetingStatus::Running) => {
                 State::Working(format!("loop {} of {}", status.loops, status.max_loops))
             }
-            RunState::Waiting => {
+            RunState::Meeting(MeetingStatus::Waiting) => {
                 let w = crate::driver::RunDir { path: dir }
                     .waiting()
                     .ok()

@@ -468,7 +468,7 @@ mod tests {
     /// tools that return a MeetingResult take (the schemas are the types that print them).
     #[test]
     fn every_status_validates_against_its_tools_output_schema() {
-        for state in RunState::ALL {
+        for state in RunState::all() {
             let report = StatusReport {
                 run_id: "r1".into(),
                 run_dir: "/runs/r1".into(),
@@ -478,7 +478,7 @@ mod tests {
                 calls: 3,
                 tokens: 900,
                 last_event: json!({"ts": "2026-01-01T00:00:00Z", "kind": "turn"}),
-                waiting: (state == RunState::Waiting).then(|| Asked {
+                waiting: (state == RunState::Meeting(MeetingStatus::Waiting)).then(|| Asked {
                     agent: "ana".into(),
                     role: "Analyst".into(),
                     question: "Which?".into(),
