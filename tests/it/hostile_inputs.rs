@@ -350,6 +350,19 @@ fn a_resume_reads_no_file_the_folder_names() {
         .stderr_has(&format!("--template {}", secret.display()))
         .stderr_has(&format!("--human-answers {}", secret.display()));
     assert!(!out.stderr().contains("abc123"));
+    // The modes that only read a folder use none of its paths.
+    let compared = crate::harness::cli("meeting")
+        .arg("compare")
+        .args([&run, &run])
+        .run();
+    compared.success();
+    assert!(!compared.stdout().contains("abc123"));
+    let next = crate::harness::cli("next-stage")
+        .arg("--run-folder")
+        .arg(&run)
+        .run();
+    next.success();
+    assert!(!next.stdout().contains("abc123"));
     // Given now: the meeting goes on with what was given, and never reads the saved file.
     let template = work.write("t.md.j2", "# {{ topic }} (own template)\n");
     let answers = work.write("answers.jsonl", "");
