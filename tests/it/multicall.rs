@@ -190,3 +190,38 @@ fn the_help_lists_each_program_with_what_it_does() {
     }
     assert!(text.contains("agent-meeting mcp"), "{text}");
 }
+
+/// Only our names on PATH: the package's programs are `agent-meeting` and the pipeline's
+/// program names — never a mode (`github`, `gitlab`, `mcp`), whose names are other tools'.
+#[test]
+fn the_package_installs_only_our_program_names() {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(crate::harness::root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut bins: Vec<String> = meta["packages"][0]["targets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["kind"][0] == "bin")
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    bins.sort();
+    let mut want: Vec<String> = PROGRAMS.iter().map(|p| p.to_string()).collect();
+    want.push("agent-meeting".into());
+    want.sort();
+    assert_eq!(bins, want);
+}
