@@ -12,6 +12,9 @@ use crate::error::{Error, Result};
 pub const ANSWER_HINT: &str =
     "Reply with a comment starting `/answer` and the answer; the meeting goes on from there.";
 
+/// Who the Actions token (`GITHUB_TOKEN`) posts as.
+pub const ACTIONS_BOT: &str = "github-actions[bot]";
+
 /// How much of a diff is asked for at most (GitHub serves up to 20,000 lines of one).
 const MAX_DIFF_BYTES: u64 = 8 << 20;
 
@@ -204,6 +207,17 @@ impl Api {
         Ok(all)
     }
 
+    /// Who this token posts as: a personal token's user (`GET /user`); the Actions token
+    /// (an installation token, which `GET /user` refuses) posts as `github-actions[bot]`.
+    pub fn me(&self) -> String {
+        self.rest
+            .json("GET", "/user", None)
+            .ok()
+            .and_then(|u| u["login"].as_str().map(str::to_string))
+            .filter(|l| !l.is_empty())
+            .unwrap_or_else(|| ACTIONS_BOT.to_string())
+    }
+
     pub fn create_comment(&self, number: u64, body: &str) -> Result<Value> {
         self.json(
             "POST",
@@ -239,12 +253,15 @@ impl super::Forge for Api {
         Api::files(self, number)
     }
 
-    /// The comment an earlier run posted is found by its marker **and** a bot author: a
-    /// person's comment quoting the marker is never edited.
+    /// The comment an earlier run posted is found by its marker **and** this token's own
+    /// identity ([`Api::me`]): a person's comment quoting the marker, or another bot's, is
+    /// never edited, and a personal token finds the comment it posted before.
     fn upsert(&self, number: u64, body: &str) -> Result<String> {
         let marker = super::comment::marker(number);
+        let me = self.me();
         let ours = self.comments(number)?.into_iter().find(|c| {
-            c["body"].as_str().is_some_and(|b| b.starts_with(&marker)) && c["user"]["type"] == "Bot"
+            c["body"].as_str().is_some_and(|b| b.starts_with(&marker))
+                && c["user"]["login"].as_str() == Some(me.as_str())
         });
         let posted = match ours.as_ref().and_then(|c| c["id"].as_u64()) {
             Some(id) => self.update_comment(id, body)?,

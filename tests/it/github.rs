@@ -21,18 +21,41 @@ struct FakeGithub {
 }
 
 impl FakeGithub {
+    /// As the Actions token sees it: `GET /user` refused, comments posted by
+    /// `github-actions[bot]`.
     fn start(head_repo: &str) -> FakeGithub {
+        FakeGithub::start_as(head_repo, None)
+    }
+
+    /// With `pat`, as a personal token of that user sees it: `GET /user` is them, and their
+    /// comments are a `User`'s.
+    fn start_as(head_repo: &str, pat: Option<&str>) -> FakeGithub {
         let comments: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(vec![
             // A person quoting the marker: never edited.
             json!({"id": 1, "body": "<!-- agent-meeting:pr-7 --> quoted by a person",
                    "user": {"login": "ana", "type": "User"}}),
+            // Another bot's comment starting with the marker: never edited either.
+            json!({"id": 2, "body": "<!-- agent-meeting:pr-7 --> renovate's",
+                   "user": {"login": "renovate[bot]", "type": "Bot"}}),
         ]));
         let store = comments.clone();
         let head = head_repo.to_string();
+        let poster = match pat {
+            Some(login) => json!({"login": login, "type": "User"}),
+            None => json!({"login": "github-actions[bot]", "type": "Bot"}),
+        };
+        let me = pat.map(str::to_string);
         let server = FakeServer::answering(move |req| {
             let mut all = store.lock().unwrap();
             let path = req.path.as_str();
             match (req.method.as_str(), path) {
+                ("GET", "/user") => match &me {
+                    Some(login) => fake_http::json(200, &json!({"login": login}).to_string()),
+                    None => fake_http::json(
+                        403,
+                        r#"{"message": "Resource not accessible by integration"}"#,
+                    ),
+                },
                 ("GET", "/repos/o/r/pulls/7")
                     if req.header("accept") == Some("application/vnd.github.diff") =>
                 {
@@ -59,7 +82,7 @@ impl FakeGithub {
                 ("POST", "/repos/o/r/issues/7/comments") => {
                     let id = 100 + all.len() as u64;
                     let c = json!({"id": id, "body": req.json()["body"],
-                                   "user": {"login": "github-actions[bot]", "type": "Bot"},
+                                   "user": poster,
                                    "html_url": format!("https://github.test/o/r/pull/7#issuecomment-{id}")});
                     all.push(c.clone());
                     fake_http::json(201, &c.to_string())
@@ -78,13 +101,13 @@ impl FakeGithub {
         FakeGithub { server, comments }
     }
 
-    /// The comments a bot posted.
+    /// The comments this program posted (ids from 100: the others were there before).
     fn ours(&self) -> Vec<Value> {
         self.comments
             .lock()
             .unwrap()
             .iter()
-            .filter(|c| c["user"]["type"] == "Bot")
+            .filter(|c| c["id"].as_u64() >= Some(100))
             .cloned()
             .collect()
     }
@@ -184,11 +207,32 @@ fn a_decide_comment_posts_one_comment_and_a_rerun_updates_it() {
     assert_eq!(gh.requests("POST"), posts);
     assert_eq!(gh.requests("PATCH"), 1);
     assert_eq!(calls(&work), before, "nothing asked twice");
-    // The person's comment quoting the marker is as it was.
+    // The person's comment quoting the marker, and another bot's, are as they were.
+    let all = gh.comments.lock().unwrap().clone();
     assert_eq!(
-        gh.comments.lock().unwrap()[0]["body"],
+        all[0]["body"],
         "<!-- agent-meeting:pr-7 --> quoted by a person"
     );
+    assert_eq!(all[1]["body"], "<!-- agent-meeting:pr-7 --> renovate's");
+}
+
+/// A personal token's comment is found again by the token's own identity (`GET /user`): a
+/// second run updates it instead of posting another; no other author's comment is edited.
+#[test]
+fn a_personal_tokens_comment_is_updated_not_posted_again() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    let gh = FakeGithub::start_as("o/r", Some("priya"));
+    comment_event(&work, "/decide Move CI to arm64 runners?");
+    let env = [("AGENT_MEETING_PROVIDER", "sample")];
+    github(&work, &gh, "issue_comment", &env).success();
+    github(&work, &gh, "issue_comment", &env).success();
+    let ours = gh.ours();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    assert_eq!(ours[0]["user"]["login"], "priya");
+    assert_eq!(gh.requests("PATCH"), 1);
+    let all = gh.comments.lock().unwrap().clone();
+    assert_eq!(all[1]["body"], "<!-- agent-meeting:pr-7 --> renovate's");
 }
 
 /// A meeting that waits for a person says whom and how to answer; an `/answer` comment
