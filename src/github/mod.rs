@@ -382,8 +382,27 @@ struct Ran {
     said: Option<String>,
 }
 
-/// Run `meeting ARGS --quiet`, its stderr passed on to ours. The meeting gets no GitHub
-/// credential: the token is this program's, for the API only.
+/// The forges' credentials in a job's environment: this program's, for the API only — never
+/// the meeting's (whose model calls, `--header` values and stage commands could carry them
+/// elsewhere).
+const FORGE_CREDENTIALS: [&str; 13] = [
+    "GITHUB_TOKEN",
+    "GH_TOKEN",
+    "ACTIONS_RUNTIME_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+    "ACTIONS_ID_TOKEN_REQUEST_URL",
+    "GITLAB_TOKEN",
+    "CI_JOB_TOKEN",
+    "CI_JOB_JWT",
+    "CI_JOB_JWT_V1",
+    "CI_JOB_JWT_V2",
+    "CI_REGISTRY_PASSWORD",
+    "CI_DEPENDENCY_PROXY_PASSWORD",
+    "CI_DEPLOY_PASSWORD",
+];
+
+/// Run `meeting ARGS --quiet`, its stderr passed on to ours. The meeting gets no forge
+/// credential ([`FORGE_CREDENTIALS`]).
 fn run_meeting(s: &Settings, args: &[String]) -> Result<Ran> {
     let mut cmd = Command::new(&s.exe);
     cmd.arg("meeting")
@@ -392,13 +411,7 @@ fn run_meeting(s: &Settings, args: &[String]) -> Result<Ran> {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    for var in [
-        "GITHUB_TOKEN",
-        "GH_TOKEN",
-        "ACTIONS_RUNTIME_TOKEN",
-        "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-        "ACTIONS_ID_TOKEN_REQUEST_URL",
-    ] {
+    for var in FORGE_CREDENTIALS {
         cmd.env_remove(var);
     }
     let child = cmd.spawn().map_err(|e| {

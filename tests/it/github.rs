@@ -386,13 +386,8 @@ fn the_action_and_the_gitlab_template_are_valid_for_their_schemas() {
     }
 }
 
-/// `agent-meeting gitlab` against a fake GitLab API: a merge request labelled `decide` gets
-/// one note (PRIVATE-TOKEN to that API only), a re-run updates it, and a person's note quoting
-/// the marker is left alone.
-#[test]
-fn a_labelled_merge_request_gets_one_note_updated_on_a_rerun() {
-    let work = Workdir::new();
-    work.write(".git/HEAD", "ref: refs/heads/main\n");
+/// A fake GitLab holding merge request !5 of project 42 and its notes.
+fn fake_gitlab() -> (FakeServer, Arc<Mutex<Vec<Value>>>) {
     let notes: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(vec![json!({
         "id": 1, "body": "<!-- agent-meeting:pr-5 --> quoted", "author": {"username": "ana"}})]));
     let store = notes.clone();
@@ -429,23 +424,39 @@ fn a_labelled_merge_request_gets_one_note_updated_on_a_rerun() {
             _ => fake_http::json(404, r#"{"message": "404 Not found"}"#),
         }
     });
-    let run = || {
-        let mut c = Cli::new(std::process::Command::new(env!(
-            "CARGO_BIN_EXE_agent-meeting"
-        )));
-        c.current_dir(work.path())
-            .arg("gitlab")
-            .env("CI_API_V4_URL", format!("{}/api/v4", server.url))
-            .env("CI_PROJECT_ID", "42")
-            .env("CI_MERGE_REQUEST_IID", "5")
-            .env("CI_MERGE_REQUEST_TITLE", "Move CI to arm64")
-            .env("CI_MERGE_REQUEST_LABELS", "infra,decide")
-            .env("CI_MERGE_REQUEST_SOURCE_PROJECT_ID", "42")
-            .env("CI_MERGE_REQUEST_PROJECT_ID", "42")
-            .env("GITLAB_TOKEN", "glpat-faketoken")
-            .env("AGENT_MEETING_PROVIDER", "sample");
-        c.run()
-    };
+    (server, notes)
+}
+
+/// `agent-meeting gitlab` run in `work` against `server`, on a labelled merge request.
+fn gitlab(work: &Workdir, server: &FakeServer, env: &[(&str, &str)]) -> Run {
+    let mut c = Cli::new(std::process::Command::new(env!(
+        "CARGO_BIN_EXE_agent-meeting"
+    )));
+    c.current_dir(work.path())
+        .arg("gitlab")
+        .env("CI_API_V4_URL", format!("{}/api/v4", server.url))
+        .env("CI_PROJECT_ID", "42")
+        .env("CI_MERGE_REQUEST_IID", "5")
+        .env("CI_MERGE_REQUEST_TITLE", "Move CI to arm64")
+        .env("CI_MERGE_REQUEST_LABELS", "infra,decide")
+        .env("CI_MERGE_REQUEST_SOURCE_PROJECT_ID", "42")
+        .env("CI_MERGE_REQUEST_PROJECT_ID", "42")
+        .env("GITLAB_TOKEN", "glpat-faketoken");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.run()
+}
+
+/// `agent-meeting gitlab` against a fake GitLab API: a merge request labelled `decide` gets
+/// one note (PRIVATE-TOKEN to that API only), a re-run updates it, and a person's note quoting
+/// the marker is left alone.
+#[test]
+fn a_labelled_merge_request_gets_one_note_updated_on_a_rerun() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    let (server, notes) = fake_gitlab();
+    let run = || gitlab(&work, &server, &[("AGENT_MEETING_PROVIDER", "sample")]);
     run().success();
     run().success();
     let all = notes.lock().unwrap().clone();
@@ -470,5 +481,62 @@ fn a_labelled_merge_request_gets_one_note_updated_on_a_rerun() {
             "{}",
             req.path
         );
+    }
+}
+
+/// No forge credential reaches the meeting: a `--header` reading the token from the
+/// environment (`AGENT_MEETING_HEADERS`) finds it unset in the meeting, so no model request
+/// ever carries it — for each of GitHub's and GitLab's token variables.
+#[test]
+fn no_forge_token_reaches_the_meetings_model_requests() {
+    let model = || {
+        let reply = crate::fake_http::json(
+            200,
+            &crate::fake_http::openai_ok(&pm::done().to_string(), Some((10, 10))),
+        );
+        FakeServer::start((0..8).map(|_| reply.clone()).collect())
+    };
+    let env = |model: &FakeServer, var: &str| -> Vec<(String, String)> {
+        vec![
+            ("AGENT_MEETING_PROVIDER".into(), "openai".into()),
+            ("OPENAI_API_KEY".into(), "sk-test".into()),
+            ("OPENAI_BASE_URL".into(), format!("{}/v1", model.url)),
+            (
+                "AGENT_MEETING_HEADERS".into(),
+                format!("X-Leak: ${{{var}}}"),
+            ),
+            ("CI_JOB_TOKEN".into(), "ci-job-faketoken".into()),
+        ]
+    };
+    let leaked = |model: &FakeServer, token: &str| {
+        (0..model.count()).any(|i| {
+            let req = model.request(i);
+            req.headers.iter().any(|(_, v)| v.contains(token))
+        })
+    };
+    for (var, token) in [("GITHUB_TOKEN", TOKEN), ("GH_TOKEN", TOKEN)] {
+        let work = Workdir::new();
+        work.write(".git/HEAD", "ref: refs/heads/main\n");
+        let gh = FakeGithub::start("o/r");
+        let m = model();
+        comment_event(&work, "/decide Move CI to arm64 runners?");
+        let mut env = env(&m, var);
+        env.push(("GH_TOKEN".into(), TOKEN.into()));
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        github(&work, &gh, "issue_comment", &env);
+        assert!(!leaked(&m, token), "{var} reached a model request");
+    }
+    for (var, token) in [
+        ("GITLAB_TOKEN", "glpat-faketoken"),
+        ("CI_JOB_TOKEN", "ci-job-faketoken"),
+    ] {
+        let work = Workdir::new();
+        work.write(".git/HEAD", "ref: refs/heads/main\n");
+        let (server, _) = fake_gitlab();
+        let m = model();
+        let env = env(&m, var);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+        gitlab(&work, &server, &env);
+        assert!(!leaked(&m, token), "{var} reached a model request");
     }
 }
