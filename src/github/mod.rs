@@ -275,8 +275,9 @@ fn meeting_file(
     max_diff: usize,
     files: &[String],
 ) -> Value {
-    let title = pr.title.as_str();
-    let body = crate::text::cut(pr.body.trim(), 8_000);
+    // Redacted before it is kept, as the diff is: the run folder travels as the job's artifact.
+    let title = crate::context::redact(&pr.title).text;
+    let body = crate::context::redact(&crate::text::cut(pr.body.trim(), 8_000)).text;
     let mut brief = config.brief.clone();
     let state = format!("Pull request #{}: {title}\n\n{body}", pr.number);
     brief.current_state = if brief.current_state.is_empty() {

@@ -67,7 +67,7 @@ impl FakeGithub {
                 ("GET", "/repos/o/r/pulls/7") => fake_http::json(
                     200,
                     &json!({"number": 7, "title": "Move CI to arm64",
-                            "body": "Runners on arm64 cost less. Builds must stay under 10 minutes.",
+                            "body": "Runners on arm64 cost less. Builds must stay under 10 minutes. Test key: AKIAIOSFODNN7EXAMPLE",
                             "head": {"repo": {"full_name": head}},
                             "base": {"repo": {"full_name": "o/r"}}})
                     .to_string(),
@@ -184,6 +184,18 @@ fn a_decide_comment_posts_one_comment_and_a_rerun_updates_it() {
     let run = work.join("runs/.github/pr-7/pr.diff");
     let diff = std::fs::read_to_string(run).unwrap();
     assert!(!diff.contains("ghp_abcdefghij"), "{diff}");
+    // The description's secret is redacted in what is kept too (the meeting file).
+    for e in std::fs::read_dir(work.join("runs/.github/pr-7"))
+        .unwrap()
+        .flatten()
+    {
+        let kept = std::fs::read_to_string(e.path()).unwrap();
+        assert!(
+            !kept.contains("AKIAIOSFODNN7EXAMPLE"),
+            "{}",
+            e.path().display()
+        );
+    }
     assert!(
         work.read("summary.md").contains("agent-meeting: decided")
             || body.contains("agent-meeting:")
