@@ -32,6 +32,9 @@ pub struct Outcome<'a> {
     pub failure: Option<&'a str>,
     /// How a person answers a waiting meeting on this forge.
     pub answer_hint: &'a str,
+    /// Whether the meeting has a run folder (else it stopped before it began: nothing to
+    /// resume).
+    pub started: bool,
 }
 
 /// The comment's Markdown.
@@ -43,12 +46,14 @@ pub fn render(o: &Outcome) -> String {
         (None, Some(MeetingStatus::Finished)) => "decided".into(),
         (None, Some(MeetingStatus::NoDecision)) => "no decision".into(),
         (None, Some(MeetingStatus::Waiting)) => "waiting for a person".into(),
+        _ if !o.started => "not started".into(),
         _ => "failed, resumable".into(),
     };
-    out.push_str(&format!(
-        "### agent-meeting: {headline}\n\n**{}**\n\n",
-        quiet(&crate::text::one_line(o.topic, 300))
-    ));
+    out.push_str(&format!("### agent-meeting: {headline}\n\n"));
+    let topic = crate::text::one_line(o.topic, 300);
+    if !topic.trim().is_empty() {
+        out.push_str(&format!("**{}**\n\n", quiet(&topic)));
+    }
     if let Some((who, question)) = o.waiting {
         out.push_str(&format!(
             "The meeting asks **{}**: {}\n\n{}\n\n",
@@ -65,7 +70,10 @@ pub fn render(o: &Outcome) -> String {
             ));
         }
     }
-    if matches!(headline.as_str(), "failed, resumable") {
+    if headline == "not started" {
+        out.push_str("No meeting ran and nothing was paid: fix what the error says (the workflow's key, its settings) and run the job again.\n\n");
+    }
+    if headline == "failed, resumable" {
         out.push_str("Nothing is lost: run the job again (or comment `/decide` with the same topic) and the meeting goes on from where it stopped, without paying again for what it already asked.\n\n");
     }
     let mut room = MAX_CHARS;
@@ -159,6 +167,7 @@ mod tests {
             waiting,
             failure: None,
             answer_hint: crate::github::api::ANSWER_HINT,
+            started: true,
         }
     }
 

@@ -180,9 +180,14 @@ pub fn hold(s: &Settings, forge: Option<&dyn Forge>, ask: event::Ask) -> Result<
         .ok()
         .flatten()
         .filter(|_| ran.code == Some(4));
+    let asked = match &ask {
+        event::Ask::Decide { topic, .. } => topic.clone(),
+        _ => String::new(),
+    };
+    let started = dir.join("meeting.json").is_file();
     let topic = crate::driver::final_board(&dir)
         .map(|b| b.meeting_input.topic)
-        .unwrap_or_default();
+        .unwrap_or(asked);
     let body = comment::render(&comment::Outcome {
         number,
         topic: &topic,
@@ -194,11 +199,35 @@ pub fn hold(s: &Settings, forge: Option<&dyn Forge>, ask: event::Ask) -> Result<
             .map(|w| (w.agent.as_str(), w.question.as_str())),
         failure: ran.said.as_deref(),
         answer_hint: forge.answer_hint(),
+        started,
     });
     let url = forge.upsert(number, &body)?;
     summarise(s, &body);
     crate::note!("{}: {} ({url})", s.program, headline(&body));
-    Ok(())
+    // Advisory about what the meeting decides, never about whether it could run: a
+    // misconfigured workflow (no key, a bad setting) or a meeting that failed is not green.
+    match (&ran.result, ran.code) {
+        (Some(r), _) if r.status == crate::model::MeetingStatus::Failed => {
+            Err(Error::Runtime(format!(
+                "the meeting failed: {}",
+                r.last_error.as_deref().unwrap_or("see its run folder")
+            )))
+        }
+        (Some(_), _) => Ok(()),
+        (None, code) => {
+            let why = format!(
+                "the meeting could not run: {}",
+                ran.said
+                    .as_deref()
+                    .map(|w| crate::text::one_line(w, 500))
+                    .unwrap_or_default()
+            );
+            Err(match code {
+                Some(2) => Error::Usage(why),
+                _ => Error::Runtime(why),
+            })
+        }
+    }
 }
 
 /// The meeting on `topic`: the run folder's resume when it exists (it goes on, or says again

@@ -552,3 +552,27 @@ fn no_forge_token_reaches_the_meetings_model_requests() {
         assert!(!leaked(&m, token), "{var} reached a model request");
     }
 }
+
+/// A meeting that cannot run (no provider key) is no green check: the program exits non-zero,
+/// and the comment says the meeting did not start — with the topic asked, the error, and no
+/// run folder to resume.
+#[test]
+fn a_meeting_that_cannot_run_fails_the_job_and_says_not_started() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    let gh = FakeGithub::start("o/r");
+    comment_event(&work, "/decide Move CI to arm64 runners?");
+    let out = github(
+        &work,
+        &gh,
+        "issue_comment",
+        &[("AGENT_MEETING_PROVIDER", "openai")],
+    );
+    assert!(matches!(out.code(), Some(1 | 2)), "{}", out.stderr());
+    out.stderr_has("the meeting could not run");
+    let body = gh.ours()[0]["body"].as_str().unwrap().to_string();
+    assert!(body.contains("agent-meeting: not started"), "{body}");
+    assert!(body.contains("**Move CI to arm64 runners?**"), "{body}");
+    assert!(body.contains("OPENAI_API_KEY"), "{body}");
+    assert!(!body.contains("resumable"), "{body}");
+}
