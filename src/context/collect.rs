@@ -211,7 +211,14 @@ impl Collector {
         }
         let in_run_folder =
             (1..=dirs.len()).any(|n| is_run_folder(&self.root.join(rel_path(&dirs[..n]))));
-        if in_run_folder || dirs.first().is_some_and(|c| is_tool_dir(c)) {
+        // The run folders, the `runs` and `reports` folders themselves and the reports; not
+        // what else is kept below `runs/` (the pull request's diff a forge keeps there).
+        let tool_output = match dirs.first() {
+            Some(c) if c == "reports" => true,
+            Some(c) if is_tool_dir(c) => rel.len() == 1,
+            _ => false,
+        };
+        if in_run_folder || tool_output {
             self.skip(shown, reason::TOOL_OUTPUT);
             return Ok(());
         }

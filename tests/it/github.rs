@@ -184,6 +184,17 @@ fn a_decide_comment_posts_one_comment_and_a_rerun_updates_it() {
     let run = work.join("runs/.github/pr-7/pr.diff");
     let diff = std::fs::read_to_string(run).unwrap();
     assert!(!diff.contains("ghp_abcdefghij"), "{diff}");
+    // The meeting read the diff, kept under the default run folder `runs/` (only run
+    // folders themselves are agent-meeting output), redacted.
+    let packet = std::fs::read_dir(work.join("runs"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path().join("0001-collect-context.out.json"))
+        .find(|p| p.is_file())
+        .expect("a run folder");
+    let packet = std::fs::read_to_string(packet).unwrap();
+    assert!(packet.contains("ubuntu-24.04-arm"), "{packet}");
+    assert!(!packet.contains("ghp_abcdefghij"));
     // The description's secret is redacted in what is kept too (the meeting file).
     for e in std::fs::read_dir(work.join("runs/.github/pr-7"))
         .unwrap()
