@@ -42,7 +42,7 @@ pub fn render(o: &Outcome) -> String {
     let mut out = format!("{}\n", marker(o.number));
     let status = o.result.map(|r| r.status);
     let headline = match (o.waiting, status) {
-        (Some((who, _)), _) => format!("waiting for {}", quiet(who)),
+        (Some((who, _)), _) => format!("waiting for {}", text(who, 100)),
         (None, Some(MeetingStatus::Finished)) => "decided".into(),
         (None, Some(MeetingStatus::NoDecision)) => "no decision".into(),
         (None, Some(MeetingStatus::Waiting)) => "waiting for a person".into(),
@@ -50,15 +50,15 @@ pub fn render(o: &Outcome) -> String {
         _ => "failed, resumable".into(),
     };
     out.push_str(&format!("### agent-meeting: {headline}\n\n"));
-    let topic = crate::text::one_line(o.topic, 300);
+    let topic = text(&crate::text::one_line(o.topic, 2_000), 300);
     if !topic.trim().is_empty() {
-        out.push_str(&format!("**{}**\n\n", quiet(&topic)));
+        out.push_str(&format!("**{topic}**\n\n"));
     }
     if let Some((who, question)) = o.waiting {
         out.push_str(&format!(
             "The meeting asks **{}**: {}\n\n{}\n\n",
-            quiet(who),
-            quiet(&crate::text::one_line(question, 1_000)),
+            text(who, 100),
+            text(&crate::text::one_line(question, 4_000), 1_000),
             o.answer_hint
         ));
     }
@@ -66,7 +66,7 @@ pub fn render(o: &Outcome) -> String {
         if status != Some(MeetingStatus::Finished) {
             out.push_str(&format!(
                 "> {}\n\n",
-                quiet(&crate::text::one_line(why, 1_000))
+                text(&crate::text::one_line(why, 4_000), 1_000)
             ));
         }
     }
@@ -86,9 +86,9 @@ pub fn render(o: &Outcome) -> String {
         let Some(body) = crate::text::markdown::report_section(o.report, title) else {
             continue;
         };
-        let body = crate::text::cut(body.trim(), room.min(20_000));
-        room = room.saturating_sub(body.len());
-        out.push_str(&format!("#### {shown}\n\n{}\n\n", quiet(&demoted(&body))));
+        let body = text(&demoted(body.trim()), room.min(20_000));
+        room = room.saturating_sub(body.chars().count());
+        out.push_str(&format!("#### {shown}\n\n{body}\n\n"));
     }
     if let Some(r) = o.result {
         out.push_str(&format!("{}\n\n", cost_line(r)));
@@ -128,18 +128,34 @@ fn demoted(md: &str) -> String {
         .join("\n")
 }
 
-/// Model text made quiet on GitHub: no `@` mention pings anyone (a zero-width space after the
-/// `@`), and no text can pass for this comment's marker.
-fn quiet(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
+/// Model (or event) text as GitHub shows it, cut last to `max` characters (whatever is added
+/// counts): text, not markup — no raw HTML (every `<` escaped, so no tag, comment, `<details>`
+/// or marker of ours can be written), no live image or remote link (an image or a link shows
+/// its text and its URL as code, a bare URL as code: no tracking pixel loads, no link is made
+/// to look like ours), no `@` mention pings anyone (a zero-width space after the `@`).
+fn text(s: &str, max: usize) -> String {
+    static LINK: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?[^)\n]*\)").expect("a regex")
+    });
+    static URL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(?i)\b(?:https?|ftp)://[^\s<>`()]+|\bwww\.[^\s<>`()]+").expect("a regex")
+    });
+    // Links first, then the URLs they showed and the bare ones, each made code once.
+    let unlinked = LINK.replace_all(s, |c: &regex::Captures| {
+        let kind = if c[1].is_empty() { "" } else { "image: " };
+        format!("{kind}{} ({})", &c[2], &c[3])
+    });
+    let coded = URL.replace_all(&unlinked, |c: &regex::Captures| format!("`{}`", &c[0]));
+    let mut out = String::with_capacity(coded.len());
+    let mut chars = coded.chars().peekable();
     while let Some(c) = chars.next() {
-        out.push(c);
-        if c == '@' && chars.peek().is_some_and(|n| n.is_alphanumeric()) {
-            out.push('\u{200b}');
+        match c {
+            '<' => out.push_str("&lt;"),
+            '@' if chars.peek().is_some_and(|n| n.is_alphanumeric()) => out.push_str("@\u{200b}"),
+            c => out.push(c),
         }
     }
-    out.replace("<!-- agent-meeting", "&lt;!-- agent-meeting")
+    crate::text::cut(&out, max)
 }
 
 #[cfg(test)]
@@ -203,8 +219,41 @@ mod tests {
             "{md}"
         );
         assert_eq!(
-            quiet("<!-- agent-meeting:pr-1 -->"),
+            text("<!-- agent-meeting:pr-1 -->", 100),
             "&lt;!-- agent-meeting:pr-1 -->"
         );
+    }
+
+    /// Model text is text: no raw HTML, no live image or remote link, no ping; our own
+    /// structure (the marker, `<details>`, `<sub>`) cannot be written by it.
+    #[test]
+    fn model_text_renders_as_text() {
+        let t = text(
+            "See ![x](https://t.example/p.gif) and [the docs](https://evil.example/ \"t\") or https://evil.example/x — </sub></details><details open><!-- agent-meeting:pr-7 --> @octocat",
+            1_000,
+        );
+        assert!(!t.contains('<'), "{t}");
+        assert!(!t.contains("]("), "{t}");
+        assert!(t.contains("image: x (`https://t.example/p.gif`)"), "{t}");
+        assert!(t.contains("the docs (`https://evil.example/`)"), "{t}");
+        assert!(t.contains("`https://evil.example/x`"), "{t}");
+        assert!(t.contains("@\u{200b}octocat"), "{t}");
+    }
+
+    /// The whole comment stays inside GitHub's 65,536 characters whatever the text adds in
+    /// escaping it (each `@` gains a zero-width space, each `<` three characters).
+    #[test]
+    fn the_comment_fits_githubs_limit_after_escaping() {
+        let noisy = "@a <b> ".repeat(12_000);
+        let report = format!(
+            "# R\n\n## Executive Summary\n\n{noisy}\n\n## Recommendation\n\n{noisy}\n\n## Council\n\n{noisy}\n\n## Required Questions\n\n{noisy}\n"
+        );
+        let r = result(MeetingStatus::Failed);
+        let mut o = outcome(&r, Some(("ana", &noisy)));
+        o.report = &report;
+        o.topic = &noisy;
+        o.failure = Some(&noisy);
+        let md = render(&o);
+        assert!(md.chars().count() <= 65_536, "{}", md.chars().count());
     }
 }
