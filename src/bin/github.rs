@@ -38,7 +38,8 @@ struct Args {
         default_value = "https://api.github.com"
     )]
     api_url: String,
-    /// Any opened, edited or synchronized pull request starts a meeting on its title
+    /// A pull request opened (or reopened) by a trusted author in this repository starts a
+    /// meeting on its title, without the label (a push or an edit starts none)
     #[arg(long)]
     from_body: bool,
     #[command(flatten)]

@@ -19,7 +19,8 @@ const TRUSTED: [&str; 3] = ["OWNER", "MEMBER", "COLLABORATOR"];
 pub struct Options {
     /// A `pull_request` event labelled so starts one on the pull request (its title the topic).
     pub label: String,
-    /// Any `opened`, `edited`, `reopened` or `synchronize` event starts one too.
+    /// An `opened` or `reopened` pull request starts one too — when its author is trusted and
+    /// it is no fork's (docs/design/github.md#events).
     pub from_body: bool,
 }
 
@@ -107,14 +108,40 @@ fn pull_request(name: &str, event: &Value, opts: &Options) -> Ask {
         return Ask::Nothing("the event names no pull request".into());
     };
     let action = event["action"].as_str().unwrap_or("");
+    // Only someone who may triage the repository can label: the label is a maintainer's yes.
     let labelled = action == "labeled" && event["label"]["name"] == opts.label.as_str();
-    let changed = matches!(action, "opened" | "edited" | "reopened" | "synchronize");
-    if !(labelled || (opts.from_body && changed)) {
+    let opened = matches!(action, "opened" | "reopened");
+    if opts.from_body && !labelled && matches!(action, "edited" | "synchronize") {
+        // Its topic's meeting already ran: resumed, it would repost what it said of the diff
+        // before this push or edit.
+        return Ask::Nothing(format!(
+            "a pull_request {action} event starts no meeting: the pull request's meeting was held when it was opened; for one on its new state, comment {DECIDE} <topic>"
+        ));
+    }
+    if !(labelled || (opts.from_body && opened)) {
         return Ask::Nothing(format!(
             "a pull_request {action} event: a meeting starts when the pull request is labelled {:?}{}",
             opts.label,
-            if opts.from_body { "" } else { " (or with --from-body)" }
+            if opts.from_body { "" } else { " (or opened, with --from-body)" }
         ));
+    }
+    if !labelled {
+        // Unlabelled, no maintainer said yes: the author must be one who may spend the budget,
+        // and a fork's pull request waits for a maintainer's label (or /decide).
+        let association = pr["author_association"].as_str().unwrap_or("NONE");
+        let who = pr["user"]["login"].as_str().unwrap_or("its author");
+        if is_fork(pr) {
+            return Ask::Nothing(format!(
+                "pull request #{number} comes from a fork: a meeting starts on it only when a maintainer labels it {:?} or comments {DECIDE}",
+                opts.label
+            ));
+        }
+        if !TRUSTED.contains(&association) {
+            return Ask::Nothing(format!(
+                "{who} is not a member or collaborator of the repository ({association}): a meeting on their pull request starts when a maintainer labels it {:?} or comments {DECIDE}",
+                opts.label
+            ));
+        }
     }
     if name == "pull_request" && is_fork(pr) {
         return Ask::ForkWithoutSecrets { number };
@@ -230,6 +257,7 @@ mod tests {
         ));
         let mut opened = pr("o/r");
         opened["action"] = json!("opened");
+        opened["pull_request"]["author_association"] = json!("MEMBER");
         assert!(matches!(
             read("pull_request", &opened, &opts()),
             Ask::Nothing(_)
@@ -243,5 +271,45 @@ mod tests {
             Ask::Decide { .. }
         ));
         assert!(matches!(read("push", &json!({}), &opts()), Ask::Nothing(_)));
+    }
+
+    /// With --from-body, an unlabelled pull request starts a meeting only when a trusted
+    /// author opens it in this repository: a stranger's, or a fork's under
+    /// pull_request_target, waits for a maintainer's label; a push or an edit starts none (it
+    /// would resume the meeting held on the old diff).
+    #[test]
+    fn from_body_needs_a_trusted_author_and_no_push_repeats_a_meeting() {
+        let from_body = Options {
+            from_body: true,
+            ..opts()
+        };
+        let pr = |action: &str, head: &str, association: &str| {
+            json!({"action": action,
+                   "pull_request": {"number": 9, "title": "Adopt Rust for ingest",
+                       "author_association": association, "user": {"login": "mallory"},
+                       "head": {"repo": {"full_name": head}},
+                       "base": {"repo": {"full_name": "o/r"}}}})
+        };
+        let ask = |e: &Value| read("pull_request_target", e, &from_body);
+        assert!(matches!(
+            ask(&pr("opened", "o/r", "MEMBER")),
+            Ask::Decide { .. }
+        ));
+        for (e, says) in [
+            (pr("opened", "fork/r", "NONE"), "comes from a fork"),
+            (pr("opened", "fork/r", "MEMBER"), "comes from a fork"),
+            (pr("opened", "o/r", "NONE"), "mallory is not a member"),
+            (pr("edited", "o/r", "MEMBER"), "starts no meeting"),
+            (pr("synchronize", "o/r", "MEMBER"), "starts no meeting"),
+        ] {
+            let Ask::Nothing(why) = ask(&e) else {
+                panic!("{e}: {:?}", ask(&e))
+            };
+            assert!(why.contains(says), "{why}");
+        }
+        // A maintainer's label is the yes: a stranger's fork then gets its meeting.
+        let mut labelled = pr("labeled", "fork/r", "NONE");
+        labelled["label"] = json!({"name": "decide"});
+        assert!(matches!(ask(&labelled), Ask::Decide { .. }));
     }
 }
