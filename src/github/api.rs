@@ -15,8 +15,9 @@ pub const ANSWER_HINT: &str =
 /// Who the Actions token (`GITHUB_TOKEN`) posts as.
 pub const ACTIONS_BOT: &str = "github-actions[bot]";
 
-/// How much of a diff is asked for at most (GitHub serves up to 20,000 lines of one).
-const MAX_DIFF_BYTES: u64 = 8 << 20;
+/// How much of a diff is read at most (GitHub serves up to 20,000 lines of one), and of any
+/// other answer.
+pub const MAX_DIFF_BYTES: u64 = 8 << 20;
 
 /// A REST API at one base URL, with one credential header: every URL is built from the base,
 /// a redirect is never followed, and the token is scrubbed from every message. Both forges'
@@ -63,6 +64,24 @@ impl Rest {
         accept: &str,
         body: Option<&Value>,
     ) -> Result<String> {
+        self.exchange(method, path, accept, body, None)
+            .map(|(text, _)| text)
+    }
+
+    /// [`Rest::send`] of a GET whose answer may be long: its first `cap` bytes (cut at a
+    /// character), and whether there was more.
+    pub(super) fn get_capped(&self, path: &str, accept: &str, cap: u64) -> Result<(String, bool)> {
+        self.exchange("GET", path, accept, None, Some(cap))
+    }
+
+    fn exchange(
+        &self,
+        method: &str,
+        path: &str,
+        accept: &str,
+        body: Option<&Value>,
+        cap: Option<u64>,
+    ) -> Result<(String, bool)> {
         let url = format!("{}{path}", self.base);
         let builder = ureq::http::Request::builder()
             .method(method)
@@ -100,12 +119,28 @@ impl Rest {
                 self.base_from
             ))));
         }
-        let text = resp
-            .body_mut()
-            .with_config()
-            .limit(MAX_DIFF_BYTES)
-            .read_to_string()
-            .map_err(|e| Error::Runtime(scrub(format!("{method} {url}: {e}"))))?;
+        let (text, cut) = match cap.filter(|_| (200..300).contains(&status)) {
+            Some(cap) => {
+                use std::io::Read;
+                let mut bytes = Vec::new();
+                let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
+                (&mut reader)
+                    .take(cap + 1)
+                    .read_to_end(&mut bytes)
+                    .map_err(|e| Error::Runtime(scrub(format!("{method} {url}: {e}"))))?;
+                let cut = bytes.len() as u64 > cap;
+                bytes.truncate(cap as usize);
+                (String::from_utf8_lossy(&bytes).into_owned(), cut)
+            }
+            None => (
+                resp.body_mut()
+                    .with_config()
+                    .limit(MAX_DIFF_BYTES)
+                    .read_to_string()
+                    .map_err(|e| Error::Runtime(scrub(format!("{method} {url}: {e}"))))?,
+                false,
+            ),
+        };
         if !(200..300).contains(&status) {
             let message = serde_json::from_str::<Value>(&text)
                 .ok()
@@ -115,7 +150,7 @@ impl Rest {
                 "{method} {url}: HTTP {status}: {message}"
             ))));
         }
-        Ok(text)
+        Ok((text, cut))
     }
 
     /// [`Rest::send`] for a JSON answer.
@@ -145,17 +180,6 @@ impl Api {
         }
     }
 
-    fn request(
-        &self,
-        method: &str,
-        path: &str,
-        accept: &str,
-        body: Option<&Value>,
-    ) -> Result<String> {
-        self.rest
-            .send(method, &format!("/repos/{}{path}", self.repo), accept, body)
-    }
-
     fn json(&self, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
         self.rest
             .json(method, &format!("/repos/{}{path}", self.repo), body)
@@ -166,14 +190,13 @@ impl Api {
         self.json("GET", &format!("/pulls/{number}"), None)
     }
 
-    /// The pull request's diff, as `git diff` prints it.
-    pub fn diff(&self, number: u64) -> Result<String> {
-        self.request(
-            "GET",
-            &format!("/pulls/{number}"),
-            "application/vnd.github.diff",
-            None,
-        )
+    /// The pull request's diff, as `git diff` prints it: its first [`MAX_DIFF_BYTES`].
+    pub fn diff(&self, number: u64) -> Result<super::Diff> {
+        let path = format!("/repos/{}/pulls/{number}", self.repo);
+        let (text, cut) =
+            self.rest
+                .get_capped(&path, "application/vnd.github.diff", MAX_DIFF_BYTES)?;
+        Ok(super::Diff { text, cut })
     }
 
     /// The paths the pull request changes (its first 100).
@@ -245,7 +268,7 @@ impl super::Forge for Api {
         })
     }
 
-    fn diff(&self, number: u64) -> Result<String> {
+    fn diff(&self, number: u64) -> Result<super::Diff> {
         Api::diff(self, number)
     }
 

@@ -35,6 +35,8 @@ pub struct Outcome<'a> {
     /// Whether the meeting has a run folder (else it stopped before it began: nothing to
     /// resume).
     pub started: bool,
+    /// What of the request the meeting could not read (a diff too large).
+    pub left_out: Option<&'a str>,
 }
 
 /// The comment's Markdown.
@@ -69,6 +71,12 @@ pub fn render(o: &Outcome) -> String {
                 text(&crate::text::one_line(why, 4_000), 1_000)
             ));
         }
+    }
+    if let Some(note) = o.left_out {
+        out.push_str(&format!(
+            "Read in part: the meeting did not read {}; it read the list of changed files and the files themselves.\n\n",
+            text(note, 500)
+        ));
     }
     if headline == "not started" {
         out.push_str("No meeting ran and nothing was paid: fix what the error says (the workflow's key, its settings) and run the job again.\n\n");
@@ -138,7 +146,8 @@ fn text(s: &str, max: usize) -> String {
         regex::Regex::new(r"(!?)\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?[^)\n]*\)").expect("a regex")
     });
     static URL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r"(?i)\b(?:https?|ftp)://[^\s<>`()]+|\bwww\.[^\s<>`()]+").expect("a regex")
+        regex::Regex::new(r"(?i)\b(?:https?|ftp)://[^\s<>`()]+|\bwww\.[^\s<>`()]+")
+            .expect("a regex")
     });
     // Links first, then the URLs they showed and the bare ones, each made code once.
     let unlinked = LINK.replace_all(s, |c: &regex::Captures| {
@@ -184,6 +193,7 @@ mod tests {
             failure: None,
             answer_hint: crate::github::api::ANSWER_HINT,
             started: true,
+            left_out: None,
         }
     }
 

@@ -115,8 +115,8 @@ impl super::Forge for Api {
     }
 
     /// The merge request's diffs, as `git diff` prints them.
-    fn diff(&self, iid: u64) -> Result<String> {
-        Ok(self
+    fn diff(&self, iid: u64) -> Result<super::Diff> {
+        let text = self
             .diffs(iid)?
             .iter()
             .map(|d| {
@@ -127,7 +127,8 @@ impl super::Forge for Api {
                     d["diff"].as_str().unwrap_or("")
                 )
             })
-            .collect())
+            .collect();
+        Ok(super::Diff { text, cut: false })
     }
 
     fn files(&self, iid: u64) -> Result<Vec<String>> {

@@ -64,11 +64,18 @@ pub struct Pull {
     pub body: String,
 }
 
+/// A request's diff as the forge served it: `cut` when there was more than was read.
+#[derive(Debug, Clone)]
+pub struct Diff {
+    pub text: String,
+    pub cut: bool,
+}
+
 /// What the meeting needs of a forge: the request, its diff and changed files, and its one
 /// comment (note) created or updated.
 pub trait Forge {
     fn pull(&self, number: u64) -> Result<Pull>;
-    fn diff(&self, number: u64) -> Result<String>;
+    fn diff(&self, number: u64) -> Result<Diff>;
     fn files(&self, number: u64) -> Result<Vec<String>>;
     /// Post `body` as the request's one comment, or update the one posted before; its URL.
     fn upsert(&self, number: u64, body: &str) -> Result<String>;
@@ -200,6 +207,9 @@ pub fn hold(s: &Settings, forge: Option<&dyn Forge>, ask: event::Ask) -> Result<
         failure: ran.said.as_deref(),
         answer_hint: forge.answer_hint(),
         started,
+        left_out: std::fs::read_to_string(left_out_file(s, number, &run_id)?)
+            .ok()
+            .as_deref(),
     });
     let url = forge.upsert(number, &body)?;
     summarise(s, &body);
@@ -250,12 +260,34 @@ fn decide(
     let pr = api.pull(number)?;
     let work = work_dir(s, number)?;
     let max_diff = config.max_diff_chars.unwrap_or(40_000);
-    let diff = api.diff(number)?;
+    // A diff too big to serve (GitHub's 406) or to read whole: the meeting is held on what
+    // can be read, and says what was left out.
+    let (diff, left_out) = match api.diff(number) {
+        Ok(d) if d.cut => {
+            let mib = api::MAX_DIFF_BYTES >> 20;
+            (d.text, Some(format!("the diff past its first {mib} MiB")))
+        }
+        Ok(d) => (d.text, None),
+        Err(e) => (String::new(), Some(format!("the diff ({e})"))),
+    };
     let diff_file = work.join("pr.diff");
     // Redacted before it is kept: the run folder travels as the job's artifact.
     crate::io::write_atomic(&diff_file, crate::context::redact(&diff).text.as_bytes())?;
+    let note_file = left_out_file(s, number, &id)?;
+    match &left_out {
+        Some(note) => crate::io::write_atomic(&note_file, note.as_bytes())?,
+        None => {
+            let _ = std::fs::remove_file(&note_file);
+        }
+    }
     let files = api.files(number)?;
-    let meeting = meeting_file(&pr, topic, config, &diff_file, max_diff, &files);
+    let mut meeting = meeting_file(&pr, topic, config, &diff_file, max_diff, &files);
+    if let Some(note) = &left_out {
+        let state = meeting["brief"]["current_state"].as_str().unwrap_or("");
+        meeting["brief"]["current_state"] = json!(format!(
+            "{state}\n\nNot read: {note}; the list of changed files and the files themselves are."
+        ));
+    }
     let file = work.join(format!("{id}.json"));
     crate::io::write_atomic(&file, crate::io::to_json_line(&meeting, true).as_bytes())?;
     let mut args: Vec<String> = vec![
@@ -375,6 +407,12 @@ fn waiting_run(run_dir: &Path, number: u64) -> Option<PathBuf> {
         .collect();
     waiting.sort();
     waiting.pop().map(|(_, p)| p)
+}
+
+/// Where the meeting `run_id` of request `number` keeps what it could not read (the comment
+/// says it on every run, resumed or not).
+fn left_out_file(s: &Settings, number: u64, run_id: &str) -> Result<PathBuf> {
+    Ok(work_dir(s, number)?.join(format!("{run_id}.left-out.txt")))
 }
 
 /// The folder for what this program writes about pull request `number` (the diff, the

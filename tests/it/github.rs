@@ -30,6 +30,11 @@ impl FakeGithub {
     /// With `pat`, as a personal token of that user sees it: `GET /user` is them, and their
     /// comments are a `User`'s.
     fn start_as(head_repo: &str, pat: Option<&str>) -> FakeGithub {
+        FakeGithub::start_with(head_repo, pat, 200)
+    }
+
+    /// With the diff answered with `diff_status` (GitHub's 406 for a diff too large).
+    fn start_with(head_repo: &str, pat: Option<&str>, diff_status: u16) -> FakeGithub {
         let comments: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(vec![
             // A person quoting the marker: never edited.
             json!({"id": 1, "body": "<!-- agent-meeting:pr-7 --> quoted by a person",
@@ -56,6 +61,15 @@ impl FakeGithub {
                         r#"{"message": "Resource not accessible by integration"}"#,
                     ),
                 },
+                ("GET", "/repos/o/r/pulls/7")
+                    if req.header("accept") == Some("application/vnd.github.diff")
+                        && diff_status == 406 =>
+                {
+                    fake_http::json(
+                        406,
+                        r#"{"message": "Sorry, the diff exceeded the maximum number of lines (20000)"}"#,
+                    )
+                }
                 ("GET", "/repos/o/r/pulls/7")
                     if req.header("accept") == Some("application/vnd.github.diff") =>
                 {
@@ -586,4 +600,26 @@ fn a_meeting_that_cannot_run_fails_the_job_and_says_not_started() {
     assert!(body.contains("**Move CI to arm64 runners?**"), "{body}");
     assert!(body.contains("OPENAI_API_KEY"), "{body}");
     assert!(!body.contains("resumable"), "{body}");
+}
+
+/// A pull request whose diff GitHub will not serve (406: too large) still gets its meeting, on
+/// the files it changes, and the comment says what was left out — on the re-run too.
+#[test]
+fn a_diff_too_large_to_serve_still_gets_a_meeting_and_says_so() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    work.write("ci.yml", "runs-on: ubuntu-24.04\n");
+    let gh = FakeGithub::start_with("o/r", None, 406);
+    comment_event(&work, "/decide Move CI to arm64 runners?");
+    let env = [("AGENT_MEETING_PROVIDER", "sample")];
+    for _ in 0..2 {
+        github(&work, &gh, "issue_comment", &env).success();
+        let body = gh.ours()[0]["body"].as_str().unwrap().to_string();
+        assert!(body.contains("agent-meeting: decided"), "{body}");
+        assert!(
+            body.contains("Read in part: the meeting did not read the diff"),
+            "{body}"
+        );
+        assert!(body.contains("maximum number of lines"), "{body}");
+    }
 }
