@@ -110,7 +110,8 @@ pub fn main() -> ExitCode {
             }
         };
         let forge = api.as_ref().map(|a| a as &dyn agent_meeting::github::Forge);
-        agent_meeting::github::hold(&settings, forge, ask)?;
+        // A merge request pipeline runs on the request's source branch.
+        agent_meeting::github::hold(&settings, forge, ask, agent_meeting::github::Checkout::Head)?;
         Ok(())
     })
 }

@@ -35,8 +35,9 @@ pub struct Outcome<'a> {
     /// Whether the meeting has a run folder (else it stopped before it began: nothing to
     /// resume).
     pub started: bool,
-    /// What of the request the meeting could not read (a diff too large).
-    pub left_out: Option<&'a str>,
+    /// What the meeting read of the request, one note a line (which version of the files,
+    /// what it could not read).
+    pub notes: Option<&'a str>,
 }
 
 /// The comment's Markdown.
@@ -72,11 +73,13 @@ pub fn render(o: &Outcome) -> String {
             ));
         }
     }
-    if let Some(note) = o.left_out {
-        out.push_str(&format!(
-            "Read in part: the meeting did not read {}; it read the list of changed files and the files themselves.\n\n",
-            text(note, 500)
-        ));
+    for note in o
+        .notes
+        .into_iter()
+        .flat_map(str::lines)
+        .filter(|l| !l.trim().is_empty())
+    {
+        out.push_str(&format!("{}\n\n", text(note, 800)));
     }
     if headline == "not started" {
         out.push_str("No meeting ran and nothing was paid: fix what the error says (the workflow's key, its settings) and run the job again.\n\n");
@@ -193,7 +196,7 @@ mod tests {
             failure: None,
             answer_hint: crate::github::api::ANSWER_HINT,
             started: true,
-            left_out: None,
+            notes: None,
         }
     }
 

@@ -38,6 +38,15 @@ pub enum Ask {
     Nothing(String),
 }
 
+/// Which version of the changed files a workflow of event `name` checks out (actions/checkout's
+/// default ref): `pull_request` the pull request's merge commit, the others the base branch.
+pub fn checkout(name: &str) -> super::Checkout {
+    match name {
+        "pull_request" => super::Checkout::Head,
+        _ => super::Checkout::Base,
+    }
+}
+
 /// What `event` (named `name`) asks.
 pub fn read(name: &str, event: &Value, opts: &Options) -> Ask {
     match name {

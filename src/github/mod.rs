@@ -113,7 +113,7 @@ pub fn run(e: &GithubEvent, s: &Settings) -> Result<()> {
         .map_err(|err| Error::input(&label, "", format!("expected the event's JSON: {err}")))?;
     let ask = event::read(&e.event_name, &event, &e.options);
     if let event::Ask::Nothing(_) | event::Ask::ForkWithoutSecrets { .. } = ask {
-        return hold(s, None, ask);
+        return hold(s, None, ask, event::checkout(&e.event_name));
     }
     let token = e.token.as_deref().filter(|t| !t.trim().is_empty()).ok_or_else(|| {
         Error::Usage(
@@ -121,11 +121,16 @@ pub fn run(e: &GithubEvent, s: &Settings) -> Result<()> {
         )
     })?;
     let api = api::Api::new(&e.api_url, &e.repo, token);
-    hold(s, Some(&api), ask)
+    hold(s, Some(&api), ask, event::checkout(&e.event_name))
 }
 
-/// Do what `ask` asks on the forge, and post the comment.
-pub fn hold(s: &Settings, forge: Option<&dyn Forge>, ask: event::Ask) -> Result<()> {
+/// Do what `ask` asks on the forge, whose job checked out `checkout`, and post the comment.
+pub fn hold(
+    s: &Settings,
+    forge: Option<&dyn Forge>,
+    ask: event::Ask,
+    checkout: Checkout,
+) -> Result<()> {
     let (number, forge) = match (&ask, forge) {
         (event::Ask::Nothing(why), _) => {
             say(s, &format!("nothing to do: {why}"));
@@ -144,7 +149,7 @@ pub fn hold(s: &Settings, forge: Option<&dyn Forge>, ask: event::Ask) -> Result<
     };
     let config = repo_config(s)?;
     let (dir, args) = match &ask {
-        event::Ask::Decide { topic, .. } => decide(s, forge, &config, number, topic)?,
+        event::Ask::Decide { topic, .. } => decide(s, forge, &config, number, topic, checkout)?,
         event::Ask::Answer { text, .. } => match waiting_run(&s.run_dir, number) {
             Some(dir) => {
                 let file = work_dir(s, number)?.join("answer.txt");
@@ -207,8 +212,9 @@ pub fn hold(s: &Settings, forge: Option<&dyn Forge>, ask: event::Ask) -> Result<
         failure: ran.said.as_deref(),
         answer_hint: forge.answer_hint(),
         started,
-        left_out: std::fs::read_to_string(left_out_file(s, number, &run_id)?)
+        notes: std::fs::read_to_string(notes_file(s, number, &run_id)?)
             .ok()
+            .filter(|_| started)
             .as_deref(),
     });
     let url = forge.upsert(number, &body)?;
@@ -248,6 +254,7 @@ fn decide(
     config: &RepoConfig,
     number: u64,
     topic: &str,
+    checkout: Checkout,
 ) -> Result<(PathBuf, Vec<String>)> {
     let id = run_id(number, topic);
     let dir = absolute(&s.run_dir.join(&id));
@@ -273,15 +280,14 @@ fn decide(
     let diff_file = work.join("pr.diff");
     // Redacted before it is kept: the run folder travels as the job's artifact.
     crate::io::write_atomic(&diff_file, crate::context::redact(&diff).text.as_bytes())?;
-    let note_file = left_out_file(s, number, &id)?;
-    match &left_out {
-        Some(note) => crate::io::write_atomic(&note_file, note.as_bytes())?,
-        None => {
-            let _ = std::fs::remove_file(&note_file);
-        }
+    // What the comment says of what the meeting read, on this run and every re-run.
+    let mut notes = vec![format!("The changed files were read {}.", checkout.said())];
+    if let Some(note) = &left_out {
+        notes.insert(0, format!("Read in part: the meeting did not read {note}; it read the list of changed files and the files themselves."));
     }
+    crate::io::write_atomic(&notes_file(s, number, &id)?, notes.join("\n").as_bytes())?;
     let files = api.files(number)?;
-    let mut meeting = meeting_file(&pr, topic, config, &diff_file, max_diff, &files);
+    let mut meeting = meeting_file(&pr, topic, config, &diff_file, max_diff, &files, checkout);
     if let Some(note) = &left_out {
         let state = meeting["brief"]["current_state"].as_str().unwrap_or("");
         meeting["brief"]["current_state"] = json!(format!(
@@ -335,6 +341,7 @@ fn meeting_file(
     diff: &Path,
     max_diff: usize,
     files: &[String],
+    checkout: Checkout,
 ) -> Value {
     // Redacted before it is kept, as the diff is: the run folder travels as the job's artifact.
     let title = crate::context::redact(&pr.title).text;
@@ -354,7 +361,7 @@ fn meeting_file(
     for f in files.iter().filter(|f| Path::new(f).is_file()).take(10) {
         sources.push(
             json!({"type": "file", "path": absolute(Path::new(f)).display().to_string(),
-            "purpose": "A file the pull request changes, as the base branch has it",
+            "purpose": format!("A file the pull request changes, {}", checkout.said()),
             "optional": true}),
         );
     }
@@ -409,10 +416,33 @@ fn waiting_run(run_dir: &Path, number: u64) -> Option<PathBuf> {
     waiting.pop().map(|(_, p)| p)
 }
 
-/// Where the meeting `run_id` of request `number` keeps what it could not read (the comment
-/// says it on every run, resumed or not).
-fn left_out_file(s: &Settings, number: u64, run_id: &str) -> Result<PathBuf> {
-    Ok(work_dir(s, number)?.join(format!("{run_id}.left-out.txt")))
+/// Where the meeting `run_id` of request `number` keeps what the comment says of what it read
+/// (which version of the files, what it could not read), one note a line, for every run,
+/// resumed or not.
+fn notes_file(s: &Settings, number: u64, run_id: &str) -> Result<PathBuf> {
+    Ok(work_dir(s, number)?.join(format!("{run_id}.notes.txt")))
+}
+
+/// Which version of the changed files the job's checkout holds, and so the meeting reads
+/// beside the diff: the base branch (`issue_comment`, `pull_request_target`: a fork's code is
+/// never checked out) or the request's own (`pull_request`'s merge commit, a merge request
+/// pipeline's source branch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkout {
+    Base,
+    Head,
+}
+
+impl Checkout {
+    /// As the comment and the documents' purpose say it.
+    fn said(self) -> &'static str {
+        match self {
+            Checkout::Base => {
+                "as the base branch has them (this trigger checks out no code of the pull request; its change is in the diff)"
+            }
+            Checkout::Head => "as the pull request has them",
+        }
+    }
 }
 
 /// The folder for what this program writes about pull request `number` (the diff, the

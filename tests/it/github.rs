@@ -185,6 +185,12 @@ fn a_decide_comment_posts_one_comment_and_a_rerun_updates_it() {
     assert!(body.contains("**Move CI to arm64 runners?**"), "{body}");
     assert!(body.contains("#### Recommendation"), "{body}");
     assert!(body.contains("**Cost:**"), "{body}");
+    // Under issue_comment the checkout is the base branch: the comment says which version of
+    // the changed files the meeting read.
+    assert!(
+        body.contains("The changed files were read as the base branch has them"),
+        "{body}"
+    );
     for i in 0..gh.server.count() {
         let req = gh.server.request(i);
         assert_eq!(
@@ -622,4 +628,40 @@ fn a_diff_too_large_to_serve_still_gets_a_meeting_and_says_so() {
         );
         assert!(body.contains("maximum number of lines"), "{body}");
     }
+}
+
+/// A labelled `pull_request` event checks out the pull request's merge commit: the meeting
+/// reads the changed files as the pull request has them, and the comment says so.
+#[test]
+fn a_labelled_pull_request_reads_the_pull_requests_files_and_says_so() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    work.write("ci.yml", "runs-on: ubuntu-24.04-arm\n");
+    let gh = FakeGithub::start("o/r");
+    work.write(
+        "event.json",
+        json!({"action": "labeled", "label": {"name": "decide"},
+               "pull_request": {"number": 7, "title": "Move CI to arm64",
+                   "head": {"repo": {"full_name": "o/r"}},
+                   "base": {"repo": {"full_name": "o/r"}}}})
+        .to_string(),
+    );
+    let env = [("AGENT_MEETING_PROVIDER", "sample")];
+    github(&work, &gh, "pull_request", &env).success();
+    let body = gh.ours()[0]["body"].as_str().unwrap().to_string();
+    assert!(
+        body.contains("The changed files were read as the pull request has them."),
+        "{body}"
+    );
+    let kept = std::fs::read_dir(work.join("runs/.github/pr-7"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let kept = std::fs::read_to_string(kept).unwrap();
+    assert!(
+        kept.contains("A file the pull request changes, as the pull request has them"),
+        "{kept}"
+    );
 }
