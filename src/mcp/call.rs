@@ -180,7 +180,7 @@ impl Server {
         asking: Asking,
     ) -> Result<Ran> {
         let a: tools::MeetingArgs = tools::args(args)?;
-        let launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        let launch = self.launch(&a, traceparent)?;
         self.run_to_end(key, launch, token, asking)
     }
 
@@ -340,7 +340,7 @@ impl Server {
         traceparent: Option<String>,
     ) -> Result<(String, Value, bool)> {
         let a: tools::MeetingArgs = tools::args(args)?;
-        let mut launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        let mut launch = self.launch(&a, traceparent)?;
         // Its progress is read from the run folder (meeting_status), not drawn: `-q`.
         launch.args.push("--quiet".into());
         runs::start_detached(&self.place, &launch, &self.children)?;

@@ -120,10 +120,27 @@ pub fn created_at(run_id: &str) -> Option<String> {
 }
 
 impl Server {
+    /// The `meeting` command line of a tool call. A resume is the meeting's task taken up
+    /// again: a cancel or a declined answer of before is over, so its task asks and works
+    /// again.
+    pub(super) fn launch(
+        &self,
+        a: &tools::MeetingArgs,
+        traceparent: Option<String>,
+    ) -> Result<runs::Launch> {
+        let launch = tools::launch(&self.place, a, &now())?.with_traceparent(traceparent);
+        if a.resume.is_some() {
+            let mut m = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+            m.cancelled.remove(&launch.run_id);
+            m.declined.remove(&launch.run_id);
+        }
+        Ok(launch)
+    }
+
     /// `meeting_run` as a task: the meeting started detached, the task's first state.
     pub(super) fn task_start(&self, args: &Value, traceparent: Option<String>) -> Result<Value> {
         let a: tools::MeetingArgs = tools::args(args)?;
-        let mut launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        let mut launch = self.launch(&a, traceparent)?;
         launch.args.push("--quiet".into());
         runs::start_detached(&self.place, &launch, &self.children)?;
         let created = created_at(&launch.run_id).unwrap_or_else(now);

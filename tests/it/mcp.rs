@@ -1470,3 +1470,49 @@ fn a_tasks_waiting_person_answers_through_tasks_update_and_notifications_follow(
     assert_eq!(m["error"]["code"], -32021, "{m}");
     s.end();
 }
+
+/// A task cancelled while its meeting waits for a person, then resumed as its own message
+/// says, is taken up again: it asks the person again (input_required), and their answer
+/// through tasks/update ends the meeting — the cancel is over.
+#[test]
+fn a_cancelled_task_resumed_asks_again() {
+    let work = Workdir::new();
+    let mut s = ana_session(&work, 3);
+    let meta = task_meta(true);
+    let task = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run",
+               "arguments": {"topic": "Who is on call?", "agents": ["arch", "ana"]}}),
+    );
+    let id = task["taskId"].as_str().unwrap().to_string();
+    assert_eq!(s.task_until_settled(&meta, &id)["status"], "input_required");
+    s.call("tasks/cancel", json!({"_meta": meta, "taskId": id}));
+    let cancelled = s.task_until_settled(&meta, &id);
+    assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
+    let again = s.call(
+        "tools/call",
+        json!({"_meta": meta, "name": "meeting_run", "arguments": {"resume": id}}),
+    );
+    assert_eq!(again["taskId"], json!(id), "{again}");
+    let asked = s.task_until_settled(&meta, &id);
+    assert_eq!(asked["status"], "input_required", "{asked}");
+    let key = asked["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    s.call(
+        "tasks/update",
+        json!({"_meta": meta, "taskId": id, "inputResponses":
+               {key: {"action": "accept", "content": {"response": "Priya, by phone."}}}}),
+    );
+    let done = s.task_until_settled(&meta, &id);
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["status"], "finished",
+        "{done}"
+    );
+    s.end();
+}
