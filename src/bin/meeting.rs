@@ -186,6 +186,7 @@ fn resume_request(a: ResumeArgs) -> Result<Request, Error> {
         trust_run_dir: a.trust_run_dir,
         adr: a.adr.settings(|| Ok(Vec::new()))?,
         answer: a.answer,
+        answer_for: a.answer_for,
         template: a.template,
         human_answers: a.human.human_answers,
     };

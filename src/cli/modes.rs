@@ -57,6 +57,10 @@ pub struct ResumeArgs {
     /// (an unusable one is sent back once, and the meeting waits again)
     #[arg(long, value_name = "FILE")]
     pub answer: Option<PathBuf>,
+    /// With --answer: the call the answer is for (waiting.json's `call`); refused when the
+    /// meeting now waits for another (someone answered first, and it asks a new question)
+    #[arg(long, value_name = "CALL", requires = "answer")]
+    pub answer_for: Option<u64>,
     /// Where to write the report (default: where the meeting was to write it); an ended
     /// meeting's report is saved there too
     #[arg(long, value_name = "FILE", help_heading = "Output")]

@@ -36,6 +36,8 @@ pub struct ResumeChanges {
     /// `--answer FILE`: the answer of the person the meeting waits for
     /// (docs/design/agent-turn.md#waiting-for-a-person).
     pub answer: Option<PathBuf>,
+    /// `--answer-for CALL`: the call the answer is for; another one waiting is a usage error.
+    pub answer_for: Option<u64>,
     /// `--template FILE`: the report's template, given again (a saved one is a path the run
     /// folder names: docs/design/run-folder.md#a-run-folder-is-input).
     pub template: Option<PathBuf>,
@@ -88,6 +90,7 @@ impl ResumeChanges {
 /// with `changes` applied and saved back to `meeting.json`.
 pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     let answer = changes.answer.take();
+    let answer_for = changes.answer_for.take();
     let folder = super::trust::Folder::open(dir, "--resume")?;
     let file = dir.join("meeting.json");
     let mut settings = folder.settings.clone();
@@ -137,7 +140,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     run.discard_after(step)?;
     let tally = run.resume_events(&board)?;
     let answer = match &answer {
-        Some(file) => Some(given_answer(run, &board, file)?),
+        Some(file) => Some(given_answer(run, &board, file, answer_for)?),
         None => None,
     };
     let fork_at = super::fork::pending(&settings, &board);
@@ -154,6 +157,7 @@ fn given_answer(
     run: &RunDir,
     board: &Board,
     file: &Path,
+    answer_for: Option<u64>,
 ) -> Result<crate::stage::agent_turn::human::Given> {
     let waiting = run.waiting()?.filter(|w| {
         crate::stage::agent_turn::human::is_human_turn(board)
@@ -168,6 +172,15 @@ fn given_answer(
             run.path.display()
         )));
     };
+    if let Some(call) = answer_for.filter(|c| *c != waiting.call) {
+        return Err(Error::Usage(format!(
+            "--answer-for: the answer is for call {call}, but the meeting in {} now waits for call {} ({}'s answer to: {}); it was answered, and the meeting moved on",
+            run.path.display(),
+            waiting.call,
+            waiting.agent,
+            waiting.question
+        )));
+    }
     Ok(crate::stage::agent_turn::human::Given {
         text: crate::stage::agent_turn::human::read_answer(file, &waiting)?,
         asked_at: waiting.asked_at,

@@ -220,15 +220,18 @@ impl Server {
                 // Declined, cancelled, or the client left: the meeting waits, resumable.
                 return Ok(ended(&result));
             };
-            launch = self.answered(&launch.run_id, answer, launch.traceparent.clone())?;
+            launch = self.answered(&launch.run_id, answer, w.call, launch.traceparent.clone())?;
         }
     }
 
-    /// The `meeting resume` of a waiting meeting with a person's answer.
+    /// The `meeting resume` of a waiting meeting with a person's answer to call `call`: the
+    /// meeting refuses it when it waits for another call by then (another client, or the
+    /// command line, answered first and the meeting asks a new question).
     pub(super) fn answered(
         &self,
         run_id: &str,
         answer: Value,
+        call: u64,
         traceparent: Option<String>,
     ) -> Result<runs::Launch> {
         let a = tools::MeetingArgs {
@@ -236,7 +239,11 @@ impl Server {
             answer: Some(answer),
             ..Default::default()
         };
-        Ok(tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent))
+        let mut launch = tools::launch(&self.place, &a, &now())?.with_traceparent(traceparent);
+        launch
+            .args
+            .extend(["--answer-for".into(), call.to_string()]);
+        Ok(launch)
     }
 
     /// The retry of a `meeting_run` that came back `input_required` (2026-07-28): the answer
@@ -272,7 +279,7 @@ impl Server {
             .and_then(|r| r.get(elicit::INPUT_KEY))
             .map(|r| elicit::reply(r, &w));
         let launch = match reply {
-            Some(elicit::Reply::Answer(answer)) => self.answered(&run_id, answer, None)?,
+            Some(elicit::Reply::Answer(answer)) => self.answered(&run_id, answer, call, None)?,
             // No answer: the meeting is asked where it stands, and still waits.
             _ => {
                 let a = tools::MeetingArgs {

@@ -202,7 +202,7 @@ impl Server {
         match elicit::reply(response, w) {
             elicit::Reply::Answer(answer) => {
                 let internal = |e: Error| (code::INTERNAL, e.to_string());
-                let mut launch = self.answered(id, answer, None).map_err(internal)?;
+                let mut launch = self.answered(id, answer, w.call, None).map_err(internal)?;
                 launch.args.push("--quiet".into());
                 runs::start_detached(&self.place, &launch, &self.children).map_err(internal)?;
                 self.remember(|m| {

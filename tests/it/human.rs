@@ -244,7 +244,19 @@ fn with_no_one_there_the_meeting_waits_and_the_answer_resumes_it() {
             1,
         );
     let answer = work.write("answer.txt", filled);
-    let done = resume(&work, &["--answer", answer.to_str().unwrap()]);
+    // An answer for another call (a question answered already, the meeting moved on) is
+    // refused, naming both; for this call it is taken.
+    resume(
+        &work,
+        &["--answer", answer.to_str().unwrap(), "--answer-for", "1"],
+    )
+    .exit(2)
+    .stderr_has("the answer is for call 1, but the meeting in")
+    .stderr_has("now waits for call 2");
+    let done = resume(
+        &work,
+        &["--answer", answer.to_str().unwrap(), "--answer-for", "2"],
+    );
     done.check(done.code() == Some(0), "the resumed meeting");
     let result: Value = done.json();
     assert_eq!(result["status"], "finished", "{result}");
