@@ -118,6 +118,45 @@ fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
     assert!(settings.contains("answers.jsonl"), "{settings}");
 }
 
+/// A person's long answer is no model's reply cut at `max_tokens`: it is taken in one go, each
+/// text kept up to its own bound and the cut said in it — not refused and asked again.
+#[test]
+fn a_persons_long_answer_is_kept_with_its_cut_said() {
+    let work = Workdir::new();
+    let c = asks_ana_once(&work);
+    let long = format!(
+        "The on-call DBA, Priya. {}",
+        "Details of the rota. ".repeat(1_000)
+    );
+    let line = json!({"response": long, "key_points": ["Paging goes to one person"]});
+    let answers = work.write("answers.jsonl", format!("{line}\n"));
+    let out = meeting(
+        &work,
+        &c,
+        &[
+            "--human-answers",
+            answers.to_str().unwrap(),
+            "--max-tokens",
+            "400",
+        ],
+    );
+    out.check(out.code() == Some(0), "the meeting");
+    let board = final_board(&work.join("runs/demo-test"));
+    let said = board["latest_agent_outputs"]["ana"].to_string();
+    assert!(said.contains("Priya"), "{said}");
+    let cut = format!(
+        "more characters not kept: a person's answer keeps {} characters of each text",
+        agent_meeting::stage::agent_turn::human::PERSON_CHARS
+    );
+    assert!(said.contains(&cut), "{said}");
+    let log = log_lines(&work);
+    assert_eq!(
+        log.iter().filter(|l| l["caller"] == "ana").count(),
+        1,
+        "asked once"
+    );
+}
+
 /// A question the person answered directly counts as answered in the report, though the PM
 /// never marked it (docs/design/whiteboard.md#questions); the PM may then name ana in `by`,
 /// but not arch, who was never asked.
@@ -879,31 +918,24 @@ fn a_users_agent_turn_that_waits_makes_the_meeting_wait() {
     done.check(done.code() == Some(0), "resumed with the built-in stage");
 }
 
-/// A person's answer is bounded like a model's reply: one longer than the turn's `max_tokens`
-/// could hold is cut there and sent back once, like a model's cut reply; the next answer is
-/// used, and the 2 MB key point never reaches the report.
+/// A person's answer is bounded by its own rule, not a model's `max_tokens`: a 2 MB key point
+/// is kept to `PERSON_CHARS` with the cut said, the answer used in one go, and the 2 MB never
+/// reaches the report.
 #[test]
-fn a_persons_answer_is_bounded_like_a_models() {
+fn a_persons_answer_is_bounded_by_its_own_rule() {
     let work = Workdir::new();
-    // The PM asks ana; her two attempts are calls 2 and 3; the PM finishes at call 4.
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(4)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = asks_ana_once(&work);
     let huge = "x".repeat(2_000_000);
     let answers = work.write(
         "answers.jsonl",
-        format!(
-            "{{\"response\": \"Priya.\", \"key_points\": [\"{huge}\"]}}\n{{\"response\": \"The on-call DBA, Priya, by phone.\", \"key_points\": [\"Paging goes to one person\"]}}\n"
-        ),
+        format!("{{\"response\": \"Priya.\", \"key_points\": [\"Paging goes to one person\", \"{huge}\"]}}\n"),
     );
     let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
     out.check(out.code() == Some(0), "the meeting");
     let log = log_lines(&work);
     let ana: Vec<&Value> = log.iter().filter(|l| l["caller"] == "ana").collect();
-    assert_eq!(ana.len(), 2, "the cut answer was sent back once");
-    assert_eq!(ana[0]["truncated"], true, "{}", ana[0]["truncated"]);
+    assert_eq!(ana.len(), 1, "taken in one go");
+    assert_eq!(ana[0]["truncated"], false);
     let md = work.read("report.md");
     assert!(md.contains("Paging goes to one person"), "{md}");
     assert!(md.len() < 200_000, "the report holds the 2 MB key point");

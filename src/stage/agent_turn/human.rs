@@ -501,12 +501,16 @@ impl Provider for Human {
                 }
             },
         };
-        // Bounded like a model's reply: no more than `max_tokens` tokens could hold. A longer
-        // answer is cut there and, like a model's cut reply, sent back once to be made shorter.
-        let text = self.complete(&text);
-        let most = opts
-            .max_tokens
-            .map_or(usize::MAX, |n| n as usize * crate::llm::MAX_CHARS_PER_TOKEN);
+        // A person's answer has its own bound, not a model's `max_tokens`: each of its texts is
+        // kept up to `PERSON_CHARS`, a longer one cut with a note saying so. Text that is no
+        // answer object yet is bounded like a model's reply and sent back once if cut.
+        let (text, answer) = self.complete(&text);
+        let most = match answer {
+            true => usize::MAX,
+            false => opts
+                .max_tokens
+                .map_or(usize::MAX, |n| n as usize * crate::llm::MAX_CHARS_PER_TOKEN),
+        };
         let truncated = text.chars().count() > most;
         let text = match truncated {
             true => text.chars().take(most).collect(),
@@ -519,6 +523,29 @@ impl Provider for Human {
             truncated,
         })
     }
+}
+
+/// The most characters of each text of a person's answer (its response, each point, each
+/// quote) that are kept (docs/design/agent-turn.md#waiting-for-a-person).
+pub const PERSON_CHARS: usize = 8_000;
+
+/// Each text of a person's answer object cut to [`PERSON_CHARS`], the cut said in the text.
+fn cut_person_texts(obj: &mut serde_json::Map<String, Value>) {
+    fn cut(v: &mut Value) {
+        match v {
+            Value::String(s) if s.chars().count() > PERSON_CHARS => {
+                let more = s.chars().count() - PERSON_CHARS;
+                let kept: String = s.chars().take(PERSON_CHARS).collect();
+                *s = format!(
+                    "{kept} […{more} more characters not kept: a person's answer keeps {PERSON_CHARS} characters of each text]"
+                );
+            }
+            Value::Array(items) => items.iter_mut().for_each(cut),
+            Value::Object(o) => o.values_mut().for_each(cut),
+            _ => {}
+        }
+    }
+    obj.values_mut().for_each(cut);
 }
 
 /// The list sections of the template and the terminal's questions, in order.
@@ -555,10 +582,11 @@ impl Human {
 
     /// Fill in each citation's `source_path` from its document when the person left it out
     /// (an unknown id keeps none, and the answer check names it).
-    fn complete(&self, text: &str) -> String {
+    fn complete(&self, text: &str) -> (String, bool) {
         let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(text) else {
-            return text.to_string();
+            return (text.to_string(), false);
         };
+        cut_person_texts(&mut obj);
         if let Some(Value::Array(cites)) = obj.get_mut("citations") {
             for c in cites.iter_mut().filter_map(Value::as_object_mut) {
                 if c.contains_key("source_path") {
@@ -573,7 +601,7 @@ impl Human {
                 c.insert("source_path".into(), Value::String(path));
             }
         }
-        Value::Object(obj).to_string()
+        (Value::Object(obj).to_string(), true)
     }
 
     /// Open the template in the editor (stdio on the terminal when there is one) and read
