@@ -9,18 +9,44 @@ use std::process::Command;
 
 use crate::harness::{every_case, root, Cli, Workdir, PROGRAMS};
 
-/// A scratch folder holding what the examples read, links resolved, like a checkout.
+/// A scratch folder holding what the examples read, links resolved, like a fresh checkout:
+/// only the files git tracks there, so what a user added to their checkout (the guide's own
+/// `agents/cost.yaml`, once they ran its example) changes nothing (without git, a copy of
+/// the folders).
 fn scratch() -> Workdir {
     let work = Workdir::new();
-    for dir in ["meetings", "agents", "share"] {
-        let ok = Command::new("cp")
-            .arg("-RL")
-            .arg(root().join(dir))
-            .arg(work.path())
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "copy {dir}");
+    let dirs = ["meetings", "agents", "share"];
+    let tracked = Command::new("git")
+        .arg("-C")
+        .arg(root())
+        .args(["ls-files", "-z", "--"])
+        .args(dirs)
+        .output()
+        .ok()
+        .filter(|o| o.status.success() && !o.stdout.is_empty());
+    match tracked {
+        Some(out) => {
+            for rel in out.stdout.split(|b| *b == 0).filter(|r| !r.is_empty()) {
+                let rel = Path::new(std::str::from_utf8(rel).unwrap());
+                let to = work.join(rel);
+                std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+                // `copy` follows a link: its target's content, as `cp -L` gives.
+                std::fs::copy(root().join(rel), &to)
+                    .unwrap_or_else(|e| panic!("copy {}: {e}", rel.display()));
+            }
+        }
+        None => {
+            for dir in dirs {
+                let ok = Command::new("cp")
+                    .arg("-RL")
+                    .arg(root().join(dir))
+                    .arg(work.path())
+                    .status()
+                    .unwrap()
+                    .success();
+                assert!(ok, "copy {dir}");
+            }
+        }
     }
     // A checkout's root: the context root of the demo's documents, as the cassette expects.
     std::fs::create_dir(work.join(".git")).unwrap();
