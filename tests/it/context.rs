@@ -1025,9 +1025,14 @@ fn names_with_control_or_invisible_characters_are_skipped_and_shown_cleaned() {
 
 /// A 10 KB design document, lines numbered to the end.
 fn ten_kb_doc(work: &crate::harness::Workdir) {
+    doc_of(work, 10_240);
+}
+
+/// `docs/design.md` of `size` bytes, numbered lines, and a meeting file that reads it.
+fn doc_of(work: &crate::harness::Workdir, size: usize) {
     let mut text = String::new();
     let mut i = 0;
-    while text.len() < 10_240 {
+    while text.len() < size {
         text.push_str(&format!(
             "Line {i}: the nightly run reads the primary at 02:00.\n"
         ));
@@ -1079,6 +1084,36 @@ fn a_10_kb_document_reaches_the_agents_whole_under_a_large_windows_budget() {
         context::budget_for_window(2_000_000),
         context::MAX_WINDOW_CONTEXT_CHARS
     );
+}
+
+/// Only the window decides here: a 40 KB document is past the fixed default budget (24,000
+/// characters) and inside a 128k-token model's (64,000) — read whole with gpt-4o, cut with a
+/// model whose window is 8k tokens (the default budget then), both without a flag.
+#[test]
+fn the_models_window_decides_how_much_of_a_document_is_read() {
+    let work = crate::harness::Workdir::new();
+    doc_of(&work, 40_000);
+    let last = work
+        .read("docs/design.md")
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    let dry = |model: &str| {
+        let mut c = work.cli("meeting");
+        c.args(["--meeting-file", "m.yaml", "--agents", "arch,biz"])
+            .args(["--provider", "openai", "--model", model, "--dry-run"])
+            .env("OPENAI_API_KEY", "sk-test");
+        c.run()
+    };
+    let large = dry("gpt-4o");
+    large.success().stderr_lacks("the agents read the first");
+    assert!(large.stdout().contains(&last), "the last line is read");
+    let small = dry("ft:gpt-4-0613");
+    small
+        .success()
+        .stderr_has("collect-context: docs/design.md: the agents read the first ");
+    assert!(!small.stdout().contains(&last));
 }
 
 /// A document the agents read only in part is named so in the report's header, with how much
