@@ -77,7 +77,7 @@ fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
     let c = asks_ana_once(&work);
     let answers = work.write(
         "answers.jsonl",
-        "{\"response\": \"The on-call DBA, Priya, by phone.\", \"key_points\": [\"Paging goes to one person\"], \"citations\": [{\"document_id\": \"meetings/demo/overview.md\", \"quote\": \"x\"}]}\n",
+        "{\"response\": \"The on-call DBA, Priya, by phone.\", \"key_points\": [\"Paging goes to one person\"], \"citations\": [{\"document_id\": \"meetings/demo/overview.md\", \"quote\": \"Priya is paged by phone every night\", \"supports\": \"Paging goes to one person\"}]}\n",
     );
     let out = meeting(&work, &c, &["--human-answers", answers.to_str().unwrap()]);
     out.check(out.code() == Some(0), "the meeting");
@@ -94,6 +94,12 @@ fn a_human_answers_from_the_answers_file_and_is_named_in_the_report() {
     assert!(ev.contains("meetings/demo/overview.md"), "{ev}");
     let md = work.read("report.md");
     assert!(md.contains("ana (Ops lead): human"), "{md}");
+    // Her quote is in no document: marked so where it is used, not only under Evidence.
+    let finding = md
+        .lines()
+        .find(|l| l.contains("Paging goes to one person"))
+        .unwrap_or_default();
+    assert!(finding.contains(": unverified quote]"), "{finding}\n{md}");
     assert!(
         md.contains(
             "- Answers: replayed from a cassette, not live model calls; ana answered in person\n"

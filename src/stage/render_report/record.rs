@@ -12,6 +12,9 @@ use crate::text::fold_ws;
 /// What a finding without supporting evidence is marked with.
 pub const NO_EVIDENCE: &str = "(no document cited)";
 
+/// How a quote found in no document is marked wherever it is used as evidence.
+pub const UNVERIFIED: &str = "unverified quote";
+
 /// The record header: what a decision record needs before its content.
 #[derive(Debug, Clone, Serialize)]
 pub(crate) struct RecordHeader {
@@ -266,12 +269,16 @@ pub(crate) fn questions(board: &Board) -> Vec<QuestionRow> {
         .collect()
 }
 
-/// A list's items marked with their evidence (`[E1, E4]` or the no-evidence marker) and who
-/// said them; for proposals, who proposed them (each item is a finding of the record).
+/// A list's items marked with their evidence (`[E1, E4]` or the no-evidence marker; a quote
+/// found in no document marked so where it is used, `[E2: unverified quote]`) and who said
+/// them; for proposals, who proposed them (each item is a finding of the record).
 pub(crate) fn marked_items(board: &Board, kind: FindingKind, items: &[String]) -> Vec<String> {
-    let known: Vec<String> = (0..board.evidence.len())
-        .map(|i| board.evidence[i].id.clone())
-        .collect();
+    let shown_id = |id: &str| {
+        board.evidence.iter().find(|e| e.id == id).map(|e| match e.verified {
+            true => e.id.clone(),
+            false => format!("{}: {UNVERIFIED}", e.id),
+        })
+    };
     super::list_items(items)
         .into_iter()
         .zip(items.iter().filter(|s| !s.trim().is_empty()))
@@ -281,14 +288,8 @@ pub(crate) fn marked_items(board: &Board, kind: FindingKind, items: &[String]) -
                 .findings
                 .iter()
                 .find(|f| f.kind == kind && f.text == *raw);
-            let ids: Vec<&str> = f
-                .map(|f| {
-                    f.evidence
-                        .iter()
-                        .filter(|e| known.contains(e))
-                        .map(String::as_str)
-                        .collect()
-                })
+            let ids: Vec<String> = f
+                .map(|f| f.evidence.iter().filter_map(|e| shown_id(e)).collect())
                 .unwrap_or_default();
             let mark = if ids.is_empty() {
                 NO_EVIDENCE.to_string()
