@@ -149,3 +149,12 @@ fuzz:
 	  FUZZ_SECONDS=$(FUZZ_SECONDS) $(CARGO) test --profile fuzz --test integration \
 	    -- --ignored fuzz_regressions::fuzz_stable --nocapture; \
 	fi
+
+# The release packages (issue #54, packaging/RELEASE.md), not in `make test`: this machine's
+# archive and shell installer (dist), the wheel (maturin), the npm packages and the .mcpb bundle,
+# each installed with no Rust on PATH and run (--version, a sample meeting, MCP initialize and
+# tools/list), the Action's download step against a local release, `dist plan` and server.json
+# against the MCP registry's schema. Installs its tools under target/dist-tools.
+.PHONY: test-dist
+test-dist:
+	bash packaging/test-dist.sh

@@ -68,6 +68,7 @@ mod multicall;
 mod next_stage;
 mod nothing_lost;
 mod ollama;
+mod packaging;
 mod pace;
 mod pm_step;
 mod prompt_layout;
