@@ -864,9 +864,14 @@ fn the_guides_client_snippets_have_each_clients_shape() {
         .map(|b| serde_json::from_str(b.split("\n```").next().unwrap()).expect("valid JSON"))
         .collect();
     assert_eq!(blocks.len(), 3, "Claude Code/Cursor, VS Code, Gemini CLI");
+    // The one-line form: the npm package fetched and run on first use.
     let starts = |server: &Value| {
-        assert_eq!(server["command"], "agent-meeting", "{server}");
-        assert_eq!(server["args"], json!(["mcp"]), "{server}");
+        assert_eq!(server["command"], "npx", "{server}");
+        assert_eq!(
+            server["args"],
+            json!(["-y", "agent-meeting", "mcp"]),
+            "{server}"
+        );
     };
     starts(&blocks[0]["mcpServers"]["agent-meeting"]);
     let vscode = &blocks[1];
@@ -892,6 +897,20 @@ fn the_guides_client_snippets_have_each_clients_shape() {
         "milliseconds"
     );
     assert!(section.contains("tool_timeout_sec"), "Codex's timeout");
+    assert!(
+        section.contains("claude mcp add agent-meeting -- npx -y agent-meeting mcp"),
+        "Claude Code's one line"
+    );
+    // The npm package's launcher is named so: what `npx -y agent-meeting` runs.
+    let package: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            crate::harness::root().join("packaging/npm/agent-meeting/package.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(package["name"], "agent-meeting");
+    assert!(package["bin"]["agent-meeting"].is_string(), "{package}");
 }
 
 /// An ended meeting's report and result are resources: meeting_run links them
