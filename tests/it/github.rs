@@ -429,6 +429,38 @@ fn the_action_and_the_gitlab_template_are_valid_for_their_schemas() {
     }
 }
 
+/// zizmor (GitHub Actions' static analysis) finds nothing in the Action nor in the workflow
+/// the guide tells users to copy: every action pinned by commit, no persisted credentials, and
+/// each deliberate choice (the issue_comment trigger) marked in place with its reason.
+#[test]
+fn the_action_and_the_guides_workflow_pass_zizmor() {
+    if crate::harness::skip_without(crate::harness::Tool::Zizmor) {
+        return;
+    }
+    let root = crate::harness::root();
+    let guide = std::fs::read_to_string(root.join("docs/GUIDE.md")).unwrap();
+    let start = guide
+        .find("name: agent-meeting\non:")
+        .expect("the guide's workflow");
+    let end = guide[start..].find("```").unwrap() + start;
+    let work = Workdir::new();
+    let workflow = work.write(".github/workflows/meeting.yml", &guide[start..end]);
+    for file in [root.join("action.yml"), workflow] {
+        let out = std::process::Command::new("zizmor")
+            .args(["--offline", "--no-progress"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}: {}{}",
+            file.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// A fake GitLab holding merge request !5 of project 42 and its notes.
 fn fake_gitlab() -> (FakeServer, Arc<Mutex<Vec<Value>>>) {
     let notes: Arc<Mutex<Vec<Value>>> = Arc::new(Mutex::new(vec![json!({

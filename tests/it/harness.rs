@@ -90,10 +90,12 @@ pub enum Tool {
     Script,
     /// `check-jsonschema` (PyPI), with GitHub's and GitLab's schemas vendored.
     CheckJsonschema,
+    /// `zizmor` (PyPI), GitHub Actions' static analysis.
+    Zizmor,
 }
 
 impl Tool {
-    const ALL: [Tool; 8] = [
+    const ALL: [Tool; 9] = [
         Tool::Jq,
         Tool::GnuParallel,
         Tool::Python3,
@@ -102,6 +104,7 @@ impl Tool {
         Tool::Make,
         Tool::Script,
         Tool::CheckJsonschema,
+        Tool::Zizmor,
     ];
 
     /// How the closing summary names it: what is missing and how to get it.
@@ -119,6 +122,7 @@ impl Tool {
                 "script (a pseudo-terminal) not found — apt-get install bsdutils (util-linux)"
             }
             Tool::CheckJsonschema => "check-jsonschema not found — pip install check-jsonschema",
+            Tool::Zizmor => "zizmor not found — pip install zizmor",
         }
     }
 
@@ -146,6 +150,7 @@ impl Tool {
                 .output()
                 .is_ok_and(|o| o.status.success()),
             Tool::CheckJsonschema => version("check-jsonschema", "check-jsonschema"),
+            Tool::Zizmor => version("zizmor", "zizmor"),
         }
     }
 
