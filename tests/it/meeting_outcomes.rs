@@ -843,3 +843,38 @@ fn a_finish_without_a_decision_is_asked_for_it() {
         "{retry_prompt}"
     );
 }
+
+/// A FINISH that leaves the decision out, in a meeting with options, is no decision end to
+/// end through `meeting`: the report the PM wrote is saved, the meeting ends `no_decision`,
+/// exit 3, so `meeting && publish` publishes nothing. (pm-step refuses such a FINISH from a
+/// model; a user's own pm-step stage — here the built-in one with the decision taken out of
+/// its board — can still make one.)
+#[test]
+fn a_finish_without_a_decision_exits_3() {
+    if skip_without(Tool::Jq) {
+        return;
+    }
+    let work = Workdir::new();
+    let out = meeting_cmd(
+        work.path(),
+        &demo_cassette(),
+        &[
+            "--stage",
+            "pm-step=pm-step | jq -c '.record.decision = null'",
+        ],
+    )
+    .env("PATH", crate::harness::programs_path())
+    .env("MEETING_CASSETTE", demo_cassette())
+    .run();
+    out.exit(3);
+    let result: Value = out.json();
+    assert_eq!(result["status"], "no_decision", "{result}");
+    assert!(
+        result["last_error"]
+            .as_str()
+            .unwrap()
+            .contains("the PM's report chose none of the options"),
+        "{result}"
+    );
+    assert!(work.join("report.md").is_file());
+}
