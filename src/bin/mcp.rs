@@ -18,6 +18,10 @@ use clap::Parser;
     after_help = "Example (Claude Code):\n  claude mcp add agent-meeting -- agent-meeting mcp\n\nMeetings run in the current folder: agents from ./agents, run folders in ./runs (or the\nconfig file's run_dir), reports in ./reports."
 )]
 struct Args {
+    /// Run as if started in DIR (as `git -C`): its ./agents, ./runs, ./reports and context
+    /// root — for a client that cannot set the server's folder (Claude Desktop's bundle)
+    #[arg(short = 'C', long = "directory", value_name = "DIR")]
+    directory: Option<PathBuf>,
     /// Folder holding the run folders [default: the config file's run_dir, else runs]
     #[arg(long, value_name = "DIR")]
     run_dir: Option<PathBuf>,
@@ -30,6 +34,11 @@ struct Args {
 pub fn main() -> ExitCode {
     cli::main_with("agent-meeting mcp", || {
         let args: Args = cli::parse_args("agent-meeting mcp");
+        if let Some(dir) = &args.directory {
+            std::env::set_current_dir(dir).map_err(|e| {
+                agent_meeting::Error::Usage(format!("--directory: {}: {}", dir.display(), e.kind()))
+            })?;
+        }
         if std::io::stdin().is_terminal() {
             agent_meeting::note!(
                 "agent-meeting mcp: waiting for an MCP client on stdin (see --help); Ctrl-D ends"

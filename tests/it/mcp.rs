@@ -1535,3 +1535,60 @@ fn a_cancelled_task_resumed_asks_again() {
     );
     s.end();
 }
+
+/// `agent-meeting mcp -C DIR` serves as if started in DIR (a client that cannot set the
+/// server's folder: Claude Desktop's bundle): its run folders and reports go there; a folder
+/// that is not there is a usage error.
+#[test]
+fn the_server_runs_in_the_folder_it_is_given() {
+    use std::io::Write as _;
+    let work = Workdir::new();
+    let elsewhere = Workdir::new();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_agent-meeting"));
+    clean_env(&mut cmd);
+    let mut child = cmd
+        .current_dir(elsewhere.path())
+        .arg("mcp")
+        .arg("-C")
+        .arg(work.path())
+        .env("AGENT_MEETING_PROVIDER", "sample")
+        .env("AGENT_MEETING_NOW", NOW)
+        .env("XDG_DATA_HOME", work.join("data"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "meeting_run",
+            "arguments": {"topic": "Adopt Rust?", "agents": ["arch"], "max_loops": 1}}}),
+    ];
+    let mut stdin = child.stdin.take().unwrap();
+    for l in lines {
+        writeln!(stdin, "{l}").unwrap();
+    }
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    let last: Value =
+        serde_json::from_str(String::from_utf8_lossy(&out.stdout).lines().last().unwrap()).unwrap();
+    let report = last["result"]["structuredContent"]["report_file"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{last}"))
+        .to_string();
+    assert!(
+        report.starts_with(&work.path().display().to_string()),
+        "{report}"
+    );
+    assert!(work.join("runs").is_dir());
+    assert!(!elsewhere.join("runs").exists() && !elsewhere.join("reports").exists());
+    let missing = crate::harness::Cli::new(Command::new(env!("CARGO_BIN_EXE_agent-meeting")))
+        .args(["mcp", "-C", "/nonexistent/folder"])
+        .run();
+    missing
+        .exit(2)
+        .stderr_has("--directory: /nonexistent/folder");
+}
