@@ -102,7 +102,8 @@ struct RunArgs {
     stages: Vec<String>,
     #[command(flatten)]
     llm: LlmArgs,
-    /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md)
+    /// Where to write the report (default reports/<meeting stem>.md or reports/<topic slug>.md);
+    /// `-`: the report on stdout instead of the MeetingResult (and saved at the default path)
     #[arg(long, value_name = "FILE", help_heading = "Output")]
     report_file: Option<PathBuf>,
     #[command(flatten)]
@@ -266,7 +267,8 @@ fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> 
             from_env: cli::env_sources(&Args::command(), matches),
             ..args.llm.into_config()
         },
-        report_file: args.report_file,
+        // `-` is stdout: the report is saved where it would be by default, and printed.
+        report_file: args.report_file.filter(|f| f.as_os_str() != "-"),
         run_dir: args.run_dir,
         stage_overrides: driver::parse_stage_overrides(&args.stages)?
             .into_iter()
@@ -312,6 +314,7 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
         |argv| cli::mode_flags_to_subcommands(argv, &MODE_FLAGS),
         &WHY_NOT,
     );
+    let mut report_to_stdout = false;
     let (request, ui, pretty, json) = match args.mode {
         Some(Mode::ShowConfig(a)) => {
             if let Some(dir) = &a.run_folder {
@@ -364,6 +367,7 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
             }
             let ui = Ui::new(args.quiet, args.step);
             let (json, pretty) = (args.json, args.output.pretty);
+            report_to_stdout = args.report_file.as_deref() == Some(std::path::Path::new("-"));
             (start_request(args, &matches)?, ui, pretty, json)
         }
     };
@@ -379,8 +383,15 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
             hint,
         } => {
             // The result even when the decision record could not be written: that does not
-            // hide the meeting's outcome.
-            cli::write_stdout(&io::to_json_line(&result, pretty))?;
+            // hide the meeting's outcome. With `--report-file -`, the report instead (when
+            // there is one: the exit code and stderr tell the rest).
+            match (&result.report_file, report_to_stdout) {
+                (Some(path), true) => cli::write_stdout(
+                    &std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{path}: {e}"))?,
+                )?,
+                (None, true) => {}
+                (_, false) => cli::write_stdout(&io::to_json_line(&result, pretty))?,
+            }
             *after = hint;
             failure.map_or(Ok(()), |e| Err(e.into()))
         }

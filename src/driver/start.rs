@@ -182,12 +182,6 @@ fn settings_of(
     Shown,
 )> {
     let loaded = crate::settings::config::load()?;
-    if new.board.options.agents.iter().all(|a| a.trim().is_empty()) {
-        return Err(Error::Usage(
-            "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
-        ));
-    }
-    let now = crate::meeting::events::clock_from_env().now();
     let mut board_args = new.board;
     // What show-config would be given for these flags: the run keeps what it resolves.
     let shown = Shown {
@@ -199,10 +193,23 @@ fn settings_of(
         },
         loaded: loaded.clone(),
     };
-    // The loop limit is settled as the meeting starts (the config file's then, not a
-    // resume's): the board's settings carry it as given.
-    let loops = crate::settings::resolve(&board_args.options, None, &loaded.config).max_loops;
-    board_args.options.max_loops = Some(loops.value);
+    // Settled as the meeting starts (the config file's then, not a resume's): the board's
+    // settings carry the panel and the loop limit, as given.
+    let resolved = crate::settings::resolve(&board_args.options, None, &loaded.config);
+    if resolved.agents.source == crate::llm::Source::Default {
+        crate::note!(
+            "meeting: no --agents given: the default panel, {} (--agents names others; meeting list-agents lists them)",
+            resolved.agents.value.join(", ")
+        );
+    }
+    board_args.options.agents = resolved.agents.value;
+    board_args.options.max_loops = Some(resolved.max_loops.value);
+    if board_args.options.agents.iter().all(|a| a.trim().is_empty()) {
+        return Err(Error::Usage(
+            "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
+        ));
+    }
+    let now = crate::meeting::events::clock_from_env().now();
     board_args.agents_dir = board_args.agents_dir.as_deref().map(absolute);
     let source = match new.source {
         MeetingSource::MeetingFile(f) => MeetingSource::MeetingFile(absolute(&f)),

@@ -309,8 +309,7 @@ fn decide(
     Ok((dir, args))
 }
 
-/// The options of a request's meeting: the program's flags over the repository file's, over
-/// the default panel (`arch`, `biz`). `write_adr` writes the record into `adr_dir` (the first
+/// The options of a request's meeting: the program's flags over the repository file's. `write_adr` writes the record into `adr_dir` (the first
 /// of [`ADR_DIRS`] when none); without a record to write, its deciders apply to nothing.
 fn meeting_options(s: &Settings, config: &RepoConfig) -> MeetingOptions {
     let mut repo = config.options.clone();
@@ -321,15 +320,9 @@ fn meeting_options(s: &Settings, config: &RepoConfig) -> MeetingOptions {
         repo.supersedes = None;
         repo.deciders.clear();
     }
-    let panel = MeetingOptions {
-        agents: DEFAULT_AGENTS.iter().map(|a| a.to_string()).collect(),
-        ..Default::default()
-    };
-    s.options.clone().over(repo).over(panel)
+    // No panel named: `meeting` seats the default one (`settings::resolve`).
+    s.options.clone().over(repo)
 }
-
-/// The panel of a request's meeting when neither the flags nor the repository file name one.
-pub const DEFAULT_AGENTS: [&str; 2] = ["arch", "biz"];
 
 /// The meeting file of a pull request: the topic; the pull request's title and description as
 /// the brief's current state (the repository's brief and decision packet kept); the diff, the

@@ -75,10 +75,16 @@ pub struct MeetingSettings {
     pub trace_id: Option<String>,
 }
 
+/// The panel of a meeting whose options name none (a command line without `--agents`, a
+/// repository file without `agents`): an architect and a business analyst.
+pub const DEFAULT_AGENTS: [&str; 2] = ["arch", "biz"];
+
 /// A meeting's options resolved (docs/design/agents-and-config.md#config): each value with
 /// where it came from. What init-board builds the board from, what `show-config` prints.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
+    /// The participants: the ones given, else [`DEFAULT_AGENTS`].
+    pub agents: Setting<Vec<String>>,
     pub max_loops: Setting<u32>,
     pub max_parallel: Setting<u32>,
     pub max_total_tokens: Setting<Option<u64>>,
@@ -145,7 +151,15 @@ pub fn resolve(given: &MeetingOptions, input: Option<&MeetingInput>, config: &Co
             None => setting(None, Source::Default),
         }
     };
+    let agents = match given.agents.is_empty() {
+        false => setting(given.agents.clone(), Source::Flag),
+        true => setting(
+            DEFAULT_AGENTS.iter().map(|a| a.to_string()).collect(),
+            Source::Default,
+        ),
+    };
     Settings {
+        agents,
         max_loops: max_loops(given.max_loops, DEFAULT_MAX_LOOPS, config),
         max_parallel,
         max_total_tokens: max_total_tokens(given.max_total_tokens, input, config),
@@ -238,7 +252,7 @@ pub fn init_args(
     let o = &board.options;
     let resolved = resolve(o, Some(input), config);
     InitArgs {
-        agents: o.agents.clone(),
+        agents: resolved.agents.value,
         pm: o.pm.clone(),
         agents_dir: board.agents_dir.clone(),
         user_agents_dir: config.user_agents_dir(),

@@ -194,3 +194,49 @@ fn options_as_json_are_the_flags_under_the_flags() {
         "budget.max_total_tokens 8000 flag"
     );
 }
+
+/// `meeting "topic"` with no `--agents` seats the default panel (arch, biz: the forges' too)
+/// and says so on stderr; an `--agents` given empty is still refused.
+#[test]
+fn a_topic_alone_gets_the_default_panel() {
+    let work = Workdir::new();
+    let out = work
+        .cli("meeting")
+        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+        .args([
+            "--provider",
+            "sample",
+            "--trace-id",
+            "t1",
+            "Adopt Rust for ingest?",
+        ])
+        .run();
+    out.success()
+        .stderr_has("meeting: no --agents given: the default panel, arch, biz");
+    let saved: Value = serde_json::from_str(&work.read("runs/t1/meeting.json")).unwrap();
+    assert_eq!(saved["board"]["agents"], serde_json::json!(["arch", "biz"]));
+    work.cli("meeting")
+        .args(["--provider", "sample", "--agents", "", "Adopt?"])
+        .run()
+        .exit(2)
+        .stderr_has("at least one agent");
+}
+
+/// `--report-file -`: the Markdown report on stdout, not mixed with the MeetingResult (none is
+/// printed), and still saved at the default path.
+#[test]
+fn report_file_dash_prints_the_report() {
+    let work = Workdir::new();
+    let out = work
+        .cli("meeting")
+        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+        .args(["--provider", "sample", "-a", "arch", "--report-file", "-"])
+        .arg("Adopt Rust for ingest?")
+        .run();
+    out.success();
+    let md = out.stdout();
+    assert!(md.starts_with("# Meeting Report\n"), "{md}");
+    assert!(!md.contains("\"status\""), "{md}");
+    assert_eq!(work.read("reports/adopt-rust-for-ingest.md"), md);
+    assert!(!work.join("-").exists());
+}
