@@ -697,3 +697,69 @@ fn a_labelled_pull_request_reads_the_pull_requests_files_and_says_so() {
         "{kept}"
     );
 }
+
+/// The Action's commit-adr step, run as its shell: in a checkout with no record folder it
+/// commits nothing and says why; with a record written it commits only the record folder that
+/// exists, and a refused push shows git's own error and fails the step (nothing hidden).
+#[test]
+fn the_actions_commit_adr_step_commits_the_record_or_says_why() {
+    if crate::harness::skip_without(crate::harness::Tool::Bash) {
+        return;
+    }
+    let action: Value = serde_yaml::from_str(
+        &std::fs::read_to_string(crate::harness::root().join("action.yml")).unwrap(),
+    )
+    .unwrap();
+    let step = action["runs"]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "Commit the decision record")
+        .expect("the commit-adr step");
+    let script = step["run"].as_str().unwrap().to_string();
+    let work = Workdir::new();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(work.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "git {args:?}: {ok:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    work.write("README.md", "x\n");
+    git(&["-c", "user.name=t", "-c", "user.email=t@t", "add", "-A"]);
+    git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-qm",
+        "first",
+    ]);
+    let run = || {
+        let mut c = Cli::new(std::process::Command::new("bash"));
+        c.args(["-c", &script])
+            .current_dir(work.path())
+            .env("HEAD_REF", "feature")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null");
+        c.run()
+    };
+    run()
+        .success()
+        .stdout_has("no decision record committed: none of docs/decisions");
+    work.write("docs/adr/0001-use-arm64.md", "# Use arm64\n");
+    let out = run();
+    assert_ne!(out.code(), Some(0), "a refused push fails the step");
+    out.stderr_has("origin");
+    let log = std::process::Command::new("git")
+        .args(["log", "--name-only", "-1", "--format=%s"])
+        .current_dir(work.path())
+        .output()
+        .unwrap();
+    let log = String::from_utf8_lossy(&log.stdout);
+    assert!(log.contains("Decision record from agent-meeting"), "{log}");
+    assert!(log.contains("docs/adr/0001-use-arm64.md"), "{log}");
+}
