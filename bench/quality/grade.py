@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The quality benchmark's grader (bench/quality/README.md#grading): deterministic, Python 3
+"""The quality benchmark's grader (bench/quality/README.md#grading-gradepy): deterministic, Python 3
 standard library only. It reads a finished board (what pm-step / render-report / meeting leave)
 and a case's answer key (keys.json), and scores the decision, the required questions and the
 citations. Nothing here calls a model.
