@@ -204,7 +204,12 @@ fn settings_of(
     }
     board_args.options.agents = resolved.agents.value;
     board_args.options.max_loops = Some(resolved.max_loops.value);
-    if board_args.options.agents.iter().all(|a| a.trim().is_empty()) {
+    if board_args
+        .options
+        .agents
+        .iter()
+        .all(|a| a.trim().is_empty())
+    {
         return Err(Error::Usage(
             "--agents: at least one agent is required (e.g. --agents arch,biz)".into(),
         ));

@@ -274,10 +274,14 @@ pub(crate) fn questions(board: &Board) -> Vec<QuestionRow> {
 /// them; for proposals, who proposed them (each item is a finding of the record).
 pub(crate) fn marked_items(board: &Board, kind: FindingKind, items: &[String]) -> Vec<String> {
     let shown_id = |id: &str| {
-        board.evidence.iter().find(|e| e.id == id).map(|e| match e.verified {
-            true => e.id.clone(),
-            false => format!("{}: {UNVERIFIED}", e.id),
-        })
+        board
+            .evidence
+            .iter()
+            .find(|e| e.id == id)
+            .map(|e| match e.verified {
+                true => e.id.clone(),
+                false => format!("{}: {UNVERIFIED}", e.id),
+            })
     };
     super::list_items(items)
         .into_iter()
