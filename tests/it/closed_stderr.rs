@@ -36,7 +36,8 @@ fn every_program_keeps_its_exit_code_with_stderr_closed() {
         |program| {
             let mut cmd = cli(program);
             match program {
-                "meeting" => cmd.args(["--topic", "T?"]),
+                // An --agents given empty (without --agents, the default panel is seated).
+                "meeting" => cmd.args(["--topic", "T?", "--agents", ""]),
                 "agent-builder" => cmd.arg("--no-such-flag"),
                 _ => cmd.stdin("not json"),
             };
