@@ -45,6 +45,28 @@ pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
+/// This package as `cargo metadata --no-deps` describes it (its targets, features, metadata).
+pub fn cargo_package() -> serde_json::Value {
+    let out = Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--no-deps",
+            "--format-version",
+            "1",
+            "--offline",
+        ])
+        .current_dir(root())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    meta["packages"][0].clone()
+}
+
 /// The path of one of the programs, as built for this test run.
 pub fn bin(program: &str) -> PathBuf {
     PathBuf::from(match program {

@@ -22,6 +22,8 @@ struct Session {
     /// Every stdout line, for the "nothing but JSON-RPC" check.
     seen: Vec<String>,
     next_id: u64,
+    /// `tools/list`'s tools, asked once: the output schemas each result is checked against.
+    tools: Option<Value>,
 }
 
 impl Session {
@@ -77,6 +79,7 @@ impl Session {
             lines,
             seen: Vec::new(),
             next_id: 0,
+            tools: None,
         }
     }
 
@@ -148,8 +151,11 @@ impl Session {
     fn tool(&mut self, name: &str, arguments: Value) -> Value {
         let result = self.call("tools/call", json!({"name": name, "arguments": arguments}));
         if let Some(content) = result.get("structuredContent") {
-            let tools = self.call("tools/list", json!({}))["tools"].clone();
-            assert_valid(&tool_schema(&tools, name, "outputSchema"), content, name);
+            if self.tools.is_none() {
+                self.tools = Some(self.call("tools/list", json!({}))["tools"].clone());
+            }
+            let tools = self.tools.as_ref().unwrap();
+            assert_valid(&tool_schema(tools, name, "outputSchema"), content, name);
         }
         result
     }

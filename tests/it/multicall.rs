@@ -195,24 +195,8 @@ fn the_help_lists_each_program_with_what_it_does() {
 /// program names — never a mode (`github`, `gitlab`, `mcp`), whose names are other tools'.
 #[test]
 fn the_package_installs_only_our_program_names() {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
-        .current_dir(crate::harness::root())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let mut bins: Vec<String> = meta["packages"][0]["targets"]
+    let package = crate::harness::cargo_package();
+    let mut bins: Vec<String> = package["targets"]
         .as_array()
         .unwrap()
         .iter()

@@ -68,24 +68,7 @@ fn every_package_names_the_same_server_and_version() {
 
 #[test]
 fn the_release_packages_carry_one_executable() {
-    let out = Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--no-deps",
-            "--format-version",
-            "1",
-            "--offline",
-        ])
-        .current_dir(root())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let package = &meta["packages"][0];
+    let package = &crate::harness::cargo_package();
     assert_eq!(
         package["features"]["default"],
         serde_json::json!(["programs"])
