@@ -78,6 +78,11 @@ pub struct ContextArgs {
     #[arg(long, value_name = "N",
           value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
     pub max_context_chars: Option<usize>,
+    /// A document for the meeting, no meeting file needed: a file, or a folder (its first 20
+    /// files); relative to the working directory, read under a meeting file's rules (root,
+    /// secrets, redaction, budget); repeatable, and added to a meeting file's own documents
+    #[arg(long = "doc", value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]
+    pub docs: Vec<std::path::PathBuf>,
 }
 
 impl ContextArgs {
@@ -88,6 +93,12 @@ impl ContextArgs {
             allow_sensitive: self.allow_sensitive,
             no_redact: self.no_redact,
             max_context_chars: self.max_context_chars,
+            // Absolute: a meeting file's paths start at its folder, a --doc at the working one.
+            docs: self
+                .docs
+                .iter()
+                .map(|d| crate::driver::absolute(d))
+                .collect(),
         }
     }
 }

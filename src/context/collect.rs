@@ -145,9 +145,10 @@ impl Collector {
         });
     }
 
-    /// Collect one source (`index` is its place in `context_sources`, for error paths), and
+    /// Collect one source (`index` is its place in `context_sources`, for error paths; `None`
+    /// for a `--doc`), and
     /// word a warning for each path it skipped: at most [`MAX_SKIP_WARNINGS`], then a count.
-    pub(crate) fn source(&mut self, index: usize, source: &ContextSource) -> Result<()> {
+    pub(crate) fn source(&mut self, index: Option<usize>, source: &ContextSource) -> Result<()> {
         let first = self.skipped.len();
         let result = self.source_paths(index, source);
         let new = &self.skipped[first..];
@@ -165,7 +166,7 @@ impl Collector {
         result
     }
 
-    fn source_paths(&mut self, index: usize, source: &ContextSource) -> Result<()> {
+    fn source_paths(&mut self, index: Option<usize>, source: &ContextSource) -> Result<()> {
         let rel = match self.resolve(&source.path) {
             Ok(r) => r,
             // A source the meeting names is meant to be read: one outside the root is an
@@ -177,6 +178,14 @@ impl Collector {
                     .ancestors()
                     .find(|a| wanted.starts_with(a))
                     .unwrap_or(Path::new("/"));
+                let Some(index) = index else {
+                    return Err(Error::Usage(format!(
+                        "--doc {}: outside the context root {}; give --context-root {} (a folder holding both)",
+                        source.path,
+                        self.root.display(),
+                        common.display()
+                    )));
+                };
                 return Err(Error::input(
                     "",
                     format!("context_sources[{index}].path"),
@@ -229,6 +238,9 @@ impl Collector {
         let resolved = match self.check_components(&rel) {
             Ok(r) => r,
             Err(why) if why == reason::NOT_FOUND && !source.optional => {
+                let Some(index) = index else {
+                    return Err(Error::Usage(format!("--doc {}: not found", source.path)));
+                };
                 return Err(Error::input(
                     "",
                     format!("context_sources[{index}].path"),
@@ -349,7 +361,12 @@ impl Collector {
         }
     }
 
-    fn directory(&mut self, index: usize, dir: Resolved, source: &ContextSource) -> Result<()> {
+    fn directory(
+        &mut self,
+        index: Option<usize>,
+        dir: Resolved,
+        source: &ContextSource,
+    ) -> Result<()> {
         let shown = display_rel(&dir.rel);
         if !dir.meta.is_dir() {
             self.skip(shown, reason::NOT_A_DIRECTORY);
@@ -500,7 +517,9 @@ fn unreadable(e: &io::Error) -> String {
     format!("{}: {}", reason::UNREADABLE, os_error(e))
 }
 
-fn glob_set(index: usize, field: &str, globs: &[String]) -> Result<GlobSet> {
+/// `index`: the source's place in `context_sources`; `None` for a `--doc`, which has no globs.
+fn glob_set(index: Option<usize>, field: &str, globs: &[String]) -> Result<GlobSet> {
+    let index = index.unwrap_or_default();
     let mut b = GlobSetBuilder::new();
     for (j, g) in globs.iter().enumerate() {
         let glob = Glob::new(g).map_err(|e| {

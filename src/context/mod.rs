@@ -58,6 +58,9 @@ pub struct CollectOptions {
     pub max_context_chars: usize,
     /// Replace secrets in excerpts by `[REDACTED:<kind>]` (on unless `--no-redact`).
     pub redact: bool,
+    /// `--doc PATH` (absolute): files and folders collected after the meeting's own sources,
+    /// under the same rules (docs/design/context.md#documents-on-the-command-line).
+    pub docs: Vec<PathBuf>,
 }
 
 /// Whether `path`, below `root`, is named like a file that holds secrets (`.env`, `id_rsa`,
@@ -86,6 +89,8 @@ pub struct ContextSettings {
     pub no_redact: bool,
     /// `None`: [`DEFAULT_MAX_CONTEXT_CHARS`].
     pub max_context_chars: Option<usize>,
+    /// `--doc PATH` (absolute).
+    pub docs: Vec<PathBuf>,
 }
 
 impl ContextSettings {
@@ -97,6 +102,7 @@ impl ContextSettings {
             allow_sensitive: self.allow_sensitive,
             max_context_chars: self.max_context_chars.unwrap_or(DEFAULT_MAX_CONTEXT_CHARS),
             redact: !self.no_redact,
+            docs: self.docs.clone(),
         }
     }
 }
@@ -132,6 +138,7 @@ impl CollectOptions {
             allow_sensitive: false,
             max_context_chars: DEFAULT_MAX_CONTEXT_CHARS,
             redact: true,
+            docs: Vec::new(),
         }
     }
 }
@@ -271,6 +278,20 @@ pub fn load_meeting_file(path: &Path) -> Result<MeetingInput> {
     Ok(input)
 }
 
+/// A `--doc PATH` as the source it stands for: a folder is read as a `directory` source with
+/// its defaults (every file, `.gitignore` respected, the first 20), anything else as a file.
+fn doc_source(path: &Path) -> crate::model::ContextSource {
+    let source_type = if path.is_dir() {
+        crate::model::SourceType::Directory
+    } else {
+        crate::model::SourceType::File
+    };
+    crate::model::ContextSource {
+        purpose: "given with --doc".into(),
+        ..crate::model::ContextSource::new(source_type, path.display().to_string())
+    }
+}
+
 /// The nearest ancestor of `dir` (itself included) that holds a `.git` entry, else `dir`.
 pub fn default_context_root(dir: &Path) -> PathBuf {
     dir.ancestors()
@@ -330,7 +351,10 @@ pub fn collect_with_notes(
         opts.max_context_chars,
     );
     for (i, source) in input.context_sources.iter().enumerate() {
-        c.source(i, source)?;
+        c.source(Some(i), source)?;
+    }
+    for doc in &opts.docs {
+        c.source(None, &doc_source(doc))?;
     }
     let (mut documents, skipped_paths, redactions, skipped) = c.finish();
     let (summary, shown) = summary::summary_and_shown(input, &documents, opts.max_context_chars);

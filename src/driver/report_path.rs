@@ -125,15 +125,21 @@ pub(super) fn check_report_path(
     }
     crate::stage::render_report::check_report_file(report)?;
     let mut inputs: Vec<(&str, PathBuf)> = Vec::new();
-    if let MeetingSource::MeetingFile(f) = &settings.source {
-        inputs.push(("meeting file", f.clone()));
-        // collect-context's context root, where the document paths start.
-        let root = settings.context_root.clone().unwrap_or_else(|| {
-            crate::context::default_context_root(f.parent().unwrap_or(Path::new("/")))
-        });
-        for doc in &board.context_bundle.documents {
-            inputs.push(("collected document", root.join(&doc.source_path)));
+    // collect-context's context root, where the document paths start: found from the meeting
+    // file's folder, or from the working folder for a topic's `--doc`s.
+    let base = match &settings.source {
+        MeetingSource::MeetingFile(f) => {
+            inputs.push(("meeting file", f.clone()));
+            f.parent().unwrap_or(Path::new("/")).to_path_buf()
         }
+        MeetingSource::Topic(_) => absolute(Path::new(".")),
+    };
+    let root = settings
+        .context_root
+        .clone()
+        .unwrap_or_else(|| crate::context::default_context_root(&base));
+    for doc in &board.context_bundle.documents {
+        inputs.push(("collected document", root.join(&doc.source_path)));
     }
     let search = crate::loader::AgentSearch::new(
         settings.board.agents_dir.as_deref(),

@@ -39,6 +39,9 @@ pub struct RunSettings {
     /// collect-context's `--context-root` (absolute), when given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context_root: Option<PathBuf>,
+    /// collect-context's `--doc`s (absolute).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub docs: Vec<PathBuf>,
     /// collect-context's `--max-context-chars`, when not the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_context_chars: Option<usize>,
@@ -136,6 +139,7 @@ pub(super) mod tests {
             allow_sensitive: true,
             no_redact: true,
             context_root: Some("/m".into()),
+            docs: vec!["/m/notes.md".into()],
             max_context_chars: Some(900),
             template: Some("/m/t.md.j2".into()),
             board: MeetingSettings {

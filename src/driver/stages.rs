@@ -130,6 +130,7 @@ impl<'a> Stages<'a> {
             allow_sensitive: s.allow_sensitive,
             no_redact: s.no_redact,
             max_context_chars: s.max_context_chars,
+            docs: s.docs.clone(),
         };
         let stage = Stage::CollectContext;
         let (packet, notes) = guarded(stage, || {

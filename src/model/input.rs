@@ -92,6 +92,24 @@ pub struct ContextSource {
     pub keep: Keep,
 }
 
+impl ContextSource {
+    /// A source of `path` with every other field at the default a meeting file's would have.
+    pub fn new(source_type: SourceType, path: impl Into<String>) -> ContextSource {
+        ContextSource {
+            source_type,
+            path: path.into(),
+            purpose: String::new(),
+            include: Vec::new(),
+            exclude: Vec::new(),
+            max_files: default_max_files(),
+            max_chars_per_file: None,
+            respect_gitignore: true,
+            optional: false,
+            keep: Keep::First,
+        }
+    }
+}
+
 /// [`ContextSource::keep`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

@@ -39,6 +39,7 @@ mod context_ignore;
 mod cost;
 mod council;
 mod crash_resume;
+mod daily;
 mod decision_record;
 mod dry_run;
 mod examples;
