@@ -6,10 +6,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use agent_meeting::cli::modes::{
-    CompareArgs, ForkArgs, ListAgentsArgs, ResumeArgs, MODE_FLAGS, WHY_NOT,
+    CompareArgs, ForkArgs, ListAgentsArgs, ListArgs, ResumeArgs, ShowArgs, MODE_FLAGS, WHY_NOT,
 };
 use agent_meeting::cli::{self, BoardArgs, ContextArgs, LlmArgs, OutputArgs};
-use agent_meeting::driver::{self, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui};
+use agent_meeting::driver::{
+    self, history, MeetingSource, NewMeeting, Outcome, Request, ResumeChanges, Ui,
+};
 use agent_meeting::settings::{config, MeetingOptions, MeetingSettings};
 use agent_meeting::{io, loader, Error};
 use clap::{ArgMatches, CommandFactory, Parser};
@@ -172,6 +174,17 @@ Examples:\n  meeting resume runs/demo\n  meeting resume runs/demo --answer answe
     /// --list-agents)
     #[command(after_help = "Example:\n  meeting list-agents --agents-dir agents")]
     ListAgents(ListAgentsArgs),
+    /// The meetings held in the run folder, newest first: when, status, loops, tokens, cost,
+    /// topic and decision
+    #[command(
+        after_help = "Examples:\n  meeting list\n  meeting list --status waiting,stopped   # what can go on\n  meeting list --json | jq -r 'select(.status == \"finished\") | .decision'"
+    )]
+    List(ListArgs),
+    /// Print a meeting's report (or its MeetingResult with --json), from its run folder
+    #[command(
+        after_help = "Examples:\n  meeting show 20261207134443-966619e3\n  meeting show runs/demo --json | jq .status"
+    )]
+    Show(ShowArgs),
 }
 
 /// A resume's changes, as the driver takes them.
@@ -347,6 +360,16 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
             return cli::write_stdout(&loader::list_agents(&search));
         }
         Some(Mode::Compare(a)) => return cli::write_stdout(&driver::compare(&a.a, &a.b)?),
+        Some(Mode::List(a)) => return list(a),
+        Some(Mode::Show(a)) => {
+            let runs = runs_folder(a.run_dir)?;
+            let dir = history::find(&runs, &a.id)?;
+            return cli::write_stdout(&if a.json {
+                io::to_json_line(&history::result(&dir)?, a.output.pretty)
+            } else {
+                history::report(&dir)?
+            });
+        }
         Some(Mode::Resume(a)) => {
             a.prices.use_it()?;
             let ui = Ui::new(a.ui.quiet, a.ui.step);
@@ -404,6 +427,33 @@ fn run(after: &mut Option<String>) -> anyhow::Result<()> {
             Err(error.into())
         }
     }
+}
+
+/// The folder holding run folders: the flag, else the config file's, else `runs`.
+fn runs_folder(flag: Option<PathBuf>) -> Result<PathBuf, Error> {
+    Ok(agent_meeting::settings::run_dir(flag, &config::load()?.config).0)
+}
+
+/// `meeting list`: the table, or one JSON object per line; a note of the folders that could
+/// not be read.
+fn list(a: ListArgs) -> anyhow::Result<()> {
+    let states = a
+        .status
+        .iter()
+        .map(|s| history::RunState::parse(s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let (rows, unreadable) = history::list(&runs_folder(a.run_dir)?, &states, a.limit)?;
+    if unreadable > 0 {
+        agent_meeting::note!(
+            "meeting list: {} not readable as run folders, left out",
+            agent_meeting::text::plural(unreadable as u64, "folder")
+        );
+    }
+    cli::write_stdout(&if a.json {
+        rows.iter().map(|r| io::to_json_line(r, false)).collect()
+    } else {
+        history::table(&rows)
+    })
 }
 
 /// The first line of this program's `--help`, for `agent-meeting --help`'s list.

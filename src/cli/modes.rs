@@ -162,6 +162,41 @@ pub struct ListAgentsArgs {
     pub agents_dir: Option<PathBuf>,
 }
 
+/// `meeting list`: the history of the run folder.
+#[derive(clap::Args, Debug)]
+pub struct ListArgs {
+    /// One JSON object per meeting (one per line) instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// The most meetings shown, newest first
+    #[arg(long, short = 'n', value_name = "N", default_value_t = 20,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
+    pub limit: usize,
+    /// Only meetings in these states (comma-separated: finished, no_decision, failed, waiting,
+    /// running, stopped, ...)
+    #[arg(long, value_name = "STATUS", value_delimiter = ',')]
+    pub status: Vec<String>,
+    /// Folder that holds the run folders [default: the config file's run_dir, else runs]
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+}
+
+/// `meeting show ID`: one meeting of the history.
+#[derive(clap::Args, Debug)]
+pub struct ShowArgs {
+    /// A run id (as `meeting list` shows it) or a run folder
+    #[arg(value_name = "ID")]
+    pub id: String,
+    /// Its MeetingResult (JSON) instead of its report
+    #[arg(long)]
+    pub json: bool,
+    /// Folder that holds the run folders [default: the config file's run_dir, else runs]
+    #[arg(long, value_name = "DIR")]
+    pub run_dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
 /// `--prices`, for the modes that price a meeting's calls.
 #[derive(clap::Args, Debug)]
 pub struct PricesArg {

@@ -22,6 +22,7 @@ mod callers;
 pub mod child;
 mod drive;
 mod fork;
+pub mod history;
 mod outcome;
 mod progress;
 mod record;

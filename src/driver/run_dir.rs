@@ -144,7 +144,7 @@ impl RunDir {
     }
 
     /// Every complete output in the folder: (step number, stage, path), in no order.
-    fn outputs(&self) -> Result<Vec<(u32, Stage, PathBuf)>> {
+    pub(super) fn outputs(&self) -> Result<Vec<(u32, Stage, PathBuf)>> {
         let entries = std::fs::read_dir(&self.path).map_err(|e| {
             Error::Usage(format!(
                 "cannot read the run folder {}: {}",
@@ -297,6 +297,15 @@ impl RunDir {
         Ok(())
     }
 
+    /// The tally of the whole events in `events.jsonl`, read only (`meeting show --json`).
+    pub(super) fn tally(&self) -> Result<Tally> {
+        let mut tally = Tally::default();
+        for (_, ev) in self.whole_events()? {
+            tally.add(ev.as_slice());
+        }
+        Ok(tally)
+    }
+
     /// Make `events.jsonl` hold exactly the events up to `board`, the checkpoint `--resume`
     /// goes on from: its first `event_count - new_events` lines, then the board's
     /// `new_events`. A kill can leave the last stage's events missing, half written or (when
@@ -377,7 +386,7 @@ fn remove(path: &Path) -> Result<()> {
 }
 
 /// The board a checkpoint (a stage's `.out.json`, its `text` read) holds.
-fn read_checkpoint(stage: Stage, path: &Path, text: &str) -> Result<Board> {
+pub(super) fn read_checkpoint(stage: Stage, path: &Path, text: &str) -> Result<Board> {
     let label = path.display().to_string();
     match stage {
         Stage::RenderReport => {

@@ -204,22 +204,10 @@ pub fn interrupt(pid: u32) {
     let _ = pid;
 }
 
-/// Whether another process holds the run folder (a meeting is driving it).
-fn locked(run_dir: &Path) -> bool {
-    let Ok(file) = std::fs::OpenOptions::new()
-        .write(true)
-        .open(run_dir.join(".lock"))
-    else {
-        return false;
-    };
-    // Taken here, the lock is let go with the file at once.
-    file.try_lock().is_err()
-}
-
 /// Whether a meeting drives the run folder: this server's child for `id`, or any process
 /// holding the folder's lock. Reads no board, so it can be asked often.
 pub fn running(run_dir: &Path, id: &str, children: &Children) -> bool {
-    children.alive(id) || locked(run_dir)
+    children.alive(id) || crate::driver::history::locked(run_dir)
 }
 
 /// What `meeting_start` answers: where the meeting it started runs.
@@ -229,28 +217,7 @@ pub struct Started {
     pub run_dir: String,
 }
 
-/// Where a meeting stands, as `meeting_status` says it: a meeting's own status
-/// ([`MeetingStatus`], by its own name: `running`, `waiting`, `finished`, `no_decision`, …), or
-/// what only a run folder read from outside can be — `stopped` (resumable), `cancelled`
-/// (stopped by the client's cancel).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum RunState {
-    Stopped,
-    Cancelled,
-    #[serde(untagged)]
-    Meeting(MeetingStatus),
-}
-
-impl RunState {
-    /// Every state, for the test that each validates against the tool's output schema.
-    #[cfg(test)]
-    pub fn all() -> Vec<RunState> {
-        let mut all = vec![RunState::Stopped, RunState::Cancelled];
-        all.extend(MeetingStatus::ALL.map(RunState::Meeting));
-        all
-    }
-}
+pub use crate::driver::history::RunState;
 
 /// What `meeting_status` answers: its structured content, whose schema is the tool's output
 /// schema.
@@ -313,25 +280,7 @@ pub fn status(
     }
     .waiting()?
     .filter(|_| !running);
-    let ended = || match board.status {
-        crate::model::Status::Finished
-            if crate::meeting::final_report::no_decision_reason(&board).is_some() =>
-        {
-            RunState::Meeting(MeetingStatus::NoDecision)
-        }
-        other => RunState::Meeting(other.into()),
-    };
-    let state = if running {
-        RunState::Meeting(MeetingStatus::Running)
-    } else if waiting.is_some() {
-        RunState::Meeting(MeetingStatus::Waiting)
-    } else if board.next_stage().is_some() && cancelled {
-        RunState::Cancelled
-    } else if board.next_stage().is_some() {
-        RunState::Stopped
-    } else {
-        ended()
-    };
+    let state = RunState::of(&board, running, waiting.is_some(), cancelled);
     Ok(StatusReport {
         run_id: id.to_string(),
         run_dir: run_dir.display().to_string(),

@@ -98,3 +98,143 @@ fn a_doc_not_found_or_outside_the_root_is_refused() {
         .one_stderr_line()
         .stderr_has("outside.md: outside the context root");
 }
+
+/// Run a sample meeting on `topic` with run id `id`, started at `now`.
+fn sample_meeting(work: &Workdir, id: &str, now: &str, topic: &str) {
+    work.cli("meeting")
+        .env("AGENT_MEETING_NOW", now)
+        .args([
+            "--provider",
+            "sample",
+            "-a",
+            "arch",
+            "-q",
+            "--trace-id",
+            id,
+            topic,
+        ])
+        .run()
+        .success();
+}
+
+/// `meeting list` shows the run folder's meetings newest first, filtered by status and
+/// bounded by `--limit`; `meeting show` prints one's report (the one saved), or its
+/// MeetingResult with `--json`.
+#[test]
+fn meeting_list_and_show_read_the_history() {
+    let work = Workdir::new();
+    sample_meeting(&work, "older", "2026-11-30T09:00:00.000Z", "Go or Rust?");
+    sample_meeting(
+        &work,
+        "newer",
+        "2026-11-30T10:00:00.000Z",
+        "Adopt Rust for ingest?",
+    );
+    // A meeting stopped before its report: its last checkpoint removed.
+    sample_meeting(&work, "cut", "2026-11-30T08:00:00.000Z", "Cut short?");
+    let cut = work.join("runs/cut");
+    let last = std::fs::read_dir(&cut)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("render-report.out.json"))
+        .max()
+        .unwrap();
+    std::fs::remove_file(cut.join(last)).unwrap();
+
+    let rows = |args: &[&str]| -> Vec<serde_json::Value> {
+        let out = work
+            .cli("meeting")
+            .args(["list", "--json"])
+            .args(args)
+            .run();
+        out.success();
+        out.stdout()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let all = rows(&[]);
+    let ids: Vec<&str> = all.iter().map(|r| r["run_id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["newer", "older", "cut"]);
+    assert_eq!(all[0]["topic"], "Adopt Rust for ingest?");
+    assert_eq!(all[0]["status"], "finished");
+    assert_eq!(all[0]["started"], "2026-11-30T10:00:00.000Z");
+    assert!(all[0]["tokens"].as_u64().unwrap() > 0);
+    assert_eq!(all[2]["status"], "stopped");
+    let ids = |rows: Vec<serde_json::Value>| -> Vec<String> {
+        rows.iter()
+            .map(|r| r["run_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(ids(rows(&["--status", "stopped"])), ["cut"]);
+    assert_eq!(ids(rows(&["-n", "1"])), ["newer"]);
+    let table = work.cli("meeting").arg("list").run();
+    table.success().stdout_has("Go or Rust?");
+    assert_eq!(table.stdout().lines().count(), 4, "{}", table.stdout());
+
+    let shown = work.cli("meeting").args(["show", "older"]).run();
+    shown.success();
+    assert_eq!(shown.stdout(), work.read("reports/go-or-rust.md"));
+    let result: serde_json::Value = work
+        .cli("meeting")
+        .args(["show", "runs/older", "--json"])
+        .run()
+        .success()
+        .json();
+    assert_eq!(result["status"], "finished");
+    assert_eq!(result["trace_id"], "older");
+    work.cli("meeting")
+        .args(["show", "cut"])
+        .run()
+        .exit(2)
+        .stderr_has("has no report yet");
+}
+
+/// The history reads run folders as input: a link is not followed, a folder that is not a
+/// readable run folder is left out (said once), terminal escapes in a board do not reach the
+/// terminal, and `show` takes a run id, not a path out of the runs folder through it.
+#[test]
+fn the_history_reads_a_hostile_runs_folder_safely() {
+    let work = Workdir::new();
+    sample_meeting(&work, "real", crate::fixtures::NOW, "Real?");
+    // A board whose topic holds an escape sequence (OSC 52 writes the clipboard).
+    let dir = work.join("runs/real");
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let p = e.path();
+        if p.to_string_lossy().ends_with(".out.json") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            std::fs::write(
+                &p,
+                text.replace("Real?", "Real?\\u001b]52;c;ZXZpbA==\\u0007"),
+            )
+            .unwrap();
+        }
+    }
+    std::fs::create_dir_all(work.join("elsewhere")).unwrap();
+    sample_meeting(&work, "x", crate::fixtures::NOW, "Elsewhere?");
+    std::fs::rename(work.join("runs/x"), work.join("elsewhere/x")).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(work.join("elsewhere/x"), work.join("runs/link")).unwrap();
+    work.write("runs/junk/meeting.json", "{ not json");
+
+    let out = work.cli("meeting").args(["list", "--json"]).run();
+    out.success()
+        .stderr_has("1 folder not readable as run folders, left out");
+    let rows: Vec<serde_json::Value> = out
+        .stdout()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 1, "{}", out.stdout());
+    assert_eq!(rows[0]["run_id"], "real");
+    let table = work.cli("meeting").arg("list").run();
+    assert!(!table.stdout().contains('\u{1b}'), "{:?}", table.stdout());
+    let shown = work.cli("meeting").args(["show", "real"]).run();
+    assert!(!shown.stdout().contains('\u{1b}'), "{:?}", shown.stdout());
+    work.cli("meeting")
+        .args(["show", "../elsewhere/x"])
+        .run()
+        .exit(2)
+        .stderr_has("no meeting");
+}
