@@ -90,7 +90,13 @@ pub enum Error {
     /// is the `waiting.json` the run folder keeps for them (`model::Waiting`, as JSON).
     #[error("{message}")]
     Waiting { message: String, document: String },
+    /// The day's spending cap (`--max-cost-per-day`) is spent: no meeting is started; exit 5.
+    #[error("{0}")]
+    DaySpent(String),
 }
+
+/// The exit code of a meeting refused because the day's spending cap is spent.
+pub const DAY_SPENT_EXIT: u8 = 5;
 
 /// The exit code of a meeting that waits for a person's answer.
 pub const WAITING_EXIT: u8 = 4;
@@ -141,6 +147,7 @@ impl Error {
             Error::NoDecision(_) => 3,
             Error::Stopped(_) => 130,
             Error::Waiting { .. } => WAITING_EXIT,
+            Error::DaySpent(_) => DAY_SPENT_EXIT,
         }
     }
 }

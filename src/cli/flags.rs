@@ -238,6 +238,10 @@ pub struct PullArgs {
     /// The meeting's budget in US dollars (over the settings file's)
     #[arg(long, value_name = "USD", value_parser = positive_dollars)]
     pub max_cost: Option<f64>,
+    /// What the meetings started today (UTC) in the run folder may spend together (over the
+    /// settings file's `max_cost_per_day`); once spent, the comment says so
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    pub max_cost_per_day: Option<f64>,
     /// Given to meeting as --provider
     #[arg(long, value_name = "NAME")]
     pub provider: Option<String>,
@@ -268,6 +272,7 @@ impl PullArgs {
             options: MeetingOptions {
                 agents: self.agents,
                 max_cost: self.max_cost,
+                max_cost_per_day: self.max_cost_per_day,
                 ..Default::default()
             },
             meeting_args,
@@ -360,6 +365,12 @@ pub struct BoardArgs {
     /// `budget.max_cost_usd`
     #[arg(long, value_name = "USD", value_parser = positive_dollars)]
     pub max_cost: Option<f64>,
+    /// Dollars the meetings started today (UTC) in the run folder may spend together: once
+    /// spent, a new meeting is refused (exit 5); else it may spend at most what is left (an
+    /// unpriced model is refused, as under --max-cost). Over the config file's
+    /// `budget.max_cost_per_day_usd`
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    pub max_cost_per_day: Option<f64>,
     /// Reviewers of the PM's draft before the report is final (comma-separated; the built-in
     /// `devils-advocate` is one); wins over the meeting file's `review.by`
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
@@ -422,6 +433,7 @@ impl BoardArgs {
             options: meeting_options(self, &AdrArgs::default(), matches),
             agents_dir: self.agents_dir.clone(),
             trace_id: self.trace_id.clone(),
+            day_left_usd: None,
         }
     }
 }
@@ -442,6 +454,7 @@ pub fn meeting_options(
         max_parallel: given_u32("max_parallel"),
         max_total_tokens: board.max_total_tokens,
         max_cost: board.max_cost,
+        max_cost_per_day: board.max_cost_per_day,
         reviewers: board.review_by.clone(),
         review_rounds: board.review_rounds,
         council: board.council,
@@ -559,6 +572,7 @@ mod tests {
             max_parallel: Some(2),
             max_total_tokens: Some(9000),
             max_cost: Some(0.25),
+            max_cost_per_day: Some(2.5),
             reviewers: vec!["devils-advocate".into()],
             review_rounds: Some(2),
             council: true,

@@ -422,6 +422,7 @@ const MEETING_EXIT_CODES: &str = "Exit codes:
   2  bad usage or invalid input, or a stage that exited 2
   3  no decision: the report is saved, but it is the fallback (the PM made no decision)
   4  waiting for a person's answer (kind: human, no one there): meeting resume DIR --answer FILE
+  5  not started: the day's spending cap (--max-cost-per-day) is spent
   130, 143  stopped by SIGINT / SIGTERM, or 130 by q at a --step prompt (meeting resume DIR goes on)";
 
 /// agent-turn's: the stages', and a person with no one there to answer (the same table).
@@ -657,6 +658,7 @@ mod tests {
             (none.exit_code(), "no decision", meeting),
             (waiting.exit_code(), "kind: human", human),
             (Error::Stopped(text()).exit_code(), "q at a --step", meeting),
+            (Error::DaySpent(text()).exit_code(), "spending cap", meeting),
             (signal(SIGINT), "SIGINT", meeting),
             (signal(SIGTERM), "SIGTERM", meeting),
         ];

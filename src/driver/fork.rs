@@ -108,16 +108,20 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
         "packet_version",
         PACKET_VERSION,
     )?;
-    let board = Stages::new(&settings).init(packet)?;
-    let board_text = to_json_line(&board, false);
-    check_llm_config(&settings.llm, &board, false)?;
-    let models = models_line(&settings.llm, &board)?;
     let holder = match changes.run_dir {
         Some(d) => d,
         None => parent
             .parent()
             .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
     };
+    // A fork is a meeting started today: under the day's cap as any other, not its parent's.
+    settings.board.day_left_usd = None;
+    let config = crate::settings::config::load_file(settings.config_file.as_deref())?.config;
+    let day_lock = super::start::day_cap(&mut settings, &holder, &config, true, ui)?;
+    let board = Stages::new(&settings).init(packet)?;
+    let board_text = to_json_line(&board, false);
+    check_llm_config(&settings.llm, &board, false)?;
+    let models = models_line(&settings.llm, &board)?;
     let dir = RunDir {
         path: holder.join(&trace_id),
     };
@@ -133,6 +137,7 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
             dir,
             numbered_from: None,
             default_report: None,
+            day_lock,
         },
         ui,
     )?;

@@ -150,6 +150,7 @@ pub(super) mod tests {
                 },
                 agents_dir: Some("/m/agents".into()),
                 trace_id: Some("t-1".into()),
+                day_left_usd: Some(0.75),
             },
             llm: LlmConfig {
                 provider: Some("replay".into()),

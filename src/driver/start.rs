@@ -74,6 +74,9 @@ pub(super) struct Checked {
     /// The default report path, when `--report-file` was not given: the start claims it or
     /// the next free numbered name.
     pub(super) default_report: Option<PathBuf>,
+    /// With a day's spending cap: the run folders' lock, held until this meeting's folder
+    /// is filled, so that meetings started together count each other.
+    pub(super) day_lock: Option<std::fs::File>,
 }
 
 /// Start a new meeting: collect, init (in memory, so bad input leaves no run folder), check
@@ -115,6 +118,7 @@ pub fn dry_run(new: NewMeeting, ui: Ui) -> Result<DryRun> {
 /// prints the models line and only warns of a missing key (docs/design/run-folder.md#run-folder).
 fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
     let (mut settings, run_dir, numbered_from, default_report, mut shown) = settings_of(new)?;
+    let day_lock = day_cap(&mut settings, &run_dir, &shown.loaded.config, !dry_run, ui)?;
     if let Some(adr) = &settings.adr {
         if settings.llm.provider.as_deref() == Some(crate::llm::sample::NAME) {
             return Err(crate::stage::render_report::sample_refusal());
@@ -165,7 +169,73 @@ fn check(new: NewMeeting, dry_run: bool, ui: Ui) -> Result<Checked> {
         dir,
         numbered_from,
         default_report,
+        day_lock,
     })
+}
+
+/// The least a meeting may be left by the day's spending cap: under a cent, it cannot pay for
+/// a call.
+const LEAST_DAY_LEFT_USD: f64 = 0.01;
+
+/// The day's spending cap (docs/design/run-folder.md#a-spending-cap-per-day): what the meetings
+/// started today (UTC) in the run folders spent or may still spend is summed — under the run
+/// folders' lock when `lock`, held by the caller until this meeting's folder is filled, so
+/// that meetings started together count each other — and this meeting may spend what is left.
+/// None left refuses it (exit 5).
+pub(super) fn day_cap(
+    settings: &mut RunSettings,
+    runs: &Path,
+    config: &crate::settings::config::Config,
+    lock: bool,
+    ui: Ui,
+) -> Result<Option<std::fs::File>> {
+    let cap = crate::settings::resolve(&settings.board.options, None, config).max_cost_per_day;
+    let Some(cap) = cap.value else {
+        return Ok(None);
+    };
+    let guard = lock.then(|| lock_runs(runs)).transpose()?;
+    let now = crate::meeting::events::clock_from_env().now();
+    let day = now.get(..10).unwrap_or(&now);
+    let spent = super::history::spent_on(runs, day)?;
+    let left = cap - spent.usd;
+    let dollars = crate::llm::prices::dollars;
+    if left < LEAST_DAY_LEFT_USD {
+        return Err(Error::DaySpent(format!(
+            "the day's spending cap is spent: {} of {} by {} started {day} (UTC) in {}; \
+             a meeting can start after 00:00 UTC, or with a higher --max-cost-per-day",
+            dollars(spent.usd),
+            dollars(cap),
+            crate::text::plural(spent.meetings as u64, "meeting"),
+            runs.display()
+        )));
+    }
+    let own = settings.board.options.max_cost;
+    if own.is_none_or(|own| own > left) && !ui.quiet {
+        crate::note!(
+            "meeting: the day's spending cap leaves {} of {} for this meeting (--max-cost-per-day)",
+            dollars(left),
+            dollars(cap)
+        );
+    }
+    settings.board.day_left_usd = Some(left);
+    Ok(guard)
+}
+
+/// The lock of the folder holding run folders, for the day's spending cap: one start at a time
+/// counts what the day spent and makes its folder.
+fn lock_runs(runs: &Path) -> Result<std::fs::File> {
+    let fail = |e: std::io::Error| {
+        Error::Runtime(format!("{}: cannot lock: {}", runs.display(), os_error(&e)))
+    };
+    std::fs::create_dir_all(runs).map_err(fail)?;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(runs.join(".day.lock"))
+        .map_err(fail)?;
+    file.lock().map_err(fail)?;
+    Ok(file)
 }
 
 /// The run settings of a new meeting: the flags over the config file, absolute paths, the
@@ -289,6 +359,7 @@ pub(super) fn create(checked: Checked, ui: Ui) -> Result<Run> {
         models,
         dir,
         numbered_from,
+        day_lock: _day_lock,
         ..
     } = checked;
     let lock = dir.lock()?;

@@ -243,7 +243,7 @@ pub fn cost_limit(board: &Board, llm: &LlmConfig, usd: f64, prices: &Prices) -> 
         let (provider, model) = (r.provider.value.as_str(), r.model.value.as_str());
         let price = prices.of(provider, model).ok_or_else(|| {
             Error::Usage(format!(
-                "--max-cost: {caller} uses {provider} {model}, which the price table ({} of {}) does not price; give --prices FILE with its prices, or no --max-cost",
+                "--max-cost: {caller} uses {provider} {model}, which the price table ({} of {}) does not price; give --prices FILE with its prices, or no --max-cost (nor --max-cost-per-day)",
                 prices.source_name(),
                 prices.date
             ))

@@ -80,6 +80,10 @@ pub struct Budget {
     /// US dollars a meeting may spend (docs/design/pm-round.md#cost-budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_cost_usd: Option<f64>,
+    /// US dollars the meetings started on one UTC day in the run folder may spend together
+    /// (docs/design/run-folder.md#a-spending-cap-per-day).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost_per_day_usd: Option<f64>,
 }
 
 impl Config {

@@ -73,6 +73,11 @@ pub struct MeetingSettings {
     pub agents_dir: Option<PathBuf>,
     #[serde(default)]
     pub trace_id: Option<String>,
+    /// What the day's spending cap left this meeting when it started (`max_cost_per_day`
+    /// less what the day's other meetings spent or may still spend): its dollar budget when
+    /// lower than its own (docs/design/run-folder.md#a-spending-cap-per-day).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub day_left_usd: Option<f64>,
 }
 
 /// The panel of a meeting whose options name none (a command line without `--agents`, a
@@ -89,6 +94,9 @@ pub struct Settings {
     pub max_parallel: Setting<u32>,
     pub max_total_tokens: Setting<Option<u64>>,
     pub max_cost: Setting<Option<f64>>,
+    /// What the meetings started on one UTC day may spend together (the given value > the
+    /// config file's `budget.max_cost_per_day_usd`; none by default).
+    pub max_cost_per_day: Setting<Option<f64>>,
     /// Who reviews the PM's draft, and how many rounds (None: no review).
     pub review: Setting<Option<crate::model::ReviewSettings>>,
     /// The council round (None: none).
@@ -164,6 +172,13 @@ pub fn resolve(given: &MeetingOptions, input: Option<&MeetingInput>, config: &Co
         max_parallel,
         max_total_tokens: max_total_tokens(given.max_total_tokens, input, config),
         max_cost: max_cost_usd(given.max_cost, input, config),
+        max_cost_per_day: budget_setting(
+            given.max_cost_per_day,
+            None,
+            config,
+            |_| None,
+            |b| b.max_cost_per_day_usd,
+        ),
         review,
         council,
     }
@@ -263,7 +278,11 @@ pub fn init_args(
         max_loops: resolved.max_loops.value,
         max_parallel: resolved.max_parallel.value,
         max_total_tokens: resolved.max_total_tokens.value,
-        max_cost_usd: resolved.max_cost.value,
+        // The day's cap lowers the meeting's own budget, never raises it.
+        max_cost_usd: match (resolved.max_cost.value, board.day_left_usd) {
+            (Some(own), Some(left)) => Some(own.min(left)),
+            (own, left) => own.or(left),
+        },
     }
 }
 
@@ -520,6 +539,11 @@ pub fn resolve_all(
         .value
         .map_or_else(|| none.into(), crate::llm::prices::dollars);
     row("budget.max_cost_usd", shown, cost.source);
+    let day = resolved.max_cost_per_day;
+    let shown = day
+        .value
+        .map_or_else(|| "none".into(), crate::llm::prices::dollars);
+    row("budget.max_cost_per_day_usd", shown, day.source);
     let parallel = resolved.max_parallel;
     row("max_parallel", parallel.value.to_string(), parallel.source);
     // Without a meeting file: none given (a meeting file's `review:` or `council:` may add one).

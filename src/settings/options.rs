@@ -59,6 +59,14 @@ pub struct MeetingOptions {
     )]
     #[schemars(extend("exclusiveMinimum" = 0))]
     pub max_cost: Option<f64>,
+    /// Dollars the meetings started today (UTC) in the run folder may spend together: a
+    /// meeting is refused once they have, and may spend at most what is left.
+    #[serde(
+        deserialize_with = "lenient::dollars",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(extend("exclusiveMinimum" = 0))]
+    pub max_cost_per_day: Option<f64>,
     /// Reviewers of the PM's draft before the report is final, e.g. ["devils-advocate"].
     // `review_by`: as a run folder of an earlier build keeps them.
     #[serde(
@@ -120,6 +128,7 @@ impl MeetingOptions {
             max_parallel: self.max_parallel.or(under.max_parallel),
             max_total_tokens: self.max_total_tokens.or(under.max_total_tokens),
             max_cost: self.max_cost.or(under.max_cost),
+            max_cost_per_day: self.max_cost_per_day.or(under.max_cost_per_day),
             reviewers: list(self.reviewers, under.reviewers),
             review_rounds: self.review_rounds.or(under.review_rounds),
             council: self.council || under.council,
@@ -135,11 +144,13 @@ impl MeetingOptions {
     /// where the options came from, such as `arguments` or the repository file).
     pub fn check(&self, label: &str) -> Result<()> {
         let bad = |field: &str, expected: String| Err(Error::input(label, field, expected));
-        if let Some(usd) = self.max_cost.filter(|u| !(u.is_finite() && *u > 0.0)) {
-            return bad(
-                "max_cost",
-                format!("expected more than 0 dollars, got {usd}"),
-            );
+        for (field, usd) in [
+            ("max_cost", self.max_cost),
+            ("max_cost_per_day", self.max_cost_per_day),
+        ] {
+            if let Some(usd) = usd.filter(|u| !(u.is_finite() && *u > 0.0)) {
+                return bad(field, format!("expected more than 0 dollars, got {usd}"));
+            }
         }
         if self.max_total_tokens == Some(0) {
             return bad("max_total_tokens", "expected at least 1 token".into());
@@ -189,6 +200,10 @@ impl MeetingOptions {
             self.max_total_tokens.map(|n| n.to_string()),
         );
         flag("max-cost", self.max_cost.map(|n| n.to_string()));
+        flag(
+            "max-cost-per-day",
+            self.max_cost_per_day.map(|n| n.to_string()),
+        );
         flag("review-by", list(&self.reviewers));
         flag("review-rounds", self.review_rounds.map(|n| n.to_string()));
         flag("council-models", list(&self.council_models));

@@ -238,3 +238,138 @@ fn the_history_reads_a_hostile_runs_folder_safely() {
         .exit(2)
         .stderr_has("no meeting");
 }
+
+/// A meeting of one turn (the PM asks arch, arch answers, the PM finishes) against a fake
+/// OpenAI server, 1,000 prompt and 100 completion tokens a call, on a model a private table
+/// prices at $0.0001 a token: $0.11 a call, $0.33 the meeting. Returns the run and the number
+/// of requests the server got.
+fn priced_meeting(
+    work: &Workdir,
+    now: &str,
+    id: &str,
+    extra: &[&str],
+) -> (crate::harness::Run, usize) {
+    use crate::fake_http::{json, openai_ok, FakeServer};
+    use crate::fixtures::pm;
+    let table = work.write(
+        "prices.json",
+        r#"{"source": "test", "date": "2026-12-01", "models": {"dear": {"provider": "openai", "input": 1e-4, "output": 1e-4}}}"#,
+    );
+    let replies = [
+        pm::call("arch", "What would a rewrite cost?"),
+        pm::answer("Two engineers a quarter.", &["Two engineers, one quarter."]),
+        pm::finish("### Executive Summary\nRewrite.\n\n### Recommendation\nRewrite it."),
+    ];
+    let server = FakeServer::start(
+        replies
+            .iter()
+            .map(|r| json(200, &openai_ok(&r.to_string(), Some((1000, 100)))))
+            .collect(),
+    );
+    let out = work
+        .cli("meeting")
+        .env("OPENAI_BASE_URL", format!("{}/v1", server.url))
+        .env("OPENAI_API_KEY", "test-key")
+        .env("AGENT_MEETING_NOW", now)
+        .env("AGENT_MEETING_PRICES", &table)
+        .args([
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+            "--model",
+            "dear",
+        ])
+        .args(["--trace-id", id, "--report-file", &format!("{id}.md")])
+        .args(extra)
+        .arg("Rewrite ingest?")
+        .run();
+    (out, server.count())
+}
+
+/// `--max-cost-per-day`: the meetings started today (UTC) in the run folder are summed; once
+/// the cap is spent a new meeting is refused (exit 5, no run folder, no call), else it may
+/// spend what is left; a new day starts afresh; an unpriced model is refused under a cap.
+#[test]
+fn a_spending_cap_per_day_refuses_a_meeting_once_the_day_is_spent() {
+    let work = Workdir::new();
+    let today = "2026-11-30T09:00:00.000Z";
+    let (first, calls) = priced_meeting(&work, today, "first", &[]);
+    first.success();
+    assert_eq!(calls, 3);
+    let cost = first.json::<serde_json::Value>()["cost"]["usd"]
+        .as_f64()
+        .unwrap();
+    assert!((cost - 0.33).abs() < 1e-9, "{cost}");
+
+    let later = "2026-11-30T18:00:00.000Z";
+    let (refused, calls) = priced_meeting(&work, later, "second", &["--max-cost-per-day", "0.30"]);
+    refused.exit(5).one_stderr_line().stderr_has(
+        "the day's spending cap is spent: $0.3300 of $0.3000 by 1 meeting started 2026-11-30 (UTC)",
+    );
+    assert_eq!(refused.stdout(), "");
+    assert_eq!(calls, 0);
+    assert!(!work.join("runs/second").exists());
+
+    // What is left is the next meeting's budget: said, and kept in its meeting.json.
+    let (dry, _) = priced_meeting(
+        &work,
+        later,
+        "third",
+        &["--max-cost-per-day", "1", "--dry-run"],
+    );
+    dry.success()
+        .stderr_has("the day's spending cap leaves $0.6700 of $1.00 for this meeting");
+
+    // The next day (UTC) starts afresh.
+    let (next_day, calls) = priced_meeting(
+        &work,
+        "2026-12-01T00:10:00.000Z",
+        "next-day",
+        &["--max-cost-per-day", "0.30"],
+    );
+    assert_ne!(next_day.code(), Some(5), "{}", next_day.stderr());
+    assert!(calls > 0, "{}", next_day.stderr());
+    let settings: serde_json::Value =
+        serde_json::from_str(&work.read("runs/next-day/meeting.json")).unwrap();
+    assert_eq!(settings["board"]["day_left_usd"], 0.3);
+
+    // Under a cap an unpriced model is refused before any call, as under --max-cost.
+    work.cli("meeting")
+        .args([
+            "--agents",
+            "arch",
+            "--provider",
+            "openai",
+            "--model",
+            "no-such-model",
+        ])
+        .args(["--max-cost-per-day", "5", "--dry-run", "T?"])
+        .env("OPENAI_API_KEY", "k")
+        .run()
+        .exit(2)
+        .stderr_has("does not price");
+}
+
+/// Meetings started together count each other: one not ended holds what it may still spend
+/// (its dollar budget), so a second start sees the day spent even before the first has paid.
+#[test]
+fn a_meeting_not_ended_holds_its_share_of_the_days_cap() {
+    let work = Workdir::new();
+    let today = "2026-11-30T09:00:00.000Z";
+    let (first, _) = priced_meeting(&work, today, "first", &["--max-cost-per-day", "1"]);
+    first.success();
+    // As if it had stopped mid-meeting: its report's checkpoint gone, it may still spend.
+    let dir = work.join("runs/first");
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        if e.file_name()
+            .to_string_lossy()
+            .ends_with("render-report.out.json")
+        {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let (refused, calls) = priced_meeting(&work, today, "second", &["--max-cost-per-day", "1"]);
+    refused.exit(5).stderr_has("spent: $1.00 of $1.00");
+    assert_eq!(calls, 0);
+}
