@@ -7,14 +7,15 @@ use std::process::ExitCode;
 use agent_meeting::cli;
 use clap::Parser;
 
-/// Hold a decision meeting on a pull request and post what it came to as one comment, updated
-/// in place on every later run. Reads the event as GitHub Actions leaves it: a comment
-/// `/decide <topic>` (or a pull request labelled `decide`) starts a meeting on the pull
-/// request — its description, diff, changed files and newest decision records — and
-/// `/answer <text>` answers the person a meeting waits for. Advisory: exits 0 whatever the
-/// meeting decided; 2 for a bad event or setting, 1 when the API or the meeting could not run.
-/// The token (GITHUB_TOKEN, from the environment only) goes to --api-url and nowhere else.
-/// --dry-run holds the same meeting offline and prints the comment.
+/// Hold a decision meeting on a pull request and post what it came to as one comment.
+///
+/// The comment is updated in place on every later run. Reads the event as GitHub Actions
+/// leaves it: a comment `/decide <topic>` (or a pull request labelled `decide`) starts a
+/// meeting on the pull request — its description, diff, changed files and newest decision
+/// records — and `/answer <text>` answers the person a meeting waits for. Advisory: exits 0
+/// whatever the meeting decided; 2 for a bad event or setting, 1 when the API or the meeting
+/// could not run. The token (GITHUB_TOKEN, from the environment only) goes to --api-url and
+/// nowhere else. --dry-run holds the same meeting offline and prints the comment.
 #[derive(Parser, Debug)]
 #[command(
     name = "agent-meeting github",
@@ -102,4 +103,9 @@ pub fn main() -> ExitCode {
         agent_meeting::github::run(&event, &settings)?;
         Ok(())
     })
+}
+
+/// This mode's command as it parses its flags, for `agent-meeting`'s man page and completions.
+pub fn command() -> clap::Command {
+    agent_meeting::cli::command::<Args>("agent-meeting github")
 }

@@ -6,19 +6,20 @@ use std::process::ExitCode;
 use agent_meeting::cli;
 use clap::Parser;
 
-/// Hold a decision meeting on a GitLab merge request and post what it came to as one note,
-/// updated in place on every later run. Reads the merge-request pipeline's variables: the
-/// label `decide` (or AGENT_MEETING_TOPIC) starts a meeting on the merge request — its
-/// description, diff, changed files and newest decision records — and AGENT_MEETING_ANSWER
-/// answers the person a meeting waits for. Advisory: exits 0 whatever the meeting decided; 2
-/// for a bad setting, 1 when the API or the meeting could not run. The token (GITLAB_TOKEN: a
-/// project access token with the api scope, from the environment only) goes to --api-url and
-/// nowhere else. --dry-run holds the same meeting offline and prints the note.
+/// Hold a decision meeting on a GitLab merge request and post what it came to as one note.
+///
+/// The note is updated in place on every later run. Reads the merge-request pipeline's
+/// variables: the label `decide` (or AGENT_MEETING_TOPIC) starts a meeting on the merge
+/// request — its description, diff, changed files and newest decision records — and
+/// AGENT_MEETING_ANSWER answers the person a meeting waits for. Advisory: exits 0 whatever the
+/// meeting decided; 2 for a bad setting, 1 when the API or the meeting could not run. The token
+/// (GITLAB_TOKEN: a project access token with the api scope, from the environment only) goes to
+/// --api-url and nowhere else. --dry-run holds the same meeting offline and prints the note.
 #[derive(Parser, Debug)]
 #[command(
     name = "agent-meeting gitlab",
     version = cli::VERSION,
-    after_help = "Example: include share/ci/gitlab-ci.yml in .gitlab-ci.yml (docs/GUIDE.md).\n\nTry a merge request offline, in its checkout (no token, no API; the note is printed):\n  (set -a; . share/examples/gitlab-pipeline.env; agent-meeting gitlab --dry-run --provider sample)"
+    after_help = "Example: include share/ci/gitlab-ci.yml in .gitlab-ci.yml (docs/GUIDE.md).\n\nTry a merge request offline, in its checkout (no token, no API; the note is printed):\n  (set -a; . share/examples/gitlab-pipeline.env\n   agent-meeting gitlab --dry-run --provider sample)"
 )]
 struct Args {
     /// The REST API's base URL: the only host the token is sent to (not used by --dry-run)
@@ -181,4 +182,9 @@ pub fn main() -> ExitCode {
         agent_meeting::github::hold(&settings, forge, ask, agent_meeting::github::Checkout::Head)?;
         Ok(())
     })
+}
+
+/// This mode's command as it parses its flags, for `agent-meeting`'s man page and completions.
+pub fn command() -> clap::Command {
+    agent_meeting::cli::command::<Args>("agent-meeting gitlab")
 }
