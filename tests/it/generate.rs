@@ -317,11 +317,12 @@ const PAGES: [(&[&str], &str, &[&str]); 4] = [
         "agent-meeting",
         &[
             "\\-\\-install\\-links",
-            "pm\\-step(1)",
-            "meeting(1)",
-            "agent\\-meeting\\-mcp(1)",
-            "agent\\-meeting\\-github(1)",
-            "agent\\-meeting\\-gitlab(1)",
+            // each program's own page, each mode's agent-meeting-MODE, a line each
+            "\n.TP\npm\\-step(1)\n",
+            "\n.TP\nmeeting(1)\n",
+            "\n.TP\nagent\\-meeting\\-mcp(1)\n",
+            "\n.TP\nagent\\-meeting\\-github(1)\n",
+            "\n.TP\nagent\\-meeting\\-gitlab(1)\n",
         ],
     ),
     (
