@@ -51,11 +51,6 @@ impl Offline {
             answer_hint,
         })
     }
-
-    /// The commit the diff starts from, as `git diff` takes it.
-    pub fn base(&self) -> &str {
-        &self.base
-    }
 }
 
 /// Where the diff starts (docs/design/github.md#dry-run): the merge base of `HEAD` and the
