@@ -8,7 +8,7 @@ CARGO ?= cargo
 # etc. run as before. `cargo build --release` (all targets) also builds each program on its own.
 build:
 	$(CARGO) build --locked --release --bin agent-meeting
-	@cd target/release && for p in $(PROGRAMS); do ln -sf agent-meeting $$p; done
+	@cd $(RELEASE_DIR) && for p in $(PROGRAMS); do ln -sf agent-meeting $$p; done
 
 # Only a Rust toolchain is needed: a test that needs jq or GNU parallel is skipped where the
 # tool is missing (it fails when CI is set) and the skipped ones are named in one closing line.
@@ -32,10 +32,15 @@ fmt:
 # with --generate). PREFIX defaults to ~/.local (no root needed; ~/.local/bin must be on PATH);
 # `make install PREFIX=/usr/local` as root for everyone. DESTDIR is prepended for packaging.
 # One executable, bin/agent-meeting, and a relative symbolic link to it per program name
-# (it runs as the program its link is named after).
+# (it runs as the program its link is named after). agent-meeting has its own man page and
+# completions (the program and mode names after it, then each one's flags), and each mode
+# (agent-meeting MODE, no link of its own) a man page, agent-meeting-MODE.1.
 PREFIX ?= $(HOME)/.local
 PROGRAMS = agent-builder agent-turn collect-context init-board meeting merge-board next-stage \
   pm-step render-report
+MODES = mcp github gitlab
+# Where `build` leaves the executable and its links (a test installs a debug build from elsewhere).
+RELEASE_DIR ?= target/release
 BIN_DIR = $(DESTDIR)$(PREFIX)/bin
 MAN_DIR = $(DESTDIR)$(PREFIX)/share/man/man1
 BASH_DIR = $(DESTDIR)$(PREFIX)/share/bash-completion/completions
@@ -48,23 +53,32 @@ FLOWS_DIR = $(SHARE_DIR)/flows
 
 install: build
 	install -d $(BIN_DIR) $(MAN_DIR) $(BASH_DIR) $(ZSH_DIR) $(FISH_DIR) $(SHARE_DIR) $(FLOWS_DIR)
-	install -m 755 target/release/agent-meeting $(BIN_DIR)/agent-meeting
+	install -m 755 $(RELEASE_DIR)/agent-meeting $(BIN_DIR)/agent-meeting
 	install -m 755 share/meeting.sh $(SHARE_DIR)/meeting.sh
 	install -m 755 share/flows/*.sh $(FLOWS_DIR)
 	@set -e; for p in $(PROGRAMS); do \
 	  echo "install $$p"; \
 	  rm -f $(BIN_DIR)/$$p; \
 	  ln -s agent-meeting $(BIN_DIR)/$$p; \
-	  target/release/$$p --generate man > $(MAN_DIR)/$$p.1; \
-	  target/release/$$p --generate complete-bash > $(BASH_DIR)/$$p; \
-	  target/release/$$p --generate complete-zsh > $(ZSH_DIR)/_$$p; \
-	  target/release/$$p --generate complete-fish > $(FISH_DIR)/$$p.fish; \
+	  $(RELEASE_DIR)/$$p --generate man > $(MAN_DIR)/$$p.1; \
+	  $(RELEASE_DIR)/$$p --generate complete-bash > $(BASH_DIR)/$$p; \
+	  $(RELEASE_DIR)/$$p --generate complete-zsh > $(ZSH_DIR)/_$$p; \
+	  $(RELEASE_DIR)/$$p --generate complete-fish > $(FISH_DIR)/$$p.fish; \
 	done
+	@set -e; am=$(RELEASE_DIR)/agent-meeting; echo "install agent-meeting's man pages and completions"; \
+	$$am --generate man > $(MAN_DIR)/agent-meeting.1; \
+	for m in $(MODES); do $$am $$m --generate man > $(MAN_DIR)/agent-meeting-$$m.1; done; \
+	$$am --generate complete-bash > $(BASH_DIR)/agent-meeting; \
+	$$am --generate complete-zsh > $(ZSH_DIR)/_agent-meeting; \
+	$$am --generate complete-fish > $(FISH_DIR)/agent-meeting.fish
 
 uninstall:
 	@for p in $(PROGRAMS); do \
 	  rm -f $(BIN_DIR)/$$p $(MAN_DIR)/$$p.1 $(BASH_DIR)/$$p $(ZSH_DIR)/_$$p $(FISH_DIR)/$$p.fish; \
 	done
+	@for m in $(MODES); do rm -f $(MAN_DIR)/agent-meeting-$$m.1; done
+	rm -f $(MAN_DIR)/agent-meeting.1 $(BASH_DIR)/agent-meeting $(ZSH_DIR)/_agent-meeting \
+	  $(FISH_DIR)/agent-meeting.fish
 	rm -f $(BIN_DIR)/agent-meeting $(SHARE_DIR)/meeting.sh
 	rm -f $(FLOWS_DIR)/*.sh; rmdir $(FLOWS_DIR) 2>/dev/null || true
 	rmdir $(SHARE_DIR) 2>/dev/null || true

@@ -42,24 +42,33 @@ const ME: &str = "agent-meeting";
 /// A program's `main`.
 type Main = fn() -> ExitCode;
 
-/// The first line of a program's `--help`.
-type About = fn() -> String;
+/// A program's command, as it parses its flags (its `--help`, man page and completions).
+type Command = fn() -> clap::Command;
 
-/// Every program, by the name it is run under, with the first line of its `--help`.
-const PROGRAMS: [(&str, Main, About); 9] = [
-    ("agent-builder", agent_builder::main, agent_builder::about),
-    ("agent-turn", agent_turn::main, agent_turn::about),
+/// Every program, by the name it is run under, with its command.
+const PROGRAMS: [(&str, Main, Command); 9] = [
+    ("agent-builder", agent_builder::main, agent_builder::command),
+    ("agent-turn", agent_turn::main, agent_turn::command),
     (
         "collect-context",
         collect_context::main,
-        collect_context::about,
+        collect_context::command,
     ),
-    ("init-board", init_board::main, init_board::about),
-    ("meeting", meeting::main, meeting::about),
-    ("merge-board", merge_board::main, merge_board::about),
-    ("next-stage", next_stage::main, next_stage::about),
-    ("pm-step", pm_step::main, pm_step::about),
-    ("render-report", render_report::main, render_report::about),
+    ("init-board", init_board::main, init_board::command),
+    ("meeting", meeting::main, meeting::command),
+    ("merge-board", merge_board::main, merge_board::command),
+    ("next-stage", next_stage::main, next_stage::command),
+    ("pm-step", pm_step::main, pm_step::command),
+    ("render-report", render_report::main, render_report::command),
+];
+
+/// The modes: parts of this executable with no link of their own (their names are other
+/// tools'), run as `agent-meeting MODE`. The MCP server (docs/design/mcp.md) and a meeting on
+/// a pull or merge request (docs/design/github.md).
+const MODES: [(&str, Main, Command); 3] = [
+    ("mcp", mcp::main, mcp::command),
+    ("github", github::main, github::command),
+    ("gitlab", gitlab::main, gitlab::command),
 ];
 
 fn program(name: &str) -> Option<Main> {
@@ -68,6 +77,64 @@ fn program(name: &str) -> Option<Main> {
         .find(|(n, _, _)| *n == name)
         .map(|(_, main, _)| *main)
 }
+
+fn mode(name: &str) -> Option<Main> {
+    MODES
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .map(|(_, main, _)| *main)
+}
+
+/// `agent-meeting` as clap sees it, for its man page and completions (its `--help` is
+/// [`help`]): each program and mode a subcommand with its own flags, so a shell completes the
+/// program's or mode's name after `agent-meeting`, then its flags. A program's page is its own
+/// (pm-step(1)), a mode's agent-meeting-MODE(1).
+fn command() -> clap::Command {
+    let programs = PROGRAMS
+        .iter()
+        .map(|(name, _, command)| command().display_name(*name));
+    let modes = MODES
+        .iter()
+        .map(|(name, _, command)| command().name(*name).display_name(format!("{ME}-{name}")));
+    let cmd = clap::Command::new(ME)
+        .about("The agent-meeting programs in one executable")
+        .long_about(
+            "The agent-meeting programs in one executable. Run through a link named after a \
+             program (make install makes them), it is that program: the same flags, output and \
+             exit codes. Run under its own name, it takes the program's name first \
+             (agent-meeting pm-step --pretty), or a mode's: mcp (an MCP server for coding \
+             agents), github (a meeting on a pull request, posted as its comment), gitlab (the \
+             same on a GitLab merge request).",
+        )
+        .after_help(format!(
+            "Example:\n  cargo install --locked --path . --bin {ME} && {ME} --install-links ~/.cargo/bin"
+        ))
+        .disable_help_subcommand(true)
+        // Its `-h` is its `--help` (no summary to point to).
+        .disable_help_flag(true)
+        .arg(
+            clap::Arg::new("help")
+                .short('h')
+                .long("help")
+                .action(clap::ArgAction::Help)
+                .help("Print help"),
+        )
+        .subcommand_value_name("PROGRAM")
+        .subcommand_help_heading("PROGRAMS AND MODES")
+        .arg(
+            clap::Arg::new("install-links")
+                .long("install-links")
+                .value_name("DIR")
+                .value_hint(clap::ValueHint::DirPath)
+                .help(INSTALL_LINKS_HELP),
+        )
+        .subcommands(programs.chain(modes));
+    cli::program_command(cmd, ME)
+}
+
+/// What `--install-links` does, in the man page and the completions ([`help`] says it too).
+const INSTALL_LINKS_HELP: &str =
+    "Make a link named after each program in DIR, pointing to this executable (replacing a file or link of that name)";
 
 /// The name a path runs under: its file name, without a Windows `.exe`.
 fn run_name(arg0: &OsString) -> String {
@@ -94,19 +161,19 @@ fn main() -> ExitCode {
             cli::set_args(argv[1..].to_vec());
             program(name).unwrap()()
         }
-        // The MCP server: a mode of this executable, not a program with a link of its own.
-        Some("mcp") => {
+        Some(name) if mode(name).is_some() => {
+            // A shell completes the word `agent-meeting`: a mode's completions are its.
+            if let Some(Ok(kind)) = cli::generate_request(&argv[1..]) {
+                if kind.starts_with("complete-") {
+                    cli::print_generated(&mut command(), ME, Ok(kind));
+                }
+            }
             cli::set_args(argv[1..].to_vec());
-            mcp::main()
+            mode(name).unwrap()()
         }
-        // A meeting on a pull request: a mode too (docs/design/github.md).
-        Some("github") => {
-            cli::set_args(argv[1..].to_vec());
-            github::main()
-        }
-        Some("gitlab") => {
-            cli::set_args(argv[1..].to_vec());
-            gitlab::main()
+        Some(flag) if flag == "--generate" || flag.starts_with("--generate=") => {
+            let request = cli::generate_request(&argv).expect("a --generate flag");
+            cli::print_generated(&mut command(), ME, request)
         }
         None | Some("-h" | "--help" | "help") => {
             print(&help());
@@ -131,11 +198,15 @@ fn names() -> Vec<&'static str> {
     PROGRAMS.iter().map(|(n, _, _)| *n).collect()
 }
 
-/// The programs, a line each: the name, then what it does.
+/// The programs, a line each: the name, then what it does (the first line of its `--help`).
 fn listed() -> String {
     PROGRAMS
         .iter()
-        .map(|(n, _, about)| format!("{n:<16} {}", about()))
+        .map(|(n, _, command)| {
+            let about = command().get_about().map(|a| a.to_string());
+            let about = about.unwrap_or_default();
+            format!("{n:<16} {}", about.lines().next().unwrap_or_default())
+        })
         .collect::<Vec<_>>()
         .join("\n  ")
 }
@@ -153,11 +224,15 @@ fn help() -> String {
          Options:\n  \
          --install-links DIR  Make a link named after each program in DIR, pointing to this\n                       \
          executable (replacing a file or link of that name)\n  \
+         --generate KIND      Print a man page or a shell completion script (of the programs' and\n                       \
+         modes' names and flags) to stdout and exit; KIND is one of\n                       \
+         {}\n  \
          -h, --help           Print help\n  \
          -V, --version        Print version\n\n\
          Example:\n  \
          cargo install --locked --path . --bin {ME} && {ME} --install-links ~/.cargo/bin\n",
-        listed()
+        listed(),
+        cli::GENERATE_KINDS.join(", ")
     )
 }
 

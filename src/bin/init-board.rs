@@ -75,10 +75,9 @@ pub fn main() -> ExitCode {
     })
 }
 
-/// The first line of this program's `--help`, for `agent-meeting --help`'s list.
+/// This program's command as it parses its flags, for `agent-meeting`'s `--help` list, man
+/// page and completions.
 #[allow(dead_code)]
-pub fn about() -> String {
-    let cmd = <Args as clap::CommandFactory>::command();
-    let about = cmd.get_about().map(|a| a.to_string()).unwrap_or_default();
-    about.lines().next().unwrap_or_default().to_string()
+pub fn command() -> clap::Command {
+    agent_meeting::cli::command::<Args>("init-board")
 }

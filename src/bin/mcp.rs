@@ -8,9 +8,11 @@ use agent_meeting::cli;
 use clap::Parser;
 
 /// Serve decision meetings as tools of the Model Context Protocol (MCP) on stdin and stdout,
-/// for coding agents (Claude Code, Cursor, Codex). Tools: meeting_run, meeting_start,
-/// meeting_status, meeting_result, list_agents. Provider, model and keys come from this
-/// process's environment and config file, never from a tool call. Logs go to stderr.
+/// for coding agents (Claude Code, Cursor, Codex).
+///
+/// Tools: meeting_run, meeting_start, meeting_status, meeting_result, list_agents. Provider,
+/// model and keys come from this process's environment and config file, never from a tool
+/// call. Logs go to stderr.
 #[derive(Parser, Debug)]
 #[command(
     name = "agent-meeting mcp",
@@ -48,4 +50,9 @@ pub fn main() -> ExitCode {
         agent_meeting::mcp::serve(std::io::stdin().lock(), Box::new(std::io::stdout()), place)?;
         Ok(())
     })
+}
+
+/// This mode's command as it parses its flags, for `agent-meeting`'s man page and completions.
+pub fn command() -> clap::Command {
+    agent_meeting::cli::command::<Args>("agent-meeting mcp")
 }

@@ -97,7 +97,7 @@ impl ContextArgs {
             docs: self
                 .docs
                 .iter()
-                .map(|d| crate::driver::absolute(d))
+                .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
                 .collect(),
         }
     }
@@ -230,20 +230,7 @@ pub fn parse_args_rewritten<T: clap::Parser>(
     let mut cmd = command::<T>(program);
     let argv = rewrite(args_os());
     if let Some(kind) = generate_request(&argv) {
-        let result = kind
-            .map_err(|e| e.to_string())
-            .and_then(|kind| generate(&mut cmd, program, &kind));
-        match result {
-            Ok(text) => match write_stdout(&text) {
-                Ok(()) => std::process::exit(0),
-                Err(e) if is_broken_pipe(&e) => std::process::exit(0),
-                Err(e) => {
-                    crate::note!("{program}: {e:#}");
-                    std::process::exit(1);
-                }
-            },
-            Err(msg) => usage_exit(program, &msg),
-        }
+        print_generated(&mut cmd, program, kind);
     }
     let parsed = cmd
         .try_get_matches_from(argv)
@@ -440,7 +427,12 @@ pub const VERSION: &str = concat!(
 /// A program's command as every program shows it: its own flags, plus `--generate` (so that
 /// `--help`, the man page and the completions list it) and the version with the commit.
 pub fn command<T: clap::CommandFactory>(program: &'static str) -> clap::Command {
-    let cmd = T::command();
+    program_command(T::command(), program)
+}
+
+/// [`command`] of a command not derived (`agent-meeting`'s own, its programs and modes as
+/// subcommands).
+pub fn program_command(cmd: clap::Command, program: &'static str) -> clap::Command {
     let llm = cmd.get_arguments().any(|a| a.get_id() == "provider");
     let mut tail = String::new();
     if llm {
@@ -484,8 +476,8 @@ pub fn command<T: clap::CommandFactory>(program: &'static str) -> clap::Command 
 
 /// `--generate KIND` or `--generate=KIND` anywhere before a `--`: it wins over every other
 /// flag, the way ripgrep's does (no other flag is checked, a required one may be missing).
-/// `Some(Err)` when `--generate` has no value.
-fn generate_request(argv: &[std::ffi::OsString]) -> Option<Result<String, &'static str>> {
+/// `Some(Err)` when `--generate` has no value. `argv` starts with the program's name.
+pub fn generate_request(argv: &[std::ffi::OsString]) -> Option<Result<String, &'static str>> {
     let mut args = argv.iter().skip(1).map(|a| a.to_string_lossy());
     while let Some(arg) = args.next() {
         if arg == "--" {
@@ -505,17 +497,44 @@ fn generate_request(argv: &[std::ffi::OsString]) -> Option<Result<String, &'stat
     None
 }
 
-/// Render what `--generate KIND` prints for `cmd`, or the one-line usage error.
+/// Print what [`generate_request`] asked for `cmd` and exit: 0, or 2 with the one-line usage
+/// error (1 when stdout cannot be written).
+pub fn print_generated(cmd: &mut clap::Command, program: &str, request: Result<String, &str>) -> ! {
+    let result = request
+        .map_err(|e| e.to_string())
+        .and_then(|kind| generate(cmd, program, &kind));
+    match result {
+        Ok(text) => match write_stdout(&text) {
+            Ok(()) => std::process::exit(0),
+            Err(e) if is_broken_pipe(&e) => std::process::exit(0),
+            Err(e) => {
+                crate::note!("{program}: {e:#}");
+                std::process::exit(1);
+            }
+        },
+        Err(msg) => usage_exit(program, &msg),
+    }
+}
+
+/// Render what `--generate KIND` prints for `cmd`, or the one-line usage error. A mode's man
+/// page (`program` `agent-meeting github`) is named as git names its commands' pages:
+/// agent-meeting-github(1), its synopsis the command as typed.
 pub fn generate(cmd: &mut clap::Command, program: &str, kind: &str) -> Result<String, String> {
     use clap_complete::Shell;
     let shell = match kind {
         "man" => {
+            let mut page = cmd.clone();
+            if program.contains(' ') {
+                page = page
+                    .display_name(program.replace(' ', "-"))
+                    .bin_name(program);
+            }
             let mut out = Vec::new();
-            clap_mangen::Man::new(cmd.clone())
+            clap_mangen::Man::new(page.clone())
                 .render(&mut out)
                 .map_err(|e| e.to_string())?;
             return String::from_utf8(out)
-                .map(man_verbatim)
+                .map(|text| man_verbatim(man_pages_named(text, &page)))
                 .map_err(|e| e.to_string());
         }
         "complete-bash" => Shell::Bash,
@@ -531,7 +550,40 @@ pub fn generate(cmd: &mut clap::Command, program: &str, kind: &str) -> Result<St
     };
     let mut out = Vec::new();
     clap_complete::generate(shell, cmd, program, &mut out);
-    String::from_utf8(out).map_err(|e| e.to_string())
+    let script = String::from_utf8(out).map_err(|e| e.to_string())?;
+    Ok(match shell {
+        Shell::Bash => bash_cases_named(script, program),
+        _ => script,
+    })
+}
+
+/// clap_complete's bash script of a command whose name has a `-` (`agent-meeting`) names each
+/// subcommand's `case` with that `-` as `__subcmd__` (`agent__subcmd__meeting__subcmd__github)`),
+/// while the loop that finds the subcommand writes it `__` (`agent__meeting__subcmd__github`):
+/// no subcommand's flags would complete. The cases named as the loop names them.
+fn bash_cases_named(script: String, program: &str) -> String {
+    if !program.contains('-') {
+        return script;
+    }
+    let as_case = format!("\n        {}__subcmd__", program.replace('-', "__subcmd__"));
+    let as_loop = format!("\n        {}__subcmd__", program.replace('-', "__"));
+    script.replace(&as_case, &as_loop)
+}
+
+/// The man page with each subcommand that names its own page (`display_name`: `pm-step` under
+/// `agent-meeting`) listed by that page, not clap_mangen's `<command>-<subcommand>(1)`.
+fn man_pages_named(page: String, cmd: &clap::Command) -> String {
+    let parent = cmd.get_display_name().unwrap_or_else(|| cmd.get_name());
+    // As roff has them: clap_mangen escapes each `-`.
+    let roff = |s: &str| s.replace('-', "\\-");
+    cmd.get_subcommands()
+        .filter_map(|sub| Some((sub.get_name(), sub.get_display_name()?)))
+        .fold(page, |page, (name, own)| {
+            page.replace(
+                &format!("\n{}(1)\n", roff(&format!("{parent}-{name}"))),
+                &format!("\n{}(1)\n", roff(own)),
+            )
+        })
 }
 
 /// The man page with its EXTRA section (the examples, the environment, the exit codes: the

@@ -2,7 +2,8 @@
 //! as the Actions runner leaves it (`GITHUB_EVENT_NAME`, the JSON at `GITHUB_EVENT_PATH`) read
 //! into the pull request and what to do on it — a meeting on a topic (`/decide <topic>` in a
 //! comment, or the pull request itself when labelled or asked to), a waiting person's answer
-//! (`/answer …`), or nothing, with why. Pure: no I/O, no clock.
+//! (`/answer …`), or nothing, with why; for a dry run, what the event says of the pull request
+//! itself. Pure: no I/O, no clock.
 
 use serde_json::Value;
 
@@ -167,6 +168,51 @@ fn pull_request(name: &str, event: &Value, opts: &Options) -> Ask {
     }
 }
 
+/// The event's name, from its shape, for a dry run given none: a comment's
+/// (`issue_comment`) or a pull request's (`pull_request`).
+pub fn guess_name(event: &Value) -> Option<&'static str> {
+    if event["comment"].is_object() && event["issue"].is_object() {
+        Some("issue_comment")
+    } else if event["pull_request"].is_object() {
+        Some("pull_request")
+    } else {
+        None
+    }
+}
+
+/// The pull request's title and description as the event carries them (a comment's event
+/// holds the pull request as its issue), for a dry run, which asks no API.
+pub fn pull(event: &Value) -> super::Pull {
+    let pr = match event["pull_request"].is_object() {
+        true => &event["pull_request"],
+        false => &event["issue"],
+    };
+    let text = |v: &Value| v.as_str().unwrap_or("").to_string();
+    super::Pull {
+        number: pr["number"].as_u64().unwrap_or(0),
+        title: text(&pr["title"]),
+        body: text(&pr["body"]),
+    }
+}
+
+/// Where a dry run's diff may start, best first, as the event says: the pull request's base
+/// commit, its base branch as the remote has it, the repository's default branch (a comment's
+/// event names no base).
+pub fn base_candidates(event: &Value) -> Vec<String> {
+    let base = &event["pull_request"]["base"];
+    [
+        base["sha"].as_str().map(str::to_string),
+        base["ref"].as_str().map(|r| format!("origin/{r}")),
+        event["repository"]["default_branch"]
+            .as_str()
+            .map(|b| format!("origin/{b}")),
+    ]
+    .into_iter()
+    .flatten()
+    .filter(|c| !c.is_empty())
+    .collect()
+}
+
 /// Whether a pull request (as the API or an event gives it) comes from another repository.
 pub fn is_fork(pr: &Value) -> bool {
     let head = pr["head"]["repo"]["full_name"].as_str();
@@ -320,5 +366,22 @@ mod tests {
         let mut labelled = pr("labeled", "fork/r", "NONE");
         labelled["label"] = json!({"name": "decide"});
         assert!(matches!(ask(&labelled), Ask::Decide { .. }));
+    }
+
+    /// The example event in share/examples/ is one a dry run reads: a member's `/decide` on a
+    /// pull request, with the pull request's title and description.
+    #[test]
+    fn the_shared_example_event_is_a_decide_comment() {
+        let event: Value =
+            serde_json::from_str(include_str!("../../share/examples/github-event.json")).unwrap();
+        let name = guess_name(&event).unwrap();
+        assert_eq!(name, "issue_comment");
+        let Ask::Decide { number, topic } = read(name, &event, &opts()) else {
+            panic!("{:?}", read(name, &event, &opts()))
+        };
+        let pr = pull(&event);
+        assert_eq!(number, pr.number);
+        assert!(!topic.is_empty() && !pr.title.is_empty() && !pr.body.is_empty());
+        assert_eq!(base_candidates(&event), ["origin/main"]);
     }
 }

@@ -8,6 +8,9 @@
 //! for a person, is said in the comment, and the program still exits 0; only its own failures
 //! (a bad event, an API that refuses) exit non-zero.
 //!
+//! `--dry-run` ([`dry_run`], [`offline`]) holds the same meeting offline: the pull request from
+//! the event, its diff from the local checkout, the comment printed instead of posted.
+//!
 //! The run folder of a topic is `pr-<number>-<topic digest>`: a re-run of the job with the
 //! folder kept (the action caches it) resumes it or reposts its ending, never pays twice; an
 //! `/answer` comment resumes the pull request's meeting that waits for a person.
@@ -16,6 +19,7 @@ pub mod api;
 pub mod comment;
 pub mod event;
 pub mod gitlab;
+pub mod offline;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -105,12 +109,55 @@ pub struct RepoConfig {
     pub decision_packet: DecisionPacket,
 }
 
+/// A GitHub event tried offline (`--dry-run`), settled at the edge (`src/bin/github.rs`).
+#[derive(Debug, Clone)]
+pub struct DryRun {
+    /// `--event-name`, else guessed from the event ([`event::guess_name`]).
+    pub event_name: Option<String>,
+    /// `--event`: the event's JSON.
+    pub event_path: PathBuf,
+    /// `--base`: where the diff starts ([`offline::base`]).
+    pub base: Option<String>,
+    pub options: event::Options,
+}
+
+/// The event's JSON.
+fn read_event(path: &Path) -> Result<Value> {
+    let label = path.display().to_string();
+    let text = crate::io::read_text_file(path)?;
+    serde_json::from_str(&text)
+        .map_err(|err| Error::input(&label, "", format!("expected the event's JSON: {err}")))
+}
+
+/// What [`run`] would do on the event, held offline in the checkout of the current folder: the
+/// pull request's title and description from the event, its diff and changed files from `git`
+/// ([`offline::Offline`]), the comment printed on stdout instead of posted. No API is called
+/// and no token read; the meeting is built and run as [`run`] builds and runs it.
+pub fn dry_run(d: &DryRun, s: &Settings) -> Result<()> {
+    let event = read_event(&d.event_path)?;
+    let name = match &d.event_name {
+        Some(name) => name.as_str(),
+        None => event::guess_name(&event).ok_or_else(|| {
+            Error::Usage(format!(
+                "--dry-run: {} is neither a comment's event nor a pull request's: give --event-name",
+                d.event_path.display()
+            ))
+        })?,
+    };
+    let ask = event::read(name, &event, &d.options);
+    let forge = offline::Offline::new(
+        event::pull(&event),
+        d.base.as_deref(),
+        &event::base_candidates(&event),
+        api::ANSWER_HINT,
+    )?;
+    // The checkout is the pull request's own: the files are read as it has them.
+    hold(s, Some(&forge), ask, Checkout::Head)
+}
+
 /// Run what a GitHub event asks.
 pub fn run(e: &GithubEvent, s: &Settings) -> Result<()> {
-    let label = e.event_path.display().to_string();
-    let text = crate::io::read_text_file(&e.event_path)?;
-    let event: Value = serde_json::from_str(&text)
-        .map_err(|err| Error::input(&label, "", format!("expected the event's JSON: {err}")))?;
+    let event = read_event(&e.event_path)?;
     let ask = event::read(&e.event_name, &event, &e.options);
     if let event::Ask::Nothing(_) | event::Ask::ForkWithoutSecrets { .. } = ask {
         return hold(s, None, ask, event::checkout(&e.event_name));

@@ -299,3 +299,222 @@ fn make_install_installs_the_shell_loop() {
         "{text}"
     );
 }
+
+const MULTICALL: &str = env!("CARGO_BIN_EXE_agent-meeting");
+
+/// `agent-meeting ARGS`.
+fn multicall(args: &[&str]) -> crate::harness::Run {
+    crate::harness::Cli::new(Command::new(MULTICALL))
+        .args(args)
+        .run()
+}
+
+/// The man pages of `agent-meeting` and its modes: `(args, the page's name, what it must name)`
+/// (roff escapes each `-`).
+const PAGES: [(&[&str], &str, &[&str]); 4] = [
+    (
+        &["--generate", "man"],
+        "agent-meeting",
+        &[
+            "\\-\\-install\\-links",
+            // each program's own page, each mode's agent-meeting-MODE, a line each
+            "\n.TP\npm\\-step(1)\n",
+            "\n.TP\nmeeting(1)\n",
+            "\n.TP\nagent\\-meeting\\-mcp(1)\n",
+            "\n.TP\nagent\\-meeting\\-github(1)\n",
+            "\n.TP\nagent\\-meeting\\-gitlab(1)\n",
+        ],
+    ),
+    (
+        &["mcp", "--generate", "man"],
+        "agent-meeting-mcp",
+        &["\\-\\-directory", "\\-\\-run\\-dir", "\\-\\-context\\-root"],
+    ),
+    (
+        &["github", "--generate", "man"],
+        "agent-meeting-github",
+        &[
+            "\\-\\-event",
+            "\\-\\-dry\\-run",
+            "\\-\\-base",
+            "GITHUB_EVENT_PATH",
+        ],
+    ),
+    (
+        &["gitlab", "--generate", "man"],
+        "agent-meeting-gitlab",
+        &["\\-\\-merge\\-request", "\\-\\-dry\\-run", "CI_API_V4_URL"],
+    ),
+];
+
+/// `agent-meeting` and each mode print a man page named as it is installed (agent-meeting.1,
+/// agent-meeting-github.1: a mode's page named as git names its commands'), with its NAME
+/// section and its flags; agent-meeting's lists each program's and mode's page. man reads
+/// each.
+#[test]
+fn agent_meeting_and_its_modes_print_their_man_pages() {
+    let dir = Workdir::new();
+    for (args, name, names) in PAGES {
+        let run = multicall(args);
+        run.success().stderr_is("");
+        let page = run.stdout();
+        let roff_name = name.replace('-', "\\-");
+        assert!(
+            page.contains(&format!(".TH {name} 1 ")),
+            "{args:?}:\n{page}"
+        );
+        assert!(
+            page.contains(&format!(".SH NAME\n{roff_name} \\- ")),
+            "{args:?}: NAME\n{page}"
+        );
+        for flag in names {
+            assert!(page.contains(flag), "{args:?} lacks {flag}:\n{page}");
+        }
+        if !skip_without(Tool::Man) {
+            let path = dir.write(format!("{name}.1"), &page);
+            let out = Command::new("man")
+                .arg("-l")
+                .arg(&path)
+                .env("MANPAGER", "cat")
+                .env("PAGER", "cat")
+                .env("MANWIDTH", "80")
+                .output()
+                .unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && text.contains("NAME") && text.contains(name),
+                "man -l {name}.1: {}\n{text}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+/// `agent-meeting`'s completions complete its first word (the programs and modes) and then the
+/// flags of the one named, in every shell; a mode's completions are agent-meeting's (the shell
+/// completes the word `agent-meeting`). bash, run: `gi` completes to the two forge modes,
+/// `github --dr` to `--dry-run`, `meeting resume --ans` to the resume's flags.
+#[test]
+fn agent_meetings_completions_complete_programs_modes_and_their_flags() {
+    let script = |kind: &str| {
+        let run = multicall(&["--generate", kind]);
+        run.success().stderr_is("");
+        run.stdout()
+    };
+    for kind in KINDS.iter().filter(|k| k.starts_with("complete-")) {
+        let text = script(kind);
+        assert!(
+            text.contains(&marker("agent-meeting", kind)),
+            "{kind}:\n{text}"
+        );
+        for name in ["pm-step", "meeting", "mcp", "github", "gitlab", "--dry-run"] {
+            assert!(text.contains(name), "{kind} lacks {name}");
+        }
+        for mode in ["mcp", "github", "gitlab"] {
+            multicall(&[mode, "--generate", kind])
+                .success()
+                .stdout_is(&text);
+        }
+    }
+    if skip_without(Tool::Bash) {
+        return;
+    }
+    let complete = |words: &[&str]| {
+        let words: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+        let script = format!(
+            "source <('{MULTICALL}' --generate complete-bash) && complete -p agent-meeting >/dev/null \
+             && COMP_WORDS=({words}) && COMP_CWORD=$((${{#COMP_WORDS[@]}} - 1)) \
+             && _agent__meeting agent-meeting \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\" \
+             && echo \"${{COMPREPLY[*]}}\"",
+            words = words.join(" ")
+        );
+        let out = Command::new("bash")
+            .args(["--norc", "--noprofile", "-c", &script])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "bash: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(complete(&["agent-meeting", "gi"]), "github gitlab");
+    assert_eq!(complete(&["agent-meeting", "pm-s"]), "pm-step");
+    assert_eq!(complete(&["agent-meeting", "github", "--dr"]), "--dry-run");
+    assert_eq!(
+        complete(&["agent-meeting", "meeting", "resume", "--ans"]),
+        "--answer --answer-for"
+    );
+}
+
+/// `make install` installs agent-meeting's man pages (its own, one per mode) and completions
+/// beside the programs', and `make uninstall` removes them: run for real into a DESTDIR, on
+/// the debug build (`-o build`: nothing is built).
+#[test]
+fn make_install_installs_agent_meetings_man_pages_and_completions() {
+    if skip_without(Tool::Make) {
+        return;
+    }
+    let work = Workdir::new();
+    let release = work.join("release");
+    std::fs::create_dir(&release).unwrap();
+    std::os::unix::fs::symlink(MULTICALL, release.join("agent-meeting")).unwrap();
+    for p in PROGRAMS {
+        std::os::unix::fs::symlink("agent-meeting", release.join(p)).unwrap();
+    }
+    let make = |target: &str| {
+        let out = Command::new("make")
+            .args(["-s", "-o", "build", target, "PREFIX=/p"])
+            .arg(format!("DESTDIR={}", work.join("stage").display()))
+            .arg(format!("RELEASE_DIR={}", release.display()))
+            .current_dir(crate::harness::root())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "make {target}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let share = work.join("stage/p/share");
+    let installed = [
+        ("man/man1/agent-meeting.1", ".TH agent-meeting 1 "),
+        ("man/man1/agent-meeting-mcp.1", ".TH agent-meeting-mcp 1 "),
+        (
+            "man/man1/agent-meeting-github.1",
+            ".TH agent-meeting-github 1 ",
+        ),
+        (
+            "man/man1/agent-meeting-gitlab.1",
+            ".TH agent-meeting-gitlab 1 ",
+        ),
+        ("man/man1/meeting.1", ".TH meeting 1 "),
+        (
+            "bash-completion/completions/agent-meeting",
+            "_agent__meeting",
+        ),
+        (
+            "zsh/site-functions/_agent-meeting",
+            "#compdef agent-meeting",
+        ),
+        (
+            "fish/vendor_completions.d/agent-meeting.fish",
+            "complete -c agent-meeting ",
+        ),
+    ];
+    make("install");
+    for (file, has) in installed {
+        let path = share.join(file);
+        let text = std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("make install: {}: {e}", path.display()));
+        assert!(text.contains(has), "{file} lacks {has:?}");
+    }
+    make("uninstall");
+    for (file, _) in installed {
+        assert!(!share.join(file).exists(), "make uninstall left {file}");
+    }
+    assert!(!work.join("stage/p/bin/agent-meeting").exists());
+}

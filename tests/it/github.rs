@@ -763,3 +763,220 @@ fn the_actions_commit_adr_step_commits_the_record_or_says_why() {
     assert!(log.contains("Decision record from agent-meeting"), "{log}");
     assert!(log.contains("docs/adr/0001-use-arm64.md"), "{log}");
 }
+
+/// A git checkout in a new folder: `ci.yml` committed, then changed in a second commit (the
+/// pull request's), both by `t`; `commits` 1 leaves only the first.
+fn checkout(commits: usize) -> Workdir {
+    let work = Workdir::new();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+            .args(args)
+            .current_dir(work.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "git {args:?}: {ok:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    work.write("ci.yml", "runs-on: ubuntu-24.04\n");
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "first"]);
+    if commits > 1 {
+        work.write("ci.yml", "runs-on: ubuntu-24.04-arm\n");
+        git(&["commit", "-qam", "Move CI to arm64 runners"]);
+    }
+    work
+}
+
+/// A fake API that answers nothing but 404: a dry run must not ask it anything.
+fn no_api() -> FakeServer {
+    FakeServer::answering(|_| fake_http::json(404, r#"{"message": "Not Found"}"#))
+}
+
+/// `agent-meeting MODE --dry-run ARGS` in `work`, with the API (of either forge) at `api` and
+/// no token (the harness keeps GITHUB_* out; none is set).
+fn dry_run(work: &Workdir, mode: &str, api: &FakeServer, args: &[&str]) -> Run {
+    let mut c = Cli::new(std::process::Command::new(env!(
+        "CARGO_BIN_EXE_agent-meeting"
+    )));
+    c.current_dir(work.path())
+        .args([mode, "--dry-run"])
+        .args(args)
+        .env("GITHUB_API_URL", &api.url)
+        .env("GITHUB_REPOSITORY", "o/r")
+        .env("CI_API_V4_URL", format!("{}/api/v4", api.url));
+    c.run()
+}
+
+/// `--dry-run` on the example event of share/: the meeting is held on the pull request as the
+/// event and the checkout give it (its title and description, the diff of its commit from
+/// git) and the comment it would post is printed on stdout — with no token, and no request to
+/// the API.
+#[test]
+fn a_dry_run_prints_the_comment_and_asks_no_api() {
+    let work = checkout(2);
+    let api = no_api();
+    let event = crate::harness::root().join("share/examples/github-event.json");
+    let event = event.to_str().unwrap();
+    let out = dry_run(
+        &work,
+        "github",
+        &api,
+        &["--event", event, "--provider", "sample"],
+    );
+    out.success()
+        .stdout_has("<!-- agent-meeting:pr-7 -->\n### agent-meeting: decided")
+        .stdout_has("**Move CI to arm64 runners?**")
+        .stdout_has("#### Recommendation")
+        .stdout_has("The changed files were read as the pull request has them.")
+        .stderr_has("agent-meeting github: decided (dry run: printed on stdout, not posted)");
+    assert_eq!(api.count(), 0, "a dry run asked the API");
+    // The meeting read the pull request's commit (HEAD~1..HEAD) and its description.
+    let diff = work.read("runs/.github/pr-7/pr.diff");
+    assert!(
+        diff.contains("-runs-on: ubuntu-24.04\n+runs-on: ubuntu-24.04-arm"),
+        "{diff}"
+    );
+    let meeting = std::fs::read_dir(work.join("runs/.github/pr-7"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let meeting = std::fs::read_to_string(meeting).unwrap();
+    assert!(
+        meeting.contains("Pull request #7: Move CI to arm64 runners")
+            && meeting.contains("Builds must stay under 10 minutes."),
+        "{meeting}"
+    );
+    assert!(meeting.contains("ci.yml"), "{meeting}");
+    // The same without --dry-run is the real run: it needs the event's name and a token.
+    Cli::new(std::process::Command::new(env!(
+        "CARGO_BIN_EXE_agent-meeting"
+    )))
+    .current_dir(work.path())
+    .args(["github", "--event", event, "--event-name", "issue_comment"])
+    .args([
+        "--repo",
+        "o/r",
+        "--api-url",
+        &api.url,
+        "--provider",
+        "sample",
+    ])
+    .run()
+    .exit(2)
+    .stderr_has("GITHUB_TOKEN is not set");
+    assert_eq!(api.count(), 0);
+}
+
+/// A dry run refuses, in one line naming the program and what is missing, where it lacks what
+/// it needs: a git checkout, the event, a --base that names a commit. On a first commit the
+/// diff is the whole tree.
+#[test]
+fn a_dry_run_says_what_it_lacks_and_reads_a_first_commit_whole() {
+    let api = no_api();
+    let event = crate::harness::root().join("share/examples/github-event.json");
+    let event = event.to_str().unwrap();
+    let plain = Workdir::new();
+    dry_run(&plain, "github", &api, &["--event", event])
+        .exit(2)
+        .one_stderr_line()
+        .stderr_starts_with(
+            "agent-meeting github: --dry-run reads the request's diff from the git checkout it runs in: ",
+        )
+        .stderr_has("not a git repository");
+    let work = checkout(1);
+    dry_run(&work, "github", &api, &[])
+        .exit(2)
+        .one_stderr_line()
+        .stderr_starts_with("agent-meeting github: ")
+        .stderr_has("--event <FILE>");
+    dry_run(
+        &work,
+        "github",
+        &api,
+        &["--event", event, "--base", "no-such"],
+    )
+    .exit(2)
+    .one_stderr_line()
+    .stderr_starts_with("agent-meeting github: --base no-such: not a commit");
+    dry_run(&work, "gitlab", &api, &["--title", "t"])
+        .exit(2)
+        .one_stderr_line()
+        .stderr_starts_with("agent-meeting gitlab: --dry-run needs the merge request's iid");
+    dry_run(
+        &work,
+        "github",
+        &api,
+        &["--event", event, "--provider", "sample"],
+    )
+    .success()
+    .stdout_has("**Move CI to arm64 runners?**");
+    let diff = work.read("runs/.github/pr-7/pr.diff");
+    assert!(diff.contains("+runs-on: ubuntu-24.04\n"), "{diff}");
+    assert_eq!(api.count(), 0);
+}
+
+/// The example pipeline variables of share/ are the ones `agent-meeting gitlab` reads (each
+/// names a flag's variable in its --help), and a dry run on them prints the note, asking the
+/// API nothing, with no token.
+#[test]
+fn a_gitlab_dry_run_on_the_shared_pipeline_variables_prints_the_note() {
+    let text =
+        std::fs::read_to_string(crate::harness::root().join("share/examples/gitlab-pipeline.env"))
+            .unwrap();
+    let vars: Vec<(&str, &str)> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (k, v) = l.split_once('=').unwrap_or_else(|| panic!("{l}"));
+            (k, v.trim_matches('\''))
+        })
+        .collect();
+    let help = Cli::new(std::process::Command::new(env!(
+        "CARGO_BIN_EXE_agent-meeting"
+    )))
+    .args(["gitlab", "--help"])
+    .run()
+    .stdout()
+    .split_whitespace()
+    .collect::<Vec<_>>()
+    .join(" ");
+    for (k, _) in &vars {
+        assert!(
+            help.contains(&format!("[env: {k}=")),
+            "{k} is read by no flag:\n{help}"
+        );
+    }
+    let work = checkout(2);
+    let api = no_api();
+    let mut c = Cli::new(std::process::Command::new(env!(
+        "CARGO_BIN_EXE_agent-meeting"
+    )));
+    c.current_dir(work.path())
+        .args(["gitlab", "--dry-run", "--provider", "sample"]);
+    for (k, v) in &vars {
+        c.env(k, v);
+    }
+    c.env("CI_API_V4_URL", format!("{}/api/v4", api.url));
+    c.run()
+        .success()
+        .stdout_has("<!-- agent-meeting:pr-5 -->\n### agent-meeting: decided")
+        .stdout_has("**Move CI to arm64 runners?**")
+        .stderr_has("agent-meeting gitlab: decided (dry run");
+    assert_eq!(api.count(), 0, "a dry run asked the API");
+    let meeting = std::fs::read_dir(work.join("runs/.github/pr-5"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "json"))
+        .unwrap();
+    let meeting = std::fs::read_to_string(meeting).unwrap();
+    assert!(
+        meeting.contains("Builds must stay under 10 minutes."),
+        "{meeting}"
+    );
+}
