@@ -135,6 +135,8 @@ struct RunArgs {
     #[command(flatten)]
     human: cli::HumanArgs,
     #[command(flatten)]
+    on_waiting: cli::flags::OnWaitingArg,
+    #[command(flatten)]
     otlp: cli::OtlpArgs,
     #[command(flatten)]
     output: OutputArgs,
@@ -203,6 +205,7 @@ fn resume_request(a: ResumeArgs) -> Result<Request, Error> {
         answer_for: a.answer_for,
         template: a.template,
         human_answers: a.human.human_answers,
+        on_waiting: a.on_waiting.on_waiting,
     };
     Ok(Request::Resume {
         dir: a.dir,
@@ -290,6 +293,7 @@ fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> 
         human_answers: args.human.human_answers,
         otlp: args.otlp.target()?,
         adr: adr.settings(cli::config_deciders)?,
+        on_waiting: args.on_waiting.on_waiting,
     };
     Ok(if args.dry_run {
         Request::DryRun(new)

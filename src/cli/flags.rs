@@ -599,3 +599,13 @@ mod tests {
         assert!(none.to_args().is_empty());
     }
 }
+
+/// `--on-waiting`: taken by a new meeting and a resume (never kept in the run folder).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct OnWaitingArg {
+    /// When the meeting stops for a person, run CMD once with `sh -c` (the run folder's
+    /// waiting.json on stdin, the folder in AGENT_MEETING_RUN_DIR, at most 30 s; its failure
+    /// is a warning) — a webhook, a mail; over the config file's `on_waiting`
+    #[arg(long, value_name = "CMD", help_heading = "Meeting")]
+    pub on_waiting: Option<String>,
+}

@@ -94,6 +94,8 @@ pub struct ResumeArgs {
     pub prices: PricesArg,
     #[command(flatten)]
     pub ui: UiArgs,
+    #[command(flatten)]
+    pub on_waiting: super::flags::OnWaitingArg,
 }
 
 /// `meeting fork DIR --at-loop N`: what the fork changes of its parent, and the output.

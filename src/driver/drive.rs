@@ -194,6 +194,12 @@ pub fn drive(run: &Run, ui: Ui) -> Result<MeetingResult> {
 /// (docs/design/agent-turn.md#waiting-for-a-person).
 fn waiting(at: &Position, message: &str, document: &str, ui: Ui) -> Result<MeetingResult> {
     let file = at.run.write_waiting(document)?;
+    if let Some(command) = &at.settings.on_waiting {
+        let call = serde_json::from_str::<crate::model::Waiting>(document).map_or(0, |w| w.call);
+        // What the file holds, byte for byte.
+        let text = format!("{}\n", document.trim_end());
+        super::on_waiting::notify(&at.run.path, command, &text, call);
+    }
     let mut result = at.result(&at.board);
     result.status = crate::model::MeetingStatus::Waiting;
     result.last_error = Some(message.to_string());

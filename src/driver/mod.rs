@@ -23,6 +23,7 @@ pub mod child;
 mod drive;
 mod fork;
 pub mod history;
+pub mod on_waiting;
 mod outcome;
 mod progress;
 mod record;

@@ -43,6 +43,8 @@ pub struct ResumeChanges {
     pub template: Option<PathBuf>,
     /// `--human-answers FILE`, given again (the same).
     pub human_answers: Option<PathBuf>,
+    /// `--on-waiting CMD` (else the user's config file's `on_waiting`, never the folder's).
+    pub on_waiting: Option<String>,
 }
 
 impl ResumeChanges {
@@ -118,6 +120,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
     let adr_owed = saved_adr_owed || changes.adr.is_some();
     settings.llm.headers = std::mem::take(&mut changes.headers);
     let saved_report = settings.report_file.clone();
+    let on_waiting = changes.on_waiting.take();
     let changed = changes.apply(&mut settings);
     super::fork::parent_share(&mut board, &settings);
     if board.next_stage().is_some() {
@@ -144,6 +147,11 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         None => None,
     };
     let fork_at = super::fork::pending(&settings, &board);
+    settings.on_waiting = on_waiting.or_else(|| {
+        crate::settings::config::load()
+            .ok()
+            .and_then(|l| l.config.on_waiting.clone())
+    });
     let mut run = Run::new(folder.run, settings, board, step + 1, tally, lock);
     run.answer = answer;
     run.fork_at = fork_at;

@@ -83,6 +83,11 @@ pub struct RunSettings {
     /// build, and in a fork's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub resolved: Vec<crate::settings::Resolved>,
+    /// `--on-waiting CMD`, else the user's config file's `on_waiting`: given to every start
+    /// and resume, never kept in or read from the run folder (a folder restores no command;
+    /// docs/design/agent-turn.md#a-ping-when-a-person-is-needed).
+    #[serde(skip)]
+    pub on_waiting: Option<String>,
 }
 
 impl RunSettings {
@@ -168,6 +173,7 @@ pub(super) mod tests {
             adr: None,
             fork: None,
             resolved: Vec::new(),
+            on_waiting: None,
         }
     }
 

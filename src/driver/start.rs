@@ -50,6 +50,8 @@ pub struct NewMeeting {
     pub otlp: Option<crate::otlp::OtlpSettings>,
     /// `--adr` (and `--supersedes`): the decision record to write once the report is saved.
     pub adr: Option<super::settings::AdrSettings>,
+    /// `--on-waiting CMD` (else the config file's `on_waiting`).
+    pub on_waiting: Option<String>,
 }
 
 /// What `--dry-run` prints: the PM's first prompt as it would be sent, and its input
@@ -336,6 +338,7 @@ fn settings_of(
         }),
         fork: None,
         resolved: Vec::new(),
+        on_waiting: new.on_waiting.or_else(|| loaded.config.on_waiting.clone()),
     };
     let run_dir = crate::settings::run_dir(new.run_dir, &loaded.config).0;
     Ok((settings, run_dir, numbered_from, default_report, shown))
@@ -384,7 +387,12 @@ pub(super) fn create(checked: Checked, ui: Ui) -> Result<Run> {
         // The stages of this run read the settings as they were at its start.
         let copy = dir.path.join("config.yaml");
         // The file the settings name: the user's for a new meeting, a parent's copy for a fork.
-        let config = crate::settings::config::load_file(settings.config_file.as_deref())?.config;
+        let config = crate::settings::config::Config {
+            // A command stays with the user: the copy is read by the stages, and a folder
+            // restores no command.
+            on_waiting: None,
+            ..crate::settings::config::load_file(settings.config_file.as_deref())?.config
+        };
         let text = serde_yaml::to_string(&config)
             .map_err(|e| Error::Runtime(format!("config.yaml: {e}")))?;
         dir.write(&copy, text.as_bytes())?;

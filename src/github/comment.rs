@@ -35,6 +35,8 @@ pub struct Outcome<'a> {
     /// Whether the meeting has a run folder (else it stopped before it began: nothing to
     /// resume).
     pub started: bool,
+    /// Refused because the day's spending cap is spent (`max_cost_per_day`).
+    pub day_spent: bool,
     /// What the meeting read of the request, one note a line (which version of the files,
     /// what it could not read).
     pub notes: Option<&'a str>,
@@ -49,6 +51,7 @@ pub fn render(o: &Outcome) -> String {
         (None, Some(MeetingStatus::Finished)) => "decided".into(),
         (None, Some(MeetingStatus::NoDecision)) => "no decision".into(),
         (None, Some(MeetingStatus::Waiting)) => "waiting for a person".into(),
+        _ if o.day_spent => "not started: the day's budget is spent".into(),
         _ if !o.started => "not started".into(),
         _ => "failed, resumable".into(),
     };
@@ -80,6 +83,9 @@ pub fn render(o: &Outcome) -> String {
         .filter(|l| !l.trim().is_empty())
     {
         out.push_str(&format!("{}\n\n", text(note, 800)));
+    }
+    if o.day_spent {
+        out.push_str("The meetings started today (UTC) have spent the repository's daily cap (`max_cost_per_day`): nothing was paid for this one. A `/decide` after 00:00 UTC starts it, or raise the cap.\n\n");
     }
     if headline == "not started" {
         out.push_str("No meeting ran and nothing was paid: fix what the error says (the workflow's key, its settings) and run the job again.\n\n");
@@ -196,6 +202,7 @@ mod tests {
             failure: None,
             answer_hint: crate::github::api::ANSWER_HINT,
             started: true,
+            day_spent: false,
             notes: None,
         }
     }

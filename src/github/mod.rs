@@ -107,6 +107,10 @@ pub struct RepoConfig {
     pub brief: MeetingBrief,
     #[serde(default)]
     pub decision_packet: DecisionPacket,
+    /// A command run when the meeting waits for a person (`meeting --on-waiting`): a webhook
+    /// that tells the channel. Run only where the base branch is checked out — this file is
+    /// then the base's, not the pull request's (docs/design/github.md#settings).
+    pub on_waiting: Option<String>,
 }
 
 /// A GitHub event tried offline (`--dry-run`), settled at the edge (`src/bin/github.rs`).
@@ -223,7 +227,20 @@ pub fn hold(
         },
         _ => unreachable!("handled above"),
     };
+    let mut args = args;
+    match (&config.on_waiting, checkout) {
+        (Some(command), Checkout::Base) => {
+            args.extend(["--on-waiting".to_string(), command.clone()]);
+        }
+        (Some(_), Checkout::Head) => say(
+            s,
+            "on_waiting is not run: the checkout holds the pull request's own files, and so its own settings file",
+        ),
+        (None, _) => {}
+    }
     let ran = run_meeting(s, &args)?;
+    // The day's spending cap is spent: no meeting ran, and nothing is wrong with the workflow.
+    let day_spent = ran.code == Some(i32::from(crate::error::DAY_SPENT_EXIT));
     let run_id = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -259,6 +276,7 @@ pub fn hold(
         failure: ran.said.as_deref(),
         answer_hint: forge.answer_hint(),
         started,
+        day_spent,
         notes: std::fs::read_to_string(notes_file(s, number, &run_id)?)
             .ok()
             .filter(|_| started)
@@ -277,6 +295,7 @@ pub fn hold(
             )))
         }
         (Some(_), _) => Ok(()),
+        (None, _) if day_spent => Ok(()),
         (None, code) => {
             let why = format!(
                 "the meeting could not run: {}",

@@ -20,6 +20,11 @@ pub const CONFIG_ENV: &str = "AGENT_MEETING_CONFIG";
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
+    /// A command run when a meeting waits for a person (`--on-waiting`; waiting.json on its
+    /// stdin, docs/design/agent-turn.md#a-ping-when-a-person-is-needed). Read from the user's
+    /// own file only, never from a run folder's copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_waiting: Option<String>,
     /// Default provider: openai, anthropic, azure, ollama, gemini, replay or sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,

@@ -373,3 +373,117 @@ fn a_meeting_not_ended_holds_its_share_of_the_days_cap() {
     refused.exit(5).stderr_has("spent: $1.00 of $1.00");
     assert_eq!(calls, 0);
 }
+
+/// A meeting with one participant, ana, a person (`kind: human`) no one is there to answer:
+/// it stops waiting for her (exit 4). `extra` goes on the command line.
+fn waiting_meeting(work: &Workdir, extra: &[&str]) -> crate::harness::Run {
+    work.write(
+        "agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
+    );
+    work.cli("meeting")
+        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+        .args(["--provider", "sample", "-a", "ana", "--trace-id", "w"])
+        .args(extra)
+        .arg("Page at night?")
+        .stdin("")
+        .run()
+}
+
+/// `--on-waiting CMD`: run once when the meeting stops for a person, waiting.json on its stdin
+/// and the run folder in its environment, its output on stderr (stdout stays the
+/// MeetingResult); not again when a resume finds the same question still open.
+#[test]
+fn on_waiting_runs_a_command_once_per_question() {
+    let work = Workdir::new();
+    let hook = "cat > ping.json; echo hook-said-this; echo \"$AGENT_MEETING_RUN_DIR\" > dir.txt; echo x >> count.txt";
+    let out = waiting_meeting(&work, &["--on-waiting", hook]);
+    out.exit(4).stderr_has("hook-said-this\n");
+    let result: serde_json::Value = out.json();
+    assert_eq!(result["status"], "waiting");
+    assert_eq!(work.read("ping.json"), work.read("runs/w/waiting.json"));
+    assert_eq!(
+        work.read("dir.txt").trim(),
+        work.join("runs/w")
+            .canonicalize()
+            .unwrap()
+            .display()
+            .to_string()
+    );
+    // Resumed with no answer, it waits for the same question: no second ping.
+    work.cli("meeting")
+        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+        .args(["resume", "runs/w", "--on-waiting", hook])
+        .stdin("")
+        .run()
+        .exit(4);
+    assert_eq!(work.read("count.txt"), "x\n");
+}
+
+/// The command never stops the meeting: one that fails, or runs past its limit, is a warning
+/// on stderr and the meeting waits as it would.
+#[test]
+fn on_waiting_failing_or_hanging_is_only_a_warning() {
+    let work = Workdir::new();
+    waiting_meeting(&work, &["--on-waiting", "exit 3"])
+        .exit(4)
+        .stderr_has(
+        "meeting: --on-waiting: `exit 3` failed (exit status: 3) (the meeting waits all the same)",
+    );
+    let work = Workdir::new();
+    work.write(
+        "agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
+    );
+    let out = work
+        .cli("meeting")
+        .env("AGENT_MEETING_ON_WAITING_TIMEOUT_MS", "300")
+        .args(["--provider", "sample", "-a", "ana", "--trace-id", "w"])
+        .args(["--on-waiting", "sleep 60; touch late.txt", "Page at night?"])
+        .stdin("")
+        .run();
+    out.exit(4).stderr_has("still ran after 0.3 s: stopped");
+    assert!(!work.join("late.txt").exists());
+}
+
+/// `on_waiting:` in the user's config file is the default; a run folder's config copy never
+/// holds it, and one written there by someone else is not run on resume.
+#[test]
+fn on_waiting_comes_from_the_users_config_never_the_run_folder() {
+    let work = Workdir::new();
+    work.write(
+        "cfg/agent-meeting/config.yaml",
+        "on_waiting: echo x >> count.txt\n",
+    );
+    work.write(
+        "agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
+    );
+    work.cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .args([
+            "--provider",
+            "sample",
+            "-a",
+            "ana",
+            "--trace-id",
+            "w",
+            "Page at night?",
+        ])
+        .stdin("")
+        .run()
+        .exit(4);
+    assert_eq!(work.read("count.txt"), "x\n");
+    let copy = work.read("runs/w/config.yaml");
+    assert!(!copy.contains("on_waiting"), "{copy}");
+
+    // A folder whose copy was given a command, resumed without the user's config: nothing runs.
+    work.write("runs/w/config.yaml", "on_waiting: touch planted.txt\n");
+    std::fs::remove_file(work.join("runs/w/on-waiting.done")).unwrap();
+    work.cli("meeting")
+        .args(["resume", "runs/w", "--trust-run-dir"])
+        .stdin("")
+        .run()
+        .exit(4);
+    assert!(!work.join("planted.txt").exists());
+}

@@ -980,3 +980,70 @@ fn a_gitlab_dry_run_on_the_shared_pipeline_variables_prints_the_note() {
         "{meeting}"
     );
 }
+
+/// The repository file's `max_cost_per_day`: once the meetings started today hold the day's
+/// cap (here one that waits for a person, which keeps its whole share), a `/decide` starts no
+/// meeting, and the comment says the day's budget is spent — not a failure of the workflow.
+#[test]
+fn a_spent_daily_cap_is_said_in_the_comment() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    work.write(
+        "agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
+    );
+    let now = crate::fixtures::NOW;
+    work.cli("meeting")
+        .env("AGENT_MEETING_NOW", now)
+        .args([
+            "--provider",
+            "sample",
+            "-a",
+            "ana",
+            "--max-cost-per-day",
+            "1",
+            "-q",
+        ])
+        .arg("Earlier today?")
+        .stdin("")
+        .run()
+        .exit(4);
+    work.write(".github/agent-meeting.yaml", "max_cost_per_day: 1\n");
+    let gh = FakeGithub::start("o/r");
+    comment_event(&work, "/decide Move CI to arm64 runners?");
+    let env = [
+        ("AGENT_MEETING_PROVIDER", "sample"),
+        ("AGENT_MEETING_NOW", now),
+    ];
+    github(&work, &gh, "issue_comment", &env).success();
+    let ours = gh.ours();
+    assert_eq!(ours.len(), 1, "{ours:?}");
+    let body = ours[0]["body"].as_str().unwrap();
+    assert!(
+        body.contains("### agent-meeting: not started: the day's budget is spent"),
+        "{body}"
+    );
+    assert!(body.contains("spending cap is spent"), "{body}");
+}
+
+/// The repository file's `on_waiting` runs when the meeting waits for a person, where the
+/// checkout is the base branch's (an `issue_comment`), with waiting.json on its stdin.
+#[test]
+fn the_repository_files_on_waiting_runs_when_the_meeting_waits() {
+    let work = Workdir::new();
+    work.write(".git/HEAD", "ref: refs/heads/main\n");
+    work.write(
+        "agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
+    );
+    work.write(
+        ".github/agent-meeting.yaml",
+        "agents: [ana]\non_waiting: cat > pinged.json\n",
+    );
+    let gh = FakeGithub::start("o/r");
+    comment_event(&work, "/decide Page at night?");
+    let env = [("AGENT_MEETING_PROVIDER", "sample")];
+    github(&work, &gh, "issue_comment", &env).success();
+    let pinged: Value = serde_json::from_str(&work.read("pinged.json")).unwrap();
+    assert_eq!(pinged["agent"], "ana");
+}
