@@ -109,7 +109,7 @@ pub struct RepoConfig {
     pub decision_packet: DecisionPacket,
     /// A command run when the meeting waits for a person (`meeting --on-waiting`): a webhook
     /// that tells the channel. Run only where the base branch is checked out — this file is
-    /// then the base's, not the pull request's (docs/design/github.md#settings).
+    /// then the base's, not the pull request's (docs/design/github.md#the-meeting).
     pub on_waiting: Option<String>,
 }
 

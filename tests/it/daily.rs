@@ -487,3 +487,50 @@ fn on_waiting_comes_from_the_users_config_never_the_run_folder() {
         .exit(4);
     assert!(!work.join("planted.txt").exists());
 }
+
+/// The guide's `on_waiting` webhook (a Slack or Teams incoming webhook's `{"text": ...}`), run
+/// as the guide writes it against a local fake: one POST, its text naming the person and the
+/// question and how to answer.
+#[test]
+fn the_guides_webhook_posts_who_is_waiting() {
+    use crate::harness::{skip_without, Tool};
+    if skip_without(Tool::Jq) || skip_without(Tool::Curl) {
+        return;
+    }
+    let guide = std::fs::read_to_string(crate::harness::root().join("docs/GUIDE.md")).unwrap();
+    let block = guide
+        .split("```yaml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .find(|b| b.starts_with("on_waiting:"))
+        .expect("the guide's on_waiting example");
+    let server = crate::fake_http::FakeServer::start(vec![crate::fake_http::json(200, "ok")]);
+    let work = Workdir::new();
+    work.write("cfg/agent-meeting/config.yaml", block);
+    work.write(
+        "agents/ana.yaml",
+        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
+    );
+    work.cli("meeting")
+        .env("XDG_CONFIG_HOME", work.join("cfg"))
+        .env("WEBHOOK_URL", format!("{}/hook", server.url))
+        .args([
+            "--provider",
+            "sample",
+            "-a",
+            "ana",
+            "--trace-id",
+            "w",
+            "Page at night?",
+        ])
+        .stdin("")
+        .run()
+        .exit(4)
+        .stderr_lacks("--on-waiting");
+    assert_eq!(server.count(), 1);
+    let posted: serde_json::Value = serde_json::from_str(&server.request(0).body).unwrap();
+    let text = posted["text"].as_str().unwrap();
+    assert!(text.starts_with("agent-meeting waits for ana: "), "{text}");
+    assert!(text.contains("Page at night?"), "{text}");
+    assert!(text.contains("meeting resume /"), "{text}");
+}

@@ -114,10 +114,11 @@ pub enum Tool {
     CheckJsonschema,
     /// `zizmor` (PyPI), GitHub Actions' static analysis.
     Zizmor,
+    Curl,
 }
 
 impl Tool {
-    const ALL: [Tool; 9] = [
+    const ALL: [Tool; 10] = [
         Tool::Jq,
         Tool::GnuParallel,
         Tool::Python3,
@@ -127,6 +128,7 @@ impl Tool {
         Tool::Script,
         Tool::CheckJsonschema,
         Tool::Zizmor,
+        Tool::Curl,
     ];
 
     /// How the closing summary names it: what is missing and how to get it.
@@ -145,6 +147,7 @@ impl Tool {
             }
             Tool::CheckJsonschema => "check-jsonschema not found — pip install check-jsonschema",
             Tool::Zizmor => "zizmor not found — pip install zizmor",
+            Tool::Curl => "curl not found — apt-get install curl",
         }
     }
 
@@ -173,6 +176,7 @@ impl Tool {
                 .is_ok_and(|o| o.status.success()),
             Tool::CheckJsonschema => version("check-jsonschema", "check-jsonschema"),
             Tool::Zizmor => version("zizmor", "zizmor"),
+            Tool::Curl => version("curl", "curl"),
         }
     }
 
