@@ -80,9 +80,10 @@ pub struct ContextArgs {
     pub max_context_chars: Option<usize>,
     /// A document for the meeting, no meeting file needed: a file, or a folder (its first 20
     /// files); relative to the working directory, read under a meeting file's rules (root,
-    /// secrets, redaction, budget); repeatable, and added to a meeting file's own documents
-    #[arg(long = "doc", value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]
-    pub docs: Vec<std::path::PathBuf>,
+    /// secrets, redaction, budget); repeatable, and added to a meeting file's own documents.
+    /// PATH:agent,agent: only those participants read it (the PM sees who holds it)
+    #[arg(long = "doc", value_name = "PATH[:READERS]", value_hint = clap::ValueHint::AnyPath)]
+    pub docs: Vec<String>,
 }
 
 impl ContextArgs {
@@ -97,7 +98,13 @@ impl ContextArgs {
             docs: self
                 .docs
                 .iter()
-                .map(|d| std::path::absolute(d).unwrap_or_else(|_| d.clone()))
+                .map(|d| {
+                    let doc = crate::context::Doc::parse(d);
+                    crate::context::Doc {
+                        path: std::path::absolute(&doc.path).unwrap_or(doc.path),
+                        ..doc
+                    }
+                })
                 .collect(),
         }
     }

@@ -354,6 +354,7 @@ impl Collector {
                     char_count: text.char_count,
                     shown_chars: None,
                     redactions: u32::try_from(kinds.len()).unwrap_or(u32::MAX),
+                    readers: source.readers.clone(),
                 })
             }
             Ok(None) => self.skip(id, reason::BINARY),

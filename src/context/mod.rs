@@ -58,9 +58,48 @@ pub struct CollectOptions {
     pub max_context_chars: usize,
     /// Replace secrets in excerpts by `[REDACTED:<kind>]` (on unless `--no-redact`).
     pub redact: bool,
-    /// `--doc PATH` (absolute): files and folders collected after the meeting's own sources,
+    /// `--doc PATH[:READERS]`: files and folders collected after the meeting's own sources,
     /// under the same rules (docs/design/context.md#documents-on-the-command-line).
-    pub docs: Vec<PathBuf>,
+    pub docs: Vec<Doc>,
+}
+
+/// A document given on the command line (`--doc PATH[:agent,agent]`): its path (absolute) and
+/// who reads it (empty: everyone).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Doc {
+    pub path: PathBuf,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<String>,
+}
+
+impl Doc {
+    /// `--doc`'s value: `PATH`, or `PATH:agent,agent` when PATH itself does not exist and what
+    /// follows its last `:` is a list of names.
+    pub fn parse(value: &str) -> Doc {
+        let whole = || Doc {
+            path: PathBuf::from(value),
+            readers: Vec::new(),
+        };
+        if Path::new(value).exists() {
+            return whole();
+        }
+        let Some((path, names)) = value.rsplit_once(':') else {
+            return whole();
+        };
+        let name = |n: &str| {
+            !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        };
+        let readers: Vec<String> = names.split(',').map(|n| n.trim().to_string()).collect();
+        if path.is_empty() || !readers.iter().all(|n| name(n)) {
+            return whole();
+        }
+        Doc {
+            path: PathBuf::from(path),
+            readers,
+        }
+    }
 }
 
 /// Whether `path`, below `root`, is named like a file that holds secrets (`.env`, `id_rsa`,
@@ -89,8 +128,8 @@ pub struct ContextSettings {
     pub no_redact: bool,
     /// `None`: [`DEFAULT_MAX_CONTEXT_CHARS`].
     pub max_context_chars: Option<usize>,
-    /// `--doc PATH` (absolute).
-    pub docs: Vec<PathBuf>,
+    /// `--doc PATH[:READERS]` (absolute).
+    pub docs: Vec<Doc>,
 }
 
 impl ContextSettings {
@@ -280,7 +319,8 @@ pub fn load_meeting_file(path: &Path) -> Result<MeetingInput> {
 
 /// A `--doc PATH` as the source it stands for: a folder is read as a `directory` source with
 /// its defaults (every file, `.gitignore` respected, the first 20), anything else as a file.
-fn doc_source(path: &Path) -> crate::model::ContextSource {
+fn doc_source(doc: &Doc) -> crate::model::ContextSource {
+    let path = &doc.path;
     let source_type = if path.is_dir() {
         crate::model::SourceType::Directory
     } else {
@@ -288,6 +328,7 @@ fn doc_source(path: &Path) -> crate::model::ContextSource {
     };
     crate::model::ContextSource {
         purpose: "given with --doc".into(),
+        readers: doc.readers.clone(),
         ..crate::model::ContextSource::new(source_type, path.display().to_string())
     }
 }
@@ -357,15 +398,14 @@ pub fn collect_with_notes(
         c.source(None, &doc_source(doc))?;
     }
     let (mut documents, skipped_paths, redactions, skipped) = c.finish();
-    let (summary, shown) = summary::summary_and_shown(input, &documents, opts.max_context_chars);
-    for (d, s) in documents.iter_mut().zip(shown) {
-        d.shown_chars = s;
-    }
+    let (summary, reader_documents) =
+        summary::summaries(input, &mut documents, opts.max_context_chars);
     Ok((
         ContextBundle {
             summary,
             documents,
             skipped_paths,
+            reader_documents,
         },
         CollectNotes {
             redactions,

@@ -73,6 +73,58 @@ pub fn build_summary(input: &MeetingInput, docs: &[ContextDocument], max_chars: 
     summary_and_shown(input, docs, max_chars).0
 }
 
+/// The summary everyone reads — the brief and the documents with no `readers` — and, where
+/// some documents have readers, each reader's own block: their documents, fenced as the
+/// summary's are, in what the budget leaves beside the shared summary, so that no reader's
+/// call carries more than one budget (docs/design/context.md#documents-only-some-participants-read).
+/// Each document's `shown_chars` is what its block shows (a document of several readers: the
+/// least any is shown).
+pub fn summaries(
+    input: &MeetingInput,
+    docs: &mut [ContextDocument],
+    max_chars: usize,
+) -> (String, std::collections::BTreeMap<String, String>) {
+    let mut readers: Vec<String> = docs.iter().flat_map(|d| d.readers.clone()).collect();
+    readers.sort();
+    readers.dedup();
+    let shared: Vec<ContextDocument> = docs
+        .iter()
+        .filter(|d| d.readers.is_empty())
+        .cloned()
+        .collect();
+    let (summary, shown) = summary_and_shown(input, &shared, max_chars);
+    let mut shown_by_id: std::collections::BTreeMap<String, Option<usize>> = shared
+        .iter()
+        .map(|d| d.document_id.clone())
+        .zip(shown)
+        .collect();
+    // A block of documents alone: no brief (the shared summary has it).
+    let no_brief = MeetingInput::from_topic(&input.topic);
+    let left = max_chars.saturating_sub(summary.chars().count() + 2);
+    let mut blocks = std::collections::BTreeMap::new();
+    for reader in readers {
+        let theirs: Vec<ContextDocument> = docs
+            .iter()
+            .filter(|d| d.readers.contains(&reader))
+            .cloned()
+            .collect();
+        let (text, shown) = summary_and_shown(&no_brief, &theirs, left);
+        for (d, s) in theirs.iter().zip(shown) {
+            let least = match (shown_by_id.get(&d.document_id), s) {
+                (Some(Some(a)), Some(b)) => Some((*a).min(b)),
+                (Some(None), s) | (None, s) => s,
+                (Some(a), None) => *a,
+            };
+            shown_by_id.insert(d.document_id.clone(), least);
+        }
+        blocks.insert(reader, text);
+    }
+    for d in docs.iter_mut() {
+        d.shown_chars = shown_by_id.get(&d.document_id).copied().flatten();
+    }
+    (summary, blocks)
+}
+
 /// [`build_summary`], and for each document the characters of it the summary shows when that
 /// is less than the whole file (`None`: all of it): its fair share of the budget, or 0 for one
 /// the budget omits. What a reader of the report and of the progress is told was cut.

@@ -41,7 +41,7 @@ pub struct RunSettings {
     pub context_root: Option<PathBuf>,
     /// collect-context's `--doc`s (absolute).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub docs: Vec<PathBuf>,
+    pub docs: Vec<crate::context::Doc>,
     /// collect-context's `--max-context-chars`, when not the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_context_chars: Option<usize>,
@@ -144,7 +144,10 @@ pub(super) mod tests {
             allow_sensitive: true,
             no_redact: true,
             context_root: Some("/m".into()),
-            docs: vec!["/m/notes.md".into()],
+            docs: vec![crate::context::Doc {
+                path: "/m/notes.md".into(),
+                readers: vec!["biz".into()],
+            }],
             max_context_chars: Some(900),
             template: Some("/m/t.md.j2".into()),
             board: MeetingSettings {

@@ -318,7 +318,7 @@ fn settings_of(
         allow_sensitive: new.context.allow_sensitive,
         no_redact: new.context.no_redact,
         context_root: new.context.context_root.as_deref().map(absolute),
-        docs: new.context.docs.iter().map(|d| absolute(d)).collect(),
+        docs: new.context.docs.clone(),
         max_context_chars: new
             .context
             .max_context_chars

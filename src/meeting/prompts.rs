@@ -175,21 +175,48 @@ pub(crate) fn meeting_system() -> Result<String> {
 
 /// The meeting's stable block, the same bytes in every call of the meeting (PM and agents):
 /// topic, decision packet, the context summary (brief and fenced documents, bounded by
-/// collect-context's --max-context-chars) and the citable documents.
-pub(crate) fn meeting_brief(board: &Board) -> Result<String> {
-    let documents: Vec<serde_json::Value> = board
-        .context_bundle
+/// collect-context's --max-context-chars), the documents everyone may cite, and those only some
+/// read — who holds what, not their text. `reader`'s own documents follow, for a participant
+/// who reads some (docs/design/context.md#documents-only-some-participants-read): the same
+/// bytes in each of its calls.
+pub(crate) fn meeting_brief(board: &Board, reader: Option<&str>) -> Result<String> {
+    let bundle = &board.context_bundle;
+    let cite = |d: &crate::model::ContextDocument| json!({"document_id": d.document_id, "source_path": d.source_path});
+    let documents: Vec<serde_json::Value> = bundle
         .documents
         .iter()
-        .map(|d| json!({"document_id": d.document_id, "source_path": d.source_path}))
+        .filter(|d| d.readers.is_empty())
+        .map(cite)
         .collect();
+    let held: Vec<serde_json::Value> = bundle
+        .documents
+        .iter()
+        .filter(|d| !d.readers.is_empty())
+        .map(|d| {
+            json!({"document_id": d.document_id, "purpose": d.purpose.trim(),
+                "readers": d.readers.join(", "), "chars": crate::text::thousands(d.char_count as u64)})
+        })
+        .collect();
+    let own: Vec<serde_json::Value> = reader
+        .map(|r| {
+            bundle
+                .documents
+                .iter()
+                .filter(|d| !d.readers.is_empty() && d.read_by(r))
+                .map(cite)
+                .collect()
+        })
+        .unwrap_or_default();
     render(
         "meeting_brief.j2",
         &json!({
             "topic": board.topic.trim(),
             "decision_packet": decision_packet(board),
-            "context_summary": board.context_bundle.summary.trim(),
+            "context_summary": bundle.summary.trim(),
             "documents": documents,
+            "held": held,
+            "own_text": reader.map_or("", |r| bundle.own_documents(r).trim()),
+            "own": own,
         }),
     )
 }

@@ -124,7 +124,7 @@ pub(crate) fn reviewer_message(
         }),
     )?;
     Ok(Message::user_with_stable_prefix(
-        meeting_brief(board)?,
+        meeting_brief(board, Some(reviewer))?,
         &(whiteboard(board, Reader::Agent)? + &rest),
     ))
 }

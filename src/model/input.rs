@@ -90,6 +90,11 @@ pub struct ContextSource {
     /// (default) or the `last` — the newest of numbered records such as ADRs.
     #[serde(default, skip_serializing_if = "Keep::is_first")]
     pub keep: Keep,
+    /// The participants who read this source's documents; empty: everyone. The others and
+    /// the PM see only its name, purpose, readers and size, so the PM must ask a reader
+    /// (docs/design/context.md#documents-only-some-participants-read).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<String>,
 }
 
 impl ContextSource {
@@ -106,6 +111,7 @@ impl ContextSource {
             respect_gitignore: true,
             optional: false,
             keep: Keep::First,
+            readers: Vec::new(),
         }
     }
 }
@@ -255,6 +261,12 @@ impl MeetingInput {
             if s.max_files == 0 {
                 return Err(Invalid::at(at("max_files"), "must be greater than 0"));
             }
+            if let Some(j) = s.readers.iter().position(|r| r.trim().is_empty()) {
+                return Err(Invalid::at(
+                    format!("context_sources[{i}].readers[{j}]"),
+                    "must name a participant",
+                ));
+            }
             if s.max_chars_per_file == Some(0) {
                 return Err(Invalid::at(
                     at("max_chars_per_file"),
@@ -305,6 +317,16 @@ pub struct ContextDocument {
     /// written only when there are some.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub redactions: u32,
+    /// Who reads it (its source's `readers`); empty: everyone.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub readers: Vec<String>,
+}
+
+impl ContextDocument {
+    /// Whether `agent` reads this document's text.
+    pub fn read_by(&self, agent: &str) -> bool {
+        self.readers.is_empty() || self.readers.iter().any(|r| r == agent)
+    }
 }
 
 /// A path that was not collected, and why.
@@ -318,11 +340,28 @@ pub struct SkippedPath {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ContextBundle {
+    /// What everyone reads: the brief and the documents every participant reads.
     pub summary: String,
     #[serde(default)]
     pub documents: Vec<ContextDocument>,
     #[serde(default)]
     pub skipped_paths: Vec<SkippedPath>,
+    /// Where some documents have readers: each reader's own documents, fenced as the
+    /// summary's are (what the budget leaves beside the summary), read after it.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub reader_documents: std::collections::BTreeMap<String, String>,
+}
+
+impl ContextBundle {
+    /// The documents only some read, fenced, that `agent` reads beside the summary ("" if none).
+    pub fn own_documents(&self, agent: &str) -> &str {
+        self.reader_documents.get(agent).map_or("", String::as_str)
+    }
+
+    /// The documents `agent` reads, and so may cite.
+    pub fn readable_by<'a>(&'a self, agent: &'a str) -> impl Iterator<Item = &'a ContextDocument> {
+        self.documents.iter().filter(move |d| d.read_by(agent))
+    }
 }
 
 /// Output of `collect-context`, input of `init-board`.

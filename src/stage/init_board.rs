@@ -143,6 +143,20 @@ pub fn init(packet: MeetingPacket, opts: InitOptions, now: &str) -> Result<Board
         ));
     }
     let participants: Vec<String> = opts.agents.iter().map(|a| a.name.clone()).collect();
+    // A document only someone absent reads would reach no one.
+    for (i, d) in packet.context_bundle.documents.iter().enumerate() {
+        if let Some(r) = d.readers.iter().find(|r| !participants.contains(r)) {
+            return Err(Error::input(
+                "",
+                format!("context_bundle.documents[{i}].readers"),
+                format!(
+                    "{r:?} reads {} but is not a participant (participants: {})",
+                    d.document_id,
+                    participants.join(", ")
+                ),
+            ));
+        }
+    }
     let topic = packet.meeting_input.topic.clone();
     let max_total_tokens = opts.max_total_tokens;
     if max_total_tokens == Some(0) {

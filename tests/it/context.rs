@@ -59,6 +59,7 @@ fn file(path: &str) -> ContextSource {
         respect_gitignore: true,
         optional: false,
         keep: Default::default(),
+        readers: Vec::new(),
     }
 }
 
@@ -686,6 +687,7 @@ fn many_docs(n: usize, chars: usize) -> Vec<ContextDocument> {
             char_count: chars,
             shown_chars: None,
             redactions: 0,
+            readers: Vec::new(),
         })
         .collect()
 }

@@ -29,6 +29,7 @@ fn source(kind: SourceType, path: &str) -> ContextSource {
         respect_gitignore: true,
         optional: false,
         keep: Default::default(),
+        readers: Vec::new(),
     }
 }
 

@@ -534,3 +534,64 @@ fn the_guides_webhook_posts_who_is_waiting() {
     assert!(text.contains("Page at night?"), "{text}");
     assert!(text.contains("meeting resume /"), "{text}");
 }
+
+/// `--doc PATH:READERS` (and a source's `readers:`): the document's text reaches only its
+/// readers' prompts; the PM and the others see who holds it, its purpose and size, not its
+/// text, and only its readers may cite it.
+#[test]
+fn a_document_with_readers_reaches_only_their_prompts() {
+    let work = Workdir::new();
+    work.write("shared.md", "Everyone reads this: ZEBRA-42.\n");
+    work.write(
+        "vendor.md",
+        "Only biz knows: the vendor charges 9,000 EUR a month (PENGUIN-7).\n",
+    );
+    let out = work
+        .cli("meeting")
+        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+        .args([
+            "--provider",
+            "sample",
+            "-a",
+            "arch,biz",
+            "-q",
+            "--trace-id",
+            "r",
+        ])
+        .args([
+            "--doc",
+            "shared.md",
+            "--doc",
+            "vendor.md:biz",
+            "--report-file",
+            "-",
+        ])
+        .arg("Adopt Rust for ingest?")
+        .run();
+    out.success()
+        .stdout_has("- Documents only some participants read: `vendor.md`: biz\n");
+    let log = work.read("runs/r/llm.jsonl");
+    let mut seen = std::collections::BTreeMap::new();
+    for line in log.lines() {
+        let call: serde_json::Value = serde_json::from_str(line).unwrap();
+        let caller = call["caller"].as_str().unwrap().to_string();
+        let prompt = call["messages"][0]["content"].as_str().unwrap().to_string();
+        // The private document's fence: its text, as only a reader's prompt carries it.
+        let fenced = prompt.contains("<<<document vendor.md");
+        assert!(prompt.contains("ZEBRA-42"), "{caller}: the shared document");
+        assert!(
+            prompt.contains("- \"vendor.md\" (given with --doc): read by biz; "),
+            "{caller}: who holds what"
+        );
+        seen.entry(caller).or_insert(Vec::new()).push(fenced);
+    }
+    assert!(seen["biz"].iter().all(|f| *f), "{seen:?}");
+    assert!(seen["arch"].iter().all(|f| !*f), "{seen:?}");
+    assert!(seen["pm"].iter().all(|f| !*f), "{seen:?}");
+    // The packet says who reads it.
+    let packet: serde_json::Value =
+        serde_json::from_str(&work.read("runs/r/0001-collect-context.out.json")).unwrap();
+    let docs = &packet["context_bundle"]["documents"];
+    assert_eq!(docs[1]["document_id"], "vendor.md");
+    assert_eq!(docs[1]["readers"], serde_json::json!(["biz"]));
+}

@@ -384,6 +384,7 @@ fn redacted_bundle(secret: &str) -> agent_meeting::model::ContextBundle {
         respect_gitignore: true,
         optional: false,
         keep: Default::default(),
+        readers: Vec::new(),
     }];
     collect(&input, &CollectOptions::new(w.path())).unwrap()
 }

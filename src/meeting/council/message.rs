@@ -45,7 +45,7 @@ pub(crate) fn member_message(board: &Board, name: &str, schema_in_prompt: bool) 
         }),
     )?;
     Ok(Message::user_with_stable_prefix(
-        meeting_brief(board)?,
+        meeting_brief(board, Some(name))?,
         &(whiteboard(board, Reader::Agent)? + &rest),
     ))
 }

@@ -163,13 +163,17 @@ pub fn agent_user_message(
         "agent_user.j2",
         &json!({
             "role_prompt": agent.map_or("", |a| a.system_prompt.trim()),
-            "has_documents": !board.context_bundle.documents.is_empty(),
+            "has_documents": board
+                .context_bundle
+                .readable_by(&call.target_agent)
+                .next()
+                .is_some(),
             "schema_in_prompt": schema_in_prompt,
             "prompt": call.prompt,
         }),
     )?;
     Ok(Message::user_with_stable_prefix(
-        meeting_brief(board)?,
+        meeting_brief(board, Some(&call.target_agent))?,
         &(whiteboard(board, Reader::Agent)? + &rest),
     ))
 }
@@ -289,7 +293,14 @@ pub(crate) fn check_answer(
         }
     }
     result.agent_name = agent.name.clone();
-    let docs = &board.context_bundle.documents;
+    // Only what it read: a document some others read is not its to cite
+    // (docs/design/context.md#documents-only-some-participants-read).
+    let docs: Vec<ContextDocument> = board
+        .context_bundle
+        .readable_by(&agent.name)
+        .cloned()
+        .collect();
+    let docs = &docs;
     for (i, c) in result.citations.iter_mut().enumerate() {
         let Some(doc) = docs.iter().find(|d| d.document_id == c.document_id) else {
             return Err(AnswerError::UnknownDocument(
@@ -445,8 +456,9 @@ impl Asker for TurnAsk<'_> {
 
     fn correction(&self, error: &AnswerError) -> Result<String> {
         let ids: Vec<String> = if error.is_citation() {
-            let docs = &self.board.context_bundle.documents;
-            docs.iter().map(|d| d.document_id.clone()).collect()
+            let reader = &self.agent.name;
+            let docs = self.board.context_bundle.readable_by(reader);
+            docs.map(|d| d.document_id.clone()).collect()
         } else {
             Vec::new()
         };
@@ -563,7 +575,14 @@ fn run_call(
             caller: name.clone(),
             system: agent_system_prompt(client.schema_in_prompt())?,
             messages: vec![agent_user_message(board, &call, client.schema_in_prompt())?],
-            expect: Some(agent_expected_json(&agent, &board.context_bundle.documents)),
+            expect: Some(agent_expected_json(
+                &agent,
+                &board
+                    .context_bundle
+                    .readable_by(&name)
+                    .cloned()
+                    .collect::<Vec<_>>(),
+            )),
             facts: Facts {
                 question: Some(crate::text::fold_ws(&call.prompt)),
                 ..crate::meeting::prompts::facts(board)
@@ -746,6 +765,7 @@ mod tests {
             char_count: 1,
             shown_chars: None,
             redactions: 0,
+            readers: Vec::new(),
         };
         let docs = [doc("docs/a.md"), doc("docs/b.md")];
         let sent = agent_expected_json(&agent, &docs).schema;
@@ -874,5 +894,36 @@ mod tests {
                 "{text}"
             );
         }
+    }
+
+    /// A document only some participants read is theirs to cite: another's citation of it is
+    /// refused, naming the documents it may cite; a reader's passes.
+    #[test]
+    fn a_citation_of_a_document_its_author_could_not_read_is_refused() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        let doc = |id: &str, readers: &[&str]| ContextDocument {
+            document_id: id.into(),
+            source_path: id.into(),
+            source_type: crate::model::DocumentSource::File,
+            purpose: String::new(),
+            excerpt: "The vendor charges 9,000 EUR a month.".into(),
+            char_count: 37,
+            shown_chars: None,
+            redactions: 0,
+            readers: readers.iter().map(|r| r.to_string()).collect(),
+        };
+        board.context_bundle.documents = vec![doc("shared.md", &[]), doc("vendor.md", &["biz"])];
+        let answer = serde_json::json!({"response": "The vendor costs 9,000 EUR a month.",
+            "key_points": ["The vendor costs 9,000 EUR a month."],
+            "citations": [{"document_id": "vendor.md", "source_path": "vendor.md",
+                "quote": "9,000 EUR a month"}]});
+        let arch = crate::stage::fixtures::agent("arch");
+        let e = check_answer(&board, &arch, &answer).unwrap_err();
+        assert_eq!(
+            e.for_model(),
+            "citations[0].document_id: \"vendor.md\" is not one of the collected documents (allowed: shared.md)"
+        );
+        let biz = crate::stage::fixtures::agent("biz");
+        assert!(check_answer(&board, &biz, &answer).is_ok());
     }
 }

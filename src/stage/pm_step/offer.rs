@@ -97,7 +97,7 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
         0
     });
     Ok(Message::user_with_stable_prefix(
-        meeting_brief(board)?,
+        meeting_brief(board, None)?,
         &(whiteboard(board, Reader::Pm)? + &render("pm_user.j2", &input)?),
     ))
 }

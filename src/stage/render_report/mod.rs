@@ -394,6 +394,8 @@ pub(crate) struct EvidenceDoc {
     pub quotes: Vec<EvidenceQuote>,
     /// Agents whose latest answer cites this document.
     pub cited_by: Vec<String>,
+    /// Who read it, when only some did (empty: everyone).
+    pub read_by: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -631,6 +633,7 @@ pub(crate) fn evidence(board: &Board) -> Vec<EvidenceDoc> {
                 purpose: fold_ws(&doc.purpose),
                 quotes: Vec::new(),
                 cited_by: Vec::new(),
+                read_by: doc.readers.clone(),
             });
             if !entry.cited_by.contains(agent) {
                 entry.cited_by.push(agent.clone());

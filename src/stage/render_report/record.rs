@@ -31,6 +31,9 @@ pub(crate) struct RecordHeader {
     /// The documents the agents read only part of (docs/design/context.md#context-budget):
     /// `docs/x.md: first 12,000 of 40,960 characters`.
     pub cut_documents: Vec<String>,
+    /// The documents only some participants read, and who (docs/design/context.md#documents-only-some-participants-read):
+    /// `` `vendor.md`: biz ``.
+    pub held_documents: Vec<String>,
     pub skipped_paths: Vec<super::SkippedRow>,
 }
 
@@ -159,6 +162,13 @@ pub(crate) fn header(board: &Board) -> RecordHeader {
             .documents
             .iter()
             .map(|d| d.document_id.clone())
+            .collect(),
+        held_documents: board
+            .context_bundle
+            .documents
+            .iter()
+            .filter(|d| !d.readers.is_empty())
+            .map(|d| format!("`{}`: {}", d.document_id, d.readers.join(", ")))
             .collect(),
         cut_documents: board
             .context_bundle
