@@ -156,7 +156,56 @@ pub(crate) fn models_line(llm: &LlmConfig, board: &Board) -> Result<String> {
         .map(|(what, names)| format!("{what} ({})", names.join(", ")))
         .collect();
     let local = local.map(|n| format!("\n{n}")).unwrap_or_default();
-    Ok(format!("models: {}{local}", parts.join("; ")))
+    let carries = carries_line(llm, board)
+        .map(|l| format!("\n{l}"))
+        .unwrap_or_default();
+    Ok(format!("models: {}{local}{carries}", parts.join("; ")))
+}
+
+/// What each call carries before the whiteboard and the question — the brief and the
+/// documents, the same bytes in every call of a caller — in characters, tokens and, where the
+/// caller's model is priced, dollars a call (docs/design/context.md#context-budget). None
+/// without documents.
+fn carries_line(llm: &LlmConfig, board: &Board) -> Option<String> {
+    if board.context_bundle.documents.is_empty() {
+        return None;
+    }
+    let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+    for (name, meta) in callers(board) {
+        let reader = board.agents.contains_key(&name).then_some(name.as_str());
+        let brief = crate::meeting::prompts::meeting_brief(board, reader).ok()?;
+        let chars = brief.chars().count() as u64;
+        let tokens = crate::meeting::budget::estimate_tokens(&brief);
+        let price = crate::llm::resolve(llm, &board.llm, &name, &meta)
+            .ok()
+            .and_then(|r| {
+                crate::llm::prices::Prices::current()
+                    .of(&r.provider.value.to_string(), &r.model.value)
+                    .map(|p| p.input * tokens as f64)
+            })
+            .map(|usd| match usd {
+                u if u < 0.0001 => ", under $0.0001 a call".to_string(),
+                u => format!(", {} a call", crate::llm::prices::dollars(u)),
+            })
+            .unwrap_or_default();
+        let what = format!(
+            "{} characters (about {} tokens{price})",
+            crate::text::thousands(chars),
+            crate::text::thousands(tokens)
+        );
+        match groups.iter_mut().find(|(w, _)| *w == what) {
+            Some((_, names)) => names.push(name),
+            None => groups.push((what, vec![name])),
+        }
+    }
+    let parts: Vec<String> = groups
+        .into_iter()
+        .map(|(what, names)| format!("{} {what}", names.join(", ")))
+        .collect();
+    Some(format!(
+        "each call carries the brief and documents: {}",
+        parts.join("; ")
+    ))
 }
 
 /// A visible warning when the environment, not a flag, made this meeting a replay: a variable

@@ -595,3 +595,55 @@ fn a_document_with_readers_reaches_only_their_prompts() {
     assert_eq!(docs[1]["document_id"], "vendor.md");
     assert_eq!(docs[1]["readers"], serde_json::json!(["biz"]));
 }
+
+/// Before the meeting starts (and in its dry run, not with `-q`), what each call carries — the
+/// brief and documents, every call of a caller — in characters, tokens and, on a priced model,
+/// dollars a call; a reader of its own documents carries more.
+#[test]
+fn the_start_says_what_each_call_carries() {
+    let work = Workdir::new();
+    work.write(
+        "shared.md",
+        "Shared facts about the ingest service. ".repeat(100),
+    );
+    work.write("vendor.md", "The vendor's private terms. ".repeat(100));
+    let run = |extra: &[&str]| {
+        work.cli("meeting")
+            .env("OPENAI_API_KEY", "k")
+            .args([
+                "--provider",
+                "openai",
+                "-m",
+                "gpt-4o-mini",
+                "-a",
+                "arch,biz",
+            ])
+            .args(["--doc", "shared.md", "--doc", "vendor.md:biz", "--dry-run"])
+            .args(extra)
+            .arg("Adopt Rust?")
+            .run()
+    };
+    let out = run(&[]);
+    out.success();
+    let line = out
+        .stderr()
+        .lines()
+        .find(|l| l.starts_with("each call carries the brief and documents: "))
+        .expect("the line")
+        .to_string();
+    let (others, biz) = line
+        .trim_start_matches("each call carries the brief and documents: ")
+        .split_once("; ")
+        .unwrap();
+    assert!(others.starts_with("pm, arch "), "{line}");
+    assert!(biz.starts_with("biz "), "{line}");
+    let chars = |part: &str| -> u64 {
+        part.split(' ')
+            .find_map(|w| w.replace(',', "").parse().ok())
+            .unwrap()
+    };
+    assert!(chars(biz) > chars(others) + 2_000, "{line}");
+    assert!(chars(others) > 3_900, "{line}");
+    assert!(others.contains(" a call)"), "priced: {line}");
+    run(&["-q"]).success().stderr_lacks("each call carries");
+}
