@@ -9,6 +9,8 @@ meetings never read. Python 3 standard library only; the programs do every model
   sc       self-consistency: K independent single calls, majority vote over the chosen options
   meeting  `meeting` with the case's agents, --max-total-tokens BUDGET
   council  `meeting --council`, the same budget ("not available" when the programs lack it)
+  ceiling  one call as `single`, over the case's ceiling.yaml: every fact shared (the
+           distributed condition's cases, hiddenbench.py; "not available" elsewhere)
 
 The token budget per case is a cap every mode gets: FACTOR (--budget-factor, default 16) times
 the tokens of that case's single call, or --budget N. Self-consistency takes K samples (default
@@ -40,7 +42,8 @@ import grade  # noqa: E402
 
 CASES_DIR = os.path.join(HERE, "cases")
 CASSETTES = os.path.join(HERE, "cassettes")
-MODES = ["single", "sc", "meeting", "council"]
+MODES = ["single", "sc", "meeting", "council", "ceiling"]
+DEFAULT_MODES = ["single", "sc", "meeting", "council"]
 NOT_AVAILABLE = "not available"
 
 
@@ -67,6 +70,9 @@ class Runner:
         self.args = args
         self.work = work
         self.bin = os.path.abspath(args.bin)
+        # The agents of converted cases (hiddenbench.py), beside them.
+        agents = os.path.join(args.cases_dir, "agents") if args.cases_dir else ""
+        self.agents = ["--agents-dir", os.path.abspath(agents)] if agents and os.path.isdir(agents) else []
 
     def prog(self, name):
         return os.path.join(self.bin, name)
@@ -101,9 +107,11 @@ class Runner:
             r["wall_s"] = round(time.monotonic() - t0, 1)
         return r
 
-    def single(self, case, name):
+    def single(self, case, name, file="meeting.yaml"):
         """One call: the PM's closing round over the case's context (see the module doc)."""
-        mf = os.path.join(CASES_DIR, case, "meeting.yaml")
+        mf = os.path.join(CASES_DIR, case, file)
+        if not os.path.exists(mf):
+            return {"error": NOT_AVAILABLE}
         d = os.path.join(self.work, case, name)
         os.makedirs(d, exist_ok=True)
         log = os.path.join(d, "llm.jsonl")
@@ -115,7 +123,8 @@ class Runner:
         if rc != 0:
             return {"error": f"collect-context exit {rc}: {err.strip()[-300:]}"}
         rc, board, err = self.run([self.prog("init-board"), "--agents", agents_of(mf),
-                                   "--max-loops", "1", "--trace-id", f"{case}-{name}"], cc)
+                                   "--max-loops", "1", "--trace-id", f"{case}-{name}"] + self.agents,
+                                  cc)
         if rc != 0:
             return {"error": f"init-board exit {rc}: {err.strip()[-300:]}"}
         b = json.loads(board)
@@ -150,7 +159,7 @@ class Runner:
                "--max-loops", str(self.args.max_loops), "--max-parallel", str(self.args.max_parallel),
                "--max-total-tokens", str(budget),
                "--trace-id", f"{case}-{name}", "--run-dir", os.path.join(d, "runs"),
-               "--report-file", os.path.join(d, "report.md"), "--quiet"] + flags
+               "--report-file", os.path.join(d, "report.md"), "--quiet"] + self.agents + flags
         if council:
             cmd.append("--council")
         rc, out, err = self.run(cmd)
@@ -313,7 +322,10 @@ def main():
     ap.add_argument("--max-loops", type=int, default=4, help="meeting and council loop limit")
     ap.add_argument("--max-parallel", type=int, default=1,
                     help="meeting and council fan-out width (default 1: under a budget of a few calls the look-ahead refuses a wider fan-out)")
-    ap.add_argument("--modes", default=",".join(MODES))
+    ap.add_argument("--modes", default=",".join(DEFAULT_MODES),
+                    help=f"comma-separated, of {', '.join(MODES)} (default {','.join(DEFAULT_MODES)})")
+    ap.add_argument("--cases-dir", default="",
+                    help="run the cases (cases/, keys.json, agents/) hiddenbench.py wrote in DIR")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release"))
     ap.add_argument("--record", default="", help="write each run's calls as cassettes under DIR")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-quality", "results.json"))
@@ -346,7 +358,12 @@ def main():
         sys.exit(f"run.py: --bin {args.bin}: no `meeting` program there (make build)")
     if not args.offline and not args.provider:
         print("run.py: no --provider: the programs choose from the environment", file=sys.stderr)
-    keys = grade.load_keys()
+    global CASES_DIR
+    if args.cases_dir:
+        CASES_DIR = os.path.join(os.path.abspath(args.cases_dir), "cases")
+        keys = grade.load_keys(os.path.join(args.cases_dir, "keys.json"))
+    else:
+        keys = grade.load_keys()
     ids = case_ids(args.cases)
     work = args.keep or tempfile.mkdtemp(prefix="am-bench-quality-")
     runner = Runner(args, work)
@@ -388,6 +405,12 @@ def main():
                     modes_out["council"] = ({"error": NOT_AVAILABLE}
                                             if raw.get("error") == "no cassette"
                                             else graded(raw, key, options))
+            if "ceiling" in modes:
+                raw = runner.timed(runner.single, case, "ceiling", "ceiling.yaml")
+                logs["ceiling"] = raw.get("log")
+                modes_out["ceiling"] = ({"error": NOT_AVAILABLE}
+                                        if raw.get("error") in (NOT_AVAILABLE, "no cassette")
+                                        else graded(raw, key, options))
             if args.record:
                 for name, log in logs.items():
                     to_cassette(log, os.path.join(args.record, case, name + ".jsonl"))

@@ -267,3 +267,113 @@ fn the_offline_benchmark_prints_the_four_modes_byte_stable() {
     assert_eq!(table, table2);
     assert_eq!(results, results2);
 }
+
+/// Tasks in HiddenBench's shape (bench/quality/hiddenbench.py): each becomes a case whose
+/// shared facts everyone reads and whose members' facts only each member reads, a ceiling file
+/// with every fact shared, and a key; run.py runs them (`--cases-dir`) in the distributed
+/// condition's modes; a task that is not of the shape is refused, naming its field.
+#[test]
+fn hiddenbench_tasks_become_cases_with_readers_and_run() {
+    if skip_without(Tool::Python3) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let tasks = tmp.path().join("tasks.json");
+    std::fs::write(
+        &tasks,
+        json!([
+            {"name": "Hiring a site lead",
+             "description": "Which candidate should the group hire as the new site lead?",
+             "shared_information": ["Ana has ten years of experience.", "Cleo is new to the field."],
+             "hidden_information": [["Ana is leaving the country next month."],
+                                    "Ben was rated excellent by all his reports.",
+                                    ["Cleo's references could not be checked."]],
+             "possible_answers": ["Ana", "Ben", "Cleo"], "correct_answer": "Ben"},
+            {"name": "Choosing a vendor",
+             "description": "Which vendor should run the new data centre?",
+             "shared_information": "North Corp is the cheapest bidder.",
+             "hidden_information": {"a": "North Corp failed its last two audits.",
+                                    "b": ["South Ltd met every deadline in five years."]},
+             "possible_answers": ["North Corp", "South Ltd"], "correct_answer": 1}
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let out = tmp.path().join("out");
+    let converted = python()
+        .arg("bench/quality/hiddenbench.py")
+        .arg(&tasks)
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(converted.status.success(), "{converted:?}");
+    let case = out.join("cases/hb01-hiring-a-site-lead");
+    let meeting = std::fs::read_to_string(case.join("meeting.yaml")).unwrap();
+    assert!(
+        meeting.starts_with("# HiddenBench task \"Hiring a site lead\""),
+        "{meeting}"
+    );
+    assert!(
+        meeting.contains("agents: member-1,member-2,member-3\n"),
+        "{meeting}"
+    );
+    assert!(meeting.contains("    path: docs/member-2.md\n    purpose: What member-2 knows\n    readers: [member-2]\n"), "{meeting}");
+    let ceiling = std::fs::read_to_string(case.join("ceiling.yaml")).unwrap();
+    assert!(
+        !ceiling.contains("readers:") && ceiling.contains("docs/member-2.md"),
+        "{ceiling}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(case.join("docs/member-2.md")).unwrap(),
+        "- Ben was rated excellent by all his reports.\n"
+    );
+    let keys: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("keys.json")).unwrap()).unwrap();
+    assert_eq!(keys["cases"]["hb01-hiring-a-site-lead"]["reference"], "Ben");
+    assert_eq!(
+        keys["cases"]["hb02-choosing-a-vendor"]["reference"],
+        "South Ltd"
+    );
+
+    let results = tmp.path().join("results.json");
+    let ran = python()
+        .args(["bench/quality/run.py", "--provider", "sample", "--k", "2"])
+        .args(["--modes", "ceiling,single,sc,meeting", "--cases-dir"])
+        .arg(&out)
+        .arg("--bin")
+        .arg(bin_dir())
+        .arg("--out")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&ran.stderr);
+    assert!(ran.status.success(), "{stderr}");
+    let table = String::from_utf8_lossy(&ran.stdout);
+    assert!(table.contains("| ceiling |"), "{table}");
+    let doc: Value = serde_json::from_str(&std::fs::read_to_string(&results).unwrap()).unwrap();
+    for case in doc["cases"].as_array().unwrap() {
+        for mode in ["ceiling", "single", "sc", "meeting"] {
+            let g = &case["modes"][mode];
+            assert!(g.get("error").is_none(), "{mode}: {g}");
+        }
+        // Every fact in one call costs more prompt than the shared facts alone.
+        assert!(
+            case["modes"]["ceiling"]["tokens"].as_u64()
+                > case["modes"]["single"]["tokens"].as_u64(),
+            "{case}"
+        );
+    }
+
+    std::fs::write(&tasks, r#"[{"name": "x", "description": "y", "possible_answers": ["a", "b"], "correct_answer": "c", "hidden_information": ["p", "q"]}]"#).unwrap();
+    let bad = python()
+        .arg("bench/quality/hiddenbench.py")
+        .arg(&tasks)
+        .arg(tmp.path().join("bad"))
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr),
+        "hiddenbench.py: tasks[0].correct_answer: expected one of possible_answers (or its index), got 'c'\n"
+    );
+}
