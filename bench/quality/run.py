@@ -326,6 +326,9 @@ def main():
                     help=f"comma-separated, of {', '.join(MODES)} (default {','.join(DEFAULT_MODES)})")
     ap.add_argument("--cases-dir", default="",
                     help="run the cases (cases/, keys.json, agents/) hiddenbench.py wrote in DIR")
+    ap.add_argument("--tasks", default="",
+                    help="hidden-profile tasks in HiddenBench's format (hidden/tasks.json: ours): "
+                         "converted by hiddenbench.py, then run as --cases-dir")
     ap.add_argument("--bin", default=os.path.join(ROOT, "target", "release"))
     ap.add_argument("--record", default="", help="write each run's calls as cassettes under DIR")
     ap.add_argument("--out", default=os.path.join(ROOT, "target", "bench-quality", "results.json"))
@@ -359,6 +362,10 @@ def main():
     if not args.offline and not args.provider:
         print("run.py: no --provider: the programs choose from the environment", file=sys.stderr)
     global CASES_DIR
+    if args.tasks:
+        import hiddenbench  # noqa: E402 (beside this file)
+        args.cases_dir = tempfile.mkdtemp(prefix="am-bench-hidden-")
+        hiddenbench.convert(hiddenbench.load(args.tasks), args.cases_dir)
     if args.cases_dir:
         CASES_DIR = os.path.join(os.path.abspath(args.cases_dir), "cases")
         keys = grade.load_keys(os.path.join(args.cases_dir, "keys.json"))

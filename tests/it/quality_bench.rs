@@ -377,3 +377,49 @@ fn hiddenbench_tasks_become_cases_with_readers_and_run() {
         "hiddenbench.py: tasks[0].correct_answer: expected one of possible_answers (or its index), got 'c'\n"
     );
 }
+
+/// Our own distributed-information cases (bench/quality/hidden/tasks.json): at least twelve,
+/// each converts, each member holds a fact of their own, the key is one of the options, and the
+/// shared facts speak for a wrong option (the plausible wrong answer the condition needs).
+#[test]
+fn our_hidden_profile_tasks_are_twelve_with_a_wrong_answer_in_plain_sight() {
+    if skip_without(Tool::Python3) {
+        return;
+    }
+    let text = std::fs::read_to_string(bench().join("hidden/tasks.json")).unwrap();
+    let tasks: Vec<Value> = serde_json::from_str(&text).unwrap();
+    assert!(tasks.len() >= 12, "{}", tasks.len());
+    for t in &tasks {
+        let answers = strings(&t["possible_answers"]);
+        let right = t["correct_answer"].as_str().unwrap();
+        assert!(answers.iter().any(|a| a == right), "{t}");
+        let hidden = t["hidden_information"].as_array().unwrap();
+        assert!(hidden.len() >= 3, "{t}");
+        let shared = strings(&t["shared_information"]).join(" ").to_lowercase();
+        let speaks_for = |a: &str| {
+            a.to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|w| w.len() >= 4 && shared.contains(w))
+        };
+        assert!(
+            answers
+                .iter()
+                .filter(|a| *a != right)
+                .any(|a| speaks_for(a)),
+            "{}: the shared facts name no wrong option",
+            t["name"]
+        );
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = python()
+        .arg("bench/quality/hiddenbench.py")
+        .arg(bench().join("hidden/tasks.json"))
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let keys: Value =
+        serde_json::from_str(&std::fs::read_to_string(tmp.path().join("keys.json")).unwrap())
+            .unwrap();
+    assert_eq!(keys["cases"].as_object().unwrap().len(), tasks.len());
+}
