@@ -377,10 +377,7 @@ fn a_meeting_not_ended_holds_its_share_of_the_days_cap() {
 /// A meeting with one participant, ana, a person (`kind: human`) no one is there to answer:
 /// it stops waiting for her (exit 4). `extra` goes on the command line.
 fn waiting_meeting(work: &Workdir, extra: &[&str]) -> crate::harness::Run {
-    work.write(
-        "agents/ana.yaml",
-        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
-    );
+    crate::fixtures::seat_ana(work);
     work.cli("meeting")
         .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
         .args(["--provider", "sample", "-a", "ana", "--trace-id", "w"])
@@ -431,10 +428,7 @@ fn on_waiting_failing_or_hanging_is_only_a_warning() {
         "meeting: --on-waiting: `exit 3` failed (exit status: 3) (the meeting waits all the same)",
     );
     let work = Workdir::new();
-    work.write(
-        "agents/ana.yaml",
-        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
-    );
+    crate::fixtures::seat_ana(&work);
     let out = work
         .cli("meeting")
         .env("AGENT_MEETING_ON_WAITING_TIMEOUT_MS", "300")
@@ -455,10 +449,7 @@ fn on_waiting_comes_from_the_users_config_never_the_run_folder() {
         "cfg/agent-meeting/config.yaml",
         "on_waiting: echo x >> count.txt\n",
     );
-    work.write(
-        "agents/ana.yaml",
-        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
-    );
+    crate::fixtures::seat_ana(&work);
     work.cli("meeting")
         .env("XDG_CONFIG_HOME", work.join("cfg"))
         .args([
@@ -507,10 +498,7 @@ fn the_guides_webhook_posts_who_is_waiting() {
     let server = crate::fake_http::FakeServer::start(vec![crate::fake_http::json(200, "ok")]);
     let work = Workdir::new();
     work.write("cfg/agent-meeting/config.yaml", block);
-    work.write(
-        "agents/ana.yaml",
-        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
-    );
+    crate::fixtures::seat_ana(&work);
     work.cli("meeting")
         .env("XDG_CONFIG_HOME", work.join("cfg"))
         .env("WEBHOOK_URL", format!("{}/hook", server.url))

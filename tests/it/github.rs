@@ -988,10 +988,7 @@ fn a_gitlab_dry_run_on_the_shared_pipeline_variables_prints_the_note() {
 fn a_spent_daily_cap_is_said_in_the_comment() {
     let work = Workdir::new();
     work.write(".git/HEAD", "ref: refs/heads/main\n");
-    work.write(
-        "agents/ana.yaml",
-        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
-    );
+    crate::fixtures::seat_ana(&work);
     let now = crate::fixtures::NOW;
     work.cli("meeting")
         .env("AGENT_MEETING_NOW", now)
@@ -1032,10 +1029,7 @@ fn a_spent_daily_cap_is_said_in_the_comment() {
 fn the_repository_files_on_waiting_runs_when_the_meeting_waits() {
     let work = Workdir::new();
     work.write(".git/HEAD", "ref: refs/heads/main\n");
-    work.write(
-        "agents/ana.yaml",
-        "name: ana\nkind: human\nrole: Ops lead\ndescription: Knows nights on call.\n",
-    );
+    crate::fixtures::seat_ana(&work);
     work.write(
         ".github/agent-meeting.yaml",
         "agents: [ana]\non_waiting: cat > pinged.json\n",
