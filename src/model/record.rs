@@ -92,7 +92,8 @@ pub enum ProcessKind {
     TurnFailed,
     /// A PM round ended without a usable decision.
     RoundFailed,
-    /// The PM marked answered a question that is not on the whiteboard.
+    /// The PM marked a question answered, and the entry answered nothing: no question on the
+    /// whiteboard, no answer, or one that only repeats the question.
     UnknownQuestion,
     /// The PM repeated a question, or answers stopped adding anything (docs/design/pm-round.md#circles).
     Circles,

@@ -106,6 +106,48 @@ pub(crate) fn adds_to(question: &str, answer: &str) -> bool {
     words(answer).iter().any(|w| !asked.contains(w))
 }
 
+/// Words that ask rather than name: an answer holding one repeats the question's stem.
+const ASKING_WORDS: [&str; 16] = [
+    "which", "what", "who", "how", "why", "when", "where", "whether", "should", "is", "are",
+    "does", "do", "can", "could", "would",
+];
+
+/// Whether `answer` picks one of the alternatives `question` offers
+/// (docs/design/whiteboard.md#questions): the question lists two or more (split at `?`, `,`,
+/// `;`, `/` and the words `or`, `vs`, `versus`), and every word of the answer, none of them an
+/// asking word, is in exactly one of them ("CloudBase Postgres" for "CloudBase Postgres? Orbit
+/// Distributed SQL?"). Its words are all in the question, yet it answers it.
+pub(crate) fn picks_one(question: &str, answer: &str) -> bool {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let mut parts: Vec<Vec<String>> = vec![Vec::new()];
+    for piece in question.split_inclusive(['?', '？', ',', ';', '/']) {
+        for w in words(piece) {
+            if matches!(w.as_str(), "or" | "vs" | "versus") {
+                parts.push(Vec::new());
+            } else {
+                parts.last_mut().expect("one part at least").push(w);
+            }
+        }
+        parts.push(Vec::new());
+    }
+    parts.retain(|p| !p.is_empty());
+    let said = words(answer);
+    if parts.len() < 2 || said.is_empty() || said.iter().any(|w| ASKING_WORDS.contains(&w.as_str()))
+    {
+        return false;
+    }
+    parts
+        .iter()
+        .filter(|p| said.iter().all(|w| p.contains(w)))
+        .count()
+        == 1
+}
+
 // ---------------------------------------------------------------------------------------------
 // Foreign text (docs/design/report.md#sanitising): what a model, a document or a provider wrote is
 // shown on a terminal, stored on the board, sent in a prompt and written into the report. None
@@ -374,6 +416,24 @@ pub fn plural_of(n: impl Into<u64>, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An either/or question is answered by naming one of its alternatives, not by its stem,
+    /// by words of two alternatives, nor by a question that offers none.
+    #[test]
+    fn an_answer_may_pick_one_alternative() {
+        let q = "CloudBase Postgres? Orbit Distributed SQL?";
+        assert!(picks_one(q, "CloudBase Postgres"));
+        assert!(picks_one(q, "orbit distributed sql."));
+        assert!(!picks_one(q, "CloudBase Postgres or Orbit Distributed SQL"));
+        let q = "Which is cheaper, CloudBase Postgres or Orbit Distributed SQL?";
+        assert!(picks_one(q, "Orbit Distributed SQL"));
+        assert!(!picks_one(q, "Which is cheaper"));
+        assert!(!picks_one(
+            "Should we move to Postgres?",
+            "Move to Postgres."
+        ));
+        assert!(!picks_one("Keep Postgres or move to Postgres?", "Postgres"));
+    }
 
     #[test]
     fn an_answer_adds_a_word_the_question_lacks() {

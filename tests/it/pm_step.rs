@@ -1003,3 +1003,41 @@ fn the_retry_keeps_the_chosen_action_with_its_fields_required() {
     );
     assert_eq!(reqs[0].expect, reqs[1].expect);
 }
+
+/// The PM's answered questions are read as a small model writes them
+/// (docs/design/whiteboard.md#questions): an id with the question's text as the whiteboard
+/// shows it (`Q1: How long …`) names that question, and a pick among the alternatives the
+/// question offers answers it; an answer that only repeats its question is noted with that
+/// reason, not as a question missing from the whiteboard (Qwen2.5-Coder-1.5B, issue #58).
+#[test]
+fn answered_questions_take_the_shown_line_and_a_pick_and_say_why_one_is_not_taken() {
+    let mut b0 = answered_by("arch");
+    set_open_questions(
+        &mut b0,
+        vec![
+            "How long would the rewrite take?".into(),
+            "CloudBase Postgres? Orbit Distributed SQL?".into(),
+            "What does the move cost per year?".into(),
+        ],
+    );
+    let answers = json!([
+        {"question": "Q1: How long would the rewrite take?", "answer": "About four months.", "by": ["arch"]},
+        {"question": "Q2", "answer": "CloudBase Postgres", "by": ["arch"]},
+        {"question": "Q3", "answer": "What does the move cost per year", "by": ["arch"]}]);
+    let (b, _) = run(
+        b0,
+        vec![ok_json(finish(REPORT).with("answered_questions", answers))],
+    );
+    let answer = |id: &str| {
+        let q = b.record.questions.iter().find(|q| q.id == id).unwrap();
+        q.answer.as_ref().map(|a| a.text.clone())
+    };
+    assert_eq!(answer("Q1").as_deref(), Some("About four months."));
+    assert_eq!(answer("Q2").as_deref(), Some("CloudBase Postgres"));
+    assert_eq!(answer("Q3"), None);
+    let notes: Vec<&str> = b.record.process.iter().map(|e| e.text.as_str()).collect();
+    assert_eq!(
+        notes,
+        ["The PM marked Q3 answered, but its answer only repeats the question; ignored."]
+    );
+}
