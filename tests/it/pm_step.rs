@@ -272,11 +272,13 @@ fn schema_invalid_decision_retried_once_then_round_fails() {
 fn one_retry_for_an_invalid_answer_of_any_kind() {
     // The ask loop's one retry is shared by every kind of invalid answer (docs/design/failure-policy.md#ask-loop):
     // bad JSON, then a bad decision, ends the round.
+    let mut none_open = board();
+    set_open_questions(&mut none_open, vec![]);
     let (b, reqs) = run(
-        board(),
+        none_open,
         vec![
             ok("not json"),
-            // (A call without a question asks the first open one; a placeholder is refused.)
+            // (A placeholder asks the first open question; with none open it is refused.)
             ok_json(json!({"next_action": "CALL_AGENT", "target_agent": "arch",
                            "prompt_for_agent": "..."})),
             ok_json(call("arch", "What would it cost?")),
@@ -867,8 +869,11 @@ fn placeholder_answers_are_retried_with_the_reason() {
         "{err}"
     );
 
+    // With no open question to ask in its place (a_stand_in_question_asks_an_open_one).
+    let mut none_open = board();
+    set_open_questions(&mut none_open, vec![]);
     let (b, reqs) = run(
-        board(),
+        none_open,
         vec![
             ok_json(call("arch", "...")),
             ok_json(call("arch", "How long would the rewrite take?")),
@@ -1040,4 +1045,49 @@ fn answered_questions_take_the_shown_line_and_a_pick_and_say_why_one_is_not_take
         notes,
         ["The PM marked Q3 answered, but its answer only repeats the question; ignored."]
     );
+}
+
+/// A CALL_AGENT whose question only stands in for one (`:)`, a bare id, the participant's
+/// name) is asked as an empty one is: the open question an id names, else the first open
+/// question the participant was not asked yet, in one call (Qwen2.5-Coder-1.5B sent ":)" to a
+/// participant not yet heard, and the round failed; issue #58).
+#[test]
+fn a_stand_in_question_asks_an_open_one() {
+    let open = |mut b: agent_meeting::model::Board| {
+        set_open_questions(
+            &mut b,
+            vec![
+                "How long would the rewrite take?".into(),
+                "Who pays for the migration?".into(),
+            ],
+        );
+        b
+    };
+    for (b0, target, stand_in, asked) in [
+        (
+            open(board()),
+            "biz",
+            ":)",
+            "How long would the rewrite take?",
+        ),
+        (open(board()), "biz", "Q2", "Who pays for the migration?"),
+        (
+            open(board()),
+            "biz",
+            "biz",
+            "How long would the rewrite take?",
+        ),
+        // arch was asked Q1 already: the next open question, not a repeat.
+        (
+            open(answered_by("arch")),
+            "arch",
+            ":)",
+            "Who pays for the migration?",
+        ),
+    ] {
+        let (b, reqs) = run(b0, vec![ok_json(call(target, stand_in))]);
+        assert_eq!(reqs.len(), 1, "{stand_in:?}: no retry");
+        assert_eq!(b.pending_calls[0].target_agent, target);
+        assert_eq!(b.pending_calls[0].prompt, asked, "{stand_in:?}");
+    }
 }

@@ -319,18 +319,20 @@ pub(super) fn check_decision(
         }
     }
     // A CALL_AGENT that names a participant but no question (a small model's habit, 5 of 12
-    // such replies from Qwen2.5-Coder-1.5B): the first open question — required ones come
-    // first — is what the meeting needs asked, so it is asked, not refused for a call.
-    let blank = |q: &Option<String>| q.as_deref().is_none_or(|q| q.trim().is_empty());
-    if decision.next_action == NextAction::CallAgent
-        && blank(&decision.prompt_for_agent)
-        && decision
+    // such replies from Qwen2.5-Coder-1.5B), or one that only stands in for a question (`:)`,
+    // `Q2`, the participant's name): the question it names, else the first open one the
+    // participant was not asked — required ones come first — is what the meeting needs asked,
+    // so it is asked, not refused for a call (docs/design/pm-round.md#pm-round).
+    if decision.next_action == NextAction::CallAgent {
+        if let Some(target) = decision
             .target_agent
             .as_deref()
-            .is_some_and(|t| board.participants.iter().any(|p| p == t))
-    {
-        if let Some(q) = board.open_questions().into_iter().next() {
-            decision.prompt_for_agent = Some(q);
+            .filter(|t| board.participants.iter().any(|p| p == t))
+        {
+            let q = decision.prompt_for_agent.as_deref().unwrap_or_default();
+            if let Some(q) = stand_in_question(board, target, q) {
+                decision.prompt_for_agent = Some(q);
+            }
         }
     }
     decision.validate().map_err(|e| {
@@ -435,6 +437,26 @@ fn check_question(board: &Board, at: &str, question: &str) -> Result<(), Invalid
             format!("its question {:?} was not a question", cut(question, 60)),
         )),
     }
+}
+
+/// The question a CALL_AGENT's empty or stand-in `question` to `target` asks (see
+/// [`check_decision`]): the open question a bare id names, else the first open question not
+/// yet asked of `target`; `None` for a real question, or when no open question is left.
+fn stand_in_question(board: &Board, target: &str, question: &str) -> Option<String> {
+    if !question.trim().is_empty()
+        && crate::model::not_content(question, &board.participants).is_none()
+    {
+        return None;
+    }
+    let open: Vec<(&str, &str)> = crate::meeting::whiteboard::open_with_ids(board).collect();
+    let id = question.trim().trim_end_matches(['.', '?', ':']);
+    let named = open.iter().find(|(q, _)| q.eq_ignore_ascii_case(id));
+    named
+        .or_else(|| {
+            open.iter()
+                .find(|(_, text)| circles::earlier_ask(board, target, text).is_none())
+        })
+        .map(|(_, text)| text.to_string())
 }
 
 /// A `target_agent` must name a participant (else a routing error).
