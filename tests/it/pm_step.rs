@@ -1091,3 +1091,40 @@ fn a_stand_in_question_asks_an_open_one() {
         assert_eq!(b.pending_calls[0].prompt, asked, "{stand_in:?}");
     }
 }
+
+/// A credit to someone who has not answered is refused once; the retry that gives it again
+/// keeps its decision and loses only that credit (an entry left crediting nobody goes, its
+/// question stays open), with a Process Note; the credit is never recorded (a small model
+/// credited a participant never asked, and the round failed twice in one meeting; issue #58).
+#[test]
+fn a_credit_that_cannot_stand_is_dropped_after_the_retry() {
+    let mut b0 = answered_by("arch");
+    set_open_questions(
+        &mut b0,
+        vec![
+            "How long would the rewrite take?".into(),
+            "Who pays for the migration?".into(),
+        ],
+    );
+    let answers = json!([
+        {"question": "Q1", "answer": "About four months.", "by": ["arch", "biz"]},
+        {"question": "Q2", "answer": "Finance pays.", "by": ["biz"]}]);
+    let fin = finish(REPORT).with("answered_questions", answers);
+    let (b, reqs) = run(b0, vec![ok_json(fin.clone()), ok_json(fin)]);
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        last_user(&reqs[1]).contains("\"biz\" has not answered in this meeting"),
+        "{}",
+        last_user(&reqs[1])
+    );
+    assert_eq!(b.status, Status::Finishing, "{:?}", b.last_error);
+    assert_eq!(b.final_report.as_deref(), Some(REPORT));
+    let q = |id: &str| b.record.questions.iter().find(|q| q.id == id).unwrap();
+    assert_eq!(q("Q1").answer.as_ref().unwrap().by, ["arch"]);
+    assert_eq!(q("Q2").answer, None);
+    let notes: Vec<&str> = b.record.process.iter().map(|e| e.text.as_str()).collect();
+    assert!(
+        notes.contains(&"The PM credited biz with answering \"Q2\", who had not answered in this meeting, again after being asked to correct it; the credit was dropped and the question stays open."),
+        "{notes:?}"
+    );
+}

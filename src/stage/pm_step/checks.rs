@@ -115,6 +115,8 @@ pub(super) struct PmAsk<'a> {
     pub(super) chosen: Option<NextAction>,
     /// An answer of this round repeated a question (its retry was shown the earlier answer).
     pub(super) repeated: bool,
+    /// The answers checked so far this round (the retry's is the second).
+    pub(super) answers: u32,
 }
 
 impl PmAsk<'_> {
@@ -150,11 +152,20 @@ impl Asker for PmAsk<'_> {
     type Invalid = Invalid;
 
     fn check(&mut self, json: Result<&Value, &NoJson>) -> Result<PmDecision, Invalid> {
+        self.answers += 1;
         let value = json.map_err(|e| Invalid::Json(e.clone()))?;
         self.chosen = value
             .get("next_action")
             .and_then(Value::as_str)
             .and_then(|a| NextAction::ALL.into_iter().find(|o| o.as_str() == a));
+        // After the one retry a credit that cannot stand costs only itself, not the round
+        // (docs/design/whiteboard.md#questions): it is dropped, never recorded.
+        let (value, dropped) = if self.answers > 1 {
+            drop_credits(self.board, value)
+        } else {
+            (value.clone(), Vec::new())
+        };
+        let value = &value;
         let d = match check_decision(self.board, self.mode, value) {
             Err(Invalid::Repeat(a)) if self.repeated => self.second_view(value, a)?,
             checked => checked?,
@@ -167,6 +178,17 @@ impl Asker for PmAsk<'_> {
                 format!("calls: the token budget has no room for {n} calls at once: ask fewer participants"),
                 format!("its {n} calls at once did not fit the token budget"),
             ));
+        }
+        for (question, names, open) in dropped {
+            note_process(
+                self.board,
+                ProcessKind::UnknownQuestion,
+                format!(
+                    "The PM credited {} with answering {question:?}, who had not answered in this meeting, again after being asked to correct it; the credit was dropped{}.",
+                    names.join(" and "),
+                    if open { " and the question stays open" } else { "" }
+                ),
+            );
         }
         Ok(d)
     }
@@ -427,6 +449,44 @@ fn check_answered_by(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// `value` without the credits `answered_questions[].by` gives to someone who has not
+/// answered in this meeting (see [`check_answered_by`]), and what was dropped: each entry's
+/// question as given, the names, and whether the entry went too (no one left to credit, so the
+/// question stays open).
+fn drop_credits(board: &Board, value: &Value) -> (Value, Vec<(String, Vec<String>, bool)>) {
+    let answerers = super::offer::answerers(board);
+    let mut value = value.clone();
+    let mut dropped = Vec::new();
+    let Some(entries) = value
+        .get_mut("answered_questions")
+        .and_then(Value::as_array_mut)
+    else {
+        return (value, dropped);
+    };
+    entries.retain_mut(|entry| {
+        let question = entry.get("question").and_then(Value::as_str);
+        let question = cut(question.unwrap_or_default(), 80);
+        let Some(by) = entry.get_mut("by").and_then(Value::as_array_mut) else {
+            return true;
+        };
+        let named = by.len();
+        let mut names = Vec::new();
+        by.retain(|b| {
+            let stands = b.as_str().is_some_and(|n| answerers.iter().any(|a| a == n));
+            if !stands {
+                names.push(cut(b.as_str().unwrap_or_default(), 60));
+            }
+            stands
+        });
+        let keep = !by.is_empty() || named == 0;
+        if !names.is_empty() {
+            dropped.push((question, names, !keep));
+        }
+        keep
+    });
+    (value, dropped)
+}
+
 /// The PM's question to a participant must be content (`model::not_content`: not an id, a
 /// yes/no or a participant's name): else the retry says why.
 fn check_question(board: &Board, at: &str, question: &str) -> Result<(), Invalid> {
@@ -636,6 +696,7 @@ mod tests {
             limits: &limits,
             chosen: None,
             repeated: false,
+            answers: 0,
         };
         for (answer, field, allowed) in [
             (call, "next_action", Some("CALL_AGENTS, FINISH")),
