@@ -299,19 +299,24 @@ pub(crate) fn answer_question(
 /// the PM's question holds its exact text or names its id (`Q2`) as a word; `None` when it
 /// names none or several.
 pub(crate) fn question_asked(board: &Board, prompt: &str) -> Option<String> {
-    let words: Vec<&str> = prompt
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut asked = board.record.questions.iter().filter(|q| {
-        q.answer.is_none()
-            && ((!q.text.trim().is_empty() && prompt.contains(q.text.trim()))
-                || words.iter().any(|w| w.eq_ignore_ascii_case(&q.id)))
-    });
+    let mut asked = board
+        .record
+        .questions
+        .iter()
+        .filter(|q| q.answer.is_none() && asks(prompt, q));
     match (asked.next(), asked.next()) {
         (Some(q), None) => Some(q.id.clone()),
         _ => None,
     }
+}
+
+/// Whether the PM's question `prompt` asks `q`: it holds its exact text, or names its id
+/// (`Q2`) as a word.
+pub(crate) fn asks(prompt: &str, q: &Question) -> bool {
+    (!q.text.trim().is_empty() && prompt.contains(q.text.trim()))
+        || prompt
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.eq_ignore_ascii_case(&q.id))
 }
 
 /// Apply the PM's `answered_questions` (docs/design/whiteboard.md#questions): each names an open question by

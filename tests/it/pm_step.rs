@@ -1128,3 +1128,66 @@ fn a_credit_that_cannot_stand_is_dropped_after_the_retry() {
         "{notes:?}"
     );
 }
+
+/// A FINISH with loops left that leaves a required question open which no participant was
+/// asked, and which its answered_questions do not say the documents answer, goes back once,
+/// naming the question and who has not been asked yet; the retry's FINISH is taken, and so is
+/// the closing round's. The PM sees who is left ("Not asked yet: biz.") once it has asked
+/// someone (6 of 8 live meetings ended after their first loop; issue #58).
+#[test]
+fn a_finish_that_leaves_a_required_question_unasked_goes_back_once() {
+    let mut b0 = answered_by("arch");
+    b0.record.questions.push(agent_meeting::model::Question {
+        id: "Q2".into(),
+        text: "Who pays for the migration?".into(),
+        origin: agent_meeting::model::QuestionOrigin::Required,
+        raised_by: None,
+        loop_no: None,
+        answer: None,
+    });
+    let prompt = pm::render_pm_user(&b0).unwrap();
+    assert!(prompt.contains("\nNot asked yet: biz.\n"), "{prompt}");
+    assert!(
+        !pm::render_pm_user(&board())
+            .unwrap()
+            .contains("Not asked yet"),
+        "before anyone was asked, everyone is"
+    );
+    let q1 = json!([{"question": "Q1", "answer": "About four months.", "by": ["arch"]}]);
+    let fin = finish(REPORT).with("answered_questions", q1);
+    let (b, reqs) = run(b0.clone(), vec![ok_json(fin.clone()), ok_json(fin.clone())]);
+    assert_eq!(reqs.len(), 2);
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("FINISH leaves required question Q2 (\"Who pays for the migration?\") open, and no participant was asked it; not asked yet: biz."),
+        "{fb}"
+    );
+    assert!(
+        fb.contains("Allowed values for next_action: CALL_AGENT, FINISH."),
+        "{fb}"
+    );
+    let retry = &reqs[1].expect.as_ref().unwrap().schema["properties"];
+    assert_eq!(
+        retry["next_action"]["enum"],
+        json!(["CALL_AGENT", "FINISH"]),
+        "not narrowed to the FINISH"
+    );
+    assert_eq!(b.status, Status::Finishing, "{:?}", b.last_error);
+    // The documents answer it (by none): taken at once.
+    let by_docs = json!([{"question": "Q2", "answer": "The budget names finance.", "by": []}]);
+    let (b, reqs) = run(
+        b0.clone(),
+        vec![ok_json(finish(REPORT).with("answered_questions", by_docs))],
+    );
+    assert_eq!((reqs.len(), b.status), (1, Status::Finishing));
+    // Asked of someone (its text in a question on record): taken at once.
+    let mut asked = b0.clone();
+    asked.record.asked[0].question = "Who pays for the migration? And when?".into();
+    let (_, reqs) = run(asked, vec![ok_json(fin.clone())]);
+    assert_eq!(reqs.len(), 1);
+    // The closing round takes it.
+    let mut closing = b0;
+    closing.loop_count = closing.max_loops;
+    let (b, reqs) = run(closing, vec![ok_json(fin)]);
+    assert_eq!((reqs.len(), b.status), (1, Status::ForcedStop));
+}

@@ -14,7 +14,9 @@ use crate::meeting::circles::{self, GOING_IN_CIRCLES};
 use crate::meeting::events::{self, Clock};
 use crate::meeting::prompts::retry_message;
 use crate::meeting::whiteboard::note_process;
-use crate::model::{decision_shape, AskedQuestion, Board, NextAction, PmDecision, ProcessKind};
+use crate::model::{
+    decision_shape, AskedQuestion, Board, NextAction, PmDecision, ProcessKind, QuestionOrigin,
+};
 use crate::schema;
 use crate::text::cut;
 
@@ -178,6 +180,15 @@ impl Asker for PmAsk<'_> {
                 format!("calls: the token budget has no room for {n} calls at once: ask fewer participants"),
                 format!("its {n} calls at once did not fit the token budget"),
             ));
+        }
+        // A FINISH with loops left that leaves a required question open, asked of no one,
+        // goes back once (docs/design/pm-round.md#pm-round); the retry's FINISH is taken.
+        if self.answers == 1 && self.mode == Mode::Normal && d.next_action == NextAction::Finish {
+            if let Some(invalid) = unasked_required(self.board, &d) {
+                // Its retry may call someone: not narrowed to the FINISH.
+                self.chosen = None;
+                return Err(invalid);
+            }
         }
         for (question, names, open) in dropped {
             note_process(
@@ -447,6 +458,39 @@ fn check_answered_by(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
         }
     }
     Ok(())
+}
+
+/// A FINISH that leaves a required question open after its own `answered_questions` (an
+/// answer by no one: the documents answer it) when no participant was asked it, while someone
+/// has not been asked anything yet: why it goes back, naming the question and who that is.
+fn unasked_required(board: &Board, d: &PmDecision) -> Option<Invalid> {
+    let unheard = super::offer::not_asked(board);
+    if unheard.is_empty() {
+        return None;
+    }
+    let mut after = board.clone();
+    crate::meeting::whiteboard::apply_answers(&mut after, &d.answered_questions);
+    let q = after.record.questions.iter().find(|q| {
+        q.origin == QuestionOrigin::Required
+            && q.answer.is_none()
+            && !board
+                .record
+                .asked
+                .iter()
+                .any(|a| crate::meeting::whiteboard::asks(&a.question, q))
+    })?;
+    Some(Invalid::Schema(
+        format!(
+            "next_action: FINISH leaves required question {} ({:?}) open, and no participant was asked it; not asked yet: {}. Ask it with CALL_AGENT, or put it in answered_questions (by none) if the documents answer it; a FINISH again is taken",
+            q.id,
+            cut(&q.text, 120),
+            unheard.join(", ")
+        ),
+        format!(
+            "it finished with required question {} open, asked of no one",
+            q.id
+        ),
+    ))
 }
 
 /// `value` without the credits `answered_questions[].by` gives to someone who has not

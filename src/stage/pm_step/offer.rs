@@ -88,6 +88,17 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
         input["review"] = crate::meeting::review::for_pm(board);
     }
     input["offer_answered"] = json!(offer.answered > 0);
+    // Who is left to hear, once the PM has asked someone (before that, everyone is).
+    let unheard = if crate::meeting::final_report::pm_asked_anyone(board) {
+        not_asked(board)
+    } else {
+        Vec::new()
+    };
+    input["not_asked"] = json!(if actions.iter().any(|a| *a != NextAction::Finish) {
+        unheard
+    } else {
+        Vec::new()
+    });
     input["decision_required"] = json!(decision_required(board));
     input["none_of_these"] = json!(crate::model::NONE_OF_THESE);
     input["offer_assessments"] = json!(offer.assessments > 0);
@@ -257,6 +268,25 @@ pub(super) fn answerers(board: &Board) -> Vec<String> {
                 || r.asked.iter().any(|a| &a.agent == *p && a.answer.is_some())
                 || r.findings.iter().any(|f| f.by.contains(p))
                 || r.questions.iter().any(|q| q.raised_by.as_ref() == Some(*p))
+        })
+        .cloned()
+        .collect()
+}
+
+/// The participants the PM has not asked anything yet, in the board's order: no question of
+/// its on record for them, and nothing of theirs on the whiteboard (a council vote is no
+/// answer to a question). What the PM is shown once it has asked someone ("Not asked yet:
+/// biz, security."), and what a FINISH that leaves a required question unasked is told
+/// (docs/design/pm-round.md#pm-round).
+pub(super) fn not_asked(board: &Board) -> Vec<String> {
+    let r = &board.record;
+    board
+        .participants
+        .iter()
+        .filter(|p| {
+            !(r.asked.iter().any(|a| &a.agent == *p)
+                || r.findings.iter().any(|f| f.by.contains(p))
+                || r.questions.iter().any(|q| q.raised_by.as_ref() == Some(*p)))
         })
         .cloned()
         .collect()
