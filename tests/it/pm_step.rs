@@ -1191,3 +1191,106 @@ fn a_finish_that_leaves_a_required_question_unasked_goes_back_once() {
     let (b, reqs) = run(closing, vec![ok_json(fin)]);
     assert_eq!((reqs.len(), b.status), (1, Status::ForcedStop));
 }
+
+/// The decision a FINISH in a meeting with options carries (issue #56): the correction after
+/// a null decision names the options as written, "none of these" last and only with its
+/// reason; "none of these" without `why_none` is sent back, and with it the report says why;
+/// a Recommendation that names one option while the choice is another (or "none of these")
+/// goes back once, naming both, and the retry is taken.
+#[test]
+fn a_decision_names_an_option_or_says_why_none_and_agrees_with_its_report() {
+    let decided = |choice: &str, why: Option<&str>, recommendation: &str| {
+        let report = format!(
+            "### Executive Summary\nThe team decided.\n### Recommendation\n{recommendation}"
+        );
+        let mut d = json!({"choice": choice, "confidence": "high", "revisit_if": ""});
+        if let Some(w) = why {
+            d["why_none"] = json!(w);
+        }
+        finish(&report).with("decision", d)
+    };
+    let rule = "choice, one of the options as written: \"Rewrite in Rust\", \"Keep Python\"; or, only when none of them can work, \"none of these\" with why_none saying why";
+    // A null decision: the correction names the options as written, "none of these" last.
+    let (b, reqs) = run(
+        answered_by("arch"),
+        vec![
+            ok_json(finish(REPORT).with("decision", serde_json::Value::Null)),
+            ok_json(decided(
+                "Keep Python",
+                None,
+                "Keep Python; revisit in 6 months.",
+            )),
+        ],
+    );
+    assert!(
+        last_user(&reqs[1]).contains(rule),
+        "{}",
+        last_user(&reqs[1])
+    );
+    assert_eq!(b.record.decision.unwrap().choice, "Keep Python");
+    // "none of these" without its reason, then with it.
+    let (b, reqs) = run(
+        answered_by("arch"),
+        vec![
+            ok_json(decided("none of these", None, "Wait a quarter.")),
+            ok_json(decided(
+                "none of these",
+                Some("Both options overrun the six-month horizon"),
+                "Wait a quarter.",
+            )),
+        ],
+    );
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("decision.why_none: is missing: the choice \"none of these\" needs why"),
+        "{fb}"
+    );
+    assert_eq!(
+        b.record.decision.as_ref().unwrap().why_none.as_deref(),
+        Some("Both options overrun the six-month horizon")
+    );
+    let md = agent_meeting::stage::render_report::render(&b, None)
+        .unwrap()
+        .markdown;
+    assert!(
+        md.contains("**Decision:** none of these (confidence: high). Why none: Both options overrun the six-month horizon."),
+        "{md}"
+    );
+    // The Recommendation names one option, the choice another: back once, naming both.
+    let disagreeing = decided("Rewrite in Rust", None, "Keep Python; revisit in 6 months.");
+    let (b, reqs) = run(
+        answered_by("arch"),
+        vec![ok_json(disagreeing.clone()), ok_json(disagreeing)],
+    );
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("decision.choice: \"Rewrite in Rust\", but the report's Recommendation names \"Keep Python\""),
+        "{fb}"
+    );
+    assert_eq!(b.status, Status::Finishing, "the retry is taken");
+    let none_but_one = decided(
+        "none of these",
+        Some("Neither fits the budget"),
+        "Keep Python for now.",
+    );
+    let (_, reqs) = run(
+        answered_by("arch"),
+        vec![ok_json(none_but_one), ok_json(finish(REPORT))],
+    );
+    assert!(
+        last_user(&reqs[1]).contains("decision.choice: \"none of these\", but the report's Recommendation names \"Keep Python\""),
+        "{}",
+        last_user(&reqs[1])
+    );
+    // Agreeing, or naming both options, is taken at once.
+    for (choice, rec) in [
+        ("Keep Python", "Keep Python; revisit in 6 months."),
+        ("Keep Python", "Keep Python rather than Rewrite in Rust."),
+    ] {
+        let (_, reqs) = run(
+            answered_by("arch"),
+            vec![ok_json(decided(choice, None, rec))],
+        );
+        assert_eq!(reqs.len(), 1, "{rec}");
+    }
+}

@@ -190,6 +190,13 @@ impl Asker for PmAsk<'_> {
                 return Err(invalid);
             }
         }
+        // A report that recommends one option while the decision says another goes back
+        // once, in any round (docs/design/pm-round.md#closing-round).
+        if self.answers == 1 && d.next_action == NextAction::Finish {
+            if let Some(invalid) = report_disagrees(self.board, &d) {
+                return Err(invalid);
+            }
+        }
         for (question, names, open) in dropped {
             note_process(
                 self.board,
@@ -384,10 +391,14 @@ pub(super) fn check_decision(
     if decision.next_action == NextAction::Finish {
         if decision.decision.is_none() && super::offer::decision_required(board) {
             return Err(Invalid::Schema(
-                "decision: a FINISH in a meeting with options needs a decision: choice (one of the options as written, or \"none of these\" with the reason in the report), confidence, revisit_if".into(),
+                format!(
+                    "decision: a FINISH in a meeting with options needs a decision: {}",
+                    choice_rule(board)
+                ),
                 "its FINISH left the decision out".into(),
             ));
         }
+        check_why_none(board, &decision)?;
         return Ok(decision);
     }
     if mode == Mode::ForcedFinish {
@@ -404,6 +415,87 @@ pub(super) fn check_decision(
         NextAction::CallAgents => check_fan_out(board, decision),
         _ => check_call(board, decision),
     }
+}
+
+/// What a decision in a meeting with options holds, for the correction: the options as
+/// written first, "none of these" last and only with its reason
+/// (docs/design/pm-round.md#closing-round).
+fn choice_rule(board: &Board) -> String {
+    let options: Vec<String> = board
+        .meeting_input
+        .decision_packet
+        .options
+        .iter()
+        .map(|o| format!("{:?}", o.trim()))
+        .collect();
+    format!(
+        "choice, one of the options as written: {}; or, only when none of them can work, {:?} with why_none saying why; confidence (low, medium or high); revisit_if",
+        options.join(", "),
+        crate::model::NONE_OF_THESE
+    )
+}
+
+/// "none of these" needs its reason in the decision (`why_none`, content), else it is no
+/// decision a reader can weigh (docs/design/pm-round.md#closing-round).
+fn check_why_none(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
+    let Some(decision) = d.decision.as_ref() else {
+        return Ok(());
+    };
+    if !crate::model::is_none_of_these(&decision.choice) {
+        return Ok(());
+    }
+    let why = decision.why_none.as_deref().unwrap_or_default();
+    let missing = match crate::model::not_content(why, &board.participants) {
+        _ if why.trim().is_empty() => "is missing".to_string(),
+        Some(why) => why,
+        None => return Ok(()),
+    };
+    Err(Invalid::Schema(
+        format!(
+            "decision.why_none: {missing}: the choice \"none of these\" needs why none of the options can work, in a sentence; or choose one ({})",
+            choice_rule(board)
+        ),
+        "it chose none of the options without saying why".into(),
+    ))
+}
+
+/// A FINISH whose report's Recommendation names one option while its decision chooses another
+/// option, or "none of these": why it goes back (once, docs/design/pm-round.md#closing-round),
+/// naming both. A Recommendation naming several options, or none, or a choice that is no
+/// option as written (a paraphrase) is not compared.
+fn report_disagrees(board: &Board, d: &PmDecision) -> Option<Invalid> {
+    let choice = d.decision.as_ref()?.choice.as_str();
+    let report = d.final_report.as_deref()?;
+    let (_, recommendation) = crate::text::markdown::labelled_parts(report);
+    let norm = |s: &str| crate::text::fold_ws(s).trim_end_matches('.').to_lowercase();
+    let options = &board.meeting_input.decision_packet.options;
+    let chosen = options.iter().find(|o| norm(o) == norm(choice));
+    if chosen.is_none() && !crate::model::is_none_of_these(choice) {
+        return None;
+    }
+    let said = norm(&recommendation);
+    let mut named = options
+        .iter()
+        .filter(|o| !norm(o).is_empty() && said.contains(&norm(o)));
+    let (Some(named), None) = (named.next(), named.next()) else {
+        return None;
+    };
+    if Some(named) == chosen {
+        return None;
+    }
+    Some(Invalid::Schema(
+        format!(
+            "decision.choice: {:?}, but the report's Recommendation names {:?}: make the decision and the report agree ({})",
+            cut(choice.trim(), 120),
+            cut(named.trim(), 120),
+            choice_rule(board)
+        ),
+        format!(
+            "its decision ({}) and its Recommendation ({}) disagreed",
+            cut(choice.trim(), 80),
+            cut(named.trim(), 80)
+        ),
+    ))
 }
 
 /// An action this round does not offer (the PM config's or the moment's): refused, the retry

@@ -395,11 +395,15 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
             props.shift_remove(name);
         }
     }
-    if board.council.is_none() {
+    if let Some(decision) = props.get_mut("decision") {
         // Why a decision departs from the council's vote: offered only with a council, so a
         // meeting without one sends the schema it always did (docs/design/council.md#report).
-        if let Some(decision) = props.get_mut("decision") {
+        if board.council.is_none() {
             without_field(decision, "against_council");
+        }
+        // Why none of the options can work: only where there are options to choose among.
+        if !decision_required(board) {
+            without_field(decision, "why_none");
         }
     }
     let required: Vec<String> = props.keys().cloned().collect();
@@ -567,7 +571,7 @@ pub(super) mod tests {
             p["decision"]
         );
         assert!(
-            prompt.contains("or \"none of these\" with the reason"),
+            prompt.contains("only when none can work, \"none of these\" with why_none saying why"),
             "{prompt}"
         );
         // The questions it settles from the documents count, as a meeting's do.
@@ -649,7 +653,8 @@ pub(super) mod tests {
                 let finish = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
                     "prompt_for_agent": null, "final_report": "r",
                     "answered_questions": [{"question": "Q1", "answer": "Yes.", "by": ["arch"]}],
-                    "decision": {"choice": "B", "confidence": "high", "revisit_if": "x"},
+                    "decision": {"choice": "B", "confidence": "high", "revisit_if": "x",
+                        "why_none": null},
                     "option_assessments": [{"option": "B", "dimension": "Cost", "assessment": "ok"}]});
                 assert!(v.is_valid(&finish));
                 let mut bad = finish.clone();
@@ -823,6 +828,7 @@ pub(super) mod tests {
                 confidence: Confidence::High,
                 revisit_if: "x".into(),
                 against_council: None,
+                why_none: Some("x".into()),
             }),
             option_assessments: vec![OptionAssessment {
                 option: "B".into(),
