@@ -183,11 +183,13 @@ fn replies() -> Replies {
     }
 }
 
-/// A runaway reply: an object that starts well and repeats itself past 1 MB, never closed.
-fn huge(field: &str) -> String {
+/// A runaway reply: an object that starts well and repeats itself past 1 MB, never closed;
+/// each `attempt` its own (a retry repeating its refused reply word for word is asked once
+/// more, docs/design/failure-policy.md#ask-loop).
+fn huge(field: &str, attempt: usize) -> String {
     let mut s = format!("{{\"{field}\": \"");
     while s.len() < 1 << 20 {
-        s.push_str("the nightly run ");
+        s.push_str(&format!("the nightly run {attempt} "));
     }
     s
 }
@@ -230,10 +232,9 @@ fn fault_attempts(fault: Fault, pos: Position, good: &str) -> Vec<Reply> {
             vec![Reply::Text(v.to_string())]
         }
         Fault::Empty => every(Reply::Text(String::new()), STAGE_CALLS),
-        Fault::Huge => every(
-            Reply::Text(huge(if pm { "analysis" } else { "response" })),
-            STAGE_CALLS,
-        ),
+        Fault::Huge => (0..STAGE_CALLS)
+            .map(|i| Reply::Text(huge(if pm { "analysis" } else { "response" }, i)))
+            .collect(),
     }
 }
 
