@@ -130,6 +130,10 @@ pub struct AdaptiveRound {
     /// until the first two have voted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalated: Option<bool>,
+    /// The first two did not agree, but the budget could not hold the others' votes (and the
+    /// ranking round): they stayed unseated (docs/design/council.md#adaptive).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub short_of_budget: bool,
 }
 
 /// The votes one choice got.

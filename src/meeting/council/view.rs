@@ -87,7 +87,16 @@ fn member_row(board: &Board, a: &CouncilAggregate, m: &CouncilMember) -> MemberR
             .unwrap_or_default(),
         ranked: ranked(a.borda.iter().find(|b| b.member == m.name)),
         error: if m.held {
-            "not seated: the first two agreed".to_string()
+            let budget = board
+                .council
+                .as_ref()
+                .and_then(|c| c.adaptive.as_ref())
+                .is_some_and(|r| r.short_of_budget);
+            if budget {
+                "not seated: the budget had no room for it".to_string()
+            } else {
+                "not seated: the first two agreed".to_string()
+            }
         } else {
             m.error
                 .as_deref()
@@ -129,6 +138,10 @@ fn adaptive(c: &Council) -> String {
         let first = r.first.join(" and ");
         let n = c.members.len();
         match r.escalated {
+            Some(false) if r.short_of_budget => format!(
+                "Adaptive council: {first} were seated first and did not agree (or one was unsure), but the budget could not hold the other {} members' votes and the ranking round, so the vote is theirs alone.",
+                n - 2
+            ),
             Some(false) => format!(
                 "Adaptive council: {first} were seated first and agreed with confidence, so {} of the {n} members were not asked ({} calls saved, and the ranking round).",
                 n - 2,
