@@ -92,6 +92,38 @@ pub(crate) fn verify_quote(excerpt: &str, quote: &str) -> bool {
     !q.trim().is_empty() && fold_ws(excerpt).contains(q.trim())
 }
 
+/// Fewest characters a quoted span of a model's free text needs to be read as a quote of a
+/// document (shorter quoted words are names or terms).
+const QUOTE_MIN_CHARS: usize = 15;
+
+/// `text` with every quoted span (straight or curly double quotes, at least
+/// [`QUOTE_MIN_CHARS`] long) that no excerpt holds ([`verify_quote`]) marked
+/// "(unverified quote)" after it: where the report shows a model's reason, an invented quote
+/// does not pass for the document's (docs/design/council.md#report).
+pub(crate) fn mark_unverified_quotes(text: &str, excerpts: &[&str]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find(['"', '“']) {
+        let quote = rest[open..].chars().next().expect("a quote mark");
+        let close = if quote == '“' { '”' } else { '"' };
+        let body_at = open + quote.len_utf8();
+        let Some(len) = rest[body_at..].find(close) else {
+            break;
+        };
+        let span = &rest[body_at..body_at + len];
+        let end = body_at + len + close.len_utf8();
+        out.push_str(&rest[..end]);
+        if span.chars().count() >= QUOTE_MIN_CHARS
+            && !excerpts.iter().any(|e| verify_quote(e, span))
+        {
+            out.push_str(" (unverified quote)");
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Whether `answer` says anything `question` does not (docs/design/whiteboard.md#questions):
 /// it holds a word the question lacks, case and punctuation aside. An answer that repeats the
 /// question, word for word, reordered or in part, answers nothing.
@@ -416,6 +448,20 @@ pub fn plural_of(n: impl Into<u64>, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A quoted span no excerpt holds is marked; one an excerpt holds, a short quoted name
+    /// and an unclosed quote are left as they are.
+    #[test]
+    fn quotes_no_document_holds_are_marked() {
+        let docs = ["The nightly run overran the 06:00 deadline 7 times."];
+        assert_eq!(
+            mark_unverified_quotes(
+                "It \"overran the 06:00 deadline 7 times\", not “the deadline was always met”; \"Tune\" it; \"open",
+                &docs
+            ),
+            "It \"overran the 06:00 deadline 7 times\", not “the deadline was always met” (unverified quote); \"Tune\" it; \"open"
+        );
+    }
 
     /// An either/or question is answered by naming one of its alternatives, not by its stem,
     /// by words of two alternatives, nor by a question that offers none.

@@ -43,7 +43,10 @@ pub(crate) fn view(board: &Board, decision: Option<&str>) -> Option<CouncilView>
         dissent: a
             .dissent
             .iter()
-            .map(|d| format!("{} chose {}: {}", d.member, d.choice, d.reason))
+            .map(|d| {
+                let reason = quotes_checked(board, &d.reason);
+                format!("{} chose {}: {reason}", d.member, d.choice)
+            })
             .collect(),
         follows: follows(board, a, decision),
         adaptive: adaptive(c),
@@ -80,7 +83,7 @@ fn member_row(board: &Board, a: &CouncilAggregate, m: &CouncilMember) -> MemberR
             .map(|v| {
                 v.reasons
                     .iter()
-                    .map(|r| fold_ws(r))
+                    .map(|r| quotes_checked(board, &fold_ws(r)))
                     .collect::<Vec<_>>()
                     .join("; ")
             })
@@ -104,6 +107,19 @@ fn member_row(board: &Board, a: &CouncilAggregate, m: &CouncilMember) -> MemberR
                 .unwrap_or_default()
         },
     }
+}
+
+/// A vote's reason as the report shows it: a quote in it that no collected document holds is
+/// marked unverified (members have voted "none of these" on figures and a quote found in no
+/// document).
+fn quotes_checked(board: &Board, reason: &str) -> String {
+    let excerpts: Vec<&str> = board
+        .context_bundle
+        .documents
+        .iter()
+        .map(|d| d.excerpt.as_str())
+        .collect();
+    crate::text::mark_unverified_quotes(reason, &excerpts)
 }
 
 /// A member's Borda points and each ranker's place (`2 points: 1st by biz, 1st by sre`), or
