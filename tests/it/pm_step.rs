@@ -1256,6 +1256,25 @@ fn a_decision_names_an_option_or_says_why_none_and_agrees_with_its_report() {
         md.contains("**Decision:** none of these (confidence: high). Why none: Both options overrun the six-month horizon."),
         "{md}"
     );
+    // Without its reason again after the retry: the report is kept, not the choice.
+    let bare = decided("none of these", None, "Wait a quarter.");
+    let (b, _) = run(
+        answered_by("arch"),
+        vec![ok_json(bare.clone()), ok_json(bare)],
+    );
+    assert_eq!(b.status, Status::Finishing);
+    assert!(b.final_report.is_some());
+    assert_eq!(
+        b.record.decision, None,
+        "a choice without its reason is not kept"
+    );
+    assert!(
+        b.record.process.iter().any(|e| e
+            .text
+            .starts_with("The PM chose \"none of these\" without saying why")),
+        "{:?}",
+        b.record.process
+    );
     // The Recommendation names one option, the choice another: back once, naming both.
     let disagreeing = decided("Rewrite in Rust", None, "Keep Python; revisit in 6 months.");
     let (b, reqs) = run(

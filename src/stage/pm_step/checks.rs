@@ -168,10 +168,20 @@ impl Asker for PmAsk<'_> {
             (value.clone(), Vec::new())
         };
         let value = &value;
-        let d = match check_decision(self.board, self.mode, value) {
+        let mut d = match check_decision(self.board, self.mode, value) {
             Err(Invalid::Repeat(a)) if self.repeated => self.second_view(value, a)?,
             checked => checked?,
         };
+        // "none of these" without its reason is sent back; given so again, the report is kept
+        // but not the choice, so the meeting decides nothing (docs/design/pm-round.md#closing-round).
+        let mut choice_dropped = false;
+        if let Err(invalid) = check_why_none(self.board, &d) {
+            if self.answers == 1 {
+                return Err(invalid);
+            }
+            d.decision = None;
+            choice_dropped = true;
+        }
         let n = d.calls.len();
         if d.next_action == NextAction::CallAgents
             && !budget::fan_out_fits(self.board, self.limits, self.reserve, n)
@@ -196,6 +206,13 @@ impl Asker for PmAsk<'_> {
             if let Some(invalid) = report_disagrees(self.board, &d) {
                 return Err(invalid);
             }
+        }
+        if choice_dropped {
+            note_process(
+                self.board,
+                ProcessKind::Retried,
+                "The PM chose \"none of these\" without saying why, again after being asked to; the report is kept, not the choice, so it decides nothing.",
+            );
         }
         for (question, names, open) in dropped {
             note_process(
@@ -398,7 +415,6 @@ pub(super) fn check_decision(
                 "its FINISH left the decision out".into(),
             ));
         }
-        check_why_none(board, &decision)?;
         return Ok(decision);
     }
     if mode == Mode::ForcedFinish {
