@@ -70,11 +70,20 @@ def read_choice(choice, options):
     return named[0] if len(named) == 1 else None
 
 
+# The PM's and a council member's choice when no option can work (src/model/council.rs).
+NONE_OF_THESE = "none of these"
+
+
+def is_none_of_these(choice):
+    """Whether a decision's `choice` is "none of these" (case, spacing, a final full stop aside)."""
+    return " ".join((choice or "").split()).rstrip(".").lower() == NONE_OF_THESE
+
+
 def is_decision(choice):
-    """Whether a decision's `choice` is a real one: not empty and not the sample provider's
-    placeholder (`[sample] none yet ...`)."""
+    """Whether a decision's `choice` is a real one: not empty, not "none of these" (counted
+    apart) and not the sample provider's placeholder (`[sample] none yet ...`)."""
     c = (choice or "").strip()
-    return bool(c) and not c.startswith("[sample]")
+    return bool(c) and not c.startswith("[sample]") and not is_none_of_these(c)
 
 
 def names_in(text, options):
@@ -84,10 +93,22 @@ def names_in(text, options):
     return {o for o in options if core(o) and core(o) in t}
 
 
+# Words that name an option to turn it down ("X is ruled out by the budget"): a text holding
+# one proposes nothing.
+REJECTING = ("not", "no", "never", "avoid", "reject", "rejected", "against", "rule", "ruled",
+             "instead", "rather", "drop", "dropped", "cannot", "can't", "don't", "doesn't", "won't")
+
+
+def rejects(text):
+    """Whether a participant's text turns down what it names (see REJECTING)."""
+    return any(w in REJECTING for w in norm(text).split(" "))
+
+
 def proposed(board, options):
     """The options someone at the table put forward, for the oracle gap (the reference was on
     the table, the decision did not take it): each council member's vote ([`read_choice`]), and
-    each participant's latest response and recommendations that name exactly one option."""
+    each participant's latest response and recommendations that name exactly one option and do
+    not turn it down ([`rejects`]: naming the reference to reject it is no proposal of it)."""
     out = set()
     for m in (board.get("council") or {}).get("members") or []:
         o = read_choice(((m.get("vote") or {}).get("choice")) or "", options)
@@ -96,7 +117,7 @@ def proposed(board, options):
     for r in (board.get("latest_agent_outputs") or {}).values():
         for text in [r.get("response") or ""] + list(r.get("recommendations") or []):
             named = names_in(text, options)
-            if len(named) == 1:
+            if len(named) == 1 and not rejects(text):
                 out |= named
     return sorted(out)
 

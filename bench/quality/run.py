@@ -267,9 +267,12 @@ def summarize(results, modes):
         rows.append({
             "mode": mode, "available": True, "cases": n, "failed": n - len(ok),
             "correct": sum(1 for g in ok if g["correct"]),
-            # A real choice only: the sample's placeholder and a fallback report decide nothing.
+            # A real choice only: the sample's placeholder and a fallback report decide nothing,
+            # and "none of these" is counted apart (a run that found no option right).
             "decided": sum(1 for g in ok if g.get("report_kind") != "fallback"
                            and grade.is_decision(g.get("choice"))),
+            "none_of_these": sum(1 for g in ok if g.get("report_kind") != "fallback"
+                                 and grade.is_none_of_these(g.get("choice"))),
             "required_answered": round(req / req_total, 3) if req_total else None,
             "citation_precision": mean("citation_precision"),
             "citation_recall": mean("citation_recall"),
@@ -289,16 +292,17 @@ def pct(x):
 
 
 def table(rows):
-    out = ["| Mode | Correct | Decided | Oracle gap | Required questions answered | Citation precision "
-           "| Citation recall | Calls | Tokens | Cost | Wall | Failed runs |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    out = ["| Mode | Correct | Decided | None of these | Oracle gap | Required questions answered "
+           "| Citation precision | Citation recall | Calls | Tokens | Cost | Wall | Failed runs |",
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if not r["available"]:
-            out.append(f"| {r['mode']} | {NOT_AVAILABLE} | | | | | | | | | | |")
+            out.append(f"| {r['mode']} | {NOT_AVAILABLE} | | | | | | | | | | | |")
             continue
         cost = "unpriced" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"
         wall = "–" if r.get("wall_s") is None else f"{r['wall_s']:.0f} s"
         out.append(f"| {r['mode']} | {r['correct']}/{r['cases']} | {r['decided']}/{r['cases']} "
+                   f"| {r['none_of_these']}/{r['cases']} "
                    f"| {r.get('oracle_gap', 0)} | {pct(r['required_answered'])} "
                    f"| {pct(r['citation_precision'])} | {pct(r['citation_recall'])} | {r['calls']} "
                    f"| {r['tokens']} | {cost} | {wall} | {r['failed']} |")

@@ -414,7 +414,8 @@ const EXIT_CODES: &str = "Exit codes:
 const MEETING_EXIT_CODES: &str = "Exit codes:
   0  success          1  runtime failure, or no model call returned a usable answer
   2  bad usage or invalid input, or a stage that exited 2
-  3  no decision: the report is saved, but it is the fallback (the PM made no decision)
+  3  no decision: the report is saved, but it is the fallback or makes no choice
+     (\"none of these\" with its reason is a decision: 0)
   4  waiting for a person's answer (kind: human, no one there): meeting resume DIR --answer FILE
   5  not started: the day's spending cap (--max-cost-per-day) is spent
   130, 143  stopped by SIGINT / SIGTERM, or 130 by q at a --step prompt (meeting resume DIR goes on)";

@@ -195,6 +195,13 @@ impl Client {
         self.provider.schema_in_prompt()
     }
 
+    /// Whether a call may change its temperature: the caller set one (the provider has taken
+    /// it), or the server is on this machine (llama.cpp, Ollama and the like all take one). A
+    /// hosted reasoning model may refuse the parameter outright, so it is not sent unasked.
+    pub fn takes_temperature(&self, opts: &Options) -> bool {
+        opts.temperature.is_some() || self.provider.is_local()
+    }
+
     pub fn provider_name(&self) -> &str {
         self.provider.name()
     }

@@ -14,10 +14,28 @@ use crate::error::{Error, Result};
 use crate::llm::{Client, ExpectedJson, LlmError, Message, NoJson, Options, Reply, Request};
 use crate::meeting::events::{self, Clock};
 use crate::meeting::prompts::echo_reply;
-use crate::model::Board;
+use crate::meeting::whiteboard::note_process;
+use crate::model::{Board, ProcessKind};
 
-/// Retries of an invalid answer: one, so an ask is at most two logical calls.
+/// Retries of an invalid answer: one, so an ask is at most two logical calls (three when the
+/// retry repeated the refused reply, [`VARIED_TEMPERATURE`]).
 const INVALID_RETRIES: u32 = 1;
+
+/// The temperature of one more call when the retry got the refused reply again word for word
+/// (docs/design/failure-policy.md#ask-loop): greedy decoding under a grammar answers the same
+/// prompt plus a line the same way, so only a change that can change the reply is worth a
+/// call. Made where the provider takes a temperature and the caller's was below it.
+const VARIED_TEMPERATURE: f64 = 0.7;
+
+/// The options of the call after a retry that repeated its refused reply: the same at
+/// [`VARIED_TEMPERATURE`], or `None` when nothing here can change the reply.
+fn varied(client: &Client, opts: &Options) -> Option<Options> {
+    let below = opts.temperature.is_none_or(|t| t < VARIED_TEMPERATURE);
+    (below && client.takes_temperature(opts)).then(|| Options {
+        temperature: Some(VARIED_TEMPERATURE),
+        ..opts.clone()
+    })
+}
 
 /// The stage's side of an ask: what a usable answer is, how a correction is worded, and which
 /// events an invalid answer leaves.
@@ -127,9 +145,12 @@ pub(crate) fn ask<S: Asker>(
         return Ok(Asked::Refused(why));
     }
     let mut attempt = 0u32;
+    let mut opts = std::borrow::Cow::Borrowed(opts);
+    // The first refused reply, to tell a retry that only repeated it.
+    let mut refused_reply: Option<String> = None;
     loop {
         attempt += 1;
-        let result = client.call(&request, opts);
+        let result = client.call(&request, &opts);
         if let Some((board, clock)) = stage.ledger() {
             events::record_llm_call(
                 board,
@@ -165,10 +186,41 @@ pub(crate) fn ask<S: Asker>(
             Ok(answer) => return Ok(Asked::Answer(answer)),
             Err(invalid) => invalid,
         };
+        // The retry gave the refused reply again, word for word: once more, changed, where
+        // a Process Note can say so (not agent-builder's) and the reply was not cut at
+        // max_tokens (a limit no temperature lifts).
+        let repeated = attempt == INVALID_RETRIES + 1
+            && !reply.truncated
+            && refused_reply.as_deref() == Some(reply.text.trim())
+            && stage.ledger().is_some();
+        if let Some(other) = varied(client, &opts).filter(|_| repeated) {
+            let refused = refuse(client, stage, &request, &other);
+            stage.rejected(attempt, &invalid, refused.is_none());
+            if let Some(why) = refused {
+                return Ok(Asked::Refused(why));
+            }
+            if let Some((board, _)) = stage.ledger() {
+                let who = if request.caller == crate::model::PM_CALLER {
+                    "The PM".to_string()
+                } else {
+                    request.caller.clone()
+                };
+                note_process(
+                    board,
+                    ProcessKind::Retried,
+                    format!(
+                        "{who}'s retry repeated its refused reply word for word, so it was asked once more at temperature {VARIED_TEMPERATURE}."
+                    ),
+                );
+            }
+            opts = std::borrow::Cow::Owned(other);
+            continue;
+        }
         if attempt > INVALID_RETRIES {
             stage.rejected(attempt, &invalid, false);
             return Ok(Asked::Invalid(invalid));
         }
+        refused_reply = Some(reply.text.trim().to_string());
         let correction = stage.correction(&invalid)?;
         if let Some(expect) = request.expect.as_mut() {
             stage.narrow(expect);
@@ -178,7 +230,7 @@ pub(crate) fn ask<S: Asker>(
             .push(echo_reply(reply.text, reply.truncated));
         request.messages.push(Message::user(correction));
         // The retry is a call like any other: the budget may have no room for it.
-        let refused = refuse(client, stage, &request, opts);
+        let refused = refuse(client, stage, &request, &opts);
         stage.rejected(attempt, &invalid, refused.is_none());
         if let Some(why) = refused {
             return Ok(Asked::Refused(why));

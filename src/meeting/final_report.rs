@@ -138,6 +138,7 @@ mod tests {
             confidence: crate::model::Confidence::High,
             revisit_if: String::new(),
             against_council: None,
+            why_none: None,
         });
         assert_eq!(no_decision_reason(&b), None);
     }

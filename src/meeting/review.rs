@@ -706,6 +706,7 @@ mod draft_tests {
             confidence: Confidence::Medium,
             revisit_if: "costs double".into(),
             against_council: None,
+            why_none: None,
         });
         b.record.option_assessments.push(OptionAssessment {
             option: "Warehouse".into(),

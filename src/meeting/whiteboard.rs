@@ -164,51 +164,117 @@ pub(crate) fn open_with_ids(board: &Board) -> impl Iterator<Item = (&str, &str)>
         .map(|q| (q.id.as_str(), q.text.as_str()))
 }
 
-/// Mark the open question `reference` (its id, or its exact text) answered: it leaves
+/// Why the PM's `answered_questions` entry was not applied (docs/design/whiteboard.md#questions):
+/// each reason said as it is, to the PM next round and in the Process Note.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum NotAnswered {
+    /// The reference names no question on the whiteboard (the reference, the open ids).
+    NoSuchQuestion(String, Vec<String>),
+    /// The entry gave no answer text (the question's id).
+    NoAnswer(String),
+    /// The answer only repeats its question (the question's id).
+    RepeatsQuestion(String),
+}
+
+impl NotAnswered {
+    /// The reason for the reader, in the Process Note: "The PM marked Q1 answered, <this>".
+    pub(crate) fn for_reader(&self) -> String {
+        match self {
+            NotAnswered::NoSuchQuestion(..) => "which is not a question on the whiteboard".into(),
+            NotAnswered::NoAnswer(_) => "without an answer".into(),
+            NotAnswered::RepeatsQuestion(_) => "but its answer only repeats the question".into(),
+        }
+    }
+
+    /// What the reference named: the question's id, or the reference as given.
+    fn named(&self) -> String {
+        match self {
+            NotAnswered::NoSuchQuestion(r, _) => format!("{r:?}"),
+            NotAnswered::NoAnswer(id) | NotAnswered::RepeatsQuestion(id) => id.clone(),
+        }
+    }
+}
+
+/// What the PM is told next round (`recent_errors`).
+impl std::fmt::Display for NotAnswered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotAnswered::NoSuchQuestion(r, open) => write!(
+                f,
+                "answered_questions: {r:?} is not a question on the whiteboard (open: {})",
+                if open.is_empty() {
+                    "none".to_string()
+                } else {
+                    open.join(", ")
+                }
+            ),
+            NotAnswered::NoAnswer(id) => write!(f, "answered_questions: {id} has no answer text"),
+            NotAnswered::RepeatsQuestion(id) => write!(
+                f,
+                "answered_questions: the answer to {id} only repeats the question; an answer says what the question does not"
+            ),
+        }
+    }
+}
+
+/// The question `reference` names: its id (any case), its exact text, or its id followed by
+/// its text as the whiteboard shows it (`Q1: Which options keep …`: a model copies the line;
+/// the text may be the shown one, cut).
+fn question_named(board: &Board, reference: &str) -> Option<usize> {
+    let qs = &board.record.questions;
+    if let Some(i) = qs
+        .iter()
+        .position(|q| q.id.eq_ignore_ascii_case(reference) || q.text.trim() == reference)
+    {
+        return Some(i);
+    }
+    let norm = |s: &str| fold_ws(s).to_lowercase();
+    qs.iter().position(|q| {
+        let Some(rest) = reference
+            .get(..q.id.len())
+            .filter(|head| head.eq_ignore_ascii_case(&q.id))
+            .map(|_| &reference[q.id.len()..])
+        else {
+            return false;
+        };
+        // The id ends there (`Q1:`, `Q1.`, `Q1 `), not inside a longer one (`Q12`).
+        if !rest.starts_with([':', '.', ')', '-', ' ']) {
+            return false;
+        }
+        let shown = norm(rest.trim_start_matches([':', '.', ')', '-', ' ']));
+        let shown = shown.trim_end_matches(['…', '.']).trim_end();
+        !shown.is_empty() && norm(&q.text).starts_with(shown)
+    })
+}
+
+/// Mark the open question `reference` (see [`question_named`]) answered: it leaves
 /// `open_questions` and keeps its answer, who gave it and the loop. A question answered
-/// before keeps its first answer. `Err` says why the reference names no open question.
+/// before keeps its first answer. `Err` says why the entry answers nothing.
 pub(crate) fn answer_question(
     board: &mut Board,
     reference: &str,
     answer: &str,
     by: &[String],
     loop_no: u32,
-) -> Result<(), String> {
+) -> Result<(), NotAnswered> {
     let r = reference.trim();
-    let found = board
-        .record
-        .questions
-        .iter()
-        .position(|q| q.id.eq_ignore_ascii_case(r) || q.text.trim() == r);
-    let Some(i) = found else {
-        let open: Vec<&str> = board
+    let Some(i) = question_named(board, r) else {
+        let open = board
             .record
             .questions
             .iter()
             .filter(|q| q.answer.is_none())
-            .map(|q| q.id.as_str())
+            .map(|q| q.id.clone())
             .collect();
-        return Err(format!(
-            "answered_questions: {:?} is not a question on the whiteboard (open: {})",
-            crate::text::cut(r, 80),
-            if open.is_empty() {
-                "none".to_string()
-            } else {
-                open.join(", ")
-            }
-        ));
+        return Err(NotAnswered::NoSuchQuestion(crate::text::cut(r, 80), open));
     };
+    let id = board.record.questions[i].id.clone();
     if answer.trim().is_empty() {
-        return Err(format!(
-            "answered_questions: {} has no answer text",
-            board.record.questions[i].id
-        ));
+        return Err(NotAnswered::NoAnswer(id));
     }
-    if !crate::text::adds_to(&board.record.questions[i].text, answer) {
-        return Err(format!(
-            "answered_questions: the answer to {} only repeats the question; an answer says what the question does not",
-            board.record.questions[i].id
-        ));
+    let question = &board.record.questions[i].text;
+    if !crate::text::adds_to(question, answer) && !crate::text::picks_one(question, answer) {
+        return Err(NotAnswered::RepeatsQuestion(id));
     }
     let q = &mut board.record.questions[i];
     if q.answer.is_some() {
@@ -233,24 +299,29 @@ pub(crate) fn answer_question(
 /// the PM's question holds its exact text or names its id (`Q2`) as a word; `None` when it
 /// names none or several.
 pub(crate) fn question_asked(board: &Board, prompt: &str) -> Option<String> {
-    let words: Vec<&str> = prompt
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .collect();
-    let mut asked = board.record.questions.iter().filter(|q| {
-        q.answer.is_none()
-            && ((!q.text.trim().is_empty() && prompt.contains(q.text.trim()))
-                || words.iter().any(|w| w.eq_ignore_ascii_case(&q.id)))
-    });
+    let mut asked = board
+        .record
+        .questions
+        .iter()
+        .filter(|q| q.answer.is_none() && asks(prompt, q));
     match (asked.next(), asked.next()) {
         (Some(q), None) => Some(q.id.clone()),
         _ => None,
     }
 }
 
+/// Whether the PM's question `prompt` asks `q`: it holds its exact text, or names its id
+/// (`Q2`) as a word.
+pub(crate) fn asks(prompt: &str, q: &Question) -> bool {
+    (!q.text.trim().is_empty() && prompt.contains(q.text.trim()))
+        || prompt
+            .split(|c: char| !c.is_alphanumeric())
+            .any(|w| w.eq_ignore_ascii_case(&q.id))
+}
+
 /// Apply the PM's `answered_questions` (docs/design/whiteboard.md#questions): each names an open question by
-/// id or exact text; one that names none goes to `recent_errors` (the PM sees it next round)
-/// and the Process Note, and the meeting goes on.
+/// id, exact text or both; one that answers nothing goes to `recent_errors` (the PM sees it next
+/// round) and the Process Note with its reason, and the meeting goes on.
 pub(crate) fn apply_answers(board: &mut Board, answers: &[AnsweredQuestion]) {
     let loop_no = board.loop_count;
     for a in answers {
@@ -262,8 +333,9 @@ pub(crate) fn apply_answers(board: &mut Board, answers: &[AnsweredQuestion]) {
                 board,
                 ProcessKind::UnknownQuestion,
                 format!(
-                    "The PM marked {:?} answered, which is not a question on the whiteboard; ignored.",
-                    crate::text::cut(a.question.trim(), 80)
+                    "The PM marked {} answered, {}; ignored.",
+                    e.named(),
+                    e.for_reader()
                 ),
             );
         }

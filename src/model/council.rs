@@ -7,8 +7,16 @@ use serde::{Deserialize, Serialize};
 
 use super::{Confidence, DocumentCitation};
 
-/// The choice of a member who finds none of the packet's options right (its reasons say why).
+/// The choice of a member who finds none of the packet's options right (its reasons say why),
+/// and the PM's (its decision's `why_none` says why).
 pub const NONE_OF_THESE: &str = "none of these";
+
+/// Whether `choice` is [`NONE_OF_THESE`] (case, spacing and a final full stop aside).
+pub fn is_none_of_these(choice: &str) -> bool {
+    crate::text::fold_ws(choice)
+        .trim_end_matches('.')
+        .eq_ignore_ascii_case(NONE_OF_THESE)
+}
 
 /// A meeting file's `council:`: `true` (or `false`), or the settings
 /// (docs/design/council.md#settings).
@@ -122,6 +130,10 @@ pub struct AdaptiveRound {
     /// until the first two have voted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalated: Option<bool>,
+    /// The first two did not agree, but the budget could not hold the others' votes (and the
+    /// ranking round): they stayed unseated (docs/design/council.md#adaptive).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub short_of_budget: bool,
 }
 
 /// The votes one choice got.

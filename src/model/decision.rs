@@ -121,6 +121,10 @@ pub struct Decision {
     /// leading choice, when it is not. Offered only in a meeting with a council.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub against_council: Option<String>,
+    /// With the choice "none of these": why no option can work, in a sentence
+    /// (docs/design/pm-round.md#closing-round). Offered only in a meeting with options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub why_none: Option<String>,
 }
 
 /// One cell of the options × evaluation-dimensions table.

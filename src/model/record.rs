@@ -92,7 +92,9 @@ pub enum ProcessKind {
     TurnFailed,
     /// A PM round ended without a usable decision.
     RoundFailed,
-    /// The PM marked answered a question that is not on the whiteboard.
+    /// An entry of the PM's `answered_questions` was not taken as written: it named no question
+    /// on the whiteboard, gave no answer or only repeated the question, or credited someone who
+    /// had not answered (the credit dropped).
     UnknownQuestion,
     /// The PM repeated a question, or answers stopped adding anything (docs/design/pm-round.md#circles).
     Circles,

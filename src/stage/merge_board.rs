@@ -664,7 +664,9 @@ mod tests {
         b = merge(b, NOW).unwrap();
         assert_eq!(b.open_questions(), ["Cost?", "Why now?", "Who pays?"]);
         assert_eq!(b.record.questions.last().unwrap().id, "Q4");
-        let e = crate::meeting::whiteboard::answer_question(&mut b, "Q9", "x", &[], 2).unwrap_err();
+        let e = crate::meeting::whiteboard::answer_question(&mut b, "Q9", "x", &[], 2)
+            .unwrap_err()
+            .to_string();
         assert!(
             e.contains("\"Q9\" is not a question") && e.contains("Q1, Q3, Q4"),
             "{e}"
@@ -686,7 +688,8 @@ mod tests {
             "The migration cost?",
         ] {
             let e = crate::meeting::whiteboard::answer_question(&mut b, "Q1", echo, &[], 1)
-                .unwrap_err();
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("only repeats the question"), "{e}");
         }
         assert_eq!(

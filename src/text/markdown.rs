@@ -24,6 +24,11 @@ enum Part {
     Recommendation,
 }
 
+/// The heading the PM is asked to open its report with: the prompt says it, and the schema's
+/// `final_report` pattern holds a grammar-constrained model to it
+/// (docs/design/prompts.md#structured-output).
+pub(crate) const SUMMARY_HEADING: &str = "### Executive Summary";
+
 const SUMMARY_LABELS: [&str; 7] = [
     "executive summary",
     "summary",

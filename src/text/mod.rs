@@ -92,6 +92,38 @@ pub(crate) fn verify_quote(excerpt: &str, quote: &str) -> bool {
     !q.trim().is_empty() && fold_ws(excerpt).contains(q.trim())
 }
 
+/// Fewest characters a quoted span of a model's free text needs to be read as a quote of a
+/// document (shorter quoted words are names or terms).
+const QUOTE_MIN_CHARS: usize = 15;
+
+/// `text` with every quoted span (straight or curly double quotes, at least
+/// [`QUOTE_MIN_CHARS`] long) that no excerpt holds ([`verify_quote`]) marked
+/// "(unverified quote)" after it: where the report shows a model's reason, an invented quote
+/// does not pass for the document's (docs/design/council.md#report).
+pub(crate) fn mark_unverified_quotes(text: &str, excerpts: &[&str]) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find(['"', '“']) {
+        let quote = rest[open..].chars().next().expect("a quote mark");
+        let close = if quote == '“' { '”' } else { '"' };
+        let body_at = open + quote.len_utf8();
+        let Some(len) = rest[body_at..].find(close) else {
+            break;
+        };
+        let span = &rest[body_at..body_at + len];
+        let end = body_at + len + close.len_utf8();
+        out.push_str(&rest[..end]);
+        if span.chars().count() >= QUOTE_MIN_CHARS
+            && !excerpts.iter().any(|e| verify_quote(e, span))
+        {
+            out.push_str(" (unverified quote)");
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Whether `answer` says anything `question` does not (docs/design/whiteboard.md#questions):
 /// it holds a word the question lacks, case and punctuation aside. An answer that repeats the
 /// question, word for word, reordered or in part, answers nothing.
@@ -104,6 +136,48 @@ pub(crate) fn adds_to(question: &str, answer: &str) -> bool {
     };
     let asked = words(question);
     words(answer).iter().any(|w| !asked.contains(w))
+}
+
+/// Words that ask rather than name: an answer holding one repeats the question's stem.
+const ASKING_WORDS: [&str; 16] = [
+    "which", "what", "who", "how", "why", "when", "where", "whether", "should", "is", "are",
+    "does", "do", "can", "could", "would",
+];
+
+/// Whether `answer` picks one of the alternatives `question` offers
+/// (docs/design/whiteboard.md#questions): the question lists two or more (split at `?`, `,`,
+/// `;`, `/` and the words `or`, `vs`, `versus`), and every word of the answer, none of them an
+/// asking word, is in exactly one of them ("CloudBase Postgres" for "CloudBase Postgres? Orbit
+/// Distributed SQL?"). Its words are all in the question, yet it answers it.
+pub(crate) fn picks_one(question: &str, answer: &str) -> bool {
+    let words = |s: &str| -> Vec<String> {
+        s.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let mut parts: Vec<Vec<String>> = vec![Vec::new()];
+    for piece in question.split_inclusive(['?', '？', ',', ';', '/']) {
+        for w in words(piece) {
+            if matches!(w.as_str(), "or" | "vs" | "versus") {
+                parts.push(Vec::new());
+            } else {
+                parts.last_mut().expect("one part at least").push(w);
+            }
+        }
+        parts.push(Vec::new());
+    }
+    parts.retain(|p| !p.is_empty());
+    let said = words(answer);
+    if parts.len() < 2 || said.is_empty() || said.iter().any(|w| ASKING_WORDS.contains(&w.as_str()))
+    {
+        return false;
+    }
+    parts
+        .iter()
+        .filter(|p| said.iter().all(|w| p.contains(w)))
+        .count()
+        == 1
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -374,6 +448,38 @@ pub fn plural_of(n: impl Into<u64>, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A quoted span no excerpt holds is marked; one an excerpt holds, a short quoted name
+    /// and an unclosed quote are left as they are.
+    #[test]
+    fn quotes_no_document_holds_are_marked() {
+        let docs = ["The nightly run overran the 06:00 deadline 7 times."];
+        assert_eq!(
+            mark_unverified_quotes(
+                "It \"overran the 06:00 deadline 7 times\", not “the deadline was always met”; \"Tune\" it; \"open",
+                &docs
+            ),
+            "It \"overran the 06:00 deadline 7 times\", not “the deadline was always met” (unverified quote); \"Tune\" it; \"open"
+        );
+    }
+
+    /// An either/or question is answered by naming one of its alternatives, not by its stem,
+    /// by words of two alternatives, nor by a question that offers none.
+    #[test]
+    fn an_answer_may_pick_one_alternative() {
+        let q = "CloudBase Postgres? Orbit Distributed SQL?";
+        assert!(picks_one(q, "CloudBase Postgres"));
+        assert!(picks_one(q, "orbit distributed sql."));
+        assert!(!picks_one(q, "CloudBase Postgres or Orbit Distributed SQL"));
+        let q = "Which is cheaper, CloudBase Postgres or Orbit Distributed SQL?";
+        assert!(picks_one(q, "Orbit Distributed SQL"));
+        assert!(!picks_one(q, "Which is cheaper"));
+        assert!(!picks_one(
+            "Should we move to Postgres?",
+            "Move to Postgres."
+        ));
+        assert!(!picks_one("Keep Postgres or move to Postgres?", "Postgres"));
+    }
 
     #[test]
     fn an_answer_adds_a_word_the_question_lacks() {

@@ -201,9 +201,12 @@ fn pm_not_json_is_retried_once_with_the_exact_error() {
 
 #[test]
 fn pm_unknown_target_twice_is_two_requests_and_ends_the_round() {
+    // (Another reply in the retry: one that repeats the first word for word is asked once
+    // more, a_retry_that_repeats_its_refused_reply_is_asked_once_more_warmer.)
+    let again = common::pm::With::with(call("legal"), "analysis", "Legal must see it.");
     let server = FakeServer::start(vec![
         ok_answer(&call("legal")),
-        ok_answer(&call("legal")),
+        ok_answer(&again),
         ok_answer(&call("arch")),
     ]);
     let b = stage("pm-step", &server, &openai(common::board()), 3);
@@ -514,4 +517,39 @@ fn builder_unavailable_costs_max_attempts_and_exit_1() {
         .stderr_has("HTTP 503");
     assert_eq!(server.count(), 3);
     assert!(!d.path().join("cost.json").exists());
+}
+
+/// A retry that gets the refused reply again word for word is asked once more with the one
+/// thing that can change it, the temperature (a server on this machine takes one), and the
+/// Process Note says so; a retry with another reply is not (issue #58: greedy decoding under
+/// a grammar gave the same empty report twice, and the single call ended in the fallback).
+#[test]
+fn a_retry_that_repeats_its_refused_reply_is_asked_once_more_warmer() {
+    let empty = common::pm::finish("").to_string();
+    let mut closing = openai(common::board());
+    closing.loop_count = closing.max_loops;
+    let server = FakeServer::start(vec![ok_text(&empty), ok_text(&empty), ok_answer(&finish())]);
+    let b = stage("pm-step", &server, &closing, 1);
+    assert_eq!(server.count(), 3);
+    let temperature = |i: usize| server.request(i).json()["temperature"].clone();
+    assert_eq!(
+        (temperature(0), temperature(1), temperature(2)),
+        (Value::Null, Value::Null, json!(0.7))
+    );
+    assert_eq!(b.status, Status::ForcedStop);
+    assert!(b.final_report.is_some(), "{:?}", b.process_note);
+    let notes: Vec<&str> = b.record.process.iter().map(|e| e.text.as_str()).collect();
+    assert!(
+        notes.contains(&"The PM's retry repeated its refused reply word for word, so it was asked once more at temperature 0.7."),
+        "{notes:?}"
+    );
+    // Another reply in the retry: the ask ends there.
+    let server = FakeServer::start(vec![
+        ok_text(&empty),
+        ok_text("not json"),
+        ok_answer(&finish()),
+    ]);
+    let b = stage("pm-step", &server, &closing, 1);
+    assert_eq!(server.count(), 2);
+    assert_eq!(b.final_report, None);
 }

@@ -110,7 +110,8 @@ fn labels(work: &Workdir) -> BTreeMap<String, String> {
 }
 
 fn finish(choice: &str) -> Value {
-    pm::finish("### Executive Summary\nMove reporting to a read replica.\n### Recommendation\nRun the nightly jobs on a dedicated read replica.")
+    // The Recommendation names the choice: one naming another option goes back once.
+    pm::finish(&format!("### Executive Summary\nBoth options were weighed.\n### Recommendation\n{choice}, for the nightly jobs."))
         .with("decision", json!({"choice": choice, "confidence": "medium", "revisit_if": "the replica lags"}))
 }
 
@@ -865,4 +866,47 @@ fn an_adaptive_council_asks_the_rest_only_when_the_first_two_disagree() {
         "{report}"
     );
     assert!(report.contains("Ranked by the others"), "{report}");
+}
+
+/// A vote's "none of these" is offered last and only with a reason, as the PM's is; and a
+/// quote in a vote's reason that no collected document holds is shown as unverified where the
+/// report quotes it, in the member's line and the dissent, while a quote the document holds is
+/// not (all three members of a live council voted "none of these", one on false figures and a
+/// quote found in no document; issue #58).
+#[test]
+fn a_votes_invented_quote_is_shown_unverified() {
+    let work = work(false);
+    let labels = labels(&work);
+    let invented =
+        "The budget note says \"tuning the primary costs nothing and always meets the deadline\"";
+    let real = "The timings say \"overran the 06:00 deadline 7 times in 90 days\"";
+    let c = whole(&labels, "Read replica")
+        .edit(2, |l| {
+            let mut v = vote("Tune the primary", "medium", invented);
+            v["reasons"] = json!([invented, real]);
+            l["response"] = json!(v.to_string());
+        })
+        .write(work.join("c.jsonl"));
+    meeting(&work, &c, &["--quiet", "--council"]).run().exit(0);
+    let report = work.read("report.md");
+    let marked =
+        "\"tuning the primary costs nothing and always meets the deadline\" (unverified quote)";
+    assert!(
+        report.contains(&format!("Reasons: The budget note says {marked}; {real}.")),
+        "{report}"
+    );
+    assert!(
+        report.contains(&format!(
+            "- biz chose Tune the primary: The budget note says {marked}"
+        )),
+        "{report}"
+    );
+    assert!(!report.contains("90 days\" (unverified"), "{report}");
+    let vote_request = &requests(&work)[0].2;
+    assert!(
+        vote_request.contains(
+            "or, only when none of them can work, \\\"none of these\\\", your first reason saying why."
+        ),
+        "{vote_request}"
+    );
 }

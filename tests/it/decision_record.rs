@@ -174,6 +174,10 @@ fn an_unknown_question_id_is_recorded_and_the_meeting_goes_on() {
         "topic: \"Move nightly batch reporting \\u202Eoff the primary?\"",
     );
     let meeting_file = work.write("demo.yaml", yaml);
+    let fin = pm::finish("### Executive Summary\nDone here.\n### Recommendation\nGo with the replica.")
+        .with("answered_questions", json!([{"question": "Does a read replica alone bring the run under the 06:00 UTC deadline with margin?",
+            "answer": "No.", "by": ["arch"]}]))
+        .with("option_assessments", json!([]));
     let c = Cassette::new()
         .pm(pm::call("arch", "How long is the run?").with(
             "answered_questions",
@@ -184,10 +188,9 @@ fn an_unknown_question_id_is_recorded_and_the_meeting_goes_on() {
             json!({"response": "It takes \u{202E}3h40m.", "key_points": ["Run takes 3h40m\u{2066}."],
                 "risks": [], "recommendations": [], "citations": []}),
         )
-        .pm(pm::finish("### Executive Summary\nDone here.\n### Recommendation\nGo with the replica.")
-            .with("answered_questions", json!([{"question": "Does a read replica alone bring the run under the 06:00 UTC deadline with margin?",
-                "answer": "No.", "by": ["arch"]}]))
-            .with("option_assessments", json!([])))
+        // Q2 and Q3 asked of no one, biz not asked: the FINISH goes back once.
+        .pm(fin.clone())
+        .pm(fin)
         .write(work.join("c.jsonl"));
     let out = cli("meeting")
         .env("AGENT_MEETING_NOW", NOW)

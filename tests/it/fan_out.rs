@@ -263,7 +263,7 @@ fn max_parallel_1_never_offers_call_agents() {
         let c = Cassette::new()
             .pm(pm::call("arch", QA))
             .agent("arch", says("arch", "a replica halves it"))
-            .pm(pm::done())
+            .pm(pm::done_from_documents())
             .write(work.join("c.jsonl"));
         fan_meeting(work.path(), &c, extra).run().success();
         first_pm_request(&work)
@@ -301,7 +301,7 @@ fn a_call_agents_where_it_is_not_offered_is_refused_and_asked_again() {
         .pm(pm::fan_out(&[("arch", QA), ("biz", QB)]))
         .pm(pm::call("arch", QA))
         .agent("arch", says("arch", "Forty engineering hours a month"))
-        .pm(pm::done())
+        .pm(pm::done_from_documents())
         .write(work.join("c.jsonl"));
     let out = fan_meeting(work.path(), &c, &["--max-parallel", "1"]).run();
     out.check(out.code() == Some(0), "the meeting");
@@ -343,7 +343,7 @@ fn routing_errors_in_a_fan_out_are_refused_like_a_single_calls() {
                 .pm(bad)
                 .pm(pm::call("arch", QA))
                 .agent("arch", says("arch", "Forty engineering hours a month"))
-                .pm(pm::done())
+                .pm(pm::done_from_documents())
                 .write(work.join("c.jsonl"));
             let out = fan_meeting(work.path(), &c, &[]).run();
             out.check(out.code() == Some(0), error);
@@ -672,7 +672,7 @@ fn a_person_in_a_fan_out_is_a_routing_error() {
         .pm(pm::fan_out(&[("arch", QA), ("ana", QB)]))
         .pm(pm::call("arch", QA))
         .agent("arch", says("arch", "Forty engineering hours a month"))
-        .pm(pm::done())
+        .pm(pm::done_from_documents())
         .write(work.join("c.jsonl"));
     let mut cmd = fan_base(work.path());
     cmd.args([
@@ -716,7 +716,7 @@ fn a_fan_out_the_token_budget_cannot_hold_is_refused() {
         .pm(pm::fan_out(&[("arch", QA), ("biz", QB), ("sre", QC)]))
         .pm(pm::call("arch", QA))
         .agent("arch", says("arch", "Forty engineering hours a month"))
-        .pm(pm::done())
+        .pm(pm::done_from_documents())
         .write(work.join("c.jsonl"));
     // Room for a loop of one call and the closing round, not for three calls at once.
     let out = fan_meeting(work.path(), &c, &["--max-total-tokens", "28000"]).run();

@@ -164,7 +164,16 @@ fn replies() -> Replies {
         arch: demo[1].clone(),
         pm_call_biz: demo[2].clone(),
         biz: demo[4].clone(),
-        pm_finish: demo[7].clone(),
+        // biz is never asked here, nor Q1 or Q2: the documents answer them, or the FINISH
+        // would go back once (docs/design/pm-round.md#pm-round).
+        pm_finish: {
+            let mut v: Value = serde_json::from_str(&demo[7]).unwrap();
+            let q3 = v["answered_questions"][0].clone();
+            let by_documents =
+                |q: &str| json!({"question": q, "answer": "The documents settle it.", "by": []});
+            v["answered_questions"] = json!([by_documents("Q1"), by_documents("Q2"), q3]);
+            v.to_string()
+        },
         pm_forced_finish: forced[4].clone(),
         pm_forced_finish_alone: {
             let mut v: Value = serde_json::from_str(&forced[4]).unwrap();
@@ -174,11 +183,13 @@ fn replies() -> Replies {
     }
 }
 
-/// A runaway reply: an object that starts well and repeats itself past 1 MB, never closed.
-fn huge(field: &str) -> String {
+/// A runaway reply: an object that starts well and repeats itself past 1 MB, never closed;
+/// each `attempt` its own (a retry repeating its refused reply word for word is asked once
+/// more, docs/design/failure-policy.md#ask-loop).
+fn huge(field: &str, attempt: usize) -> String {
     let mut s = format!("{{\"{field}\": \"");
     while s.len() < 1 << 20 {
-        s.push_str("the nightly run ");
+        s.push_str(&format!("the nightly run {attempt} "));
     }
     s
 }
@@ -221,10 +232,9 @@ fn fault_attempts(fault: Fault, pos: Position, good: &str) -> Vec<Reply> {
             vec![Reply::Text(v.to_string())]
         }
         Fault::Empty => every(Reply::Text(String::new()), STAGE_CALLS),
-        Fault::Huge => every(
-            Reply::Text(huge(if pm { "analysis" } else { "response" })),
-            STAGE_CALLS,
-        ),
+        Fault::Huge => (0..STAGE_CALLS)
+            .map(|i| Reply::Text(huge(if pm { "analysis" } else { "response" }, i)))
+            .collect(),
     }
 }
 

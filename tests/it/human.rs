@@ -24,14 +24,16 @@ fn finish() -> Value {
     pm::done().with("option_assessments", json!([]))
 }
 
+/// The PM's FINISH while arch was never asked and no required question was: sent back once
+/// (docs/design/pm-round.md#pm-round), then taken.
+fn finishes(c: Cassette) -> Cassette {
+    c.pm(finish()).pm(finish())
+}
+
 /// The cassette most tests here use, written in `work`: the PM asks ana, then (call 3, after
-/// her turn) finishes.
+/// her turn) finishes, and again when sent back.
 fn asks_ana_once(work: &Workdir) -> std::path::PathBuf {
-    Cassette::new()
-        .pm(ask_ana())
-        .at(3)
-        .pm(finish())
-        .write(work.join("c.jsonl"))
+    finishes(Cassette::new().pm(ask_ana()).at(3)).write(work.join("c.jsonl"))
 }
 
 /// The demo meeting with `ana` (human) beside arch, from the repository root.
@@ -331,11 +333,7 @@ fn with_no_one_there_the_meeting_waits_and_the_answer_resumes_it() {
 #[test]
 fn a_bad_citation_in_the_given_answer_gets_its_one_chance() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(4)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = finishes(Cassette::new().pm(ask_ana()).at(4)).write(work.join("c.jsonl"));
     meeting(&work, &c, &[])
         .exit(4)
         .stderr_has("tokens → ")
@@ -433,11 +431,7 @@ fn agent_turn_with_no_one_there_prints_what_the_person_is_asked() {
 #[test]
 fn an_unusable_human_answer_gets_one_fix_from_the_next_line() {
     let work = Workdir::new();
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .at(4)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = finishes(Cassette::new().pm(ask_ana()).at(4)).write(work.join("c.jsonl"));
     let answers = work.write(
         "answers.jsonl",
         "{\"response\": \"See the runbook.\", \"citations\": [{\"document_id\": \"docs/runbook.md\", \"quote\": \"page\"}]}\n\
@@ -731,11 +725,7 @@ fn a_recorded_human_answer_replays_without_asking() {
     let work = Workdir::new();
     let said = json!({"response": "The on-call DBA, by phone.", "key_points": [], "risks": [],
         "recommendations": [], "citations": []});
-    let c = Cassette::new()
-        .pm(ask_ana())
-        .agent("ana", said)
-        .pm(finish())
-        .write(work.join("c.jsonl"));
+    let c = finishes(Cassette::new().pm(ask_ana()).agent("ana", said)).write(work.join("c.jsonl"));
     let out = meeting(&work, &c, &[]);
     out.check(out.code() == Some(0), "the meeting");
     let board = final_board(&work.join("runs/demo-test"));

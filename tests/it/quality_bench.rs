@@ -136,7 +136,7 @@ fn the_grader_scores_decision_questions_and_citations() {
     let questions = strings(&key["required_questions"]);
     let tmp = tempfile::tempdir().unwrap();
     let reference = key["reference"].as_str().unwrap();
-    let grade = |choice: &str| -> Value {
+    let grade_with = |choice: &str, arch: &str| -> Value {
         let board = json!({
             "record": {
                 "decision": {"choice": choice, "confidence": "high"},
@@ -154,8 +154,7 @@ fn the_grader_scores_decision_questions_and_citations() {
             "usage": {"calls": 2, "prompt_tokens": 100, "completion_tokens": 20},
             // For the oracle gap: arch named the reference; biz named two options, so nothing.
             "latest_agent_outputs": {
-                "arch": {"response": format!("{reference} is the only way to keep the promise."),
-                         "recommendations": []},
+                "arch": {"response": arch, "recommendations": []},
                 "biz": {"response": "",
                         "recommendations": [format!("Either keep the nightly cron job that sends the day's invoices or {reference}")]}
             }
@@ -177,6 +176,8 @@ fn the_grader_scores_decision_questions_and_citations() {
         );
         serde_json::from_slice(&out.stdout).unwrap()
     };
+    let said = format!("{reference} is the only way to keep the promise.");
+    let grade = |choice: &str| grade_with(choice, &said);
     let g = grade(&format!("{reference}: it meets the 5-minute promise"));
     assert_eq!(g["correct"], true, "{g}");
     assert_eq!(g["required_answered"], 1);
@@ -193,6 +194,14 @@ fn the_grader_scores_decision_questions_and_citations() {
         g["chosen_option"],
         "Keep the nightly cron job that sends the day's invoices"
     );
+    // Named to turn it down is no proposal of it (issue #56): the oracle gap counts only
+    // who put the reference forward.
+    let g = grade_with(
+        "Keep the nightly cron job that sends the day's invoices",
+        &format!("{reference} is ruled out: the team cannot run workers."),
+    );
+    assert_eq!(g["proposed"], json!([]), "{g}");
+    assert_eq!(g["reference_proposed"], false, "{g}");
     let g = grade(&format!(
         "[sample] none yet (first option listed: {reference})"
     ));
@@ -205,6 +214,45 @@ fn the_grader_scores_decision_questions_and_citations() {
     assert_eq!(g["correct"], true);
     let g = grade("the nightly cron job that sends the day's invoices");
     assert_eq!(g["chosen_option"], Value::Null, "keep or replace it? {g}");
+}
+
+/// The table counts "none of these" apart from real choices (issue #56): five of nine probe
+/// runs ended "none of these", which the Decided column counted as decisions.
+#[test]
+fn the_table_counts_none_of_these_apart_from_decisions() {
+    if skip_without(Tool::Python3) {
+        return;
+    }
+    let script = r#"
+import json, sys
+sys.path.insert(0, "bench/quality")
+import run
+def g(choice, kind="normal"):
+    return {"choice": choice, "report_kind": kind, "correct": False, "required_answered": 0,
+            "required_total": 2, "calls": 1, "tokens": 10, "citation_precision": None,
+            "citation_recall": None, "reference_proposed": False}
+cases = [{"modes": {"single": g(c, k)}} for c, k in [
+    ("Use a managed queue", "normal"), ("none of these", "normal"), ("None of these.", "normal"),
+    ("[sample] none yet", "normal"), ("Use a managed queue", "fallback")]]
+row = run.summarize(cases, ["single"])[0]
+print(json.dumps({"decided": row["decided"], "none": row["none_of_these"],
+                  "table": run.table([row])}))
+"#;
+    let out = python().args(["-c", script]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (v["decided"].clone(), v["none"].clone()),
+        (json!(1), json!(2)),
+        "{v}"
+    );
+    let table = v["table"].as_str().unwrap();
+    assert!(table.contains("| Decided | None of these |"), "{table}");
+    assert!(table.contains("| single | 0/5 | 1/5 | 2/5 |"), "{table}");
 }
 
 /// `run.py --offline` on two cases replays the shipped cassettes through the programs: the

@@ -65,3 +65,13 @@ pub(super) fn reserve(board: &Board, n: usize, rankers: usize) -> crate::model::
     let member = member_cost(board).unwrap_or_else(|_| agent_turn_estimate(board, &members));
     council_reserve(board, &agents, member, &members, n, rankers)
 }
+
+/// Whether the budget (if any) holds a round of `n` more council calls and `rankers` ranking
+/// calls after them, with the PM's round: the first call as it will be sent and the others'
+/// reserve ([`reserve`]). The error of a call that cannot be rendered is the caller's to show.
+pub(super) fn fits(board: &Board, n: usize, rankers: usize) -> Result<bool> {
+    let Some(budget) = crate::meeting::budget::Budget::of(board) else {
+        return Ok(true);
+    };
+    Ok(budget.fits(member_cost(board)?, reserve(board, n, rankers)))
+}

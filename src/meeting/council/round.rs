@@ -3,7 +3,7 @@
 //! council's escalation, the ranking round opened, and the aggregate once every answer is in.
 
 use super::aggregate::aggregate;
-use super::cost::reserve;
+use super::cost::{fits, reserve};
 use super::rank::{label, seed_of, shuffled};
 use super::view::same_choice;
 use super::{active, vote_headline, RANK_QUESTION, VOTE_QUESTION};
@@ -155,20 +155,41 @@ fn escalate(board: &mut Board, now: &str) -> bool {
         && votes
             .iter()
             .all(|v| v.confidence != crate::model::Confidence::Low);
-    round.escalated = Some(!agreed);
     if agreed {
+        round.escalated = Some(false);
         return false;
     }
     let held: Vec<String> = council
         .members
-        .iter_mut()
+        .iter()
         .filter(|m| m.held)
-        .map(|m| {
-            m.held = false;
-            m.name.clone()
-        })
+        .map(|m| m.name.clone())
         .collect();
-    let seated = seated(council);
+    let seated = seated(council) + held.len();
+    // Admitted only when the rest fits: the held votes, the ranking round and the PM's round
+    // (docs/design/council.md#adaptive). A call that cannot be rendered is not admitted.
+    if !fits(board, held.len(), rankers(seated)).unwrap_or(false) {
+        let round = board.council.as_mut().and_then(|c| c.adaptive.as_mut());
+        let round = round.expect("an adaptive round");
+        round.escalated = Some(false);
+        round.short_of_budget = true;
+        events::push_at(
+            board,
+            now,
+            events::board_merged(format!(
+                "council: the first two did not agree; the budget cannot hold seating {}",
+                held.join(", ")
+            )),
+        );
+        return false;
+    }
+    let council = board.council.as_mut().expect("an active council");
+    for m in council.members.iter_mut() {
+        m.held = false;
+    }
+    if let Some(round) = council.adaptive.as_mut() {
+        round.escalated = Some(true);
+    }
     let reserve = reserve(board, held.len(), rankers(seated));
     events::push_at(
         board,
@@ -214,6 +235,86 @@ mod tests {
     use crate::meeting::council::rank::others;
     use crate::meeting::council::{start, vote};
     use crate::model::{Confidence, CouncilRanking, CouncilSettings};
+
+    /// An adaptive council reserves for its first two votes and the PM's round, not the
+    /// whole council's, so a budget that holds those seats it where a whole council is
+    /// refused; when the two disagree, the others are seated only if their votes, the ranking
+    /// round and the PM's round fit, else the vote is the two's and the report says why
+    /// (docs/design/council.md#adaptive; a three-member council could not run at the bench's
+    /// own budget, issue #58).
+    #[test]
+    fn an_adaptive_council_reserves_for_two_and_escalates_only_within_the_budget() {
+        use super::super::cost::member_cost;
+        use crate::model::{CouncilAnswer, LastTurn, TurnStatus};
+        let mut b = crate::stage::fixtures::board(&[]);
+        b.max_parallel = 3;
+        b.meeting_input.decision_packet.options = vec!["Tune".into(), "Replica".into()];
+        b.participants.push("sre".into());
+        b.agents
+            .insert("sre".into(), crate::stage::fixtures::agent("sre"));
+        let adaptive = CouncilSettings {
+            adaptive: true,
+            ..Default::default()
+        };
+        let need = |settings: &CouncilSettings| {
+            let mut probe = b.clone();
+            probe.max_total_tokens = Some(100_000_000);
+            start(&mut probe, settings, crate::stage::fixtures::NOW).unwrap();
+            let reserve = probe.pending_calls[0].reserve.unwrap();
+            member_cost(&probe).unwrap().plus(reserve).total()
+        };
+        let (two, whole) = (need(&adaptive), need(&CouncilSettings::default()));
+        assert!(two < whole, "{two} < {whole}");
+        b.max_total_tokens = Some(two);
+        let mut refused = b.clone();
+        let e = start(&mut refused, &CouncilSettings::default(), "t").unwrap_err();
+        assert!(
+            e.to_string().contains("cannot hold the council's 6 calls"),
+            "{e}"
+        );
+        start(&mut b, &adaptive, crate::stage::fixtures::NOW).expect("two seats fit");
+        assert_eq!(b.pending_calls.len(), 2);
+        // The two disagree; seating sre and the ranking round do not fit.
+        let turn = |name: &str, choice: &str| LastTurn {
+            agent_name: name.into(),
+            status: TurnStatus::Ok,
+            prompt: "q".into(),
+            result: None,
+            error: None,
+            review: None,
+            council: Some(CouncilAnswer::Vote(vote(choice, Confidence::High, "r"))),
+        };
+        let mut roomy = b.clone();
+        b.last_turns = vec![turn("arch", "Tune"), turn("biz", "Replica")];
+        b.pending_calls.clear();
+        let b = crate::stage::merge_board::merge(b, crate::stage::fixtures::NOW).unwrap();
+        let c = b.council.as_ref().unwrap();
+        assert!(b.pending_calls.is_empty(), "{:?}", b.pending_calls);
+        assert_eq!(c.phase, CouncilPhase::Done);
+        let round = c.adaptive.as_ref().unwrap();
+        assert_eq!(
+            (round.escalated, round.short_of_budget),
+            (Some(false), true)
+        );
+        let view = crate::meeting::council::view(&b, None).unwrap();
+        assert!(
+            view.adaptive
+                .contains("but the budget could not hold the other 1 members' votes"),
+            "{}",
+            view.adaptive
+        );
+        assert_eq!(
+            view.members[2].error,
+            "not seated: the budget had no room for it"
+        );
+        // With room for the rest, sre is seated.
+        roomy.max_total_tokens = Some(whole * 2);
+        roomy.last_turns = vec![turn("arch", "Tune"), turn("biz", "Replica")];
+        roomy.pending_calls.clear();
+        let roomy = crate::stage::merge_board::merge(roomy, crate::stage::fixtures::NOW).unwrap();
+        assert_eq!(roomy.pending_calls.len(), 1);
+        assert_eq!(roomy.pending_calls[0].target_agent, "sre");
+    }
 
     /// The council walks the state table's existing rows (docs/design/council.md#flow):
     /// init-board leaves the votes for agent-turn, merge-board the rankings for agent-turn

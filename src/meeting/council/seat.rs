@@ -76,9 +76,13 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
         adaptive: first.clone().map(|first| crate::model::AdaptiveRound {
             first,
             escalated: None,
+            short_of_budget: false,
         }),
     });
-    let n = names.len();
+    // The reserve is the seated members' round's: an adaptive council's first two votes and
+    // the PM's round; its escalation is admitted later only when the rest fits (`round`).
+    let seated = first.unwrap_or(names);
+    let n = seated.len();
     let reserve = reserve(board, n, rankers(n));
     if let Some(budget) = crate::meeting::budget::Budget::of(board) {
         let first = member_cost(board)?;
@@ -91,7 +95,6 @@ pub(crate) fn start(board: &mut Board, settings: &CouncilSettings, now: &str) ->
             )));
         }
     }
-    let seated = first.unwrap_or(names);
     queue(board, &seated, VOTE_QUESTION, reserve, now);
     Ok(())
 }

@@ -43,7 +43,10 @@ pub(crate) fn view(board: &Board, decision: Option<&str>) -> Option<CouncilView>
         dissent: a
             .dissent
             .iter()
-            .map(|d| format!("{} chose {}: {}", d.member, d.choice, d.reason))
+            .map(|d| {
+                let reason = quotes_checked(board, &d.reason);
+                format!("{} chose {}: {reason}", d.member, d.choice)
+            })
             .collect(),
         follows: follows(board, a, decision),
         adaptive: adaptive(c),
@@ -80,14 +83,23 @@ fn member_row(board: &Board, a: &CouncilAggregate, m: &CouncilMember) -> MemberR
             .map(|v| {
                 v.reasons
                     .iter()
-                    .map(|r| fold_ws(r))
+                    .map(|r| quotes_checked(board, &fold_ws(r)))
                     .collect::<Vec<_>>()
                     .join("; ")
             })
             .unwrap_or_default(),
         ranked: ranked(a.borda.iter().find(|b| b.member == m.name)),
         error: if m.held {
-            "not seated: the first two agreed".to_string()
+            let budget = board
+                .council
+                .as_ref()
+                .and_then(|c| c.adaptive.as_ref())
+                .is_some_and(|r| r.short_of_budget);
+            if budget {
+                "not seated: the budget had no room for it".to_string()
+            } else {
+                "not seated: the first two agreed".to_string()
+            }
         } else {
             m.error
                 .as_deref()
@@ -95,6 +107,19 @@ fn member_row(board: &Board, a: &CouncilAggregate, m: &CouncilMember) -> MemberR
                 .unwrap_or_default()
         },
     }
+}
+
+/// A vote's reason as the report shows it: a quote in it that no collected document holds is
+/// marked unverified (members have voted "none of these" on figures and a quote found in no
+/// document).
+fn quotes_checked(board: &Board, reason: &str) -> String {
+    let excerpts: Vec<&str> = board
+        .context_bundle
+        .documents
+        .iter()
+        .map(|d| d.excerpt.as_str())
+        .collect();
+    crate::text::mark_unverified_quotes(reason, &excerpts)
 }
 
 /// A member's Borda points and each ranker's place (`2 points: 1st by biz, 1st by sre`), or
@@ -129,6 +154,10 @@ fn adaptive(c: &Council) -> String {
         let first = r.first.join(" and ");
         let n = c.members.len();
         match r.escalated {
+            Some(false) if r.short_of_budget => format!(
+                "Adaptive council: {first} were seated first and did not agree (or one was unsure), but the budget could not hold the other {} members' votes and the ranking round, so the vote is theirs alone.",
+                n - 2
+            ),
             Some(false) => format!(
                 "Adaptive council: {first} were seated first and agreed with confidence, so {} of the {n} members were not asked ({} calls saved, and the ranking round).",
                 n - 2,

@@ -84,7 +84,7 @@ pub(crate) fn check_vote(board: &Board, value: &Value) -> std::result::Result<Co
             Some(o) => v.choice = o.trim().to_string(),
             None => {
                 return Err(format!(
-                    "choice: {:?} is not one of the options (expected one of: {}, or {NONE_OF_THESE:?} with the reasons why)",
+                    "choice: {:?} is not one of the options (expected one of: {}; or, only when none of them can work, {NONE_OF_THESE:?} with the reason why)",
                     crate::text::cut(&v.choice, 80),
                     options.iter().map(|o| format!("{:?}", o.trim())).collect::<Vec<_>>().join(", ")
                 ))

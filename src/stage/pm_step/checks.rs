@@ -14,7 +14,9 @@ use crate::meeting::circles::{self, GOING_IN_CIRCLES};
 use crate::meeting::events::{self, Clock};
 use crate::meeting::prompts::retry_message;
 use crate::meeting::whiteboard::note_process;
-use crate::model::{decision_shape, AskedQuestion, Board, NextAction, PmDecision, ProcessKind};
+use crate::model::{
+    decision_shape, AskedQuestion, Board, NextAction, PmDecision, ProcessKind, QuestionOrigin,
+};
 use crate::schema;
 use crate::text::cut;
 
@@ -115,6 +117,8 @@ pub(super) struct PmAsk<'a> {
     pub(super) chosen: Option<NextAction>,
     /// An answer of this round repeated a question (its retry was shown the earlier answer).
     pub(super) repeated: bool,
+    /// The answers checked so far this round (the retry's is the second).
+    pub(super) answers: u32,
 }
 
 impl PmAsk<'_> {
@@ -150,15 +154,34 @@ impl Asker for PmAsk<'_> {
     type Invalid = Invalid;
 
     fn check(&mut self, json: Result<&Value, &NoJson>) -> Result<PmDecision, Invalid> {
+        self.answers += 1;
         let value = json.map_err(|e| Invalid::Json(e.clone()))?;
         self.chosen = value
             .get("next_action")
             .and_then(Value::as_str)
             .and_then(|a| NextAction::ALL.into_iter().find(|o| o.as_str() == a));
-        let d = match check_decision(self.board, self.mode, value) {
+        // After the one retry a credit that cannot stand costs only itself, not the round
+        // (docs/design/whiteboard.md#questions): it is dropped, never recorded.
+        let (value, dropped) = if self.answers > 1 {
+            drop_credits(self.board, value)
+        } else {
+            (value.clone(), Vec::new())
+        };
+        let value = &value;
+        let mut d = match check_decision(self.board, self.mode, value) {
             Err(Invalid::Repeat(a)) if self.repeated => self.second_view(value, a)?,
             checked => checked?,
         };
+        // "none of these" without its reason is sent back; given so again, the report is kept
+        // but not the choice, so the meeting decides nothing (docs/design/pm-round.md#closing-round).
+        let mut choice_dropped = false;
+        if let Err(invalid) = check_why_none(self.board, &d) {
+            if self.answers == 1 {
+                return Err(invalid);
+            }
+            d.decision = None;
+            choice_dropped = true;
+        }
         let n = d.calls.len();
         if d.next_action == NextAction::CallAgents
             && !budget::fan_out_fits(self.board, self.limits, self.reserve, n)
@@ -167,6 +190,40 @@ impl Asker for PmAsk<'_> {
                 format!("calls: the token budget has no room for {n} calls at once: ask fewer participants"),
                 format!("its {n} calls at once did not fit the token budget"),
             ));
+        }
+        // A FINISH with loops left that leaves a required question open, asked of no one,
+        // goes back once (docs/design/pm-round.md#pm-round); the retry's FINISH is taken.
+        if self.answers == 1 && self.mode == Mode::Normal && d.next_action == NextAction::Finish {
+            if let Some(invalid) = unasked_required(self.board, &d) {
+                // Its retry may call someone: not narrowed to the FINISH.
+                self.chosen = None;
+                return Err(invalid);
+            }
+        }
+        // A report that recommends one option while the decision says another goes back
+        // once, in any round (docs/design/pm-round.md#closing-round).
+        if self.answers == 1 && d.next_action == NextAction::Finish {
+            if let Some(invalid) = report_disagrees(self.board, &d) {
+                return Err(invalid);
+            }
+        }
+        if choice_dropped {
+            note_process(
+                self.board,
+                ProcessKind::Retried,
+                "The PM chose \"none of these\" without saying why, again after being asked to; the report is kept, not the choice, so it decides nothing.",
+            );
+        }
+        for (question, names, open) in dropped {
+            note_process(
+                self.board,
+                ProcessKind::UnknownQuestion,
+                format!(
+                    "The PM credited {} with answering {question:?}, who had not answered in this meeting, again after being asked to correct it; the credit was dropped{}.",
+                    names.join(" and "),
+                    if open { " and the question stays open" } else { "" }
+                ),
+            );
         }
         Ok(d)
     }
@@ -319,18 +376,20 @@ pub(super) fn check_decision(
         }
     }
     // A CALL_AGENT that names a participant but no question (a small model's habit, 5 of 12
-    // such replies from Qwen2.5-Coder-1.5B): the first open question — required ones come
-    // first — is what the meeting needs asked, so it is asked, not refused for a call.
-    let blank = |q: &Option<String>| q.as_deref().is_none_or(|q| q.trim().is_empty());
-    if decision.next_action == NextAction::CallAgent
-        && blank(&decision.prompt_for_agent)
-        && decision
+    // such replies from Qwen2.5-Coder-1.5B), or one that only stands in for a question (`:)`,
+    // `Q2`, the participant's name): the question it names, else the first open one the
+    // participant was not asked — required ones come first — is what the meeting needs asked,
+    // so it is asked, not refused for a call (docs/design/pm-round.md#pm-round).
+    if decision.next_action == NextAction::CallAgent {
+        if let Some(target) = decision
             .target_agent
             .as_deref()
-            .is_some_and(|t| board.participants.iter().any(|p| p == t))
-    {
-        if let Some(q) = board.open_questions().into_iter().next() {
-            decision.prompt_for_agent = Some(q);
+            .filter(|t| board.participants.iter().any(|p| p == t))
+        {
+            let q = decision.prompt_for_agent.as_deref().unwrap_or_default();
+            if let Some(q) = stand_in_question(board, target, q) {
+                decision.prompt_for_agent = Some(q);
+            }
         }
     }
     decision.validate().map_err(|e| {
@@ -349,7 +408,10 @@ pub(super) fn check_decision(
     if decision.next_action == NextAction::Finish {
         if decision.decision.is_none() && super::offer::decision_required(board) {
             return Err(Invalid::Schema(
-                "decision: a FINISH in a meeting with options needs a decision: choice (one of the options as written, or \"none of these\" with the reason in the report), confidence, revisit_if".into(),
+                format!(
+                    "decision: a FINISH in a meeting with options needs a decision: {}",
+                    choice_rule(board)
+                ),
                 "its FINISH left the decision out".into(),
             ));
         }
@@ -369,6 +431,87 @@ pub(super) fn check_decision(
         NextAction::CallAgents => check_fan_out(board, decision),
         _ => check_call(board, decision),
     }
+}
+
+/// What a decision in a meeting with options holds, for the correction: the options as
+/// written first, "none of these" last and only with its reason
+/// (docs/design/pm-round.md#closing-round).
+fn choice_rule(board: &Board) -> String {
+    let options: Vec<String> = board
+        .meeting_input
+        .decision_packet
+        .options
+        .iter()
+        .map(|o| format!("{:?}", o.trim()))
+        .collect();
+    format!(
+        "choice, one of the options as written: {}; or, only when none of them can work, {:?} with why_none saying why; confidence (low, medium or high); revisit_if",
+        options.join(", "),
+        crate::model::NONE_OF_THESE
+    )
+}
+
+/// "none of these" needs its reason in the decision (`why_none`, content), else it is no
+/// decision a reader can weigh (docs/design/pm-round.md#closing-round).
+fn check_why_none(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
+    let Some(decision) = d.decision.as_ref() else {
+        return Ok(());
+    };
+    if !crate::model::is_none_of_these(&decision.choice) {
+        return Ok(());
+    }
+    let why = decision.why_none.as_deref().unwrap_or_default();
+    let missing = match crate::model::not_content(why, &board.participants) {
+        _ if why.trim().is_empty() => "is missing".to_string(),
+        Some(why) => why,
+        None => return Ok(()),
+    };
+    Err(Invalid::Schema(
+        format!(
+            "decision.why_none: {missing}: the choice \"none of these\" needs why none of the options can work, in a sentence; or choose one ({})",
+            choice_rule(board)
+        ),
+        "it chose none of the options without saying why".into(),
+    ))
+}
+
+/// A FINISH whose report's Recommendation names one option while its decision chooses another
+/// option, or "none of these": why it goes back (once, docs/design/pm-round.md#closing-round),
+/// naming both. A Recommendation naming several options, or none, or a choice that is no
+/// option as written (a paraphrase) is not compared.
+fn report_disagrees(board: &Board, d: &PmDecision) -> Option<Invalid> {
+    let choice = d.decision.as_ref()?.choice.as_str();
+    let report = d.final_report.as_deref()?;
+    let (_, recommendation) = crate::text::markdown::labelled_parts(report);
+    let norm = |s: &str| crate::text::fold_ws(s).trim_end_matches('.').to_lowercase();
+    let options = &board.meeting_input.decision_packet.options;
+    let chosen = options.iter().find(|o| norm(o) == norm(choice));
+    if chosen.is_none() && !crate::model::is_none_of_these(choice) {
+        return None;
+    }
+    let said = norm(&recommendation);
+    let mut named = options
+        .iter()
+        .filter(|o| !norm(o).is_empty() && said.contains(&norm(o)));
+    let (Some(named), None) = (named.next(), named.next()) else {
+        return None;
+    };
+    if Some(named) == chosen {
+        return None;
+    }
+    Some(Invalid::Schema(
+        format!(
+            "decision.choice: {:?}, but the report's Recommendation names {:?}: make the decision and the report agree ({})",
+            cut(choice.trim(), 120),
+            cut(named.trim(), 120),
+            choice_rule(board)
+        ),
+        format!(
+            "its decision ({}) and its Recommendation ({}) disagreed",
+            cut(choice.trim(), 80),
+            cut(named.trim(), 80)
+        ),
+    ))
 }
 
 /// An action this round does not offer (the PM config's or the moment's): refused, the retry
@@ -425,6 +568,77 @@ fn check_answered_by(board: &Board, d: &PmDecision) -> Result<(), Invalid> {
     Ok(())
 }
 
+/// A FINISH that leaves a required question open after its own `answered_questions` (an
+/// answer by no one: the documents answer it) when no participant was asked it, while someone
+/// has not been asked anything yet: why it goes back, naming the question and who that is.
+fn unasked_required(board: &Board, d: &PmDecision) -> Option<Invalid> {
+    let unheard = super::offer::not_asked(board);
+    if unheard.is_empty() {
+        return None;
+    }
+    let mut after = board.clone();
+    crate::meeting::whiteboard::apply_answers(&mut after, &d.answered_questions);
+    let q = after.record.questions.iter().find(|q| {
+        q.origin == QuestionOrigin::Required
+            && q.answer.is_none()
+            && !board
+                .record
+                .asked
+                .iter()
+                .any(|a| crate::meeting::whiteboard::asks(&a.question, q))
+    })?;
+    Some(Invalid::Schema(
+        format!(
+            "next_action: FINISH leaves required question {} ({:?}) open, and no participant was asked it; not asked yet: {}. Ask it with CALL_AGENT, or put it in answered_questions (by none) if the documents answer it; a FINISH again is taken",
+            q.id,
+            cut(&q.text, 120),
+            unheard.join(", ")
+        ),
+        format!(
+            "it finished with required question {} open, asked of no one",
+            q.id
+        ),
+    ))
+}
+
+/// `value` without the credits `answered_questions[].by` gives to someone who has not
+/// answered in this meeting (see [`check_answered_by`]), and what was dropped: each entry's
+/// question as given, the names, and whether the entry went too (no one left to credit, so the
+/// question stays open).
+fn drop_credits(board: &Board, value: &Value) -> (Value, Vec<(String, Vec<String>, bool)>) {
+    let answerers = super::offer::answerers(board);
+    let mut value = value.clone();
+    let mut dropped = Vec::new();
+    let Some(entries) = value
+        .get_mut("answered_questions")
+        .and_then(Value::as_array_mut)
+    else {
+        return (value, dropped);
+    };
+    entries.retain_mut(|entry| {
+        let question = entry.get("question").and_then(Value::as_str);
+        let question = cut(question.unwrap_or_default(), 80);
+        let Some(by) = entry.get_mut("by").and_then(Value::as_array_mut) else {
+            return true;
+        };
+        let named = by.len();
+        let mut names = Vec::new();
+        by.retain(|b| {
+            let stands = b.as_str().is_some_and(|n| answerers.iter().any(|a| a == n));
+            if !stands {
+                names.push(cut(b.as_str().unwrap_or_default(), 60));
+            }
+            stands
+        });
+        let keep = !by.is_empty() || named == 0;
+        if !names.is_empty() {
+            dropped.push((question, names, !keep));
+        }
+        keep
+    });
+    (value, dropped)
+}
+
 /// The PM's question to a participant must be content (`model::not_content`: not an id, a
 /// yes/no or a participant's name): else the retry says why.
 fn check_question(board: &Board, at: &str, question: &str) -> Result<(), Invalid> {
@@ -435,6 +649,26 @@ fn check_question(board: &Board, at: &str, question: &str) -> Result<(), Invalid
             format!("its question {:?} was not a question", cut(question, 60)),
         )),
     }
+}
+
+/// The question a CALL_AGENT's empty or stand-in `question` to `target` asks (see
+/// [`check_decision`]): the open question a bare id names, else the first open question not
+/// yet asked of `target`; `None` for a real question, or when no open question is left.
+fn stand_in_question(board: &Board, target: &str, question: &str) -> Option<String> {
+    if !question.trim().is_empty()
+        && crate::model::not_content(question, &board.participants).is_none()
+    {
+        return None;
+    }
+    let open: Vec<(&str, &str)> = crate::meeting::whiteboard::open_with_ids(board).collect();
+    let id = question.trim().trim_end_matches(['.', '?', ':']);
+    let named = open.iter().find(|(q, _)| q.eq_ignore_ascii_case(id));
+    named
+        .or_else(|| {
+            open.iter()
+                .find(|(_, text)| circles::earlier_ask(board, target, text).is_none())
+        })
+        .map(|(_, text)| text.to_string())
 }
 
 /// A `target_agent` must name a participant (else a routing error).
@@ -614,6 +848,7 @@ mod tests {
             limits: &limits,
             chosen: None,
             repeated: false,
+            answers: 0,
         };
         for (answer, field, allowed) in [
             (call, "next_action", Some("CALL_AGENTS, FINISH")),

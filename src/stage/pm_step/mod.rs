@@ -242,6 +242,7 @@ fn pm_step_with(
         limits,
         chosen: None,
         repeated: false,
+        answers: 0,
     };
     let calls_before = client.calls();
     let outcome = Failure::of(ask(client, opts, request, &mut pm)?);

@@ -88,6 +88,17 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
         input["review"] = crate::meeting::review::for_pm(board);
     }
     input["offer_answered"] = json!(offer.answered > 0);
+    // Who is left to hear, once the PM has asked someone (before that, everyone is).
+    let unheard = if crate::meeting::final_report::pm_asked_anyone(board) {
+        not_asked(board)
+    } else {
+        Vec::new()
+    };
+    input["not_asked"] = json!(if actions.iter().any(|a| *a != NextAction::Finish) {
+        unheard
+    } else {
+        Vec::new()
+    });
     input["decision_required"] = json!(decision_required(board));
     input["none_of_these"] = json!(crate::model::NONE_OF_THESE);
     input["offer_assessments"] = json!(offer.assessments > 0);
@@ -262,6 +273,25 @@ pub(super) fn answerers(board: &Board) -> Vec<String> {
         .collect()
 }
 
+/// The participants the PM has not asked anything yet, in the board's order: no question of
+/// its on record for them, and nothing of theirs on the whiteboard (a council vote is no
+/// answer to a question). What the PM is shown once it has asked someone ("Not asked yet:
+/// biz, security."), and what a FINISH that leaves a required question unasked is told
+/// (docs/design/pm-round.md#pm-round).
+pub(super) fn not_asked(board: &Board) -> Vec<String> {
+    let r = &board.record;
+    board
+        .participants
+        .iter()
+        .filter(|p| {
+            !(r.asked.iter().any(|a| &a.agent == *p)
+                || r.findings.iter().any(|f| f.by.contains(p))
+                || r.questions.iter().any(|q| q.raised_by.as_ref() == Some(*p)))
+        })
+        .cloned()
+        .collect()
+}
+
 /// `schema` as an array of at most `most` items, or null: a list the answer may leave out
 /// (OpenAI strict mode wants every property, so optional is nullable; llama.cpp's grammar
 /// bounds the list, so a small model cannot run on to `max_tokens` inside it).
@@ -311,7 +341,7 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
     if actions == [NextAction::Finish] {
         // A round that may only FINISH must write the report: a string, never null; and, in a
         // meeting with options, the decision among them.
-        properties["final_report"] = json!({"type": "string"});
+        properties["final_report"] = report_schema();
         if decision_required(board) {
             not_null(&mut properties["decision"]);
         }
@@ -319,6 +349,9 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
         // Before the PM has asked anyone: nothing of a FINISH, which a small model would fill.
         properties["final_report"] = json!({"type": "null"});
         properties["decision"] = json!({"type": "null"});
+    }
+    if finish && actions != [NextAction::Finish] {
+        properties["final_report"] = json!({"anyOf": [report_schema(), {"type": "null"}]});
     }
     if finish && decision_required(board) {
         // The choice is one of the options as written, or none of them (the report says why):
@@ -365,11 +398,15 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
             props.shift_remove(name);
         }
     }
-    if board.council.is_none() {
+    if let Some(decision) = props.get_mut("decision") {
         // Why a decision departs from the council's vote: offered only with a council, so a
         // meeting without one sends the schema it always did (docs/design/council.md#report).
-        if let Some(decision) = props.get_mut("decision") {
+        if board.council.is_none() {
             without_field(decision, "against_council");
+        }
+        // Why none of the options can work: only where there are options to choose among.
+        if !decision_required(board) {
+            without_field(decision, "why_none");
         }
     }
     let required: Vec<String> = props.keys().cloned().collect();
@@ -382,6 +419,14 @@ pub(crate) fn pm_expected_json(board: &Board, mode: Mode) -> ExpectedJson {
             "additionalProperties": false,
         }),
     }
+}
+
+/// A FINISH's report as the schema holds it: a string that starts with the summary's heading,
+/// so never empty (docs/design/prompts.md#structured-output). A grammar-constrained model
+/// offered any string closed it at once, and its retry did the same.
+fn report_schema() -> Value {
+    let head = crate::text::markdown::SUMMARY_HEADING;
+    json!({"type": "string", "pattern": crate::llm::starting_with(head)})
 }
 
 /// `field` taken out of an object schema, or out of each object branch of an `anyOf`.
@@ -527,7 +572,7 @@ pub(super) mod tests {
         let schema = pm_expected_json(&board, Mode::ForcedFinish).schema;
         let p = &schema["properties"];
         assert_eq!(p["next_action"]["enum"], json!(["FINISH"]));
-        assert_eq!(p["final_report"], json!({"type": "string"}));
+        assert_eq!(p["final_report"], report_schema());
         assert_eq!(p["decision"]["type"], "object", "{}", p["decision"]);
         // The choice is one of the options as written, or none of them.
         assert_eq!(
@@ -537,7 +582,7 @@ pub(super) mod tests {
             p["decision"]
         );
         assert!(
-            prompt.contains("or \"none of these\" with the reason"),
+            prompt.contains("only when none can work, \"none of these\" with why_none saying why"),
             "{prompt}"
         );
         // The questions it settles from the documents count, as a meeting's do.
@@ -560,6 +605,48 @@ pub(super) mod tests {
         assert!(!render_pm_user(&board)
             .unwrap()
             .contains("(required: choice"));
+    }
+
+    /// Every schema that offers a FINISH holds its report to a string that starts with the
+    /// summary's heading, so an empty one is out of reach of a grammar-constrained model (which
+    /// closed the string at once, then again in its retry: issue #58); the strict form keeps the
+    /// pattern, and the notation says it in words.
+    #[test]
+    fn a_finish_report_must_start_with_its_summary() {
+        let mut board = crate::stage::fixtures::board(&["Which is cheaper?"]);
+        answered(&mut board, "arch");
+        let report = "### Executive Summary\nKeep it.\n\n### Recommendation\nTune \"it\".";
+        let mut closing = board.clone();
+        closing.loop_count = closing.max_loops;
+        let normal = pm_expected_json(&board, Mode::Normal).schema;
+        let mut retry = normal.clone();
+        narrow_to(&mut retry, NextAction::Finish, false);
+        for (what, schema) in [
+            (
+                "closing",
+                pm_expected_json(&closing, Mode::ForcedFinish).schema,
+            ),
+            ("normal", normal),
+            ("retry", retry),
+        ] {
+            let field = &schema["properties"]["final_report"];
+            let strict = crate::llm::json_format::to_strict(&schema).expect("strict-able");
+            assert_eq!(&strict["properties"]["final_report"], field, "{what}");
+            let v = jsonschema::validator_for(field).unwrap();
+            assert!(!v.is_valid(&json!("")), "{what}: {field}");
+            assert!(!v.is_valid(&json!("Keep it.")), "{what}");
+            assert!(v.is_valid(&json!(report)), "{what}");
+        }
+        let closing = pm_expected_json(&closing, Mode::ForcedFinish).schema;
+        assert_eq!(
+            closing["properties"]["final_report"]["pattern"],
+            "^### Executive Summary(.|[\\r\\n])*$"
+        );
+        let words = crate::llm::notation::type_notation(&closing).expect("said in words");
+        assert!(
+            words.contains("\"final_report\": string (starting \"### Executive Summary\")"),
+            "{words}"
+        );
     }
 
     /// `who` answered a question of the PM's in this meeting.
@@ -600,10 +687,7 @@ pub(super) mod tests {
             forced["properties"]["target_agent"],
             json!({"type": "null"})
         );
-        assert_eq!(
-            forced["properties"]["final_report"],
-            json!({"type": "string"})
-        );
+        assert_eq!(forced["properties"]["final_report"], report_schema());
         for schema in [normal, forced] {
             let strict = crate::llm::json_format::to_strict(&schema).expect("strict-able");
             assert_eq!(
@@ -617,9 +701,10 @@ pub(super) mod tests {
             for s in [&schema, &strict] {
                 let v = jsonschema::validator_for(s).unwrap();
                 let finish = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
-                    "prompt_for_agent": null, "final_report": "r",
+                    "prompt_for_agent": null, "final_report": "### Executive Summary\nKeep.",
                     "answered_questions": [{"question": "Q1", "answer": "Yes.", "by": ["arch"]}],
-                    "decision": {"choice": "B", "confidence": "high", "revisit_if": "x"},
+                    "decision": {"choice": "B", "confidence": "high", "revisit_if": "x",
+                        "why_none": null},
                     "option_assessments": [{"option": "B", "dimension": "Cost", "assessment": "ok"}]});
                 assert!(v.is_valid(&finish));
                 let mut bad = finish.clone();
@@ -793,6 +878,7 @@ pub(super) mod tests {
                 confidence: Confidence::High,
                 revisit_if: "x".into(),
                 against_council: None,
+                why_none: Some("x".into()),
             }),
             option_assessments: vec![OptionAssessment {
                 option: "B".into(),
@@ -947,7 +1033,7 @@ pub(super) mod tests {
         );
         assert_eq!(
             pm_expected_json(&board, Mode::Normal).schema["properties"]["final_report"],
-            json!({"type": "string"})
+            report_schema()
         );
         let guide = render_pm_user(&board).unwrap();
         assert!(
@@ -993,7 +1079,8 @@ pub(super) mod tests {
         let strict = crate::llm::json_format::to_strict(&schema).expect("strict-able");
         assert_eq!(strict["properties"]["calls"], p["calls"]);
         let too_many = json!({"analysis": "a", "next_action": "FINISH", "target_agent": null,
-            "prompt_for_agent": null, "final_report": "r", "decision": null, "calls": null,
+            "prompt_for_agent": null, "final_report": "### Executive Summary\nKeep.",
+            "decision": null, "calls": null,
             "answered_questions": null,
             "option_assessments": vec![json!({"option": "A", "dimension": "Cost",
                 "assessment": "ok"}); 7]});

@@ -68,6 +68,8 @@ pub(crate) struct DecisionView {
     pub choice: String,
     pub confidence: String,
     pub revisit_if: String,
+    /// With "none of these": why no option can work.
+    pub why_none: String,
 }
 
 /// The options × evaluation-dimensions table.
@@ -331,6 +333,11 @@ pub(crate) fn decision(board: &Board, kind: ReportKind) -> Option<DecisionView> 
         choice: fold_ws(&d.choice),
         confidence: d.confidence.as_str().to_string(),
         revisit_if: sentence(&fold_ws(&d.revisit_if)),
+        why_none: d
+            .why_none
+            .as_deref()
+            .map(|w| sentence(&fold_ws(w)))
+            .unwrap_or_default(),
     })
 }
 
