@@ -132,13 +132,17 @@ pub(crate) fn reviewer_message(
 /// The JSON a reviewer must return: ReviewVerdict's one definition in the plain form every
 /// model is sent, objections bounded, citations kept to the collected documents (none when
 /// there are none), as an agent's are.
-pub(crate) fn verdict_expected_json(board: &Board) -> ExpectedJson {
+/// `reader`: the reviewer, whose documents its evidence may name
+/// (docs/design/context.md#documents-only-some-participants-read).
+pub(crate) fn verdict_expected_json(board: &Board, reader: &str) -> ExpectedJson {
     let generated = serde_json::to_value(schemars::schema_for!(ReviewVerdict))
         .expect("the ReviewVerdict schema serialises");
     let mut schema = plain_schema(&generated);
     schema["properties"]["objections"]["maxItems"] = json!(MAX_OBJECTIONS);
     let evidence = &mut schema["properties"]["objections"]["items"]["properties"]["evidence"];
-    let docs = &board.context_bundle.documents;
+    let docs: Vec<crate::model::ContextDocument> =
+        board.context_bundle.readable_by(reader).cloned().collect();
+    let docs = &docs;
     if docs.is_empty() {
         evidence["maxItems"] = json!(0);
     } else {
@@ -160,6 +164,7 @@ pub(crate) fn verdict_expected_json(board: &Board) -> ExpectedJson {
 /// The error is what the model is told.
 pub(crate) fn check_verdict(
     board: &Board,
+    reader: &str,
     value: &Value,
 ) -> std::result::Result<ReviewVerdict, String> {
     // A null list is an empty one (small models write null where nothing is to say).
@@ -182,7 +187,9 @@ pub(crate) fn check_verdict(
             v.objections.len()
         ));
     }
-    let docs = &board.context_bundle.documents;
+    let docs: Vec<crate::model::ContextDocument> =
+        board.context_bundle.readable_by(reader).cloned().collect();
+    let docs = &docs;
     for (i, o) in v.objections.iter().enumerate() {
         for (field, text) in [("about", &o.about), ("why", &o.why)] {
             if let Some(why) = crate::model::not_content(text, &board.participants) {
@@ -641,6 +648,7 @@ mod tests {
         let b = reviewing();
         let v = check_verdict(
             &b,
+            "devils-advocate",
             &json!({"verdict": "approve", "objections": [
             {"about": "x", "why": "y", "evidence": []}]}),
         )
@@ -662,7 +670,7 @@ mod tests {
             ),
             (json!({"verdict": "maybe"}), "verdict"),
         ] {
-            let e = check_verdict(&b, &value).unwrap_err();
+            let e = check_verdict(&b, "devils-advocate", &value).unwrap_err();
             assert!(e.contains(says), "{value}: {e}");
         }
     }

@@ -38,7 +38,7 @@ pub(super) fn member_cost(board: &Board) -> Result<crate::model::Charge> {
     for name in &names {
         let expect = match phase {
             CouncilPhase::Rank => rank_expected_json(board, name),
-            _ => vote_expected_json(board),
+            _ => vote_expected_json(board, name),
         };
         let request = crate::llm::Request {
             caller: name.clone(),

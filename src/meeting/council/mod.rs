@@ -99,7 +99,7 @@ mod tests {
             crate::stage::fixtures::NOW,
         )
         .unwrap();
-        let vote = vote_expected_json(&b).schema;
+        let vote = vote_expected_json(&b, "arch").schema;
         assert!(
             crate::llm::json_format::to_strict(&vote).is_some(),
             "{vote}"

@@ -15,7 +15,9 @@ const MAX_CITATIONS: usize = 8;
 /// The JSON a vote must be: the choice an enum of the packet's options and "none of these"
 /// (any text without options), confidence, reasons, citations kept to the collected
 /// documents (none when there are none).
-pub(crate) fn vote_expected_json(board: &Board) -> ExpectedJson {
+/// `reader`: the member voting, whose documents its citations may name
+/// (docs/design/context.md#documents-only-some-participants-read).
+pub(crate) fn vote_expected_json(board: &Board, reader: &str) -> ExpectedJson {
     let options = &board.meeting_input.decision_packet.options;
     let choice = if options.is_empty() {
         json!({"type": "string"})
@@ -26,7 +28,9 @@ pub(crate) fn vote_expected_json(board: &Board) -> ExpectedJson {
     };
     // Every object closed and every property listed, so the strict form of structured output
     // (`llm::json_format::to_strict`) can send it; without documents no citation fits.
-    let docs = &board.context_bundle.documents;
+    let docs: Vec<crate::model::ContextDocument> =
+        board.context_bundle.readable_by(reader).cloned().collect();
+    let docs = &docs;
     let mut item = json!({
         "type": "object", "additionalProperties": false,
         "required": ["document_id", "source_path", "quote"],
@@ -62,7 +66,11 @@ pub(crate) fn vote_expected_json(board: &Board) -> ExpectedJson {
 /// non-blank text without options), every reason content, every citation naming a collected
 /// document under its own path (its quote marked verified or not). The error is what the
 /// model is told, for its one retry.
-pub(crate) fn check_vote(board: &Board, value: &Value) -> std::result::Result<CouncilVote, String> {
+pub(crate) fn check_vote(
+    board: &Board,
+    reader: &str,
+    value: &Value,
+) -> std::result::Result<CouncilVote, String> {
     let mut value = value.clone();
     if let Value::Object(obj) = &mut value {
         obj.retain(|_, v| !v.is_null());
@@ -104,7 +112,9 @@ pub(crate) fn check_vote(board: &Board, value: &Value) -> std::result::Result<Co
             return Err(format!("reasons[{i}]: {why}"));
         }
     }
-    let docs = &board.context_bundle.documents;
+    let docs: Vec<crate::model::ContextDocument> =
+        board.context_bundle.readable_by(reader).cloned().collect();
+    let docs = &docs;
     for (i, c) in v.citations.iter_mut().enumerate() {
         let Some(doc) = docs.iter().find(|d| d.document_id == c.document_id) else {
             let allowed: Vec<&str> = docs.iter().map(|d| d.document_id.as_str()).collect();
@@ -141,21 +151,54 @@ mod tests {
         let mut b = crate::stage::fixtures::board(&[]);
         b.meeting_input.decision_packet.options = vec!["Read replica".into(), "Tune".into()];
         let v = |c: &str| json!({"choice": c, "confidence": "high", "reasons": ["Lag is bounded by the load test"], "citations": []});
-        let e = check_vote(&b, &v("Kafka")).unwrap_err();
+        let e = check_vote(&b, "arch", &v("Kafka")).unwrap_err();
         assert!(
             e.contains("\"Kafka\" is not one of the options") && e.contains("\"Read replica\""),
             "{e}"
         );
         assert_eq!(
-            check_vote(&b, &v("read  REPLICA")).unwrap().choice,
+            check_vote(&b, "arch", &v("read  REPLICA")).unwrap().choice,
             "Read replica"
         );
         assert_eq!(
-            check_vote(&b, &v("None of these")).unwrap().choice,
+            check_vote(&b, "arch", &v("None of these")).unwrap().choice,
             NONE_OF_THESE
         );
         let mut empty = v("Tune");
         empty["reasons"] = json!([]);
-        assert!(check_vote(&b, &empty).unwrap_err().starts_with("reasons:"));
+        assert!(check_vote(&b, "arch", &empty)
+            .unwrap_err()
+            .starts_with("reasons:"));
+    }
+
+    /// A member cites only what it reads: a document only another reads is refused in its
+    /// vote (and its schema offers it none of them); its reader's vote takes it.
+    #[test]
+    fn a_vote_cites_only_documents_its_member_reads() {
+        let mut b = crate::stage::fixtures::board(&[]);
+        b.meeting_input.decision_packet.options = vec!["Read replica".into(), "Tune".into()];
+        b.context_bundle.documents = vec![crate::model::ContextDocument {
+            document_id: "vendor.md".into(),
+            source_path: "vendor.md".into(),
+            source_type: crate::model::DocumentSource::File,
+            purpose: String::new(),
+            excerpt: "Replicas cost 900 EUR a month.".into(),
+            char_count: 30,
+            shown_chars: None,
+            redactions: 0,
+            readers: vec!["biz".into()],
+        }];
+        let v = json!({"choice": "Tune", "confidence": "high", "reasons": ["Replicas cost too much"],
+            "citations": [{"document_id": "vendor.md", "source_path": "vendor.md", "quote": "900 EUR a month"}]});
+        let e = check_vote(&b, "arch", &v).unwrap_err();
+        assert!(
+            e.starts_with("citations[0].document_id: \"vendor.md\""),
+            "{e}"
+        );
+        assert!(check_vote(&b, "biz", &v).is_ok());
+        let arch = vote_expected_json(&b, "arch").schema;
+        assert!(!arch.to_string().contains("vendor.md"), "{arch}");
+        let biz = vote_expected_json(&b, "biz").schema;
+        assert!(biz.to_string().contains("vendor.md"), "{biz}");
     }
 }

@@ -42,7 +42,7 @@ impl Asker for CouncilAsk<'_> {
             CouncilPhase::Rank => {
                 check_ranking(self.board, self.name, value).map(CouncilAnswer::Ranking)
             }
-            _ => check_vote(self.board, value).map(CouncilAnswer::Vote),
+            _ => check_vote(self.board, self.name, value).map(CouncilAnswer::Vote),
         }
     }
 
@@ -97,7 +97,7 @@ pub(super) fn council_call(
     let phase = council::active(board).unwrap_or(CouncilPhase::Vote);
     let expect = match phase {
         CouncilPhase::Rank => council::rank_expected_json(board, &name),
-        _ => council::vote_expected_json(board),
+        _ => council::vote_expected_json(board, &name),
     };
     let request = Request {
         caller: name.clone(),

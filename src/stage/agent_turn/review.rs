@@ -37,7 +37,7 @@ impl Asker for ReviewAsk<'_> {
         json: Result<&Value, &NoJson>,
     ) -> std::result::Result<ReviewVerdict, String> {
         let value = json.map_err(|e| format!("the reply was {}", e.what()))?;
-        check_verdict(self.board, value)
+        check_verdict(self.board, self.name, value)
     }
 
     fn correction(&self, error: &String) -> Result<String> {
@@ -84,7 +84,7 @@ pub(super) fn review_call(
         caller: name.clone(),
         system: meeting_system()?,
         messages: vec![reviewer_message(board, &name, client.schema_in_prompt())?],
-        expect: Some(verdict_expected_json(board)),
+        expect: Some(verdict_expected_json(board, &name)),
         facts: crate::meeting::prompts::facts(board),
     };
     let opts = &opts.or_max_tokens(default_max_tokens::AGENT_TURN);
