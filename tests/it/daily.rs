@@ -574,6 +574,19 @@ fn a_document_with_readers_reaches_only_their_prompts() {
         seen.entry(caller).or_insert(Vec::new()).push(fenced);
     }
     assert!(seen["biz"].iter().all(|f| *f), "{seen:?}");
+    // The holder is told to say what only it knows; the others are not.
+    let said = |who: &str| {
+        log.lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|c| c["caller"] == who)
+            .all(|c| {
+                c["messages"][0]["content"]
+                    .as_str()
+                    .unwrap()
+                    .contains("First state what your own documents say")
+            })
+    };
+    assert!(said("biz") && !said("arch"), "the holder's rule");
     assert!(seen["arch"].iter().all(|f| !*f), "{seen:?}");
     assert!(seen["pm"].iter().all(|f| !*f), "{seen:?}");
     // The packet says who reads it.

@@ -168,6 +168,12 @@ pub fn agent_user_message(
                 .readable_by(&call.target_agent)
                 .next()
                 .is_some(),
+            // A holder of documents others do not read is told to say what only it knows
+            // (docs/design/context.md#documents-only-some-participants-read).
+            "holds_documents": !board
+                .context_bundle
+                .own_documents(&call.target_agent)
+                .is_empty(),
             "schema_in_prompt": schema_in_prompt,
             "prompt": call.prompt,
         }),
