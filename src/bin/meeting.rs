@@ -26,11 +26,12 @@ use clap::{ArgMatches, CommandFactory, Parser};
 meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    \
 --provider replay --cassette meetings/demo.cassette.jsonl --trace-id demo\n  \
 OPENAI_API_KEY=sk-... meeting -a arch,biz -m gpt-4o-mini \"Adopt Rust for ingest?\"\n  \
-meeting -a arch,biz --provider sample \"Adopt Rust for ingest?\"   # no key, no model\n  \
+meeting --provider sample --doc notes.md \"Adopt Rust for ingest?\"   # no key, no model\n  \
 echo \"Adopt Rust?\" | OPENAI_API_KEY=sk-... meeting -a arch,biz   # the topic on stdin\n  \
 meeting resume runs/demo        # go on with a stopped meeting\n  \
+meeting list                    # the meetings held here, newest first\n  \
 meeting list-agents             # the agents you can name, and where each is\n\n\
-The modes (resume, fork, compare, show-config, list-agents) are subcommands, each with its own\n\
+The modes (resume, fork, compare, show-config, list-agents, list, show) are subcommands, each with its own\n\
 --help; the flag spellings --resume DIR, --fork DIR, --compare A B, --show-config and\n\
 --list-agents still work. A topic that is a mode's name is given with --topic.",
     args_conflicts_with_subcommands = true,
