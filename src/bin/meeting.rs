@@ -26,7 +26,7 @@ use clap::{ArgMatches, CommandFactory, Parser};
 meeting --meeting-file meetings/demo.yaml --agents arch,biz \\\n    \
 --provider replay --cassette meetings/demo.cassette.jsonl --trace-id demo\n  \
 OPENAI_API_KEY=sk-... meeting -a arch,biz -m gpt-4o-mini \"Adopt Rust for ingest?\"\n  \
-meeting --provider sample --doc notes.md \"Adopt Rust for ingest?\"   # no key, no model\n  \
+meeting --provider sample --doc meetings/demo/overview.md \"Adopt Rust?\"   # no key\n  \
 echo \"Adopt Rust?\" | OPENAI_API_KEY=sk-... meeting -a arch,biz   # the topic on stdin\n  \
 meeting resume runs/demo        # go on with a stopped meeting\n  \
 meeting list                    # the meetings held here, newest first\n  \
