@@ -84,6 +84,11 @@ struct RunArgs {
     topic_arg: Option<String>,
     #[command(flatten)]
     context: ContextArgs,
+    /// Every participant reads every document, cut to the context budget, even where they do
+    /// not fit together [default: such documents are divided among the participants, each
+    /// reading its share whole, the PM told who holds what]
+    #[arg(long, help_heading = "Input")]
+    share_docs: bool,
     #[command(flatten)]
     board: BoardArgs,
     /// The meeting's options as one JSON object, as an MCP tool or a batch line gives them
@@ -278,6 +283,7 @@ fn start_request(args: RunArgs, matches: &ArgMatches) -> Result<Request, Error> 
     let new = NewMeeting {
         source,
         context: args.context.into_settings(),
+        share_docs: args.share_docs,
         template: args.template,
         board,
         llm: agent_meeting::llm::LlmConfig {

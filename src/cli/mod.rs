@@ -106,6 +106,8 @@ impl ContextArgs {
                     }
                 })
                 .collect(),
+            // `meeting` adds its panel where it collects (`driver::stages`).
+            participants: Vec::new(),
         }
     }
 }

@@ -61,6 +61,9 @@ pub struct CollectOptions {
     /// `--doc PATH[:READERS]`: files and folders collected after the meeting's own sources,
     /// under the same rules (docs/design/context.md#documents-on-the-command-line).
     pub docs: Vec<Doc>,
+    /// The meeting's participants, when known (`meeting`): documents that do not fit the
+    /// budget together are divided among them ([`summary::divide`]).
+    pub participants: Vec<String>,
 }
 
 /// A document given on the command line (`--doc PATH[:agent,agent]`): its path (absolute) and
@@ -130,6 +133,8 @@ pub struct ContextSettings {
     pub max_context_chars: Option<usize>,
     /// `--doc PATH[:READERS]` (absolute).
     pub docs: Vec<Doc>,
+    /// The meeting's participants (`meeting` knows them; `collect-context` alone does not).
+    pub participants: Vec<String>,
 }
 
 impl ContextSettings {
@@ -142,6 +147,7 @@ impl ContextSettings {
             max_context_chars: self.max_context_chars.unwrap_or(DEFAULT_MAX_CONTEXT_CHARS),
             redact: !self.no_redact,
             docs: self.docs.clone(),
+            participants: self.participants.clone(),
         }
     }
 }
@@ -178,6 +184,7 @@ impl CollectOptions {
             max_context_chars: DEFAULT_MAX_CONTEXT_CHARS,
             redact: true,
             docs: Vec::new(),
+            participants: Vec::new(),
         }
     }
 }
@@ -397,7 +404,15 @@ pub fn collect_with_notes(
     for doc in &opts.docs {
         c.source(None, &doc_source(doc))?;
     }
-    let (mut documents, skipped_paths, redactions, skipped) = c.finish();
+    let (mut documents, skipped_paths, redactions, mut skipped) = c.finish();
+    if let Some(note) = summary::divide(
+        input,
+        &mut documents,
+        &opts.participants,
+        opts.max_context_chars,
+    ) {
+        skipped.push(note);
+    }
     let (summary, reader_documents) =
         summary::summaries(input, &mut documents, opts.max_context_chars);
     Ok((

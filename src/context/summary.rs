@@ -125,6 +125,60 @@ pub fn summaries(
     (summary, blocks)
 }
 
+/// Documents that do not fit the budget together — the shared summary would cut one or leave
+/// one out — are divided among the meeting's `participants` instead, when that lets more of
+/// them be read (docs/design/context.md#documents-only-some-participants-read): each whole
+/// document goes to a reader, the largest first to the one with least to read, so each reader's
+/// share gets the budget. Only where no source names readers and there are two documents and
+/// two participants or more. Returns the line that says so.
+pub fn divide(
+    input: &MeetingInput,
+    docs: &mut [ContextDocument],
+    participants: &[String],
+    max_chars: usize,
+) -> Option<String> {
+    if participants.len() < 2 || docs.len() < 2 || docs.iter().any(|d| !d.readers.is_empty()) {
+        return None;
+    }
+    let read = |docs: &mut [ContextDocument]| -> usize {
+        summaries(input, docs, max_chars);
+        docs.iter()
+            .map(|d| d.shown_chars.unwrap_or(d.char_count))
+            .sum()
+    };
+    let shared = read(docs);
+    let whole: usize = docs.iter().map(|d| d.char_count).sum();
+    if shared >= whole {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..docs.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(docs[i].char_count));
+    let mut load = vec![0usize; participants.len()];
+    let mut divided = docs.to_vec();
+    for i in order {
+        let least = (0..load.len()).min_by_key(|&r| load[r]).unwrap_or(0);
+        load[least] += divided[i].char_count;
+        divided[i].readers = vec![participants[least].clone()];
+    }
+    let after = read(&mut divided);
+    if after <= shared {
+        // Back as they were: shown as the shared summary shows them.
+        summaries(input, docs, max_chars);
+        return None;
+    }
+    docs.clone_from_slice(&divided);
+    let n = crate::text::thousands;
+    Some(format!(
+        "the documents ({} characters) do not fit the context budget ({}) together: divided among {} \
+         — each reads its own whole, the others see who holds what ({} characters read instead of {})",
+        n(whole as u64),
+        n(max_chars as u64),
+        participants.join(", "),
+        n(after as u64),
+        n(shared as u64)
+    ))
+}
+
 /// [`build_summary`], and for each document the characters of it the summary shows when that
 /// is less than the whole file (`None`: all of it): its fair share of the budget, or 0 for one
 /// the budget omits. What a reader of the report and of the progress is told was cut.

@@ -42,6 +42,10 @@ pub struct RunSettings {
     /// collect-context's `--doc`s (absolute).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub docs: Vec<crate::context::Doc>,
+    /// `--share-docs`: every participant reads every document, cut to the budget, instead of
+    /// a division among them where they do not fit together.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub share_docs: bool,
     /// collect-context's `--max-context-chars`, when not the default.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_context_chars: Option<usize>,
@@ -144,6 +148,7 @@ pub(super) mod tests {
             allow_sensitive: true,
             no_redact: true,
             context_root: Some("/m".into()),
+            share_docs: true,
             docs: vec![crate::context::Doc {
                 path: "/m/notes.md".into(),
                 readers: vec!["biz".into()],

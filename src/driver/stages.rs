@@ -131,6 +131,11 @@ impl<'a> Stages<'a> {
             no_redact: s.no_redact,
             max_context_chars: s.max_context_chars,
             docs: s.docs.clone(),
+            participants: if s.share_docs {
+                Vec::new()
+            } else {
+                s.board.options.agents.clone()
+            },
         };
         let stage = Stage::CollectContext;
         let (packet, notes) = guarded(stage, || {

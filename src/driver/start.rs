@@ -32,6 +32,8 @@ pub struct NewMeeting {
     pub source: MeetingSource,
     /// collect-context's flags, passed on.
     pub context: crate::context::ContextSettings,
+    /// `--share-docs`: no division of the documents among the participants.
+    pub share_docs: bool,
     /// render-report's `--template`.
     pub template: Option<PathBuf>,
     /// The meeting's options as given (`max_loops`: given, it wins over the config file's).
@@ -319,6 +321,7 @@ fn settings_of(
         no_redact: new.context.no_redact,
         context_root: new.context.context_root.as_deref().map(absolute),
         docs: new.context.docs.clone(),
+        share_docs: new.share_docs,
         max_context_chars: new
             .context
             .max_context_chars

@@ -1119,14 +1119,15 @@ fn the_models_window_decides_how_much_of_a_document_is_read() {
 }
 
 /// A document the agents read only in part is named so in the report's header, with how much
-/// of it they read.
+/// of it they read (`--share-docs`: every participant reads every document, cut, rather than a
+/// share of them whole).
 #[test]
 fn the_report_says_which_documents_were_cut() {
     let work = crate::harness::Workdir::new();
     let out = crate::fixtures::meeting_cmd(
         work.path(),
         &crate::fixtures::demo_cassette(),
-        &["--max-context-chars", "2500"],
+        &["--max-context-chars", "2500", "--share-docs"],
     )
     .run();
     out.check(out.code() == Some(0), "the meeting");

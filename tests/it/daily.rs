@@ -648,3 +648,54 @@ fn the_start_says_what_each_call_carries() {
     assert!(others.contains(" a call)"), "priced: {line}");
     run(&["-q"]).success().stderr_lacks("each call carries");
 }
+
+/// Documents that do not fit the context budget together are divided among the participants
+/// (each reads its share whole, the PM sees who holds what) where that reads more of them;
+/// `--share-docs` keeps every document for everyone, cut.
+#[test]
+fn documents_that_do_not_fit_together_are_divided_among_the_participants() {
+    let work = Workdir::new();
+    work.write("a.md", "Alpha facts. ".repeat(250));
+    work.write("b.md", "Beta facts. ".repeat(250));
+    let run = |extra: &[&str]| {
+        work.cli("meeting")
+            .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+            .args([
+                "--provider",
+                "sample",
+                "-a",
+                "arch,biz",
+                "--report-file",
+                "-",
+            ])
+            .args([
+                "--doc",
+                "a.md",
+                "--doc",
+                "b.md",
+                "--max-context-chars",
+                "4000",
+            ])
+            .args(extra)
+            .arg("Adopt Rust?")
+            .run()
+    };
+    let divided = run(&[]);
+    divided
+        .success()
+        .stderr_has("do not fit the context budget (4,000) together: divided among arch, biz");
+    let md = divided.stdout();
+    assert!(
+        md.contains("- Documents only some participants read: `a.md`: arch; `b.md`: biz\n"),
+        "{md}"
+    );
+    assert!(!md.contains("read only in part"), "{md}");
+    let shared = run(&["--share-docs"]);
+    shared.success().stderr_lacks("divided among");
+    let md = shared.stdout();
+    assert!(
+        md.contains("- Documents the agents read only in part"),
+        "{md}"
+    );
+    assert!(!md.contains("only some participants read"), "{md}");
+}
