@@ -162,8 +162,6 @@ pub fn divide(
     }
     let after = read(&mut divided);
     if after <= shared {
-        // Back as they were: shown as the shared summary shows them.
-        summaries(input, docs, max_chars);
         return None;
     }
     docs.clone_from_slice(&divided);

@@ -251,7 +251,7 @@ pub fn table(rows: &[RunSummary]) -> String {
         let decision = r
             .decision
             .as_deref()
-            .map(|d| format!(" → {}", cut(d, 40)))
+            .map(|d| format!(" → {}", crate::text::cut(d, 41)))
             .unwrap_or_default();
         out.push_str(&format!(
             "{started:<16}  {:<11}  {:>5}  {:>7}  {cost:>6}  {:<id_width$}  {}{decision}\n",
@@ -259,18 +259,10 @@ pub fn table(rows: &[RunSummary]) -> String {
             r.loops,
             r.tokens,
             r.run_id,
-            cut(&r.topic, 60),
+            crate::text::cut(&r.topic, 61),
         ));
     }
     out
-}
-
-/// `s` cut to `n` characters, an ellipsis where it was cut.
-fn cut(s: &str, n: usize) -> String {
-    match s.char_indices().nth(n) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s.to_string(),
-    }
 }
 
 /// The run folder `meeting show` means by `id`: a folder path, else a run id under `runs`.

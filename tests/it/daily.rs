@@ -377,14 +377,18 @@ fn a_meeting_not_ended_holds_its_share_of_the_days_cap() {
 /// A meeting with one participant, ana, a person (`kind: human`) no one is there to answer:
 /// it stops waiting for her (exit 4). `extra` goes on the command line.
 fn waiting_meeting(work: &Workdir, extra: &[&str]) -> crate::harness::Run {
+    waiting_cmd(work).args(extra).run()
+}
+
+/// [`waiting_meeting`]'s command, to add to before it runs.
+fn waiting_cmd(work: &Workdir) -> crate::harness::Cli {
     crate::fixtures::seat_ana(work);
-    work.cli("meeting")
-        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+    let mut cmd = work.cli("meeting");
+    cmd.env("AGENT_MEETING_NOW", crate::fixtures::NOW)
         .args(["--provider", "sample", "-a", "ana", "--trace-id", "w"])
-        .args(extra)
         .arg("Page at night?")
-        .stdin("")
-        .run()
+        .stdin("");
+    cmd
 }
 
 /// `--on-waiting CMD`: run once when the meeting stops for a person, waiting.json on its stdin
@@ -428,13 +432,9 @@ fn on_waiting_failing_or_hanging_is_only_a_warning() {
         "meeting: --on-waiting: `exit 3` failed (exit status: 3) (the meeting waits all the same)",
     );
     let work = Workdir::new();
-    crate::fixtures::seat_ana(&work);
-    let out = work
-        .cli("meeting")
+    let out = waiting_cmd(&work)
         .env("AGENT_MEETING_ON_WAITING_TIMEOUT_MS", "300")
-        .args(["--provider", "sample", "-a", "ana", "--trace-id", "w"])
-        .args(["--on-waiting", "sleep 60; touch late.txt", "Page at night?"])
-        .stdin("")
+        .args(["--on-waiting", "sleep 60; touch late.txt"])
         .run();
     out.exit(4).stderr_has("still ran after 0.3 s: stopped");
     assert!(!work.join("late.txt").exists());
@@ -449,19 +449,8 @@ fn on_waiting_comes_from_the_users_config_never_the_run_folder() {
         "cfg/agent-meeting/config.yaml",
         "on_waiting: echo x >> count.txt\n",
     );
-    crate::fixtures::seat_ana(&work);
-    work.cli("meeting")
+    waiting_cmd(&work)
         .env("XDG_CONFIG_HOME", work.join("cfg"))
-        .args([
-            "--provider",
-            "sample",
-            "-a",
-            "ana",
-            "--trace-id",
-            "w",
-            "Page at night?",
-        ])
-        .stdin("")
         .run()
         .exit(4);
     assert_eq!(work.read("count.txt"), "x\n");
@@ -498,20 +487,9 @@ fn the_guides_webhook_posts_who_is_waiting() {
     let server = crate::fake_http::FakeServer::start(vec![crate::fake_http::json(200, "ok")]);
     let work = Workdir::new();
     work.write("cfg/agent-meeting/config.yaml", block);
-    crate::fixtures::seat_ana(&work);
-    work.cli("meeting")
+    waiting_cmd(&work)
         .env("XDG_CONFIG_HOME", work.join("cfg"))
         .env("WEBHOOK_URL", format!("{}/hook", server.url))
-        .args([
-            "--provider",
-            "sample",
-            "-a",
-            "ana",
-            "--trace-id",
-            "w",
-            "Page at night?",
-        ])
-        .stdin("")
         .run()
         .exit(4)
         .stderr_lacks("--on-waiting");
