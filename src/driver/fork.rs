@@ -116,6 +116,8 @@ pub fn fork(parent: &Path, changes: ForkChanges, ui: Ui) -> Result<Run> {
     };
     // A fork is a meeting started today: under the day's cap as any other, not its parent's.
     settings.board.day_left_usd = None;
+    // The user's own command, as a new meeting's (the parent's folder holds none).
+    settings.on_waiting = crate::settings::on_waiting(None);
     let config = crate::settings::config::load_file(settings.config_file.as_deref())?.config;
     let day_lock = super::start::day_cap(&mut settings, &holder, &config, true, ui)?;
     let board = Stages::new(&settings).init(packet)?;

@@ -147,11 +147,7 @@ pub fn resume(dir: &Path, mut changes: ResumeChanges) -> Result<Run> {
         None => None,
     };
     let fork_at = super::fork::pending(&settings, &board);
-    settings.on_waiting = on_waiting.or_else(|| {
-        crate::settings::config::load()
-            .ok()
-            .and_then(|l| l.config.on_waiting.clone())
-    });
+    settings.on_waiting = crate::settings::on_waiting(on_waiting);
     let mut run = Run::new(folder.run, settings, board, step + 1, tally, lock);
     run.answer = answer;
     run.fork_at = fork_at;

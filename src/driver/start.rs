@@ -341,7 +341,7 @@ fn settings_of(
         }),
         fork: None,
         resolved: Vec::new(),
-        on_waiting: new.on_waiting.or_else(|| loaded.config.on_waiting.clone()),
+        on_waiting: crate::settings::on_waiting(new.on_waiting),
     };
     let run_dir = crate::settings::run_dir(new.run_dir, &loaded.config).0;
     Ok((settings, run_dir, numbered_from, default_report, shown))

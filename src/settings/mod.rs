@@ -286,6 +286,18 @@ pub fn init_args(
     }
 }
 
+/// The command run when a meeting waits for a person: `--on-waiting`, else the user's own
+/// config file's `on_waiting` — never a run folder's copy (a folder restores no command,
+/// docs/design/agent-turn.md#a-ping-when-a-person-is-needed). A broken user config gives none
+/// here: the start has already refused it, and a resume must not stop on it.
+pub fn on_waiting(flag: Option<String>) -> Option<String> {
+    flag.or_else(|| {
+        config::load()
+            .ok()
+            .and_then(|l| l.config.on_waiting.clone())
+    })
+}
+
 /// The folder `--agents-dir` names, if any (kept apart for `--show-config`'s row).
 pub fn agents_dir(flag: Option<&PathBuf>, config: &Config) -> Option<Setting<PathBuf>> {
     match (flag, &config.agents_dir) {
