@@ -567,6 +567,20 @@ fn a_document_with_readers_reaches_only_their_prompts() {
     assert!(said("biz") && !said("arch"), "the holder's rule");
     assert!(seen["arch"].iter().all(|f| !*f), "{seen:?}");
     assert!(seen["pm"].iter().all(|f| !*f), "{seen:?}");
+    // A reader who is not at the table would leave the document to no one: refused.
+    work.cli("meeting")
+        .args([
+            "--provider",
+            "sample",
+            "-a",
+            "arch",
+            "--doc",
+            "vendor.md:bob",
+            "T?",
+        ])
+        .run()
+        .exit(2)
+        .stderr_has("\"bob\" reads vendor.md but is not a participant (participants: arch)");
     // The packet says who reads it.
     let packet: serde_json::Value =
         serde_json::from_str(&work.read("runs/r/0001-collect-context.out.json")).unwrap();
