@@ -26,9 +26,7 @@ AGENT = """name: {name}
 role: Group member {n}
 description: A member of the group deciding; holds facts of their own.
 system_prompt: |
-  You are one member of a group making a decision together. First state the facts you know that
-  the whiteboard and the shared documents do not show, quoting your own documents; then answer
-  the question. Never invent a fact.
+  You are one member of a group making a decision together.
 input_schema:
   type: object
   properties:
@@ -173,7 +171,10 @@ def convert(tasks, out):
                 with open(path, "w", encoding="utf-8") as f:
                     f.write(AGENT.format(name=m, n=m.split("-")[1]))
         keys[case] = {"reference": correct(task, answers, where), "required_questions": [],
-                      "quotes": [], "why": "HiddenBench's correct_answer"}
+                      "quotes": [], "why": "HiddenBench's correct_answer",
+                      # Who holds which fact: run.py counts the holders a meeting asked and
+                      # those who said their fact.
+                      "hidden_facts": {m: own for m, own in holders}}
     with open(os.path.join(out, "keys.json"), "w", encoding="utf-8") as f:
         json.dump({"_note": "converted by bench/quality/hiddenbench.py; never read by a meeting",
                    "cases": keys}, f, indent=1, ensure_ascii=False)

@@ -73,6 +73,11 @@ class Runner:
         # The agents of converted cases (hiddenbench.py), beside them.
         agents = os.path.join(args.cases_dir, "agents") if args.cases_dir else ""
         self.agents = ["--agents-dir", os.path.abspath(agents)] if agents and os.path.isdir(agents) else []
+        self.rep = 1
+
+    def dir_of(self, case, name):
+        """A run's own folder (the repetition's number when --runs is above 1)."""
+        return os.path.join(self.work, case if self.rep == 1 else f"{case}.run{self.rep}", name)
 
     def prog(self, name):
         return os.path.join(self.bin, name)
@@ -112,7 +117,7 @@ class Runner:
         mf = os.path.join(CASES_DIR, case, file)
         if not os.path.exists(mf):
             return {"error": NOT_AVAILABLE}
-        d = os.path.join(self.work, case, name)
+        d = self.dir_of(case, name)
         os.makedirs(d, exist_ok=True)
         log = os.path.join(d, "llm.jsonl")
         flags = self.llm_flags(case, name if name == "single" or not self.args.offline
@@ -149,7 +154,7 @@ class Runner:
 
     def meeting(self, case, name, budget, council=False):
         mf = os.path.join(CASES_DIR, case, "meeting.yaml")
-        d = os.path.join(self.work, case, name)
+        d = self.dir_of(case, name)
         os.makedirs(d, exist_ok=True)
         log = os.path.join(d, "llm.jsonl")
         flags = self.llm_flags(case, name, log)
@@ -248,42 +253,93 @@ def council_available(runner):
     return rc == 0 and b"--council" in out
 
 
-def summarize(results, modes):
-    rows = []
-    for mode in modes:
-        gs = [r["modes"][mode] for r in results]
-        if all(g.get("error") == NOT_AVAILABLE for g in gs):
-            rows.append({"mode": mode, "available": False})
-            continue
-        ok = [g for g in gs if "error" not in g]
-        n = len(gs)
+def holders_heard(log, hidden_facts):
+    """The distributed condition's own measure (issue #58): of the members who hold a fact of
+    their own, how many the meeting asked, and how many of those said it — most of the fact's
+    words (four letters or more) in one of their replies (response, key points, quotes)."""
+    said, asked = collections.defaultdict(str), set()
+    if log and os.path.exists(log):
+        with open(log, encoding="utf-8") as f:
+            for line in f:
+                e = json.loads(line)
+                if e.get("caller") not in hidden_facts or e.get("error"):
+                    continue
+                asked.add(e["caller"])
+                try:
+                    r = json.loads(e.get("response") or "")
+                except json.JSONDecodeError:
+                    r = {"response": e.get("response") or ""}
+                if isinstance(r, dict):
+                    parts = [r.get("response")] + list(r.get("key_points") or []) + [
+                        c.get("quote") for c in r.get("citations") or [] if isinstance(c, dict)]
+                    said[e["caller"]] += " " + " ".join(p for p in parts if isinstance(p, str))
 
-        def mean(field):
-            vals = [g[field] for g in ok if g.get(field) is not None]
-            return round(sum(vals) / len(vals), 3) if vals else None
-        req = sum(g["required_answered"] for g in ok)
-        req_total = sum(g["required_total"] for g in ok)
-        costs = [g.get("cost_usd") for g in ok]
-        rows.append({
-            "mode": mode, "available": True, "cases": n, "failed": n - len(ok),
-            "correct": sum(1 for g in ok if g["correct"]),
-            # A real choice only: the sample's placeholder and a fallback report decide nothing,
-            # and "none of these" is counted apart (a run that found no option right).
-            "decided": sum(1 for g in ok if g.get("report_kind") != "fallback"
-                           and grade.is_decision(g.get("choice"))),
-            "none_of_these": sum(1 for g in ok if g.get("report_kind") != "fallback"
-                                 and grade.is_none_of_these(g.get("choice"))),
-            "required_answered": round(req / req_total, 3) if req_total else None,
-            "citation_precision": mean("citation_precision"),
-            "citation_recall": mean("citation_recall"),
-            # The oracle gap: someone at the table (a participant, a council member, another
-            # sample) named the reference option, but the decision did not take it.
-            "oracle_gap": sum(1 for g in ok if g.get("reference_proposed") and not g["correct"]),
-            "calls": sum(g["calls"] for g in ok), "tokens": sum(g["tokens"] for g in ok),
-            "wall_s": (round(sum(g["wall_s"] for g in ok), 1)
-                       if ok and all(g.get("wall_s") is not None for g in ok) else None),
-            "cost_usd": round(sum(costs), 6) if ok and all(c is not None for c in costs) else None,
-        })
+    def states(text, fact):
+        words = {w for w in grade.norm(fact).split(" ") if len(w) >= 4}
+        have = set(grade.norm(text).split(" "))
+        return bool(words) and len(words & have) * 10 >= len(words) * 6
+    stated = [m for m in asked if any(states(said[m], f) for f in hidden_facts[m])]
+    return {"holders": len(hidden_facts), "asked": len(asked), "stated": len(stated)}
+
+
+def summarize_run(results, mode):
+    """One mode's row over one run's cases."""
+    gs = [r["modes"][mode] for r in results]
+    if all(g.get("error") == NOT_AVAILABLE for g in gs):
+        return {"mode": mode, "available": False}
+    ok = [g for g in gs if "error" not in g]
+    n = len(gs)
+
+    def mean(field):
+        vals = [g[field] for g in ok if g.get(field) is not None]
+        return round(sum(vals) / len(vals), 3) if vals else None
+    req = sum(g["required_answered"] for g in ok)
+    req_total = sum(g["required_total"] for g in ok)
+    costs = [g.get("cost_usd") for g in ok]
+    heard = [g["holders"] for g in ok if g.get("holders")]
+    row = {
+        "mode": mode, "available": True, "cases": n, "failed": n - len(ok),
+        "correct": sum(1 for g in ok if g["correct"]),
+        # A real choice only: the sample's placeholder and a fallback report decide nothing,
+        # and "none of these" is counted apart (a run that found no option right).
+        "decided": sum(1 for g in ok if g.get("report_kind") != "fallback"
+                       and grade.is_decision(g.get("choice"))),
+        "none_of_these": sum(1 for g in ok if g.get("report_kind") != "fallback"
+                             and grade.is_none_of_these(g.get("choice"))),
+        "required_answered": round(req / req_total, 3) if req_total else None,
+        "citation_precision": mean("citation_precision"),
+        "citation_recall": mean("citation_recall"),
+        # The oracle gap: someone at the table (a participant, a council member, another
+        # sample) named the reference option, but the decision did not take it.
+        "oracle_gap": sum(1 for g in ok if g.get("reference_proposed") and not g["correct"]),
+        "calls": sum(g["calls"] for g in ok), "tokens": sum(g["tokens"] for g in ok),
+        "wall_s": (round(sum(g["wall_s"] for g in ok), 1)
+                   if ok and all(g.get("wall_s") is not None for g in ok) else None),
+        "cost_usd": round(sum(costs), 6) if ok and all(c is not None for c in costs) else None,
+    }
+    if heard:
+        for f in ("holders", "asked", "stated"):
+            row["holders_" + f] = sum(h[f] for h in heard)
+    return row
+
+
+def summarize(results, modes):
+    """A row a mode. With repetitions (--runs), each field is the list of its values run by
+    run (`per_run` holds the rows), so the table can show the mean and the range."""
+    runs = sorted({r.get("run", 1) for r in results})
+    if len(runs) <= 1:
+        return [summarize_run(results, m) for m in modes]
+    rows = []
+    for m in modes:
+        per = [summarize_run([r for r in results if r.get("run", 1) == k], m) for k in runs]
+        if not all(p["available"] for p in per):
+            rows.append({"mode": m, "available": False})
+            continue
+        row = {"mode": m, "available": True, "runs": len(per), "per_run": per}
+        for f in per[0]:
+            if f not in ("mode", "available"):
+                row[f] = [p.get(f) for p in per]
+        rows.append(row)
     return rows
 
 
@@ -291,21 +347,57 @@ def pct(x):
     return "–" if x is None else f"{100 * x:.0f}%"
 
 
+def spread(v, fmt=str, suffix=""):
+    """One cell: the value, or over several runs the mean and the range, `2.3/4 (2–3)`; the
+    same value in every run is shown once."""
+    if not isinstance(v, list):
+        return fmt(v) + suffix
+    vals = [x for x in v if x is not None]
+    if not vals:
+        return fmt(None) + suffix
+    if len(set(vals)) == 1:
+        return fmt(vals[0]) + suffix
+    return f"{fmt(sum(vals) / len(vals))}{suffix} ({fmt(min(vals))}–{fmt(max(vals))})"
+
+
+def total(v):
+    """A count over every run (the holders columns: people asked, summed)."""
+    return sum(x for x in v if x is not None) if isinstance(v, list) else v
+
+
+def num(x):
+    if x is None:
+        return "–"
+    return f"{x:.1f}".removesuffix(".0") if isinstance(x, float) else str(x)
+
+
 def table(rows):
+    holders = any(r.get("holders_holders") for r in rows)
     out = ["| Mode | Correct | Decided | None of these | Oracle gap | Required questions answered "
-           "| Citation precision | Citation recall | Calls | Tokens | Cost | Wall | Failed runs |",
-           "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+           "| Citation precision | Citation recall | Calls | Tokens | Cost | Wall | Failed runs |"
+           + (" Holders asked | Said their fact |" if holders else ""),
+           "|---|---|---|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if holders else "")]
     for r in rows:
         if not r["available"]:
-            out.append(f"| {r['mode']} | {NOT_AVAILABLE} | | | | | | | | | | | |")
+            out.append(f"| {r['mode']} | {NOT_AVAILABLE} | | | | | | | | | | | |" + (" | |" if holders else ""))
             continue
-        cost = "unpriced" if r["cost_usd"] is None else f"${r['cost_usd']:.4f}"
-        wall = "–" if r.get("wall_s") is None else f"{r['wall_s']:.0f} s"
-        out.append(f"| {r['mode']} | {r['correct']}/{r['cases']} | {r['decided']}/{r['cases']} "
-                   f"| {r['none_of_these']}/{r['cases']} "
-                   f"| {r.get('oracle_gap', 0)} | {pct(r['required_answered'])} "
-                   f"| {pct(r['citation_precision'])} | {pct(r['citation_recall'])} | {r['calls']} "
-                   f"| {r['tokens']} | {cost} | {wall} | {r['failed']} |")
+        cost = spread(r["cost_usd"], lambda c: "unpriced" if c is None else f"${c:.4f}")
+        wall = spread(r.get("wall_s"), lambda w: "–" if w is None else f"{w:.0f} s")
+        cases = r["cases"][0] if isinstance(r["cases"], list) else r["cases"]
+        line = (f"| {r['mode']} | {spread(r['correct'], num, f'/{cases}')} "
+                f"| {spread(r['decided'], num, f'/{cases}')} "
+                f"| {spread(r['none_of_these'], num, f'/{cases}')} "
+                f"| {spread(r.get('oracle_gap', 0), num)} | {spread(r['required_answered'], pct)} "
+                f"| {spread(r['citation_precision'], pct)} | {spread(r['citation_recall'], pct)} "
+                f"| {spread(r['calls'], num)} | {spread(r['tokens'], num)} | {cost} | {wall} "
+                f"| {spread(r['failed'], num)} |")
+        if holders:
+            if r.get("holders_holders"):
+                line += (f" {total(r['holders_asked'])}/{total(r['holders_holders'])} "
+                         f"| {total(r['holders_stated'])}/{total(r['holders_asked'])} |")
+            else:
+                line += " – | – |"
+        out.append(line)
     return "\n".join(out)
 
 
@@ -321,6 +413,9 @@ def main():
     ap.add_argument("--provider", default="")
     ap.add_argument("--model", default="")
     ap.add_argument("--k", type=int, default=5, help="self-consistency samples (default 5)")
+    ap.add_argument("--runs", type=int, default=1,
+                    help="run every mode over every case R times (default 1); the table shows each "
+                         "cell's mean and its range over the runs")
     ap.add_argument("--budget", type=int, default=0, help="token budget per case (default: FACTOR x the single call's tokens)")
     ap.add_argument("--budget-factor", type=int, default=16, help="the budget in single calls (default 16)")
     ap.add_argument("--max-loops", type=int, default=4, help="meeting and council loop limit")
@@ -381,70 +476,80 @@ def main():
     has_council = council_available(runner)
     results = []
     try:
-        for n, case in enumerate(ids, 1):
-            t0 = time.monotonic()
-            mf = os.path.join(CASES_DIR, case, "meeting.yaml")
-            options = grade.options_of(mf)
-            key = keys[case]
-            modes_out, logs = {}, {}
-            single_raw = runner.timed(runner.single, case, "single") if {"single", "sc"} & set(modes) or not args.budget else None
-            single = graded(single_raw, key, options) if single_raw else None
-            logs["single"] = (single_raw or {}).get("log")
-            one = (single or {}).get("tokens", 0)
-            budget = args.budget or max(args.budget_factor * one, 1)
-            k = max(1, min(args.k, budget // one)) if one else args.k
-            if "single" in modes:
-                modes_out["single"] = single
-            if "sc" in modes:
-                samples = [single]
-                for i in range(2, k + 1):
-                    raw = runner.timed(runner.single, case, f"sc-{i}")
-                    logs[f"sc-{i}"] = raw.get("log")
-                    samples.append(graded(raw, key, options))
-                modes_out["sc"] = vote(samples, options)
-            if "meeting" in modes:
-                raw = runner.timed(runner.meeting, case, "meeting", budget)
-                logs["meeting"] = raw.get("log")
-                modes_out["meeting"] = graded(raw, key, options)
-            if "council" in modes:
-                if not has_council:
-                    modes_out["council"] = {"error": NOT_AVAILABLE}
-                else:
-                    raw = runner.timed(runner.meeting, case, "council", budget, council=True)
-                    logs["council"] = raw.get("log")
-                    # Offline, a council with no recorded cassette is not available either.
-                    modes_out["council"] = ({"error": NOT_AVAILABLE}
-                                            if raw.get("error") == "no cassette"
+        for rep in range(1, max(1, args.runs) + 1):
+            # Run-major: a run stopped half way keeps whole runs over every case before it.
+            runner.rep = rep
+            for n, case in enumerate(ids, 1):
+                t0 = time.monotonic()
+                mf = os.path.join(CASES_DIR, case, "meeting.yaml")
+                options = grade.options_of(mf)
+                key = keys[case]
+                modes_out, logs = {}, {}
+                single_raw = runner.timed(runner.single, case, "single") if {"single", "sc"} & set(modes) or not args.budget else None
+                single = graded(single_raw, key, options) if single_raw else None
+                logs["single"] = (single_raw or {}).get("log")
+                one = (single or {}).get("tokens", 0)
+                budget = args.budget or max(args.budget_factor * one, 1)
+                k = max(1, min(args.k, budget // one)) if one else args.k
+                if "single" in modes:
+                    modes_out["single"] = single
+                if "sc" in modes:
+                    samples = [single]
+                    for i in range(2, k + 1):
+                        raw = runner.timed(runner.single, case, f"sc-{i}")
+                        logs[f"sc-{i}"] = raw.get("log")
+                        samples.append(graded(raw, key, options))
+                    modes_out["sc"] = vote(samples, options)
+                if "meeting" in modes:
+                    raw = runner.timed(runner.meeting, case, "meeting", budget)
+                    logs["meeting"] = raw.get("log")
+                    modes_out["meeting"] = graded(raw, key, options)
+                if "council" in modes:
+                    if not has_council:
+                        modes_out["council"] = {"error": NOT_AVAILABLE}
+                    else:
+                        raw = runner.timed(runner.meeting, case, "council", budget, council=True)
+                        logs["council"] = raw.get("log")
+                        # Offline, a council with no recorded cassette is not available either.
+                        modes_out["council"] = ({"error": NOT_AVAILABLE}
+                                                if raw.get("error") == "no cassette"
+                                                else graded(raw, key, options))
+                if "ceiling" in modes:
+                    raw = runner.timed(runner.single, case, "ceiling", "ceiling.yaml")
+                    logs["ceiling"] = raw.get("log")
+                    modes_out["ceiling"] = ({"error": NOT_AVAILABLE}
+                                            if raw.get("error") in (NOT_AVAILABLE, "no cassette")
                                             else graded(raw, key, options))
-            if "ceiling" in modes:
-                raw = runner.timed(runner.single, case, "ceiling", "ceiling.yaml")
-                logs["ceiling"] = raw.get("log")
-                modes_out["ceiling"] = ({"error": NOT_AVAILABLE}
-                                        if raw.get("error") in (NOT_AVAILABLE, "no cassette")
-                                        else graded(raw, key, options))
-            if args.record:
-                for name, log in logs.items():
-                    to_cassette(log, os.path.join(args.record, case, name + ".jsonl"))
-                single_c = os.path.join(args.record, case, "single.jsonl")
-                for name in logs:
-                    # A sample identical to the single call is not kept: offline it replays
-                    # the single call's cassette (_sc_cassette).
-                    own = os.path.join(args.record, case, name + ".jsonl")
-                    if name.startswith("sc-") and os.path.exists(own) and os.path.exists(single_c):
-                        with open(own, "rb") as a, open(single_c, "rb") as b:
-                            if a.read() == b.read():
-                                os.unlink(own)
-            entry = {"case": case, "reference": key["reference"], "budget_tokens": budget,
-                     "modes": modes_out}
-            if not args.offline:
-                entry["seconds"] = round(time.monotonic() - t0, 1)
-            results.append(entry)
-            marks = " ".join(
-                f"{m}={'n/a' if g.get('error') == NOT_AVAILABLE else ('ERR' if 'error' in g else ('ok' if g['correct'] else 'x'))}"
-                for m, g in modes_out.items())
-            save(args, modes, results)
-            print(f"[{n}/{len(ids)}] {case}: {marks} (budget {budget} tokens, "
-                  f"{time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True)
+                if args.record:
+                    for name, log in logs.items():
+                        to_cassette(log, os.path.join(args.record, case, name + ".jsonl"))
+                    single_c = os.path.join(args.record, case, "single.jsonl")
+                    for name in logs:
+                        # A sample identical to the single call is not kept: offline it replays
+                        # the single call's cassette (_sc_cassette).
+                        own = os.path.join(args.record, case, name + ".jsonl")
+                        if name.startswith("sc-") and os.path.exists(own) and os.path.exists(single_c):
+                            with open(own, "rb") as a, open(single_c, "rb") as b:
+                                if a.read() == b.read():
+                                    os.unlink(own)
+                entry = {"case": case, "reference": key["reference"], "budget_tokens": budget,
+                         "modes": modes_out}
+                if args.runs > 1:
+                    entry["run"] = rep
+                if key.get("hidden_facts"):
+                    # The distributed condition: which holders the meeting asked, which said their fact.
+                    for m in ("meeting", "council"):
+                        if logs.get(m) and "error" not in modes_out.get(m, {"error": 1}):
+                            modes_out[m]["holders"] = holders_heard(logs[m], key["hidden_facts"])
+                if not args.offline:
+                    entry["seconds"] = round(time.monotonic() - t0, 1)
+                results.append(entry)
+                marks = " ".join(
+                    f"{m}={'n/a' if g.get('error') == NOT_AVAILABLE else ('ERR' if 'error' in g else ('ok' if g['correct'] else 'x'))}"
+                    for m, g in modes_out.items())
+                save(args, modes, results)
+                print(f"[{'run ' + str(rep) + ' ' if args.runs > 1 else ''}{n}/{len(ids)}] {case}: {marks} (budget {budget} tokens, "
+                      f"{time.monotonic() - t0:.1f} s)", file=sys.stderr, flush=True)
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -476,7 +581,7 @@ def run_record(args):
             "model": args.model, "server": server, "setup": args.setup,
             "flags": args.flags, "k": args.k, "budget_factor": args.budget_factor,
             "budget": args.budget or None, "max_loops": args.max_loops,
-            "max_parallel": args.max_parallel, "seed": None}
+            "max_parallel": args.max_parallel, "runs": args.runs, "seed": None}
 
 
 def save(args, modes, results):
@@ -497,7 +602,10 @@ def save(args, modes, results):
 
 def print_table(doc):
     who = "offline replay" if doc["offline"] else f"{doc['provider']} {doc['model']}".strip()
-    print(f"## Decision quality: {len(doc['cases'])} case(s), {who}, k={doc['k']}\n")
+    ids = list(dict.fromkeys(c["case"] for c in doc["cases"]))
+    runs = len({c.get("run", 1) for c in doc["cases"]})
+    print(f"## Decision quality: {len(ids)} case(s){f' × {runs} runs (mean, range)' if runs > 1 else ''}, "
+          f"{who}, k={doc['k']}\n")
     print(table(doc["summary"]))
     run = doc.get("run")
     if run:
@@ -506,7 +614,7 @@ def print_table(doc):
               f"{'; ' + run['setup'] if run['setup'] else ''}; flags {' '.join(run['flags']) or '(none)'}; "
               f"k={run['k']}, budget {run['budget'] or str(run['budget_factor']) + ' single calls'}, "
               f"max loops {run['max_loops']}, max parallel {run['max_parallel']}; seed: none sent "
-              f"(the server's own). Cases: {', '.join(c['case'] for c in doc['cases'])}.")
+              f"(the server's own). Cases: {', '.join(ids)}.")
 
 
 if __name__ == "__main__":

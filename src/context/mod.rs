@@ -391,12 +391,15 @@ pub fn collect_with_notes(
         }
         None => default_context_root(&base),
     };
+    // Read up to a budget per participant: a file too large for one call can then be divided
+    // into parts among them (summary::divide); what is not divided is cut back to one budget.
     let mut c = Collector::new(
         root,
         base,
         opts.allow_sensitive,
         opts.redact,
-        opts.max_context_chars,
+        opts.max_context_chars
+            .saturating_mul(opts.participants.len().max(1)),
     );
     for (i, source) in input.context_sources.iter().enumerate() {
         c.source(Some(i), source)?;
@@ -412,6 +415,11 @@ pub fn collect_with_notes(
         opts.max_context_chars,
     ) {
         skipped.push(note);
+    }
+    for d in documents.iter_mut() {
+        if let Some((end, _)) = d.excerpt.char_indices().nth(opts.max_context_chars) {
+            d.excerpt.truncate(end);
+        }
     }
     let (summary, reader_documents) =
         summary::summaries(input, &mut documents, opts.max_context_chars);

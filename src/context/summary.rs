@@ -127,17 +127,18 @@ pub fn summaries(
 
 /// Documents that do not fit the budget together — the shared summary would cut one or leave
 /// one out — are divided among the meeting's `participants` instead, when that lets more of
-/// them be read (docs/design/context.md#documents-only-some-participants-read): each whole
-/// document goes to a reader, the largest first to the one with least to read, so each reader's
-/// share gets the budget. Only where no source names readers and there are two documents and
-/// two participants or more. Returns the line that says so.
+/// them be read (docs/design/context.md#documents-only-some-participants-read): a document
+/// larger than one reader's block can hold is first cut into parts at line ends, as few as fit
+/// ([`parts`]); then each whole document or part goes to a reader, the largest first to the one
+/// with least to read, so each reader's share gets the budget. Only where no source names
+/// readers and there are two participants or more. Returns the line that says so.
 pub fn divide(
     input: &MeetingInput,
-    docs: &mut [ContextDocument],
+    docs: &mut Vec<ContextDocument>,
     participants: &[String],
     max_chars: usize,
 ) -> Option<String> {
-    if participants.len() < 2 || docs.len() < 2 || docs.iter().any(|d| !d.readers.is_empty()) {
+    if participants.len() < 2 || docs.is_empty() || docs.iter().any(|d| !d.readers.is_empty()) {
         return None;
     }
     let read = |docs: &mut [ContextDocument]| -> usize {
@@ -151,10 +152,20 @@ pub fn divide(
     if shared >= whole {
         return None;
     }
-    let mut order: Vec<usize> = (0..docs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(docs[i].char_count));
+    // What one reader's block holds: the budget less the shared summary (the brief alone, once
+    // every document has readers) and a fence's room.
+    let brief = len(&summary_and_shown(input, &[], max_chars).0);
+    let holds = max_chars.saturating_sub(brief + 2 + 600).max(1);
+    let mut divided: Vec<ContextDocument> = docs
+        .iter()
+        .flat_map(|d| parts(d, len(&d.excerpt).div_ceil(holds)))
+        .collect();
+    if divided.len() < 2 {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..divided.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(divided[i].char_count));
     let mut load = vec![0usize; participants.len()];
-    let mut divided = docs.to_vec();
     for i in order {
         let least = (0..load.len()).min_by_key(|&r| load[r]).unwrap_or(0);
         load[least] += divided[i].char_count;
@@ -164,17 +175,92 @@ pub fn divide(
     if after <= shared {
         return None;
     }
-    docs.clone_from_slice(&divided);
+    let cut: Vec<String> = docs
+        .iter()
+        .filter_map(|d| {
+            let n = divided
+                .iter()
+                .filter(|p| p.source_path == d.source_path)
+                .count();
+            (n > 1).then(|| format!("{} in {n} parts", d.document_id))
+        })
+        .collect();
+    *docs = divided;
     let n = crate::text::thousands;
     Some(format!(
-        "the documents ({} characters) do not fit the context budget ({}) together: divided among {} \
+        "the documents ({} characters) do not fit the context budget ({}) together: divided among {}{} \
          — each reads its own whole, the others see who holds what ({} characters read instead of {})",
         n(whole as u64),
         n(max_chars as u64),
         participants.join(", "),
+        if cut.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", cut.join(", "))
+        },
         n(after as u64),
         n(shared as u64)
     ))
+}
+
+/// `doc` cut into `k` parts of about equal size, each at a line end where one falls in the
+/// second half of its part, each a document of its own: `ID#1` … `ID#k`, the same source path,
+/// its purpose saying which part and which lines. One part: the document as it is. The last
+/// part also counts what the excerpt did not read of the file, so the cut is still said.
+fn parts(doc: &ContextDocument, k: usize) -> Vec<ContextDocument> {
+    if k < 2 {
+        return vec![doc.clone()];
+    }
+    let target = len(&doc.excerpt).div_ceil(k).max(1);
+    let mut pieces: Vec<&str> = Vec::new();
+    let mut rest = doc.excerpt.as_str();
+    while pieces.len() + 1 < k && !rest.is_empty() {
+        let end = rest
+            .char_indices()
+            .nth(target)
+            .map_or(rest.len(), |(b, _)| b);
+        let head = &rest[..end];
+        let at = match head.rfind('\n') {
+            Some(nl) if len(&head[..nl]) >= target / 2 => nl + 1,
+            _ => end,
+        };
+        pieces.push(&rest[..at]);
+        rest = &rest[at..];
+    }
+    if !rest.is_empty() {
+        pieces.push(rest);
+    }
+    let k = pieces.len();
+    let mut line = 1;
+    let mut counted = 0;
+    pieces
+        .iter()
+        .enumerate()
+        .map(|(i, piece)| {
+            let lines = piece.trim_end_matches('\n').matches('\n').count();
+            let which = format!("part {} of {k}, lines {}–{}", i + 1, line, line + lines);
+            line += piece.matches('\n').count();
+            let chars = if i + 1 == k {
+                doc.char_count.saturating_sub(counted)
+            } else {
+                len(piece)
+            };
+            counted += chars;
+            ContextDocument {
+                document_id: format!("{}#{}", doc.document_id, i + 1),
+                purpose: if doc.purpose.trim().is_empty() {
+                    which
+                } else {
+                    format!("{which} — {}", doc.purpose.trim())
+                },
+                excerpt: piece.to_string(),
+                char_count: chars,
+                shown_chars: None,
+                redactions: u32::try_from(piece.matches("[REDACTED:").count()).unwrap_or(u32::MAX),
+                ..doc.clone()
+            }
+        })
+        .collect()
 }
 
 /// [`build_summary`], and for each document the characters of it the summary shows when that

@@ -43,7 +43,6 @@ pub mod transport;
 pub use build::{client_for, client_for_caller, Clients};
 pub use client::{Client, RetryPolicy, MAX_CHARS_PER_TOKEN};
 pub use config::{ConfigDefaults, LlmConfig, OpenAiApi};
-pub(crate) use notation::starting_with;
 pub use parse::parse_json_reply;
 pub use provider::{AttemptError, Provider, ProviderName, RawReply};
 pub use reply::{LlmError, NoJson, Reply, TokenUsage, CUT_OFF};

@@ -89,42 +89,13 @@ fn union(alternatives: impl Iterator<Item = Option<String>>, out: &mut String) -
     Some(())
 }
 
-/// What follows the prefix in a [`starting_with`] pattern: any character, line breaks
-/// included, written so that llama.cpp's schema-to-grammar takes it (it needs `^…$` and knows
-/// no `\s`) and a validator reading the decoded string agrees.
-const ANY_REST: &str = "(.|[\\r\\n])*$";
-
-/// The `pattern` of a string that must start with `prefix` (letters, digits, spaces and `#`
-/// only: nothing a regular expression reads otherwise), which the notation says in words
-/// (`string (starting "### Executive Summary")`) and grammar-constrained servers honour.
-pub(crate) fn starting_with(prefix: &str) -> String {
-    debug_assert!(literal(prefix), "{prefix:?} is not a plain prefix");
-    format!("^{prefix}{ANY_REST}")
-}
-
-/// The prefix a [`starting_with`] pattern holds, or `None` for any other pattern.
-fn prefix_of(pattern: &str) -> Option<&str> {
-    let prefix = pattern.strip_prefix('^')?.strip_suffix(ANY_REST)?;
-    literal(prefix).then_some(prefix)
-}
-
-fn literal(prefix: &str) -> bool {
-    !prefix.is_empty()
-        && prefix
-            .chars()
-            .all(|c| c.is_alphanumeric() || c == ' ' || c == '#')
-}
-
 /// One JSON type, with the keywords that belong to it.
 fn write_one(t: &str, map: &Map<String, Value>, keys: &[&str], out: &mut String) -> Option<()> {
-    if let (true, Some(p)) = (t == "string", map.get("pattern")) {
-        if keys.iter().any(|k| !matches!(*k, "type" | "pattern")) {
+    if let (true, Some(n)) = (t == "string", map.get("minLength")) {
+        if keys.iter().any(|k| !matches!(*k, "type" | "minLength")) {
             return None;
         }
-        out.push_str(&format!(
-            "string (starting {})",
-            Value::String(prefix_of(p.as_str()?)?.to_string())
-        ));
+        out.push_str(&format!("string ({} characters or more)", n.as_u64()?));
         return Some(());
     }
     let allowed: &[&str] = match t {
@@ -261,6 +232,16 @@ mod tests {
         assert_eq!(bounded(None, 3), "string[] (at most 3) | null");
         assert_eq!(bounded(Some(2), 3), "string[] (2 to 3) | null");
         assert_eq!(bounded(Some(2), 2), "string[] (exactly 2) | null");
+    }
+
+    #[test]
+    fn a_least_length_is_said_in_words() {
+        let s = json!({"type": "object", "properties": {"r": {"type": "string", "minLength": 41}},
+            "required": ["r"]});
+        assert_eq!(
+            type_notation(&s).unwrap(),
+            r#"{"r": string (41 characters or more)}"#
+        );
     }
 
     #[test]

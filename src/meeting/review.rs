@@ -149,8 +149,7 @@ pub(crate) fn verdict_expected_json(board: &Board, reader: &str) -> ExpectedJson
         let props = &mut evidence["items"]["properties"];
         props["document_id"]["enum"] =
             json!(docs.iter().map(|d| &d.document_id).collect::<Vec<_>>());
-        props["source_path"]["enum"] =
-            json!(docs.iter().map(|d| &d.source_path).collect::<Vec<_>>());
+        props["source_path"]["enum"] = json!(crate::model::source_paths(docs.iter()));
     }
     ExpectedJson {
         name: "review_verdict".into(),

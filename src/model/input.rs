@@ -329,6 +329,19 @@ impl ContextDocument {
     }
 }
 
+/// The distinct source paths of `docs`, in order: the parts of one divided file share theirs
+/// (docs/design/context.md#documents-only-some-participants-read), and a schema's `enum` lists
+/// each once.
+pub fn source_paths<'a>(docs: impl IntoIterator<Item = &'a ContextDocument>) -> Vec<&'a str> {
+    let mut out: Vec<&str> = Vec::new();
+    for d in docs {
+        if !out.contains(&d.source_path.as_str()) {
+            out.push(&d.source_path);
+        }
+    }
+    out
+}
+
 /// A path that was not collected, and why.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]

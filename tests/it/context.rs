@@ -1073,7 +1073,8 @@ fn a_10_kb_document_reaches_the_agents_whole_under_a_large_windows_budget() {
     let whole = dry(&[]);
     whole.success().stderr_lacks("the agents read the first");
     assert!(whole.stdout().contains(&last), "the last line is read");
-    let cut = dry(&["--max-context-chars", "5000"]);
+    // Shared, not divided: the cut is what this test is about.
+    let cut = dry(&["--max-context-chars", "5000", "--share-docs"]);
     cut.success()
         .stderr_has("collect-context: docs/design.md: the agents read the first ");
     assert!(!cut.stdout().contains(&last));
@@ -1105,6 +1106,8 @@ fn the_models_window_decides_how_much_of_a_document_is_read() {
         let mut c = work.cli("meeting");
         c.args(["--meeting-file", "m.yaml", "--agents", "arch,biz"])
             .args(["--provider", "openai", "--model", model, "--dry-run"])
+            // Shared, not divided among arch and biz: the cut is what this test is about.
+            .arg("--share-docs")
             .env("OPENAI_API_KEY", "sk-test");
         c.run()
     };

@@ -641,6 +641,58 @@ fn the_start_says_what_each_call_carries() {
     run(&["-q"]).success().stderr_lacks("each call carries");
 }
 
+/// One file larger than what one reader's call can hold is cut into parts at line ends and the
+/// parts divided among the participants (issue #56): each reader's prompts carry its part only,
+/// the PM's neither, and the report says who read which part.
+#[test]
+fn one_file_too_large_for_a_call_is_cut_into_parts_among_the_participants() {
+    let work = Workdir::new();
+    let text: String = (1..=200)
+        .map(|i| format!("Line {i:03}: fact {i} of the design.\n"))
+        .collect();
+    work.write("big.md", &text);
+    let out = work
+        .cli("meeting")
+        .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+        .args(["--provider", "sample", "-a", "arch,biz", "--trace-id", "r"])
+        .args(["--doc", "big.md", "--max-context-chars", "4000"])
+        .args(["--report-file", "-"])
+        .arg("Adopt Rust for ingest?")
+        .run();
+    out.success()
+        .stderr_has("together: divided among arch, biz (big.md in 2 parts)");
+    let md = out.stdout();
+    assert!(
+        md.contains("- Documents only some participants read: `big.md#1`: arch; `big.md#2`: biz\n")
+            || md.contains(
+                "- Documents only some participants read: `big.md#1`: biz; `big.md#2`: arch\n"
+            ),
+        "{md}"
+    );
+    assert!(
+        !md.contains("read only in part"),
+        "the whole file is read: {md}"
+    );
+    let log = work.read("runs/r/llm.jsonl");
+    let mut carried = std::collections::BTreeMap::new();
+    for line in log.lines() {
+        let call: serde_json::Value = serde_json::from_str(line).unwrap();
+        let prompt = call["messages"][0]["content"].as_str().unwrap();
+        let caller = call["caller"].as_str().unwrap().to_string();
+        let lines: (bool, bool) = (prompt.contains("Line 001:"), prompt.contains("Line 200:"));
+        carried.entry(caller).or_insert_with(Vec::new).push(lines);
+    }
+    assert!(
+        carried["pm"].iter().all(|&l| l == (false, false)),
+        "{carried:?}"
+    );
+    let (a, b) = (carried["arch"][0], carried["biz"][0]);
+    assert!(
+        a.0 != b.0 && a.1 != b.1 && a.0 != a.1,
+        "one part each: {carried:?}"
+    );
+}
+
 /// Documents that do not fit the context budget together are divided among the participants
 /// (each reads its share whole, the PM sees who holds what) where that reads more of them;
 /// `--share-docs` keeps every document for everyone, cut.

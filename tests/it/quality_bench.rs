@@ -255,6 +255,73 @@ print(json.dumps({"decided": row["decided"], "none": row["none_of_these"],
     assert!(table.contains("| single | 0/5 | 1/5 | 2/5 |"), "{table}");
 }
 
+/// One sample per mode is noise (issue #58): with `--runs` every cell shows the mean and the
+/// range over the runs, and a value the runs agree on is shown once. The distributed
+/// condition counts the holders a meeting asked and those who said their own fact.
+#[test]
+fn repeated_runs_show_each_cell_with_its_spread_and_holders_are_counted() {
+    if skip_without(Tool::Python3) {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("llm.jsonl");
+    let reply = |text: &str| {
+        json!({"response": text, "key_points": [], "risks": [], "recommendations": [], "citations": []})
+            .to_string()
+    };
+    let lines = [
+        json!({"seq": 1, "caller": "pm", "response": "{}"}),
+        json!({"seq": 2, "caller": "member-1", "response": reply("The platform team is dropping its self-run Kafka cluster next quarter.")}),
+        json!({"seq": 3, "caller": "member-2", "response": reply("Kafka handles the most throughput, so Kafka.")}),
+    ];
+    std::fs::write(
+        &log,
+        lines
+            .iter()
+            .map(|l| l.to_string() + "\n")
+            .collect::<String>(),
+    )
+    .unwrap();
+    let script = r#"
+import json, sys
+sys.path.insert(0, "bench/quality")
+import run
+facts = {"member-1": ["The platform team is dropping its self-run Kafka cluster next quarter and will not take new topics."],
+         "member-2": ["Checkout will publish at most 200 events a second."],
+         "member-3": ["RabbitMQ is already run by the platform team."]}
+heard = run.holders_heard(sys.argv[1], facts)
+def g(correct, tokens):
+    return {"choice": "x", "report_kind": "normal", "correct": correct, "required_answered": 0,
+            "required_total": 0, "calls": 2, "tokens": tokens, "citation_precision": None,
+            "citation_recall": None, "reference_proposed": False, "holders": heard}
+cases = [{"run": r, "modes": {"meeting": g(c, t)}} for r, c, t in
+         [(1, True, 100), (1, True, 100), (2, False, 300), (2, True, 300)]]
+print(json.dumps({"heard": heard, "table": run.table(run.summarize(cases, ["meeting"]))}))
+"#;
+    let out = python().args(["-c", script]).arg(&log).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        v["heard"],
+        json!({"holders": 3, "asked": 2, "stated": 1}),
+        "{v}"
+    );
+    let table = v["table"].as_str().unwrap();
+    assert!(
+        table.contains("| meeting | 1.5/2 (1–2) | 2/2 | 0/2 | 0 |"),
+        "{table}"
+    );
+    assert!(table.contains("| 4 | 400 (200–600) |"), "{table}");
+    assert!(
+        table.contains("| Holders asked | Said their fact |") && table.contains("| 8/12 | 4/8 |"),
+        "{table}"
+    );
+}
+
 /// `run.py --offline` on two cases replays the shipped cassettes through the programs: the
 /// table has the four modes (the council "not available" where the programs or the cassettes
 /// lack it), the JSON grades every mode of every case, and a second run is byte-identical.
@@ -470,4 +537,94 @@ fn our_hidden_profile_tasks_are_twelve_with_a_wrong_answer_in_plain_sight() {
         serde_json::from_str(&std::fs::read_to_string(tmp.path().join("keys.json")).unwrap())
             .unwrap();
     assert_eq!(keys["cases"].as_object().unwrap().len(), tasks.len());
+}
+
+/// The distributed condition's case whose documents exceed the window (issue #56): the file
+/// the repository holds is what its generator writes, and run through the benchmark the one
+/// call given every fact is cut to the budget — no member's decisive line reaches it — while in
+/// the meeting each member's own prompt carries its whole document, decisive line included.
+#[test]
+fn the_window_case_cuts_the_one_call_and_not_the_readers() {
+    if skip_without(Tool::Python3) {
+        return;
+    }
+    let generated = python()
+        .arg("bench/quality/hidden/window.py")
+        .output()
+        .unwrap();
+    assert!(generated.status.success(), "{generated:?}");
+    let held = std::fs::read_to_string(bench().join("hidden/window.json")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&generated.stdout), held);
+    let tmp = tempfile::tempdir().unwrap();
+    let keep = tmp.path().join("runs");
+    let ran = python()
+        .args(["bench/quality/run.py", "--provider", "sample"])
+        .args(["--modes", "ceiling,meeting", "--tasks"])
+        .arg(bench().join("hidden/window.json"))
+        .arg("--bin")
+        .arg(bin_dir())
+        .arg("--keep")
+        .arg(&keep)
+        .arg("--out")
+        .arg(tmp.path().join("results.json"))
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{ran:?}");
+    let decisive = [
+        ("member-1", "the landlord will not renew"),
+        ("member-2", "every rack price doubles"),
+        ("member-3", "a free, pre-approved cage"),
+    ];
+    let prompts = |mode: &str| -> Vec<(String, String)> {
+        let log = keep
+            .join("hb01-site-for-the-new-data-replica")
+            .join(mode)
+            .join("llm.jsonl");
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let c: Value = serde_json::from_str(l).unwrap();
+                let text = c["messages"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m["content"].as_str().unwrap_or(""))
+                    .collect::<String>();
+                (c["caller"].as_str().unwrap().to_string(), text)
+            })
+            .collect()
+    };
+    let ceiling = prompts("ceiling");
+    assert!(!ceiling.is_empty());
+    for (_, fact) in decisive {
+        assert!(
+            ceiling.iter().all(|(_, p)| !p.contains(fact)),
+            "the one call read {fact:?}: the documents fit the window"
+        );
+    }
+    // Each member's own block (what each of its calls carries after the shared one) holds its
+    // decisive line, and no one else's does; the members the sample's PM asked carried it.
+    let case = keep.join("hb01-site-for-the-new-data-replica/meeting/runs/hb01-site-for-the-new-data-replica-meeting");
+    let report = std::fs::read_dir(&case)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("render-report.out.json"))
+        .max()
+        .unwrap();
+    let out: Value = serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    let blocks = &out["board"]["context_bundle"]["reader_documents"];
+    let meeting = prompts("meeting");
+    let mut asked = 0;
+    for (member, fact) in decisive {
+        for (other, _) in decisive {
+            let block = blocks[other].as_str().unwrap();
+            assert_eq!(block.contains(fact), other == member, "{other}'s block");
+        }
+        for (caller, prompt) in &meeting {
+            assert_eq!(prompt.contains(fact), caller == member, "{caller}: {fact}");
+            asked += usize::from(caller == member);
+        }
+    }
+    assert!(asked >= 1, "no member was asked");
 }

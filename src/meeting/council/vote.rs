@@ -43,8 +43,7 @@ pub(crate) fn vote_expected_json(board: &Board, reader: &str) -> ExpectedJson {
     } else {
         item["properties"]["document_id"]["enum"] =
             json!(docs.iter().map(|d| &d.document_id).collect::<Vec<_>>());
-        item["properties"]["source_path"]["enum"] =
-            json!(docs.iter().map(|d| &d.source_path).collect::<Vec<_>>());
+        item["properties"]["source_path"]["enum"] = json!(crate::model::source_paths(docs.iter()));
         json!({"type": "array", "maxItems": MAX_CITATIONS, "items": item})
     };
     ExpectedJson {

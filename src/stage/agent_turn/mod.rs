@@ -374,7 +374,7 @@ pub(crate) fn agent_expected_json(agent: &AgentConfig, docs: &[ContextDocument])
         }
     } else {
         let ids: Vec<&str> = docs.iter().map(|d| d.document_id.as_str()).collect();
-        let paths: Vec<&str> = docs.iter().map(|d| d.source_path.as_str()).collect();
+        let paths = crate::model::source_paths(docs);
         let root = schema.clone();
         if let Some(item) = citation_item_schema(&mut schema, &root) {
             restrict_to(item, "document_id", &ids);
