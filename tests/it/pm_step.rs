@@ -272,13 +272,15 @@ fn schema_invalid_decision_retried_once_then_round_fails() {
 fn one_retry_for_an_invalid_answer_of_any_kind() {
     // The ask loop's one retry is shared by every kind of invalid answer (docs/design/failure-policy.md#ask-loop):
     // bad JSON, then a bad decision, ends the round.
-    let mut none_open = board();
+    let mut none_open = answered_by("arch");
     set_open_questions(&mut none_open, vec![]);
+    none_open.record.asked[0].question = "Rewrite billing in Rust or keep Python".into();
     let (b, reqs) = run(
         none_open,
         vec![
             ok("not json"),
-            // (A placeholder asks the first open question; with none open it is refused.)
+            // (A placeholder asks the first open question, else the decision; with none open,
+            // to one asked the decision already, it is refused.)
             ok_json(json!({"next_action": "CALL_AGENT", "target_agent": "arch",
                            "prompt_for_agent": "..."})),
             ok_json(call("arch", "What would it cost?")),
@@ -869,9 +871,11 @@ fn placeholder_answers_are_retried_with_the_reason() {
         "{err}"
     );
 
-    // With no open question to ask in its place (a_stand_in_question_asks_an_open_one).
-    let mut none_open = board();
+    // With no open question to ask in its place (a_stand_in_question_asks_an_open_one), to
+    // one already asked the decision itself.
+    let mut none_open = answered_by("arch");
     set_open_questions(&mut none_open, vec![]);
+    none_open.record.asked[0].question = "Rewrite billing in Rust or keep Python".into();
     let (b, reqs) = run(
         none_open,
         vec![
@@ -1084,6 +1088,18 @@ fn a_stand_in_question_asks_an_open_one() {
             ":)",
             "Who pays for the migration?",
         ),
+        // No open question left (a meeting without required questions, a hidden-profile
+        // case's; live, 2026-12-07): the decision itself, to one not asked it yet.
+        (
+            {
+                let mut b = board();
+                set_open_questions(&mut b, vec![]);
+                b
+            },
+            "biz",
+            "",
+            "Rewrite billing in Rust or keep Python",
+        ),
     ] {
         let (b, reqs) = run(b0, vec![ok_json(call(target, stand_in))]);
         assert_eq!(reqs.len(), 1, "{stand_in:?}: no retry");
@@ -1189,6 +1205,48 @@ fn a_finish_that_leaves_a_required_question_unasked_goes_back_once() {
     let mut closing = b0;
     closing.loop_count = closing.max_loops;
     let (b, reqs) = run(closing, vec![ok_json(fin)]);
+    assert_eq!((reqs.len(), b.status), (1, Status::ForcedStop));
+}
+
+/// A FINISH with loops left before anyone who reads a document only some read has been asked
+/// goes back once, naming them and their documents; the retry's FINISH is taken, and so is
+/// the closing round's. A document whose reader has spoken is no reason. Live, meetings of the
+/// hidden-profile cases closed after one of three holders (2026-12-07).
+#[test]
+fn a_finish_before_asking_a_document_holder_goes_back_once() {
+    let mut b0 = answered_by("arch");
+    let doc = |id: &str, reader: &str| agent_meeting::model::ContextDocument {
+        document_id: id.into(),
+        source_path: id.into(),
+        source_type: agent_meeting::model::DocumentSource::File,
+        purpose: "What only they know".into(),
+        excerpt: "The vendor charges 9,000 EUR a month.".into(),
+        char_count: 37,
+        shown_chars: None,
+        redactions: 0,
+        readers: vec![reader.into()],
+    };
+    b0.context_bundle.documents.push(doc("vendor.md", "biz"));
+    let (b, reqs) = run(
+        b0.clone(),
+        vec![ok_json(finish(REPORT)), ok_json(finish(REPORT))],
+    );
+    assert_eq!(reqs.len(), 2);
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("next_action: FINISH before asking biz (vendor.md), who hold documents no one who has spoken has read"),
+        "{fb}"
+    );
+    assert_eq!(b.status, Status::Finishing, "{:?}", b.last_error);
+    // Read by arch, who has spoken: taken at once.
+    let mut read = b0.clone();
+    *read.context_bundle.documents.last_mut().unwrap() = doc("vendor.md", "arch");
+    let (b, reqs) = run(read, vec![ok_json(finish(REPORT))]);
+    assert_eq!((reqs.len(), b.status), (1, Status::Finishing));
+    // The closing round takes it.
+    let mut closing = b0;
+    closing.loop_count = closing.max_loops;
+    let (b, reqs) = run(closing, vec![ok_json(finish(REPORT))]);
     assert_eq!((reqs.len(), b.status), (1, Status::ForcedStop));
 }
 

@@ -194,7 +194,9 @@ impl Asker for PmAsk<'_> {
         // A FINISH with loops left that leaves a required question open, asked of no one,
         // goes back once (docs/design/pm-round.md#pm-round); the retry's FINISH is taken.
         if self.answers == 1 && self.mode == Mode::Normal && d.next_action == NextAction::Finish {
-            if let Some(invalid) = unasked_required(self.board, &d) {
+            if let Some(invalid) =
+                unasked_required(self.board, &d).or_else(|| unasked_holder(self.board))
+            {
                 // Its retry may call someone: not narrowed to the FINISH.
                 self.chosen = None;
                 return Err(invalid);
@@ -601,6 +603,44 @@ fn unasked_required(board: &Board, d: &PmDecision) -> Option<Invalid> {
     ))
 }
 
+/// A FINISH while participants who hold documents only some read have not been asked anything
+/// and no reader of those documents has spoken (docs/design/context.md#documents-only-some-participants-read):
+/// what only they know is not on the whiteboard. Why it goes back, naming them and what they
+/// hold. Seen live: meetings of hidden-profile cases closed after one of three holders.
+fn unasked_holder(board: &Board) -> Option<Invalid> {
+    let unheard = super::offer::not_asked(board);
+    let unread: Vec<&crate::model::ContextDocument> = board
+        .context_bundle
+        .documents
+        .iter()
+        .filter(|d| !d.readers.is_empty() && d.readers.iter().all(|r| unheard.contains(r)))
+        .collect();
+    let holders: Vec<String> = unheard
+        .iter()
+        .filter_map(|p| {
+            let theirs: Vec<&str> = unread
+                .iter()
+                .filter(|d| d.readers.contains(p))
+                .map(|d| d.document_id.as_str())
+                .collect();
+            (!theirs.is_empty()).then(|| format!("{p} ({})", theirs.join(", ")))
+        })
+        .collect();
+    if holders.is_empty() {
+        return None;
+    }
+    Some(Invalid::Schema(
+        format!(
+            "next_action: FINISH before asking {}, who hold documents no one who has spoken has read; ask them with CALL_AGENT (what only they know decides too); a FINISH again is taken",
+            holders.join(", ")
+        ),
+        format!(
+            "it finished before asking {}, who hold documents no one else read",
+            holders.join(", ")
+        ),
+    ))
+}
+
 /// `value` without the credits `answered_questions[].by` gives to someone who has not
 /// answered in this meeting (see [`check_answered_by`]), and what was dropped: each entry's
 /// question as given, the names, and whether the entry went too (no one left to credit, so the
@@ -653,7 +693,9 @@ fn check_question(board: &Board, at: &str, question: &str) -> Result<(), Invalid
 
 /// The question a CALL_AGENT's empty or stand-in `question` to `target` asks (see
 /// [`check_decision`]): the open question a bare id names, else the first open question not
-/// yet asked of `target`; `None` for a real question, or when no open question is left.
+/// yet asked of `target`, else — no open question left, as in a meeting with no required
+/// questions — the decision to make, when `target` was not asked it; `None` for a real
+/// question, or when nothing is left to ask.
 fn stand_in_question(board: &Board, target: &str, question: &str) -> Option<String> {
     if !question.trim().is_empty()
         && crate::model::not_content(question, &board.participants).is_none()
@@ -669,6 +711,16 @@ fn stand_in_question(board: &Board, target: &str, question: &str) -> Option<Stri
                 .find(|(_, text)| circles::earlier_ask(board, target, text).is_none())
         })
         .map(|(_, text)| text.to_string())
+        .or_else(|| {
+            let decision = board.meeting_input.decision_packet.decision_to_make.trim();
+            let decision = if decision.is_empty() {
+                board.topic.trim()
+            } else {
+                decision
+            };
+            (!decision.is_empty() && circles::earlier_ask(board, target, decision).is_none())
+                .then(|| decision.to_string())
+        })
 }
 
 /// A `target_agent` must name a participant (else a routing error).
