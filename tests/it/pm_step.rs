@@ -1209,9 +1209,11 @@ fn a_finish_that_leaves_a_required_question_unasked_goes_back_once() {
 }
 
 /// A FINISH with loops left before anyone who reads a document only some read has been asked
-/// goes back once, naming them and their documents; the retry's FINISH is taken, and so is
-/// the closing round's. A document whose reader has spoken is no reason. Live, meetings of the
-/// hidden-profile cases closed after one of three holders (2026-12-07).
+/// goes back once, naming them and their documents; so does a call to someone heard already
+/// when the loops left no longer reach every such holder. The retry is taken, and so is the
+/// closing round's FINISH. A document whose reader has spoken is no reason. Live, meetings of
+/// the hidden-profile cases closed after one of three holders, or asked the first participant
+/// four times running (2026-12-07).
 #[test]
 fn a_finish_before_asking_a_document_holder_goes_back_once() {
     let mut b0 = answered_by("arch");
@@ -1243,6 +1245,32 @@ fn a_finish_before_asking_a_document_holder_goes_back_once() {
     *read.context_bundle.documents.last_mut().unwrap() = doc("vendor.md", "arch");
     let (b, reqs) = run(read, vec![ok_json(finish(REPORT))]);
     assert_eq!((reqs.len(), b.status), (1, Status::Finishing));
+    // A call to arch, heard already, when the one loop left is biz's last chance: back once.
+    let mut last = b0.clone();
+    last.loop_count = last.max_loops - 1;
+    let again = call("arch", "What would the rewrite cost?");
+    let (b, reqs) = run(
+        last.clone(),
+        vec![ok_json(again.clone()), ok_json(again.clone())],
+    );
+    assert_eq!(reqs.len(), 2);
+    assert!(
+        last_user(&reqs[1]).contains(
+            "target_agent: arch has spoken already, and 1 loop(s) are left for biz (vendor.md)"
+        ),
+        "{}",
+        last_user(&reqs[1])
+    );
+    assert_eq!(
+        b.pending_calls[0].target_agent, "arch",
+        "the retry's call is taken"
+    );
+    // With loops to spare, taken at once.
+    let mut spare = b0.clone();
+    spare.loop_count = 0;
+    spare.max_loops = 4;
+    let (_, reqs) = run(spare, vec![ok_json(again)]);
+    assert_eq!(reqs.len(), 1);
     // The closing round takes it.
     let mut closing = b0;
     closing.loop_count = closing.max_loops;

@@ -202,6 +202,19 @@ impl Asker for PmAsk<'_> {
                 return Err(invalid);
             }
         }
+        // A call to someone heard already, when the loops left would no longer reach every
+        // holder not yet heard, goes back once naming them; the retry's call is taken.
+        if self.answers == 1 && self.mode == Mode::Normal && d.next_action == NextAction::CallAgent
+        {
+            if let Some(invalid) = d
+                .target_agent
+                .as_deref()
+                .and_then(|t| holder_passed_over(self.board, t))
+            {
+                self.chosen = None;
+                return Err(invalid);
+            }
+        }
         // A report that recommends one option while the decision says another goes back
         // once, in any round (docs/design/pm-round.md#closing-round).
         if self.answers == 1 && d.next_action == NextAction::Finish {
@@ -603,11 +616,10 @@ fn unasked_required(board: &Board, d: &PmDecision) -> Option<Invalid> {
     ))
 }
 
-/// A FINISH while participants who hold documents only some read have not been asked anything
-/// and no reader of those documents has spoken (docs/design/context.md#documents-only-some-participants-read):
-/// what only they know is not on the whiteboard. Why it goes back, naming them and what they
-/// hold. Seen live: meetings of hidden-profile cases closed after one of three holders.
-fn unasked_holder(board: &Board) -> Option<Invalid> {
+/// The participants not asked anything yet who read a document only some read, none of whose
+/// readers has spoken (docs/design/context.md#documents-only-some-participants-read): what only
+/// they know is not on the whiteboard. Each as `name (document, ...)`.
+fn unheard_holders(board: &Board) -> Vec<String> {
     let unheard = super::offer::not_asked(board);
     let unread: Vec<&crate::model::ContextDocument> = board
         .context_bundle
@@ -615,7 +627,7 @@ fn unasked_holder(board: &Board) -> Option<Invalid> {
         .iter()
         .filter(|d| !d.readers.is_empty() && d.readers.iter().all(|r| unheard.contains(r)))
         .collect();
-    let holders: Vec<String> = unheard
+    unheard
         .iter()
         .filter_map(|p| {
             let theirs: Vec<&str> = unread
@@ -625,7 +637,13 @@ fn unasked_holder(board: &Board) -> Option<Invalid> {
                 .collect();
             (!theirs.is_empty()).then(|| format!("{p} ({})", theirs.join(", ")))
         })
-        .collect();
+        .collect()
+}
+
+/// A FINISH while [`unheard_holders`] are left: why it goes back, naming them. Seen live:
+/// meetings of hidden-profile cases closed after one of three holders (2026-12-07).
+fn unasked_holder(board: &Board) -> Option<Invalid> {
+    let holders = unheard_holders(board);
     if holders.is_empty() {
         return None;
     }
@@ -636,6 +654,29 @@ fn unasked_holder(board: &Board) -> Option<Invalid> {
         ),
         format!(
             "it finished before asking {}, who hold documents no one else read",
+            holders.join(", ")
+        ),
+    ))
+}
+
+/// A call to `target`, heard already, when the loops left are no more than the
+/// [`unheard_holders`]: each further call to someone heard leaves a holder unheard. Why it
+/// goes back, naming them. Seen live: a PM asked the first participant four times running
+/// while two holders were never asked (2026-12-07).
+fn holder_passed_over(board: &Board, target: &str) -> Option<Invalid> {
+    let holders = unheard_holders(board);
+    let left = board.max_loops.saturating_sub(board.loop_count) as usize;
+    let heard = !super::offer::not_asked(board).iter().any(|p| p == target);
+    if holders.is_empty() || !heard || holders.len() < left {
+        return None;
+    }
+    Some(Invalid::Schema(
+        format!(
+            "target_agent: {target} has spoken already, and {left} loop(s) are left for {}, who hold documents no one who has spoken has read; ask one of them (a call to {target} again is taken)",
+            holders.join(", ")
+        ),
+        format!(
+            "it asked {target} again while {} had not been asked",
             holders.join(", ")
         ),
     ))
