@@ -524,7 +524,8 @@ pub(super) mod tests {
     use crate::stage::pm_step::checks::check_decision;
 
     /// A CALL_AGENT naming a participant but no question asks the first open question
-    /// instead of being refused; with no open question it is refused as before.
+    /// instead of being refused; with no open question, the decision to make; with nothing
+    /// left to ask it is refused as before.
     #[test]
     fn a_call_without_a_question_asks_the_first_open_one() {
         let board = crate::stage::fixtures::board(&["Which is cheaper?", "How fast?"]);
@@ -532,7 +533,16 @@ pub(super) mod tests {
             "prompt_for_agent": null, "final_report": null});
         let d = check_decision(&board, Mode::Normal, &reply).expect("asked");
         assert_eq!(d.prompt_for_agent.as_deref(), Some("Which is cheaper?"));
-        let none = crate::stage::fixtures::board(&[]);
+        let mut none = crate::stage::fixtures::board(&[]);
+        let decision = none.meeting_input.decision_packet.decision_to_make.clone();
+        let d = check_decision(&none, Mode::Normal, &reply).expect("asked the decision");
+        assert_eq!(d.prompt_for_agent.as_deref(), Some(decision.as_str()));
+        none.record.asked.push(crate::model::AskedQuestion {
+            agent: "arch".into(),
+            question: decision,
+            loop_no: 1,
+            answer: None,
+        });
         assert!(check_decision(&none, Mode::Normal, &reply).is_err());
     }
 
