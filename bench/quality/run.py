@@ -368,7 +368,9 @@ def total(v):
 def num(x):
     if x is None:
         return "–"
-    return f"{x:.1f}".removesuffix(".0") if isinstance(x, float) else str(x)
+    if isinstance(x, float):
+        return f"{x:.0f}" if abs(x) >= 100 else f"{x:.1f}".removesuffix(".0")
+    return str(x)
 
 
 def table(rows):
