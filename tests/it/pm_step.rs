@@ -1245,6 +1245,21 @@ fn a_finish_before_asking_a_document_holder_goes_back_once() {
     *read.context_bundle.documents.last_mut().unwrap() = doc("vendor.md", "arch");
     let (b, reqs) = run(read, vec![ok_json(finish(REPORT))]);
     assert_eq!((reqs.len(), b.status), (1, Status::Finishing));
+    // A first FINISH refused for another reason names them too, and its retry may call one
+    // (else the retry's usable FINISH would close the meeting with them unheard).
+    let (b, reqs) = run(
+        b0.clone(),
+        vec![
+            ok_json(finish("We should keep Python.")),
+            ok_json(call("biz", "What does the vendor charge?")),
+        ],
+    );
+    let fb = last_user(&reqs[1]);
+    assert!(
+        fb.contains("; and before a FINISH ask biz (vendor.md), who hold documents no one who has spoken has read (CALL_AGENT)"),
+        "{fb}"
+    );
+    assert_eq!(b.pending_calls[0].target_agent, "biz", "{:?}", b.last_error);
     // A call to arch, heard already, when the one loop left is biz's last chance: back once.
     let mut last = b0.clone();
     last.loop_count = last.max_loops - 1;

@@ -155,6 +155,124 @@ impl Asker for PmAsk<'_> {
 
     fn check(&mut self, json: Result<&Value, &NoJson>) -> Result<PmDecision, Invalid> {
         self.answers += 1;
+        let checked = self.check_answer(json);
+        // A first FINISH refused for another reason while document holders are unheard: its
+        // correction names them too, and the retry may call one. Else its retry's FINISH,
+        // usable, would be taken with them unheard (live, 2026-12-07: a FINISH without its
+        // decision, then one with it, closed meetings after one of three holders).
+        match checked {
+            Err(Invalid::Schema(why, plain))
+                if self.answers == 1
+                    && self.mode == Mode::Normal
+                    && self.chosen == Some(NextAction::Finish)
+                    && !why.starts_with("next_action: FINISH before asking") =>
+            {
+                let holders = unheard_holders(self.board);
+                if holders.is_empty() {
+                    return Err(Invalid::Schema(why, plain));
+                }
+                self.chosen = None;
+                Err(Invalid::Schema(
+                    format!(
+                        "{why}; and before a FINISH ask {}, who hold documents no one who has spoken has read (CALL_AGENT)",
+                        holders.join(", ")
+                    ),
+                    plain,
+                ))
+            }
+            checked => checked,
+        }
+    }
+
+    /// The correction names the field that was wrong and its allowed values: the actions
+    /// offered for `next_action`, the participants for a target (none in forced_finish mode,
+    /// where no target is allowed and the note says FINISH), those who answered for `by`.
+    fn correction(&self, invalid: &Invalid) -> Result<String> {
+        let error = invalid.for_model();
+        let note = match self.mode {
+            Mode::Normal => "",
+            Mode::ForcedFinish => {
+                "The meeting is in forced_finish mode: next_action must be \"FINISH\" with a final_report."
+            }
+            Mode::Review => "",
+        };
+        let offer = Offered::of(self.board);
+        let field = invalid.field().unwrap_or_default();
+        let allowed: Vec<String> = match (field, self.mode) {
+            // The closing round's note says it already.
+            ("next_action", Mode::Normal) => offer
+                .actions
+                .iter()
+                .map(|a| a.as_str().to_string())
+                .collect(),
+            ("target_agent", Mode::Normal) => self.board.participants.clone(),
+            ("by", _) => offer.answerers.clone(),
+            _ => Vec::new(),
+        };
+        retry_message(&error, field, &allowed, note)
+    }
+
+    /// The retry of an answer that chose an action this round offers keeps that action, its
+    /// fields required (docs/design/failure-policy.md#ask-loop): a grammar-constrained small model
+    /// that answered CALL_AGENTS with `calls: null` cannot do it again.
+    fn narrow(&self, expect: &mut ExpectedJson) {
+        let offered = || Offered::of(self.board).actions_in(self.mode, self.board);
+        if let Some(action) = self.chosen.filter(|a| offered().contains(a)) {
+            let required = super::offer::decision_required(self.board);
+            super::offer::narrow_to(&mut expect.schema, action, required);
+        }
+    }
+
+    fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
+        Some((&mut *self.board, self.clock))
+    }
+
+    fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
+        budget::refuse(self.board, request, opts, self.reserve)
+    }
+
+    fn rejected(&mut self, attempt: u32, invalid: &Invalid, retried: bool) {
+        if let Invalid::Repeat(a) = invalid {
+            self.repeated = true;
+            note_process(
+                self.board,
+                ProcessKind::Circles,
+                format!(
+                    "The PM asked {} nearly what it had asked in loop {}; {}.",
+                    a.agent,
+                    a.loop_no,
+                    if retried {
+                        "it was shown the earlier question and answer and asked again"
+                    } else {
+                        "it did so again after seeing the earlier answer"
+                    }
+                ),
+            );
+        } else if retried {
+            note_process(
+                self.board,
+                ProcessKind::Retried,
+                format!(
+                    "The PM's answer was unusable ({}); it was asked again.",
+                    invalid.for_reader()
+                ),
+            );
+        }
+        let ev = match invalid {
+            Invalid::Json(e) => events::pm_invalid_output(attempt, &e.to_string()),
+            Invalid::Schema(e, _) => events::pm_invalid_output(attempt, e),
+            Invalid::Repeat(a) => {
+                events::pm_repeated_question(attempt, &a.agent, &invalid.describe())
+            }
+            Invalid::Routing(target, e, _) => events::pm_routing_error(attempt, target, e),
+        };
+        events::push(self.board, self.clock, ev);
+    }
+}
+
+impl PmAsk<'_> {
+    /// [`Asker::check`] for one answer.
+    fn check_answer(&mut self, json: Result<&Value, &NoJson>) -> Result<PmDecision, Invalid> {
         let value = json.map_err(|e| Invalid::Json(e.clone()))?;
         self.chosen = value
             .get("next_action")
@@ -241,91 +359,6 @@ impl Asker for PmAsk<'_> {
             );
         }
         Ok(d)
-    }
-
-    /// The correction names the field that was wrong and its allowed values: the actions
-    /// offered for `next_action`, the participants for a target (none in forced_finish mode,
-    /// where no target is allowed and the note says FINISH), those who answered for `by`.
-    fn correction(&self, invalid: &Invalid) -> Result<String> {
-        let error = invalid.for_model();
-        let note = match self.mode {
-            Mode::Normal => "",
-            Mode::ForcedFinish => {
-                "The meeting is in forced_finish mode: next_action must be \"FINISH\" with a final_report."
-            }
-            Mode::Review => "",
-        };
-        let offer = Offered::of(self.board);
-        let field = invalid.field().unwrap_or_default();
-        let allowed: Vec<String> = match (field, self.mode) {
-            // The closing round's note says it already.
-            ("next_action", Mode::Normal) => offer
-                .actions
-                .iter()
-                .map(|a| a.as_str().to_string())
-                .collect(),
-            ("target_agent", Mode::Normal) => self.board.participants.clone(),
-            ("by", _) => offer.answerers.clone(),
-            _ => Vec::new(),
-        };
-        retry_message(&error, field, &allowed, note)
-    }
-
-    /// The retry of an answer that chose an action this round offers keeps that action, its
-    /// fields required (docs/design/failure-policy.md#ask-loop): a grammar-constrained small model
-    /// that answered CALL_AGENTS with `calls: null` cannot do it again.
-    fn narrow(&self, expect: &mut ExpectedJson) {
-        let offered = || Offered::of(self.board).actions_in(self.mode, self.board);
-        if let Some(action) = self.chosen.filter(|a| offered().contains(a)) {
-            let required = super::offer::decision_required(self.board);
-            super::offer::narrow_to(&mut expect.schema, action, required);
-        }
-    }
-
-    fn ledger(&mut self) -> Option<(&mut Board, &dyn Clock)> {
-        Some((&mut *self.board, self.clock))
-    }
-
-    fn refuse(&self, request: &Request, opts: &Options) -> Option<String> {
-        budget::refuse(self.board, request, opts, self.reserve)
-    }
-
-    fn rejected(&mut self, attempt: u32, invalid: &Invalid, retried: bool) {
-        if let Invalid::Repeat(a) = invalid {
-            self.repeated = true;
-            note_process(
-                self.board,
-                ProcessKind::Circles,
-                format!(
-                    "The PM asked {} nearly what it had asked in loop {}; {}.",
-                    a.agent,
-                    a.loop_no,
-                    if retried {
-                        "it was shown the earlier question and answer and asked again"
-                    } else {
-                        "it did so again after seeing the earlier answer"
-                    }
-                ),
-            );
-        } else if retried {
-            note_process(
-                self.board,
-                ProcessKind::Retried,
-                format!(
-                    "The PM's answer was unusable ({}); it was asked again.",
-                    invalid.for_reader()
-                ),
-            );
-        }
-        let ev = match invalid {
-            Invalid::Json(e) => events::pm_invalid_output(attempt, &e.to_string()),
-            Invalid::Schema(e, _) => events::pm_invalid_output(attempt, e),
-            Invalid::Repeat(a) => {
-                events::pm_repeated_question(attempt, &a.agent, &invalid.describe())
-            }
-            Invalid::Routing(target, e, _) => events::pm_routing_error(attempt, target, e),
-        };
-        events::push(self.board, self.clock, ev);
     }
 }
 
