@@ -307,6 +307,29 @@ fn a_placeholder_with_nothing_listed_is_no_answer() {
     assert_eq!(turn_of(&b).status, TurnStatus::Ok);
 }
 
+/// A recommendation that names an option as written is content however short ("Vue": refused
+/// as a placeholder in a live run, 2026-12-07); the same word where it is no option is not.
+#[test]
+fn an_option_named_as_written_is_content() {
+    let vue = json!({"response": "The team has built three Vue apps.", "key_points": [],
+        "risks": [], "recommendations": ["Vue"], "citations": []});
+    let mut b0 = board_with_call("arch");
+    b0.meeting_input.decision_packet.options = vec!["React".into(), "Vue".into()];
+    let (b, reqs) = run(b0, vec![ok_json(vue.clone())]);
+    assert_eq!(reqs.len(), 1);
+    assert_eq!(turn_of(&b).status, TurnStatus::Ok);
+    let mut b0 = board_with_call("arch");
+    b0.meeting_input.decision_packet.options = vec!["React".into(), "Svelte".into()];
+    let (_, reqs) = run(b0, vec![ok_json(vue), ok_json(answer(json!([])))]);
+    assert!(
+        reqs[1].messages[2]
+            .content
+            .contains("recommendations[0]: \"Vue\" is a placeholder"),
+        "{}",
+        reqs[1].messages[2].content
+    );
+}
+
 #[test]
 fn input_schema_violation_is_a_config_error() {
     let mut b0 = board_with_call("biz");

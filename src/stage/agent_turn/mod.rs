@@ -286,13 +286,22 @@ pub(crate) fn check_answer(
         )));
     }
     // Findings, risks and the questions among them must be content, by the PM's own rule
-    // (docs/design/pm-round.md#content).
+    // (docs/design/pm-round.md#content); an option named as written is content, however
+    // short ("Vue", refused as a placeholder in a live run).
+    let options = &board.meeting_input.decision_packet.options;
+    let an_option = |item: &str| {
+        let item = item.trim().trim_end_matches('.');
+        options.iter().any(|o| o.trim().eq_ignore_ascii_case(item))
+    };
     for (field, items) in [
         ("key_points", &result.key_points),
         ("risks", &result.risks),
         ("recommendations", &result.recommendations),
     ] {
         for (i, item) in items.iter().enumerate() {
+            if an_option(item) {
+                continue;
+            }
             if let Some(why) = crate::model::not_content(item, &board.participants) {
                 return Err(AnswerError::Shape(format!("{field}[{i}]: {why}")));
             }
