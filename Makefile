@@ -124,13 +124,13 @@ bench: build
 # The quality benchmark (bench/quality/README.md), not in `make test`: does a meeting beat one
 # call? Four modes (one call, self-consistency, a meeting, a council) on every case at a matched
 # token budget, graded against answer keys no prompt sees. OFFLINE=1 replays the shipped
-# cassettes (no model); else PROVIDER=... MODEL=... (CASES=c01,c07 K=5 FLAGS="--max-tokens 400").
+# cassettes (no model); else PROVIDER=... MODEL=... (CASES=c01,c07 K=5 RUNS=3 FLAGS="--max-tokens 400").
 # The Markdown table on stdout, the JSON in target/bench-quality/results.json.
 .PHONY: bench-quality
 bench-quality: build
 	python3 bench/quality/run.py $(if $(OFFLINE),--offline) $(if $(PROVIDER),--provider $(PROVIDER)) \
 	  $(if $(MODEL),--model $(MODEL)) $(if $(CASES),--cases $(CASES)) $(if $(K),--k $(K)) \
-	  $(if $(FLAGS),-- $(FLAGS))
+	  $(if $(RUNS),--runs $(RUNS)) $(if $(FLAGS),-- $(FLAGS))
 
 # Beyond one machine (docs/design/scale.md), not in `make test`: a single-node Slurm cluster
 # and a LiteLLM proxy started here, six meetings as a job array through the proxy, one task
