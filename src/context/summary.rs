@@ -17,6 +17,10 @@ fn defang(s: &str) -> String {
 /// Longest purpose shown in a fence header; it counts as fixed overhead.
 const PURPOSE_MAX: usize = 200;
 
+/// What a reader's block spends besides its text: the preamble, two fence lines and a label
+/// with its purpose (at most [`PURPOSE_MAX`]), with room to spare.
+const FENCE_ROOM: usize = 600;
+
 fn brief_text(input: &MeetingInput) -> String {
     let b = &input.brief;
     let mut lines = Vec::new();
@@ -153,9 +157,9 @@ pub fn divide(
         return None;
     }
     // What one reader's block holds: the budget less the shared summary (the brief alone, once
-    // every document has readers) and a fence's room.
+    // every document has readers) and room for its preamble and a fence.
     let brief = len(&summary_and_shown(input, &[], max_chars).0);
-    let holds = max_chars.saturating_sub(brief + 2 + 600).max(1);
+    let holds = max_chars.saturating_sub(brief + 2 + FENCE_ROOM).max(1);
     let mut divided: Vec<ContextDocument> = docs
         .iter()
         .flat_map(|d| parts(d, len(&d.excerpt).div_ceil(holds)))
@@ -256,7 +260,8 @@ fn parts(doc: &ContextDocument, k: usize) -> Vec<ContextDocument> {
                 excerpt: piece.to_string(),
                 char_count: chars,
                 shown_chars: None,
-                redactions: u32::try_from(piece.matches("[REDACTED:").count()).unwrap_or(u32::MAX),
+                redactions: u32::try_from(piece.matches(super::redact::MARKER).count())
+                    .unwrap_or(u32::MAX),
                 ..doc.clone()
             }
         })

@@ -101,7 +101,7 @@ pub fn redact(text: &str) -> Redacted {
     for (start, (end, kind)) in spans {
         out.push_str(&text[from..start]);
         let at = out.len();
-        out.push_str("[REDACTED:");
+        out.push_str(MARKER);
         out.push_str(kind);
         out.push(']');
         markers.push((kind, at..out.len()));
@@ -150,6 +150,9 @@ pub(crate) fn redact_input(input: &mut crate::model::MeetingInput) -> Vec<&'stat
 /// Characters read past the excerpt when redacting, so a token the excerpt's end would cut is
 /// still seen whole (and a key block without its END line is redacted to the end).
 pub(crate) const LOOKAHEAD_CHARS: usize = 4096;
+
+/// How every redaction marker starts (`[REDACTED:<kind>]`): what counts one in a text.
+pub(crate) const MARKER: &str = "[REDACTED:";
 
 /// The excerpt of a file read to `max_chars + LOOKAHEAD_CHARS` characters: redacted first,
 /// then cut to `max_chars` characters, never inside a marker (a marker the cut would split is

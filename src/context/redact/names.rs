@@ -231,7 +231,7 @@ pub(super) fn is_real_value(v: &str) -> bool {
         || WORDS.contains(&lower)
         || v.starts_with(['{', '<', '%', '['])
         || is_variable(v)
-        || v.contains("[REDACTED:")
+        || v.contains(super::MARKER)
         || lower.starts_with("your")
         || lower.starts_with("replace")
         || lower.starts_with("insert")

@@ -159,13 +159,13 @@ impl Asker for PmAsk<'_> {
         // A first FINISH refused for another reason while document holders are unheard: its
         // correction names them too, and the retry may call one. Else its retry's FINISH,
         // usable, would be taken with them unheard (live, 2026-12-07: a FINISH without its
-        // decision, then one with it, closed meetings after one of three holders).
+        // decision, then one with it, closed meetings after one of three holders). A refusal
+        // that already sends it back to ask someone has left `chosen` unset.
         match checked {
             Err(Invalid::Schema(why, plain))
                 if self.answers == 1
                     && self.mode == Mode::Normal
-                    && self.chosen == Some(NextAction::Finish)
-                    && !why.starts_with("next_action: FINISH before asking") =>
+                    && self.chosen == Some(NextAction::Finish) =>
             {
                 let holders = unheard_holders(self.board);
                 if holders.is_empty() {
@@ -786,13 +786,10 @@ fn stand_in_question(board: &Board, target: &str, question: &str) -> Option<Stri
         })
         .map(|(_, text)| text.to_string())
         .or_else(|| {
+            // Never empty on a board (`MeetingInput::settled`, then `validate`).
             let decision = board.meeting_input.decision_packet.decision_to_make.trim();
-            let decision = if decision.is_empty() {
-                board.topic.trim()
-            } else {
-                decision
-            };
-            (!decision.is_empty() && circles::earlier_ask(board, target, decision).is_none())
+            circles::earlier_ask(board, target, decision)
+                .is_none()
                 .then(|| decision.to_string())
         })
 }
