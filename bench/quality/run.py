@@ -98,9 +98,10 @@ class Runner:
             flags += ["--model", self.args.model]
         return flags + self.args.flags
 
-    def run(self, cmd, stdin=None):
+    def run(self, cmd, stdin=None, extra_env=None):
         env = dict(os.environ)
         env["PATH"] = self.bin + os.pathsep + env.get("PATH", "")
+        env.update(extra_env or {})
         p = subprocess.run(cmd, input=stdin, capture_output=True, env=env, cwd=ROOT)
         return p.returncode, p.stdout, p.stderr.decode(errors="replace")
 
@@ -167,7 +168,9 @@ class Runner:
                "--report-file", os.path.join(d, "report.md"), "--quiet"] + self.agents + flags
         if council:
             cmd.append("--council")
-        rc, out, err = self.run(cmd)
+        # How the meeting's PM reads the shared documents (docs/design/context.md#what-the-pm-reads);
+        # the one calls read them whole whatever it is.
+        rc, out, err = self.run(cmd, extra_env={"AGENT_MEETING_PM_READS": self.args.pm_reads})
         if rc not in (0, 3):
             return {"error": f"meeting exit {rc}: {err.strip()[-300:]}", "log": log}
         run_dir = os.path.join(d, "runs", f"{case}-{name}")
@@ -421,6 +424,10 @@ def main():
     ap.add_argument("--budget", type=int, default=0, help="token budget per case (default: FACTOR x the single call's tokens)")
     ap.add_argument("--budget-factor", type=int, default=16, help="the budget in single calls (default 16)")
     ap.add_argument("--max-loops", type=int, default=4, help="meeting and council loop limit")
+    ap.add_argument("--pm-reads", choices=["all", "index", "first"], default="all",
+                    help="how a meeting's PM reads the documents everyone reads: their text every "
+                    "round, an index and the checked quotes, or the text until it has asked "
+                    "someone (docs/design/context.md#what-the-pm-reads)")
     ap.add_argument("--max-parallel", type=int, default=1,
                     help="meeting and council fan-out width (default 1: under a budget of a few calls the look-ahead refuses a wider fan-out)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES),
@@ -580,7 +587,7 @@ def run_record(args):
               if os.environ.get(k)}
     return {"date": time.strftime("%Y-%m-%d", time.gmtime()),
             "commit": git.stdout.strip() or None, "provider": args.provider or "(environment)",
-            "model": args.model, "server": server, "setup": args.setup,
+            "model": args.model, "server": server, "setup": args.setup, "pm_reads": args.pm_reads,
             "flags": args.flags, "k": args.k, "budget_factor": args.budget_factor,
             "budget": args.budget or None, "max_loops": args.max_loops,
             "max_parallel": args.max_parallel, "runs": args.runs, "seed": None}

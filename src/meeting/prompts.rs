@@ -188,15 +188,6 @@ pub(crate) fn meeting_brief(board: &Board, reader: Option<&str>) -> Result<Strin
         .filter(|d| d.readers.is_empty())
         .map(cite)
         .collect();
-    let held: Vec<serde_json::Value> = bundle
-        .documents
-        .iter()
-        .filter(|d| !d.readers.is_empty())
-        .map(|d| {
-            json!({"document_id": d.document_id, "purpose": d.purpose.trim(),
-                "readers": d.readers.join(", "), "chars": crate::text::thousands(d.char_count as u64)})
-        })
-        .collect();
     let own: Vec<serde_json::Value> = reader
         .map(|r| {
             bundle
@@ -214,11 +205,128 @@ pub(crate) fn meeting_brief(board: &Board, reader: Option<&str>) -> Result<Strin
             "decision_packet": decision_packet(board),
             "context_summary": bundle.summary.trim(),
             "documents": documents,
-            "held": held,
+            "index": [],
+            "held": index_of(bundle, false),
             "own_text": reader.map_or("", |r| bundle.own_documents(r).trim()),
             "own": own,
         }),
     )
+}
+
+/// How the PM reads the documents everyone reads (docs/design/context.md#what-the-pm-reads):
+/// the choice was measured, not assumed, so the alternatives stay selectable for the bench
+/// (`AGENT_MEETING_PM_READS`, [`PM_READS_ENV`]); a user never needs to set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PmReads {
+    /// Every round carries the documents' text, as every participant's call does.
+    All,
+    /// No round carries their text: an index (id, purpose, size), and the quotes the
+    /// participants cited that were found in them.
+    Index,
+    /// The text until the PM has asked anyone, then the index and the checked quotes.
+    First,
+}
+
+/// The bench's switch between the ways the PM reads ([`PmReads`]): `all`, `index`, `first`.
+pub(crate) const PM_READS_ENV: &str = "AGENT_MEETING_PM_READS";
+
+impl PmReads {
+    pub const DEFAULT: PmReads = PmReads::All;
+
+    fn parse(s: &str) -> Option<PmReads> {
+        match s {
+            "all" => Some(PmReads::All),
+            "index" => Some(PmReads::Index),
+            "first" => Some(PmReads::First),
+            _ => None,
+        }
+    }
+
+    /// The bench's choice from the environment, else the default; a value of another
+    /// spelling is an error naming the variable.
+    pub fn from_env() -> Result<PmReads> {
+        match std::env::var(PM_READS_ENV) {
+            Err(_) => Ok(PmReads::DEFAULT),
+            Ok(v) => PmReads::parse(v.trim()).ok_or_else(|| {
+                Error::Usage(format!(
+                    "{PM_READS_ENV}: {v:?} is not one of all, index, first"
+                ))
+            }),
+        }
+    }
+
+    /// Whether this round of the PM carries the documents' text.
+    pub fn reads_text(self, board: &Board) -> bool {
+        match self {
+            PmReads::All => true,
+            PmReads::Index => false,
+            PmReads::First => !crate::meeting::final_report::pm_asked_anyone(board),
+        }
+    }
+}
+
+/// Who holds what, not the text: each document everyone reads (`shared`) or only some read,
+/// as id, purpose, readers and size.
+fn index_of(bundle: &crate::model::ContextBundle, shared: bool) -> Vec<serde_json::Value> {
+    bundle
+        .documents
+        .iter()
+        .filter(|d| d.readers.is_empty() == shared)
+        .map(|d| {
+            json!({"document_id": d.document_id, "purpose": d.purpose.trim(),
+                "readers": d.readers.join(", "), "chars": crate::text::thousands(d.char_count as u64)})
+        })
+        .collect()
+}
+
+/// The PM's stable block: the meeting's block ([`meeting_brief`]) when this round reads the
+/// documents' text, else the same block with the brief alone in place of the context summary
+/// and an index of the documents everyone reads (docs/design/context.md#what-the-pm-reads).
+pub(crate) fn pm_brief(board: &Board, reads: PmReads) -> Result<String> {
+    if reads.reads_text(board)
+        || !board
+            .context_bundle
+            .documents
+            .iter()
+            .any(|d| d.readers.is_empty())
+    {
+        return meeting_brief(board, None);
+    }
+    let bundle = &board.context_bundle;
+    let brief =
+        crate::context::build_summary(&board.meeting_input, &[], bundle.summary.chars().count());
+    render(
+        "meeting_brief.j2",
+        &json!({
+            "topic": board.topic.trim(),
+            "decision_packet": decision_packet(board),
+            "context_summary": brief.trim(),
+            "documents": [],
+            "index": index_of(bundle, true),
+            "held": index_of(bundle, false),
+            "own_text": "",
+            "own": [],
+        }),
+    )
+}
+
+/// The quotes the participants cited that were found in their documents, for a PM round that
+/// does not carry the documents' text ([`PmReads`]): `E1 [doc] "quote" (arch)`, each cut.
+pub(crate) fn checked_quotes(board: &Board) -> Vec<String> {
+    board
+        .evidence
+        .iter()
+        .filter(|e| e.verified)
+        .map(|e| {
+            item(&format!(
+                "{} [{}] \"{}\" ({})",
+                e.id,
+                e.document_id,
+                fold_ws(&e.quote),
+                e.agent
+            ))
+        })
+        .collect()
 }
 
 /// The decision packet as the models see it (the meeting's block, and the PM input document):

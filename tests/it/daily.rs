@@ -589,6 +589,68 @@ fn a_document_with_readers_reaches_only_their_prompts() {
     assert_eq!(docs[1]["readers"], serde_json::json!(["biz"]));
 }
 
+/// How the PM reads the documents everyone reads (docs/design/context.md#what-the-pm-reads),
+/// each way the bench measures (`AGENT_MEETING_PM_READS`): every participant's call carries
+/// their text whatever the PM's way; `all` every PM round; `index` none, an index and the
+/// checked quotes instead; `first` the rounds before it has asked anyone. Another value is
+/// refused, naming the variable.
+#[test]
+fn the_pm_reads_the_documents_each_way_the_bench_measures() {
+    let work = Workdir::new();
+    work.write(
+        "shared.md",
+        "# Costs\nThe warehouse costs 9,000 EUR a month (ZEBRA-42).\nIt loads in 3 hours.\n",
+    );
+    let fence = "<<<document shared.md";
+    for reads in ["all", "index", "first"] {
+        let id = format!("pm-{reads}");
+        work.cli("meeting")
+            .env("AGENT_MEETING_NOW", crate::fixtures::NOW)
+            .env("AGENT_MEETING_PM_READS", reads)
+            .args(["--provider", "sample", "-a", "arch,biz", "-q"])
+            .args(["--max-loops", "2", "--trace-id", &id, "--report-file", "-"])
+            .args(["--doc", "shared.md"])
+            .arg("Adopt the warehouse?")
+            .run()
+            .success();
+        let log = work.read(format!("runs/{id}/llm.jsonl"));
+        let (mut pm, mut quotes) = (Vec::new(), Vec::new());
+        for line in log.lines() {
+            let call: serde_json::Value = serde_json::from_str(line).unwrap();
+            let prompt = call["messages"][0]["content"].as_str().unwrap();
+            if call["caller"] == "pm" {
+                pm.push(prompt.contains(fence));
+                quotes.push(prompt.contains("Checked quotes"));
+                if !prompt.contains(fence) {
+                    assert!(
+                        prompt.contains("- \"shared.md\" (given with --doc): 79 characters"),
+                        "{reads}: the index\n{prompt}"
+                    );
+                }
+            } else {
+                assert!(prompt.contains(fence), "{reads}: {}", call["caller"]);
+            }
+        }
+        let expected: Vec<bool> = (0..pm.len())
+            .map(|round| reads == "all" || (reads == "first" && round == 0))
+            .collect();
+        assert!(pm.len() >= 2, "{reads}: {pm:?}");
+        assert_eq!(pm, expected, "{reads}: which PM rounds read the text");
+        // The participants' checked quotes stand in for the text once someone has cited it.
+        if reads != "all" {
+            assert!(quotes.last() == Some(&true), "{reads}: {quotes:?}");
+        } else {
+            assert!(quotes.iter().all(|q| !q), "{quotes:?}");
+        }
+    }
+    work.cli("meeting")
+        .env("AGENT_MEETING_PM_READS", "some")
+        .args(["--provider", "sample", "-a", "arch", "-q", "T?"])
+        .run()
+        .exit(2)
+        .stderr_has("AGENT_MEETING_PM_READS: \"some\" is not one of all, index, first");
+}
+
 /// Before the meeting starts (and in its dry run, not with `-q`), what each call carries — the
 /// brief and documents, every call of a caller — in characters, tokens and, on a priced model,
 /// dollars a call; a reader of its own documents carries more.

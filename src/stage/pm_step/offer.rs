@@ -9,8 +9,8 @@ use crate::error::Result;
 use crate::llm::{ExpectedJson, Message};
 use crate::meeting::circles;
 use crate::meeting::prompts::{
-    cut_list, decision_packet, item, meeting_brief, meeting_system, render, whiteboard, Reader,
-    ITEM_CHARS,
+    checked_quotes, cut_list, decision_packet, item, meeting_system, pm_brief, render, whiteboard,
+    PmReads, Reader, ITEM_CHARS,
 };
 use crate::meeting::whiteboard::{
     numbered_open_questions, summary_for_prompt, RECENT_ERRORS_CAP, SUMMARY_MAX_CHARS,
@@ -107,8 +107,14 @@ pub fn pm_user_message(board: &Board, schema_in_prompt: bool) -> Result<Message>
     } else {
         0
     });
+    let reads = PmReads::from_env()?;
+    input["quotes"] = json!(if reads.reads_text(board) {
+        Vec::new()
+    } else {
+        checked_quotes(board)
+    });
     Ok(Message::user_with_stable_prefix(
-        meeting_brief(board, None)?,
+        pm_brief(board, reads)?,
         &(whiteboard(board, Reader::Pm)? + &render("pm_user.j2", &input)?),
     ))
 }
