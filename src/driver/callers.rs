@@ -170,29 +170,48 @@ fn carries_line(llm: &LlmConfig, board: &Board) -> Option<String> {
     if board.context_bundle.documents.is_empty() {
         return None;
     }
+    use crate::meeting::prompts::{meeting_brief, pm_brief, pm_index_brief, PmReads};
+    let reads = PmReads::from_env().ok()?;
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for (name, meta) in callers(board) {
-        let reader = board.agents.contains_key(&name).then_some(name.as_str());
-        let brief = crate::meeting::prompts::meeting_brief(board, reader).ok()?;
-        let chars = brief.chars().count() as u64;
-        let tokens = crate::meeting::budget::estimate_tokens(&brief);
         let price = crate::llm::resolve(llm, &board.llm, &name, &meta)
             .ok()
             .and_then(|r| {
                 crate::llm::prices::Prices::current()
                     .of(&r.provider.value.to_string(), &r.model.value)
-                    .map(|p| p.input * tokens as f64)
-            })
-            .map(|usd| match usd {
-                u if u < 0.0001 => ", under $0.0001 a call".to_string(),
-                u => format!(", {} a call", crate::llm::prices::dollars(u)),
-            })
-            .unwrap_or_default();
-        let what = format!(
-            "{} characters (about {} tokens{price})",
-            crate::text::thousands(chars),
-            crate::text::thousands(tokens)
-        );
+            });
+        let size = |brief: &str| {
+            let tokens = crate::meeting::budget::estimate_tokens(brief);
+            let usd = price
+                .as_ref()
+                .map(|p| match p.input * tokens as f64 {
+                    u if u < 0.0001 => ", under $0.0001 a call".to_string(),
+                    u => format!(", {} a call", crate::llm::prices::dollars(u)),
+                })
+                .unwrap_or_default();
+            format!(
+                "{} characters (about {} tokens{usd})",
+                crate::text::thousands(brief.chars().count() as u64),
+                crate::text::thousands(tokens)
+            )
+        };
+        // The PM's later rounds may carry an index in place of the documents' text
+        // (docs/design/context.md#what-the-pm-reads).
+        let what = if name == crate::model::PM_CALLER {
+            let first = pm_brief(board, reads).ok()?;
+            let later = match reads {
+                PmReads::All => first.clone(),
+                _ => pm_index_brief(board).ok()?,
+            };
+            if later == first {
+                size(&first)
+            } else {
+                format!("{} on its first call, then {}", size(&first), size(&later))
+            }
+        } else {
+            let reader = board.agents.contains_key(&name).then_some(name.as_str());
+            size(&meeting_brief(board, reader).ok()?)
+        };
         match groups.iter_mut().find(|(w, _)| *w == what) {
             Some((_, names)) => names.push(name),
             None => groups.push((what, vec![name])),

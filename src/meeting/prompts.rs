@@ -283,12 +283,21 @@ fn index_of(bundle: &crate::model::ContextBundle, shared: bool) -> Vec<serde_jso
 /// documents' text, else the same block with the brief alone in place of the context summary
 /// and an index of the documents everyone reads (docs/design/context.md#what-the-pm-reads).
 pub(crate) fn pm_brief(board: &Board, reads: PmReads) -> Result<String> {
-    if reads.reads_text(board)
-        || !board
-            .context_bundle
-            .documents
-            .iter()
-            .any(|d| d.readers.is_empty())
+    if reads.reads_text(board) {
+        meeting_brief(board, None)
+    } else {
+        pm_index_brief(board)
+    }
+}
+
+/// The PM's stable block in a round that does not read the documents' text ([`pm_brief`]):
+/// the meeting's block itself when every document has readers (nothing to leave out).
+pub(crate) fn pm_index_brief(board: &Board) -> Result<String> {
+    if !board
+        .context_bundle
+        .documents
+        .iter()
+        .any(|d| d.readers.is_empty())
     {
         return meeting_brief(board, None);
     }

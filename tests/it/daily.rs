@@ -643,6 +643,33 @@ fn the_pm_reads_the_documents_each_way_the_bench_measures() {
             assert!(quotes.iter().all(|q| !q), "{quotes:?}");
         }
     }
+    // What each call carries, said before the meeting: the PM's later calls carry less.
+    let carries = |reads: &str| {
+        let out = work
+            .cli("meeting")
+            .env("AGENT_MEETING_PM_READS", reads)
+            .args(["--provider", "sample", "-a", "arch,biz", "--dry-run"])
+            .args(["--doc", "shared.md", "Adopt the warehouse?"])
+            .run();
+        out.success();
+        let line = out
+            .stderr()
+            .lines()
+            .find(|l| l.starts_with("each call carries the brief and documents: "))
+            .expect("the line")
+            .to_string();
+        line
+    };
+    assert!(
+        carries("all").contains(": pm, arch, biz "),
+        "{}",
+        carries("all")
+    );
+    let first = carries("first");
+    assert!(
+        first.contains(" on its first call, then ") && first.contains("; arch, biz "),
+        "{first}"
+    );
     work.cli("meeting")
         .env("AGENT_MEETING_PM_READS", "some")
         .args(["--provider", "sample", "-a", "arch", "-q", "T?"])
