@@ -173,7 +173,8 @@ pub(crate) fn meeting_system() -> Result<String> {
     render("meeting_system.j2", &json!({}))
 }
 
-/// The meeting's stable block, the same bytes in every call of the meeting (PM and agents):
+/// The meeting's stable block, the same bytes in every call of the meeting (the agents', and the
+/// PM's until it has asked someone: [`pm_brief`]):
 /// topic, decision packet, the context summary (brief and fenced documents, bounded by
 /// collect-context's --max-context-chars), the documents everyone may cite, and those only some
 /// read — who holds what, not their text. `reader`'s own documents follow, for a participant
@@ -214,8 +215,8 @@ pub(crate) fn meeting_brief(board: &Board, reader: Option<&str>) -> Result<Strin
 }
 
 /// How the PM reads the documents everyone reads (docs/design/context.md#what-the-pm-reads):
-/// the choice was measured, not assumed, so the alternatives stay selectable for the bench
-/// (`AGENT_MEETING_PM_READS`, [`PM_READS_ENV`]); a user never needs to set it.
+/// [`PmReads::First`], chosen by measuring all three; the others stay selectable so the bench
+/// can measure them again (`AGENT_MEETING_PM_READS`, [`PM_READS_ENV`]); a user never sets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PmReads {
     /// Every round carries the documents' text, as every participant's call does.
@@ -231,7 +232,7 @@ pub enum PmReads {
 pub(crate) const PM_READS_ENV: &str = "AGENT_MEETING_PM_READS";
 
 impl PmReads {
-    pub const DEFAULT: PmReads = PmReads::All;
+    pub const DEFAULT: PmReads = PmReads::First;
 
     fn parse(s: &str) -> Option<PmReads> {
         match s {

@@ -775,6 +775,22 @@ fn golden_pm_prompts() {
         loop_no: 0,
         answer: Some("A rewrite takes about 5 months.".into()),
     });
+    // Its quotes, checked against the documents: the PM's later rounds read them in place of
+    // the text (docs/design/context.md#what-the-pm-reads); an unverified one is not shown.
+    for (id, quote, verified) in [
+        ("E1", "The cluster costs $4,000 per month.", true),
+        ("E2", "It is free.", false),
+    ] {
+        b.evidence.push(agent_meeting::model::Evidence {
+            id: id.into(),
+            agent: "arch".into(),
+            loop_no: 0,
+            document_id: "docs/costs.md".into(),
+            source_path: "docs/costs.md".into(),
+            quote: quote.into(),
+            verified,
+        });
+    }
     golden("pm_system.txt", &pm::pm_system_prompt(&b, false).unwrap());
     golden("pm_user.txt", &pm::render_pm_user(&b).unwrap());
     b.loop_count = 6;

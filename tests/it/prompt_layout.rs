@@ -1,5 +1,6 @@
 //! The prompt layout (docs/design/prompts.md#prompt-layout): the stable prefix (system, then the
-//! meeting's block) is the same bytes in every call of a meeting, Anthropic requests mark it
+//! meeting's block) is the same bytes in every call of a meeting (the PM's after its first: a
+//! block of their own), Anthropic requests mark it
 //! with `cache_control`, the reply format is said once, and empty lists are left out.
 
 use agent_meeting::llm::SCHEMA_BLOCK_HEAD;
@@ -61,10 +62,22 @@ fn the_stable_prefix_is_the_same_bytes_in_every_call_of_a_meeting() {
         system.len() + stable.len() >= 4096,
         "long enough for a provider's prefix cache"
     );
+    // The PM reads the documents' text until it has asked someone, then an index of them
+    // (docs/design/context.md#what-the-pm-reads): its later rounds share a block of their own.
+    let (_, pm_later, _) = parts(pms[1]);
+    assert!(
+        !pm_later.contains("<<<document") && pm_later.contains("Required questions"),
+        "{pm_later}"
+    );
     for line in &log {
         let (s, st, rest) = parts(line);
         assert_eq!(s, system, "call {}: the meeting's system", line["seq"]);
-        assert_eq!(st, stable, "call {}: the meeting block", line["seq"]);
+        let block = if line["caller"] == "pm" && line["seq"] != pms[0]["seq"] {
+            pm_later
+        } else {
+            stable
+        };
+        assert_eq!(st, block, "call {}: the meeting block", line["seq"]);
         let own = if line["caller"] == "pm" {
             "\n# Your part: PM\n"
         } else {
@@ -73,7 +86,7 @@ fn the_stable_prefix_is_the_same_bytes_in_every_call_of_a_meeting() {
         assert!(rest.contains(own), "the caller's own part follows: {rest}");
         // What is sent starts with those bytes (the stable block is the message's head).
         let sent = format!("{s}{}", line["messages"][0]["content"].as_str().unwrap());
-        assert!(sent.starts_with(&format!("{system}{stable}")));
+        assert!(sent.starts_with(&format!("{system}{block}")));
     }
     // An agent call sees the whiteboard the PM call before it saw, without the latest answer
     // (the demo's lists are short of the agents' cut): the shared prefix runs on through the
