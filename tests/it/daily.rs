@@ -589,6 +589,15 @@ fn a_document_with_readers_reaches_only_their_prompts() {
     assert_eq!(docs[1]["readers"], serde_json::json!(["biz"]));
 }
 
+/// The start's line saying what each call carries (docs/design/context.md#context-budget).
+fn carries_line(out: &crate::harness::Run) -> String {
+    out.stderr()
+        .lines()
+        .find(|l| l.starts_with("each call carries the brief and documents: "))
+        .expect("the line")
+        .to_string()
+}
+
 /// How the PM reads the documents everyone reads (docs/design/context.md#what-the-pm-reads),
 /// each way the bench measures (`AGENT_MEETING_PM_READS`): every participant's call carries
 /// their text whatever the PM's way; `all` every PM round; `index` none, an index and the
@@ -652,13 +661,7 @@ fn the_pm_reads_the_documents_each_way_the_bench_measures() {
             .args(["--doc", "shared.md", "Adopt the warehouse?"])
             .run();
         out.success();
-        let line = out
-            .stderr()
-            .lines()
-            .find(|l| l.starts_with("each call carries the brief and documents: "))
-            .expect("the line")
-            .to_string();
-        line
+        carries_line(&out)
     };
     assert!(
         carries("all").contains(": pm, arch, biz "),
@@ -707,12 +710,7 @@ fn the_start_says_what_each_call_carries() {
     };
     let out = run(&[]);
     out.success();
-    let line = out
-        .stderr()
-        .lines()
-        .find(|l| l.starts_with("each call carries the brief and documents: "))
-        .expect("the line")
-        .to_string();
+    let line = carries_line(&out);
     let chars = |part: &str| -> u64 {
         part.split(' ')
             .find_map(|w| w.replace(',', "").parse().ok())
