@@ -426,8 +426,8 @@ def main():
     ap.add_argument("--max-loops", type=int, default=4, help="meeting and council loop limit")
     ap.add_argument("--pm-reads", choices=["all", "index", "first"], default="all",
                     help="how a meeting's PM reads the documents everyone reads: their text every "
-                    "round, an index and the checked quotes, or the text until it has asked "
-                    "someone (docs/design/context.md#what-the-pm-reads)")
+                    "round, an index and the checked quotes, or the text until someone has "
+                    "answered it (docs/design/context.md#what-the-pm-reads)")
     ap.add_argument("--max-parallel", type=int, default=1,
                     help="meeting and council fan-out width (default 1: under a budget of a few calls the look-ahead refuses a wider fan-out)")
     ap.add_argument("--modes", default=",".join(DEFAULT_MODES),

@@ -174,7 +174,7 @@ pub(crate) fn meeting_system() -> Result<String> {
 }
 
 /// The meeting's stable block, the same bytes in every call of the meeting (the agents', and the
-/// PM's until it has asked someone: [`pm_brief`]):
+/// PM's until someone has answered it: [`pm_brief`]):
 /// topic, decision packet, the context summary (brief and fenced documents, bounded by
 /// collect-context's --max-context-chars), the documents everyone may cite, and those only some
 /// read — who holds what, not their text. `reader`'s own documents follow, for a participant
@@ -224,7 +224,9 @@ pub enum PmReads {
     /// No round carries their text: an index (id, purpose, size), and the quotes the
     /// participants cited that were found in them.
     Index,
-    /// The text until the PM has asked anyone, then the index and the checked quotes.
+    /// The text until a participant has answered the PM (a council's votes and failed turns do
+    /// not count: the PM routes, or decides alone, from the text), then the index and the
+    /// checked quotes.
     First,
 }
 
@@ -261,7 +263,7 @@ impl PmReads {
         match self {
             PmReads::All => true,
             PmReads::Index => false,
-            PmReads::First => !crate::meeting::final_report::pm_asked_anyone(board),
+            PmReads::First => !board.record.asked.iter().any(|a| a.answer.is_some()),
         }
     }
 }
@@ -321,12 +323,14 @@ pub(crate) fn pm_index_brief(board: &Board) -> Result<String> {
 }
 
 /// The quotes the participants cited that were found in their documents, for a PM round that
-/// does not carry the documents' text ([`PmReads`]): `E1 [doc] "quote" (arch)`, each cut.
+/// does not carry the documents' text ([`PmReads`]): `E1 [doc] "quote" (arch)`, each cut, a
+/// quote once (its first citation), the latest `LIST_CAP` — so they never outgrow the lists.
 pub(crate) fn checked_quotes(board: &Board) -> Vec<String> {
-    board
+    let mut seen = std::collections::HashSet::new();
+    let quotes: Vec<String> = board
         .evidence
         .iter()
-        .filter(|e| e.verified)
+        .filter(|e| e.verified && seen.insert((e.document_id.as_str(), fold_ws(&e.quote))))
         .map(|e| {
             item(&format!(
                 "{} [{}] \"{}\" ({})",
@@ -336,7 +340,9 @@ pub(crate) fn checked_quotes(board: &Board) -> Vec<String> {
                 e.agent
             ))
         })
-        .collect()
+        .collect();
+    let skip = quotes.len().saturating_sub(LIST_CAP);
+    quotes[skip..].to_vec()
 }
 
 /// The decision packet as the models see it (the meeting's block, and the PM input document):
@@ -499,6 +505,54 @@ mod tests {
         }
         let s = retry_message("bad", "target_agent", &["a".into(), "b".into()], "").unwrap();
         assert!(s.contains("bad") && s.contains("a, b"), "{s}");
+    }
+
+    /// Which PM rounds read the documents' text (docs/design/context.md#what-the-pm-reads):
+    /// `first` until a participant has answered — not when a question is still open or its
+    /// turn failed — and the quotes that stand in for the text are each said once, the latest
+    /// `LIST_CAP`, verified ones only.
+    #[test]
+    fn the_pm_reads_the_text_until_someone_has_answered_it() {
+        let mut board = crate::stage::fixtures::board(&[]);
+        let ask = |answer: Option<&str>| crate::model::AskedQuestion {
+            agent: "arch".into(),
+            question: "What does it cost?".into(),
+            loop_no: 1,
+            answer: answer.map(String::from),
+        };
+        assert!(PmReads::First.reads_text(&board));
+        board.record.asked.push(ask(None));
+        assert!(PmReads::First.reads_text(&board), "asked, not answered");
+        board.record.asked.push(ask(Some("It costs little.")));
+        assert!(!PmReads::First.reads_text(&board));
+        assert!(PmReads::All.reads_text(&board));
+        board.record.asked.clear();
+        assert!(!PmReads::Index.reads_text(&board));
+        let cite = |i: usize, quote: &str, verified: bool| crate::model::Evidence {
+            id: format!("E{i}"),
+            agent: "arch".into(),
+            loop_no: 1,
+            document_id: "costs.md".into(),
+            source_path: "costs.md".into(),
+            quote: quote.into(),
+            verified,
+        };
+        board.evidence = vec![
+            cite(1, "It costs  9 EUR.", true),
+            cite(2, "It is free.", false),
+        ];
+        board.evidence.push(cite(3, "It costs 9 EUR.", true));
+        for i in 4..(4 + LIST_CAP + 2) {
+            board.evidence.push(cite(i, &format!("Line {i}."), true));
+        }
+        let quotes = checked_quotes(&board);
+        assert_eq!(quotes.len(), LIST_CAP, "{quotes:?}");
+        assert_eq!(quotes[0], "E6 [costs.md] \"Line 6.\" (arch)");
+        let early: Vec<String> = checked_quotes(&Board {
+            evidence: board.evidence[..3].to_vec(),
+            ..board.clone()
+        });
+        assert_eq!(early, ["E1 [costs.md] \"It costs 9 EUR.\" (arch)"]);
     }
 
     #[test]

@@ -601,7 +601,7 @@ fn carries_line(out: &crate::harness::Run) -> String {
 /// How the PM reads the documents everyone reads (docs/design/context.md#what-the-pm-reads),
 /// each way the bench measures (`AGENT_MEETING_PM_READS`): every participant's call carries
 /// their text whatever the PM's way; `all` every PM round; `index` none, an index and the
-/// checked quotes instead; `first` the rounds before it has asked anyone. Another value is
+/// checked quotes instead; `first` the rounds before anyone has answered it. Another value is
 /// refused, naming the variable.
 #[test]
 fn the_pm_reads_the_documents_each_way_the_bench_measures() {

@@ -62,7 +62,7 @@ fn the_stable_prefix_is_the_same_bytes_in_every_call_of_a_meeting() {
         system.len() + stable.len() >= 4096,
         "long enough for a provider's prefix cache"
     );
-    // The PM reads the documents' text until it has asked someone, then an index of them
+    // The PM reads the documents' text until someone has answered it, then an index of them
     // (docs/design/context.md#what-the-pm-reads): its later rounds share a block of their own.
     let (_, pm_later, _) = parts(pms[1]);
     assert!(

@@ -63,8 +63,8 @@ pub fn pm_system_prompt(_board: &Board, _schema_in_prompt: bool) -> Result<Strin
 }
 
 /// The PM's user message: the meeting block (topic, decision, documents: the same bytes in
-/// every call of the meeting, the agents' included, marked as the stable prefix; once the PM has
-/// asked someone, an index in place of the documents and their checked quotes), the
+/// every call of the meeting, the agents' included, marked as the stable prefix; once someone
+/// has answered the PM, an index in place of the documents and their checked quotes), the
 /// whiteboard, then the PM's own part: its role (the PM config's `system_prompt`, else the
 /// built-in one), the participants, the rules and the reply field guide — left out when the
 /// provider appends the schema itself (`schema_in_prompt`), so the format is said once — the
